@@ -1,0 +1,19 @@
+"""numfn: a JIT compiler for numerical Python functions.
+
+    import numpy as np, numfn, numfn.numpy as fnp
+
+    @numfn.jit
+    def f(x, y):
+        return fnp.sin(x) * y + x.sum(axis=0)
+
+The first call with a new signature (shapes and dtypes of the arguments) traces `f` into a graph, compiles it to
+native code and runs it; later calls with that signature run the native code directly.
+"""
+from numfn.dtype import DType, dtypes
+from numfn.errors import NumfnError, TracerConversionError
+from numfn.function import JitFunction, NumericalFunction, jit
+from numfn.tensor import Tensor
+
+__version__ = "0.1.0"
+__all__ = ["jit", "JitFunction", "NumericalFunction", "Tensor", "DType", "dtypes", "NumfnError",
+           "TracerConversionError", "__version__"]

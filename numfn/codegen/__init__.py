@@ -1,0 +1,1 @@
+"""Code generation: lowering kernels to loops, NumPy semantics in machine ops, linearization."""

@@ -1,0 +1,204 @@
+"""NumPy semantics in machine terms: rules that rewrite the ops whose NumPy meaning differs from the machine's
+into ops every backend renders the same way.
+
+After these rules a backend only needs: + - * / (float), IDIV / IMOD (C truncation, divisor never 0 or -1),
+FMOD, comparisons (float ones false on NaN except !=), WHERE, AND / OR / XOR, NEG, CAST between types where the
+value is representable (plus bool and int->float), BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL,
+TRUNC, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW.
+"""
+from __future__ import annotations
+
+from numfn.dtype import DType, dtypes
+from numfn.uop import Ops, PatternMatcher, UOp, UPat
+
+
+def c(dtype: DType, value) -> UOp:
+    return UOp.const(dtype, value)
+
+
+def _bool_arith(x: UOp) -> UOp | None:
+    # NumPy: bool + bool is logical or, bool * bool logical and (and max/min the same)
+    if not x.dtype.is_bool or not x.src[0].dtype.is_bool: return None
+    op = {Ops.ADD: Ops.OR, Ops.MAX: Ops.OR, Ops.MUL: Ops.AND, Ops.MIN: Ops.AND}[x.op]
+    return x.src[0].alu(op, x.src[1])
+
+
+def _int_abs(x: UOp) -> UOp | None:
+    a = x.src[0]
+    if not a.dtype.is_int: return None
+    return a if a.dtype.is_unsigned else (a < c(a.dtype, 0)).where(-a, a)
+
+
+def _minmax(x: UOp) -> UOp | None:
+    a, b = x.src
+    if a.dtype.is_bool: return None
+    if x.op is Ops.MAX: pick_a = a >= b if not a.dtype.is_float else (a >= b) | a.ne(a)
+    else: pick_a = a <= b if not a.dtype.is_float else (a <= b) | a.ne(a)
+    return pick_a.where(a, b)   # floats: NaN in either operand propagates, as np.maximum / np.minimum do
+
+
+def _not(x: UOp) -> UOp:
+    a = x.src[0]
+    return a ^ c(a.dtype, True if a.dtype.is_bool else -1)
+
+
+def _int_floordiv(x: UOp) -> UOp | None:
+    a, b = x.src
+    dt = a.dtype
+    if not dt.is_int: return None
+    if b.op is Ops.CONST and b.arg > 0:
+        q = a // b
+        if dt.is_unsigned or a.vmin >= 0: return q
+        return ((a % b).ne(0) & (a < c(dt, 0))).where(q - 1, q)
+    zero = b.eq(0)
+    if dt.is_unsigned: return zero.where(c(dt, 0), a // zero.where(c(dt, 1), b))
+    bad = zero | b.eq(-1)
+    sb = bad.where(c(dt, 1), b)
+    q, r = a // sb, a % sb
+    q = (r.ne(0) & (r < c(dt, 0)).ne(b < c(dt, 0))).where(q - 1, q)
+    return zero.where(c(dt, 0), b.eq(-1).where(-a, q))   # NumPy: x // 0 == 0, MIN // -1 wraps to MIN
+
+
+def _int_mod(x: UOp) -> UOp | None:
+    a, b = x.src
+    dt = a.dtype
+    if not dt.is_int: return None
+    if b.op is Ops.CONST and b.arg > 0:
+        r = a % b
+        if dt.is_unsigned or a.vmin >= 0: return r
+        return (r < c(dt, 0)).where(r + b, r)
+    zero = b.eq(0)
+    if dt.is_unsigned: return zero.where(c(dt, 0), a % zero.where(c(dt, 1), b))
+    bad = zero | b.eq(-1)
+    r = a % bad.where(c(dt, 1), b)
+    r = (r.ne(0) & (r < c(dt, 0)).ne(b < c(dt, 0))).where(r + b, r)
+    return bad.where(c(dt, 0), r)
+
+
+def _sign_bits(dt: DType) -> tuple[DType, int]:
+    return (dtypes.uint32, 1 << 31) if dt.itemsize == 4 else (dtypes.uint64, 1 << 63)
+
+
+def _copysign_zero(sign_of: UOp) -> UOp:
+    """+0.0 or -0.0 with the sign bit of `sign_of`."""
+    ut, bit = _sign_bits(sign_of.dtype)
+    return (sign_of.bitcast(ut) & c(ut, bit)).bitcast(sign_of.dtype)
+
+
+def _float_mod(x: UOp) -> UOp | None:
+    """np.remainder for floats: the result has the sign of the divisor (NumPy's npy_divmod)."""
+    a, b = x.src
+    if not a.dtype.is_float: return None
+    dt = a.dtype
+    m = a.alu(Ops.FMOD, b)
+    fixed = (b < c(dt, 0)).ne(m < c(dt, 0)).where(m + b, m)
+    return m.ne(c(dt, 0.0)).where(fixed, _copysign_zero(b))
+
+
+def _float_floordiv(x: UOp) -> UOp | None:
+    """np.floor_divide for floats, step by step as NumPy's npy_floor_divide computes it."""
+    a, b = x.src
+    if not a.dtype.is_float: return None
+    dt = a.dtype
+    m = a.alu(Ops.FMOD, b)
+    div = (a - m).alu(Ops.FDIV, b)
+    div = (m.ne(c(dt, 0.0)) & (b < c(dt, 0)).ne(m < c(dt, 0))).where(div - c(dt, 1.0), div)
+    fl = div.alu(Ops.FLOOR)
+    fl = ((div - fl) > c(dt, 0.5)).where(fl + c(dt, 1.0), fl)
+    q = a.alu(Ops.FDIV, b)
+    out = div.ne(c(dt, 0.0)).where(fl, _copysign_zero(q))
+    return b.eq(c(dt, 0.0)).where(q, out)
+
+
+def _int_pow(x: UOp) -> UOp | None:
+    """Integer power by repeated squaring. NumPy rejects negative exponents; here they give 0 except for bases
+    1 and -1 (documented)."""
+    a, e = x.src
+    if not a.dtype.is_int and not a.dtype.is_bool: return None
+    dt = a.dtype
+    if dt.is_bool: return a | e.eq(False)
+    if e.op is Ops.CONST and e.arg >= 0:
+        n, result, base = int(e.arg), c(dt, 1), a
+        while n:
+            if n & 1: result = result * base
+            n >>= 1
+            if n: base = base * base
+        return result
+    result, base = c(dt, 1), a
+    for k in range(e.dtype.bits - (0 if e.dtype.is_unsigned else 1)):
+        bit = (e & c(e.dtype, 1 << k)).ne(0)
+        result = bit.where(result * base, result)
+        base = base * base
+    if not e.dtype.is_unsigned:
+        neg = e < c(e.dtype, 0)
+        result = neg.where(a.eq(1).where(c(dt, 1), a.eq(-1).where((e & c(e.dtype, 1)).ne(0).where(c(dt, -1), c(dt, 1)),
+                                                                   c(dt, 0))), result)
+    return result
+
+
+def _float_pow(x: UOp) -> UOp | None:
+    a, e = x.src
+    if not a.dtype.is_float or e.op is not Ops.CONST: return None
+    if e.arg == 2.0: return a * a           # pow is correctly rounded here too, so this is exact
+    if e.arg == 1.0: return a
+    if e.arg == -1.0: return c(a.dtype, 1.0).alu(Ops.FDIV, a)
+    return None
+
+
+def machine_cast(v: UOp, dt: DType) -> UOp:
+    """A float to int conversion the backend may render directly: the value is known to be in range
+    (arg=True marks it, so the rule for NumPy's casts leaves it alone)."""
+    return UOp(Ops.CAST, dt, (v,), True)
+
+
+def _x86_to_int32(v: UOp) -> UOp:
+    ok = (v >= c(v.dtype, -2.0**31)) & (v < c(v.dtype, 2.0**31))
+    return ok.where(machine_cast(ok.where(v, c(v.dtype, 0.0)), dtypes.int32), c(dtypes.int32, -2**31))
+
+
+def _x86_to_int64(v: UOp) -> UOp:
+    ok = (v >= c(v.dtype, -2.0**63)) & (v < c(v.dtype, 2.0**63))
+    return ok.where(machine_cast(ok.where(v, c(v.dtype, 0.0)), dtypes.int64), c(dtypes.int64, -2**63))
+
+
+def _cast(x: UOp) -> UOp | None:
+    """Conversions NumPy defines differently from C: to bool is != 0; float to int follows what NumPy does on
+    x86-64 (out of range and NaN give the minimum of the intermediate type) instead of C's undefined behaviour."""
+    a, dt = x.src[0], x.dtype
+    if a.dtype is dt: return a
+    if dt.is_bool and not a.dtype.is_bool: return a.ne(c(a.dtype, 0))
+    if not (a.dtype.is_float and dt.is_int): return None
+    if dt.itemsize <= 2 or dt is dtypes.int32: return _wrap(_x86_to_int32(a), dt)
+    if dt is dtypes.int64: return _x86_to_int64(a)
+    if dt is dtypes.uint32:
+        ok = (a >= c(a.dtype, 0.0)) & (a < c(a.dtype, 2.0**32))
+        pos = ok.where(machine_cast(ok.where(a, c(a.dtype, 0.0)), dtypes.int64), c(dtypes.int64, 0))
+        nonneg = a >= c(a.dtype, 0.0)
+        return nonneg.where(_wrap(pos, dt), _wrap(_x86_to_int32(a), dt))
+    # uint64: non-negative values convert unsigned (out of range -> 0), the rest through int64
+    ok = (a >= c(a.dtype, 0.0)) & (a < c(a.dtype, 2.0**64))
+    big = a >= c(a.dtype, 2.0**63)
+    low = _x86_to_int64(big.where(a - c(a.dtype, 2.0**63), a)).bitcast(dtypes.uint64)
+    unsigned = big.where(low ^ c(dtypes.uint64, 1 << 63), low)
+    nonneg = a >= c(a.dtype, 0.0)
+    return nonneg.where(ok.where(unsigned, c(dtypes.uint64, 0)), _x86_to_int64(a).bitcast(dtypes.uint64))
+
+
+def _wrap(v: UOp, dt: DType) -> UOp:
+    """Integer conversion that keeps the low bits (the renderer's CAST between ints truncates or extends)."""
+    return v if v.dtype is dt else UOp(Ops.CAST, dt, (v,))
+
+
+decompositions = PatternMatcher([
+    (UPat((Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN), dtypes.bool, name="x"), _bool_arith),
+    (UPat(Ops.ABS, name="x"), _int_abs),
+    (UPat((Ops.MAX, Ops.MIN), name="x"), _minmax),
+    (UPat(Ops.NOT, name="x"), _not),
+    (UPat(Ops.FLOORDIV, name="x"), _int_floordiv),
+    (UPat(Ops.FLOORDIV, name="x"), _float_floordiv),
+    (UPat(Ops.MOD, name="x"), _int_mod),
+    (UPat(Ops.MOD, name="x"), _float_mod),
+    (UPat(Ops.POW, name="x"), _int_pow),
+    (UPat(Ops.POW, name="x"), _float_pow),
+    (UPat(Ops.CAST, arg=None, name="x"), _cast),
+])

@@ -1,0 +1,130 @@
+"""From a loop-level graph to a linear program: accumulators for reductions, then one instruction list with
+explicit loop blocks.
+
+Placement rule: every node sits in the innermost loop among the RANGEs it depends on, so loop-invariant work is
+hoisted as far out as it can go. Loops form a tree: the output loops nest in order, and the loops of a reduction
+open inside the scope of the reduction's result. Within one scope, nodes and child loops are emitted in
+dependency order.
+"""
+from __future__ import annotations
+
+import heapq
+
+from numfn.codegen.lower import free_ranges
+from numfn.dtype import DType, dtypes
+from numfn.uop import Ops, UOp, cast_scalar, toposort
+
+
+def reduce_identity(op: Ops, dt: DType):
+    if op is Ops.ADD: return 0
+    if op is Ops.MUL: return 1
+    if op is Ops.MAX: return dt.min
+    if op is Ops.MIN: return dt.max
+    raise ValueError(f"no identity for reduction {op}")
+
+
+def expand_reduces(sink: UOp) -> UOp:
+    """REDUCE(value, *ranges) -> an accumulator: DEFINE_ACC before the loops, acc = op(acc, value) in the
+    innermost loop (ASSIGN), and a read of the accumulator after the loops (LOAD(acc, ASSIGN))."""
+    done: dict[UOp, UOp] = {}
+    count = 0
+    for u in toposort([sink]):
+        src = tuple(done[s] for s in u.src)
+        if u.op is Ops.REDUCE:
+            value, ranges = src[0], src[1:]
+            outer = tuple(sorted(free_ranges(value).difference(ranges), key=lambda r: r.arg[0]))
+            acc = UOp(Ops.DEFINE_ACC, u.dtype, outer, (cast_scalar(reduce_identity(u.arg, u.dtype), u.dtype), count))
+            count += 1
+            current = UOp(Ops.LOAD, u.dtype, (acc, *ranges))
+            update = UOp(Ops.ASSIGN, dtypes.void, (acc, current.alu(u.arg, value)))
+            done[u] = UOp(Ops.LOAD, u.dtype, (acc, update))
+        else:
+            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return done[sink]
+
+
+def loop_chains(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
+    """For every RANGE, the loops enclosing it (outermost first) and itself."""
+    chain: dict[UOp, tuple[UOp, ...]] = {}
+    prev: tuple[UOp, ...] = ()
+    for r in sorted((u for u in nodes if u.op is Ops.RANGE and u.arg[1] != "reduce"), key=lambda r: r.arg[0]):
+        prev += (r,)
+        chain[r] = prev
+    # the in-loop read LOAD(acc, *ranges) names the loops of each accumulator, innermost last
+    accs = {u.src[0]: u.src[1:] for u in nodes
+            if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is not Ops.ASSIGN}
+    pending = list(accs)
+    while pending:
+        for acc in pending:
+            if all(r in chain for r in acc.src):
+                base = max((chain[r] for r in acc.src), key=len, default=())
+                for r in accs[acc]:
+                    base += (r,)
+                    chain[r] = base
+                pending.remove(acc)
+                break
+        else:
+            raise RuntimeError("accumulators with cyclic loop nesting")
+    return chain
+
+
+def linearize(sink: UOp) -> list[UOp]:
+    """The instructions of a kernel in execution order; RANGE opens a loop and END(range) closes it."""
+    nodes = toposort([sink])
+    pos = {u: i for i, u in enumerate(nodes)}
+    chain = loop_chains(nodes)
+
+    def scope_of(u: UOp) -> tuple[UOp, ...]:
+        if u.op is Ops.RANGE: return chain[u][:-1]
+        deepest: tuple[UOp, ...] = ()
+        for r in free_ranges(u):
+            if len(chain[r]) > len(deepest): deepest = chain[r]
+        return deepest
+
+    scope = {u: scope_of(u) for u in nodes if u.op not in (Ops.CONST, Ops.SINK, Ops.BUFFER)}
+    by_scope: dict[tuple, list[UOp]] = {}
+    for u, s in scope.items():
+        by_scope.setdefault(s, []).append(u)
+
+    def subtree(s: tuple) -> list[UOp]:
+        return [u for sc, us in by_scope.items() if sc[:len(s)] == s for u in us]
+
+    def emit(s: tuple) -> list[UOp]:
+        depth = len(s)
+        here = [u for u in by_scope.get(s, []) if u.op is not Ops.RANGE]
+        blocks = [u for u in by_scope.get(s, []) if u.op is Ops.RANGE]
+        members = {r: subtree(chain[r]) for r in blocks}
+
+        def item_of(u: UOp):
+            sc = scope.get(u)
+            if sc is None or len(sc) < depth or sc[:depth] != s: return None   # outer scope or a constant
+            return u if len(sc) == depth and u.op is not Ops.RANGE else (chain[u][depth] if sc == s else sc[depth])
+
+        deps: dict[UOp, set] = {}
+        for item in here + blocks:
+            inner = members[item] if item in members else [item]
+            found = set()
+            for m in inner:
+                for src in m.src:
+                    it = item_of(src)
+                    if it is not None and it is not item: found.add(it)
+            deps[item] = found
+        users: dict[UOp, list] = {item: [] for item in deps}
+        for item, ds in deps.items():
+            for d in ds: users[d].append(item)
+        prio = {item: min(pos[m] for m in members[item]) if item in members else pos[item] for item in deps}
+        ready = [(prio[i], pos[i], i) for i, ds in deps.items() if not ds]
+        heapq.heapify(ready)
+        waiting = {i: len(ds) for i, ds in deps.items()}
+        out: list[UOp] = []
+        while ready:
+            _, _, item = heapq.heappop(ready)
+            if item in members: out += [item, *emit(chain[item]), UOp(Ops.END, dtypes.void, (item,))]
+            else: out.append(item)
+            for user in users[item]:
+                waiting[user] -= 1
+                if waiting[user] == 0: heapq.heappush(ready, (prio[user], pos[user], user))
+        if any(waiting.values()): raise RuntimeError("cyclic dependencies between the instructions of a kernel")
+        return out
+
+    return emit(())

@@ -1,0 +1,237 @@
+"""Lowering: a kernel (STOREs of tensor-level values into buffers) becomes a loop-level graph.
+
+Every tensor node is evaluated at a symbolic index: a tuple of integer expressions over RANGE loop counters.
+Movement ops only transform the index (a reshape re-splits a linear offset, a permute reorders, an expand drops,
+a pad subtracts and masks), so views never copy data. A REDUCE_AXIS opens fresh RANGEs for its reduced axes and
+becomes a REDUCE node over them. Index expressions are built with the smart constructors of numfn.symbolic, so a
+reshape of contiguous data leaves plain `i` behind instead of `(i//4)*4 + i%4`.
+
+The lowering also counts how often each tensor node would be evaluated once loop-invariant code is hoisted
+(a node sits in the innermost loop it depends on): the scheduler uses that count to decide what to store.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from numfn.dtype import dtypes
+from numfn.symbolic import add, idiv, imod, mul
+from numfn.uop import ELEMENTWISE, Ops, UOp
+
+ZERO = UOp.const(dtypes.index, 0)
+TRUE = UOp.const(dtypes.bool, True)
+
+
+def strides_for(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc if n != 1 else 0)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def linear_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
+    out = ZERO
+    for i, st in zip(idx, strides_for(shape)):
+        if st: out = add(out, mul(i, st))
+    return out
+
+
+def _reshape_groups(new: tuple[int, ...], old: tuple[int, ...]):
+    """Pairs of axis runs (of `new`, of `old`) with equal element counts, in order: each run of a reshape maps
+    onto its partner alone, which keeps index expressions small."""
+    groups, gi, gj, pi, pj, i, j = [], [], [], 1, 1, 0, 0
+    while i < len(new) or j < len(old):
+        if i < len(new) and (pi <= pj or j >= len(old)):
+            pi *= new[i]; gi.append(i); i += 1  # noqa: E702
+        else:
+            pj *= old[j]; gj.append(j); j += 1  # noqa: E702
+        if pi == pj:
+            groups.append((gi, gj))
+            gi, gj, pi, pj = [], [], 1, 1
+    if gi or gj: groups.append((gi, gj))
+    return groups
+
+
+def reshape_index(idx: tuple[UOp, ...], new: tuple[int, ...], old: tuple[int, ...]) -> tuple[UOp, ...]:
+    """The index into `old` of element `idx` of its reshape to `new` (row-major order is preserved)."""
+    if math.prod(new) == 0: return (ZERO,) * len(old)
+    out: list[UOp] = [ZERO] * len(old)
+    for gnew, gold in _reshape_groups(new, old):
+        flat = linear_index(tuple(idx[a] for a in gnew), tuple(new[a] for a in gnew))
+        for b, st in zip(gold, strides_for(tuple(old[b] for b in gold))):
+            out[b] = imod(idiv(flat, st), old[b]) if old[b] != 1 else ZERO
+    return tuple(out)
+
+
+def land(a: UOp, b: UOp) -> UOp:
+    if a is TRUE: return b
+    if b is TRUE: return a
+    if a.op is Ops.CONST or b.op is Ops.CONST: return a if a.op is Ops.CONST and not a.arg else b if not b.arg else a
+    return a.alu(Ops.AND, b)
+
+
+def cmp_const_le(c: int, i: UOp) -> UOp:
+    """c <= i, folded when the bounds of i decide it."""
+    if i.vmin >= c: return TRUE
+    if i.vmax < c: return UOp.const(dtypes.bool, False)
+    return UOp.const(i.dtype, c).alu(Ops.CMPLE, i)
+
+
+def cmp_lt_const(i: UOp, c: int) -> UOp:
+    if i.vmax < c: return TRUE
+    if i.vmin >= c: return UOp.const(dtypes.bool, False)
+    return i.alu(Ops.CMPLT, UOp.const(i.dtype, c))
+
+
+def free_ranges(u: UOp, _cache: dict = {}) -> frozenset:  # noqa: B006 - a cache keyed by hash-consed nodes
+    found = _cache.get(u)
+    if found is not None: return found
+    if u.op is Ops.RANGE: out = frozenset([u])
+    elif u.op is Ops.REDUCE: out = free_ranges(u.src[0]).difference(u.src[1:])
+    elif u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is Ops.ASSIGN:
+        out = free_ranges(u.src[0])   # the accumulator read after its loops: outside them
+    else: out = frozenset().union(*(free_ranges(s) for s in u.src)) if u.src else frozenset()
+    if len(_cache) > 200_000: _cache.clear()
+    _cache[u] = out
+    return out
+
+
+@contextmanager
+def deep_recursion(limit: int = 20000):
+    """Graphs can be as deep as a Python loop makes them; recursive walks get room for that."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@dataclass
+class LoweredKernel:
+    """A kernel as a loop-level graph: `sink` holds STORE(BUFFER, index, value) nodes over `ranges` (the output
+    loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting."""
+    sink: UOp
+    ranges: tuple[UOp, ...]
+    shape: tuple[int, ...]
+    evaluations: Counter = field(default_factory=Counter)
+    sequential: frozenset = frozenset()   # ranges that must run in order (a scan walks them)
+
+
+class _Lowerer:
+    def __init__(self):
+        self.memo: dict = {}
+        self.chain: dict[UOp, tuple[UOp, ...]] = {}
+        self.evaluations: Counter = Counter()
+        self.next_range = 0
+
+    def new_range(self, size: int, kind: str, parent: tuple[UOp, ...]) -> UOp:
+        r = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, size),), (self.next_range, kind))
+        self.next_range += 1
+        self.chain[r] = parent + (r,)
+        return r
+
+    def scope(self, *exprs: UOp) -> tuple[UOp, ...]:
+        """The loops an expression must sit in: the chain of its innermost free range."""
+        deepest: tuple[UOp, ...] = ()
+        for e in exprs:
+            for r in free_ranges(e):
+                c = self.chain[r]
+                if len(c) > len(deepest): deepest = c
+        return deepest
+
+    def lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp) -> UOp:
+        key = (u, idx, valid)
+        found = self.memo.get(key)
+        if found is not None: return found
+        out = self._lower(u, idx, valid)
+        self.memo[key] = out
+        if u.op is not Ops.CONST:
+            self.evaluations[u] += math.prod(r.src[0].arg for r in self.scope(*idx, valid))
+        return out
+
+    def _lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp) -> UOp:
+        op, src = u.op, u.src
+        if op is Ops.CONST: return u
+        if op is Ops.BUFFER:
+            if u.arg.size == 0: return UOp.const(u.dtype, 0)
+            index = linear_index(idx, u.shape)
+            if valid is not TRUE: index = valid.alu(Ops.WHERE, index, ZERO)
+            return UOp(Ops.LOAD, u.dtype, (u, index))
+        if op is Ops.RESHAPE: return self.lower(src[0], reshape_index(idx, u.shape, src[0].shape), valid)
+        if op is Ops.PERMUTE:
+            inner = [ZERO] * len(idx)
+            for i, a in enumerate(u.arg): inner[a] = idx[i]
+            return self.lower(src[0], tuple(inner), valid)
+        if op is Ops.EXPAND:
+            return self.lower(src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)), valid)
+        if op is Ops.SHRINK: return self.lower(src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)), valid)
+        if op is Ops.FLIP:
+            return self.lower(src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
+                                            for a, (i, n) in enumerate(zip(idx, u.shape))), valid)
+        if op is Ops.PAD:
+            inner, here = [], TRUE
+            for i, (b, _), n in zip(idx, u.arg, src[0].shape):
+                if b: i = add(i, -b)
+                here = land(here, land(cmp_const_le(0, i), cmp_lt_const(i, n)))
+                inner.append(i)
+            if here.op is Ops.CONST and not here.arg: return UOp.const(u.dtype, 0)
+            value = self.lower(src[0], tuple(inner), land(valid, here))
+            return value if here is TRUE else here.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
+        if op is Ops.REDUCE_AXIS:
+            rop, axes = u.arg
+            parent = self.scope(*idx, valid)
+            inner, ranges = list(idx), []
+            for a in axes:
+                n = src[0].shape[a]
+                if n == 1: inner[a] = ZERO
+                else:
+                    r = self.new_range(n, "reduce", parent)
+                    parent = self.chain[r]
+                    inner[a] = r
+                    ranges.append(r)
+            value = self.lower(src[0], tuple(inner), valid)
+            return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
+        if op in ELEMENTWISE:
+            return UOp(op, u.dtype, tuple(self.lower(s, idx, valid) for s in src), u.arg)
+        if op is Ops.CONTIGUOUS: return self.lower(src[0], idx, valid)
+        raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
+
+
+def lower_kernel(ast: UOp) -> LoweredKernel:
+    """Lower a kernel AST: SINK(STORE(BUFFER, value), ...) where every value has the same shape."""
+    stores = ast.src
+    shape = stores[0].src[1].shape
+    lw = _Lowerer()
+    idx, ranges = [], []
+    for n in shape:
+        if n == 1: idx.append(ZERO)
+        else:
+            r = lw.new_range(n, "loop", tuple(ranges))
+            ranges.append(r)
+            idx.append(r)
+    sequential = set()
+    out = []
+    with deep_recursion():
+        for st in stores:
+            buf, value = st.src
+            index = linear_index(tuple(idx), shape)
+            if value.op is Ops.SCAN:
+                rop, axis = value.arg
+                i = idx[axis]
+                sequential.add(i)
+                prev_idx = tuple(add(j, -1) if a == axis else j for a, j in enumerate(idx))
+                prev = UOp(Ops.LOAD, buf.dtype, (buf, i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
+                                                 .alu(Ops.WHERE, ZERO, linear_index(prev_idx, shape))))
+                first = i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
+                identity = UOp.const(buf.dtype, 0 if rop is Ops.ADD else 1)
+                value = first.alu(Ops.WHERE, identity, prev).alu(rop, lw.lower(value.src[0], tuple(idx), TRUE))
+            else:
+                value = lw.lower(value, tuple(idx), TRUE)
+            out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
+    return LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
+                         frozenset(sequential))

@@ -1,0 +1,28 @@
+"""The codegen driver: a scheduled kernel becomes a linear program a renderer can print."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numfn.codegen.decompose import decompositions
+from numfn.codegen.linearize import expand_reduces, linearize
+from numfn.codegen.lower import LoweredKernel
+from numfn.symbolic import symbolic
+from numfn.uop import UOp, format_graph, graph_rewrite
+
+
+@dataclass(frozen=True)
+class Program:
+    """One kernel ready to render: its parameters (BUFFER nodes, written ones first) and its instructions."""
+    name: str
+    params: tuple[UOp, ...]
+    uops: tuple[UOp, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(repr(p.arg) for p in self.params)})\n{format_graph(self.uops)}"
+
+
+def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel) -> Program:
+    sink = graph_rewrite(lowered.sink, symbolic)
+    sink = expand_reduces(sink)
+    sink = graph_rewrite(sink, decompositions + symbolic)
+    return Program(name, params, tuple(linearize(sink)))

@@ -1,0 +1,154 @@
+"""Data types: the scalar types numfn computes with, their NumPy mapping and NumPy 2 promotion rules."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class DType:
+    """A scalar type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
+
+    DTypes are singletons (one object per type), so identity comparison is equality.
+    """
+    name: str
+    itemsize: int
+    kind: str
+    cname: str   # C99 spelling
+    lname: str   # LLVM IR spelling
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(self.name)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def bits(self) -> int:
+        return 1 if self.kind == "b" else self.itemsize * 8
+
+    @property
+    def min(self):
+        if self.kind == "b": return False
+        if self.kind == "f": return -float("inf")
+        return int(np.iinfo(self.name).min)
+
+    @property
+    def max(self):
+        if self.kind == "b": return True
+        if self.kind == "f": return float("inf")
+        return int(np.iinfo(self.name).max)
+
+    def __repr__(self) -> str:
+        return f"dtypes.{self.name}"
+
+    def __reduce__(self):  # pickle as the singleton
+        return (dtypes.from_name, (self.name,))
+
+
+class dtypes:
+    """The supported dtypes. `dtypes.from_numpy(np.dtype)` maps NumPy's types onto them."""
+    bool = DType("bool", 1, "b", "_Bool", "i1")
+    int8 = DType("int8", 1, "i", "int8_t", "i8")
+    int16 = DType("int16", 2, "i", "int16_t", "i16")
+    int32 = DType("int32", 4, "i", "int32_t", "i32")
+    int64 = DType("int64", 8, "i", "int64_t", "i64")
+    uint8 = DType("uint8", 1, "u", "uint8_t", "i8")
+    uint16 = DType("uint16", 2, "u", "uint16_t", "i16")
+    uint32 = DType("uint32", 4, "u", "uint32_t", "i32")
+    uint64 = DType("uint64", 8, "u", "uint64_t", "i64")
+    float32 = DType("float32", 4, "f", "float", "float")
+    float64 = DType("float64", 8, "f", "double", "double")
+    void = DType("void", 0, "v", "void", "void")
+    # index arithmetic is 64-bit everywhere: a 64-bit CPU pays nothing for it and no array can overflow it
+    index = int64
+
+    all: tuple[DType, ...] = ()
+
+    @staticmethod
+    def from_name(name: str) -> DType:
+        return _BY_NAME[name]
+
+    @staticmethod
+    def from_numpy(dt: Any) -> DType:
+        """The numfn dtype of a NumPy dtype (or anything np.dtype accepts); TypeError if unsupported."""
+        dt = np.dtype(dt)
+        found = _BY_NAME.get(dt.name)
+        if found is None or dt.byteorder not in "=|":
+            raise TypeError(f"numfn does not support dtype {dt} (supported: {', '.join(d.name for d in dtypes.all)})")
+        return found
+
+
+dtypes.all = (dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
+              dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64)
+_BY_NAME = {d.name: d for d in dtypes.all}
+
+# A Python scalar's "weak" type (NEP 50): it adopts the dtype of the array it meets where the kind allows.
+PyScalar = (bool, int, float)
+
+
+def scalar_dtype(value) -> DType:
+    """The dtype NumPy gives a Python scalar on its own (np.asarray(value).dtype)."""
+    if isinstance(value, (bool, np.bool_)): return dtypes.bool
+    if isinstance(value, (int, np.integer)): return dtypes.from_numpy(np.asarray(value).dtype)
+    if isinstance(value, np.floating): return dtypes.from_numpy(value.dtype)
+    if isinstance(value, float): return dtypes.float64
+    raise TypeError(f"not a scalar: {value!r}")
+
+
+@functools.cache
+def resolve_ufunc(ufunc_name: str, operands: tuple) -> tuple[tuple[DType, ...], DType]:
+    """Ask NumPy how `ufunc` types its operands: returns (operand dtypes to compute in, result dtype).
+
+    `operands` holds DTypes, or the Python types bool/int/float for weak scalars (NEP 50). Raises TypeError
+    worded by NumPy when the ufunc has no loop for these types (for example `bool - bool` or `float & float`).
+    """
+    ufunc = getattr(np, ufunc_name)
+    npin = tuple(o if isinstance(o, type) else o.np for o in operands)
+    resolved = ufunc.resolve_dtypes(npin + (None,) * ufunc.nout)
+    cast = tuple(_from_np_result(d, ufunc_name) for d in resolved[:ufunc.nin])
+    return cast, _from_np_result(resolved[ufunc.nin], ufunc_name)
+
+
+def _from_np_result(dt: np.dtype, what: str) -> DType:
+    if dt.name == "float16":
+        raise TypeError(f"NumPy computes {what} of this input in float16, which numfn does not support; "
+                        "cast the input to float32 first (x.astype(np.float32))")
+    return dtypes.from_numpy(dt)
+
+
+@functools.cache
+def result_type(*dts: DType) -> DType:
+    """np.result_type over array dtypes (no weak scalars): the dtype several arrays promote to."""
+    return dtypes.from_numpy(np.result_type(*(d.np for d in dts)))
+
+
+@functools.cache
+def reduce_dtype(op: str, dt: DType) -> DType:
+    """The dtype NumPy gives sum/prod/cumsum of `dt`: small ints widen to the platform integer."""
+    if op in ("max", "min"): return dt
+    return dtypes.from_numpy(getattr(np, op)(np.zeros(1, dt.np)).dtype)
+
+
+def check_scalar_fits(value, dt: DType, what: str = "operand") -> None:
+    """NEP 50: a Python int must fit the integer dtype it is combined with (NumPy raises OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not dt.is_int: return
+    if not dt.min <= value <= dt.max:
+        raise OverflowError(f"Python integer {value} out of bounds for {dt.name} ({what})")

@@ -1,0 +1,386 @@
+"""NumericalFunction (one compiled specialization of a Python function) and the jit dispatcher.
+
+A NumericalFunction is a frozen dataclass whose stages are cached properties, each computed from the previous
+one on first access:
+
+  function_graph    trace the function on Tensor.empty placeholders: SINK of the outputs
+  call_graph        symbolic simplification, then CALL(body with PARAMs, *buffers)
+  schedule          kernels in execution order (a tuple of ExecItems); `memory` is the intermediate arena plan
+  rendered_kernels  each kernel lowered to loops, optimized and rendered for the backend
+  source            the whole program: constants, kernels, one public entry point
+  compiled          native code for the source (C compiler + cffi, or LLVM JIT)
+  __call__          the dispatcher: validate arguments, allocate outputs, call native code, return arrays
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import threading
+import time
+from dataclasses import dataclass
+from functools import cached_property, update_wrapper
+from typing import Any
+from collections.abc import Callable
+
+import numpy as np
+
+from numfn import debug
+from numfn.dtype import DType, dtypes
+from numfn.layout import Layout, make_layout
+from numfn.pytree import TreeDef, flatten, unflatten
+from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
+from numfn.tensor import Tensor
+from numfn.uop import Ops, UOp, format_graph
+
+BACKENDS = ("c", "llvm")
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What a signature records of one array argument: shape and dtype. `weak` marks a Python scalar (it
+    promotes like one, NEP 50)."""
+    shape: tuple[int, ...]
+    dtype: DType
+    weak: bool = False
+
+    def __repr__(self) -> str:
+        return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class RenderedKernel:
+    name: str
+    program: Any     # codegen.program.Program
+    source: str
+
+
+@dataclass(frozen=True, eq=False)
+class NumericalFunction:
+    """`fn` specialized to one signature: argument structure `in_tree`, array specs `in_specs`, values of static
+    arguments `statics` ((position or name, value) pairs), compiled for `backend`."""
+    fn: Callable
+    in_tree: TreeDef
+    in_specs: tuple[ArgSpec, ...]
+    statics: tuple = ()
+    backend: str = "c"
+
+    # ---- tracing ----------------------------------------------------------------------------------------------
+    @cached_property
+    def _trace(self) -> tuple[UOp, TreeDef]:
+        t0 = time.perf_counter()
+        placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
+        args, kwargs = unflatten(self.in_tree, placeholders)
+        args, kwargs = list(args), dict(kwargs)
+        for where, value in self.statics:
+            if isinstance(where, int): args.insert(where, value)
+            else: kwargs[where] = value
+        out = self.fn(*args, **kwargs)
+        leaves, tree = flatten(out)
+        outs = []
+        for leaf in leaves:
+            t = Tensor.lift(leaf)
+            # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
+            # (x.T, x[:2]) or an input itself (x) is copied, never aliased
+            outs.append(UOp(Ops.CONTIGUOUS, t.uop.dtype, (t.uop,)))
+        sink = UOp(Ops.SINK, dtypes.void, tuple(outs))
+        debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
+        return sink, tree
+
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))})"
+
+    @cached_property
+    def function_graph(self) -> UOp:
+        """The traced outputs: SINK(CONTIGUOUS(output), ...) over PARAM placeholders and captured constants."""
+        return self._trace[0]
+
+    @cached_property
+    def out_tree(self) -> TreeDef:
+        return self._trace[1]
+
+    @cached_property
+    def call_graph(self) -> UOp:
+        """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
+        call = callify(self.function_graph, len(self.in_specs))
+        debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
+        return call
+
+    # ---- scheduling -------------------------------------------------------------------------------------------
+    @cached_property
+    def _scheduled(self) -> tuple[Schedule, MemoryPlan]:
+        t0 = time.perf_counter()
+        out = create_schedule(self.call_graph)
+        debug.log(1, f"scheduled {self.name}: {len(out[0])} kernels in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        debug.log(3, lambda: f"schedule of {self.name}:\n{out[0]}\n{out[1]}")
+        return out
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        """The kernels in execution order: a tuple of ExecItems that prints as a table."""
+        return self._scheduled[0]
+
+    @cached_property
+    def memory(self) -> MemoryPlan:
+        """Where intermediates live: offsets in one arena, `arena_bytes` its peak size."""
+        return self._scheduled[1]
+
+    @cached_property
+    def layout(self) -> Layout:
+        return make_layout(self.call_graph, self.schedule, self.memory)
+
+    # ---- rendering --------------------------------------------------------------------------------------------
+    @cached_property
+    def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
+        from numfn.codegen.program import build_program
+        t0 = time.perf_counter()
+        out = []
+        renderer = _renderer(self.backend)
+        for ei in self.schedule:
+            prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered)
+            out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
+        debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        return tuple(out)
+
+    @cached_property
+    def entry_name(self) -> str:
+        return "numfn_" + hashlib.sha256(self._source_template.encode()).hexdigest()[:20]
+
+    @cached_property
+    def _source_template(self) -> str:
+        return _renderer(self.backend).render_program(
+            "__NUMFN_ENTRY__", [(k.program, k.source) for k in self.rendered_kernels], self.layout)
+
+    @cached_property
+    def source(self) -> str:
+        """The whole program's source text: constants, kernels, and the public entry point."""
+        src = self._source_template.replace("__NUMFN_ENTRY__", self.entry_name)
+        debug.log(4, lambda: f"source of {self.name}:\n{src}")
+        return src
+
+    # ---- native code ------------------------------------------------------------------------------------------
+    @cached_property
+    def compiled(self) -> Any:
+        """The loaded native program: call `.entry(*pointers)`."""
+        from numfn.runtime import compile_program
+        t0 = time.perf_counter()
+        prog = compile_program(self.backend, self.source, self.entry_name, self._nparams)
+        debug.log(1, f"compiled {self.name} ({self.backend}) in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        return prog
+
+    @cached_property
+    def _nparams(self) -> int:
+        lay = self.layout
+        return len(lay.outputs) + len(lay.inputs) + len(lay.pointer_constants)
+
+    @cached_property
+    def run(self) -> Callable[[list], Any]:
+        """The dispatcher over flat argument leaves (already matched to this signature)."""
+        prog = self.compiled
+        entry, ffi = prog.entry, prog.ffi
+        lay = self.layout
+        out_specs = [(b.shape, dt.np) for b, dt in lay.outputs]
+        in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
+        consts = [ffi.from_buffer(data) for _, _, data in lay.pointer_constants]
+        out_tree = self.out_tree
+        from_buffer = ffi.from_buffer
+
+        def run(leaves: list) -> Any:
+            outs = [np.empty(shape, dt) for shape, dt in out_specs]
+            ins = []
+            for leaf, (dt, weak) in zip(leaves, in_specs):
+                a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
+                    else np.ascontiguousarray(leaf)
+                ins.append(a)
+            status = entry(*[from_buffer(a) for a in outs], *[from_buffer(a) for a in ins], *consts)
+            if status: raise MemoryError(f"{self.name}: could not allocate {lay.arena_bytes} bytes of scratch memory")
+            return unflatten(out_tree, outs)
+
+        return run
+
+    @cached_property
+    def __call__(self) -> Callable:  # type: ignore[override]
+        """Calling the NumericalFunction with arguments of its signature runs the native code."""
+        def call(*args, **kwargs):
+            key, leaves, _ = _signature(self.fn, args, kwargs, _static_spec_of(self))
+            mine = (self.in_tree, self.in_specs, self.statics)
+            if key != mine:
+                raise TypeError(f"{self.name} was specialized for {_describe(mine)}, called with {_describe(key)}")
+            return self.run(leaves)
+        return call
+
+
+def _renderer(backend: str):
+    if backend == "c":
+        from numfn.renderer import c
+        return c
+    if backend == "llvm":
+        from numfn.renderer import llvm
+        return llvm
+    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
+
+
+def _describe(key) -> str:
+    tree, specs, statics = key
+    return f"arguments {tree!r} of {', '.join(map(repr, specs)) or 'no arrays'}" + \
+        (f" with static {dict(statics)}" if statics else "")
+
+
+def _static_spec_of(nf: NumericalFunction):
+    nums = tuple(w for w, _ in nf.statics if isinstance(w, int))
+    return nums, tuple(w for w, _ in nf.statics if isinstance(w, str))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# signatures
+
+def _is_number_list(x) -> bool:
+    if not isinstance(x, list) or not x: return False
+    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
+
+
+def _is_leaf(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
+
+
+def leaf_spec(x, where: str) -> ArgSpec:
+    """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
+    if isinstance(x, np.ndarray):
+        try:
+            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype))
+        except TypeError as e:
+            raise TypeError(f"argument {where}: {e}") from None
+    if isinstance(x, (bool, np.bool_)) and not isinstance(x, np.generic): return ArgSpec((), dtypes.bool, True)
+    if isinstance(x, int):
+        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
+        return ArgSpec((), dtypes.int64, True)
+    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
+    if isinstance(x, np.generic):
+        try:
+            return ArgSpec((), dtypes.from_numpy(x.dtype))
+        except TypeError as e:
+            raise TypeError(f"argument {where}: {e}") from None
+    if isinstance(x, list):
+        arr = np.asarray(x)
+        if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
+        return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
+    raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "
+                    "them (tuple, list, dict)")
+
+
+def _leaf_paths(tree: Any, prefix: str) -> list[str]:
+    paths: list[str] = []
+
+    def walk(x, p):
+        if _is_leaf(x) or not isinstance(x, (tuple, list, dict)):
+            if x is not None: paths.append(p)
+            return
+        items = sorted(x.items(), key=lambda kv: repr(kv[0])) if isinstance(x, dict) else enumerate(x)
+        if isinstance(x, dict) and all(isinstance(k, str) for k in x): items = sorted(x.items())
+        for k, v in items: walk(v, f"{p}[{k!r}]")
+
+    walk(tree, prefix)
+    return paths
+
+
+def _signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):
+    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static values)."""
+    static_nums, static_names = static
+    statics = []
+    if static_nums or static_names:
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in static_nums: statics.append((i, _hashable(a, f"static argument {i}")))
+            else: dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in static_names: statics.append((k, _hashable(v, f"static argument {k!r}")))
+            else: dyn_kwargs[k] = v
+        args, kwargs = tuple(dyn_args), dyn_kwargs
+    leaves, tree = flatten((tuple(args), kwargs), is_leaf=_is_leaf)
+    try:
+        specs = tuple(leaf_spec(x, "?") for x in leaves)
+    except (TypeError, OverflowError):
+        names = _arg_names(fn, args, kwargs)
+        paths = [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
+            [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
+        for x, p in zip(leaves, paths): leaf_spec(x, p)
+        raise
+    return (tree, specs, tuple(statics)), leaves, tuple(statics)
+
+
+def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [repr(params[i]) if i < len(params) else str(i) for i in range(len(args))]
+
+
+def _hashable(v, what: str):
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
+                        f"got {type(v).__name__}") from None
+    return v
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# jit
+
+class JitFunction:
+    """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
+    arguments' shapes, dtypes and static values, and runs its native code."""
+
+    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
+        update_wrapper(self, fn)
+        self.fn = fn
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self._static = (tuple(sorted(nums)), tuple(names))
+        self._backend = backend
+        self._specializations: dict = {}
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> str:
+        return self._backend or debug.default_backend()
+
+    def specialize(self, *args, **kwargs) -> NumericalFunction:
+        """The NumericalFunction these arguments select (traced and compiled lazily, stage by stage)."""
+        key, _, statics = _signature(self.fn, args, kwargs, self._static)
+        return self._get(key, statics)
+
+    def _get(self, key, statics) -> NumericalFunction:
+        backend = self.backend
+        full = (key, backend)
+        nf = self._specializations.get(full)
+        if nf is None:
+            with self._lock:   # threads making the first call at once compile once
+                nf = self._specializations.get(full)
+                if nf is None:
+                    nf = NumericalFunction(self.fn, key[0], key[1], statics, backend)
+                    _ = nf.run   # trace, compile and load before publishing
+                    self._specializations[full] = nf
+        return nf
+
+    def __call__(self, *args, **kwargs):
+        key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
+        return self._get(key, statics).run(leaves)
+
+    def __repr__(self) -> str:
+        return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
+
+
+def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None):
+    """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
+
+    Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
+    placeholders; static arguments are passed to `fn` as they are and must be hashable.
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend)
+    return JitFunction(fn, static_argnums, static_argnames, backend)

@@ -1,0 +1,131 @@
+"""C99 renderer: each kernel becomes a static function with restrict-qualified buffer parameters; the program adds
+constants as static arrays and one public entry that calls the kernels in order."""
+from __future__ import annotations
+
+import math
+
+from numfn.codegen.program import Program
+from numfn.dtype import DType, dtypes
+from numfn.layout import Layout
+from numfn.renderer import buffer_name
+from numfn.uop import Ops, UOp
+
+_INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
+          Ops.OR: "|", Ops.XOR: "^", Ops.CMPLT: "<", Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
+_MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
+         Ops.COS: "cos", Ops.TAN: "tan", Ops.TANH: "tanh", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc",
+         Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod"}
+
+PRELUDE = """\
+#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+"""
+
+
+def c_literal(value, dt: DType) -> str:
+    if dt.is_bool: return "1" if value else "0"
+    if dt.is_float:
+        suffix = "f" if dt is dtypes.float32 else ""
+        if math.isnan(value): return f"__builtin_nan{suffix}(\"\")"
+        if math.isinf(value): return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
+        # the shortest decimal that round-trips the (float64) value is exact for float32 values too
+        text = repr(float(value))
+        return f"{text}{suffix}" if float(text) == value else f"{float(value).hex()}{suffix}"
+    if dt.is_unsigned: return f"(({dt.cname}){value}ULL)"
+    if value == -2**63: return "(-9223372036854775807LL-1)"
+    return f"(({dt.cname}){value}LL)" if dt is not dtypes.int64 else f"{value}LL"
+
+
+def _bitcast(x: str, src: DType, dst: DType) -> str:
+    return f"((union {{ {src.cname} a; {dst.cname} b; }}){{ .a = {x} }}).b"
+
+
+def render_kernel(prog: Program) -> str:
+    """A kernel as a static C function."""
+    names: dict[UOp, str] = {}
+    params = []
+    for p in prog.params:
+        names[p] = buffer_name(p.arg)
+        params.append(f"{'const ' if p not in written(prog) else ''}{p.dtype.cname} *restrict {names[p]}")
+    lines = [f"static void {prog.name}({', '.join(params)}) {{"]
+    indent = 1
+    counter = 0
+
+    def ref(u: UOp) -> str:
+        if u.op is Ops.CONST: return c_literal(u.arg, u.dtype)
+        return names[u]
+
+    for u in prog.uops:
+        pad = "  " * indent
+        if u.op is Ops.RANGE:
+            names[u] = f"r{u.arg[0]}"
+            lines.append(f"{pad}for (int64_t {names[u]} = 0; {names[u]} < {ref(u.src[0])}; {names[u]}++) {{")
+            indent += 1
+            continue
+        if u.op is Ops.END:
+            indent -= 1
+            lines.append("  " * indent + "}")
+            continue
+        if u.op is Ops.STORE:
+            lines.append(f"{pad}{ref(u.src[0])}[{ref(u.src[1])}] = {ref(u.src[2])};")
+            continue
+        if u.op is Ops.DEFINE_ACC:
+            names[u] = f"acc{u.arg[1]}"
+            lines.append(f"{pad}{u.dtype.cname} {names[u]} = {c_literal(u.arg[0], u.dtype)};")
+            continue
+        if u.op is Ops.ASSIGN:
+            lines.append(f"{pad}{ref(u.src[0])} = {ref(u.src[1])};")
+            continue
+        if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC:
+            names[u] = names[u.src[0]]   # reading an accumulator is naming it
+            continue
+        if u.op is Ops.LOAD: expr = f"{ref(u.src[0])}[{ref(u.src[1])}]"
+        else: expr = _expr(u, [ref(s) for s in u.src])
+        name = f"{'ld' if u.op is Ops.LOAD else 'v'}{counter}"
+        counter += 1
+        names[u] = name
+        lines.append(f"{pad}{u.dtype.cname} {name} = {expr};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def written(prog: Program) -> set[UOp]:
+    return {u.src[0] for u in prog.uops if u.op is Ops.STORE}
+
+
+def _expr(u: UOp, a: list[str]) -> str:
+    op = u.op
+    if op in _INFIX: return f"({a[0]} {_INFIX[op]} {a[1]})"
+    if op is Ops.NEG: return f"(-{a[0]})"
+    if op is Ops.WHERE: return f"({a[0]} ? {a[1]} : {a[2]})"
+    if op is Ops.CAST: return f"({u.dtype.cname})({a[0]})"
+    if op is Ops.BITCAST: return _bitcast(a[0], u.src[0].dtype, u.dtype)
+    if op in _MATH:
+        fn = _MATH[op] + ("f" if u.dtype is dtypes.float32 else "")
+        return f"{fn}({', '.join(a)})"
+    raise NotImplementedError(f"C renderer: {op.name}")
+
+
+def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout) -> str:
+    """The whole program: constants, kernels and the public entry point `entry`."""
+    out = [PRELUDE]
+    for buf, dt, data in layout.embedded_constants:
+        values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
+        out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
+    out += [src for _, src in kernels]
+    params = [f"{dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.outputs]
+    params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.inputs]   # void if unused
+    params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt, _ in layout.pointer_constants]
+    body = []
+    if layout.arena_bytes:
+        body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
+        body.append("  if (!arena) return 1;")
+        for buf, dt, offset in layout.intermediates:
+            body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
+    for prog, _ in kernels:
+        body.append(f"  {prog.name}({', '.join(buffer_name(p.arg) for p in prog.params)});")
+    if layout.arena_bytes: body.append("  free(arena);")
+    body.append("  return 0;")
+    out.append(f"int {entry}({', '.join(params) or 'void'}) {{\n" + "\n".join(body) + "\n}")
+    return "\n\n".join(out) + "\n"

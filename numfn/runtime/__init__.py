@@ -1,0 +1,29 @@
+"""Runtimes: turning rendered source into callable native code (clang/cc + cffi, LLVM JIT via llvmlite)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+_TMPDIR = None
+
+
+@dataclass
+class NativeProgram:
+    """A loaded program: `entry(*pointers) -> status` (0 = success), `ffi` to make pointers with."""
+    entry: Any
+    ffi: Any
+    keepalive: Any = None
+
+
+def compile_program(backend: str, source: str, entry: str, nparams: int) -> NativeProgram:
+    global _TMPDIR
+    if backend == "c":
+        from numfn.runtime import clang
+        if _TMPDIR is None: _TMPDIR = tempfile.mkdtemp(prefix="numfn-")
+        path = os.path.join(_TMPDIR, f"{entry}.so")
+        if not os.path.exists(path): clang.compile_shared(source, path)
+        ffi, lib, fn = clang.load_entry(path, entry, nparams)
+        return NativeProgram(fn, ffi, lib)
+    raise ValueError(f"unknown backend {backend!r}")

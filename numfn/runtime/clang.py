@@ -1,0 +1,55 @@
+"""The C backend's runtime: compile C99 into a shared library with clang (or cc), load it with cffi."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+
+from numfn.errors import NumfnError
+
+CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
+
+
+@cache
+def find_compiler() -> tuple[str, ...]:
+    """The C compiler command: $NUMFN_CC, else clang, else cc, else gcc."""
+    env = os.environ.get("NUMFN_CC")
+    if env: return tuple(shlex.split(env))
+    for name in ("clang", "cc", "gcc"):
+        path = shutil.which(name)
+        if path: return (path,)
+    raise NumfnError("the C backend needs a C compiler (clang or cc) on PATH, or NUMFN_CC; "
+                     "the LLVM backend (NUMFN_BACKEND=llvm) needs none")
+
+
+def compiler_version() -> str:
+    cmd = find_compiler()
+    out = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else cmd[0]
+
+
+def compile_shared(source: str, path: str) -> None:
+    """Compile `source` into the shared library at `path` (written atomically)."""
+    cmd = find_compiler()
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path) or ".")
+    os.close(fd)
+    try:
+        proc = subprocess.run([*cmd, *CFLAGS, "-x", "c", "-", "-o", tmp, "-lm"], input=source, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise NumfnError(f"C compilation failed ({' '.join(cmd)}):\n{proc.stderr}")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp): os.unlink(tmp)
+
+
+def load_entry(path: str, entry: str, nparams: int):
+    """The entry function of a compiled library as a cffi function taking `nparams` pointers."""
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef(f"int {entry}({', '.join(['void *'] * nparams) or 'void'});")
+    lib = ffi.dlopen(path)
+    return ffi, lib, getattr(lib, entry)

@@ -1,0 +1,357 @@
+"""Scheduling: callification, fusion into kernels, kernel order and memory planning.
+
+`callify` turns a traced function graph into a CALL: the body with a PARAM for every input and every captured
+constant, bound to BUFFER nodes. `create_schedule` then decides which values are stored in buffers ("realized"):
+outputs, scans and explicit `.contiguous()` always; any other value only where computing it inside its consumers
+would repeat work. Everything else is fused into the kernel that consumes it.
+
+The fusion rule. Lowering a kernel counts how many times each value is evaluated once loop-invariant code is
+hoisted (see codegen/lower.py). A value is realized when
+  - it is a reduction evaluated more times than it has elements (it would run again for every repeat:
+    `(A @ B) @ C`, or a reduction broadcast along a loop outside its own), or
+  - it is elementwise and the repeated evaluations cost more than storing it: (evaluations - size) * cost >
+    RECOMPUTE_LIMIT * size, with cost counting the ALU ops per element (transcendental ones as
+    TRANSCENDENTAL_COST, loads and reductions as 1: a reduction is hoisted, not repeated per element).
+An intermediate whose consumers all ended up computing it inline is dropped again.
+So `sum(a * a)` is one kernel, softmax over rows is one kernel (each row's max and sum are inner loops hoisted
+out of the column loop), and a matmul followed by bias and relu is one kernel.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from numfn.codegen.lower import LoweredKernel, deep_recursion, lower_kernel
+from numfn.dtype import dtypes
+from numfn.symbolic import symbolic
+from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, toposort
+
+RECOMPUTE_LIMIT = 16
+TRANSCENDENTAL_COST = 8
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# callify
+
+def callify(function_graph: UOp, input_count: int) -> UOp:
+    """CALL(body, *buffers): the simplified function graph with captured constants turned into PARAMs (slots after
+    the inputs), bound to the input and constant BUFFERs in slot order. CALL.arg holds the output buffers."""
+    body = graph_rewrite(function_graph, symbolic)
+    consts = [u for u in toposort([body]) if u.op is Ops.BUFFER and u.arg.category == "constant"]
+    params, bindings = {}, []
+    for i, u in enumerate(consts):
+        slot = input_count + i
+        params[u] = UOp(Ops.PARAM, u.dtype, (), (slot, u.shape))
+        bindings.append(UOp(Ops.BUFFER, u.dtype, (), Buffer("constant", i, u.shape, u.arg.data, u.arg.data_hash)))
+    if params: body = substitute(body, params)
+    inputs = {}
+    for u in toposort([body]):
+        if u.op is Ops.PARAM and u.arg[0] < input_count: inputs[u.arg[0]] = u
+    input_bufs = [UOp(Ops.BUFFER, inputs[i].dtype, (), Buffer("input", i, inputs[i].shape)) if i in inputs else
+                  UOp(Ops.BUFFER, dtypes.void, (), Buffer("input", i, ())) for i in range(input_count)]
+    outputs = tuple(Buffer("output", i, o.shape) for i, o in enumerate(body.src))
+    return UOp(Ops.CALL, dtypes.void, (body, *input_bufs, *bindings), outputs)
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """`root` with every node in `mapping` replaced (sources rebuilt bottom-up)."""
+    done: dict[UOp, UOp] = {}
+    for u in toposort([root]):
+        if u in mapping: done[u] = mapping[u]
+        else:
+            src = tuple(done[s] for s in u.src)
+            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return done[root]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the schedule
+
+@dataclass(frozen=True)
+class Kernel:
+    """One loop nest: `ast` is SINK(STORE(BUFFER, value), ...) with every value of shape `shape`."""
+    name: str
+    ast: UOp
+    shape: tuple[int, ...]
+
+    @property
+    def outputs(self) -> tuple[UOp, ...]:
+        return tuple(dict.fromkeys(st.src[0] for st in self.ast.src))
+
+    @property
+    def inputs(self) -> tuple[UOp, ...]:
+        outs = set(self.outputs)
+        found = [u for u in toposort([self.ast]) if u.op is Ops.BUFFER and u not in outs and u.arg.size]
+        return tuple(sorted(found, key=lambda u: (_CATEGORY_ORDER[u.arg.category], u.arg.number)))
+
+    @property
+    def buffers(self) -> tuple[UOp, ...]:
+        """Kernel parameters in order: buffers written, then buffers read."""
+        return self.outputs + self.inputs
+
+
+_CATEGORY_ORDER = {"output": 0, "intermediate": 1, "input": 2, "constant": 3}
+
+
+@dataclass(frozen=True)
+class ExecItem:
+    """A kernel and the program buffers bound to its parameters."""
+    kernel: Kernel
+    lowered: LoweredKernel
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        return tuple(u.arg for u in self.kernel.buffers)
+
+    @property
+    def op_count(self) -> int:
+        return sum(c for u, c in self.lowered.evaluations.items() if u.op in ALU)
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(u.arg.size * u.dtype.itemsize for u in self.kernel.buffers)
+
+
+class Schedule(tuple):
+    """The kernels of a program in execution order (a tuple of ExecItems) that prints as a table."""
+
+    def __str__(self) -> str:
+        rows = [("kernel", "shape", "writes", "reads", "ops", "bytes")]
+        for ei in self:
+            k = ei.kernel
+            rows.append((k.name, "x".join(map(str, k.shape)) or "()", " ".join(repr(u.arg) for u in k.outputs),
+                         " ".join(repr(u.arg) for u in k.inputs) or "-", str(ei.op_count), _fmt_bytes(ei.bytes_moved)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Schedule({len(self)} kernels)\n{self}"
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB": return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# realization
+
+def _element_cost(u: UOp, realized, memo: dict) -> int:
+    """Estimated ALU work to compute one element of `u` inside a consumer (realized values cost a load)."""
+    if u in memo: return memo[u]
+    if u.op is Ops.CONST: c = 0
+    # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
+    elif u.op in (Ops.BUFFER, Ops.REDUCE_AXIS) or u in realized: c = 1
+    elif u.op in MOVEMENT: c = _element_cost(u.src[0], realized, memo)
+    else:
+        own = TRANSCENDENTAL_COST if u.op in TRANSCENDENTAL else 1
+        c = own + sum(_element_cost(s, realized, memo) for s in u.src)
+    memo[u] = c
+    return c
+
+
+def _should_realize(u: UOp, evaluations: int, realized, cost_memo) -> bool:
+    if u.op in (Ops.BUFFER, Ops.CONST) or u.op in MOVEMENT or u in realized or u.size == 0: return False
+    extra = evaluations - u.size
+    if extra <= 0: return False
+    if u.op is Ops.REDUCE_AXIS: return True
+    return extra * _element_cost(u, realized, cost_memo) > RECOMPUTE_LIMIT * u.size
+
+
+@dataclass
+class _Root:
+    value: UOp
+    targets: list   # BUFFER uops it is stored into (the first is its home: where other kernels load it from)
+
+
+def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
+    """Fuse the CALL's body into kernels and order them; returns the schedule and the intermediate memory plan."""
+    body, bindings = call.src[0], call.src[1:]
+    params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
+    graph = substitute(body, params)
+    roots: dict[UOp, _Root] = {}
+    for i, out in enumerate(graph.src):
+        value = out.src[0] if out.op is Ops.CONTIGUOUS else out
+        buf = UOp(Ops.BUFFER, value.dtype, (), call.arg[i])
+        roots.setdefault(value, _Root(value, [])).targets.append(buf)
+    for u in toposort([graph]):
+        if u.op is Ops.SCAN or (u.op is Ops.CONTIGUOUS and u not in graph.src):
+            v = u if u.op is Ops.SCAN else u.src[0]
+            if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v, []))
+    graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
+    roots = {_strip_contiguous(v): r for v, r in roots.items()}
+    for r in roots.values(): r.value = _strip_contiguous(r.value)
+
+    while True:
+        kernels = _build_kernels(roots)
+        evaluations: Counter = Counter()
+        for k in kernels: evaluations.update(k[1].evaluations)
+        realized = set(roots)
+        cost_memo: dict = {}
+        new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
+        if not new: break
+        for u in new: roots[u] = _Root(u, [])
+
+    # an intermediate that every consumer ended up computing inline needs no buffer
+    loaded = {u.arg for k, _ in kernels for u in k.inputs}
+    unused = [v for v, r in roots.items()
+              if r.targets[0].arg.category == "intermediate" and r.targets[0].arg not in loaded]
+    if unused:
+        for v in unused: del roots[v]
+        kernels = _build_kernels(roots)
+
+    items = Schedule(ExecItem(k, lk) for k, lk in kernels)
+    return items, plan_memory(items)
+
+
+def _strip_contiguous(u: UOp) -> UOp:
+    while u.op is Ops.CONTIGUOUS: u = u.src[0]
+    return u
+
+
+def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
+    """Realized values `value` reaches through elementwise ops only (so at its own index: they can be computed
+    inline in the same kernel) and those it reaches through a view or a reduction (they must be loaded)."""
+    direct, loaded = set(), set()
+    stack, seen = [(s, True) for s in value.src], set()
+    while stack:
+        u, elementwise = stack.pop()
+        if (u, elementwise) in seen: continue
+        seen.add((u, elementwise))
+        if u in realized:
+            (direct if elementwise else loaded).add(u)
+            if not elementwise: continue
+        if u.op is Ops.BUFFER: continue
+        keeps = elementwise and u.op in ELEMENTWISE
+        stack.extend((s, keeps) for s in u.src)
+    return direct - loaded, loaded
+
+
+def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
+    """`value` with realized values replaced by loads of their home buffers, except those in `inline` reached
+    through elementwise ops only (computed in this kernel at the same index)."""
+    memo: dict = {}
+
+    def rebuild(u: UOp, elementwise: bool) -> UOp:
+        key = (u, elementwise)
+        if key in memo: return memo[key]
+        if u is not value and u in home and not (elementwise and u in inline): out = home[u]
+        else:
+            keeps = elementwise and u.op in ELEMENTWISE
+            src = tuple(rebuild(s, keeps) for s in u.src)
+            out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+        memo[key] = out
+        return out
+
+    with deep_recursion():
+        return rebuild(value, True)
+
+
+def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]]:
+    topo = {u: i for i, u in enumerate(toposort(list(roots)))}
+    order = sorted(roots.values(), key=lambda r: topo[r.value])
+    # every realized value without a home gets an intermediate buffer
+    for n, r in enumerate(r for r in order if not r.targets or r.targets[0].arg.category == "intermediate"):
+        r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", n, r.value.shape))]
+    home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER}
+    realized = set(home)
+
+    # group roots of equal shape into one kernel unless one needs the other through a view or reduction;
+    # roots in one group share subexpressions and compute each other inline
+    groups: list[list[_Root]] = []
+    group_of: dict[UOp, int] = {}
+    group_deps: list[set[int]] = []
+    for r in order:
+        direct, loaded = _classify_uses(r.value, realized - {r.value})
+        needs = {group_of[v] for v in direct | loaded}
+
+        def closure(start: set[int]) -> set[int]:
+            seen, stack = set(start), list(start)
+            while stack:
+                for d in group_deps[stack.pop()]:
+                    if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+            return seen
+
+        target = None
+        if r.value.op is not Ops.SCAN:
+            for gi, g in enumerate(groups):
+                if g[0].value.shape != r.value.shape or g[0].value.op is Ops.SCAN: continue
+                if gi in {group_of[v] for v in loaded} or gi in closure(needs - {gi}): continue
+                target = gi
+                break
+        if target is None:
+            groups.append([])
+            group_deps.append(set())
+            target = len(groups) - 1
+        groups[target].append(r)
+        group_deps[target] |= needs - {target}
+        group_of[r.value] = target
+
+    # kernels run after the kernels whose buffers they read
+    ordered: list[int] = []
+    while len(ordered) < len(groups):
+        ordered.append(next(gi for gi in range(len(groups)) if gi not in ordered and group_deps[gi] <= set(ordered)))
+
+    kernels, names = [], Counter()
+    for gi in ordered:
+        members = {r.value for r in groups[gi]}
+        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, _kernel_value(r.value, members, home)))
+                       for r in groups[gi] for t in r.targets)
+        ast = UOp(Ops.SINK, dtypes.void, stores)
+        shape = groups[gi][0].value.shape
+        lowered = lower_kernel(ast)
+        kind = "S" if any(r.value.op is Ops.SCAN for r in groups[gi]) else \
+            "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
+        name = f"{kind}_{'_'.join(map(str, shape))}" if shape else f"{kind}_scalar"
+        names[name] += 1
+        if names[name] > 1: name = f"{name}n{names[name] - 1}"
+        kernels.append((Kernel(name, ast, shape), lowered))
+    return kernels
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# memory planning
+
+ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Where each intermediate buffer lives in one scratch arena: buffers whose lifetimes (from the kernel that
+    writes them to the last kernel that reads them) do not overlap share bytes."""
+    offsets: dict
+    arena_bytes: int
+    naive_bytes: int
+
+    def __repr__(self) -> str:
+        return f"MemoryPlan(arena={self.arena_bytes} bytes for {len(self.offsets)} intermediates, " \
+               f"{self.naive_bytes} bytes without reuse)"
+
+
+def plan_memory(items: Schedule) -> MemoryPlan:
+    life: dict[Buffer, list[int]] = {}
+    nbytes: dict[Buffer, int] = {}
+    for step, ei in enumerate(items):
+        for u in ei.kernel.buffers:
+            if u.arg.category != "intermediate": continue
+            life.setdefault(u.arg, [step, step])[1] = step
+            nbytes[u.arg] = max(1, u.arg.size * u.dtype.itemsize)
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+    offsets = {}
+    for buf in sorted(life, key=lambda b: (-nbytes[b], b.number)):
+        first, last = life[buf]
+        size = -(-nbytes[buf] // ALIGNMENT) * ALIGNMENT
+        clashes = sorted((o, e) for o, e, f, l in placed if not (last < f or l < first))
+        offset = 0
+        for o, e in clashes:
+            if offset + size <= o: break
+            offset = max(offset, e)
+        placed.append((offset, offset + size, first, last))
+        offsets[buf] = offset
+    arena = max((e for _, e, _, _ in placed), default=0)
+    naive = sum(-(-n // ALIGNMENT) * ALIGNMENT for n in nbytes.values())
+    return MemoryPlan(offsets, arena, naive)

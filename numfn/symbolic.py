@@ -1,0 +1,280 @@
+"""Symbolic simplification: constant folding with NumPy's exact semantics, algebraic identities, and the
+canonical form of integer index expressions (affine sums, division and modulo removed where bounds allow).
+
+Index expressions are built through the smart constructors `add`, `mul`, `idiv`, `imod`, which return canonical
+nodes; `symbolic` is the rule set graph_rewrite uses on whole graphs (before callification and after lowering).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from numfn.dtype import DType, dtypes
+from numfn.uop import ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar
+
+# ---------------------------------------------------------------------------------------------------------------
+# scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
+
+_UFUNC = {Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP: np.exp, Ops.EXP2: np.exp2,
+          Ops.LOG: np.log, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.COS: np.cos, Ops.TAN: np.tan, Ops.TANH: np.tanh,
+          Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.TRUNC: np.trunc, Ops.ADD: np.add, Ops.SUB: np.subtract,
+          Ops.MUL: np.multiply, Ops.FDIV: np.true_divide, Ops.FLOORDIV: np.floor_divide, Ops.MOD: np.remainder,
+          Ops.POW: np.power, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.CMPLT: np.less, Ops.CMPLE: np.less_equal,
+          Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal, Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or,
+          Ops.XOR: np.bitwise_xor, Ops.FMOD: np.fmod, Ops.SHL: np.left_shift, Ops.SHR: np.right_shift}
+
+
+def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]):
+    """Evaluate one elementwise op on Python scalars exactly as the generated code does, returning a Python
+    value of `dtype`. None when the op cannot be evaluated here (a negative integer power, for example)."""
+    if op is Ops.WHERE: return cast_scalar(values[1] if values[0] else values[2], dtype)
+    if op is Ops.CAST:
+        out = _np_cast(values[0], src_dtypes[0], dtype)
+        return None if out is None else cast_scalar(out, dtype)
+    if op is Ops.BITCAST:
+        return cast_scalar(np.array(values[0], src_dtypes[0].np).view(dtype.np).item(), dtype)
+    if op is Ops.NOT: return (not values[0]) if dtype.is_bool else cast_scalar(~int(values[0]), dtype)
+    if op in (Ops.IDIV, Ops.IMOD):
+        a, b = int(values[0]), int(values[1])
+        if b == 0: return None
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+        return cast_scalar(q if op is Ops.IDIV else a - q * b, dtype)
+    if op is Ops.POW and dtype.is_int and values[1] < 0: return None
+    if op in (Ops.SHL, Ops.SHR) and not 0 <= values[1] < src_dtypes[0].bits: return None
+    args = [np.array(v, d.np)[()] for v, d in zip(values, src_dtypes)]
+    with np.errstate(all="ignore"):
+        out = _UFUNC[op](*args)
+    return cast_scalar(out.item(), dtype)
+
+
+def _np_cast(value, src: DType, dst: DType):
+    with np.errstate(all="ignore"):
+        if src.is_float and dst.is_int and not (math.isfinite(value) and dst.min <= value <= dst.max):
+            return None   # out of range: left to the generated code, which follows NumPy's x86 behaviour
+        return np.array(value, src.np).astype(dst.np).item()
+
+
+def const_value(u: UOp):
+    """The value of a constant tensor (a CONST seen through views other than PAD), else None."""
+    while u.op in MOVEMENT and u.op is not Ops.PAD: u = u.src[0]
+    return u.arg if u.op is Ops.CONST else None
+
+
+def is_const(u: UOp, value=None) -> bool:
+    v = const_value(u)
+    if v is None: return False
+    if value is None: return True
+    return v == value and not (isinstance(v, float) and math.copysign(1, v) != math.copysign(1, value))
+
+
+def _fold(x: UOp) -> UOp | None:
+    values = tuple(const_value(s) for s in x.src)
+    if any(v is None for v in values): return None
+    if x.op is Ops.CAST and x.dtype.is_int and x.src[0].dtype.is_float:
+        v = values[0]
+        if not (math.isfinite(v) and x.dtype.min <= v <= x.dtype.max): return None
+    out = exec_alu(x.op, x.dtype, values, tuple(s.dtype for s in x.src))
+    if out is None: return None
+    return UOp.const_like(x.dtype, out, x.shape) if x.shape is not None else UOp.const(x.dtype, out)
+
+
+def _same_shape_const(x: UOp, value) -> UOp:
+    return UOp.const_like(x.dtype, value, x.shape) if x.shape is not None else UOp.const(x.dtype, value)
+
+
+def _identities(x: UOp) -> UOp | None:
+    """Algebraic identities that hold bit-exactly for every input, NaN and signed zeros included."""
+    op, src = x.op, x.src
+    if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.OR, Ops.XOR, Ops.AND) and len(src) == 2:
+        a, b = src
+        exact = a.dtype is x.dtype
+        if op is Ops.ADD and x.dtype.is_int:
+            if is_const(b, 0) and exact: return a
+            if is_const(a, 0) and b.dtype is x.dtype: return b
+        if op is Ops.ADD and x.dtype.is_float and exact and is_const(b, -0.0): return a
+        if op is Ops.SUB and exact and (is_const(b, 0) if x.dtype.is_int else is_const(b, 0.0)): return a
+        if op is Ops.MUL and exact and is_const(b, 1): return a
+        if op is Ops.MUL and b.dtype is x.dtype and is_const(a, 1): return b
+        if op is Ops.MUL and not x.dtype.is_float and (is_const(b, 0) or is_const(a, 0)):
+            return _same_shape_const(x, 0)
+        if op is Ops.FDIV and exact and is_const(b, 1.0): return a
+        if op in (Ops.OR, Ops.XOR) and exact and is_const(b, 0): return a
+        if op is Ops.AND and x.dtype.is_bool and exact and is_const(b, True): return a
+        if x.dtype.is_bool and op in (Ops.AND, Ops.OR):
+            absorbing = op is Ops.OR   # x & False == False, x | True == True
+            if is_const(a, absorbing) or is_const(b, absorbing): return _same_shape_const(x, absorbing)
+    if op in (Ops.NEG, Ops.NOT) and src[0].op is op: return src[0].src[0]
+    if op is Ops.WHERE:
+        c = const_value(src[0])
+        if c is not None: return src[1] if c else src[2]
+        if src[1] is src[2]: return src[1]
+    if op in (Ops.MAX, Ops.MIN) and src[0] is src[1]: return src[0]
+    if op is Ops.CAST:
+        inner = src[0]
+        if inner.dtype is x.dtype: return inner
+        if inner.op is Ops.CAST and np.can_cast(inner.src[0].dtype.np, inner.dtype.np, "safe"):
+            return inner.src[0].cast(x.dtype)
+    return None
+
+
+def _push_cast_through_view(x: UOp) -> UOp | None:
+    """Constant tensors stay CONST at the bottom of their view chain, so identities can see them."""
+    if x.src and x.src[0].op in MOVEMENT and x.src[0].op is not Ops.PAD and const_value(x.src[0]) is not None \
+            and x.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP):
+        return UOp.const_like(x.dtype, const_value(x.src[0]), x.shape)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# integer index expressions: affine canonical form
+
+@functools.lru_cache(maxsize=1 << 16)
+def affine(u: UOp) -> tuple[tuple[tuple[UOp, int], ...], int]:
+    """u as (((atom, coefficient), ...), constant): a sum of atoms (RANGEs, loads, divisions...) times integers."""
+    if u.op is Ops.CONST: return ((), int(u.arg))
+    if u.op in (Ops.ADD, Ops.SUB):
+        ta, ca = affine(u.src[0])
+        tb, cb = affine(u.src[1])
+        sign = 1 if u.op is Ops.ADD else -1
+        return _merge(ta, tb, sign), ca + sign * cb
+    if u.op is Ops.MUL:
+        for s, o in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
+            if o.op is Ops.CONST:
+                t, c = affine(s)
+                k = int(o.arg)
+                return tuple((a, m * k) for a, m in t if m * k), c * k
+    if u.op is Ops.NEG:
+        t, c = affine(u.src[0])
+        return tuple((a, -m) for a, m in t), -c
+    return ((u, 1),), 0
+
+
+def _merge(ta, tb, sign):
+    d = dict(ta)
+    for a, m in tb: d[a] = d.get(a, 0) + sign * m
+    return tuple((a, m) for a, m in d.items() if m)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _order_key(u: UOp) -> tuple:
+    if u.op is Ops.RANGE: return (0, u.arg[0])
+    if u.op is Ops.DEFINE_VAR: return (1, u.arg[0])
+    if u.op is Ops.CONST: return (2, repr(u.arg))
+    return (3, u.op.value, tuple(_order_key(s) for s in u.src), repr(u.arg))
+
+
+def from_affine(terms, const: int, dtype: DType = dtypes.index) -> UOp:
+    """Build the canonical node for an affine sum: atoms ordered outer loop first, constant last. Recombines
+    (x//c)*c + x%c into x, the shape reshapes of contiguous data leave behind."""
+    d = {}
+    for a, m in terms: d[a] = d.get(a, 0) + m
+    d = {a: m for a, m in d.items() if m}
+    changed = True
+    while changed:
+        changed = False
+        for a, m in list(d.items()):
+            if a.op is Ops.IMOD and a.src[1].op is Ops.CONST and a in d:
+                c = a.src[1].arg
+                q = UOp(Ops.IDIV, a.dtype, a.src)
+                if d.get(q) == m * c and a.src[0].vmin >= 0:
+                    del d[a], d[q]
+                    t, k = affine(a.src[0])
+                    for ta, tm in t: d[ta] = d.get(ta, 0) + tm * m
+                    const += k * m
+                    d = {x: y for x, y in d.items() if y}
+                    changed = True
+                    break
+    out = None
+    for a, m in sorted(d.items(), key=lambda t: _order_key(t[0])):
+        term = a if m == 1 else UOp(Ops.MUL, dtype, (a, UOp.const(dtype, m)))
+        out = term if out is None else UOp(Ops.ADD, dtype, (out, term))
+    const = cast_scalar(const, dtype)
+    if out is None: return UOp.const(dtype, const)
+    return out if const == 0 else UOp(Ops.ADD, dtype, (out, UOp.const(dtype, const)))
+
+
+def add(a: UOp, b: UOp | int) -> UOp:
+    b = b if isinstance(b, UOp) else UOp.const(a.dtype, b)
+    ta, ca = affine(a)
+    tb, cb = affine(b)
+    return from_affine(_merge(ta, tb, 1), ca + cb, a.dtype)
+
+
+def mul(a: UOp, k: int) -> UOp:
+    t, c = affine(a)
+    return from_affine(tuple((x, m * k) for x, m in t), c * k, a.dtype)
+
+
+def idiv(a: UOp, c: int) -> UOp:
+    """a // c for c > 0, simplified. Exact for a >= 0; where a may be negative (only inside a padding
+    region whose loads are masked) the division truncates like C."""
+    if c == 1: return a
+    if a.op is Ops.CONST: return UOp.const(a.dtype, int(a.arg) // c if a.arg >= 0 else -(-int(a.arg) // c))
+    if a.vmin >= 0:
+        if a.vmax < c: return UOp.const(a.dtype, 0)
+        terms, k = affine(a)
+        q_terms = [(x, m // c) for x, m in terms if m % c == 0]
+        r_terms = [(x, m) for x, m in terms if m % c != 0]
+        q_const, r_const = divmod(k, c)
+        rest = from_affine(r_terms, r_const, a.dtype)
+        if rest.vmin >= 0 and all(x.vmin >= 0 and m > 0 for x, m in q_terms):
+            if rest.vmax < c: return from_affine(q_terms, q_const, a.dtype)
+            g = math.gcd(c, *(m for _, m in r_terms), r_const) if r_terms else c
+            if g > 1:   # (4i + 2j) // 8 == (2i + j) // 4
+                rest = from_affine([(x, m // g) for x, m in r_terms], r_const // g, a.dtype)
+                return add(from_affine(q_terms, q_const, a.dtype), idiv(rest, c // g))
+            if q_terms: return add(from_affine(q_terms, q_const, a.dtype), idiv(rest, c))
+        if a.op is Ops.IDIV and a.src[1].op is Ops.CONST and a.src[0].vmin >= 0:
+            return idiv(a.src[0], a.src[1].arg * c)
+        if a.op is Ops.IMOD and a.src[1].op is Ops.CONST and a.src[1].arg % c == 0 and a.src[0].vmin >= 0:
+            return imod(idiv(a.src[0], c), a.src[1].arg // c)
+    return UOp(Ops.IDIV, a.dtype, (a, UOp.const(a.dtype, c)))
+
+
+def imod(a: UOp, c: int) -> UOp:
+    """a % c for c > 0, simplified; the same sign caveat as `idiv`."""
+    if c == 1: return UOp.const(a.dtype, 0)
+    if a.op is Ops.CONST: return UOp.const(a.dtype, int(a.arg) % c if a.arg >= 0 else -(-int(a.arg) % c))
+    if a.vmin >= 0:
+        if a.vmax < c: return a
+        terms, k = affine(a)
+        r_terms = [(x, m % c) for x, m in terms if m % c != 0]
+        if all(x.vmin >= 0 for x, _ in terms):
+            rest = from_affine(r_terms, k % c, a.dtype)
+            if rest.vmin >= 0 and rest.vmax < c: return rest
+            if rest is not a: return imod(rest, c)
+        if a.op is Ops.IMOD and a.src[1].op is Ops.CONST and a.src[1].arg % c == 0: return imod(a.src[0], c)
+    return UOp(Ops.IMOD, a.dtype, (a, UOp.const(a.dtype, c)))
+
+
+def _canonical_int(x: UOp) -> UOp | None:
+    if x.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG):
+        if x.op is Ops.MUL and not (x.src[0].op is Ops.CONST or x.src[1].op is Ops.CONST): return None
+        t, c = affine(x)
+        return from_affine(t, c, x.dtype)
+    if x.op in (Ops.IDIV, Ops.IMOD) and x.src[1].op is Ops.CONST and x.src[1].arg > 0:
+        return (idiv if x.op is Ops.IDIV else imod)(x.src[0], x.src[1].arg)
+    if x.op in (Ops.CMPLT, Ops.CMPLE) and x.src[0].dtype.is_int:
+        lo, hi = x.bounds
+        if lo == hi: return UOp.const(dtypes.bool, lo)
+    return None
+
+
+def _scalar_index_rules(x: UOp) -> UOp | None:
+    # only loop-level scalars: tensor-level integer math keeps its shape and is folded by _fold
+    if x.shape is not None and x.shape != (): return None
+    if not x.dtype.is_int and x.op not in (Ops.CMPLT, Ops.CMPLE): return None
+    return _canonical_int(x)
+
+
+symbolic = PatternMatcher([
+    (UPat(ELEMENTWISE, name="x"), _fold),
+    (UPat(ELEMENTWISE, name="x"), _identities),
+    (UPat(ELEMENTWISE, name="x"), _scalar_index_rules),
+    (UPat(MOVEMENT, name="x"), _push_cast_through_view),
+])
+
+__all__ = ["symbolic", "exec_alu", "const_value", "is_const", "add", "mul", "idiv", "imod", "affine", "from_affine",
+           "ALU", "COMMUTATIVE"]

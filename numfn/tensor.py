@@ -1,0 +1,472 @@
+"""The tracer: a NumPy-like array type whose operations build a UOp graph instead of computing.
+
+Inside a function compiled by numfn.jit the array arguments are Tensors (placeholders made by `Tensor.empty`);
+every operation returns a new Tensor whose `uop` describes how to compute it. Shapes and dtypes are concrete
+Python values, so Python code may branch on them; values are not known, so Python code may not branch on them.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+from typing import Any
+from collections.abc import Sequence
+
+import numpy as np
+
+from numfn.dtype import DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, scalar_dtype
+from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
+from numfn.uop import Buffer, Ops, UOp
+
+# A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
+_WEAK_TYPE = {"b": bool, "i": int, "u": int, "f": float}
+
+
+def _as_dtype(dtype: Any) -> DType:
+    if isinstance(dtype, DType): return dtype
+    try:
+        return dtypes.from_numpy(dtype)
+    except TypeError as e:
+        raise TypeError(f"{e}") from None
+
+
+def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name} must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None: return tuple(range(ndim))
+    axes = tuple(_norm_axis(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(set(axes)) != len(axes): raise ValueError("duplicate value in 'axis'")
+    return axes
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcasting of shapes; ValueError worded like NumPy's when they do not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        dims = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
+        if len(dims) > 1:
+            raise ValueError("operands could not be broadcast together with shapes " +
+                             " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in shapes))
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def constant_buffer(data: np.ndarray) -> UOp:
+    """A captured array as a constant BUFFER node; a private read-only copy, hashed by content."""
+    data = np.array(data, copy=True, order="C")
+    data.flags.writeable = False
+    digest = hashlib.sha256(data.tobytes() + str((data.dtype.str, data.shape)).encode()).hexdigest()[:32]
+    return UOp(Ops.BUFFER, dtypes.from_numpy(data.dtype), (), Buffer("constant", -1, data.shape, data, digest))
+
+
+class Tensor:
+    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50)."""
+    __slots__ = ("uop", "weak")
+    __array_priority__ = 1000
+
+    def __init__(self, uop: UOp, weak: bool = False):
+        self.uop, self.weak = uop, weak
+
+    # ---------------------------------------------------------------------------------------------------------
+    # creation
+    @staticmethod
+    def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
+        """A placeholder for function input number `slot`: its values are unknown while tracing."""
+        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak)
+
+    @staticmethod
+    def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
+        dt = scalar_dtype(value) if dtype is None else _as_dtype(dtype)
+        return Tensor(UOp.const_like(dt, value, tuple(shape)))
+
+    @staticmethod
+    def lift(x: Any) -> Tensor:
+        """Anything array-like as a Tensor: Python scalars become weak constants, NumPy scalars strong ones,
+        arrays and lists become constant buffers (captured data)."""
+        if isinstance(x, Tensor): return x
+        if isinstance(x, PyScalar) and not isinstance(x, np.generic):
+            if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64:
+                raise OverflowError(f"Python integer {x} out of bounds for int64 and uint64")
+            return Tensor(UOp.const(scalar_dtype(x), x), weak=True)
+        if isinstance(x, np.generic): return Tensor(UOp.const(dtypes.from_numpy(x.dtype), x.item()))
+        if isinstance(x, (np.ndarray, list, tuple)):
+            arr = np.asarray(x)
+            if arr.dtype == object:
+                raise TypeError(f"cannot use a {type(x).__name__} of mixed or non-numeric values as an array")
+            dt = dtypes.from_numpy(arr.dtype)
+            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape))
+            return Tensor(constant_buffer(arr))
+        raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
+
+    # ---------------------------------------------------------------------------------------------------------
+    # properties
+    @property
+    def shape(self) -> tuple[int, ...]: return self.uop.shape
+
+    @property
+    def dtype(self) -> np.dtype: return self.uop.dtype.np
+
+    @property
+    def ndim(self) -> int: return len(self.uop.shape)
+
+    @property
+    def size(self) -> int: return math.prod(self.uop.shape)
+
+    @property
+    def T(self) -> Tensor: return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape: raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape: raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.uop.dtype.name}{', weak' if self.weak else ''})"
+
+    # ---------------------------------------------------------------------------------------------------------
+    # things a tracer cannot do
+    def _concrete(self, what: str):
+        raise TracerConversionError(
+            f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
+            f"whose values are only known when the compiled code runs (at {user_location()}). "
+            "Express data-dependent choices with numfn.numpy.where(condition, a, b) instead of Python if/while, "
+            "and return arrays instead of converting them to Python numbers.")
+
+    def __bool__(self): self._concrete("using an array as a Python bool (if, while, and, or, not)")
+    def __float__(self): self._concrete("float()")
+    def __int__(self): self._concrete("int()")
+    def __complex__(self): self._concrete("complex()")
+    def __index__(self): self._concrete("using an array as an index or size")
+    def __array__(self, *a, **k): self._concrete("converting to a NumPy array (np.asarray, np.array)")
+    def item(self, *a): self._concrete(".item()")
+    def tolist(self): self._concrete(".tolist()")
+
+    def __setitem__(self, key, value):
+        raise unsupported("assignment into an array (x[...] = value)",
+                          "Build a new array instead, for example with numfn.numpy.where")
+
+    def __getattr__(self, name: str):
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise unsupported(f"ndarray.{name}")
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+    # ---------------------------------------------------------------------------------------------------------
+    # elementwise machinery
+    def _wtype(self):
+        return _WEAK_TYPE[self.uop.dtype.kind] if self.weak else self.uop.dtype
+
+    def _broadcast(self, shape: tuple[int, ...]) -> UOp:
+        u = self.uop
+        if u.shape == shape: return u
+        u = u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape)
+        return u.expand(shape)
+
+    @staticmethod
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
+        ts = [Tensor.lift(x) for x in operands]
+        try:
+            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
+                else _weak_resolve(ufunc, ts)
+        except TypeError as e:
+            raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
+                            f"at {user_location()})") from None
+        for t, d in zip(ts, cast):
+            if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.uop.arg, d)
+        shape = broadcast_shapes(*(t.shape for t in ts))
+        srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
+        if swap: srcs.reverse()
+        u = srcs[0].alu(op, *srcs[1:])
+        if u.dtype is not out: u = u.cast(out)
+        return Tensor(u, weak=all(t.weak for t in ts))
+
+    def _unary(self, ufunc: str, op: Ops | None) -> Tensor:
+        try:
+            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,))
+        except TypeError as e:
+            raise TypeError(f"{e} (numpy.{ufunc} of {self.uop.dtype.name}, at {user_location()})") from None
+        u = self.uop.cast(cast)
+        if op is not None: u = u.alu(op)
+        return Tensor(u.cast(out), self.weak)
+
+    # arithmetic operators
+    def __add__(self, x): return Tensor._elementwise("add", Ops.ADD, self, x)
+    def __radd__(self, x): return Tensor._elementwise("add", Ops.ADD, x, self)
+    def __sub__(self, x): return Tensor._elementwise("subtract", Ops.SUB, self, x)
+    def __rsub__(self, x): return Tensor._elementwise("subtract", Ops.SUB, x, self)
+    def __mul__(self, x): return Tensor._elementwise("multiply", Ops.MUL, self, x)
+    def __rmul__(self, x): return Tensor._elementwise("multiply", Ops.MUL, x, self)
+    def __truediv__(self, x): return Tensor._elementwise("true_divide", Ops.FDIV, self, x)
+    def __rtruediv__(self, x): return Tensor._elementwise("true_divide", Ops.FDIV, x, self)
+    def __floordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x)
+    def __rfloordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
+    def __mod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, self, x)
+    def __rmod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, x, self)
+    def __pow__(self, x): return _power(self, x)
+    def __rpow__(self, x): return _power(x, self)
+    def __matmul__(self, x): return matmul(self, x)
+    def __rmatmul__(self, x): return matmul(x, self)
+    def __neg__(self): return self._unary("negative", Ops.NEG)
+    def __pos__(self): return self._unary("positive", None)
+    def __abs__(self): return self if self.uop.dtype.kind in "ub" else self._unary("absolute", Ops.ABS)
+    def __invert__(self): return self._unary("invert", Ops.NOT)
+    def __and__(self, x): return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
+    def __rand__(self, x): return Tensor._elementwise("bitwise_and", Ops.AND, x, self)
+    def __or__(self, x): return Tensor._elementwise("bitwise_or", Ops.OR, self, x)
+    def __ror__(self, x): return Tensor._elementwise("bitwise_or", Ops.OR, x, self)
+    def __xor__(self, x): return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x)
+    def __rxor__(self, x): return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self)
+    def __lt__(self, x): return Tensor._elementwise("less", Ops.CMPLT, self, x)
+    def __le__(self, x): return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
+    def __gt__(self, x): return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
+    def __ge__(self, x): return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
+    def __eq__(self, x): return Tensor._elementwise("equal", Ops.CMPEQ, self, x)  # type: ignore[override]
+    def __ne__(self, x): return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
+
+    def abs(self) -> Tensor: return abs(self)
+
+    # ---------------------------------------------------------------------------------------------------------
+    # conversions and views
+    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
+        """The array converted to `dtype` the way NumPy's astype converts (unsafe casting)."""
+        return Tensor(self.uop.cast(_as_dtype(dtype)))
+
+    def contiguous(self) -> Tensor:
+        """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
+        return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
+
+    def reshape(self, *shape, order: str = "C") -> Tensor:
+        if order != "C": raise unsupported(f"reshape with order={order!r}")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
+        shape = tuple(operator.index(s) for s in shape)
+        if shape.count(-1) > 1: raise ValueError("can only specify one unknown dimension")
+        if any(s < -1 for s in shape): raise ValueError(f"negative dimensions not allowed in reshape {shape}")
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            if known == 0 or self.size % known:
+                raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if math.prod(shape) != self.size:
+            raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        return Tensor(self.uop.reshape(shape), self.weak)
+
+    def flatten(self) -> Tensor: return self.reshape(-1)
+    ravel = flatten
+
+    def transpose(self, *axes) -> Tensor:
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
+        if not axes: axes = tuple(range(self.ndim))[::-1]
+        if len(axes) != self.ndim: raise ValueError("axes don't match array")
+        order = tuple(_norm_axis(a, self.ndim) for a in axes)
+        if len(set(order)) != len(order): raise ValueError("repeated axis in transpose")
+        return Tensor(self.uop.permute(order), self.weak)
+
+    permute = transpose
+
+    def swapaxes(self, a: int, b: int) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = _norm_axis(a, self.ndim), _norm_axis(b, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.transpose(order)
+
+    def broadcast_to(self, shape) -> Tensor:
+        shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
+        if len(shape) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], shape[::-1])):
+            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {shape}")
+        return Tensor(self._broadcast(shape), self.weak)
+
+    def squeeze(self, axis=None) -> Tensor:
+        axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else _norm_axes(axis, self.ndim)
+        if any(self.shape[a] != 1 for a in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+        return self.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+    def expand_dims(self, axis) -> Tensor:
+        axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+        ndim = self.ndim + len(axes)
+        axes = _norm_axes(axes, ndim)
+        it = iter(self.shape)
+        return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
+
+    def __getitem__(self, index) -> Tensor:
+        return _basic_index(self, index)
+
+    # ---------------------------------------------------------------------------------------------------------
+    # reductions
+    def _reduce(self, name: str, op: Ops, axis, keepdims: bool) -> Tensor:
+        axes = _norm_axes(axis, self.ndim)
+        if name in ("max", "min") and any(self.shape[a] == 0 for a in axes):
+            raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
+                             "which has no identity")
+        dt = reduce_dtype(name, self.uop.dtype)
+        u = self.uop.cast(dt).reduce(op, axes) if axes else self.uop.cast(dt)
+        if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+        return Tensor(u)
+
+    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("sum", Ops.ADD, axis, keepdims)
+    def prod(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("prod", Ops.MUL, axis, keepdims)
+    def max(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("max", Ops.MAX, axis, keepdims)
+    def min(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("min", Ops.MIN, axis, keepdims)
+
+    def mean(self, axis=None, keepdims: bool = False) -> Tensor:
+        axes = _norm_axes(axis, self.ndim)
+        count = math.prod(self.shape[a] for a in axes)
+        x = self if self.uop.dtype.is_float else self.astype(np.float64)
+        total = x.sum(axis=axes, keepdims=keepdims)
+        return Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
+
+    def cumsum(self, axis=None) -> Tensor:
+        x = self.reshape(-1) if axis is None else self
+        ax = 0 if axis is None else _norm_axis(axis, x.ndim)
+        dt = reduce_dtype("cumsum", x.uop.dtype)
+        src = x.uop.cast(dt)
+        if x.shape[ax] <= 1: return Tensor(src)
+        return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
+
+    # ---------------------------------------------------------------------------------------------------------
+    # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from numfn import numpy as fnp
+        if method != "__call__" or kwargs.get("out") is not None:
+            raise unsupported(f"numpy.{ufunc.__name__}.{method}" if method != "__call__" else "out= arguments")
+        if kwargs.get("where", True) is not True or kwargs.get("dtype") is not None:
+            raise unsupported(f"numpy.{ufunc.__name__} with where= or dtype= arguments")
+        fn = _UFUNC_TO_FNP.get(ufunc.__name__)
+        if fn is None or not hasattr(fnp, fn): raise unsupported(f"numpy.{ufunc.__name__}")
+        return getattr(fnp, fn)(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from numfn import numpy as fnp
+        impl = getattr(fnp, func.__name__, None)
+        if impl is None or func.__name__ not in fnp.__all__ or getattr(np, func.__name__, None) is not func:
+            raise unsupported(f"{func.__module__}.{func.__name__}")
+        return impl(*args, **kwargs)
+
+
+def _weak_resolve(ufunc: str, ts):
+    # both operands are Python scalars: NumPy would compute with the default int64/float64
+    dts = tuple(t.uop.dtype for t in ts)
+    return resolve_ufunc(ufunc, dts)
+
+
+_UFUNC_TO_FNP = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide", "divide": "divide",
+    "floor_divide": "floor_divide", "remainder": "remainder", "mod": "remainder", "power": "power",
+    "negative": "negative", "positive": "positive", "absolute": "abs", "invert": "invert",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "less": "less", "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",
+    "equal": "equal", "not_equal": "not_equal", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_not": "logical_not", "logical_xor": "logical_xor", "maximum": "maximum", "minimum": "minimum",
+    "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "exp": "exp", "exp2": "exp2", "log": "log",
+    "log2": "log2", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "square": "square",
+    "sign": "sign", "reciprocal": "reciprocal", "matmul": "matmul", "isnan": "isnan", "isinf": "isinf",
+    "isfinite": "isfinite", "log10": "log10", "log1p": "log1p", "expm1": "expm1", "sinh": "sinh", "cosh": "cosh",
+    "fmax": "fmax", "fmin": "fmin", "rint": "rint", "fabs": "fabs",
+}
+
+
+def _power(base, exponent) -> Tensor:
+    b, e = Tensor.lift(base), Tensor.lift(exponent)
+    t = Tensor._elementwise("power", Ops.POW, b, e)
+    ev = e.uop.arg if e.uop.op is Ops.CONST else None
+    if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:
+        raise ValueError(f"Integers to negative integer powers are not allowed (at {user_location()})")
+    return t
+
+
+def matmul(a, b) -> Tensor:
+    """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
+    broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses."""
+    a, b = Tensor.lift(a), Tensor.lift(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
+    try:
+        _, out = resolve_ufunc("matmul", (a.uop.dtype, b.uop.dtype))
+    except TypeError as e:
+        raise TypeError(f"{e} (at {user_location()})") from None
+    a2 = a.reshape((1,) + a.shape) if a.ndim == 1 else a
+    b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
+    n, k = a2.shape[-2:]
+    k2, m = b2.shape[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                         f"(n?,k),(k,m?)->(n?,m?) (size {k2} is different from {k})")
+    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    au = Tensor(a2.uop.cast(out)).broadcast_to(batch + (n, k)).reshape(batch + (n, 1, k))
+    bu = Tensor(b2.uop.cast(out)).broadcast_to(batch + (k, m)).swapaxes(-1, -2).reshape(batch + (1, m, k))
+    prod = Tensor(au.uop.expand(batch + (n, m, k)).alu(Ops.MUL, bu.uop.expand(batch + (n, m, k))))
+    res = Tensor(prod.uop.reduce(Ops.ADD, (len(batch) + 2,)).reshape(batch + (n, m)))
+    if a.ndim == 1: res = res.reshape(res.shape[:-2] + res.shape[-1:])
+    if b.ndim == 1: res = res.reshape(res.shape[:-1])
+    return res
+
+
+def _basic_index(x: Tensor, index) -> Tensor:
+    """NumPy basic indexing: integers, slices (any step), None and Ellipsis, as views of x."""
+    if not isinstance(index, tuple): index = (index,)
+    for i in index:
+        if isinstance(i, (Tensor, np.ndarray, list)) or isinstance(i, (bool, np.bool_)):
+            raise unsupported("indexing with arrays, lists or booleans (advanced indexing)",
+                              "Use basic indexing (integers, slices, None, ...) or numfn.numpy.where")
+        if not (i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer))):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`) and numpy.newaxis (`None`) are valid "
+                             f"indices, got {i!r}")
+    if sum(i is Ellipsis for i in index) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (x.ndim - used) + index[at + 1:]
+    else:
+        index = index + (slice(None),) * (x.ndim - used)
+    u = x.uop
+    final_shape: list[int] = []
+    axis = 0
+    for i in index:
+        if i is None:
+            final_shape.append(1)
+            continue
+        n = u.shape[axis]
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            count = len(range(start, stop, step))
+            if step < 0:
+                u = u.flip((axis,))
+                start, step = n - 1 - start, -step
+            u = _strided_slice(u, axis, start, step, count)
+            final_shape.append(count)
+        else:
+            k = int(i)
+            if not -n <= k < n: raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            k %= n
+            u = u.shrink(tuple((k, k + 1) if a == axis else (0, s) for a, s in enumerate(u.shape)))
+        axis += 1
+    return Tensor(u.reshape(tuple(final_shape)), x.weak)
+
+
+def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
+    """Elements start, start+step, ... (count of them) along `axis`, built from shrink, pad and reshape."""
+    shape = u.shape
+    def along(v, lo, hi): return v.shrink(tuple((lo, hi) if a == axis else (0, s) for a, s in enumerate(v.shape)))
+    if count == 0: return along(u, 0, 0)
+    if step == 1: return along(u, start, start + count)
+    end = start + (count - 1) * step + 1
+    u = along(u, start, end)
+    u = u.pad(tuple((0, count * step - (end - start)) if a == axis else (0, 0) for a in range(len(shape))))
+    u = u.reshape(shape[:axis] + (count, step) + shape[axis + 1:])
+    u = u.shrink(tuple((0, 1) if a == axis + 1 else (0, s) for a, s in enumerate(u.shape)))
+    return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
+
+
+__all__ = ["Tensor", "matmul", "broadcast_shapes", "constant_buffer", "NumfnError"]

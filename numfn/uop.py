@@ -1,0 +1,532 @@
+"""The IR: one immutable, hash-consed node type (UOp), the op set, pattern rewriting and a readable printer.
+
+The same node type carries every level of the compiler; the ops used separate the levels:
+  tensor graph   PARAM / BUFFER / CONST sources, movement ops, ALU ops, REDUCE_AXIS, SCAN, CONTIGUOUS
+  kernels        SINK of STORE(BUFFER, value) over a tensor graph whose leaves are BUFFERs
+  loop programs  RANGE, LOAD, STORE, REDUCE (then DEFINE_ACC / ASSIGN / END after linearization)
+"""
+from __future__ import annotations
+
+import enum
+import inspect
+import itertools
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable, Iterable
+
+from numfn.dtype import DType, dtypes
+
+
+class Ops(enum.Enum):
+    # sources
+    PARAM = enum.auto()        # a function input: arg = (slot, shape)
+    BUFFER = enum.auto()       # memory with a category: arg = Buffer
+    CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
+    DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
+    # movement: views of their source, no data moves
+    RESHAPE = enum.auto()      # arg = new shape
+    PERMUTE = enum.auto()      # arg = axis order
+    EXPAND = enum.auto()       # arg = new shape (size-1 axes broadcast)
+    PAD = enum.auto()          # arg = ((before, after), ...), padding with zeros
+    SHRINK = enum.auto()       # arg = ((start, end), ...)
+    FLIP = enum.auto()         # arg = axes reversed
+    # unary
+    NEG = enum.auto(); NOT = enum.auto(); ABS = enum.auto(); SQRT = enum.auto()  # noqa: E702
+    EXP = enum.auto(); EXP2 = enum.auto(); LOG = enum.auto(); LOG2 = enum.auto()  # noqa: E702
+    SIN = enum.auto(); COS = enum.auto(); TAN = enum.auto(); TANH = enum.auto()  # noqa: E702
+    FLOOR = enum.auto(); CEIL = enum.auto(); TRUNC = enum.auto()  # noqa: E702
+    # binary (NumPy semantics: FLOORDIV/MOD round towards -inf, integer division by zero gives 0)
+    ADD = enum.auto(); SUB = enum.auto(); MUL = enum.auto(); FDIV = enum.auto()  # noqa: E702
+    FLOORDIV = enum.auto(); MOD = enum.auto(); POW = enum.auto()  # noqa: E702
+    MAX = enum.auto(); MIN = enum.auto()  # noqa: E702
+    CMPLT = enum.auto(); CMPLE = enum.auto(); CMPEQ = enum.auto(); CMPNE = enum.auto()  # noqa: E702
+    AND = enum.auto(); OR = enum.auto(); XOR = enum.auto(); SHL = enum.auto(); SHR = enum.auto()  # noqa: E702
+    # binary ops of the machine, produced by codegen only: C semantics (truncating, divisor never 0 or -1)
+    IDIV = enum.auto(); IMOD = enum.auto(); FMOD = enum.auto()  # noqa: E702
+    # ternary
+    WHERE = enum.auto()
+    # conversions
+    CAST = enum.auto(); BITCAST = enum.auto()  # noqa: E702
+    # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis)
+    REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
+    # program structure
+    CONTIGUOUS = enum.auto()   # materialize the source in a fresh row-major buffer
+    SINK = enum.auto()         # groups several results: a function's outputs, a kernel's stores
+    CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers
+    STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value)
+    LOAD = enum.auto()         # loop level: (BUFFER, index)
+    # loops
+    RANGE = enum.auto()        # a loop counter 0..src[0]-1, arg = (id, kind)
+    REDUCE = enum.auto()       # value src[0] reduced over the RANGEs src[1:], arg = op
+    DEFINE_ACC = enum.auto()   # an accumulator initialised to arg[0] inside the loops in src
+    ASSIGN = enum.auto()       # acc = arg(acc, value): src = (acc, value, *reduce ranges)
+    END = enum.auto()          # closes the loop src[0]
+
+
+UNARY = frozenset({Ops.NEG, Ops.NOT, Ops.ABS, Ops.SQRT, Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS,
+                   Ops.TAN, Ops.TANH, Ops.FLOOR, Ops.CEIL, Ops.TRUNC})
+BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
+                    Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
+                    Ops.IDIV, Ops.IMOD, Ops.FMOD})
+TERNARY = frozenset({Ops.WHERE})
+ALU = UNARY | BINARY | TERNARY
+ELEMENTWISE = ALU | {Ops.CAST, Ops.BITCAST}
+COMPARISON = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
+COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR})
+MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
+TRANSCENDENTAL = frozenset({Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.POW})
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """What a BUFFER node stands for. `category` is input, output, constant or intermediate; `number` counts
+    within the category. Constant buffers carry their data (a read-only NumPy array) and its content hash."""
+    category: str
+    number: int
+    shape: tuple[int, ...]
+    data: Any = None
+    data_hash: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.category, self.number, self.shape, self.data_hash))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Buffer) and (self.category, self.number, self.shape, self.data_hash) == \
+            (other.category, other.number, other.shape, other.data_hash)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __repr__(self) -> str:
+        return f"{self.category}{self.number}"
+
+
+_UNSET = object()
+
+
+def _argkey(arg):
+    # floats compare by bits: CONST 0.0 and -0.0 must stay two nodes, and NaN must equal itself
+    if isinstance(arg, float): return (float, arg.hex())
+    if isinstance(arg, tuple): return tuple(_argkey(a) for a in arg)
+    return arg
+
+
+class UOp:
+    """One IR node. Hash-consed: building the same (op, dtype, src, arg) twice returns the same object, so
+    identity is structural equality and graphs are DAGs with sharing."""
+    __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "__weakref__")
+    _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+    op: Ops
+    dtype: DType
+    src: tuple[UOp, ...]
+    arg: Any
+
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
+        key = (op, dtype, src, _argkey(arg))
+        found = UOp._interned.get(key)
+        if found is not None: return found
+        self = object.__new__(cls)
+        for name, value in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", _UNSET),
+                            ("_bounds", None)):
+            object.__setattr__(self, name, value)
+        UOp._interned[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("UOp is immutable")
+
+    def __reduce__(self):
+        return (UOp, (self.op, self.dtype, self.src, self.arg))
+
+    def replace(self, op: Ops | None = None, dtype: DType | None = None, src: tuple[UOp, ...] | None = None,
+                arg: Any = _UNSET) -> UOp:
+        return UOp(self.op if op is None else op, self.dtype if dtype is None else dtype,
+                   self.src if src is None else src, self.arg if arg is _UNSET else arg)
+
+    # ---- shapes (tensor-level nodes only; loop-level nodes have shape None) ----
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        if self._shape is _UNSET: object.__setattr__(self, "_shape", _infer_shape(self))
+        return self._shape
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    # ---- graph walks ----
+    def toposort(self) -> list[UOp]:
+        """Every node reachable from self, sources before users (iterative: graphs can be deep)."""
+        return toposort([self])
+
+    # ---- constructors used by the tracer and the rewrite rules ----
+    @staticmethod
+    def const(dtype: DType, value) -> UOp:
+        return UOp(Ops.CONST, dtype, (), cast_scalar(value, dtype))
+
+    def alu(self, op: Ops, *others: UOp) -> UOp:
+        srcs = (self, *others)
+        dtype = dtypes.bool if op in COMPARISON else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+        return UOp(op, dtype, srcs)
+
+    def cast(self, dtype: DType) -> UOp:
+        return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
+
+    @staticmethod
+    def const_like(dtype: DType, value, shape: tuple[int, ...]) -> UOp:
+        """A constant tensor of `shape`: a scalar CONST viewed through RESHAPE and EXPAND."""
+        c = UOp.const(dtype, value)
+        return c if shape == () else c.reshape((1,) * len(shape)).expand(tuple(shape))
+
+    def reshape(self, shape: tuple[int, ...]) -> UOp:
+        return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+
+    def permute(self, order: tuple[int, ...]) -> UOp:
+        return self if tuple(order) == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(order))
+
+    def expand(self, shape: tuple[int, ...]) -> UOp:
+        return self if shape == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), tuple(shape))
+
+    def pad(self, padding: tuple[tuple[int, int], ...]) -> UOp:
+        return self if all(p == (0, 0) for p in padding) else UOp(Ops.PAD, self.dtype, (self,), tuple(padding))
+
+    def shrink(self, bounds: tuple[tuple[int, int], ...]) -> UOp:
+        if all(b == (0, s) for b, s in zip(bounds, self.shape)): return self
+        return UOp(Ops.SHRINK, self.dtype, (self,), tuple(bounds))
+
+    def flip(self, axes: tuple[int, ...]) -> UOp:
+        axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
+        return self if not axes else UOp(Ops.FLIP, self.dtype, (self,), axes)
+
+    def reduce(self, op: Ops, axes: tuple[int, ...], dtype: DType | None = None) -> UOp:
+        return UOp(Ops.REDUCE_AXIS, dtype or self.dtype, (self,), (op, tuple(sorted(axes))))
+
+    # ---- arithmetic sugar for scalar (loop-level) expressions, used by codegen rules ----
+    def _lift(self, x) -> UOp:
+        return x if isinstance(x, UOp) else UOp.const(self.dtype, x)
+
+    def __add__(self, x): return self.alu(Ops.ADD, self._lift(x))
+    def __radd__(self, x): return self._lift(x).alu(Ops.ADD, self)
+    def __sub__(self, x): return self.alu(Ops.SUB, self._lift(x))
+    def __rsub__(self, x): return self._lift(x).alu(Ops.SUB, self)
+    def __mul__(self, x): return self.alu(Ops.MUL, self._lift(x))
+    def __rmul__(self, x): return self._lift(x).alu(Ops.MUL, self)
+    def __neg__(self): return self.alu(Ops.NEG)
+    def __floordiv__(self, x): return self.alu(Ops.IDIV, self._lift(x))
+    def __mod__(self, x): return self.alu(Ops.IMOD, self._lift(x))
+    def __lt__(self, x): return self.alu(Ops.CMPLT, self._lift(x))
+    def __le__(self, x): return self.alu(Ops.CMPLE, self._lift(x))
+    def __gt__(self, x): return self._lift(x).alu(Ops.CMPLT, self)
+    def __ge__(self, x): return self._lift(x).alu(Ops.CMPLE, self)
+    def __and__(self, x): return self.alu(Ops.AND, self._lift(x))
+    def __or__(self, x): return self.alu(Ops.OR, self._lift(x))
+    def __xor__(self, x): return self.alu(Ops.XOR, self._lift(x))
+    def eq(self, x) -> UOp: return self.alu(Ops.CMPEQ, self._lift(x))
+    def ne(self, x) -> UOp: return self.alu(Ops.CMPNE, self._lift(x))
+    def where(self, a, b) -> UOp:
+        a = a if isinstance(a, UOp) else UOp.const(b.dtype, a)
+        b = b if isinstance(b, UOp) else UOp.const(a.dtype, b)
+        return self.alu(Ops.WHERE, a, b)
+    def maximum(self, x) -> UOp: return self.alu(Ops.MAX, self._lift(x))
+    def minimum(self, x) -> UOp: return self.alu(Ops.MIN, self._lift(x))
+    def bitcast(self, dtype: DType) -> UOp: return UOp(Ops.BITCAST, dtype, (self,))
+
+    __hash__ = object.__hash__   # defining __eq__-like operators above must not change identity semantics
+    __eq__ = object.__eq__
+
+    # ---- printing ----
+    def __repr__(self) -> str:
+        shape = "" if self.shape is None else f"[{','.join(map(str, self.shape))}]"
+        return f"<UOp {self.op.name} {self.dtype.name}{shape} arg={_fmt_arg(self)}>"
+
+    def pretty(self) -> str:
+        """The graph below this node, one node a line, shared nodes named once (see `format_graph`)."""
+        return format_graph([self])
+
+    # ---- value bounds of integer expressions (used by index simplification) ----
+    @property
+    def bounds(self) -> tuple[Any, Any]:
+        if self._bounds is None: object.__setattr__(self, "_bounds", _bounds(self))
+        return self._bounds
+
+    @property
+    def vmin(self): return self.bounds[0]
+
+    @property
+    def vmax(self): return self.bounds[1]
+
+
+def cast_scalar(value, dtype: DType):
+    """A Python value converted the way NumPy converts a scalar to `dtype` (wrapping integers)."""
+    if dtype.is_bool: return bool(value)
+    if dtype.is_float:
+        value = float(value)
+        return float(_np_float32(value)) if dtype.itemsize == 4 else value
+    if isinstance(value, float):
+        if not math.isfinite(value): return dtype.min if dtype.kind == "i" else 0
+        value = int(value)
+    value = int(value)
+    bits = dtype.bits
+    value &= (1 << bits) - 1
+    if dtype.kind == "i" and value >= 1 << (bits - 1): value -= 1 << bits
+    return value
+
+
+def _np_float32(value: float):
+    import numpy as np
+    with np.errstate(over="ignore"):
+        return np.float32(value)
+
+
+def _infer_shape(u: UOp) -> tuple[int, ...] | None:
+    op = u.op
+    if op is Ops.PARAM: return u.arg[1]
+    if op is Ops.BUFFER: return u.arg.shape
+    if op is Ops.CONST: return ()
+    if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
+    if not u.src or u.src[0].shape is None: return None
+    s = u.src[0].shape
+    if op is Ops.PERMUTE: return tuple(s[i] for i in u.arg)
+    if op is Ops.PAD: return tuple(n + b + a for n, (b, a) in zip(s, u.arg))
+    if op is Ops.SHRINK: return tuple(e - b for b, e in u.arg)
+    if op is Ops.REDUCE_AXIS: return tuple(1 if i in u.arg[1] else n for i, n in enumerate(s))
+    if op in ELEMENTWISE or op in (Ops.FLIP, Ops.SCAN, Ops.CONTIGUOUS):
+        return u.src[-1].shape if op is Ops.WHERE else s
+    return None
+
+
+def _bounds(u: UOp) -> tuple[Any, Any]:
+    """Conservative [min, max] of an integer or bool expression in terms of its RANGE and CONST leaves."""
+    dt = u.dtype
+    full = (dt.min, dt.max) if (dt.is_int or dt.is_bool) else (-math.inf, math.inf)
+    op = u.op
+    if op is Ops.CONST: return (u.arg, u.arg)
+    if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
+    if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
+    if not (dt.is_int or dt.is_bool): return full
+    if op is Ops.ADD:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return _clip((a0 + b0, a1 + b1), full)
+    if op is Ops.SUB:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return _clip((a0 - b1, a1 - b0), full)
+    if op is Ops.MUL:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        c = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+        return _clip((min(c), max(c)), full)
+    if op is Ops.NEG:
+        a0, a1 = u.src[0].bounds
+        return _clip((-a1, -a0), full)
+    if op is Ops.IDIV and u.src[1].op is Ops.CONST and u.src[1].arg > 0:
+        (a0, a1), c = u.src[0].bounds, u.src[1].arg
+        return (_tdiv(a0, c), _tdiv(a1, c))
+    if op is Ops.IMOD and u.src[1].op is Ops.CONST and u.src[1].arg > 0:
+        (a0, a1), c = u.src[0].bounds, u.src[1].arg
+        if a0 >= 0: return (0, min(a1, c - 1))
+        return (-(c - 1), c - 1)
+    if op is Ops.MAX:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return (max(a0, b0), max(a1, b1))
+    if op is Ops.MIN:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return (min(a0, b0), min(a1, b1))
+    if op is Ops.WHERE:
+        (a0, a1), (b0, b1) = u.src[1].bounds, u.src[2].bounds
+        return (min(a0, b0), max(a1, b1))
+    if op is Ops.CAST and (u.src[0].dtype.is_int or u.src[0].dtype.is_bool):
+        a0, a1 = u.src[0].bounds
+        if dt.min <= a0 and a1 <= dt.max: return (a0, a1)
+    if op is Ops.CMPLT:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        if a1 < b0: return (True, True)
+        if a0 >= b1: return (False, False)
+    if op is Ops.CMPLE:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        if a1 <= b0: return (True, True)
+        if a0 > b1: return (False, False)
+    if op is Ops.AND and dt.is_bool:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return (a0 and b0, a1 and b1)
+    if op is Ops.OR and dt.is_bool:
+        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
+        return (a0 or b0, a1 or b1)
+    return full
+
+
+def _clip(b, full):
+    return (max(b[0], full[0]), min(b[1], full[1])) if b[0] >= full[0] and b[1] <= full[1] else full
+
+
+def _tdiv(a: int, c: int) -> int:
+    q = abs(a) // c
+    return q if a >= 0 else -q
+
+
+def toposort(roots: Iterable[UOp]) -> list[UOp]:
+    """Every node reachable from `roots`, each after its sources, in a deterministic order."""
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    for root in roots:
+        if root in seen: continue
+        stack = [(root, iter(root.src))]
+        seen.add(root)
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child.src)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# patterns
+
+class UPat:
+    """A pattern over UOps. `op`/`dtype` may be one value or a set; `src` is None (anything), a tuple (in order),
+    a list (in any order: for commutative ops) or a single UPat every source must match; `arg` compared by
+    equality unless omitted; `name` binds the matched node for the rewrite function."""
+    __slots__ = ("ops", "dtypes", "src", "arg", "name", "allow_any_len")
+    _NOARG = object()
+
+    def __init__(self, op: Ops | Iterable[Ops] | None = None, dtype: DType | Iterable[DType] | None = None,
+                 src: tuple | list | UPat | None = None, arg: Any = _NOARG, name: str | None = None,
+                 allow_any_len: bool = False):
+        self.ops = None if op is None else (frozenset([op]) if isinstance(op, Ops) else frozenset(op))
+        self.dtypes = None if dtype is None else (frozenset([dtype]) if isinstance(dtype, DType) else frozenset(dtype))
+        self.src, self.arg, self.name, self.allow_any_len = src, arg, name, allow_any_len
+
+    @staticmethod
+    def var(name: str | None = None, dtype=None) -> UPat:
+        return UPat(dtype=dtype, name=name)
+
+    @staticmethod
+    def cvar(name: str | None = None, dtype=None) -> UPat:
+        return UPat(Ops.CONST, dtype=dtype, name=name)
+
+    def match(self, u: UOp, bound: dict) -> list[dict]:
+        if self.ops is not None and u.op not in self.ops: return []
+        if self.dtypes is not None and u.dtype not in self.dtypes: return []
+        if self.arg is not UPat._NOARG and _argkey(self.arg) != _argkey(u.arg): return []
+        if self.name is not None:
+            if self.name in bound:
+                return [bound] if bound[self.name] is u else []
+            bound = {**bound, self.name: u}
+        if self.src is None: return [bound]
+        if isinstance(self.src, UPat):
+            results = [bound]
+            for s in u.src: results = [r2 for r in results for r2 in self.src.match(s, r)]
+            return results
+        pats = self.src
+        if len(pats) != len(u.src) and not (self.allow_any_len and len(u.src) >= len(pats)): return []
+        orders = itertools.permutations(pats) if isinstance(pats, list) else (pats,)
+        out: list[dict] = []
+        for order in orders:
+            results = [bound]
+            for p, s in zip(order, u.src):
+                results = [r2 for r in results for r2 in p.match(s, r)]
+                if not results: break
+            out.extend(results)
+        return out
+
+
+class PatternMatcher:
+    """An ordered list of (UPat, fn) rules. `rewrite(u)` returns the first non-None fn(**bindings), else None.
+    A rule's fn may also take `ctx`, the context object handed to graph_rewrite."""
+
+    def __init__(self, rules: list[tuple[UPat, Callable]]):
+        self.rules = rules
+        by_op: dict[Ops, list] = {}
+        any_op = []
+        for i, (pat, fn) in enumerate(rules):
+            entry = (i, pat, fn, "ctx" in inspect.signature(fn).parameters)
+            if pat.ops is None: any_op.append(entry)
+            else:
+                for op in pat.ops: by_op.setdefault(op, []).append(entry)
+        self._by_op = {op: [e[1:] for e in sorted(by_op.get(op, []) + any_op, key=lambda e: e[0])] for op in Ops}
+
+    def __add__(self, other: PatternMatcher) -> PatternMatcher:
+        return PatternMatcher(self.rules + other.rules)
+
+    def rewrite(self, u: UOp, ctx: Any = None) -> UOp | None:
+        for pat, fn, wants_ctx in self._by_op[u.op]:
+            for b in pat.match(u, {}):
+                ret = fn(ctx=ctx, **b) if wants_ctx else fn(**b)
+                if ret is not None and ret is not u: return ret
+        return None
+
+
+def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
+    """Rewrite the graph bottom-up until no rule of `pm` applies anywhere (sources first, then the node; a
+    replacement is itself rewritten). Iterative, so graphs of any depth are fine."""
+    done: dict[UOp, UOp] = {}
+    stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
+    while stack:
+        node, state, extra = stack.pop()
+        if node in done: continue
+        if state == 0:  # first visit: rewrite sources first
+            stack.append((node, 1, None))
+            stack.extend((s, 0, None) for s in reversed(node.src) if s not in done)
+        elif state == 1:  # sources done: rebuild and try the rules
+            new_src = tuple(done[s] for s in node.src)
+            rebuilt = node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg)
+            replacement = pm.rewrite(rebuilt, ctx)
+            if replacement is None:
+                if rebuilt is not node and rebuilt in done: done[node] = done[rebuilt]
+                else:
+                    done[node] = rebuilt
+                    done.setdefault(rebuilt, rebuilt)
+            elif replacement in done:
+                done[node] = done[replacement]
+            else:
+                stack.append((node, 2, replacement))
+                stack.append((replacement, 0, None))
+        else:  # the replacement has been rewritten
+            done[node] = done[extra]
+    return done[root]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# printing
+
+def _fmt_arg(u: UOp) -> str:
+    a = u.arg
+    if u.op is Ops.PARAM: return f"slot={a[0]}"
+    if u.op is Ops.BUFFER: return repr(a)
+    if u.op in (Ops.REDUCE_AXIS, Ops.SCAN): return f"{a[0].name}, axis={a[1]}"
+    if u.op in (Ops.REDUCE, Ops.ASSIGN): return a.name
+    if u.op is Ops.RANGE: return f"r{a[0]}" + (f" {a[1]}" if a[1] != "loop" else "")
+    if u.op is Ops.DEFINE_ACC: return f"init={a[0]!r}"
+    if isinstance(a, Ops): return a.name
+    return "" if a is None else repr(a)
+
+
+def _type_str(u: UOp) -> str:
+    s = u.shape
+    return u.dtype.name if s is None else f"{u.dtype.name}[{','.join(map(str, s))}]"
+
+
+def format_graph(roots: Iterable[UOp], names: dict[UOp, str] | None = None) -> str:
+    """Print a graph like a program: one line per node, in dependency order, each node named once (%n) and
+    referred to by name afterwards. Scalar CONSTs are inlined where used."""
+    names = {} if names is None else dict(names)
+    lines = []
+    for u in toposort(roots):
+        if u in names: continue
+        if u.op is Ops.CONST and u.shape == ():
+            names[u] = f"{u.arg!r}:{u.dtype.name}"
+            continue
+        name = f"%{len(lines)}"
+        names[u] = name
+        args = [names[s] for s in u.src]
+        arg = _fmt_arg(u)
+        if arg and u.op not in (Ops.CONST,): args.append(arg)
+        elif u.op is Ops.CONST: args.append(arg)
+        lines.append(f"{name:>5} : {_type_str(u):<18} = {u.op.name}({', '.join(args)})")
+    return "\n".join(lines)
