@@ -1,0 +1,21 @@
+"""Shared test fixtures: every differential test runs on each backend available on this machine."""
+import os
+import shutil
+import tempfile
+
+import pytest
+
+# tests never share a disk cache with the user's, and never leave one behind
+os.environ.setdefault("NUMFN_CACHE_DIR", tempfile.mkdtemp(prefix="numfn-test-cache-"))
+
+BACKENDS = ["c"]
+
+
+def _have_c_compiler() -> bool:
+    return bool(os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc") or shutil.which("gcc"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    if request.param == "c" and not _have_c_compiler(): pytest.skip("no C compiler")
+    return request.param
