@@ -371,6 +371,11 @@ class JitFunction:
         key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
         return self._get(key, statics).run(leaves)
 
+    @property
+    def specializations(self) -> tuple[NumericalFunction, ...]:
+        """The NumericalFunctions compiled so far, one per signature seen."""
+        return tuple(self._specializations.values())
+
     def __repr__(self) -> str:
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
