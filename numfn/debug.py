@@ -24,7 +24,7 @@ def log(at: int, message: str | Callable[[], str]) -> None:
 
 
 def default_backend() -> str:
-    return os.environ.get("NUMFN_BACKEND", "c") or "c"
+    return os.environ.get("NUMFN_BACKEND", "llvm") or "llvm"
 
 
 def noopt() -> bool:

@@ -8,7 +8,7 @@ import pytest
 # tests never share a disk cache with the user's, and never leave one behind
 os.environ.setdefault("NUMFN_CACHE_DIR", tempfile.mkdtemp(prefix="numfn-test-cache-"))
 
-BACKENDS = ["c"]
+BACKENDS = ["llvm", "c"]
 
 
 def _have_c_compiler() -> bool:

@@ -2,9 +2,10 @@
 into ops every backend renders the same way.
 
 After these rules a backend only needs: + - * / (float), IDIV / IMOD (C truncation, divisor never 0 or -1),
-FMOD, comparisons (float ones false on NaN except !=), WHERE, AND / OR / XOR, NEG, CAST between types where the
-value is representable (plus bool and int->float), BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL,
-TRUNC, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW.
+FMOD, comparisons (float ones false on NaN except !=), WHERE, AND / OR / XOR / SHL / SHR, NEG, MAX / MIN (on
+floats NaN-propagating like np.maximum: backends have fast instructions for that, which a select chain would
+hide from their vectorizers), CAST between types where the value is representable (plus bool and int->float),
+BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL, TRUNC, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW.
 """
 from __future__ import annotations
 
@@ -27,14 +28,6 @@ def _int_abs(x: UOp) -> UOp | None:
     a = x.src[0]
     if not a.dtype.is_int: return None
     return a if a.dtype.is_unsigned else (a < c(a.dtype, 0)).where(-a, a)
-
-
-def _minmax(x: UOp) -> UOp | None:
-    a, b = x.src
-    if a.dtype.is_bool: return None
-    if x.op is Ops.MAX: pick_a = a >= b if not a.dtype.is_float else (a >= b) | a.ne(a)
-    else: pick_a = a <= b if not a.dtype.is_float else (a <= b) | a.ne(a)
-    return pick_a.where(a, b)   # floats: NaN in either operand propagates, as np.maximum / np.minimum do
 
 
 def _not(x: UOp) -> UOp:
@@ -192,7 +185,6 @@ def _wrap(v: UOp, dt: DType) -> UOp:
 decompositions = PatternMatcher([
     (UPat((Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN), dtypes.bool, name="x"), _bool_arith),
     (UPat(Ops.ABS, name="x"), _int_abs),
-    (UPat((Ops.MAX, Ops.MIN), name="x"), _minmax),
     (UPat(Ops.NOT, name="x"), _not),
     (UPat(Ops.FLOORDIV, name="x"), _int_floordiv),
     (UPat(Ops.FLOORDIV, name="x"), _float_floordiv),

@@ -11,7 +11,8 @@ from numfn.renderer import buffer_name
 from numfn.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
-          Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.CMPLT: "<", Ops.CMPLE: "<=", Ops.CMPEQ: "==", Ops.CMPNE: "!="}
+          Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.CMPLT: "<", Ops.CMPLE: "<=", Ops.CMPEQ: "==",
+          Ops.CMPNE: "!="}
 _MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
          Ops.COS: "cos", Ops.TAN: "tan", Ops.TANH: "tanh", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc",
          Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod"}
@@ -98,6 +99,10 @@ def _expr(u: UOp, a: list[str]) -> str:
     op = u.op
     if op in _INFIX: return f"({a[0]} {_INFIX[op]} {a[1]})"
     if op is Ops.NEG: return f"(-{a[0]})"
+    if op in (Ops.MAX, Ops.MIN):
+        cmp = ">=" if op is Ops.MAX else "<="
+        nan = f" || {a[0]} != {a[0]}" if u.dtype.is_float else ""   # a NaN operand propagates, like np.maximum
+        return f"(({a[0]} {cmp} {a[1]}{nan}) ? {a[0]} : {a[1]})"
     if op is Ops.WHERE: return f"({a[0]} ? {a[1]} : {a[2]})"
     if op is Ops.CAST: return f"({u.dtype.cname})({a[0]})"
     if op is Ops.BITCAST: return _bitcast(a[0], u.src[0].dtype, u.dtype)

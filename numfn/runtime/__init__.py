@@ -26,4 +26,9 @@ def compile_program(backend: str, source: str, entry: str, nparams: int) -> Nati
         if not os.path.exists(path): clang.compile_shared(source, path)
         ffi, lib, fn = clang.load_entry(path, entry, nparams)
         return NativeProgram(fn, ffi, lib)
+    if backend == "llvm":
+        from numfn.runtime import llvm
+        obj = llvm.compile_object(source)
+        ffi, fn, tracker = llvm.load_entry(obj, entry, nparams)
+        return NativeProgram(fn, ffi, tracker)
     raise ValueError(f"unknown backend {backend!r}")

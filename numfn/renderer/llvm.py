@@ -1,0 +1,239 @@
+"""LLVM IR renderer: each kernel becomes an internal function over `noalias` pointers; loops are explicit blocks
+with a phi counter, accumulators are stack slots that mem2reg promotes to registers.
+
+Fast-math flags are used only where NumPy's semantics allow: `contract` (fusing a*b+c into an FMA) on float
+arithmetic, and `reassoc` on the accumulation step of reductions so they vectorize. No flag that assumes the
+absence of NaN, inf or signed zeros is ever set.
+"""
+from __future__ import annotations
+
+import struct
+
+from numfn.codegen.program import Program
+from numfn.dtype import DType, dtypes
+from numfn.layout import Layout
+from numfn.renderer import buffer_name
+from numfn.uop import Ops, UOp
+
+_INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
+            Ops.SHL: "shl"}
+_FLOAT_BIN = {Ops.ADD: "fadd", Ops.SUB: "fsub", Ops.MUL: "fmul", Ops.FDIV: "fdiv", Ops.FMOD: "frem"}
+_FCMP = {Ops.CMPLT: "olt", Ops.CMPLE: "ole", Ops.CMPEQ: "oeq", Ops.CMPNE: "une"}
+_ICMP_S = {Ops.CMPLT: "slt", Ops.CMPLE: "sle", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
+_ICMP_U = {Ops.CMPLT: "ult", Ops.CMPLE: "ule", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
+_INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
+              Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
+              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum"}
+_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh"}
+
+
+def ltype(dt: DType) -> str:
+    return dt.lname
+
+
+def storage_type(dt: DType) -> str:
+    """How a value is kept in memory: NumPy stores bools as one byte."""
+    return "i8" if dt.is_bool else dt.lname
+
+
+def llvm_literal(value, dt: DType) -> str:
+    if dt.is_bool: return "true" if value else "false"
+    if dt.is_float:
+        # LLVM writes float constants as the bits of the equivalent double, in hex
+        return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
+    bits = dt.bits
+    value = int(value) & ((1 << bits) - 1)
+    return str(value - (1 << bits) if value >= 1 << (bits - 1) else value)
+
+
+class _Function:
+    """State while rendering one kernel: SSA names, the current block, declarations needed."""
+
+    def __init__(self, declares: set[str]):
+        self.names: dict[UOp, str] = {}
+        self.lines: list[str] = []
+        self.allocas: list[str] = []
+        self.block = "entry"
+        self.counter = 0
+        self.declares = declares
+
+    def fresh(self, hint: str = "v") -> str:
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def ref(self, u: UOp) -> str:
+        if u.op is Ops.CONST: return llvm_literal(u.arg, u.dtype)
+        if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC: return self.names[u]
+        return self.names[u]
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+        self.block = name
+
+
+def _is_accumulation(u: UOp) -> bool:
+    return any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src)
+
+
+def _alu(f: _Function, u: UOp) -> str:
+    op, dt = u.op, u.dtype
+    a = [f.ref(s) for s in u.src]
+    sdt = u.src[0].dtype
+    t = ltype(sdt)
+    if op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE):
+        if sdt.is_float: return f"fcmp {_FCMP[op]} {t} {a[0]}, {a[1]}"
+        table = _ICMP_U if (sdt.is_unsigned or sdt.is_bool) else _ICMP_S
+        return f"icmp {table[op]} {t} {a[0]}, {a[1]}"
+    if op is Ops.WHERE: return f"select i1 {a[0]}, {ltype(dt)} {a[1]}, {ltype(dt)} {a[2]}"
+    if dt.is_float:
+        if op in _FLOAT_BIN:
+            flags = "reassoc contract " if _is_accumulation(u) and op in (Ops.ADD, Ops.MUL) else \
+                "contract " if op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
+            return f"{_FLOAT_BIN[op]} {flags}{t} {a[0]}, {a[1]}"
+        if op is Ops.NEG: return f"fneg {t} {a[0]}"
+        if op in _INTRINSIC:
+            name = f"llvm.{_INTRINSIC[op]}.{'f32' if dt is dtypes.float32 else 'f64'}"
+            f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
+            return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
+        if op in _LIBM:
+            name = _LIBM[op] + ("f" if dt is dtypes.float32 else "")
+            f.declares.add(f"declare {t} @{name}({t})")
+            return f"call {t} @{name}({t} {a[0]})"
+    else:
+        if op in _INT_BIN: return f"{_INT_BIN[op]} {t} {a[0]}, {a[1]}"
+        unsigned = sdt.is_unsigned or sdt.is_bool
+        if op is Ops.IDIV: return f"{'udiv' if unsigned else 'sdiv'} {t} {a[0]}, {a[1]}"
+        if op is Ops.IMOD: return f"{'urem' if unsigned else 'srem'} {t} {a[0]}, {a[1]}"
+        if op is Ops.SHR: return f"{'lshr' if unsigned else 'ashr'} {t} {a[0]}, {a[1]}"
+        if op is Ops.NEG: return f"sub {t} 0, {a[0]}"
+        if op in (Ops.MAX, Ops.MIN):
+            kind = ("u" if unsigned else "s") + ("max" if op is Ops.MAX else "min")
+            name = f"llvm.{kind}.{t}"
+            f.declares.add(f"declare {t} @{name}({t}, {t})")
+            return f"call {t} @{name}({t} {a[0]}, {t} {a[1]})"
+    raise NotImplementedError(f"LLVM renderer: {op.name} on {dt.name}")
+
+
+def _cast(f: _Function, u: UOp) -> str:
+    src, dst = u.src[0].dtype, u.dtype
+    x, ts, td = f.ref(u.src[0]), ltype(src), ltype(dst)
+    if u.op is Ops.BITCAST: return f"bitcast {ts} {x} to {td}"
+    if src.is_float and dst.is_float:
+        return f"{'fpext' if dst.itemsize > src.itemsize else 'fptrunc'} {ts} {x} to {td}"
+    if src.is_float: return f"{'fptoui' if dst.is_unsigned else 'fptosi'} {ts} {x} to {td}"
+    if dst.is_float: return f"{'uitofp' if (src.is_unsigned or src.is_bool) else 'sitofp'} {ts} {x} to {td}"
+    if dst.bits < src.bits: return f"trunc {ts} {x} to {td}"
+    return f"{'zext' if (src.is_unsigned or src.is_bool) else 'sext'} {ts} {x} to {td}"
+
+
+def render_kernel(prog: Program) -> str:
+    """A kernel as an internal LLVM function, preceded by declarations of the intrinsics it calls (the program
+    hoists and deduplicates them)."""
+    f = _Function(set())
+    params = []
+    for p in prog.params:
+        f.names[p] = "%" + buffer_name(p.arg)
+        params.append(f"ptr noalias {f.names[p]}")
+    for u in prog.uops:
+        op = u.op
+        if op is Ops.RANGE:
+            r = f"r{u.arg[0]}"
+            pre = f.block
+            f.emit(f"br label %{r}.head")
+            f.label(f"{r}.head")
+            f.names[u] = f"%{r}"
+            f.emit(f"%{r} = phi i64 [ 0, %{pre} ], [ %{r}.next, %{r}.latch ]")
+            f.emit(f"%{r}.cond = icmp slt i64 %{r}, {f.ref(u.src[0])}")
+            f.emit(f"br i1 %{r}.cond, label %{r}.body, label %{r}.exit")
+            f.label(f"{r}.body")
+        elif op is Ops.END:
+            r = f"r{u.src[0].arg[0]}"
+            f.emit(f"br label %{r}.latch")
+            f.label(f"{r}.latch")
+            f.emit(f"%{r}.next = add nuw nsw i64 %{r}, 1")
+            f.emit(f"br label %{r}.head")
+            f.label(f"{r}.exit")
+        elif op is Ops.DEFINE_ACC:
+            name = f"%acc{u.arg[1]}"
+            f.names[u] = name
+            f.allocas.append(f"{name} = alloca {ltype(u.dtype)}")
+            f.emit(f"store {ltype(u.dtype)} {llvm_literal(u.arg[0], u.dtype)}, ptr {name}")
+        elif op is Ops.ASSIGN:
+            f.emit(f"store {ltype(u.src[1].dtype)} {f.ref(u.src[1])}, ptr {f.ref(u.src[0])}")
+        elif op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC:
+            name = f.fresh("a")
+            f.names[u] = name
+            f.emit(f"{name} = load {ltype(u.dtype)}, ptr {f.ref(u.src[0])}")
+        elif op is Ops.LOAD:
+            ptr, name = f.fresh("p"), f.fresh("ld")
+            st = storage_type(u.dtype)
+            f.emit(f"{ptr} = getelementptr inbounds {st}, ptr {f.ref(u.src[0])}, i64 {f.ref(u.src[1])}")
+            if u.dtype.is_bool:
+                raw = f.fresh("b")
+                f.emit(f"{raw} = load i8, ptr {ptr}")
+                f.emit(f"{name} = icmp ne i8 {raw}, 0")
+            else:
+                f.emit(f"{name} = load {st}, ptr {ptr}, align {u.dtype.itemsize}")
+            f.names[u] = name
+        elif op is Ops.STORE:
+            buf, idx, val = u.src
+            ptr = f.fresh("p")
+            st = storage_type(val.dtype)
+            f.emit(f"{ptr} = getelementptr inbounds {st}, ptr {f.ref(buf)}, i64 {f.ref(idx)}")
+            v = f.ref(val)
+            if val.dtype.is_bool:
+                wide = f.fresh("b")
+                f.emit(f"{wide} = zext i1 {v} to i8")
+                v = wide
+            f.emit(f"store {st} {v}, ptr {ptr}, align {max(val.dtype.itemsize, 1)}")
+        else:
+            name = f.fresh()
+            f.names[u] = name
+            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u)}")
+    body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
+    return "\n".join([*sorted(f.declares), f"define internal void @{prog.name}({', '.join(params)}) nounwind {{",
+                      body, "}"])
+
+
+def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout) -> str:
+    """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr...)` returning
+    0, or 1 when the scratch arena cannot be allocated."""
+    declares: set[str] = set()
+    funcs = []
+    for _, src in kernels:
+        lines = src.split("\n")
+        declares.update(line for line in lines if line.startswith("declare "))
+        funcs.append("\n".join(line for line in lines if not line.startswith("declare ")))
+    out = []
+    for buf, dt, data in layout.embedded_constants:
+        st = storage_type(dt)
+        values = ", ".join(f"{st} {llvm_literal(v, dt) if not dt.is_bool else int(bool(v))}"
+                           for v in data.reshape(-1).tolist())
+        out.append(f"@{buffer_name(buf)} = internal unnamed_addr constant [{buf.size} x {st}] [{values}], "
+                   f"align 64")
+    out += funcs
+    params = [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.outputs]
+    params += [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.inputs]
+    params += [f"ptr noalias %{buffer_name(b)}" for b, _, _ in layout.pointer_constants]
+    body = ["entry:"]
+    if layout.arena_bytes:
+        declares.add("declare noalias ptr @malloc(i64)")
+        declares.add("declare void @free(ptr)")
+        body += [f"  %arena = call ptr @malloc(i64 {layout.arena_bytes})",
+                 "  %oom = icmp eq ptr %arena, null",
+                 "  br i1 %oom, label %fail, label %run",
+                 "fail:", "  ret i32 1", "run:"]
+        for buf, _, offset in layout.intermediates:
+            body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
+    constants = {buffer_name(b) for b, _, _ in layout.embedded_constants}
+    for prog, _ in kernels:
+        args = ", ".join(f"ptr {'@' if buffer_name(p.arg) in constants else '%'}{buffer_name(p.arg)}"
+                         for p in prog.params)
+        body.append(f"  call void @{prog.name}({args})")
+    if layout.arena_bytes: body.append("  call void @free(ptr %arena)")
+    body.append("  ret i32 0")
+    out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")
+    return "\n\n".join([*sorted(declares), *out]) + "\n"
