@@ -144,47 +144,49 @@ class _Lowerer:
                 if len(c) > len(deepest): deepest = c
         return deepest
 
-    def lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp) -> UOp:
-        key = (u, idx, valid)
+    def lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
+        key = (u, idx)
         found = self.memo.get(key)
         if found is not None: return found
-        out = self._lower(u, idx, valid)
+        out = self._lower(u, idx)
         self.memo[key] = out
         if u.op is not Ops.CONST:
-            self.evaluations[u] += math.prod(r.src[0].arg for r in self.scope(*idx, valid))
+            self.evaluations[u] += math.prod(r.src[0].arg for r in self.scope(*idx))
         return out
 
-    def _lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp) -> UOp:
+    def _lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
         op, src = u.op, u.src
         if op is Ops.CONST: return u
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
-            index = linear_index(idx, u.shape)
-            if valid is not TRUE: index = valid.alu(Ops.WHERE, index, ZERO)
-            return UOp(Ops.LOAD, u.dtype, (u, index))
-        if op is Ops.RESHAPE: return self.lower(src[0], reshape_index(idx, u.shape, src[0].shape), valid)
+            return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
+        if op is Ops.RESHAPE: return self.lower(src[0], reshape_index(idx, u.shape, src[0].shape))
         if op is Ops.PERMUTE:
             inner = [ZERO] * len(idx)
             for i, a in enumerate(u.arg): inner[a] = idx[i]
-            return self.lower(src[0], tuple(inner), valid)
+            return self.lower(src[0], tuple(inner))
         if op is Ops.EXPAND:
-            return self.lower(src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)), valid)
-        if op is Ops.SHRINK: return self.lower(src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)), valid)
+            return self.lower(src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)))
+        if op is Ops.SHRINK: return self.lower(src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
         if op is Ops.FLIP:
             return self.lower(src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
-                                            for a, (i, n) in enumerate(zip(idx, u.shape))), valid)
+                                            for a, (i, n) in enumerate(zip(idx, u.shape))))
         if op is Ops.PAD:
-            inner, here = [], TRUE
+            # outside the source the value is 0; inside, the index is clamped into range so every load stays in
+            # bounds whatever the mask says (a clamped axis the source only broadcasts disappears again)
+            inner, valid = [], TRUE
             for i, (b, _), n in zip(idx, u.arg, src[0].shape):
                 if b: i = add(i, -b)
-                here = land(here, land(cmp_const_le(0, i), cmp_lt_const(i, n)))
+                here = land(cmp_const_le(0, i), cmp_lt_const(i, n))
+                if here is not TRUE: i = here.alu(Ops.WHERE, i, ZERO)
+                valid = land(valid, here)
                 inner.append(i)
-            if here.op is Ops.CONST and not here.arg: return UOp.const(u.dtype, 0)
-            value = self.lower(src[0], tuple(inner), land(valid, here))
-            return value if here is TRUE else here.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
+            if valid.op is Ops.CONST and not valid.arg: return UOp.const(u.dtype, 0)
+            value = self.lower(src[0], tuple(inner))
+            return value if valid is TRUE else valid.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
         if op is Ops.REDUCE_AXIS:
             rop, axes = u.arg
-            parent = self.scope(*idx, valid)
+            parent = self.scope(*idx)
             inner, ranges = list(idx), []
             for a in axes:
                 n = src[0].shape[a]
@@ -194,11 +196,11 @@ class _Lowerer:
                     parent = self.chain[r]
                     inner[a] = r
                     ranges.append(r)
-            value = self.lower(src[0], tuple(inner), valid)
+            value = self.lower(src[0], tuple(inner))
             return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
         if op in ELEMENTWISE:
-            return UOp(op, u.dtype, tuple(self.lower(s, idx, valid) for s in src), u.arg)
-        if op is Ops.CONTIGUOUS: return self.lower(src[0], idx, valid)
+            return UOp(op, u.dtype, tuple(self.lower(s, idx) for s in src), u.arg)
+        if op is Ops.CONTIGUOUS: return self.lower(src[0], idx)
         raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
 
 
@@ -229,9 +231,9 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
                                                  .alu(Ops.WHERE, ZERO, linear_index(prev_idx, shape))))
                 first = i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
                 identity = UOp.const(buf.dtype, 0 if rop is Ops.ADD else 1)
-                value = first.alu(Ops.WHERE, identity, prev).alu(rop, lw.lower(value.src[0], tuple(idx), TRUE))
+                value = first.alu(Ops.WHERE, identity, prev).alu(rop, lw.lower(value.src[0], tuple(idx)))
             else:
-                value = lw.lower(value, tuple(idx), TRUE)
+                value = lw.lower(value, tuple(idx))
             out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
     return LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
                          frozenset(sequential))
