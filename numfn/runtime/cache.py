@@ -1,0 +1,565 @@
+"""The disk compile cache: compiled artifacts (shared libraries, object code) kept on disk so a later process skips
+compilation.
+
+    key = cache_key("llvm", source, llvm_version, triple, cpu, features, opt_options, numfn_version)
+    cache = default_cache()                  # None when disabled, or when the directory is unsafe or unusable
+    if cache is not None:
+        obj = cache.get(key)                 # verified payload bytes, or None
+        lib = cache.get_path(key)            # or: a path to a file holding exactly the payload, ready for dlopen
+        ...
+        cache.put(key, artifact_bytes)
+
+Location and settings (read from the environment when `default_cache()` is called, not at import)
+    ``$NUMFN_CACHE_DIR``, else ``$XDG_CACHE_HOME/numfn`` (an absolute XDG_CACHE_HOME only, as the XDG spec says),
+    else ``~/.cache/numfn``. A directory we create gets mode 0700. ``NUMFN_DISABLE_CACHE=1`` turns the cache off;
+    ``NUMFN_CACHE_MAX_BYTES`` caps its size (default 1 GiB).
+
+Entry format
+    One file per entry, ``<key>.nfc`` (key: 64 lowercase hex digits), holding an 84-byte header and then the payload.
+    Integers are little-endian.
+
+    ======  ====  ==================================================================================================
+    offset  size  field
+    ======  ====  ==================================================================================================
+    0       8     magic ``b"NUMFNCCH"``
+    8       4     format version (u32), currently 1
+    12      8     payload length in bytes (u64)
+    20      32    the key as a raw sha256 digest: an entry copied or renamed to another key's file name is rejected
+    52      32    sha256 of the payload
+    84      n     payload
+    ======  ====  ==================================================================================================
+
+    An entry is used only if the magic, version and key match, the file is exactly 84 + length bytes long and the
+    payload hashes to the stored sha256. Anything else (truncated, corrupt, foreign) is deleted with a `CacheWarning`
+    and treated as a miss; nothing raises.
+
+    Why one file rather than a payload-only ``.so`` plus a checksum sidecar: a single file is published by a single
+    atomic ``os.replace``, so a payload and its checksum can never disagree (two writers of one key racing on two
+    files could pair one writer's payload with the other's checksum). dlopen needs a file holding exactly the payload:
+    `DiskCache.get_path` verifies the entry in memory and writes those verified bytes to a private directory
+    (``tempfile.mkdtemp``, mode 0700, removed at exit) under a name derived from the payload's sha256. The bytes
+    dlopen maps are therefore the bytes that were checked, and a concurrent eviction or rewrite of the entry cannot
+    pull the file away between the check and the dlopen. Equal names mean equal contents, which matters because
+    dlopen returns the already loaded library when it is given a path it has seen before.
+
+Writes
+    Into a temporary file in the cache directory (``.tmp-*``, mode 0600), then ``os.replace`` onto the entry's name:
+    readers see no entry, the old one or the complete new one, never a partial one, and concurrent writers of one key
+    all succeed (the last rename wins). No fsync: a file torn by a power failure fails its checksum and is discarded.
+    Temporary files left by crashed writers are removed after an hour.
+
+Safety
+    We load native code from the cache, so a cache that another user can write is a code-injection hole.
+    The directory must be a directory owned by the current user (``st_uid == os.getuid()``) and not writable by group
+    or others (``st_mode & 0o022 == 0``); otherwise it is refused: `default_cache()` warns and returns None, and the
+    methods of an existing `DiskCache` warn and behave as a miss. The same rule holds for root: root can write
+    anywhere, but a directory owned by another user, or writable by group/others, is that user's to tamper with.
+    Each entry is opened with O_NOFOLLOW (a symlink is not followed) and checked with fstat on the open file: it must
+    be a regular file owned by the current user and not writable by group/others, or it is ignored with a warning
+    (not deleted; the next put replaces it). The directory's ancestors are not checked. On platforms without POSIX
+    ownership (Windows) these checks are skipped.
+
+Eviction
+    Least recently used first, by mtime: a put stamps the entry's mtime and a hit refreshes it (``os.utime``). When a
+    put brings the total size of the entries above the cap, the entries with the oldest mtime are deleted until the
+    total fits. A payload bigger than the cap is not stored at all.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import stat
+import struct
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+__all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
+           "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
+           "HEADER_SIZE", "ENTRY_SUFFIX"]
+
+MAGIC = b"NUMFNCCH"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sIQ32s32s")  # magic, version, payload length, key digest, payload sha256
+HEADER_SIZE = _HEADER.size
+ENTRY_SUFFIX = ".nfc"
+DEFAULT_MAX_BYTES = 1 << 30
+
+_TMP_PREFIX = ".tmp-"
+_STALE_TMP_NS = 3600 * 10**9
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_POSIX = hasattr(os, "getuid")
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
+
+class CacheWarning(UserWarning):
+    """Issued when the cache skips something: an unsafe directory, a corrupt or untrusted entry, a failed write."""
+
+
+class CacheDirectoryError(Exception):
+    """The cache directory cannot be used: it is unsafe (owned by another user, writable by group or others), is
+    not a directory, or cannot be created."""
+
+
+class _BadEntry(Exception):
+    """An entry that fails verification; the message says why."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def cache_key(*parts: str | bytes) -> str:
+    """The cache key of an artifact: the hex sha256 of `parts` (str parts are encoded as UTF-8).
+
+    Pass everything the artifact depends on: backend, source text, compiler/LLVM version, target triple, CPU and
+    features, options, numfn's version. Each part is length-prefixed, so ("ab", "c") and ("a", "bc") differ.
+    """
+    h = hashlib.sha256(b"numfn cache key\x00")
+    for part in parts:
+        if isinstance(part, str):
+            raw = part.encode("utf-8", "surrogatepass")
+        elif isinstance(part, (bytes, bytearray, memoryview)):
+            raw = bytes(part)
+        else:
+            raise TypeError(f"cache_key parts must be str or bytes, not {type(part).__name__}")
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+def _check_key(key: str) -> None:
+    # keys become file names: accept only what cache_key produces (this also rules out path traversal)
+    if not (isinstance(key, str) and len(key) == 64 and _HEX_DIGITS.issuperset(key)):
+        raise ValueError(f"not a cache key (64 lowercase hex digits, as cache_key returns): {key!r}")
+
+
+def _is_entry_name(name: str) -> bool:
+    return len(name) == 64 + len(ENTRY_SUFFIX) and name.endswith(ENTRY_SUFFIX) and _HEX_DIGITS.issuperset(name[:64])
+
+
+_clock_lock = threading.Lock()
+_last_stamp_ns = 0
+
+
+def _now_ns() -> int:
+    """time.time_ns(), but strictly increasing within the process: file timestamps set by the kernel itself are
+    tick-coarse, so back-to-back puts and hits would tie and the LRU order between them would be lost."""
+    global _last_stamp_ns
+    with _clock_lock:
+        _last_stamp_ns = max(time.time_ns(), _last_stamp_ns + 1)
+        return _last_stamp_ns
+
+
+def _ownership_problem(st: os.stat_result) -> str | None:
+    """Why a file or directory with this stat must not be trusted, or None."""
+    if not _POSIX: return None
+    uid = os.getuid()
+    if st.st_uid != uid:
+        return f"it is owned by uid {st.st_uid}, not by the current user (uid {uid})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):#o})"
+    return None
+
+
+def _directory_problem(directory: str) -> str | None:
+    """Why `directory` cannot hold a cache we load native code from, or None when it can."""
+    try:
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return f"numfn cache directory {directory} does not exist"
+    except OSError as e:
+        return f"cannot examine the numfn cache directory {directory}: {e}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"the numfn cache location {directory} is not a directory"
+    problem = _ownership_problem(st)
+    if problem:
+        return (f"refusing the numfn cache directory {directory}: {problem}; another user could plant native code "
+                f"in it (fix: chown it to yourself and chmod 700 it, or point NUMFN_CACHE_DIR elsewhere)")
+    return None
+
+
+def _decode(key: str, data: bytes) -> tuple[bytes, bytes]:
+    """The payload of the entry file contents `data` for `key`, and its sha256 digest; raises _BadEntry."""
+    if len(data) < HEADER_SIZE:
+        raise _BadEntry(f"truncated: {len(data)} bytes, shorter than the {HEADER_SIZE}-byte header")
+    magic, version, length, key_digest, payload_digest = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise _BadEntry("not a numfn cache entry (bad magic)")
+    if version != FORMAT_VERSION:
+        raise _BadEntry(f"unsupported entry format version {version} (this numfn reads version {FORMAT_VERSION})")
+    if key_digest != bytes.fromhex(key):
+        raise _BadEntry("it holds the entry of a different key")
+    if len(data) - HEADER_SIZE != length:
+        raise _BadEntry(f"truncated or padded: {len(data) - HEADER_SIZE} payload bytes, the header says {length}")
+    payload = data[HEADER_SIZE:]
+    if hashlib.sha256(payload).digest() != payload_digest:
+        raise _BadEntry("payload checksum mismatch")
+    return payload, payload_digest
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class DiskCache:
+    """A directory of compiled artifacts, each stored under a key from `cache_key`; see the module docstring for the
+    entry format, the safety rules and eviction.
+
+    Safe to share between threads and processes. Nothing here raises on a bad entry or a failed write: problems
+    become `CacheWarning`s and misses.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES, *,
+                 create: bool = True) -> None:
+        """Use `directory` (created with mode 0700 when missing and `create` is true), keeping at most `max_bytes`
+        bytes of entries. Raises CacheDirectoryError when the directory is unsafe or cannot be created."""
+        self.directory = os.path.abspath(os.fspath(directory))
+        self.max_bytes = int(max_bytes)
+        if create: self._create_directory()
+        problem = _directory_problem(self.directory)
+        if problem: raise CacheDirectoryError(problem)
+
+    def __repr__(self) -> str:
+        return f"DiskCache({self.directory!r}, max_bytes={self.max_bytes})"
+
+    def _create_directory(self) -> None:
+        try:
+            os.makedirs(self.directory, mode=0o700)
+        except FileExistsError:
+            return
+        except OSError as e:
+            raise CacheDirectoryError(f"cannot create the numfn cache directory {self.directory}: {e}") from e
+        # the mode given to makedirs is filtered through the umask; we created the directory, so make it exactly 0700
+        os.chmod(self.directory, 0o700)
+
+    def _usable(self, *, create: bool = False) -> bool:
+        """Whether the directory may be used right now; it is checked on every operation because its owner or
+        mode can change under a long-lived cache. A missing directory is recreated when `create`, else a miss."""
+        if create and not os.path.lexists(self.directory):
+            try:
+                self._create_directory()
+            except CacheDirectoryError as e:
+                _warn(str(e))
+                return False
+        elif not os.path.lexists(self.directory):
+            return False
+        problem = _directory_problem(self.directory)
+        if problem:
+            _warn(problem)
+            return False
+        return True
+
+    def path_for(self, key: str) -> str:
+        """The file the entry for `key` lives in (header and payload; see `get_path` for a file to dlopen)."""
+        _check_key(key)
+        return os.path.join(self.directory, key + ENTRY_SUFFIX)
+
+    def _load(self, key: str) -> tuple[bytes, bytes] | None:
+        """The verified payload of `key` and its sha256 digest, or None on a miss."""
+        path = self.path_for(key)
+        if not self._usable(): return None
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except FileNotFoundError:
+            return None
+        except OSError as e:  # ELOOP: a symlink stands where an entry should be
+            _warn(f"ignoring numfn cache entry {path}: cannot open it without following links ({e})")
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                _warn(f"ignoring numfn cache entry {path}: not a regular file")
+                return None
+            problem = _ownership_problem(st)
+            if problem:
+                _warn(f"ignoring numfn cache entry {path}: {problem}")
+                return None
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+        except OSError as e:
+            _warn(f"ignoring numfn cache entry {path}: cannot read it ({e})")
+            return None
+        finally:
+            os.close(fd)
+        try:
+            found = _decode(key, data)
+        except _BadEntry as e:
+            self._discard(path, st, str(e))
+            return None
+        try:
+            stamp = _now_ns()
+            os.utime(path, ns=(stamp, stamp))
+        except OSError:
+            pass  # a read-only cache still serves hits; only the LRU order suffers
+        return found
+
+    def _discard(self, path: str, st: os.stat_result, reason: str) -> None:
+        _warn(f"discarding numfn cache entry {path} ({reason}); treating it as a miss")
+        try:
+            now = os.lstat(path)
+            # a concurrent put may have replaced the bad file with a good one since we read it: delete only what we read
+            if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino): os.unlink(path)
+        except OSError:
+            pass
+
+    def get(self, key: str) -> bytes | None:
+        """The payload stored under `key`, verified against its checksum, or None on a miss.
+
+        A truncated, corrupt or foreign entry is deleted with a CacheWarning; an untrusted one (see the module
+        docstring) is ignored with a CacheWarning. Either way the result is None. A hit refreshes the LRU stamp.
+        Raises ValueError only for a malformed key.
+        """
+        found = self._load(key)
+        return None if found is None else found[0]
+
+    def get_path(self, key: str, suffix: str = ".so") -> str | None:
+        """A path to a file holding exactly the verified payload of `key` (for dlopen), or None on a miss.
+
+        The file is a private copy (see the module docstring): it lives in a per-process directory (mode 0700) that
+        is removed at exit, is named after the payload's sha256 plus `suffix`, and stays valid however the cache
+        changes afterwards.
+        """
+        found = self._load(key)
+        if found is None: return None
+        payload, digest = found
+        try:
+            return _extract(payload, digest.hex() + suffix)
+        except OSError as e:
+            _warn(f"cannot extract numfn cache entry {self.path_for(key)} for loading: {e}; treating it as a miss")
+            return None
+
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> bool:
+        """Store `data` under `key` atomically (temporary file + os.replace), then evict least recently used entries
+        while the cache is over its cap. Returns whether the entry was stored: False (with a CacheWarning) when the
+        directory is unsafe or the write fails, False silently when `data` alone is bigger than the cap."""
+        path = self.path_for(key)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"cache payloads are bytes, not {type(data).__name__}")
+        payload = bytes(data)
+        if HEADER_SIZE + len(payload) > self.max_bytes: return False
+        if not self._usable(create=True): return False
+        header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(payload), bytes.fromhex(key), hashlib.sha256(payload).digest())
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{key[:16]}-", dir=self.directory)
+            with open(fd, "wb") as f:
+                f.write(header)
+                f.write(payload)
+            stamp = _now_ns()
+            os.utime(tmp, ns=(stamp, stamp))
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as e:
+            _warn(f"cannot write numfn cache entry {path}: {e}")
+            return False
+        finally:
+            if tmp is not None: _unlink_quietly(tmp)
+        self._evict()
+        return True
+
+    def _scan(self) -> tuple[list[tuple[int, str, int]], list[tuple[int, str]]]:
+        """(mtime_ns, name, size) of every entry file and (mtime_ns, name) of every temporary file."""
+        entries: list[tuple[int, str, int]] = []
+        temps: list[tuple[int, str]] = []
+        try:
+            it = os.scandir(self.directory)
+        except OSError:
+            return entries, temps
+        with it:
+            for item in it:
+                try:
+                    if _is_entry_name(item.name):
+                        st = item.stat(follow_symlinks=False)
+                        if stat.S_ISREG(st.st_mode): entries.append((st.st_mtime_ns, item.name, st.st_size))
+                    elif item.name.startswith(_TMP_PREFIX):
+                        temps.append((item.stat(follow_symlinks=False).st_mtime_ns, item.name))
+                except OSError:
+                    continue  # removed while we were listing
+        return entries, temps
+
+    def _remove_stale_temps(self, temps: list[tuple[int, str]]) -> None:
+        # younger temporary files may belong to a writer in another process that is about to rename them
+        cutoff = time.time_ns() - _STALE_TMP_NS
+        for mtime, name in temps:
+            if mtime < cutoff: _unlink_quietly(os.path.join(self.directory, name))
+
+    def _evict(self) -> None:
+        # one directory scan per put: puts follow compilations, which cost far more
+        entries, temps = self._scan()
+        self._remove_stale_temps(temps)
+        total = sum(size for _, _, size in entries)
+        for _, name, size in sorted(entries):
+            if total <= self.max_bytes: break
+            try:
+                os.unlink(os.path.join(self.directory, name))
+            except FileNotFoundError:
+                pass  # another process evicted it first
+            except OSError:
+                continue
+            total -= size
+
+    def clear(self) -> int:
+        """Delete every entry (and stale temporary files); other files in the directory are left alone.
+        Returns the number of entries deleted."""
+        if not self._usable(): return 0
+        entries, temps = self._scan()
+        removed = 0
+        for _, name, _ in entries:
+            try:
+                os.unlink(os.path.join(self.directory, name))
+                removed += 1
+            except OSError:
+                pass
+        self._remove_stale_temps(temps)
+        return removed
+
+    def info(self) -> dict[str, object]:
+        """{"directory", "entries", "total_bytes", "max_bytes"}: the number and total size of the entry files."""
+        entries, _ = self._scan()
+        return {"directory": self.directory, "entries": len(entries),
+                "total_bytes": sum(size for _, _, size in entries), "max_bytes": self.max_bytes}
+
+
+_extract_lock = threading.Lock()
+_extract_dir: str | None = None
+
+
+def _extract(payload: bytes, name: str) -> str:
+    """The path of a file `name` holding `payload` in this process's private extraction directory."""
+    global _extract_dir
+    with _extract_lock:
+        if _extract_dir is None or not os.path.isdir(_extract_dir):
+            _extract_dir = tempfile.mkdtemp(prefix="numfn-lib-")
+            atexit.register(shutil.rmtree, _extract_dir, True)
+        directory = _extract_dir
+    path = os.path.join(directory, name)
+    # the name is the payload's sha256 and only this process writes here, so an existing file is the payload
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
+        try:
+            with open(fd, "wb") as f:
+                f.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+    return path
+
+
+def cache_directory() -> str:
+    """The configured cache directory: $NUMFN_CACHE_DIR, else $XDG_CACHE_HOME/numfn, else ~/.cache/numfn."""
+    configured = os.environ.get("NUMFN_CACHE_DIR")
+    if configured: return os.path.abspath(os.path.expanduser(configured))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg): return os.path.join(xdg, "numfn")
+    return os.path.join(os.path.expanduser("~"), ".cache", "numfn")
+
+
+def cache_disabled() -> bool:
+    """Whether NUMFN_DISABLE_CACHE turns the cache off (1, true, yes or on)."""
+    return os.environ.get("NUMFN_DISABLE_CACHE", "").strip().lower() in _TRUE_WORDS
+
+
+def _max_bytes_from_env() -> int:
+    raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
+    if not raw: return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        warnings.warn(f"ignoring NUMFN_CACHE_MAX_BYTES={raw!r}: not a byte count; using {DEFAULT_MAX_BYTES}",
+                      CacheWarning, stacklevel=3)
+        return DEFAULT_MAX_BYTES
+    return value
+
+
+_instances: dict[tuple[str, int], DiskCache] = {}
+_instances_lock = threading.Lock()
+
+
+def default_cache() -> DiskCache | None:
+    """The cache in the configured directory (memoized per directory and cap), or None when NUMFN_DISABLE_CACHE is
+    set or the directory is unsafe or cannot be created (then with a CacheWarning)."""
+    if cache_disabled(): return None
+    directory, max_bytes = cache_directory(), _max_bytes_from_env()
+    with _instances_lock:
+        cache = _instances.get((directory, max_bytes))
+        if cache is None:
+            try:
+                cache = DiskCache(directory, max_bytes)
+            except CacheDirectoryError as e:
+                warnings.warn(f"{e}; compiling without the disk cache", CacheWarning, stacklevel=2)
+                return None
+            _instances[(directory, max_bytes)] = cache
+    return cache
+
+
+def cache_info() -> dict[str, object]:
+    """The configured cache: {"directory", "entries", "total_bytes", "max_bytes", "enabled", "problem"}, where
+    "problem" says why an existing directory is refused (else None). Creates nothing."""
+    directory, max_bytes = cache_directory(), _max_bytes_from_env()
+    info: dict[str, object] = {"directory": directory, "entries": 0, "total_bytes": 0, "max_bytes": max_bytes,
+                               "enabled": not cache_disabled(), "problem": None}
+    if os.path.lexists(directory):
+        try:
+            info.update(DiskCache(directory, max_bytes, create=False).info())
+        except CacheDirectoryError as e:
+            info["enabled"], info["problem"] = False, str(e)
+    return info
+
+
+def clear_cache() -> int:
+    """Delete every entry of the configured cache (even when NUMFN_DISABLE_CACHE is set); returns how many.
+    Raises CacheDirectoryError when the directory exists but is unsafe."""
+    directory = cache_directory()
+    if not os.path.lexists(directory): return 0
+    return DiskCache(directory, _max_bytes_from_env(), create=False).clear()
+
+
+def _human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB": break
+        size /= 1024
+    return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def cli(argv: list[str]) -> int:
+    """`python -m numfn cache info|clear`: show or empty the cache. Returns the exit status."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m numfn cache", description="Inspect or empty numfn's disk cache.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{info,clear}")
+    commands.add_parser("info", help="show the cache directory, its entries and its size cap")
+    commands.add_parser("clear", help="delete every cache entry")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error argparse has already reported
+        return e.code if isinstance(e.code, int) else 2
+    if args.command == "info":
+        info = cache_info()
+        if info["problem"]: status = f"disabled: {info['problem']}"
+        elif cache_disabled(): status = "disabled (NUMFN_DISABLE_CACHE is set)"
+        else: status = "enabled"
+        print(f"directory: {info['directory']}")
+        print(f"status:    {status}")
+        print(f"entries:   {info['entries']}")
+        print(f"size:      {_human_size(info['total_bytes'])} of {_human_size(info['max_bytes'])} "
+              f"(NUMFN_CACHE_MAX_BYTES)")
+        return 0
+    try:
+        removed = clear_cache()
+    except CacheDirectoryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"removed {removed} {'entry' if removed == 1 else 'entries'} from {cache_directory()}")
+    return 0
