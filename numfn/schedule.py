@@ -105,7 +105,9 @@ class ExecItem:
 
     @property
     def op_count(self) -> int:
-        return sum(c for u, c in self.lowered.evaluations.items() if u.op in ALU)
+        """ALU operations the kernel executes (a reduction counts one per element it combines)."""
+        return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else 1)
+                   for u, c in self.lowered.evaluations.items() if u.op in ALU or u.op is Ops.REDUCE_AXIS)
 
     @property
     def bytes_moved(self) -> int:

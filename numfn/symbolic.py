@@ -119,11 +119,21 @@ def _identities(x: UOp) -> UOp | None:
     return None
 
 
-def _push_cast_through_view(x: UOp) -> UOp | None:
-    """Constant tensors stay CONST at the bottom of their view chain, so identities can see them."""
-    if x.src and x.src[0].op in MOVEMENT and x.src[0].op is not Ops.PAD and const_value(x.src[0]) is not None \
-            and x.op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.FLIP):
-        return UOp.const_like(x.dtype, const_value(x.src[0]), x.shape)
+def _fold_views(x: UOp) -> UOp | None:
+    """Chains of views collapse: a view of a constant is a constant (kept as CONST under RESHAPE/EXPAND, so
+    identities can see it); reshape of reshape is one reshape (or none); permutes compose; flips cancel."""
+    s = x.src[0]
+    if x.op is not Ops.PAD and const_value(x) is not None and s.op is not Ops.CONST:
+        return UOp.const_like(x.dtype, const_value(x), x.shape)
+    if x.op is Ops.RESHAPE and x.shape == s.shape: return s
+    if x.op is Ops.RESHAPE and s.op is Ops.RESHAPE: return s.src[0].reshape(x.shape)
+    if x.op is Ops.PERMUTE and s.op is Ops.PERMUTE: return s.src[0].permute(tuple(s.arg[i] for i in x.arg))
+    if x.op is Ops.EXPAND and s.op is Ops.EXPAND: return s.src[0].expand(x.shape)
+    if x.op is Ops.FLIP and s.op is Ops.FLIP:
+        axes = tuple(sorted(set(x.arg) ^ set(s.arg)))
+        return s.src[0].flip(axes) if axes else s.src[0]
+    if x.op is Ops.SHRINK and s.op is Ops.SHRINK:
+        return s.src[0].shrink(tuple((b0 + b1, b0 + e1) for (b0, _), (b1, e1) in zip(s.arg, x.arg)))
     return None
 
 
@@ -273,7 +283,7 @@ symbolic = PatternMatcher([
     (UPat(ELEMENTWISE, name="x"), _fold),
     (UPat(ELEMENTWISE, name="x"), _identities),
     (UPat(ELEMENTWISE, name="x"), _scalar_index_rules),
-    (UPat(MOVEMENT, name="x"), _push_cast_through_view),
+    (UPat(MOVEMENT, name="x"), _fold_views),
 ])
 
 __all__ = ["symbolic", "exec_alu", "const_value", "is_const", "add", "mul", "idiv", "imod", "affine", "from_affine",

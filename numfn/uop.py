@@ -500,7 +500,7 @@ def _fmt_arg(u: UOp) -> str:
     if u.op is Ops.PARAM: return f"slot={a[0]}"
     if u.op is Ops.BUFFER: return repr(a)
     if u.op in (Ops.REDUCE_AXIS, Ops.SCAN): return f"{a[0].name}, axis={a[1]}"
-    if u.op in (Ops.REDUCE, Ops.ASSIGN): return a.name
+    if u.op is Ops.REDUCE: return a.name
     if u.op is Ops.RANGE: return f"r{a[0]}" + (f" {a[1]}" if a[1] != "loop" else "")
     if u.op is Ops.DEFINE_ACC: return f"init={a[0]!r}"
     if isinstance(a, Ops): return a.name
@@ -519,14 +519,21 @@ def format_graph(roots: Iterable[UOp], names: dict[UOp, str] | None = None) -> s
     lines = []
     for u in toposort(roots):
         if u in names: continue
-        if u.op is Ops.CONST and u.shape == ():
-            names[u] = f"{u.arg!r}:{u.dtype.name}"
-            continue
-        name = f"%{len(lines)}"
-        names[u] = name
-        args = [names[s] for s in u.src]
-        arg = _fmt_arg(u)
-        if arg and u.op not in (Ops.CONST,): args.append(arg)
-        elif u.op is Ops.CONST: args.append(arg)
-        lines.append(f"{name:>5} : {_type_str(u):<18} = {u.op.name}({', '.join(args)})")
+        line = format_node(u, names, f"%{len(lines)}")
+        if line: lines.append(line)
     return "\n".join(lines)
+
+
+def format_node(u: UOp, names: dict[UOp, str], name: str) -> str:
+    """One line for `u`, naming it `name` in `names` (sources must be named already). Scalar CONSTs get a
+    literal as their name and no line."""
+    for s in u.src:
+        if s not in names and s.op is Ops.CONST: names[s] = f"{s.arg!r}:{s.dtype.name}"
+    if u.op is Ops.CONST and u.shape == ():
+        names[u] = f"{u.arg!r}:{u.dtype.name}"
+        return ""
+    names[u] = name
+    args = [names[s] for s in u.src]
+    arg = _fmt_arg(u)
+    if arg: args.append(arg)
+    return f"{name:>5} : {_type_str(u):<18} = {u.op.name}({', '.join(args)})"

@@ -7,7 +7,7 @@ from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
 from numfn.symbolic import symbolic
-from numfn.uop import UOp, format_graph, graph_rewrite
+from numfn.uop import Ops, UOp, format_node, graph_rewrite
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,16 @@ class Program:
     uops: tuple[UOp, ...]
 
     def __str__(self) -> str:
-        return f"{self.name}({', '.join(repr(p.arg) for p in self.params)})\n{format_graph(self.uops)}"
+        """The instructions in execution order, indented by loop depth; buffers and constants inline."""
+        names = {p: repr(p.arg) for p in self.params}
+        lines, depth = [f"{self.name}({', '.join(names.values())})"], 1
+        for u in self.uops:
+            if u.op is Ops.END:
+                depth -= 1
+                continue
+            lines.append("  " * depth + format_node(u, names, f"%{len(lines) - 1}").strip())
+            if u.op is Ops.RANGE: depth += 1
+        return "\n".join(lines)
 
 
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel) -> Program:
