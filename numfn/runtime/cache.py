@@ -111,7 +111,11 @@ class _BadEntry(Exception):
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, CacheWarning, stacklevel=3)
+    # attribute the warning to the first caller outside this module, whatever the depth of the call inside it
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, CacheWarning, stacklevel=level)
 
 
 def cache_key(*parts: str | bytes) -> str:
@@ -477,8 +481,7 @@ def _max_bytes_from_env() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        warnings.warn(f"ignoring NUMFN_CACHE_MAX_BYTES={raw!r}: not a byte count; using {DEFAULT_MAX_BYTES}",
-                      CacheWarning, stacklevel=3)
+        _warn(f"ignoring NUMFN_CACHE_MAX_BYTES={raw!r}: not a byte count; using {DEFAULT_MAX_BYTES}")
         return DEFAULT_MAX_BYTES
     return value
 
@@ -498,7 +501,7 @@ def default_cache() -> DiskCache | None:
             try:
                 cache = DiskCache(directory, max_bytes)
             except CacheDirectoryError as e:
-                warnings.warn(f"{e}; compiling without the disk cache", CacheWarning, stacklevel=2)
+                _warn(f"{e}; compiling without the disk cache")
                 return None
             _instances[(directory, max_bytes)] = cache
     return cache
@@ -553,8 +556,8 @@ def cli(argv: list[str]) -> int:
         print(f"directory: {info['directory']}")
         print(f"status:    {status}")
         print(f"entries:   {info['entries']}")
-        print(f"size:      {_human_size(info['total_bytes'])} of {_human_size(info['max_bytes'])} "
-              f"(NUMFN_CACHE_MAX_BYTES)")
+        print(f"size:      {_human_size(info['total_bytes'])} (cap {_human_size(info['max_bytes'])}, "
+              f"set by NUMFN_CACHE_MAX_BYTES)")
         return 0
     try:
         removed = clear_cache()
