@@ -13,7 +13,8 @@ from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
 from numfn.tensor import Tensor
+from numfn.transforms import svmap, vmap
 
 __version__ = "0.1.0"
-__all__ = ["jit", "JitFunction", "NumericalFunction", "Tensor", "DType", "dtypes", "NumfnError",
+__all__ = ["jit", "vmap", "svmap", "JitFunction", "NumericalFunction", "Tensor", "DType", "dtypes", "NumfnError",
            "TracerConversionError", "__version__"]

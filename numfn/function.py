@@ -145,17 +145,17 @@ class NumericalFunction:
 
     @cached_property
     def entry_name(self) -> str:
-        return "numfn_" + hashlib.sha256(self._source_template.encode()).hexdigest()[:20]
+        return entry_name_for(self._source_template)
 
     @cached_property
     def _source_template(self) -> str:
         return _renderer(self.backend).render_program(
-            "__NUMFN_ENTRY__", [(k.program, k.source) for k in self.rendered_kernels], self.layout)
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout)
 
     @cached_property
     def source(self) -> str:
         """The whole program's source text: constants, kernels, and the public entry point."""
-        src = self._source_template.replace("__NUMFN_ENTRY__", self.entry_name)
+        src = self._source_template.replace(ENTRY_PLACEHOLDER, self.entry_name)
         debug.log(4, lambda: f"source of {self.name}:\n{src}")
         return src
 
@@ -209,6 +209,15 @@ class NumericalFunction:
                 raise TypeError(f"{self.name} was specialized for {_describe(mine)}, called with {_describe(key)}")
             return self.run(leaves)
         return call
+
+
+ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+
+
+def entry_name_for(template: str) -> str:
+    """The entry point's symbol: named after the program's content, so equal programs share it (and different
+    ones never clash in the process-wide JIT)."""
+    return "numfn_" + hashlib.sha256(template.encode()).hexdigest()[:20]
 
 
 def _renderer(backend: str):
@@ -336,7 +345,7 @@ class JitFunction:
     arguments' shapes, dtypes and static values, and runs its native code."""
 
     def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
-        update_wrapper(self, fn)
+        update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
@@ -350,26 +359,32 @@ class JitFunction:
         return self._backend or debug.default_backend()
 
     def specialize(self, *args, **kwargs) -> NumericalFunction:
-        """The NumericalFunction these arguments select (traced and compiled lazily, stage by stage)."""
+        """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         key, _, statics = _signature(self.fn, args, kwargs, self._static)
-        return self._get(key, statics)
+        return self.specialization(key, statics, compile=False)
 
-    def _get(self, key, statics) -> NumericalFunction:
-        backend = self.backend
-        full = (key, backend)
+    def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
+        """The NumericalFunction for a signature key (see `_signature`), made on first use; with `compile`, its
+        native code is ready when this returns. Threads asking at once trace and compile once."""
+        full = (key, self.backend)
         nf = self._specializations.get(full)
-        if nf is None:
-            with self._lock:   # threads making the first call at once compile once
+        if nf is None or (compile and "run" not in nf.__dict__):
+            with self._lock:
                 nf = self._specializations.get(full)
                 if nf is None:
-                    nf = NumericalFunction(self.fn, key[0], key[1], statics, backend)
-                    _ = nf.run   # trace, compile and load before publishing
+                    nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1])
                     self._specializations[full] = nf
+                if compile:
+                    try:
+                        _ = nf.run   # trace, compile and load under the lock
+                    except BaseException:
+                        del self._specializations[full]   # a signature that fails to compile is not kept
+                        raise
         return nf
 
     def __call__(self, *args, **kwargs):
         key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
-        return self._get(key, statics).run(leaves)
+        return self.specialization(key, statics).run(leaves)
 
     @property
     def specializations(self) -> tuple[NumericalFunction, ...]:

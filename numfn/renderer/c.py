@@ -112,8 +112,13 @@ def _expr(u: UOp, a: list[str]) -> str:
     raise NotImplementedError(f"C renderer: {op.name}")
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout) -> str:
-    """The whole program: constants, kernels and the public entry point `entry`."""
+def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+                   batched: tuple[bool, ...] | None = None) -> str:
+    """The whole program: constants, kernels and the public entry point `entry`.
+
+    With `batched` (one flag per input), the entry takes `int64_t start, int64_t end` first and runs the kernels
+    for every example start..end-1 of a leading batch axis: outputs and the flagged inputs advance by one
+    example per iteration, everything else (unflagged inputs, constants, the scratch arena) is shared."""
     out = [PRELUDE]
     for buf, dt, data in layout.embedded_constants:
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
@@ -122,14 +127,23 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     params = [f"{dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.outputs]
     params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.inputs]   # void if unused
     params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt, _ in layout.pointer_constants]
+    advancing = set() if batched is None else \
+        {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
+    if batched is not None: params = ["int64_t start", "int64_t end", *params]
     body = []
     if layout.arena_bytes:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
         for buf, dt, offset in layout.intermediates:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
+    def arg(buf) -> str:
+        return f"{buffer_name(buf)} + b * {buf.size}" if buf in advancing else buffer_name(buf)
+
+    indent = "  " if batched is None else "    "
+    if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
     for prog, _ in kernels:
-        body.append(f"  {prog.name}({', '.join(buffer_name(p.arg) for p in prog.params)});")
+        body.append(f"{indent}{prog.name}({', '.join(arg(p.arg) for p in prog.params)});")
+    if batched is not None: body.append("  }")
     if layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")
     out.append(f"int {entry}({', '.join(params) or 'void'}) {{\n" + "\n".join(body) + "\n}")

@@ -198,9 +198,11 @@ def render_kernel(prog: Program) -> str:
                       body, "}"])
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout) -> str:
+def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+                   batched: tuple[bool, ...] | None = None) -> str:
     """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr...)` returning
-    0, or 1 when the scratch arena cannot be allocated."""
+    0, or 1 when the scratch arena cannot be allocated. With `batched` (one flag per input) the entry takes
+    `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer)."""
     declares: set[str] = set()
     funcs = []
     for _, src in kernels:
@@ -218,6 +220,9 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     params = [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.outputs]
     params += [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.inputs]
     params += [f"ptr noalias %{buffer_name(b)}" for b, _, _ in layout.pointer_constants]
+    advancing = set() if batched is None else \
+        {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
+    if batched is not None: params = ["i64 %start", "i64 %end", *params]
     body = ["entry:"]
     if layout.arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
@@ -229,10 +234,26 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         for buf, _, offset in layout.intermediates:
             body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
     constants = {buffer_name(b) for b, _, _ in layout.embedded_constants}
+    if batched is not None:
+        body += ["  br label %batch.head", "batch.head:",
+                 f"  %b = phi i64 [ %start, %{'run' if layout.arena_bytes else 'entry'} ], [ %b.next, %batch.body ]",
+                 "  %b.more = icmp slt i64 %b, %end", "  br i1 %b.more, label %batch.body, label %batch.exit",
+                 "batch.body:"]
+        dtypes_of = dict((*layout.outputs, *layout.inputs))
+        for buf in sorted(advancing, key=lambda b: (b.category, b.number)):
+            name = buffer_name(buf)
+            body += [f"  %{name}.off = mul i64 %b, {buf.size}",
+                     f"  %{name}.at = getelementptr inbounds {storage_type(dtypes_of[buf])}, ptr %{name}, "
+                     f"i64 %{name}.off"]
+
+    def arg(buf) -> str:
+        name = buffer_name(buf)
+        return f"@{name}" if name in constants else f"%{name}.at" if buf in advancing else f"%{name}"
+
     for prog, _ in kernels:
-        args = ", ".join(f"ptr {'@' if buffer_name(p.arg) in constants else '%'}{buffer_name(p.arg)}"
-                         for p in prog.params)
-        body.append(f"  call void @{prog.name}({args})")
+        body.append(f"  call void @{prog.name}({', '.join(f'ptr {arg(p.arg)}' for p in prog.params)})")
+    if batched is not None:
+        body += ["  %b.next = add nsw i64 %b, 1", "  br label %batch.head", "batch.exit:"]
     if layout.arena_bytes: body.append("  call void @free(ptr %arena)")
     body.append("  ret i32 0")
     out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")

@@ -46,10 +46,11 @@ def compile_shared(source: str, path: str) -> None:
         if os.path.exists(tmp): os.unlink(tmp)
 
 
-def load_entry(path: str, entry: str, nparams: int):
-    """The entry function of a compiled library as a cffi function taking `nparams` pointers."""
+def load_entry(path: str, entry: str, nparams: int, nints: int = 0):
+    """The entry function of a compiled library as a cffi function taking `nints` int64 values and then
+    `nparams` pointers."""
     import cffi
     ffi = cffi.FFI()
-    ffi.cdef(f"int {entry}({', '.join(['void *'] * nparams) or 'void'});")
+    ffi.cdef(f"int {entry}({', '.join(['int64_t'] * nints + ['void *'] * nparams) or 'void'});")
     lib = ffi.dlopen(path)
     return ffi, lib, getattr(lib, entry)

@@ -74,11 +74,11 @@ def engine() -> _Engine:
     return _Engine()
 
 
-def load_entry(obj: bytes, entry: str, nparams: int):
-    """The entry function of an object file as a cffi function taking `nparams` pointers, and the object that
-    keeps its code alive."""
+def load_entry(obj: bytes, entry: str, nparams: int, nints: int = 0):
+    """The entry function of an object file as a cffi function taking `nints` int64 values and then `nparams`
+    pointers, and the object that keeps its code alive."""
     import cffi
     tracker, addr = engine().load(obj, entry)
     ffi = cffi.FFI()
-    fn = ffi.cast(f"int(*)({', '.join(['void *'] * nparams) or 'void'})", addr)
+    fn = ffi.cast(f"int(*)({', '.join(['int64_t'] * nints + ['void *'] * nparams) or 'void'})", addr)
     return ffi, fn, tracker

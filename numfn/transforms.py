@@ -1,0 +1,340 @@
+"""vmap and svmap: map a function over a batch axis.
+
+Both start from the per-example function's trace (`NumericalFunction.function_graph`), so the Python function is
+traced once per per-example signature, whichever of them (or jit) asks first.
+
+- vmap is a transformation of that graph: every node gets a leading batch axis by the batching rules in
+  `batch_graph` (views shift their arguments, elementwise ops broadcast unbatched operands, reductions and scans
+  shift their axes; a matmul, being a multiply and a sum, becomes a batched matmul). The result is an ordinary
+  graph, fused and compiled per batch size like any signature.
+- svmap compiles the per-example program once and loops over the batch in native code: the batch size is a run
+  time argument, the per-example scratch memory is reused by every iteration, large batches are split across
+  threads, and results are bitwise identical to calling the per-example function in a Python loop.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property, update_wrapper
+from collections.abc import Callable
+
+import numpy as np
+
+from numfn import debug
+from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFunction, _is_leaf, _renderer,
+                            entry_name_for, leaf_spec)
+from numfn.pytree import flatten, unflatten
+from numfn.tensor import Tensor, _norm_axis
+from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the batching rules
+
+def _broadcast_batch(u: UOp, batched: bool, size: int) -> UOp:
+    return u if batched else u.reshape((1,) + u.shape).expand((size,) + u.shape)
+
+
+def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    """`u` with a leading batch axis, given its sources (each with or without one)."""
+    x = srcs[0][0] if srcs else None
+    op, a = u.op, u.arg
+    if op in ELEMENTWISE or op is Ops.CONTIGUOUS:
+        return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a)
+    if op in (Ops.RESHAPE, Ops.EXPAND): return UOp(op, u.dtype, (x,), (size,) + a)
+    if op is Ops.PERMUTE: return UOp(op, u.dtype, (x,), (0,) + tuple(i + 1 for i in a))
+    if op is Ops.PAD: return UOp(op, u.dtype, (x,), ((0, 0),) + a)
+    if op is Ops.SHRINK: return UOp(op, u.dtype, (x,), ((0, size),) + a)
+    if op is Ops.FLIP: return UOp(op, u.dtype, (x,), tuple(i + 1 for i in a))
+    if op is Ops.REDUCE_AXIS: return UOp(op, u.dtype, (x,), (a[0], tuple(i + 1 for i in a[1])))
+    if op is Ops.SCAN: return UOp(op, u.dtype, (x,), (a[0], a[1] + 1))
+    raise NotImplementedError(f"vmap has no batching rule for {op.name}")
+
+
+def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
+    """The outputs of a traced function graph (SINK of CONTIGUOUS outputs) evaluated on batched inputs.
+
+    `inputs` maps each PARAM slot to (its value, whether that value has a leading batch axis of `size`). Returns
+    (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
+    done: dict[UOp, tuple[UOp, bool]] = {}
+    for u in toposort([sink]):
+        if u.op is Ops.SINK: continue
+        if u.op is Ops.PARAM:
+            done[u] = inputs[u.arg[0]]
+            continue
+        srcs = [done[s] for s in u.src]
+        if not any(b for _, b in srcs):
+            src = tuple(s for s, _ in srcs)
+            done[u] = (u if src == u.src else UOp(u.op, u.dtype, src, u.arg), False)
+        else:
+            done[u] = (_batch_node(u, srcs, size), True)
+    outs = []
+    for o in sink.src:
+        value, batched = done[o.src[0] if o.op is Ops.CONTIGUOUS else o]
+        outs.append((value, batched))
+    return outs
+
+
+def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
+    order = [i for i in range(len(u.shape)) if i != src]
+    order.insert(dst, src)
+    return u.permute(tuple(order))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# axes specifications
+
+def _leaf_axes(spec, args: tuple, kwargs: dict, what: str) -> list:
+    """One axis (int or None) per argument leaf, from an in_axes specification: an int or None for every
+    argument, or a tuple/list with one entry per positional argument, each an int, None, or a container
+    matching that argument. Keyword arguments are mapped over axis 0."""
+    if spec is None or isinstance(spec, int): per_arg = [spec] * len(args)
+    elif isinstance(spec, (tuple, list)):
+        if len(spec) != len(args):
+            raise ValueError(f"{what} has {len(spec)} entries but the function was called with {len(args)} "
+                             "positional arguments")
+        per_arg = list(spec)
+    else: raise TypeError(f"{what} must be an int, None, or a tuple/list of them, got {spec!r}")
+    axes: list = []
+    for a, s in zip(args, per_arg):
+        leaves, tree = flatten(a, is_leaf=_leaf_or_tensor)
+        if s is None or isinstance(s, int): axes += [s] * len(leaves)
+        else:
+            sl, stree = flatten(s, is_leaf=lambda x: x is None or isinstance(x, int))
+            if stree != tree:
+                raise ValueError(f"{what} entry {s!r} does not match the structure of its argument")
+            axes += sl
+    axes += [0] * len(flatten(kwargs, is_leaf=_leaf_or_tensor)[0])
+    return axes
+
+
+def _leaf_or_tensor(x) -> bool:
+    return isinstance(x, Tensor) or _is_leaf(x)
+
+
+def _batch_size(leaves: list, axes: list, names: list[str]) -> int:
+    sizes: dict[int, list[str]] = {}
+    for leaf, ax, name in zip(leaves, axes, names):
+        if ax is None: continue
+        shape = np.shape(leaf) if not isinstance(leaf, Tensor) else leaf.shape
+        if not shape:
+            raise ValueError(f"cannot map over axis {ax} of {name}: it is a scalar (0-d); use in_axes=None for it")
+        sizes.setdefault(shape[_norm_axis(ax, len(shape), "in_axes")], []).append(name)
+    if not sizes: raise ValueError("vmap/svmap needs at least one argument with a batch axis (in_axes not None)")
+    if len(sizes) > 1:
+        raise ValueError("inconsistent batch sizes: " + "; ".join(f"{', '.join(n)} {'have' if len(n) > 1 else 'has'} "
+                                                                  f"size {s}" for s, n in sizes.items()))
+    return next(iter(sizes))
+
+
+def _leaf_names(args: tuple, kwargs: dict) -> list[str]:
+    names = []
+    for i, a in enumerate(args):
+        n = len(flatten(a, is_leaf=_leaf_or_tensor)[0])
+        names += [f"argument {i}"] if n == 1 else [f"argument {i} leaf {j}" for j in range(n)]
+    for k in sorted(kwargs):
+        n = len(flatten(kwargs[k], is_leaf=_leaf_or_tensor)[0])
+        names += [f"argument {k!r}"] * n
+    return names
+
+
+def _example_spec(leaf, ax):
+    """The ArgSpec of one example of a (possibly batched) argument leaf."""
+    if isinstance(leaf, Tensor):
+        shape = leaf.shape if ax is None else leaf.shape[:ax % len(leaf.shape)] + leaf.shape[ax % len(leaf.shape) + 1:]
+        return ArgSpec(shape, leaf.uop.dtype, leaf.weak)
+    spec = leaf_spec(leaf, "?")
+    if ax is None: return spec
+    ax = ax % len(spec.shape)
+    return ArgSpec(spec.shape[:ax] + spec.shape[ax + 1:], spec.dtype, spec.weak)
+
+
+class _Mapped:
+    """What vmap and svmap share: the per-example function (a JitFunction, whose traces they reuse) and axes."""
+
+    def __init__(self, fn: Callable, in_axes, out_axes):
+        self.fn = fn
+        self.inner = fn if isinstance(fn, JitFunction) else JitFunction(fn)
+        self.in_axes, self.out_axes = in_axes, out_axes
+        update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
+
+    def _example(self, args: tuple, kwargs: dict):
+        """(leaves, axes, batch size, per-example NumericalFunction) for a call."""
+        leaves, tree = flatten((tuple(args), kwargs), is_leaf=_leaf_or_tensor)
+        axes = _leaf_axes(self.in_axes, args, kwargs, "in_axes")
+        size = _batch_size(leaves, axes, _leaf_names(args, kwargs))
+        specs = tuple(_example_spec(leaf, ax) for leaf, ax in zip(leaves, axes))
+        nf = self.inner.specialization((tree, specs, ()), (), compile=False)
+        return leaves, axes, size, nf
+
+    def _out_axes(self, out_tree) -> list:
+        n = out_tree.num_leaves
+        spec = self.out_axes
+        if spec is None or isinstance(spec, int): return [spec] * n
+        leaves, tree = flatten(spec, is_leaf=lambda x: x is None or isinstance(x, int))
+        if len(leaves) == n: return leaves
+        raise ValueError(f"out_axes {spec!r} does not match the function's {n} outputs")
+
+    def _trace_batched(self, args: tuple, kwargs: dict):
+        """Inside a trace (arguments are Tensors): the batched graph of the per-example function (vmap's rules)."""
+        leaves, axes, size, nf = self._example(args, kwargs)
+        inputs = {}
+        for slot, (leaf, ax) in enumerate(zip(leaves, axes)):
+            t = Tensor.lift(leaf)
+            inputs[slot] = (t.uop, False) if ax is None else (_moveaxis(t.uop, ax % t.ndim, 0), True)
+        outs = []
+        for (u, batched), ax in zip(batch_graph(nf.function_graph, inputs, size), self._out_axes(nf.out_tree)):
+            if ax is None:
+                if batched: raise ValueError("out_axes=None for an output that depends on a mapped argument")
+                outs.append(Tensor(u))
+                continue
+            u = _broadcast_batch(u, batched, size)
+            outs.append(Tensor(_moveaxis(u, 0, _norm_axis(ax, len(u.shape), "out_axes"))))
+        return unflatten(nf.out_tree, outs)
+
+
+class VmapFunction(_Mapped):
+    """`fn` mapped over a batch axis by transforming its graph (see numfn.vmap)."""
+
+    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+        super().__init__(fn, in_axes, out_axes)
+        self._jitted = JitFunction(lambda *args, **kwargs: self._trace_batched(args, kwargs))
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
+            return self._trace_batched(args, kwargs)
+        return self._jitted(*args, **kwargs)
+
+    def specialize(self, *args, **kwargs) -> NumericalFunction:
+        """The NumericalFunction of the batched function for these arguments."""
+        return self._jitted.specialize(*args, **kwargs)
+
+
+def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+    """Vectorizing map: `vmap(f)(xs)` equals `np.stack([f(x) for x in xs])`, computed by kernels that run over
+    the whole batch. `in_axes`/`out_axes`: an int (negative allowed), None (not mapped: the argument is shared by
+    every example), or a tuple/list with one entry per argument (containers may be matched by structure).
+    Works as a decorator, inside jit-compiled functions and around them; calling it with arrays compiles it."""
+    if fn is None: return lambda f: VmapFunction(f, in_axes, out_axes)
+    return VmapFunction(fn, in_axes, out_axes)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# svmap: the per-example program in a native loop
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def thread_count() -> int:
+    """NUMFN_THREADS, else the number of CPUs this process may use; 1 disables threading."""
+    env = os.environ.get("NUMFN_THREADS")
+    if env: return max(1, int(env))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None: _pool = ThreadPoolExecutor(max_workers=max(2, thread_count()), thread_name_prefix="numfn")
+    return _pool
+
+
+# work (ALU operations over the whole batch) below which splitting across threads costs more than it saves
+PARALLEL_MIN_OPS = 200_000
+
+
+@dataclass(frozen=True, eq=False)
+class BatchedProgram:
+    """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time.
+    It reuses base's trace, schedule and kernels; only the entry point and the dispatcher are its own."""
+    base: NumericalFunction
+    batched: tuple[bool, ...]    # per input: does it advance with the batch (in_axes not None)?
+
+    @cached_property
+    def _template(self) -> str:
+        base = self.base
+        return _renderer(base.backend).render_program(
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in base.rendered_kernels], base.layout, self.batched)
+
+    @cached_property
+    def entry_name(self) -> str:
+        return entry_name_for(self._template)
+
+    @cached_property
+    def source(self) -> str:
+        src = self._template.replace(ENTRY_PLACEHOLDER, self.entry_name)
+        debug.log(4, lambda: f"source of svmap({self.base.name}):\n{src}")
+        return src
+
+    @cached_property
+    def compiled(self):
+        from numfn.runtime import compile_program
+        return compile_program(self.base.backend, self.source, self.entry_name, self.base._nparams, nints=2)
+
+    @cached_property
+    def ops_per_example(self) -> int:
+        return max(1, sum(ei.op_count for ei in self.base.schedule))
+
+    def run(self, leaves: list, axes: list, size: int, out_axes: list):
+        prog, lay, base = self.compiled, self.base.layout, self.base
+        outs = [np.empty((size,) + b.shape, dt.np) for b, dt in lay.outputs]
+        ins = []
+        for leaf, ax, spec in zip(leaves, axes, base.in_specs):
+            a = np.asarray(leaf, dtype=spec.dtype.np)
+            if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
+            ins.append(np.ascontiguousarray(a))
+        fb = prog.ffi.from_buffer
+        ptrs = [fb(a) for a in outs] + [fb(a) for a in ins] + [fb(d) for _, _, d in lay.pointer_constants]
+        threads = min(thread_count(), size)
+        if threads > 1 and size * self.ops_per_example >= PARALLEL_MIN_OPS:
+            bounds = [size * i // threads for i in range(threads + 1)]
+            futures = [_thread_pool().submit(prog.entry, lo, hi, *ptrs) for lo, hi in zip(bounds, bounds[1:])]
+            status = max(f.result() for f in futures)
+        else:
+            status = prog.entry(0, size, *ptrs)
+        if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
+        results = [np.ascontiguousarray(np.moveaxis(o, 0, _norm_axis(ax, o.ndim, "out_axes")))
+                   if ax not in (None, 0) else o for o, ax in zip(outs, out_axes)]
+        return unflatten(base.out_tree, results)
+
+
+class SvmapFunction(_Mapped):
+    """`fn` mapped over a batch axis by a native loop around its compiled per-example program (see numfn.svmap)."""
+
+    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+        super().__init__(fn, in_axes, out_axes)
+        self._programs: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
+            # inside a trace there is no native loop to run: svmap means what vmap means
+            return self._trace_batched(args, kwargs)
+        leaves, axes, size, nf = self._example(args, kwargs)
+        out_axes = self._out_axes(nf.out_tree)
+        if any(ax is None for ax in out_axes): raise ValueError("svmap needs an integer out_axes for every output")
+        prog = self.program(nf, tuple(ax is not None for ax in axes))
+        return prog.run(leaves, axes, size, out_axes)
+
+    def program(self, nf: NumericalFunction, batched: tuple[bool, ...]) -> BatchedProgram:
+        key = (nf, batched)
+        prog = self._programs.get(key)
+        if prog is None:
+            prog = self._programs.setdefault(key, BatchedProgram(nf, batched))
+        return prog
+
+    @property
+    def programs(self) -> tuple[BatchedProgram, ...]:
+        """The compiled batched programs, one per per-example signature."""
+        return tuple(self._programs.values())
+
+
+def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+    """Sequential map: `svmap(f)(xs)` equals `np.stack([f(x) for x in xs])` bitwise, computed by a native loop
+    around f's compiled per-example program. The batch size is a run-time value (batch sizes 1, 7 and 1000 share
+    one compilation), per-example scratch memory is reused by every iteration, and large batches are split across
+    threads (NUMFN_THREADS). Inside a jit-compiled function it means what vmap means. Axes as for vmap."""
+    if fn is None: return lambda f: SvmapFunction(f, in_axes, out_axes)
+    return SvmapFunction(fn, in_axes, out_axes)
+
+
+__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedProgram", "batch_graph"]
