@@ -30,7 +30,7 @@ from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.tensor import Tensor
-from numfn.uop import Ops, UOp, format_graph
+from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
 BACKENDS = ("c", "llvm")
 
@@ -161,30 +161,51 @@ class NumericalFunction:
 
     # ---- native code ------------------------------------------------------------------------------------------
     @cached_property
+    def cache_key(self) -> str:
+        """The disk cache key of this program: the traced graph (which holds everything the function computes,
+        captured constants included), the signature, backend, options, target CPU and numfn's own source. Equal
+        keys mean equal programs, so a warm start skips scheduling, rendering and compiling."""
+        from numfn.runtime import build_id, target_description
+        from numfn.runtime.cache import cache_key
+        return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
+                         f"noopt={debug.noopt()}", repr(self.in_specs), graph_fingerprint([self.function_graph]))
+
+    @cached_property
     def compiled(self) -> Any:
-        """The loaded native program: call `.entry(*pointers)`."""
-        from numfn.runtime import compile_program
+        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
+        from numfn.runtime import compile_program, load_cached
         t0 = time.perf_counter()
-        prog = compile_program(self.backend, self.source, self.entry_name, self._nparams)
-        debug.log(1, f"compiled {self.name} ({self.backend}) in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        prog = load_cached(self.backend, self.cache_key, 0)
+        if prog is None:
+            manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
+            prog = compile_program(self.backend, self.source, self.entry_name, 0, self.cache_key, manifest)
+            debug.log(1, f"compiled {self.name} ({self.backend}) in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        else:
+            debug.log(1, f"loaded {self.name} ({self.backend}) from the cache in "
+                         f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
         return prog
 
     @cached_property
-    def _nparams(self) -> int:
-        lay = self.layout
-        return len(lay.outputs) + len(lay.inputs) + len(lay.pointer_constants)
+    def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
+        """(shape, dtype) of every output, in the entry point's order."""
+        return tuple((o.shape, o.dtype) for o in self.function_graph.src)
+
+    def pointer_constants(self, manifest: dict) -> list:
+        """The arrays passed by pointer to a compiled program, in the order its manifest lists them."""
+        data = {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
+                if u.op is Ops.BUFFER and u.arg.category == "constant"}
+        return [data[h] for h in manifest.get("constants", [])]
 
     @cached_property
     def run(self) -> Callable[[list], Any]:
         """The dispatcher over flat argument leaves (already matched to this signature)."""
+        from numfn.runtime.native import pointer_table
         prog = self.compiled
-        entry, ffi = prog.entry, prog.ffi
-        lay = self.layout
-        out_specs = [(b.shape, dt.np) for b, dt in lay.outputs]
+        entry = prog.entry
+        out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
         in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
-        consts = [ffi.from_buffer(data) for _, _, data in lay.pointer_constants]
-        out_tree = self.out_tree
-        from_buffer = ffi.from_buffer
+        consts = self.pointer_constants(prog.manifest)
+        out_tree, name = self.out_tree, self.name
 
         def run(leaves: list) -> Any:
             outs = [np.empty(shape, dt) for shape, dt in out_specs]
@@ -193,8 +214,8 @@ class NumericalFunction:
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
                     else np.ascontiguousarray(leaf)
                 ins.append(a)
-            status = entry(*[from_buffer(a) for a in outs], *[from_buffer(a) for a in ins], *consts)
-            if status: raise MemoryError(f"{self.name}: could not allocate {lay.arena_bytes} bytes of scratch memory")
+            if entry(pointer_table((*outs, *ins, *consts))):
+                raise MemoryError(f"{name}: could not allocate its scratch memory")
             return unflatten(out_tree, outs)
 
         return run

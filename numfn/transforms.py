@@ -25,6 +25,7 @@ from numfn import debug
 from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFunction, _is_leaf, _renderer,
                             entry_name_for, leaf_spec)
 from numfn.pytree import flatten, unflatten
+from numfn.runtime.native import pointer_table
 from numfn.tensor import Tensor, _norm_axis
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
@@ -267,31 +268,39 @@ class BatchedProgram:
         return src
 
     @cached_property
+    def cache_key(self) -> str:
+        from numfn.runtime.cache import cache_key
+        return cache_key("numfn-batched", self.base.cache_key, repr(self.batched))
+
+    @cached_property
     def compiled(self):
-        from numfn.runtime import compile_program
-        return compile_program(self.base.backend, self.source, self.entry_name, self.base._nparams, nints=2)
+        from numfn.runtime import compile_program, load_cached
+        prog = load_cached(self.base.backend, self.cache_key, 2)
+        if prog is None:
+            manifest = {"constants": [b.data_hash for b, _, _ in self.base.layout.pointer_constants]}
+            prog = compile_program(self.base.backend, self.source, self.entry_name, 2, self.cache_key, manifest)
+        return prog
 
     @cached_property
     def ops_per_example(self) -> int:
         return max(1, sum(ei.op_count for ei in self.base.schedule))
 
     def run(self, leaves: list, axes: list, size: int, out_axes: list):
-        prog, lay, base = self.compiled, self.base.layout, self.base
-        outs = [np.empty((size,) + b.shape, dt.np) for b, dt in lay.outputs]
+        prog, base = self.compiled, self.base
+        outs = [np.empty((size,) + shape, dt.np) for shape, dt in base.out_specs]
         ins = []
         for leaf, ax, spec in zip(leaves, axes, base.in_specs):
             a = np.asarray(leaf, dtype=spec.dtype.np)
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
             ins.append(np.ascontiguousarray(a))
-        fb = prog.ffi.from_buffer
-        ptrs = [fb(a) for a in outs] + [fb(a) for a in ins] + [fb(d) for _, _, d in lay.pointer_constants]
+        table = pointer_table((*outs, *ins, *base.pointer_constants(prog.manifest)))
         threads = min(thread_count(), size)
         if threads > 1 and size * self.ops_per_example >= PARALLEL_MIN_OPS:
             bounds = [size * i // threads for i in range(threads + 1)]
-            futures = [_thread_pool().submit(prog.entry, lo, hi, *ptrs) for lo, hi in zip(bounds, bounds[1:])]
+            futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
             status = max(f.result() for f in futures)
         else:
-            status = prog.entry(0, size, *ptrs)
+            status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
         results = [np.ascontiguousarray(np.moveaxis(o, 0, _norm_axis(ax, o.ndim, "out_axes")))
                    if ax not in (None, 0) else o for o, ax in zip(outs, out_axes)]

@@ -364,6 +364,20 @@ def _tdiv(a: int, c: int) -> int:
     return q if a >= 0 else -q
 
 
+def graph_fingerprint(roots: Iterable[UOp]) -> str:
+    """A hash of everything in the graph: ops, dtypes, structure and arguments, constants by content. Equal
+    fingerprints mean equal graphs."""
+    import hashlib
+    index: dict[UOp, int] = {}
+    h = hashlib.sha256()
+    for u in toposort(roots):
+        arg = u.arg
+        if isinstance(arg, Buffer): arg = (arg.category, arg.number, arg.shape, arg.data_hash)
+        h.update(f"{u.op.name}|{u.dtype.name}|{[index[s] for s in u.src]}|{_argkey(arg)!r}\n".encode())
+        index[u] = len(index)
+    return h.hexdigest()
+
+
 def toposort(roots: Iterable[UOp]) -> list[UOp]:
     """Every node reachable from `roots`, each after its sources, in a deterministic order."""
     order: list[UOp] = []

@@ -114,7 +114,9 @@ def _expr(u: UOp, a: list[str]) -> str:
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None) -> str:
-    """The whole program: constants, kernels and the public entry point `entry`.
+    """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
+    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout). It returns 0, or
+    1 when the scratch arena cannot be allocated.
 
     With `batched` (one flag per input), the entry takes `int64_t start, int64_t end` first and runs the kernels
     for every example start..end-1 of a leading batch axis: outputs and the flagged inputs advance by one
@@ -124,18 +126,19 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
     out += [src for _, src in kernels]
-    params = [f"{dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.outputs]
-    params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt in layout.inputs]   # void if unused
-    params += [f"const {dt.cname} *restrict {buffer_name(b)}" for b, dt, _ in layout.pointer_constants]
+    pointers = [(b, dt, "") for b, dt in layout.outputs] + [(b, dt, "const ") for b, dt in layout.inputs] + \
+        [(b, dt, "const ") for b, dt, _ in layout.pointer_constants]
     advancing = set() if batched is None else \
         {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
-    if batched is not None: params = ["int64_t start", "int64_t end", *params]
-    body = []
+    params = ["void **buffers"] if batched is None else ["int64_t start", "int64_t end", "void **buffers"]
+    body = [f"  {const}{dt.cname} *restrict {buffer_name(b)} = ({const}{dt.cname} *)buffers[{i}];"
+            for i, (b, dt, const) in enumerate(pointers)]   # an unused input is a const void *
     if layout.arena_bytes:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
         for buf, dt, offset in layout.intermediates:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
+
     def arg(buf) -> str:
         return f"{buffer_name(buf)} + b * {buf.size}" if buf in advancing else buffer_name(buf)
 
@@ -146,5 +149,5 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     if batched is not None: body.append("  }")
     if layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")
-    out.append(f"int {entry}({', '.join(params) or 'void'}) {{\n" + "\n".join(body) + "\n}")
+    out.append(f"int {entry}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join(out) + "\n"

@@ -200,8 +200,9 @@ def render_kernel(prog: Program) -> str:
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None) -> str:
-    """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr...)` returning
-    0, or 1 when the scratch arena cannot be allocated. With `batched` (one flag per input) the entry takes
+    """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr buffers)` (the
+    outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be
+    allocated. With `batched` (one flag per input) the entry takes
     `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer)."""
     declares: set[str] = set()
     funcs = []
@@ -217,13 +218,15 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         out.append(f"@{buffer_name(buf)} = internal unnamed_addr constant [{buf.size} x {st}] [{values}], "
                    f"align 64")
     out += funcs
-    params = [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.outputs]
-    params += [f"ptr noalias %{buffer_name(b)}" for b, _ in layout.inputs]
-    params += [f"ptr noalias %{buffer_name(b)}" for b, _, _ in layout.pointer_constants]
+    pointers = [b for b, _ in layout.outputs] + [b for b, _ in layout.inputs] + \
+        [b for b, _, _ in layout.pointer_constants]
     advancing = set() if batched is None else \
         {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
-    if batched is not None: params = ["i64 %start", "i64 %end", *params]
+    params = ["ptr %buffers"] if batched is None else ["i64 %start", "i64 %end", "ptr %buffers"]
     body = ["entry:"]
+    for i, b in enumerate(pointers):
+        body += [f"  %{buffer_name(b)}.slot = getelementptr inbounds ptr, ptr %buffers, i64 {i}",
+                 f"  %{buffer_name(b)} = load ptr, ptr %{buffer_name(b)}.slot"]
     if layout.arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
         declares.add("declare void @free(ptr)")

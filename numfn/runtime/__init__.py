@@ -1,39 +1,157 @@
-"""Runtimes: turning rendered source into callable native code (clang/cc + cffi, LLVM JIT via llvmlite)."""
+"""Runtimes: turning rendered source into callable native code (clang/cc + cffi, LLVM JIT via llvmlite), through
+the disk cache.
+
+Every compiled program has one entry point, `int entry([int64 start, int64 end,] void **buffers)`: the buffer
+pointers in the order of numfn.layout (outputs, inputs, pointer constants), returning 0 on success.
+"""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-_TMPDIR = None
+from numfn import debug
 
 
 @dataclass
 class NativeProgram:
-    """A loaded program: `entry(*pointers) -> status` (0 = success), `ffi` to make pointers with."""
-    entry: Any
-    ffi: Any
+    """A loaded program: the entry point's `address`, `entry(*ints, buffers) -> status` to call it from Python
+    (buffers: a pointer table, see numfn.runtime.native.pointer_table), and `manifest`: what a caller needs to
+    know about the code (its entry name, the order of its pointer constants by content hash), stored with the
+    code in the cache. `keepalive` holds what keeps the code mapped."""
+    address: int
+    nints: int
+    manifest: dict = field(default_factory=dict)
     keepalive: Any = None
 
+    @property
+    def entry(self):
+        from numfn.runtime.native import entry_function
+        return entry_function(self.address, self.nints)
 
-compile_count = 0   # programs compiled (not loaded from a cache) in this process: tests count recompilations
+
+compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
 
 
-def compile_program(backend: str, source: str, entry: str, nparams: int, nints: int = 0) -> NativeProgram:
-    """Compile and load `source`; its entry takes `nints` int64 values, then `nparams` pointers."""
-    global _TMPDIR, compile_count
-    compile_count += 1
-    if backend == "c":
-        from numfn.runtime import clang
-        if _TMPDIR is None: _TMPDIR = tempfile.mkdtemp(prefix="numfn-")
-        path = os.path.join(_TMPDIR, f"{entry}.so")
-        if not os.path.exists(path): clang.compile_shared(source, path)
-        ffi, lib, fn = clang.load_entry(path, entry, nparams, nints)
-        return NativeProgram(fn, ffi, lib)
+@cache
+def build_id() -> str:
+    """A hash of numfn's own source code: generated programs depend on it, so the cache must too (a changed
+    compiler never loads code an older one made, even at the same version number)."""
+    from numfn import __version__
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256(__version__.encode())
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith((".py", ".c")):
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+@cache
+def target_description(backend: str) -> str:
+    """What native code depends on besides its source: compiler and version, target CPU and its features."""
     if backend == "llvm":
         from numfn.runtime import llvm
-        obj = llvm.compile_object(source)
-        ffi, fn, tracker = llvm.load_entry(obj, entry, nparams, nints)
-        return NativeProgram(fn, ffi, tracker)
-    raise ValueError(f"unknown backend {backend!r}")
+        return llvm.target_description()
+    from numfn.runtime import clang
+    return "|".join([clang.compiler_identity(), " ".join(clang.CFLAGS), _cpu_description()])
+
+
+def _cpu_description() -> str:
+    # -march=native makes the code depend on the CPU: its model name and flags
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
+        return "".join(lines)
+    except OSError:
+        import platform
+        return platform.processor() or platform.machine()
+
+
+def _pack(manifest: dict, code: bytes) -> bytes:
+    head = json.dumps(manifest, sort_keys=True).encode()
+    return len(head).to_bytes(4, "little") + head + code
+
+
+def _unpack(payload: bytes) -> tuple[dict, bytes] | None:
+    try:
+        n = int.from_bytes(payload[:4], "little")
+        return json.loads(payload[4:4 + n]), payload[4 + n:]
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
+    """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry)."""
+    from numfn.runtime.cache import default_cache
+    cache_ = default_cache()
+    if cache_ is None: return None
+    payload = cache_.get(key)
+    unpacked = _unpack(payload) if payload is not None else None
+    if unpacked is None: return None
+    manifest, code = unpacked
+    debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
+    return _load(backend, code, manifest, nints)
+
+
+def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: str | None = None,
+                    manifest: dict | None = None) -> NativeProgram:
+    """Compile `source` and load it; with a `key`, store the code (and `manifest`) in the disk cache."""
+    global compile_count
+    compile_count += 1
+    manifest = dict(manifest or {}, entry=entry)
+    if backend == "c":
+        from numfn.runtime import clang
+        with tempfile.TemporaryDirectory(prefix="numfn-") as tmp:
+            path = os.path.join(tmp, f"{entry}.so")
+            clang.compile_shared(source, path)
+            with open(path, "rb") as f:
+                code = f.read()
+    elif backend == "llvm":
+        from numfn.runtime import llvm
+        code = llvm.compile_object(source)
+    else:
+        raise ValueError(f"unknown backend {backend!r}")
+    if key is not None:
+        from numfn.runtime.cache import default_cache
+        cache_ = default_cache()
+        if cache_ is not None: cache_.put(key, _pack(manifest, code))
+    return _load(backend, code, manifest, nints)
+
+
+def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgram:
+    entry = manifest["entry"]
+    if backend == "c":
+        from numfn.runtime.native import load_library
+        lib, addr = load_library(_shared_library_file(code, entry), entry)
+        return NativeProgram(addr, nints, manifest, lib)
+    from numfn.runtime import llvm
+    keepalive, addr = llvm.load_object(code, entry)
+    return NativeProgram(addr, nints, manifest, keepalive)
+
+
+_LIBDIR: str | None = None
+
+
+def _shared_library_file(code: bytes, entry: str) -> str:
+    """A private file holding exactly `code`, for dlopen (named after its content, so loading the same library
+    twice maps the same file)."""
+    global _LIBDIR
+    if _LIBDIR is None:
+        _LIBDIR = tempfile.mkdtemp(prefix="numfn-lib-")
+        import atexit
+        import shutil
+        atexit.register(shutil.rmtree, _LIBDIR, True)
+    path = os.path.join(_LIBDIR, f"{entry}-{hashlib.sha256(code).hexdigest()[:16]}.so")
+    if not os.path.exists(path):
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(code)
+        os.replace(tmp, path)
+    return path

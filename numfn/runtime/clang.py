@@ -25,10 +25,17 @@ def find_compiler() -> tuple[str, ...]:
                      "the LLVM backend (NUMFN_BACKEND=llvm) needs none")
 
 
-def compiler_version() -> str:
+def compiler_identity() -> str:
+    """Which compiler binary this is, without running it: its resolved path, size and modification time (an
+    upgraded compiler changes them). Cheap enough for every warm start."""
     cmd = find_compiler()
-    out = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
-    return out.stdout.splitlines()[0] if out.stdout else cmd[0]
+    exe = shutil.which(cmd[0]) or cmd[0]
+    real = os.path.realpath(exe)
+    try:
+        st = os.stat(real)
+        return f"{' '.join(cmd)}|{real}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        return f"{' '.join(cmd)}|{real}"
 
 
 def compile_shared(source: str, path: str) -> None:
@@ -46,11 +53,3 @@ def compile_shared(source: str, path: str) -> None:
         if os.path.exists(tmp): os.unlink(tmp)
 
 
-def load_entry(path: str, entry: str, nparams: int, nints: int = 0):
-    """The entry function of a compiled library as a cffi function taking `nints` int64 values and then
-    `nparams` pointers."""
-    import cffi
-    ffi = cffi.FFI()
-    ffi.cdef(f"int {entry}({', '.join(['int64_t'] * nints + ['void *'] * nparams) or 'void'});")
-    lib = ffi.dlopen(path)
-    return ffi, lib, getattr(lib, entry)

@@ -74,11 +74,6 @@ def engine() -> _Engine:
     return _Engine()
 
 
-def load_entry(obj: bytes, entry: str, nparams: int, nints: int = 0):
-    """The entry function of an object file as a cffi function taking `nints` int64 values and then `nparams`
-    pointers, and the object that keeps its code alive."""
-    import cffi
-    tracker, addr = engine().load(obj, entry)
-    ffi = cffi.FFI()
-    fn = ffi.cast(f"int(*)({', '.join(['int64_t'] * nints + ['void *'] * nparams) or 'void'})", addr)
-    return ffi, fn, tracker
+def load_object(obj: bytes, entry: str) -> tuple[object, int]:
+    """Load object code into the process: (what keeps it alive, the address of `entry`)."""
+    return engine().load(obj, entry)

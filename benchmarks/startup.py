@@ -1,0 +1,75 @@
+"""Start-up times of numfn, each measured in fresh processes:
+
+  cold    first call of a ~40-operation function (quaternion rotation) with an empty disk cache: trace + compile
+  warm    first call of the same function in a new process whose disk cache holds it
+  import  `import numfn` beyond NumPy's own import
+
+Run: python benchmarks/startup.py [--backend llvm|c] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+t1 = time.perf_counter()
+import numfn
+t2 = time.perf_counter()
+
+def quat_rotate(q, v):
+    q = q / np.sqrt((q * q).sum())
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
+    return np.stack([v[0] + w * tx + (y * tz - z * ty),
+                     v[1] + w * ty + (z * tx - x * tz),
+                     v[2] + w * tz + (x * ty - y * tx)])
+
+f = numfn.jit(quat_rotate, backend=sys.argv[1])
+q, v = np.array([0.9, 0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0])
+t3 = time.perf_counter()
+r = f(q, v)
+t4 = time.perf_counter()
+assert np.allclose(r, quat_rotate(q, v))
+print(json.dumps({"numpy_import": t1 - t0, "numfn_import": t2 - t1, "first_call": t4 - t3}))
+'''
+
+
+def run_child(backend: str, cache_dir: str) -> dict:
+    env = dict(os.environ, NUMFN_CACHE_DIR=cache_dir)
+    env.pop("NUMFN_DISABLE_CACHE", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)   # measure an installed package, which has its bytecode
+    out = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="llvm", choices=["llvm", "c"])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    cold, warm, imp = [], [], []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            os.chmod(cache_dir, 0o700)
+            c = run_child(args.backend, cache_dir)
+            w = run_child(args.backend, cache_dir)
+            cold.append(c["first_call"])
+            warm.append(w["first_call"])
+            imp.append(w["numfn_import"])
+    ms = lambda xs: f"median {statistics.median(xs) * 1e3:7.2f} ms  (min {min(xs) * 1e3:.2f}, max {max(xs) * 1e3:.2f})"
+    print(f"backend {args.backend}, {args.repeat} fresh-process runs each")
+    print(f"  cold first call (trace + compile): {ms(cold)}")
+    print(f"  warm first call (disk cache):      {ms(warm)}")
+    print(f"  import numfn (after numpy):        {ms(imp)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Calling native entry points from Python with cffi's backend module, without building an FFI (which would parse
+C declarations with pycparser: 20 ms on first use, too slow for a warm start)."""
+from __future__ import annotations
+
+from functools import cache
+
+import _cffi_backend as B
+
+_VOID_P = B.new_pointer_type(B.new_void_type())
+_VOID_PP = B.new_pointer_type(_VOID_P)
+_TABLE = B.new_array_type(_VOID_PP, None)
+_BYTES = B.new_array_type(B.new_pointer_type(B.new_primitive_type("char")), None)
+_INT = B.new_primitive_type("int")
+_INT64 = B.new_primitive_type("int64_t")
+
+
+@cache
+def entry_type(nints: int):
+    """The C type `int (*)(int64_t x nints, void **)` of an entry point."""
+    return B.new_function_type((_INT64,) * nints + (_VOID_PP,), _INT, False)
+
+
+def entry_function(address: int, nints: int):
+    """A callable for the entry point at `address`."""
+    return B.cast(entry_type(nints), address)
+
+
+def pointer_table(arrays) -> object:
+    """A `void *[]` holding the data pointers of NumPy arrays (the `buffers` argument of an entry point); the
+    arrays must stay alive while it is used."""
+    table = B.newp(_TABLE, max(len(arrays), 1))
+    for i, a in enumerate(arrays): table[i] = B.cast(_VOID_P, B.from_buffer(_BYTES, a))
+    return table
+
+
+def load_library(path: str, symbol: str) -> tuple[object, int]:
+    """dlopen `path` and return (the library handle, which keeps it loaded, and the address of `symbol`)."""
+    lib = B.load_library(path, B.RTLD_NOW | B.RTLD_LOCAL)
+    fn = lib.load_function(_VOID_P, symbol)
+    return lib, int(B.cast(B.new_primitive_type("uintptr_t"), fn))
