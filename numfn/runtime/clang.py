@@ -1,10 +1,9 @@
-"""The C backend's runtime: compile C99 into a shared library with clang (or cc), load it with cffi."""
+"""The C backend's compiler: C99 to a shared library with clang (or cc, or $NUMFN_CC)."""
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 from functools import cache
 
@@ -40,6 +39,7 @@ def compiler_identity() -> str:
 
 def compile_shared(source: str, path: str) -> None:
     """Compile `source` into the shared library at `path` (written atomically)."""
+    import subprocess   # only compiling needs it; a warm start loads a cached library without it
     cmd = find_compiler()
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path) or ".")
     os.close(fd)
