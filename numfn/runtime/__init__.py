@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from functools import cache
+import functools
 from typing import Any
 
 from numfn import debug
@@ -37,7 +37,7 @@ class NativeProgram:
 compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
 
 
-@cache
+@functools.cache
 def build_id() -> str:
     """A hash of numfn's own source code: generated programs depend on it, so the cache must too (a changed
     compiler never loads code an older one made, even at the same version number)."""
@@ -53,7 +53,7 @@ def build_id() -> str:
     return h.hexdigest()
 
 
-@cache
+@functools.cache
 def target_description(backend: str) -> str:
     """What native code depends on besides its source: compiler and version, target CPU and its features."""
     if backend == "llvm":
