@@ -1,0 +1,203 @@
+"""Specialization on new signatures, and the errors a traced function can run into: unsupported operations (named,
+pointing at the user's line), using traced values as Python values, bad arguments, and shape mismatches."""
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import numfn
+from helpers import assert_same, check_raises_like
+
+THIS_FILE = os.path.basename(__file__)
+
+
+def line_of(fn, marker: str) -> int:
+    """The line number in this file of the line of `fn`'s source that contains `marker`."""
+    lines, start = inspect.getsourcelines(fn)
+    found = [start + i for i, line in enumerate(lines) if marker in line]
+    assert len(found) == 1, f"marker {marker!r} must occur exactly once"
+    return found[0]
+
+
+# ---- specialization ------------------------------------------------------------------------------------------------
+def test_new_shape_or_dtype_compiles_a_new_specialization(backend):
+    f = numfn.jit(lambda x: x * 2 + 1, backend=backend)
+    calls = [np.ones(3, np.float32), np.ones(3, np.float64), np.ones(4, np.float32), np.ones((3, 1), np.float32),
+             np.ones(3, np.int32), np.ones(3, np.float32), np.ones(3, np.int64), np.ones(3, np.bool_),
+             np.arange(3.0, dtype=np.float32)]
+    counts = []
+    for x in calls:
+        out = f(x)
+        assert_same(out, x * 2 + 1)   # dtype never cast to a previous specialization's
+        counts.append(len(f.specializations))
+    assert counts == [1, 2, 3, 4, 5, 5, 6, 7, 7]
+    specs = [nf.in_specs[0] for nf in f.specializations]
+    assert len(set(specs)) == len(specs)
+
+
+def test_specialize_returns_the_numerical_function(backend):
+    f = numfn.jit(lambda x, y: x @ y, backend=backend)
+    x, y = np.ones((2, 3)), np.ones(3)
+    nf = f.specialize(x, y)
+    assert isinstance(nf, numfn.NumericalFunction)
+    assert_same(nf(x, y), x @ y)
+    assert f.specialize(x, y) is nf and len(f.specializations) == 1
+    with pytest.raises(TypeError):
+        nf(np.ones((2, 4)), np.ones(4))    # a NumericalFunction runs only its own signature
+
+
+def test_argument_structure_is_part_of_the_signature(backend):
+    f = numfn.jit(lambda a: a[0] + a[1], backend=backend)
+    x = np.ones(2)
+    assert_same(f((x, x)), x + x)
+    assert_same(f([x, x]), x + x)
+    assert_same(f((x, 2.0)), x + 2.0)
+    assert len(f.specializations) == 3
+
+
+# ---- unsupported operations: NumfnError naming the operation and the user's line -----------------------------------
+def _inv(x): return np.linalg.inv(x)           # marker: linalg.inv
+def _fft(x): return np.fft.fft(x)              # marker: fft.fft
+def _argsort(x): return x.argsort()            # marker: argsort
+def _boolean_index(x): return x[x > 0]         # marker: boolean index
+def _array_index(x): return x[np.array([0, 1])]  # marker: array index
+def _sort(x): return np.sort(x)                # marker: np.sort
+def _arctan2(x): return np.arctan2(x, x)       # marker: arctan2
+def _reduce_at(x): return np.add.reduce(x)     # marker: add.reduce
+
+
+def _setitem(x):
+    x[0] = 1                                   # marker: setitem
+    return x
+
+
+def _nested_helper(x):
+    return x.argmax()                          # marker: nested argmax
+
+
+def _calls_helper(x):
+    y = x + 1
+    return _nested_helper(y)
+
+
+@pytest.mark.parametrize("fn,marker,name", [
+    (_inv, "marker: linalg.inv", "inv"), (_fft, "marker: fft.fft", "fft"), (_argsort, "marker: argsort", "argsort"),
+    (_boolean_index, "marker: boolean index", "index"), (_array_index, "marker: array index", "index"),
+    (_sort, "marker: np.sort", "sort"), (_arctan2, "marker: arctan2", "arctan2"),
+    (_reduce_at, "marker: add.reduce", "reduce"), (_setitem, "marker: setitem", "assignment"),
+    (_calls_helper, "marker: nested argmax", "argmax"),
+], ids=["inv", "fft", "argsort", "bool-index", "array-index", "sort", "arctan2", "ufunc.reduce", "setitem", "nested"])
+def test_unsupported_operation_names_it_and_points_at_the_line(backend, fn, marker, name):
+    x = np.ones((3, 3))
+    with pytest.raises(numfn.NumfnError) as info:
+        numfn.jit(fn, backend=backend)(x)
+    msg = str(info.value)
+    assert name in msg
+    assert THIS_FILE in msg
+    fn_with_marker = _nested_helper if fn is _calls_helper else fn
+    assert f"{THIS_FILE}:{line_of(fn_with_marker, marker)}" in msg, msg
+
+
+# ---- traced values used as Python values -----------------------------------------------------------------------------
+def _if(x):
+    if x.sum() > 0:                            # marker: if
+        return x
+    return -x
+
+
+def _float(x): return x * float(x[0])          # marker: float()
+def _int(x): return x * int(x.max())           # marker: int()
+def _and(x): return x if (x[0] > 0 and x[1] > 0) else x   # marker: and
+def _asarray(x): return np.asarray(x) + 1                   # marker: asarray
+def _range(x): return [x * i for i in range(x.sum())]      # marker: range
+def _item(x): return x * x[0].item()                        # marker: item
+
+
+@pytest.mark.parametrize("fn,marker", [(_if, "marker: if"), (_float, "marker: float()"), (_int, "marker: int()"),
+                                       (_and, "marker: and"), (_asarray, "marker: asarray"),
+                                       (_range, "marker: range"), (_item, "marker: item")],
+                         ids=["if", "float", "int", "and", "asarray", "range", "item"])
+def test_traced_value_as_python_value_explains_tracing(backend, fn, marker):
+    x = np.arange(3, dtype=np.int64)
+    with pytest.raises(numfn.TracerConversionError) as info:
+        numfn.jit(fn, backend=backend)(x)
+    assert isinstance(info.value, numfn.NumfnError) and isinstance(info.value, TypeError)
+    msg = str(info.value)
+    assert "trac" in msg and "where" in msg
+    assert f"{THIS_FILE}:{line_of(fn, marker)}" in msg, msg
+
+
+def test_tracer_conversion_error_is_catchable_as_type_error(backend):
+    with pytest.raises(TypeError):
+        numfn.jit(_if, backend=backend)(np.ones(2))
+
+
+# ---- bad arguments -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.complex128), np.ones(2, np.float16),
+                                 np.array(["a"]), np.ones(2, ">f8"), [1, "a"]],
+                         ids=["str", "object", "set", "complex", "float16", "unicode", "big-endian", "mixed-list"])
+def test_bad_argument_raises_type_error_naming_it(backend, bad):
+    def f(x, weights):
+        return x * weights
+
+    jf = numfn.jit(f, backend=backend)
+    with pytest.raises(TypeError, match="weights"):
+        jf(np.ones(2), bad)
+    with pytest.raises(TypeError, match="weights"):
+        jf(np.ones(2), weights=bad)
+    with pytest.raises(TypeError, match="weights"):
+        jf(x=np.ones(2), weights={"inner": bad})
+    assert len(jf.specializations) == 0
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a ragged list argument raises NumPy's ValueError from np.asarray, "
+                                       "not the TypeError naming the argument that function.py means to raise")
+def test_ragged_list_argument_raises_type_error_naming_it(backend):
+    with pytest.raises(TypeError, match="weights"):
+        numfn.jit(lambda x, weights: x * weights, backend=backend)(np.ones(2), [1, [2, 3]])
+
+
+def test_huge_python_int_argument_raises_overflow(backend):
+    with pytest.raises(OverflowError, match="n"):
+        numfn.jit(lambda x, n: x + n, backend=backend)(np.ones(2), 2**70)
+
+
+def test_unhashable_static_argument(backend):
+    f = numfn.jit(lambda x, n: x * len(n), static_argnums=1, backend=backend)
+    with pytest.raises(TypeError, match="hashable"):
+        f(np.ones(2), [1, 2])
+
+
+# ---- shape mismatches: ValueError like NumPy's ----------------------------------------------------------------------
+@pytest.mark.parametrize("make", [
+    lambda a, b: a + b, lambda a, b: a * b.T, lambda a, b: np.maximum(a, b[:, :2]), lambda a, b: np.where(a > 0, a, b),
+    lambda a, b: a @ b, lambda a, b: np.matmul(a, b), lambda a, b: np.dot(a, b), lambda a, b: np.concatenate([a, b.T]),
+    lambda a, b: np.stack([a, b]), lambda a, b: a.reshape(7, -1), lambda a, b: np.broadcast_to(a, (3, 3)),
+    lambda a, b: np.clip(a, b, 1.0),
+], ids=["add", "mul", "maximum", "where", "@", "matmul", "dot", "concatenate", "stack", "reshape", "broadcast_to",
+        "clip"])
+def test_shape_mismatch_is_value_error_like_numpy(backend, make):
+    a, b = np.ones((2, 3)), np.ones((4, 3))
+    info = check_raises_like(make, a, b, backend=backend)
+    assert isinstance(info.value, ValueError)
+
+
+def test_broadcast_error_message_shows_shapes(backend):
+    with pytest.raises(ValueError, match=r"\(2,3\).*\(4,\)"):
+        numfn.jit(lambda a, b: a + b, backend=backend)(np.ones((2, 3)), np.ones(4))
+
+
+def test_dtype_errors_are_type_errors_like_numpy(backend):
+    f, b = np.ones(3), np.ones(3, np.bool_)
+    for make in (lambda f, b: f & f, lambda f, b: ~f, lambda f, b: b - b, lambda f, b: -b, lambda f, b: f ^ b,
+                 lambda f, b: np.sign(b)):
+        check_raises_like(make, f, b, backend=backend)
+
+
+def test_errors_do_not_leave_a_specialization(backend):
+    f = numfn.jit(_if, backend=backend)
+    for _ in range(2):
+        with pytest.raises(numfn.TracerConversionError):
+            f(np.ones(2))
+    assert len(f.specializations) == 0
