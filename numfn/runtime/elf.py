@@ -1,0 +1,472 @@
+"""A small in-process loader for the ELF64 x86-64 relocatable objects (ET_REL) that LLVM emits for numfn programs.
+
+Why: loading a cached object through llvmlite's OrcJIT costs ~19 ms just to import llvmlite.binding, far more than
+a warm start may take. Objects of numfn programs are simple: a few code and constant sections, calls to libm and
+libc, no thread-local storage, no constructors, no C++ exceptions. This module maps such an object into memory,
+applies its relocations and hands out symbol addresses, using only the standard library and ctypes.
+
+    obj = load_object(code, ["numfn_entry"])
+    addr = obj.address("numfn_entry")       # valid as long as `obj` is referenced
+
+Memory: every part of an object lives in one anonymous mapping (so 32-bit PC-relative references between parts
+always reach), laid out as three page-aligned segments, each protected as its contents need once written:
+
+    base -> | code sections ... | PLT stubs |                 read + execute
+            | read-only data ...| GOT       |                 read only (the GOT is filled at load time, like RELRO)
+            | writable data ... | bss, common symbols (zero) |  read + write
+
+The mapping is writable while it is filled and never writable and executable at once (W^X). External symbols
+(libm, libc) are found with dlsym in the process's global scope and reached through the GOT; calls to them go
+through 8-byte PLT stubs `jmp *slot(%rip)` because a shared library may be more than 2 GB away. Objects with
+absolute 32-bit relocations (non-PIC small code model) are mapped below 2 GB (MAP_32BIT) so those reach too.
+Unwind tables (.eh_frame) are not loaded or registered: numfn code is nounwind, and nothing unwinds through it.
+
+Lifetime: the mapping is unmapped when its LoadedObject is garbage collected, so whoever calls the code must keep
+the LoadedObject referenced (mappings still alive at interpreter shutdown are left to the OS). Thread safety:
+load_object holds no locks and shares only a cache of dlsym results; concurrent loads are safe.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+__all__ = ["ElfLoadError", "LoadedObject", "load_object", "supported"]
+
+
+class ElfLoadError(Exception):
+    """The object cannot be loaded here: malformed or truncated, or it uses something this loader does not support
+    (a relocation type, thread-local storage, an undefined symbol the process does not have, ...)."""
+
+
+# ---- ELF and x86-64 psABI constants ------------------------------------------------------------------------------
+
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")   # Elf64_Ehdr
+_SHDR = struct.Struct("<IIQQQQIIQQ")         # Elf64_Shdr
+_SYM = struct.Struct("<IBBHQQ")              # Elf64_Sym
+_RELA = struct.Struct("<QQq")                # Elf64_Rela
+_U32, _I32, _U64 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<Q")
+
+_ET_REL, _EM_X86_64 = 1, 62
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 3, 4, 8, 9
+_SHT_CONSTRUCTORS = (14, 15, 16)             # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
+_SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR, _SHF_TLS = 0x1, 0x2, 0x4, 0x400
+_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON, _SHN_XINDEX = 0, 0xFF00, 0xFFF1, 0xFFF2, 0xFFFF
+_SHN_X86_64_LCOMMON = 0xFF02
+_STB_LOCAL, _STB_WEAK = 0, 2
+_STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 3, 6, 10
+
+_NONE, _R64, _PC32, _GOT32, _PLT32 = 0, 1, 2, 3, 4
+_GOTPCREL, _R32, _R32S, _PC64, _GOTOFF64, _GOTPC32, _GOT64 = 9, 10, 11, 24, 25, 26, 27
+_GOTPCREL64, _GOTPC64, _GOTPLT64, _PLTOFF64, _SIZE32, _SIZE64 = 28, 29, 30, 31, 32, 33
+_GOTPCRELX, _REX_GOTPCRELX = 41, 42
+
+# supported relocation type -> (name, width of the field in bytes)
+_RELOCS = {
+    _NONE: ("R_X86_64_NONE", 0), _R64: ("R_X86_64_64", 8), _PC32: ("R_X86_64_PC32", 4),
+    _GOT32: ("R_X86_64_GOT32", 4), _PLT32: ("R_X86_64_PLT32", 4), _GOTPCREL: ("R_X86_64_GOTPCREL", 4),
+    _R32: ("R_X86_64_32", 4), _R32S: ("R_X86_64_32S", 4), _PC64: ("R_X86_64_PC64", 8),
+    _GOTOFF64: ("R_X86_64_GOTOFF64", 8), _GOTPC32: ("R_X86_64_GOTPC32", 4), _GOT64: ("R_X86_64_GOT64", 8),
+    _GOTPCREL64: ("R_X86_64_GOTPCREL64", 8), _GOTPC64: ("R_X86_64_GOTPC64", 8),
+    _GOTPLT64: ("R_X86_64_GOTPLT64", 8), _PLTOFF64: ("R_X86_64_PLTOFF64", 8), _SIZE32: ("R_X86_64_SIZE32", 4),
+    _SIZE64: ("R_X86_64_SIZE64", 8), _GOTPCRELX: ("R_X86_64_GOTPCRELX", 4),
+    _REX_GOTPCRELX: ("R_X86_64_REX_GOTPCRELX", 4),
+}
+_GOT_RELOCS = frozenset((_GOT32, _GOTPCREL, _GOT64, _GOTPCREL64, _GOTPLT64, _GOTPCRELX, _REX_GOTPCRELX))
+_PLT_RELOCS = frozenset((_PLT32, _PLTOFF64))
+
+_GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
+_PLT_STUB = 8              # ff 25 <disp32>: jmp *slot(%rip), then ud2 as padding
+_MAX_IMAGE = 1 << 28       # far more than any numfn program; keeps every internal distance within 32 bits
+_MAX_ALIGN = 1 << 16
+
+_PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4
+_MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_32BIT = 0x02, 0x20, 0x40
+
+
+def supported() -> bool:
+    """True where this loader applies: 64-bit Linux on x86-64."""
+    return sys.platform.startswith("linux") and os.uname().machine == "x86_64" and sys.maxsize > 2 ** 32
+
+
+# ---- process interface (ctypes, imported on first use: it is not needed to import this module) -------------------
+
+_libc = None
+_externals: dict[str, int] = {}     # dlsym results: the addresses of the process's symbols never change
+
+
+class _Libc:
+    def __init__(self):
+        import ctypes
+        lib = ctypes.CDLL(None, use_errno=True)   # the process's global scope: python, libc, libm, ...
+        vp, size, cint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+        self.mmap = lib.mmap
+        self.mmap.restype, self.mmap.argtypes = vp, [vp, size, cint, cint, cint, ctypes.c_long]
+        self.mprotect = lib.mprotect
+        self.mprotect.restype, self.mprotect.argtypes = cint, [vp, size, cint]
+        self.munmap = lib.munmap
+        self.munmap.restype, self.munmap.argtypes = cint, [vp, size]
+        self.dlsym = lib.dlsym
+        self.dlsym.restype, self.dlsym.argtypes = vp, [vp, ctypes.c_char_p]
+        self.handle = lib._handle
+        self.memmove = ctypes.memmove
+        self.get_errno = ctypes.get_errno
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+
+def _process() -> _Libc:
+    global _libc
+    if _libc is None: _libc = _Libc()
+    return _libc
+
+
+def _lookup(libc: _Libc, name: str) -> int | None:
+    addr = _externals.get(name)
+    if addr is None:
+        addr = libc.dlsym(libc.handle, name.encode())
+        if addr: _externals[name] = addr
+    return addr or None
+
+
+# ---- parsing -----------------------------------------------------------------------------------------------------
+
+class _Section:
+    __slots__ = ("index", "name", "type", "flags", "offset", "size", "link", "info", "align", "entsize", "addr",
+                 "loaded")
+
+    def __init__(self, index, fields):
+        (self.name, self.type, self.flags, _, self.offset, self.size, self.link, self.info, align,
+         self.entsize) = fields
+        self.index = index
+        self.align = max(align, 1)
+        self.addr = 0          # offset from the start of the mapping, once laid out
+        self.loaded = False
+
+
+class _Symbol:
+    __slots__ = ("name", "bind", "type", "shndx", "value", "size")
+
+    def __init__(self, name, info, shndx, value, size):
+        self.name, self.bind, self.type, self.shndx, self.value, self.size = name, info >> 4, info & 0xF, shndx, \
+            value, size
+
+
+def _cstr(data: bytes, table: _Section, offset: int) -> str:
+    """The NUL-terminated string at `offset` in string table `table`, never read past its end."""
+    if offset >= table.size: raise ElfLoadError(f"string offset {offset} outside {table.name or 'string table'}")
+    start, end = table.offset + offset, table.offset + table.size
+    stop = data.find(b"\0", start, end)
+    if stop < 0: raise ElfLoadError("unterminated string in string table")
+    try:
+        return data[start:stop].decode()
+    except UnicodeDecodeError:
+        raise ElfLoadError("symbol or section name is not UTF-8") from None
+
+
+def _parse_sections(data: bytes) -> list[_Section]:
+    if len(data) < _EHDR.size: raise ElfLoadError(f"truncated ELF header ({len(data)} bytes)")
+    (ident, e_type, e_machine, _, _, _, shoff, _, _, _, _, shentsize, shnum,
+     shstrndx) = _EHDR.unpack_from(data)
+    if ident[:4] != b"\x7fELF": raise ElfLoadError("not an ELF file")
+    if ident[4] != 2 or ident[5] != 1: raise ElfLoadError("not a little-endian ELF64 file")
+    if ident[6] != 1: raise ElfLoadError(f"unknown ELF version {ident[6]}")
+    if e_type != _ET_REL: raise ElfLoadError(f"not a relocatable object (e_type {e_type})")
+    if e_machine != _EM_X86_64: raise ElfLoadError(f"not an x86-64 object (e_machine {e_machine})")
+    if shoff == 0 or shentsize != _SHDR.size: raise ElfLoadError("no usable section header table")
+    if shoff + _SHDR.size > len(data): raise ElfLoadError("section header table outside the file")
+    first = _SHDR.unpack_from(data, shoff)
+    if shnum == 0: shnum = first[5]        # extended numbering: the count lives in section 0's sh_size
+    if shstrndx == _SHN_XINDEX: shstrndx = first[6]
+    if shnum == 0 or shoff + shnum * _SHDR.size > len(data):
+        raise ElfLoadError("section header table outside the file")
+    sections = [_Section(i, _SHDR.unpack_from(data, shoff + i * _SHDR.size)) for i in range(shnum)]
+    for s in sections:
+        if s.type != _SHT_NOBITS and s.type != 0 and (s.offset > len(data) or s.size > len(data) - s.offset):
+            raise ElfLoadError(f"section {s.index} lies outside the file")
+        if s.align & (s.align - 1) or s.align > _MAX_ALIGN: raise ElfLoadError(f"bad alignment {s.align}")
+    if not 0 < shstrndx < shnum or sections[shstrndx].type != _SHT_STRTAB:
+        raise ElfLoadError("no section name table")
+    names = sections[shstrndx]
+    for s in sections:
+        s.name = _cstr(data, names, s.name) if s.index else ""
+    return sections
+
+
+def _needed(s: _Section) -> bool:
+    """Whether section `s` is mapped: the code needs it at run time."""
+    if not s.flags & _SHF_ALLOC: return False
+    if s.flags & _SHF_TLS: raise ElfLoadError(f"thread-local section {s.name} is not supported")
+    if s.type in _SHT_CONSTRUCTORS or s.name in (".init", ".fini") or s.name.startswith((".ctors", ".dtors")):
+        raise ElfLoadError(f"section {s.name}: constructors and destructors are not supported")
+    if s.type not in (_SHT_PROGBITS, _SHT_NOBITS): return False    # notes, unwind tables (SHT_X86_64_UNWIND)
+    # unwind information and metadata: nothing in numfn code reads them (a relocation against one is an error)
+    return s.name != ".eh_frame" and not s.name.startswith((".note", ".comment", ".debug", ".llvm"))
+
+
+def _parse_symbols(data: bytes, sections: list[_Section]) -> tuple[int, list[_Symbol]]:
+    """(index of the symbol table section or -1, the symbols)."""
+    tables = [s for s in sections if s.type == _SHT_SYMTAB]
+    if not tables: return -1, []
+    if len(tables) > 1: raise ElfLoadError("more than one symbol table")
+    tab = tables[0]
+    if tab.entsize != _SYM.size or tab.size % _SYM.size: raise ElfLoadError("malformed symbol table")
+    if not 0 < tab.link < len(sections) or sections[tab.link].type != _SHT_STRTAB:
+        raise ElfLoadError("symbol table without a string table")
+    strtab = sections[tab.link]
+    symbols = []
+    for name, info, _, shndx, value, size in _SYM.iter_unpack(data[tab.offset:tab.offset + tab.size]):
+        symbols.append(_Symbol(_cstr(data, strtab, name) if name else "", info, shndx, value, size))
+    return tab.index, symbols
+
+
+def _parse_relocations(data: bytes, sections: list[_Section], symtab: int, nsyms: int) -> list[tuple]:
+    """(target section, offset, type, symbol index, addend) of every relocation of a mapped section."""
+    relocs = []
+    for rs in sections:
+        if rs.type == _SHT_REL: raise ElfLoadError(f"section {rs.name}: SHT_REL relocations are not supported")
+        if rs.type != _SHT_RELA: continue
+        if not 0 < rs.info < len(sections): raise ElfLoadError(f"section {rs.name}: bad target section")
+        target = sections[rs.info]
+        if not target.loaded: continue     # relocations of skipped sections (.rela.eh_frame, debug info)
+        if rs.link != symtab or rs.entsize != _RELA.size or rs.size % _RELA.size:
+            raise ElfLoadError(f"malformed relocation section {rs.name}")
+        for offset, info, addend in _RELA.iter_unpack(data[rs.offset:rs.offset + rs.size]):
+            rtype, sym = info & 0xFFFFFFFF, info >> 32
+            known = _RELOCS.get(rtype)
+            if known is None: raise ElfLoadError(f"unsupported relocation type {rtype} in {rs.name}")
+            if sym >= nsyms: raise ElfLoadError(f"relocation against symbol {sym} of {nsyms}")
+            if target.type == _SHT_NOBITS and rtype != _NONE:
+                raise ElfLoadError(f"relocation in section {target.name}, which has no contents")
+            if offset > target.size or known[1] > target.size - offset:
+                raise ElfLoadError(f"{known[0]} at {offset:#x} outside section {target.name}")
+            relocs.append((target, offset, rtype, sym, addend))
+    return relocs
+
+
+# ---- loading -----------------------------------------------------------------------------------------------------
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) & -a
+
+
+def _place(offset: int, sections: list[_Section]) -> int:
+    for s in sections:
+        s.addr = offset = _align(offset, s.align)
+        offset += s.size
+    return offset
+
+
+class LoadedObject:
+    """An object file mapped into the process. `address(name)` gives the absolute address of a global symbol it
+    defines. The code stays mapped while this object is referenced and is unmapped when it is garbage collected."""
+
+    __slots__ = ("_exports", "_mapping", "_munmap", "base", "size", "__weakref__")
+
+    def __init__(self, exports: dict[str, int], mapping: tuple[int, int], munmap, base: int, size: int):
+        self._exports, self._mapping, self._munmap = exports, mapping, munmap
+        self.base, self.size = base, size   # the start and length of the loaded image, for debugging
+
+    def address(self, name: str) -> int:
+        """The absolute address of global symbol `name` defined in the object."""
+        try:
+            return self._exports[name]
+        except KeyError:
+            raise ElfLoadError(f"the object defines no global symbol {name!r}") from None
+
+    def symbols(self) -> list[str]:
+        """The names of the global symbols the object defines, sorted."""
+        return sorted(self._exports)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._exports
+
+    def __repr__(self) -> str:
+        return f"<LoadedObject at {self.base:#x}, {self.size} bytes, symbols {self.symbols()}>"
+
+    def __del__(self, _finalizing=sys.is_finalizing):
+        # at interpreter shutdown, late finalizers (atexit handlers, other __del__s) may still call the code:
+        # leave the mapping to the OS then
+        if self._mapping and not _finalizing():
+            self._munmap(*self._mapping)
+            self._mapping = None
+
+
+def load_object(code: bytes, symbols: list[str]) -> LoadedObject:
+    """Load the ELF64 x86-64 relocatable object `code` into the process and return it; `symbols` are the global
+    symbols the caller needs (each must be defined by the object). Raises ElfLoadError on anything unexpected, before
+    any of the object's code could run."""
+    if not supported(): raise ElfLoadError("this loader only handles Linux on x86-64")
+    data = bytes(code)
+    try:
+        return _load(data, symbols)
+    except struct.error as e:     # a field that does not fit: only corrupt input gets here
+        raise ElfLoadError(f"malformed object: {e}") from None
+
+
+def _load(data: bytes, wanted: list[str]) -> LoadedObject:
+    sections = _parse_sections(data)
+    for s in sections: s.loaded = _needed(s)
+    symtab, syms = _parse_symbols(data, sections)
+    relocs = _parse_relocations(data, sections, symtab, len(syms))
+
+    # symbols: which need a GOT slot, which a PLT stub (calls to code outside the object)
+    got: dict[int, int] = {}      # symbol index -> slot number
+    plt: dict[int, int] = {}      # symbol index -> stub number
+    for _, _, rtype, si, _ in relocs:
+        if rtype in _GOT_RELOCS:
+            got.setdefault(si, len(got))
+        elif rtype in _PLT_RELOCS and si and syms[si].shndx == _SHN_UNDEF and syms[si].name != _GOT_SYMBOL:
+            got.setdefault(si, len(got))
+            plt.setdefault(si, len(plt))
+    for s in syms:
+        if s.shndx == _SHN_XINDEX: raise ElfLoadError("extended section indices are not supported")
+        if s.type == _STT_TLS: raise ElfLoadError(f"thread-local symbol {s.name} is not supported")
+        if s.shndx != _SHN_UNDEF and s.type == _STT_GNU_IFUNC:
+            raise ElfLoadError(f"indirect function {s.name} is not supported")
+
+    # layout: code | PLT stubs || read-only data | GOT || writable data | zero-filled (page-aligned parts)
+    libc = _process()
+    page = libc.page
+    code_secs, ro_secs, rw_secs, bss_secs = [], [], [], []
+    for s in sections:
+        if not s.loaded: continue
+        if s.flags & _SHF_EXECINSTR: code_secs.append(s)
+        elif s.type == _SHT_NOBITS: bss_secs.append(s)
+        elif s.flags & _SHF_WRITE: rw_secs.append(s)
+        else: ro_secs.append(s)
+    if any(s.size > _MAX_IMAGE for s in sections if s.loaded): raise ElfLoadError("section too large")
+    plt_start = _align(_place(0, code_secs), 16)
+    code_end = plt_start + _PLT_STUB * len(plt)
+    ro_start = _align(code_end, page)
+    got_start = _align(_place(ro_start, ro_secs), 8)
+    ro_end = got_start + 8 * len(got)
+    rw_start = _align(ro_end, page)
+    image_end = _place(rw_start, rw_secs)     # past this, everything is zero: the fresh mapping already is
+    end = _place(image_end, bss_secs)
+    commons: dict[int, int] = {}              # COMMON symbols (-fcommon globals) get zeroed space like .bss
+    for i, s in enumerate(syms):
+        if s.shndx in (_SHN_COMMON, _SHN_X86_64_LCOMMON):
+            a = max(s.value, 1)
+            if a & (a - 1) or a > _MAX_ALIGN or s.size > _MAX_IMAGE: raise ElfLoadError(f"bad common {s.name}")
+            commons[i] = end = _align(end, a)
+            end += s.size
+    if end > _MAX_IMAGE: raise ElfLoadError(f"object too large to load ({end} bytes)")
+    size = max(_align(end, page), page)
+    align = max([page] + [s.align for s in sections if s.loaded] + [max(syms[i].value, 1) for i in commons])
+
+    # symbol offsets within the image (None: not defined in it) and the process symbols the object needs
+    def offset_of(i: int) -> int | None:
+        s = syms[i]
+        if s.shndx == _SHN_UNDEF or s.shndx == _SHN_ABS: return None
+        if i in commons: return commons[i]
+        if s.shndx >= _SHN_LORESERVE or s.shndx >= len(sections): raise ElfLoadError(f"symbol {s.name}: bad section")
+        sec = sections[s.shndx]
+        if not sec.loaded:
+            raise ElfLoadError(f"symbol {s.name or sec.name} is in section {sec.name}, which is not loaded")
+        if s.value > sec.size: raise ElfLoadError(f"symbol {s.name} lies outside section {sec.name}")
+        return sec.addr + s.value
+
+    exports: dict[str, int] = {}      # global symbol -> its index
+    for i, s in enumerate(syms):
+        if s.bind == _STB_LOCAL or s.shndx == _SHN_UNDEF: continue
+        if s.name in exports: raise ElfLoadError(f"symbol {s.name} defined twice")
+        if s.shndx < len(sections) and not sections[s.shndx].loaded: continue   # e.g. in a debug section
+        offset_of(i)   # validates
+        exports[s.name] = i
+    for name in wanted:
+        if name not in exports: raise ElfLoadError(f"the object does not define {name!r}")
+
+    referenced = {si for _, _, _, si, _ in relocs} | set(got) | set(exports.values())
+    external: dict[int, int] = {}
+    for i in referenced:
+        s = syms[i]
+        if i == 0 or s.shndx != _SHN_UNDEF or s.name == _GOT_SYMBOL: continue
+        addr = _lookup(libc, s.name)
+        if addr is None:
+            if s.bind != _STB_WEAK: raise ElfLoadError(f"undefined symbol {s.name!r} not found in the process")
+            addr = 0      # an undefined weak symbol is null
+        external[i] = addr
+    offsets = {i: offset_of(i) for i in referenced if i and i not in external}
+
+    # map, fill, relocate, protect
+    length = size + (align - page)
+    flags = _MAP_PRIVATE | _MAP_ANONYMOUS
+    if any(r[2] in (_R32, _R32S) for r in relocs):
+        # absolute 32-bit addresses (non-PIC small code model) need the object in the low 2 GB
+        flags |= _MAP_32BIT
+    raw = libc.mmap(None, length, _PROT_READ | _PROT_WRITE, flags, -1, 0)
+    if raw is None or raw == 2 ** 64 - 1:
+        raise ElfLoadError(f"mmap of {length} bytes failed (errno {libc.get_errno()})")
+    try:
+        base = _align(raw, align)
+        image = bytearray(image_end)
+        for s in sections:
+            if s.loaded and s.type != _SHT_NOBITS: image[s.addr:s.addr + s.size] = data[s.offset:s.offset + s.size]
+        got_addr = base + got_start
+
+        def address(i: int) -> int:
+            if i == 0: return 0
+            if i in external: return external[i]
+            if syms[i].name == _GOT_SYMBOL and syms[i].shndx == _SHN_UNDEF: return got_addr
+            off = offsets[i]
+            return syms[i].value if off is None else base + off    # None here: SHN_ABS
+
+        for si, slot in got.items():
+            _U64.pack_into(image, got_start + 8 * slot, address(si))
+        for si, stub in plt.items():
+            at = plt_start + _PLT_STUB * stub
+            disp = got_start + 8 * got[si] - (at + 6)
+            image[at:at + _PLT_STUB] = b"\xff\x25" + _I32.pack(disp) + b"\x0f\x0b"
+        for target, offset, rtype, si, addend in relocs:
+            _relocate(image, target.addr + offset, base + target.addr + offset, rtype, si, addend, address, syms,
+                      got, plt, got_addr, base + plt_start)
+        if image: libc.memmove(base, bytes(image), len(image))
+        if code_end and libc.mprotect(base, _align(code_end, page), _PROT_READ | _PROT_EXEC):
+            raise ElfLoadError(f"mprotect(PROT_EXEC) failed (errno {libc.get_errno()})")
+        if ro_end > ro_start and libc.mprotect(base + ro_start, _align(ro_end, page) - ro_start, _PROT_READ):
+            raise ElfLoadError(f"mprotect(PROT_READ) failed (errno {libc.get_errno()})")
+    except BaseException:
+        libc.munmap(raw, length)
+        raise
+    return LoadedObject({name: address(i) for name, i in exports.items()}, (raw, length), libc.munmap, base, size)
+
+
+def _relocate(image: bytearray, at: int, place: int, rtype: int, si: int, addend: int, address, syms, got, plt,
+              got_addr: int, plt_addr: int) -> None:
+    """Apply one relocation (x86-64 psABI, "Relocation Types"): S symbol, A addend, P place, GOT the GOT's address,
+    G the symbol's slot offset in it, L its PLT stub (or the symbol itself when it is in the object)."""
+    if rtype == _NONE: return
+    if rtype in _GOT_RELOCS:
+        g = 8 * got[si]
+        if rtype in (_GOTPCREL, _GOTPCRELX, _REX_GOTPCRELX):   # no instruction relaxation: always via the slot
+            return _put32s(image, at, g + got_addr + addend - place, rtype)
+        if rtype == _GOTPCREL64: return _U64.pack_into(image, at, (g + got_addr + addend - place) & _MASK64)
+        if rtype == _GOT32: return _put32u(image, at, g + addend, rtype)
+        return _U64.pack_into(image, at, (g + addend) & _MASK64)          # GOT64, GOTPLT64
+    if rtype == _GOTPC32: return _put32s(image, at, got_addr + addend - place, rtype)
+    if rtype == _GOTPC64: return _U64.pack_into(image, at, (got_addr + addend - place) & _MASK64)
+    if rtype == _SIZE32: return _put32u(image, at, syms[si].size + addend, rtype)
+    if rtype == _SIZE64: return _U64.pack_into(image, at, (syms[si].size + addend) & _MASK64)
+    s = plt_addr + _PLT_STUB * plt[si] if rtype in _PLT_RELOCS and si in plt else address(si)
+    if rtype == _R64: _U64.pack_into(image, at, (s + addend) & _MASK64)
+    elif rtype in (_PC32, _PLT32): _put32s(image, at, s + addend - place, rtype)
+    elif rtype == _R32: _put32u(image, at, s + addend, rtype)
+    elif rtype == _R32S: _put32s(image, at, s + addend, rtype)
+    elif rtype == _PC64: _U64.pack_into(image, at, (s + addend - place) & _MASK64)
+    elif rtype in (_GOTOFF64, _PLTOFF64): _U64.pack_into(image, at, (s + addend - got_addr) & _MASK64)
+    else: raise ElfLoadError(f"relocation type {rtype} is not handled")     # unreachable: _RELOCS lists them all
+
+
+_MASK64 = 2 ** 64 - 1
+
+
+def _put32s(image: bytearray, at: int, value: int, rtype: int) -> None:
+    if not -2 ** 31 <= value < 2 ** 31:
+        raise ElfLoadError(f"{_RELOCS[rtype][0]}: value {value:#x} does not fit in a signed 32-bit field")
+    _I32.pack_into(image, at, value)
+
+
+def _put32u(image: bytearray, at: int, value: int, rtype: int) -> None:
+    if not 0 <= value < 2 ** 32:
+        raise ElfLoadError(f"{_RELOCS[rtype][0]}: value {value:#x} does not fit in an unsigned 32-bit field")
+    _U32.pack_into(image, at, value)
