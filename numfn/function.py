@@ -29,7 +29,7 @@ from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
-from numfn.tensor import Tensor
+from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
 BACKENDS = ("c", "llvm")
@@ -74,7 +74,9 @@ class NumericalFunction:
         for where, value in self.statics:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
-        out = self.fn(*args, **kwargs)
+        with recording_int_limits() as limits:
+            out = self.fn(*args, **kwargs)
+        self.__dict__["int_limits"] = dict(limits)
         leaves, tree = flatten(out)
         outs = []
         for leaf in leaves:
@@ -86,6 +88,13 @@ class NumericalFunction:
         debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
         return sink, tree
+
+    @cached_property
+    def int_limits(self) -> dict[int, tuple[int, int]]:
+        """{argument slot: (min, max)} for Python-int arguments the function converts to narrower integers:
+        NumPy raises OverflowError for values outside, and so does the dispatcher."""
+        _ = self._trace
+        return self.__dict__["int_limits"]
 
     @property
     def name(self) -> str:
@@ -206,8 +215,13 @@ class NumericalFunction:
         in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
         consts = self.pointer_constants(prog.manifest)
         out_tree, name = self.out_tree, self.name
+        limits = sorted(self.int_limits.items())
 
         def run(leaves: list) -> Any:
+            for slot, (lo, hi) in limits:
+                if not lo <= leaves[slot] <= hi:
+                    dt = next(d for d in dtypes.all if (d.min, d.max) == (lo, hi))
+                    raise OverflowError(f"Python integer {leaves[slot]} out of bounds for {dt.name}")
             outs = [np.empty(shape, dt) for shape, dt in out_specs]
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numfn.dtype import dtypes, result_type, scalar_dtype
+from numfn.dtype import dtypes, resolve_ufunc, result_type, scalar_dtype
 from numfn.errors import user_location
 from numfn.tensor import Tensor, _as_dtype, _norm_axis, matmul
 from numfn.uop import Ops, UOp
@@ -94,7 +94,9 @@ def logical_not(x) -> Tensor: return ~_truth(x)
 
 def square(x) -> Tensor:
     t = T(x)
-    return multiply(t, t)
+    (cast,), out = resolve_ufunc("square", (t.uop.dtype,))   # bool squares in int8, like NumPy
+    u = t.uop.cast(cast)
+    return Tensor(u.alu(Ops.MUL, u).cast(out), t.weak)
 
 
 def sign(x) -> Tensor:
@@ -148,9 +150,19 @@ def clip(a, a_min=None, a_max=None) -> Tensor:
     """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None."""
     if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
     out = T(a)
+    dt = out.uop.dtype
+    # like NumPy, a Python-int bound beyond the dtype's range on the side it cannot reach is no bound at all
+    if dt.is_int and not out.weak:
+        if _is_pyint(a_min) and a_min < dt.min: a_min = None
+        if _is_pyint(a_max) and a_max > dt.max: a_max = None
+        if a_min is None and a_max is None: return out
     if a_min is not None: out = maximum(out, a_min)
     if a_max is not None: out = minimum(out, a_max)
     return out
+
+
+def _is_pyint(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 # ---- creation -------------------------------------------------------------------------------------------------
@@ -256,7 +268,8 @@ amax, amin = max, min
 def dot(a, b) -> Tensor:
     """NumPy's dot: products for scalars, matmul for 1-D and 2-D, and for N-D a sum over the last axis of `a`
     and the second-to-last of `b`."""
-    a, b = T(a), T(b)
+    # np.dot converts its operands with asarray: a Python scalar is a strong int64/float64 array, not weak
+    a, b = (Tensor(T(v).uop) for v in (a, b))
     if a.ndim == 0 or b.ndim == 0: return multiply(a, b)
     if b.ndim <= 2: return matmul(a, b)
     out = result_type(a.uop.dtype, b.uop.dtype)

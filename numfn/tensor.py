@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
+import threading
 from typing import Any
 from collections.abc import Sequence
 
@@ -19,7 +20,7 @@ from numfn.errors import NumfnError, TracerConversionError, unsupported, user_lo
 from numfn.uop import Buffer, Ops, UOp
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
-_WEAK_TYPE = {"b": bool, "i": int, "u": int, "f": float}
+_WEAK_TYPE = {"i": int, "u": int, "f": float}
 
 
 def _as_dtype(dtype: Any) -> DType:
@@ -163,7 +164,8 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # elementwise machinery
     def _wtype(self):
-        return _WEAK_TYPE[self.uop.dtype.kind] if self.weak else self.uop.dtype
+        # NEP 50 makes Python int and float weak; a Python bool behaves like np.bool_
+        return _WEAK_TYPE[self.uop.dtype.kind] if self.weak and not self.uop.dtype.is_bool else self.uop.dtype
 
     def _broadcast(self, shape: tuple[int, ...]) -> UOp:
         u = self.uop
@@ -174,6 +176,9 @@ class Tensor:
     @staticmethod
     def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
         ts = [Tensor.lift(x) for x in operands]
+        if ufunc in _COMPARISONS and len(ts) == 2:
+            decided = _compare_out_of_range(ufunc, ts, swap)
+            if decided is not None: return decided
         try:
             cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
                 else _weak_resolve(ufunc, ts)
@@ -182,6 +187,7 @@ class Tensor:
                             f"at {user_location()})") from None
         for t, d in zip(ts, cast):
             if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.uop.arg, d)
+            if t.weak and t.uop.op is Ops.PARAM and d.is_int: _record_int_limit(t.uop.arg[0], d)
         shape = broadcast_shapes(*(t.shape for t in ts))
         srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
         if swap: srcs.reverse()
@@ -351,6 +357,52 @@ class Tensor:
         if impl is None or func.__name__ not in fnp.__all__ or getattr(np, func.__name__, None) is not func:
             raise unsupported(f"{func.__module__}.{func.__name__}")
         return impl(*args, **kwargs)
+
+
+_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _compare_out_of_range(ufunc: str, ts: list[Tensor], swap: bool) -> Tensor | None:
+    """NumPy 2 compares an integer array with a Python int outside its dtype's range by value: the answer is the
+    same for every element. None when that is not the case here."""
+    for i, (t, other) in enumerate(((ts[0], ts[1]), (ts[1], ts[0]))):
+        if not (t.weak and t.uop.op is Ops.CONST and isinstance(t.uop.arg, int) and not other.weak
+                and other.uop.dtype.is_int and t.uop.dtype.is_int):
+            continue
+        v, dt = t.uop.arg, other.uop.dtype
+        if dt.min <= v <= dt.max: return None
+        # with the operands in written order (a < b means operand 0 < operand 1), is the scalar the larger one?
+        scalar_is_right = (i == 1) != swap
+        above = v > dt.max
+        less = above if scalar_is_right else not above       # is (left operand) < (right operand)?
+        result = {"less": less, "less_equal": less, "greater": not less, "greater_equal": not less,
+                  "equal": False, "not_equal": True}[ufunc]
+        return Tensor(UOp.const_like(dtypes.bool, result, broadcast_shapes(ts[0].shape, ts[1].shape)))
+    return None
+
+
+# While a function is traced, the narrowest integer dtype each Python-int argument is converted to: NumPy raises
+# OverflowError when such a value does not fit, so the dispatcher checks the argument at every call.
+_trace_state = threading.local()
+
+
+def _record_int_limit(slot: int, dt: DType) -> None:
+    limits = getattr(_trace_state, "int_limits", None)
+    if limits is None: return
+    lo, hi = limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
+    limits[slot] = (max(lo, dt.min), min(hi, dt.max))
+
+
+class recording_int_limits:
+    """Context manager active while tracing: collects {argument slot: (min, max)} for Python-int arguments."""
+
+    def __enter__(self) -> dict:
+        self.previous = getattr(_trace_state, "int_limits", None)
+        _trace_state.int_limits = {}
+        return _trace_state.int_limits
+
+    def __exit__(self, *exc) -> None:
+        _trace_state.int_limits = self.previous
 
 
 def _weak_resolve(ufunc: str, ts):

@@ -90,8 +90,6 @@ def test_python_scalar_values_are_not_baked_in(backend):
     assert len(f.specializations) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a Python bool argument (weak bool) fails in any operation with an "
-                                       "array: TypeError from resolve_dtypes")
 def test_python_bool_argument(backend):
     x = np.arange(3, dtype=np.int32)
     check(lambda x, b: (x * b, x > 0 & b), x, True, backend=backend)

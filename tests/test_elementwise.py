@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import (LLVM_SIGN_CAST_BUG, check, check_raises_like, check_xp, numpy_exception, rand,
-                     same_width_sign_change, specials, xfail_if)
+from helpers import (check, check_raises_like, check_xp, numpy_exception, rand,
+                     same_width_sign_change, specials)
 
 BINARY = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
@@ -110,7 +110,6 @@ def test_unary_operators(backend, dtype):
         check_raises_like(op, x, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: np.square of a bool array gives bool; NumPy gives int8")
 def test_square_of_bool(backend):
     check(np.square, np.array([True, False]), backend=backend)
 
@@ -143,8 +142,6 @@ def test_python_scalars_either_side_nep50(backend, dtype):
                           backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: any operation between an array and a Python bool scalar raises "
-                                       "TypeError (resolve_dtypes is given the type bool)")
 @pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float32], ids=lambda d: np.dtype(d).name)
 def test_python_bool_scalars(backend, dtype):
     x = np.array([0, 1, 1, 0], dtype)
@@ -177,15 +174,11 @@ def test_out_of_range_python_int_raises_overflow(backend, op, scalar):
     check_raises_like(lambda x: op(x.astype(np.uint8), -1), x, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: comparing an int array with an out-of-range Python int raises "
-                                       "OverflowError; NumPy 2 compares the values")
 def test_comparison_with_out_of_range_python_int(backend):
     x = np.array([0, 1, 255], np.uint8)
     check(lambda x: (x < -1, x > -1, x == 1000, x != 1000, x <= 300, -1 < x), x, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an int8 array plus a Python int argument that does not fit int8 wraps "
-                                       "silently instead of raising OverflowError")
 def test_out_of_range_python_int_argument(backend):
     x = np.arange(3, dtype=np.int8)
     check_raises_like(lambda x, s: x + s, x, 1000, backend=backend)
@@ -260,8 +253,6 @@ def test_where_maximum_minimum_clip(backend, dx, dy):
     check_xp(_selection, x, y, c, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: np.clip(uint8_array, -1, 300) raises OverflowError; NumPy clips "
-                                       "(out-of-range Python int bounds are allowed)")
 def test_clip_with_out_of_range_int_bounds(backend):
     check(lambda x: (np.clip(x, -1, 1), np.clip(x, 0, 300)), np.array([0, 1, 200], np.uint8), backend=backend)
 
@@ -296,7 +287,6 @@ def test_astype_all_conversions(backend, src):  # the LLVM bug's conversions are
                                      (np.uint8, np.int8), (np.int64, np.uint64), (np.uint64, np.int64),
                                      (np.float32, np.uint32), (np.float64, np.uint32)], ids=lambda d: np.dtype(d).name)
 def test_astype_same_width_sign_change(backend, request, src, dst):
-    xfail_if(request, backend == "llvm", LLVM_SIGN_CAST_BUG)
     x = np.array([0, 1, 100, 127] + ([-1, -128] if np.dtype(src).kind in "if" else [255]), src)
     check(lambda x: x.astype(dst), x, backend=backend)
 

@@ -82,8 +82,6 @@ def test_shape_mismatch_raises_value_error(backend, make):
     check_raises_like(make, a, b, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: np.dot(float32_array, 2.5) is float32; NumPy converts the Python "
-                                       "scalar to a float64 array (not weak) and gives float64")
 def test_dot_with_python_float(backend):
     m, i = np.ones((2, 3), np.float32), np.ones(3, np.int8)
     check(lambda m, i: (np.dot(m, 2.5), np.dot(2.5, m), np.dot(i, 3)), m, i, backend=backend)

@@ -49,7 +49,6 @@ def test_edge_shapes(backend, shape):
     check(lambda x, i: (fx(x), fi(i), x.cumsum(), i.cumsum()), x, i, backend=backend, scale=_scale(x, 8))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the product of an empty integer or bool axis is 0; NumPy gives 1")
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name)
 def test_integer_prod_of_empty_axis(backend, dtype):
     x = np.zeros((3, 0), dtype)

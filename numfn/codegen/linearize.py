@@ -36,7 +36,9 @@ def expand_reduces(sink: UOp) -> UOp:
             acc = UOp(Ops.DEFINE_ACC, u.dtype, outer, (cast_scalar(reduce_identity(u.arg, u.dtype), u.dtype), count))
             count += 1
             current = UOp(Ops.LOAD, u.dtype, (acc, *ranges))
-            update = UOp(Ops.ASSIGN, dtypes.void, (acc, current.alu(u.arg, value)))
+            # the ranges are sources of the ASSIGN, so it stays in its loops even if its value stops depending on
+            # them (x * 0 folds to 0, and the product of an empty axis must still be 1)
+            update = UOp(Ops.ASSIGN, dtypes.void, (acc, current.alu(u.arg, value), *ranges))
             done[u] = UOp(Ops.LOAD, u.dtype, (acc, update))
         else:
             done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)

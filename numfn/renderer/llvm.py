@@ -125,6 +125,7 @@ def _cast(f: _Function, u: UOp) -> str:
         return f"{'fpext' if dst.itemsize > src.itemsize else 'fptrunc'} {ts} {x} to {td}"
     if src.is_float: return f"{'fptoui' if dst.is_unsigned else 'fptosi'} {ts} {x} to {td}"
     if dst.is_float: return f"{'uitofp' if (src.is_unsigned or src.is_bool) else 'sitofp'} {ts} {x} to {td}"
+    if dst.bits == src.bits: return f"bitcast {ts} {x} to {td}"   # int32 <-> uint32: the same bits
     if dst.bits < src.bits: return f"trunc {ts} {x} to {td}"
     return f"{'zext' if (src.is_unsigned or src.is_bool) else 'sext'} {ts} {x} to {td}"
 
