@@ -1,0 +1,309 @@
+"""The fast call path: a C base type (`_numfn_dispatch.Dispatcher`, built from `_dispatch.c` on first use and kept
+in the disk cache) that runs registered native entries when a call's positional arguments match one, and calls
+`self._dispatch_miss(*args, **kwargs)` otherwise.
+
+    Base = dispatcher_base()          # the C Dispatcher, or PyDispatcher without a C compiler
+    class JitFunction(Base):
+        def _dispatch_miss(self, *args, **kwargs):
+            ...                         # find or compile the specialization, then
+            register_specialization(self, nf)   # the next call with these argument types takes the fast path
+            return ...                  # run it the slow way this time
+
+What matches an entry (see `_dispatch.c` for details): exactly `numpy.ndarray` (subclasses always miss, so the
+Python path decides what they mean) of the registered dtype, native byte order, ndim and dims, in any layout
+(non-contiguous or misaligned arrays are copied); exactly `float`, `int` (fitting int64; never bool) or `bool` for
+Python scalars. Keyword arguments other than `out=` miss. `out=` takes preallocated outputs: see `check_out`, which
+states the same rules for the Python path.
+
+Environment: ``NUMFN_NO_DISPATCH_EXT=1`` makes `dispatcher_base()` return `PyDispatcher` (every call takes the Python
+path). The C compiler is the C backend's (``$NUMFN_CC``, else clang, cc or gcc).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import warnings
+from typing import Any
+
+__all__ = ["dispatcher_base", "load_extension", "PyDispatcher", "DispatchWarning", "register_specialization",
+           "fast_arg_specs", "result_builder", "check_out", "MODULE_NAME", "SOURCE", "BUILD_FLAGS",
+           "RELEASE_GIL_BYTES"]
+
+MODULE_NAME = "numfn.runtime._numfn_dispatch"
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dispatch.c")
+BUILD_FLAGS = ("-O2", "-fPIC", "-shared")
+# entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
+# ~50 ns that releasing and taking it back costs, and other threads get to run meanwhile
+RELEASE_GIL_BYTES = 1 << 16
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
+
+class DispatchWarning(UserWarning):
+    """Issued (once) when the fast call extension cannot be built or loaded: calls then take the Python path."""
+
+
+class PyDispatcher:
+    """The pure-Python stand-in for `_numfn_dispatch.Dispatcher`, with the same interface: every call goes to
+    `self._dispatch_miss(*args, **kwargs)`, and registering entries does nothing."""
+
+    def __call__(self, *args, **kwargs):
+        return self._dispatch_miss(*args, **kwargs)
+
+    def _dispatch_miss(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} defines no _dispatch_miss")
+
+    def _register(self, address: int, arg_specs: tuple, out_specs: tuple, constants: tuple = (),
+                  keepalive: object = None, builder: object = None, release_gil: bool = False) -> None:
+        """Accepted and ignored: without the extension there is no fast path."""
+
+    def _clear(self) -> None:
+        """Nothing to drop."""
+
+    def _entries(self) -> int:
+        """Always 0."""
+        return 0
+
+
+# ---- building and loading ----------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_module: Any = None
+_failed = False
+_private_dir: str | None = None
+load_seconds: float | None = None   # how long the last successful load_extension took (build included)
+built = False                       # whether this process compiled the extension (rather than loading it)
+
+
+def _disabled() -> bool:
+    return os.environ.get("NUMFN_NO_DISPATCH_EXT", "").strip().lower() in _TRUE_WORDS
+
+
+def dispatcher_base() -> type:
+    """The base type of numfn's jit functions: `_numfn_dispatch.Dispatcher` (built on first use, then loaded from
+    the disk cache), or `PyDispatcher` when NUMFN_NO_DISPATCH_EXT=1 or when the extension cannot be built (then with
+    one DispatchWarning per process)."""
+    global _failed
+    if _disabled() or _failed: return PyDispatcher
+    if _module is not None: return _module.Dispatcher
+    try:
+        return load_extension().Dispatcher
+    except Exception as e:  # no compiler, a failed build or load: the Python path still works
+        with _lock:
+            first, _failed = not _failed, True
+        if first:
+            warnings.warn(f"numfn: the fast call extension is unavailable ({e}); calls take the slower Python path",
+                          DispatchWarning, stacklevel=2)
+        return PyDispatcher
+
+
+def _key_parts(source: bytes, compiler: str) -> tuple:
+    import numpy
+    # the interpreter's version and ABI (its extension suffix names the ABI tag, e.g. cpython-311-x86_64-linux-gnu)
+    return ("numfn-dispatch-extension", source, sys.version, sys.implementation.cache_tag or "",
+            " ".join(importlib.machinery.EXTENSION_SUFFIXES), getattr(sys, "abiflags", ""), numpy.__version__,
+            compiler, " ".join(BUILD_FLAGS))
+
+
+def load_extension():
+    """The `_numfn_dispatch` module: loaded from the disk cache, or compiled from `_dispatch.c` and stored there.
+    Raises when there is no C compiler or the build fails."""
+    global _module, load_seconds, built
+    import time
+    with _lock:
+        if _module is not None: return _module
+        t0 = time.perf_counter()
+        from numfn.runtime import clang
+        from numfn.runtime.cache import cache_key, default_cache
+        with open(SOURCE, "rb") as f:
+            source = f.read()
+        compiler = clang.compiler_identity()   # raises NumfnError without a compiler
+        key = cache_key(*_key_parts(source, compiler))
+        cache = default_cache()
+        path = cache.get_path(key, ".so") if cache is not None else None
+        if path is None:
+            code = _compile(source)
+            built = True
+            if cache is not None and cache.put(key, code): path = cache.get_path(key, ".so")
+            if path is None: path = _private_file(code)
+        module = _load(path)
+        _module, load_seconds = module, time.perf_counter() - t0
+        return module
+
+
+def _compile(source: bytes) -> bytes:
+    """The extension's shared library built from `source`, as bytes."""
+    import subprocess
+    import sysconfig
+
+    import numpy
+    from numfn.errors import NumfnError
+    from numfn.runtime import clang
+    cmd = clang.find_compiler()
+    extra = ("-undefined", "dynamic_lookup") if sys.platform == "darwin" else ()
+    with tempfile.TemporaryDirectory(prefix="numfn-dispatch-") as tmp:
+        src, out = os.path.join(tmp, "_dispatch.c"), os.path.join(tmp, "_numfn_dispatch.so")
+        with open(src, "wb") as f:
+            f.write(source)
+        args = [*cmd, *BUILD_FLAGS, *extra, "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
+                src, "-o", out]
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise NumfnError(f"cannot run the C compiler {' '.join(cmd)}: {e}") from None
+        if proc.returncode != 0:
+            raise NumfnError(f"building the fast call extension failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def _private_file(code: bytes) -> str:
+    """A file holding `code` in a private directory of this process (mode 0700, removed at exit)."""
+    global _private_dir
+    if _private_dir is None:
+        import atexit
+        import shutil
+        _private_dir = tempfile.mkdtemp(prefix="numfn-dispatch-")
+        atexit.register(shutil.rmtree, _private_dir, True)
+    import hashlib
+    path = os.path.join(_private_dir, f"_numfn_dispatch-{hashlib.sha256(code).hexdigest()[:16]}.so")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=_private_dir)
+        with open(fd, "wb") as f:
+            f.write(code)
+        os.replace(tmp, path)
+    return path
+
+
+def _load(path: str):
+    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, path)
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules.setdefault(MODULE_NAME, module)
+    return module
+
+
+# ---- what numfn registers ------------------------------------------------------------------------------------------
+
+_WEAK_KINDS = {"float64": "float", "int64": "int", "bool": "bool"}
+
+
+def fast_arg_specs(nf) -> tuple | None:
+    """The `arg_specs` of `_register` for a NumericalFunction, or None when its calls cannot take the fast path:
+    keyword or nested arguments, static arguments (their values are not checked by the fast path)."""
+    tree = nf.in_tree
+    if nf.statics or tree.kind != "tuple" or len(tree.children) != 2: return None
+    positional, keywords = tree.children
+    if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
+    if keywords.kind != "dict" or keywords.children: return None
+    specs = []
+    for s in nf.in_specs:
+        if s.weak:
+            kind = _WEAK_KINDS.get(s.dtype.name)
+            if kind is None or tuple(s.shape) != (): return None
+            specs.append((kind,))
+        else:
+            specs.append(("array", s.dtype.np.num, tuple(int(n) for n in s.shape)))
+    return tuple(specs)
+
+
+def result_builder(out_tree, nouts: int):
+    """The `builder` of `_register` for an output structure: None when the Dispatcher's default (the single output,
+    or the flat tuple of outputs) is right, else a function of the tuple of outputs."""
+    if out_tree.kind == "leaf" and nouts == 1: return None
+    if out_tree.kind == "tuple" and nouts != 1 and len(out_tree.children) == nouts \
+            and all(c.kind == "leaf" for c in out_tree.children):
+        return None
+    from numfn.pytree import unflatten
+    return functools.partial(unflatten, out_tree)
+
+
+def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> bool:
+    """Register NumericalFunction `nf` (compiling it if need be) on `dispatcher` so that calls with its signature
+    take the fast path. Returns False, registering nothing, when its calls cannot (see `fast_arg_specs`).
+    `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
+    specs = fast_arg_specs(nf)
+    if specs is None: return False
+    prog = nf.compiled
+    outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in nf.out_specs)
+    consts = tuple(nf.pointer_constants(prog.manifest))
+    if release_gil is None:
+        nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
+        nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
+        nbytes += getattr(nf.memory, "arena_bytes", 0)
+        release_gil = nbytes >= RELEASE_GIL_BYTES
+    dispatcher._register(prog.address, specs, outs, consts, prog, result_builder(nf.out_tree, len(outs)),
+                         bool(release_gil))
+    return True
+
+
+def _nbytes(shape, dt) -> int:
+    n = dt.itemsize
+    for d in shape: n *= int(d)
+    return n
+
+
+def check_out(out, out_specs, inputs=(), constants=()) -> list:
+    """The Python path's `out=` check, with the fast path's rules and messages: `out` is one array (a single
+    output) or a tuple of one array per output; each must be a numpy.ndarray of exactly the output's dtype and
+    shape, C-contiguous, aligned, writeable, and share no memory with `inputs` (argument leaves; non-arrays are
+    skipped), `constants` or the other outputs. `out_specs`: (shape, dtype) pairs (numfn DTypes or NumPy dtypes).
+    Returns the output arrays as a list; raises TypeError (type, dtype) or ValueError (shape, layout, overlap)."""
+    import numpy as np
+    n = len(out_specs)
+    if isinstance(out, tuple):
+        if len(out) != n:
+            raise ValueError(f"out= must be {n} array{'' if n == 1 else 's'} (a tuple of {n}), "
+                             f"got a tuple of {len(out)}")
+        outs = list(out)
+    elif n == 1:
+        outs = [out]
+    else:
+        raise TypeError(f"out= must be a tuple of {n} arrays (one per output), got {type(out).__name__}")
+    for k, (o, (shape, dt)) in enumerate(zip(outs, out_specs)):
+        dt = getattr(dt, "np", dt)
+        dt = np.dtype(dt)
+        shape = tuple(int(d) for d in shape)
+        expected = f"expected a C-contiguous, writeable array of dtype {dt} and shape {shape}"
+        if not isinstance(o, np.ndarray):
+            raise TypeError(f"out[{k}] is of type {type(o).__name__}; {expected}")
+        if o.dtype != dt or not o.dtype.isnative:
+            raise TypeError(f"out[{k}] has dtype {o.dtype}; {expected}")
+        if o.shape != shape:
+            raise ValueError(f"out[{k}] has shape {o.shape}; {expected}")
+        if not o.flags.c_contiguous:
+            raise ValueError(f"out[{k}] is not C-contiguous; {expected}")
+        if not o.flags.aligned:
+            raise ValueError(f"out[{k}] is not aligned; {expected}")
+        if not o.flags.writeable:
+            raise ValueError(f"out[{k}] is read-only; {expected}")
+        for j, a in enumerate(inputs):
+            if isinstance(a, np.ndarray) and _overlap(o, a):
+                raise ValueError(f"out[{k}] shares memory with input argument {j}; outputs must not overlap the inputs")
+        for c, a in enumerate(constants):
+            if _overlap(o, a):
+                raise ValueError(f"out[{k}] shares memory with an array the function captured (pointer constant {c})")
+        for m in range(k):
+            if _overlap(o, outs[m]):
+                raise ValueError(f"out[{k}] shares memory with out[{m}]")
+    return outs
+
+
+def _bounds(a) -> tuple[int, int]:
+    if a.size == 0: return 0, 0
+    lo = hi = a.__array_interface__["data"][0]
+    for n, s in zip(a.shape, a.strides):
+        if s < 0: lo += (n - 1) * s
+        else: hi += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
+def _overlap(a, b) -> bool:
+    alo, ahi = _bounds(a)
+    blo, bhi = _bounds(b)
+    return alo < ahi and blo < bhi and alo < bhi and blo < ahi

@@ -1,0 +1,687 @@
+"""The fast call path (numfn.runtime.dispatch, numfn/runtime/_dispatch.c), driven with real compiled numfn programs
+registered on a small Dispatcher subclass whose _dispatch_miss records the calls that missed."""
+import gc
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+import numfn
+from helpers import assert_same
+from numfn.runtime import dispatch
+from numfn.runtime.dispatch import PyDispatcher, check_out, fast_arg_specs, register_specialization
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MISS = object()
+F64 = np.dtype(np.float64).num
+
+
+@pytest.fixture(scope="module")
+def Base():
+    """The C Dispatcher (skipped without a C compiler)."""
+    try:
+        return dispatch.load_extension().Dispatcher
+    except Exception as e:  # no compiler
+        pytest.skip(f"the fast call extension cannot be built here: {e}")
+
+
+@pytest.fixture(scope="module")
+def Recorder(Base):
+    class Recorder(Base):
+        """Records every call that reached the miss path; returns MISS for it."""
+
+        def __init__(self):
+            self.misses = []
+
+        def _dispatch_miss(self, *args, **kwargs):
+            self.misses.append((args, kwargs))
+            return MISS
+
+    return Recorder
+
+
+def specialize(fn, *args, backend=None):
+    return numfn.jit(fn, backend=backend).specialize(*args)
+
+
+def make(Recorder, fn, *args, backend=None, **register):
+    """A Recorder with the specialization of `fn` for `args` registered; returns (dispatcher, nf)."""
+    nf = specialize(fn, *args, backend=backend)
+    d = Recorder()
+    assert register_specialization(d, nf, **register)
+    return d, nf
+
+
+def axpb(x):
+    return x * 2.0 + 1.0
+
+
+# ---- the fast path ---------------------------------------------------------------------------------------------------
+
+def test_fast_path_equals_numpy(Recorder, backend):
+    x = np.array([1.0, -2.5, 3.25])
+    d, _ = make(Recorder, axpb, x, backend=backend)
+    r1, r2 = d(x), d(x)
+    np.testing.assert_array_equal(r1, x * 2.0 + 1.0)
+    assert r1.dtype == np.float64 and r1.shape == (3,) and type(r1) is np.ndarray
+    assert r1 is not r2 and not np.shares_memory(r1, r2) and not np.shares_memory(r1, x)
+    assert r1.flags.c_contiguous and r1.flags.writeable and r1.flags.owndata
+    assert d.misses == [] and d._entries() == 1
+
+
+def test_raw_register(Recorder):
+    """_register with hand-written specs, as the docs describe them."""
+    x = np.arange(6.0).reshape(2, 3)
+    nf = specialize(lambda x, y: (x + y, x * y), x, x)
+    prog = nf.compiled
+    d = Recorder()
+    d._register(prog.address, (("array", F64, (2, 3)), ("array", F64, (2, 3))), ((F64, (2, 3)), (F64, (2, 3))),
+                tuple(nf.pointer_constants(prog.manifest)), prog, None, False)
+    s, p = d(x, x + 1)
+    np.testing.assert_array_equal(s, 2 * x + 1)
+    np.testing.assert_array_equal(p, x * (x + 1))
+    assert d.misses == []
+
+
+@pytest.mark.parametrize("fn, structure", [
+    (lambda x, y: (x + y, x * y), tuple),
+    (lambda x, y: [x + y, x * y], list),
+    (lambda x, y: (x + y,), tuple),
+    (lambda x, y: {"sum": x + y, "prod": x * y}, dict),
+    (lambda x, y: (x + y, {"p": x * y, "q": (x - y,)}), tuple),
+])
+def test_output_structures(Recorder, fn, structure):
+    x, y = np.arange(4.0), np.full(4, 3.0)
+    d, _ = make(Recorder, fn, x, y)
+    got, expected = d(x, y), fn(x, y)
+    assert type(got) is structure and d.misses == []
+    assert_same(got, expected)
+
+
+def test_python_scalars(Recorder):
+    f = lambda x, a, n, b: x * a + n + b
+    x = np.arange(3.0)
+    d, nf = make(Recorder, f, x, 1.5, 7, True)
+    assert fast_arg_specs(nf) == (("array", F64, (3,)), ("float",), ("int",), ("bool",))
+    for a, n, b in [(1.5, 7, True), (-0.25, -3, False), (2.0, 2**62, True), (0.0, -2**63, False),
+                    (1.0, 2**63 - 1, False)]:
+        np.testing.assert_array_equal(d(x, a, n, b), f(x, a, n, b))
+    assert d.misses == []
+
+
+def test_int_and_bool_arguments(Recorder):
+    x = np.arange(3, dtype=np.int64)
+    d, _ = make(Recorder, lambda x, n: x + n, x, 5)
+    np.testing.assert_array_equal(d(x, -9), x - 9)
+    xb = np.array([True, False, True])
+    db, _ = make(Recorder, lambda x, b: x & b, xb, True)
+    np.testing.assert_array_equal(db(xb, False), [False, False, False])
+    np.testing.assert_array_equal(db(xb, True), xb)
+    assert d.misses == [] and db.misses == []
+
+
+def test_equivalent_type_numbers(Recorder):
+    """int64 arrays made as long long (another type number, the same type on LP64) take the fast path."""
+    x = np.arange(3, dtype=np.int64)
+    d, _ = make(Recorder, lambda x: x * 3, x)
+    y = np.arange(3, dtype=np.longlong)
+    if np.dtype(np.longlong) != np.dtype(np.int64): pytest.skip("long long is not int64 here")
+    np.testing.assert_array_equal(d(y), y * 3)
+    assert d.misses == []
+
+
+# ---- misses ----------------------------------------------------------------------------------------------------------
+
+class Sub(np.ndarray):
+    pass
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((np.ones(3, np.float32),), {}),                    # dtype
+    ((np.ones(4),), {}),                                # shape
+    ((np.ones((3, 1)),), {}),                           # ndim
+    ((np.ones(()),), {}),                               # 0-d
+    ((np.ones(3, ">f8"),), {}),                         # byte order
+    ((np.ones(3).view(Sub),), {}),                      # ndarray subclass
+    (([1.0, 2.0, 3.0],), {}),                           # list
+    (((1.0, 2.0, 3.0),), {}),                           # tuple
+    ((1.0,), {}),                                       # a scalar
+    ((None,), {}),
+    ((), {}),                                           # too few
+    ((np.ones(3), np.ones(3)), {}),                     # too many
+    ((), {"x": np.ones(3)}),                            # keyword argument
+    ((np.ones(3),), {"y": 1}),                          # unknown keyword
+    ((np.ones(3),), {"out": np.empty(3), "y": 1}),      # out= with another keyword
+])
+def test_mismatches_miss(Recorder, args, kwargs):
+    d, _ = make(Recorder, axpb, np.ones(3))
+    assert d(*args, **kwargs) is MISS
+    assert len(d.misses) == 1
+    margs, mkwargs = d.misses[0]
+    assert len(margs) == len(args) and all(a is b for a, b in zip(margs, args))
+    assert mkwargs.keys() == kwargs.keys() and all(mkwargs[k] is kwargs[k] for k in kwargs)
+
+
+@pytest.mark.parametrize("a, n, b", [
+    (1, 1, True),                   # int for float
+    (np.float64(1.0), 1, True),     # a NumPy scalar is not a Python float
+    (1.0, 1.0, True),               # float for int
+    (1.0, True, True),              # bool for int
+    (1.0, np.int64(1), True),       # NumPy int for int
+    (1.0, 2**63, True),             # int64 overflow
+    (1.0, -2**63 - 1, True),
+    (1.0, 10**30, True),
+    (1.0, 1, 1),                    # int for bool
+    (1.0, 1, np.True_),             # NumPy bool for bool
+    (1.0, 1, None),
+])
+def test_scalar_mismatches_miss(Recorder, a, n, b):
+    f = lambda x, a, n, b: x * a + n + b
+    x = np.arange(3.0)
+    d, _ = make(Recorder, f, x, 1.5, 7, True)
+    assert d(x, a, n, b) is MISS and len(d.misses) == 1
+
+
+def test_miss_without_override(Base):
+    with pytest.raises(NotImplementedError):
+        Base()(1)
+
+
+def test_miss_errors_propagate(Base):
+    class Failing(Base):
+        def _dispatch_miss(self, *args, **kwargs):
+            raise KeyError(args, kwargs)
+
+    with pytest.raises(KeyError) as e:
+        Failing()(1, 2, z=3)
+    assert e.value.args == ((1, 2), {"z": 3})
+
+
+# ---- layouts ---------------------------------------------------------------------------------------------------------
+
+def misaligned(a: np.ndarray) -> np.ndarray:
+    buf = bytearray(a.nbytes + 1)
+    out = np.frombuffer(buf, dtype=a.dtype, count=a.size, offset=1).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned
+    return out
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("make_input", [
+    lambda a: np.repeat(a, 2, axis=1)[:, ::2],          # strided
+    lambda a: a[::-1, ::-1].copy()[::-1, ::-1],         # negative strides
+    lambda a: np.asfortranarray(a),                     # Fortran order
+    misaligned,
+    readonly,
+    lambda a: np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape),   # read-only, on a bytes object
+])
+def test_layouts(Recorder, make_input):
+    a = np.arange(12.0).reshape(3, 4) - 5.5
+    d, _ = make(Recorder, axpb, a)
+    x = make_input(a)
+    np.testing.assert_array_equal(x, a)
+    before = x.copy()
+    r = d(x)
+    np.testing.assert_array_equal(r, a * 2.0 + 1.0)
+    np.testing.assert_array_equal(x, before)
+    assert r.flags.c_contiguous and d.misses == []
+
+
+def test_zero_size_and_0d(Recorder):
+    e = np.ones((0, 3))
+    d, _ = make(Recorder, axpb, e)
+    r = d(e)
+    assert r.shape == (0, 3) and r.dtype == np.float64
+    z = np.array(2.0)
+    d0, _ = make(Recorder, axpb, z)
+    r0 = d0(z)
+    assert r0.shape == () and r0 == 5.0 and type(r0) is np.ndarray
+    assert d.misses == [] and d0.misses == []
+
+
+# ---- out= ------------------------------------------------------------------------------------------------------------
+
+def test_out_single(Recorder):
+    x = np.arange(3.0)
+    d, _ = make(Recorder, axpb, x)
+    out = np.full(3, np.nan)
+    before = sys.getrefcount(out)
+    r = d(x, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out, x * 2.0 + 1.0)
+    assert d(x, out=(out,)) is out
+    del r
+    assert sys.getrefcount(out) == before
+    np.testing.assert_array_equal(d(x, out=None), x * 2.0 + 1.0)
+    assert d.misses == []
+
+
+def test_out_several(Recorder):
+    x, y = np.arange(3.0), np.ones(3)
+    d, _ = make(Recorder, lambda x, y: (x + y, x * y), x, y)
+    o = (np.empty(3), np.empty(3))
+    r = d(x, y, out=o)
+    assert r is o
+    np.testing.assert_array_equal(o[0], x + y)
+    np.testing.assert_array_equal(o[1], x * y)
+    db, _ = make(Recorder, lambda x, y: {"s": x + y, "p": x * y}, x, y)
+    r = db(x, y, out=o)
+    assert r["p"] is o[0] and r["s"] is o[1]   # dict leaves in key order: p, s
+    np.testing.assert_array_equal(r["s"], x + y)
+
+
+def out_cases(x):
+    base = np.zeros(8)
+    ro = np.empty(3)
+    ro.flags.writeable = False
+    return [
+        (np.empty(3, np.float32), TypeError, r"out\[0\] has dtype float32; .*dtype float64 and shape \(3,\)"),
+        (np.empty(3, ">f8"), TypeError, r"out\[0\] has dtype >f8"),
+        (np.empty(4), ValueError, r"out\[0\] has shape \(4,\); .*shape \(3,\)"),
+        (np.empty((3, 1)), ValueError, r"out\[0\] has shape \(3, 1\)"),
+        (base[::2][:3], ValueError, r"out\[0\] is not C-contiguous"),
+        (ro, ValueError, r"out\[0\] is read-only"),
+        (misaligned(np.zeros(3)), ValueError, r"out\[0\] is not aligned"),
+        ([0.0, 0.0, 0.0], TypeError, r"out\[0\] is of type list; .*dtype float64"),
+        (x, ValueError, r"out\[0\] shares memory with input argument 0"),
+        ((np.empty(3), np.empty(3)), ValueError, r"a tuple of 2"),
+    ]
+
+
+def test_out_errors(Recorder):
+    x = np.arange(3.0)
+    d, _ = make(Recorder, axpb, x)
+    for out, exc, pattern in out_cases(x):
+        before = sys.getrefcount(out)
+        with pytest.raises(exc, match=pattern):
+            d(x, out=out)
+        with pytest.raises(exc, match=pattern):   # the Python path's check says the same
+            check_out(out, [((3,), np.float64)], [x])
+        assert sys.getrefcount(out) == before
+    assert d.misses == []
+
+
+def test_out_overlap(Recorder):
+    buf = np.arange(8.0)
+    x, y = buf[:3], buf[5:8]
+    d, _ = make(Recorder, lambda x, y: (x + y, x - y), x, y)
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with input argument 1"):
+        d(x, y, out=(np.empty(3), buf[4:7]))
+    with pytest.raises(ValueError, match=r"out\[0\] shares memory with input argument 0"):
+        d(x, y, out=(buf[2:5], np.empty(3)))
+    o = np.empty(6)
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with out\[0\]"):
+        d(x, y, out=(o[:3], o[2:5]))
+    with pytest.raises(TypeError, match=r"a tuple of 2 arrays"):
+        d(x, y, out=np.empty(3))
+    r = d(x, y, out=(o[:3], o[3:6]))   # adjacent but disjoint: fine
+    np.testing.assert_array_equal(r[0], x + y)
+    np.testing.assert_array_equal(o[3:6], x - y)
+    # a strided input's whole span counts, even between its elements
+    z = np.arange(12.0)
+    ds, _ = make(Recorder, axpb, z[::4])
+    with pytest.raises(ValueError, match="input argument 0"):
+        ds(z[::4], out=z[5:8])
+    np.testing.assert_array_equal(ds(z[::4], out=np.empty(3)), z[::4] * 2.0 + 1.0)
+
+
+def test_out_zero_size_never_overlaps(Recorder):
+    e = np.ones((0, 3))
+    d, _ = make(Recorder, axpb, e)
+    assert d(e, out=e) is e
+
+
+def test_out_overlapping_a_pointer_constant(Recorder):
+    table = np.arange(4096.0)   # 32 KiB: passed by pointer
+    x = np.ones(4096)
+    d, nf = make(Recorder, lambda x: x * table, x)
+    assert nf.pointer_constants(nf.compiled.manifest), "expected a pointer constant"
+    np.testing.assert_array_equal(d(x + 1), 2 * table)
+    np.testing.assert_array_equal(d(x, out=table), table)   # numfn captured a (read-only) copy of table
+    # a constant that an out= can reach: register the program with a writeable constant of our own
+    mine = np.arange(4096.0)
+    d._register(nf.compiled.address, (("array", F64, (4096,)),), ((F64, (4096,)),), (mine,), nf.compiled)
+    np.testing.assert_array_equal(d(x + 2), 3 * mine)
+    with pytest.raises(ValueError, match=r"out\[0\] shares memory with an array the function captured"):
+        d(x, out=mine)
+    assert d.misses == []
+
+
+# ---- registration ----------------------------------------------------------------------------------------------------
+
+def test_entry_limit_and_lru(Recorder):
+    d = Recorder()
+    nfs = [specialize(axpb, np.ones(n)) for n in range(1, 18)]
+    for nf in nfs: register_specialization(d, nf)
+    assert d._entries() == 16                          # the first (size 1) was dropped
+    assert d(np.ones(1)) is MISS
+    np.testing.assert_array_equal(d(np.ones(2)), np.full(2, 3.0))   # size 2 is now the most recently used
+    register_specialization(d, nfs[0])                 # drops the least recently used: size 3
+    assert d(np.ones(3)) is MISS and len(d.misses) == 2
+    for n in (1, 2, *range(4, 18)):
+        np.testing.assert_array_equal(d(np.ones(n)), np.full(n, 3.0))
+    register_specialization(d, nfs[5])                 # the same arguments: replaced, not added
+    assert d._entries() == 16
+    d._clear()
+    assert d._entries() == 0 and d(np.ones(2)) is MISS
+
+
+def test_keepalive_and_builder_released(Recorder):
+    class Token:
+        pass
+
+    nf = specialize(axpb, np.ones(3))
+    prog = nf.compiled
+    keep, build = Token(), (lambda outs: outs[0])
+    refs = weakref.ref(keep), weakref.ref(build)
+    d = Recorder()
+    d._register(prog.address, (("array", F64, (3,)),), ((F64, (3,)),), (), keep, build)
+    del keep, build
+    assert all(r() is not None for r in refs)
+    np.testing.assert_array_equal(d(np.ones(3)), np.full(3, 3.0))
+    d._clear()
+    assert all(r() is None for r in refs)
+
+
+def test_cycle_through_builder_is_collected(Recorder):
+    nf = specialize(axpb, np.ones(3))
+    d = Recorder()
+    d._register(nf.compiled.address, (("array", F64, (3,)),), ((F64, (3,)),), (), nf.compiled,
+                lambda outs, d=d: outs)   # the builder refers back to the dispatcher
+    ref = weakref.ref(d)
+    del d
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize("specs, outs, consts, error", [
+    ((("array", F64),), (), (), ValueError),
+    ((("array", F64, [3]),), (), (), TypeError),
+    ((("array", F64, (-1,)),), (), (), ValueError),
+    ((("array", 999, (3,)),), (), (), ValueError),
+    ((("array", np.dtype(object).num, (3,)),), (), (), ValueError),
+    ((("complex",),), (), (), ValueError),
+    (("float",), (), (), TypeError),
+    (((1,),), (), (), TypeError),
+    ([], (), (), TypeError),
+    ((), ((F64,),), (), TypeError),
+    ((), ((F64, (3,), 1),), (), TypeError),
+    ((), (("f8", (3,)),), (), TypeError),
+    ((), (), ([1.0],), TypeError),
+    ((), (), [], TypeError),
+    ((("array", F64, tuple(range(1, 70))),), (), (), ValueError),
+])
+def test_bad_registrations(Recorder, specs, outs, consts, error):
+    nf = specialize(axpb, np.ones(3))
+    d = Recorder()
+    with pytest.raises(error):
+        d._register(nf.compiled.address, specs, outs, consts, None)
+    assert d._entries() == 0
+
+
+def test_bad_address_and_builder(Recorder):
+    d = Recorder()
+    with pytest.raises(ValueError):
+        d._register(0, (), (), (), None)
+    with pytest.raises(TypeError):
+        d._register("x", (), (), (), None)
+    with pytest.raises(TypeError):
+        d._register(1, (), (), (), None, 42)
+    assert d._entries() == 0
+
+
+def test_non_contiguous_constants_are_copied(Recorder):
+    nf = specialize(lambda x: x, np.ones(3))   # any entry: we only check the constant is kept contiguous
+    d = Recorder()
+    c = np.arange(10.0)[::2]
+    d._register(nf.compiled.address, (("array", F64, (3,)),), ((F64, (3,)),), (c,), None)
+    assert d._entries() == 1
+    np.testing.assert_array_equal(d(np.arange(3.0)), np.arange(3.0))
+
+
+def test_builder_errors_propagate(Recorder):
+    nf = specialize(axpb, np.ones(3))
+    d = Recorder()
+
+    def builder(outs):
+        raise RuntimeError("from the builder")
+
+    d._register(nf.compiled.address, (("array", F64, (3,)),), ((F64, (3,)),), (), None, builder)
+    with pytest.raises(RuntimeError, match="from the builder"):
+        d(np.ones(3))
+
+
+@pytest.fixture(scope="module")
+def failing_entry():
+    """The address of a C function `int entry(void **)` that returns 1 (its scratch allocation failed)."""
+    from numfn.runtime import clang, native
+    import tempfile
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "fail.so")
+    clang.compile_shared("int fail_entry(void **b) { (void)b; return 1; }\n", path)
+    lib, addr = native.load_library(path, "fail_entry")
+    return lib, addr
+
+
+def test_nonzero_status_is_memory_error(Recorder, failing_entry):
+    lib, addr = failing_entry
+    for release in (False, True):
+        d = Recorder()
+        d._register(addr, (("array", F64, (3,)),), ((F64, (3,)),), (), lib, None, release)
+        x = np.ones(3)
+        before = sys.getrefcount(x)
+        with pytest.raises(MemoryError):
+            d(x)
+        assert sys.getrefcount(x) == before
+
+
+# ---- threads, references ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("release_gil", [False, True])
+def test_threads(Recorder, release_gil):
+    n = 1000
+    d, _ = make(Recorder, lambda x, y: x * y + 1.0, np.ones(n), np.ones(n), release_gil=release_gil)
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(2000):
+                x, y = rng.standard_normal(n), rng.standard_normal(n)
+                r = d(x, y)
+                if not np.allclose(r, x * y + 1.0, rtol=1e-12, atol=1e-15): errors.append(seed)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert errors == [] and d.misses == []
+
+
+def test_clear_while_entries_run(Recorder):
+    """_clear and _register from one thread while others run an entry without the GIL: entries stay alive."""
+    n = 200_000
+    d, nf = make(Recorder, lambda x: x * 2.0 + 1.0, np.ones(n), release_gil=True)
+    x = np.arange(n, dtype=np.float64)
+    stop, errors = threading.Event(), []
+
+    def caller():
+        while not stop.is_set():
+            r = d(x)
+            if r is not MISS and not np.array_equal(r, x * 2.0 + 1.0): errors.append("wrong")
+
+    threads = [threading.Thread(target=caller) for _ in range(3)]
+    for t in threads: t.start()
+    for _ in range(300):
+        d._clear()
+        register_specialization(d, nf, release_gil=True)
+    stop.set()
+    for t in threads: t.join()
+    assert errors == []
+
+
+def test_no_reference_leaks(Recorder):
+    x = np.arange(3.0)
+    d, _ = make(Recorder, lambda x, a, n, b: x * a + n + b, x, 1.5, 7, True)
+    a = 2.5
+    n = 10**12
+    counts = sys.getrefcount(x), sys.getrefcount(a), sys.getrefcount(n), sys.getrefcount(d)
+    for _ in range(100_000):
+        r = d(x, a, n, False)
+    assert sys.getrefcount(r) == 2
+    del r
+    assert (sys.getrefcount(x), sys.getrefcount(a), sys.getrefcount(n), sys.getrefcount(d)) == counts
+    xs = x[::-1]   # the copying path
+    c = sys.getrefcount(xs)
+    for _ in range(100_000): d(xs, a, n, False)
+    assert sys.getrefcount(xs) == c
+    out = np.empty(3)
+    c = sys.getrefcount(out)
+    for _ in range(100_000): d(x, a, n, False, out=out)
+    assert sys.getrefcount(out) == c
+
+
+def test_no_memory_growth(Recorder):
+    x = np.arange(3.0)
+    d, _ = make(Recorder, lambda x, y: (x + y, {"p": x * y}), x, x)
+    out = (np.empty(3), np.empty(3))
+    for _ in range(1000): d(x, x), d(x[::-1], x), d(x, x, out=out), d(x, 1)
+    tracemalloc.start()
+    try:
+        gc.collect()   # numfn.pytree.unflatten (the builder here) leaves reference cycles for the collector
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(20_000):
+            d(x, x)
+            d(x[::-1], x)
+            d(x, x, out=out)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert grown < 16 * 1024, f"{grown} bytes more after 60k calls"
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_a_million_calls_do_not_grow_memory(Recorder):
+    x = np.arange(3.0)
+    d, _ = make(Recorder, lambda x, a: x * a + 1.0, x, 2.0)
+    for _ in range(10_000): d(x, 2.0)
+    before = rss_bytes()
+    for _ in range(1_000_000): d(x, 2.0)
+    assert rss_bytes() - before < 4 << 20   # a leak of one small object per call would be 32 MB or more
+
+
+# ---- the type --------------------------------------------------------------------------------------------------------
+
+def test_subclass_keeps_vectorcall_and_can_override_call(Base, Recorder):
+    HAVE_VECTORCALL = 1 << 11
+    assert Recorder.__flags__ & HAVE_VECTORCALL
+
+    class Custom(Base):
+        def __call__(self, *args, **kwargs):
+            return "custom"
+
+    assert Custom()(1) == "custom"
+    assert not Custom.__flags__ & HAVE_VECTORCALL
+
+
+def test_instances_have_attributes_and_weakrefs(Recorder):
+    d = Recorder()
+    d.name = "f"
+    r = weakref.ref(d)
+    assert d.name == "f" and r() is d
+
+
+def test_call_with_a_dict_of_keywords(Recorder):
+    """Calls through tp_call (functools.partial, C code calling with a dict) behave the same."""
+    import functools
+    x = np.arange(3.0)
+    d, _ = make(Recorder, axpb, x)
+    out = np.empty(3)
+    assert functools.partial(d, out=out)(x) is out
+    assert functools.partial(d, y=1)(x) is MISS and d.misses[-1][1] == {"y": 1}
+
+
+# ---- the pure-Python fallback and the build --------------------------------------------------------------------------
+
+def test_python_dispatcher():
+    class Py(PyDispatcher):
+        def _dispatch_miss(self, *args, **kwargs):
+            return ("miss", args, kwargs)
+
+    p = Py()
+    nf = specialize(axpb, np.ones(3))
+    assert register_specialization(p, nf) and p._entries() == 0
+    p._clear()
+    x = np.ones(3)
+    assert p(x, out=None) == ("miss", (x,), {"out": None})
+    with pytest.raises(NotImplementedError):
+        PyDispatcher()(1)
+
+
+def test_env_forces_python_dispatcher(monkeypatch):
+    monkeypatch.setenv("NUMFN_NO_DISPATCH_EXT", "1")
+    assert dispatch.dispatcher_base() is PyDispatcher
+
+
+def test_env_in_a_fresh_process():
+    code = ("from numfn.runtime import dispatch; import sys; "
+            "sys.exit(0 if dispatch.dispatcher_base() is dispatch.PyDispatcher and dispatch._module is None else 1)")
+    env = dict(os.environ, NUMFN_NO_DISPATCH_EXT="1", PYTHONPATH=REPO)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_no_compiler_falls_back_with_one_warning(tmp_path):
+    code = ("import warnings; warnings.simplefilter('always')\n"
+            "from numfn.runtime import dispatch\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    assert dispatch.dispatcher_base() is dispatch.PyDispatcher\n"
+            "    assert dispatch.dispatcher_base() is dispatch.PyDispatcher\n"
+            "assert [x.category for x in w] == [dispatch.DispatchWarning], w\n")
+    env = dict(os.environ, NUMFN_CC=str(tmp_path / "no-such-cc"), NUMFN_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=REPO)
+    env.pop("NUMFN_NO_DISPATCH_EXT", None)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_loaded_from_the_cache_in_a_fresh_process(Base, tmp_path):
+    code = ("from numfn.runtime import dispatch; import json; B = dispatch.dispatcher_base(); "
+            "print(json.dumps([B.__name__, dispatch.built, dispatch.load_seconds]))")
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=REPO)
+    env.pop("NUMFN_NO_DISPATCH_EXT", None)
+    import json
+    first = json.loads(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                      text=True).stdout)
+    second = json.loads(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                       text=True).stdout)
+    assert first[:2] == ["Dispatcher", True] and second[:2] == ["Dispatcher", False]
+    assert second[2] < 0.5   # a cache load, not a build (typically ~2 ms)
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_extension_compiles_warning_free(cc):
+    import shutil
+    import sysconfig
+    if shutil.which(cc) is None: pytest.skip(f"no {cc}")
+    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I", sysconfig.get_paths()["include"],
+           "-I", np.get_include(), dispatch.SOURCE]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
