@@ -60,10 +60,12 @@ def target_description(backend: str) -> str:
         from numfn.runtime import llvm
         return llvm.target_description()
     from numfn.runtime import clang
-    return "|".join([clang.compiler_identity(), " ".join(clang.CFLAGS), _cpu_description()])
+    return "|".join([clang.compiler_identity(), " ".join(clang.CFLAGS), cpu_description()])
 
 
-def _cpu_description() -> str:
+@functools.cache
+def cpu_description() -> str:
+    """The CPU model and feature flags, which code compiled for the host CPU depends on."""
     # -march=native makes the code depend on the CPU: its model name and flags
     try:
         with open("/proc/cpuinfo") as f:

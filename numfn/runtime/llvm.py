@@ -1,11 +1,17 @@
 """The LLVM backend's runtime: optimize LLVM IR with llvmlite's new pass manager at O3 for the host CPU, emit
-object code, and link it into the process with OrcJIT. Needs no system compiler."""
+object code, and load it into the process. Needs no system compiler.
+
+Object code is loaded by numfn's own ELF loader (runtime/elf.py) where it applies (Linux x86-64), so a warm start
+from the disk cache never imports llvmlite (19 ms); elsewhere, and for any object that loader refuses, it is
+linked with llvmlite's OrcJIT.
+"""
 from __future__ import annotations
 
 import threading
 from functools import cache
 
 _lock = threading.Lock()
+_loaded: dict[str, tuple[object, int]] = {}   # entry name -> (mapping, address): code stays mapped for good
 
 
 @cache
@@ -21,15 +27,21 @@ def target_machine():
     """The host's target machine: its CPU name and features decide the instructions the code may use."""
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
+    # small code model: constants and calls are PC-relative, all within the loader's single mapping
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, reloc="pic", codemodel="jitdefault")
+                                        opt=3, reloc="pic", codemodel="small")
 
 
 def target_description() -> str:
-    """What generated code depends on besides its source: LLVM version, triple, CPU and features."""
-    llvm = _llvm()
-    return "|".join([".".join(map(str, llvm.llvm_version_info)), llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                     llvm.get_host_cpu_features().flatten()])
+    """What generated code depends on besides its source, without importing llvmlite.binding: the llvmlite
+    release (which fixes the LLVM version), the machine, and the CPU model and feature flags LLVM's host detection
+    reads."""
+    import platform
+
+    import llvmlite
+
+    from numfn.runtime import cpu_description
+    return "|".join(["llvmlite " + llvmlite.__version__, platform.machine(), cpu_description()])
 
 
 def compile_object(source: str) -> bytes:
@@ -48,32 +60,42 @@ def compile_object(source: str) -> bytes:
         return tm.emit_object(mod)
 
 
-class _Engine:
-    """One OrcJIT (LLJIT) instance per process. Each program is linked into its own JITDylib, so the internal
-    kernel names of different programs never meet."""
+class _OrcEngine:
+    """One OrcJIT (LLJIT) instance per process, for platforms the ELF loader does not cover. Each program is
+    linked into its own JITDylib, so the internal kernel names of different programs never meet."""
 
     def __init__(self):
         self.jit = _llvm().create_lljit_compiler(target_machine())
-        self.loaded: dict[str, tuple[object, int]] = {}
 
     def load(self, obj: bytes, entry: str) -> tuple[object, int]:
-        """(resource tracker keeping the code alive, address of `entry`); loading the same entry twice is
-        a lookup (the same source gives the same entry name)."""
-        with _lock:
-            found = self.loaded.get(entry)
-            if found is None:
-                tracker = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process() \
-                    .export_symbol(entry).link(self.jit, entry)
-                found = (tracker, tracker[entry])
-                self.loaded[entry] = found
-        return found
+        tracker = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process() \
+            .export_symbol(entry).link(self.jit, entry)
+        return tracker, tracker[entry]
 
 
 @cache
-def engine() -> _Engine:
-    return _Engine()
+def _orc() -> _OrcEngine:
+    return _OrcEngine()
 
 
 def load_object(obj: bytes, entry: str) -> tuple[object, int]:
-    """Load object code into the process: (what keeps it alive, the address of `entry`)."""
-    return engine().load(obj, entry)
+    """Load object code into the process: (what keeps it mapped, the address of `entry`). Loading the same entry
+    again returns the first load (equal entry names mean equal programs)."""
+    with _lock:
+        found = _loaded.get(entry)
+        if found is None:
+            found = _load(obj, entry)
+            _loaded[entry] = found   # kept for the process's lifetime: a dispatcher may hold the address
+    return found
+
+
+def _load(obj: bytes, entry: str) -> tuple[object, int]:
+    from numfn.runtime import elf
+    if elf.supported():
+        try:
+            mapping = elf.load_object(obj, [entry])
+            return mapping, mapping.address(entry)
+        except elf.ElfLoadError as e:
+            from numfn import debug
+            debug.log(1, f"ELF loader refused {entry} ({e}); linking it with OrcJIT")
+    return _orc().load(obj, entry)
