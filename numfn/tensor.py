@@ -177,7 +177,7 @@ class Tensor:
     def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
         ts = [Tensor.lift(x) for x in operands]
         if ufunc in _COMPARISONS and len(ts) == 2:
-            decided = _compare_out_of_range(ufunc, ts, swap)
+            decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
         try:
             cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
@@ -362,7 +362,7 @@ class Tensor:
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
 
 
-def _compare_out_of_range(ufunc: str, ts: list[Tensor], swap: bool) -> Tensor | None:
+def _compare_out_of_range(ufunc: str, ts: list[Tensor]) -> Tensor | None:
     """NumPy 2 compares an integer array with a Python int outside its dtype's range by value: the answer is the
     same for every element. None when that is not the case here."""
     for i, (t, other) in enumerate(((ts[0], ts[1]), (ts[1], ts[0]))):
@@ -371,10 +371,9 @@ def _compare_out_of_range(ufunc: str, ts: list[Tensor], swap: bool) -> Tensor | 
             continue
         v, dt = t.uop.arg, other.uop.dtype
         if dt.min <= v <= dt.max: return None
-        # with the operands in written order (a < b means operand 0 < operand 1), is the scalar the larger one?
-        scalar_is_right = (i == 1) != swap
+        # operands are in the ufunc's order (greater(a, b) is a > b), whatever order the ALU op gets them in
         above = v > dt.max
-        less = above if scalar_is_right else not above       # is (left operand) < (right operand)?
+        less = above if i == 1 else not above       # is operand 0 < operand 1?
         result = {"less": less, "less_equal": less, "greater": not less, "greater_equal": not less,
                   "equal": False, "not_equal": True}[ufunc]
         return Tensor(UOp.const_like(dtypes.bool, result, broadcast_shapes(ts[0].shape, ts[1].shape)))

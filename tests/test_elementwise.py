@@ -68,8 +68,6 @@ def test_binary_operators_all_pairs(backend, da, db):
         check_raises_like(BINARY[name], a, b, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: uint64 vs int64 comparisons convert the int64 to uint64 (C) or give "
-                                       "other wrong answers (LLVM); NumPy compares the values exactly")
 def test_uint64_int64_comparisons(backend):
     a = np.array([0, 1, 2**64 - 1, 2**63, 5], np.uint64)
     b = np.array([-1, 0, -2**63, 2**63 - 1, 5], np.int64)

@@ -68,6 +68,22 @@ def _int_mod(x: UOp) -> UOp | None:
     return bad.where(c(dt, 0), r)
 
 
+def _mixed_sign_compare(x: UOp) -> UOp | None:
+    """NumPy compares int64 with uint64 exactly (its 'qQ->?' loops): a negative signed operand is below every
+    unsigned value; otherwise both compare as unsigned."""
+    a, b = x.src
+    if a.dtype is b.dtype or not (a.dtype.is_int and b.dtype.is_int): return None
+    op = x.op
+    if a.dtype.is_unsigned:   # unsigned a, signed b
+        b_neg = b < c(b.dtype, 0)
+        same = a.alu(op, UOp(Ops.CAST, a.dtype, (b,)))
+        return (b_neg | same) if op is Ops.CMPNE else (b_neg.ne(True) & same)
+    a_neg = a < c(a.dtype, 0)
+    same = UOp(Ops.CAST, b.dtype, (a,)).alu(op, b)
+    if op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPNE): return a_neg | same
+    return a_neg.ne(True) & same
+
+
 def _sign_bits(dt: DType) -> tuple[DType, int]:
     return (dtypes.uint32, 1 << 31) if dt.itemsize == 4 else (dtypes.uint64, 1 << 63)
 
@@ -193,4 +209,5 @@ decompositions = PatternMatcher([
     (UPat(Ops.POW, name="x"), _int_pow),
     (UPat(Ops.POW, name="x"), _float_pow),
     (UPat(Ops.CAST, arg=None, name="x"), _cast),
+    (UPat((Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE), name="x"), _mixed_sign_compare),
 ])
