@@ -295,18 +295,21 @@ def leaf_spec(x, where: str) -> ArgSpec:
             return ArgSpec(x.shape, dtypes.from_numpy(x.dtype))
         except TypeError as e:
             raise TypeError(f"argument {where}: {e}") from None
-    if isinstance(x, (bool, np.bool_)) and not isinstance(x, np.generic): return ArgSpec((), dtypes.bool, True)
-    if isinstance(x, int):
-        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
-        return ArgSpec((), dtypes.int64, True)
-    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
-    if isinstance(x, np.generic):
+    if isinstance(x, np.generic):   # before float: np.float64 subclasses float, but it is a strong scalar
         try:
             return ArgSpec((), dtypes.from_numpy(x.dtype))
         except TypeError as e:
             raise TypeError(f"argument {where}: {e}") from None
+    if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)
+    if isinstance(x, int):
+        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
+        return ArgSpec((), dtypes.int64, True)
+    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
     if isinstance(x, list):
-        arr = np.asarray(x)
+        try:
+            arr = np.asarray(x)
+        except ValueError:   # NumPy refuses ragged nesting
+            arr = np.empty(0, object)
         if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
         return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
     raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "

@@ -104,8 +104,6 @@ def test_numpy_scalars_and_zero_d_arrays_are_strong(backend):
     check(lambda x, i8, a: (x * a, i8 + a), x, i8, np.int64(3), backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a np.float64 scalar argument is treated as a weak Python float (it "
-                                       "subclasses float): float32_array * np.float64(2) gives float32, NumPy float64")
 def test_numpy_float64_scalar_argument_is_strong(backend):
     x = np.ones(3, np.float32)
     check(lambda x, a: x * a, x, np.float64(2.0), backend=backend)

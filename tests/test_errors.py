@@ -151,8 +151,6 @@ def test_bad_argument_raises_type_error_naming_it(backend, bad):
     assert len(jf.specializations) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a ragged list argument raises NumPy's ValueError from np.asarray, "
-                                       "not the TypeError naming the argument that function.py means to raise")
 def test_ragged_list_argument_raises_type_error_naming_it(backend):
     with pytest.raises(TypeError, match="weights"):
         numfn.jit(lambda x, weights: x * weights, backend=backend)(np.ones(2), [1, [2, 3]])
