@@ -195,6 +195,8 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
         realized = set(roots)
         cost_memo: dict = {}
         new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
+        # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
+        new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         if not new: break
         for u in new: roots[u] = _Root(u, [])
 
