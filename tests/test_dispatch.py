@@ -125,6 +125,33 @@ def test_int_and_bool_arguments(Recorder):
     assert d.misses == [] and db.misses == []
 
 
+def test_narrowed_int_ranges(Recorder):
+    """A Python int the function converts to int8 must fit int8 (NumPy raises OverflowError): others miss."""
+    x = np.arange(3, dtype=np.int8)
+    d, nf = make(Recorder, lambda x, n: x + n, x, 5)
+    if not getattr(nf, "int_limits", None): pytest.skip("this numfn records no int limits")
+    assert fast_arg_specs(nf)[1] == ("int", -128, 127)
+    for n in (-128, 0, 127):
+        np.testing.assert_array_equal(d(x, n), x + np.int8(n))
+    assert d.misses == []
+    for n in (128, -129, 2**40):
+        assert d(x, n) is MISS
+    assert len(d.misses) == 3
+
+
+def test_int_range_in_raw_specs(Recorder):
+    nf = specialize(lambda x, n: x + n, np.arange(3.0), 1)
+    d = Recorder()
+    d._register(nf.compiled.address, (("array", F64, (3,)), ("int", -5, 10)), ((F64, (3,)),), (), nf.compiled)
+    np.testing.assert_array_equal(d(np.zeros(3), 10), np.full(3, 10.0))
+    np.testing.assert_array_equal(d(np.zeros(3), -5), np.full(3, -5.0))
+    assert d(np.zeros(3), 11) is MISS and d(np.zeros(3), -6) is MISS
+    d._register(nf.compiled.address, (("array", F64, (3,)), ("int", -5, 11)), ((F64, (3,)),), (), nf.compiled)
+    assert d._entries() == 2   # another range: another entry
+    with pytest.raises(OverflowError):
+        d._register(nf.compiled.address, (("array", F64, (3,)), ("int", 0, 2**64)), ((F64, (3,)),), (), None)
+
+
 def test_equivalent_type_numbers(Recorder):
     """int64 arrays made as long long (another type number, the same type on LP64) take the fast path."""
     x = np.arange(3, dtype=np.int64)
@@ -649,10 +676,10 @@ def test_env_in_a_fresh_process():
 
 
 def test_no_compiler_falls_back_with_one_warning(tmp_path):
-    code = ("import warnings; warnings.simplefilter('always')\n"
-            "from numfn.runtime import dispatch\n"
+    code = ("import warnings\n"
             "with warnings.catch_warnings(record=True) as w:\n"
             "    warnings.simplefilter('always')\n"
+            "    from numfn.runtime import dispatch   # numfn's import may already ask for the base\n"
             "    assert dispatch.dispatcher_base() is dispatch.PyDispatcher\n"
             "    assert dispatch.dispatcher_base() is dispatch.PyDispatcher\n"
             "assert [x.category for x in w] == [dispatch.DispatchWarning], w\n")

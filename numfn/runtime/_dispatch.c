@@ -16,6 +16,8 @@
  *                               arrays are read in place.
  *   ("float",)                  exactly a Python float (not a subclass such as numpy.float64), passed as a double
  *   ("int",)                    exactly a Python int (not bool) whose value fits int64, passed as an int64
+ *   ("int", lo, hi)             the same, with lo <= value <= hi (a function that converts the int to a narrower
+ *                               integer type must raise OverflowError outside its range: such values miss)
  *   ("bool",)                   a Python bool, passed as one byte (0 or 1)
  *
  * Output specs are (type_num, shape). The result is the single output, a tuple of the outputs, or, when the entry
@@ -32,6 +34,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -51,6 +54,7 @@ typedef struct {
     int type_num;            /* canonical (see canonical_type) */
     int ndim;
     const npy_intp *dims;    /* into Entry.dims */
+    long long lo, hi;        /* the range of an int argument */
 } ArgSpec;
 
 typedef struct {
@@ -150,6 +154,7 @@ same_arg_specs(const Entry *a, const Entry *b)
     for (Py_ssize_t j = 0; j < a->nargs; j++) {
         const ArgSpec *x = &a->args[j], *y = &b->args[j];
         if (x->kind != y->kind) return 0;
+        if (x->kind == KIND_INT && (x->lo != y->lo || x->hi != y->hi)) return 0;
         if (x->kind != KIND_ARRAY) continue;
         if (x->type_num != y->type_num || x->ndim != y->ndim) return 0;
         for (int d = 0; d < x->ndim; d++) {
@@ -195,6 +200,7 @@ entry_matches(const Entry *e, PyObject *const *args, ScalarSlot *slots)
                 PyErr_Clear();
                 return 0;
             }
+            if (v < s->lo || v > s->hi) return 0;
             slots[j].i = (int64_t)v;
             break;
         }
@@ -628,11 +634,21 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
             if (parse_shape(PyTuple_GET_ITEM(spec, 2), &s->ndim, &ndims, "arg spec", j) < 0) goto fail;
         }
         else if (strcmp(kind, "float") == 0 && size == 1) s->kind = KIND_FLOAT;
-        else if (strcmp(kind, "int") == 0 && size == 1) s->kind = KIND_INT;
+        else if (strcmp(kind, "int") == 0 && (size == 1 || size == 3)) {
+            s->kind = KIND_INT;
+            s->lo = LLONG_MIN;
+            s->hi = LLONG_MAX;
+            if (size == 3) {
+                s->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(spec, 1));
+                if (s->lo == -1 && PyErr_Occurred()) goto fail;
+                s->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(spec, 2));
+                if (s->hi == -1 && PyErr_Occurred()) goto fail;
+            }
+        }
         else if (strcmp(kind, "bool") == 0 && size == 1) s->kind = KIND_BOOL;
         else {
             PyErr_Format(PyExc_ValueError, "_register: arg spec %zd must be (\"array\", type_num, shape), "
-                         "(\"float\",), (\"int\",) or (\"bool\",), got %R", j, spec);
+                         "(\"float\",), (\"int\",), (\"int\", lo, hi) or (\"bool\",), got %R", j, spec);
             goto fail;
         }
     }
@@ -868,11 +884,11 @@ static PyMethodDef dispatcher_methods[] = {
     {"_register", (PyCFunction)(void (*)(void))dispatcher_register, METH_VARARGS | METH_KEYWORDS,
      "_register(address, arg_specs, out_specs, constants, keepalive=None, builder=None, release_gil=False)\n--\n\n"
      "Register a compiled entry `int entry(void **)` at `address` for calls whose positional arguments match\n"
-     "arg_specs ((\"array\", type_num, shape), (\"float\",), (\"int\",) or (\"bool\",) each). out_specs: a\n"
-     "(type_num, shape) per output. constants: arrays passed by pointer after the inputs. keepalive: kept alive\n"
-     "while the entry is registered. builder: called with the tuple of outputs to make the result (None: the\n"
-     "single output, or the tuple). release_gil: run the entry without the GIL. Replaces an entry taking the same\n"
-     "arguments; beyond 16 entries the least recently used is dropped."},
+     "arg_specs ((\"array\", type_num, shape), (\"float\",), (\"int\",), (\"int\", lo, hi) or (\"bool\",) each).\n"
+     "out_specs: a (type_num, shape) per output. constants: arrays passed by pointer after the inputs.\n"
+     "keepalive: kept alive while the entry is registered. builder: called with the tuple of outputs to make the\n"
+     "result (None: the single output, or the tuple). release_gil: run the entry without the GIL. Replaces an\n"
+     "entry taking the same arguments; beyond 16 entries the least recently used is dropped."},
     {"_clear", dispatcher_clear_entries, METH_NOARGS, "_clear()\n--\n\nDrop every registered entry."},
     {"_entries", dispatcher_entries, METH_NOARGS, "_entries()\n--\n\nThe number of registered entries."},
     {"_dispatch_miss", (PyCFunction)(void (*)(void))dispatcher_dispatch_miss, METH_VARARGS | METH_KEYWORDS,

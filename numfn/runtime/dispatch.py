@@ -195,18 +195,25 @@ _WEAK_KINDS = {"float64": "float", "int64": "int", "bool": "bool"}
 
 def fast_arg_specs(nf) -> tuple | None:
     """The `arg_specs` of `_register` for a NumericalFunction, or None when its calls cannot take the fast path:
-    keyword or nested arguments, static arguments (their values are not checked by the fast path)."""
+    keyword or nested arguments, static arguments (their values are not checked by the fast path). A Python int
+    the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
+    Python path raises OverflowError for them."""
     tree = nf.in_tree
     if nf.statics or tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
     if keywords.kind != "dict" or keywords.children: return None
+    limits = getattr(nf, "int_limits", {})   # Python ints the function narrows: other values must raise
     specs = []
-    for s in nf.in_specs:
+    for slot, s in enumerate(nf.in_specs):
         if s.weak:
             kind = _WEAK_KINDS.get(s.dtype.name)
             if kind is None or tuple(s.shape) != (): return None
-            specs.append((kind,))
+            if kind == "int" and slot in limits:
+                lo, hi = limits[slot]
+                specs.append(("int", max(int(lo), -2**63), min(int(hi), 2**63 - 1)))
+            else:
+                specs.append((kind,))
         else:
             specs.append(("array", s.dtype.np.num, tuple(int(n) for n in s.shape)))
     return tuple(specs)
