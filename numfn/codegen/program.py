@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from numfn import debug
 from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
+from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
 from numfn.uop import Ops, UOp, format_node, graph_rewrite
 
@@ -33,5 +35,6 @@ class Program:
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel) -> Program:
     sink = graph_rewrite(lowered.sink, symbolic)
     sink = expand_reduces(sink)
-    sink = graph_rewrite(sink, decompositions + symbolic)
+    rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
+    sink = graph_rewrite(sink, rules)
     return Program(name, params, tuple(linearize(sink)))

@@ -1,0 +1,551 @@
+"""Vectorizable transcendental functions: rules that rewrite EXP, EXP2, LOG, LOG2, SIN, COS, TAN and TANH on
+float32 and float64 into arithmetic, comparisons, selects and integer bit manipulation, so that a loop calling
+them is vectorized by LLVM (or clang) instead of calling libm once per element.
+
+Only ops every backend renders are produced: + - * / on floats, comparisons, WHERE, AND/OR/XOR, SHL/SHR on
+unsigned (and arithmetic SHR on signed) 64-bit integers, casts between ints and floats, BITCAST, ABS. There are
+no loops, no libm calls and no tables in memory: per-element table lookups are WHERE selects between constants.
+
+Methods (x is the argument; "double-double" is an unevaluated sum hi + lo of two doubles):
+
+  exp     k = round(x / ln2) by the 1.5*2**52 rounding constant, r = x - k*ln2 with ln2 in two parts (the first
+          with 42 bits, so k*LN2_HI is exact), |r| <= ln2/2. float64: e**r = 1 + r + r*r*P(r), P of degree 9,
+          the sum 1 + hi kept as a double-double (Fast2Sum) so the only large rounding is the last one; 2**k is
+          applied as two exact power-of-two factors, so overflow gives inf and results below 2**-1022 round once
+          into the denormals (gradual underflow). float32: the same in float64 with P of degree 5 (|x| clamped to
+          the float32 range), then one rounding to float32, which also produces float32 denormals and overflow.
+  exp2    k = round(x), f = x - k exact; float64: f*ln2 as a double-double (f split into 26 + 27 bits), then the
+          exp kernel. Integers give exact powers of two (f = 0 makes the kernel return exactly 1).
+  log     x = 2**k * m with m in [sqrt(1/2), sqrt(2)) by integer arithmetic on the bits (denormals scaled by
+          2**54 first), f = m - 1, s = f / (2 + f), log(1 + f) = 2*atanh(s) = f - f*f/2 + s*(f*f/2 + R(s*s)),
+          R = z*T(z) with T of degree 6 (float64) or 3 (float32, computed in float64).
+  log2    the same reduction; float64 computes log(1 + f) / ln2 as a double-double (high part truncated to 21
+          bits so its product with a 32-bit 1/ln2 is exact) and adds k with Fast2Sum, so powers of two are exact.
+  sin/cos/tan
+          reduction by pi/2 for every |x| >= pi/4 by Payne-Hanek in 64-bit integers: x = m * 2**e, and x * 2/pi
+          mod 4 is the top of (m * W) mod 2**N for a window W of the bits of 2/pi selected by e (float64: N = 192
+          bits out of a 1280-bit constant, selected by a 5-level barrel shifter of WHEREs, then a shift by e % 64;
+          float32: N = 128 out of 320 bits). The 126-bit fraction becomes a double-double (float64) and is
+          multiplied by pi/2 in double-double arithmetic (Dekker's product); float32 uses one double. Then
+          sin(r) = r + r**3*S(r*r) (S: 6 terms for float64, 4 for float32) and cos(r) = 1 - r*r/2 + r**4*C(r*r)
+          (6 terms; float32 cos = 1 + z*C(z), 4 terms), with the low part of r folded in to first order; the
+          quadrant picks sin/cos and the sign; tan = sin/cos (or -cos/sin) with one division. float32 runs
+          entirely in float64 after the integer reduction and rounds once.
+  tanh    tanh(-x) = -tanh(x). float64: |x| < ln(3)/2 a polynomial x + x**3*R(x*x) with R of degree 10 (no
+          cancellation); above, 1 - 2/(e**(2|x|) + 1) with e**(2|x|) a double-double from the exp kernel, the
+          quotient corrected to first order and 1 - q by Fast2Sum. float32 (in float64): E = expm1(2|x|) from the
+          exp kernel without the leading 1, tanh = E / (E + 2); it has no cancellation near 0 and gives x for tiny x.
+
+Coefficients: weighted minimax polynomials computed for this module with a Remez exchange in mpmath at 60 digits
+(weight = the factor that carries the polynomial's error into the function's relative error, e.g. r**2/e**r for
+the exp kernel), then rounded to float64. The 2/pi, pi/2 and ln 2 constants are computed at import with integer
+series (Machin's formula for pi, 2*atanh(1/3) for ln 2).
+
+Accuracy (measured by tests/test_transcendental.py against NumPy and against long double references): float64
+within about 0.6-1 ulp of the exact result, float32 within 0.5 ulp plus a tiny double-rounding margin. Where
+NumPy's own result is further than about 1.5 ulp from the exact one, the distance to NumPy can reach 3 ulp; the
+tests document the measured bounds (see _NUMPY_ULP_BOUNDS there): NumPy's float32 exp2, log and tan.
+
+Rounding to an integer uses (v + 1.5*2**52) - 1.5*2**52, which needs IEEE semantics without reassociation (no
+fast-math); fused multiply-adds are harmless (every product whose rounding matters is exact by construction).
+NOOPT=1 skips these rules and keeps the libm calls.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from numfn.dtype import dtypes
+from numfn.uop import Ops, PatternMatcher, UOp, UPat
+
+F32, F64, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int64, dtypes.uint64, dtypes.uint32
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# constants, computed exactly with integer series (no tables copied from anywhere)
+
+def _atan_inv(n: int, bits: int) -> int:
+    """atan(1/n) * 2**bits (truncation error below n terms)."""
+    total, power, k, n2 = 0, (1 << bits) // n, 0, n * n
+    while power:
+        total += -(power // (2 * k + 1)) if k & 1 else power // (2 * k + 1)
+        power //= n2
+        k += 1
+    return total
+
+
+def _atanh_inv(n: int, bits: int) -> int:
+    """atanh(1/n) * 2**bits."""
+    total, power, k, n2 = 0, (1 << bits) // n, 0, n * n
+    while power:
+        total += power // (2 * k + 1)
+        power //= n2
+        k += 1
+    return total
+
+
+_BITS = 1400                     # fixed-point precision of the constants (the 2/pi window needs 1215 bits)
+_G = 64                          # guard bits against the series' truncation
+_PI = Fraction((16 * _atan_inv(5, _BITS + _G) - 4 * _atan_inv(239, _BITS + _G)) >> _G, 1 << _BITS)
+_LN2 = Fraction((2 * _atanh_inv(3, _BITS + _G)) >> _G, 1 << _BITS)
+
+
+def _dbl(v: Fraction) -> float:
+    return float(v)   # Fraction -> float is correctly rounded
+
+
+def _round_bits(v: Fraction, bits: int) -> float:
+    """v rounded to `bits` significant bits (a double whose products with small integers are exact)."""
+    e = math.floor(math.log2(abs(v)))
+    return float(Fraction(round(v * 2 ** (bits - 1 - e)), 2 ** (bits - 1 - e)))
+
+
+MAGIC = 6755399441055744.0       # 1.5 * 2**52: v + MAGIC rounds v (|v| < 2**51) to an integer, held in the low bits
+MAGIC_BITS = 0x4338000000000000
+INV_LN2 = _dbl(1 / _LN2)
+LN2 = _dbl(_LN2)
+LN2_HI = _round_bits(_LN2, 42)   # k * LN2_HI is exact for |k| < 2**11
+LN2_LO = _dbl(_LN2 - Fraction(LN2_HI))
+L2A = _round_bits(_LN2, 27)      # f_hi * L2A is exact for f_hi with 26 significant bits
+L2B = _dbl(_LN2 - Fraction(L2A))
+IVLN2_HI = _round_bits(1 / _LN2, 32)   # exact times a 21-bit number
+IVLN2_LO = _dbl(1 / _LN2 - Fraction(IVLN2_HI))
+PIO2_HI = _dbl(_PI / 2)
+PIO2_A = _round_bits(_PI / 2, 26)                  # pi/2 = A + B + C, products of A and B with
+PIO2_B = _round_bits(_PI / 2 - Fraction(PIO2_A), 26)   # numbers of up to 27 bits are exact
+PIO2_C = _dbl(_PI / 2 - Fraction(PIO2_A) - Fraction(PIO2_B))
+PIO4 = _dbl(_PI / 4)
+_MAX_FINITE = {F64: 1.7976931348623157e308, F32: 3.4028234663852886e38}
+SQRT_HALF_BITS = 0x3FE6A09E667F3BCD  # bits of sqrt(1/2) rounded: the boundary of the log reduction
+assert abs(Fraction(0x16A09E667F3BCD, 1 << 53) ** 2 - Fraction(1, 2)) < Fraction(1, 1 << 52)
+
+
+def _two_over_pi_words(n: int) -> tuple[int, ...]:
+    """The bits of 2/pi after the binary point as 64-bit words, preceded by one zero word: word w holds the bits
+    of weight 2**-(64w - 64) .. 2**-(64w - 1), i.e. floor(2/pi * 2**(64w - 1)) mod 2**64."""
+    two_over_pi = (2 << (2 * _BITS)) * _PI.denominator // (_PI.numerator << _BITS)   # 2/pi * 2**_BITS
+    return tuple(((two_over_pi >> (_BITS - (64 * w - 1))) & (2**64 - 1)) if w else 0 for w in range(n))
+
+
+_TWO_OVER_PI_64 = _two_over_pi_words(20)   # float64: window offsets up to 1034 + 192 + 64 bits
+_TWO_OVER_PI_32 = _TWO_OVER_PI_64[:5]      # float32: offsets up to 167 + 128 + 64 bits
+
+# ---------------------------------------------------------------------------------------------------------------
+# polynomial coefficients (lowest degree first): weighted minimax fits, Remez exchange in mpmath (60 digits),
+# then rounded to float64. The comment gives the interval and the max weighted error of the fit.
+
+# (e**r - 1 - r) / r**2 on |r| <= ln2/2 * (1 + 2**-20), weight r**2/e**r: 2**-57.9 (degree 9), 2**-34.2 (degree 5)
+EXP64 = (0.5000000000000011, 0.16666666666666413, 0.041666666666530267, 0.008333333333494336,
+         0.0013888888943598104, 0.00019841269506773378, 2.4801493135721496e-05, 2.7557586271858825e-06,
+         2.7630234097737795e-07, 2.5000070639062143e-08)
+EXP32 = (0.5000000067643002, 0.166666658694085, 0.04166629509185561, 0.008333497009989881, 0.0013944648724273443,
+         0.0001979035169402563)
+# (sin r - r) / r**3 as a polynomial in z = r*r, z <= (pi/4 * (1 + 2**-16))**2, weight r**3/sin r:
+# 2**-57.9 (6 terms), 2**-37.5 (4 terms)
+SIN64 = (-0.1666666666666663, 0.008333333333322116, -0.0001984126982958811, 2.755731362087253e-06,
+         -2.5050747679844094e-08, 1.5896225198949297e-10)
+SIN32 = (-0.16666666640793867, 0.008333329304472049, -0.0001983931214969548, 2.7181204805339328e-06)
+# (cos r - 1 + z/2) / z**2 in z, same interval, weight z**2/cos r: 2**-64.0
+COS64 = (0.041666666666666595, -0.0013888888888873054, 2.4801587288850132e-05, -2.755731417882985e-07,
+         2.087570077692187e-09, -1.1358533073800587e-11)
+# (cos r - 1) / z, weight z/cos r: 2**-33.9
+COS32 = (-0.4999999969443755, 0.041666620352789466, -0.001388668151073919, 2.438355438724523e-05)
+# T(z) = 2*(atanh(s)/s - 1)/z, z = s*s <= ((sqrt2-1)/(sqrt2+1) * (1 + 2**-20))**2, weight s*z/(2*atanh s):
+# 2**-59.5 (7 terms), 2**-37.6 (4 terms)
+LOG64 = (0.6666666666666734, 0.3999999999941637, 0.2857142874201673, 0.2222219861065022, 0.1818356241256796,
+         0.15314098631299455, 0.14795477347278896)
+LOG32 = (0.666666656486376, 0.4000033453657527, 0.28537346828306615, 0.2358147499050093)
+# (tanh x - x) / x**3 in z = x*x, z <= (ln(3)/2 * (1 + 2**-20))**2, weight x**3/tanh x: 2**-60.6
+TANH64 = (-0.333333333333333, 0.13333333333326777, -0.05396825396385402, 0.02186948838861152,
+          -0.00886323264794817, 0.0035920925139862276, -0.0014555460484172345, 0.0005884580301474298,
+          -0.00023341696124965696, 8.336851883739712e-05, -1.9527657906339818e-05)
+TANH_SPLIT = 0.5493061443340548   # ln(3)/2: above it 2/(e**2x + 1) <= 1/2, so 1 - q loses at most one bit
+
+# ---------------------------------------------------------------------------------------------------------------
+# small builders
+
+
+def _d(v: float) -> UOp: return UOp.const(F64, v)
+def _u(v: int) -> UOp: return UOp.const(U64, v)
+def _i(v: int) -> UOp: return UOp.const(I64, v)
+def _shl(a: UOp, n) -> UOp: return a.alu(Ops.SHL, n if isinstance(n, UOp) else UOp.const(a.dtype, n))
+def _shr(a: UOp, n) -> UOp: return a.alu(Ops.SHR, n if isinstance(n, UOp) else UOp.const(a.dtype, n))
+def _div(a: UOp, b: UOp) -> UOp: return a.alu(Ops.FDIV, b)
+
+
+def _poly(x: UOp, coeffs: tuple[float, ...]) -> UOp:
+    """Horner's scheme, coefficients lowest degree first."""
+    acc = _d(coeffs[-1])
+    for c in reversed(coeffs[:-1]): acc = acc * x + c
+    return acc
+
+
+def _clamp(x: UOp, lo: float, hi: float) -> UOp:
+    """x limited to [lo, hi]; NaN passes through (both comparisons are false)."""
+    return (x < lo).where(_d(lo), (x > hi).where(_d(hi), x))
+
+
+def _round(v: UOp) -> tuple[UOp, UOp]:
+    """(round(v) as a double, as an int64) for |v| < 2**51."""
+    t = v + MAGIC
+    return t - MAGIC, t.bitcast(I64) - MAGIC_BITS
+
+
+def _pow2(k: UOp) -> UOp:
+    """2.0**k for an int64 -1022 <= k <= 1023, built from its exponent bits."""
+    return _shl((k + 1023).bitcast(U64), 52).bitcast(F64)
+
+
+def _ldexp(y: UOp, k: UOp) -> UOp:
+    """y * 2**k for |k| <= 1100 as two exact power-of-two factors: the second multiplication is the only one that
+    can round (into the denormals, or to inf)."""
+    k1 = _shr(k, 1)
+    return y * _pow2(k1) * _pow2(k - k1)
+
+
+def _xor_sign(v: UOp, sign_bits: UOp) -> UOp:
+    ut = U64 if v.dtype is F64 else U32
+    return (v.bitcast(ut) ^ sign_bits).bitcast(v.dtype)
+
+
+def _sign_of(x: UOp) -> UOp:
+    ut, bit = (U64, 1 << 63) if x.dtype is F64 else (U32, 1 << 31)
+    return x.bitcast(ut) & UOp.const(ut, bit)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# exp, exp2
+
+
+def _exp_kernel64(hi: UOp, lo: UOp) -> tuple[UOp, UOp]:
+    """e**(hi + lo) for |hi + lo| <= ln2/2 as an unevaluated sum (s, t), s = fl(1 + hi) and t small: the error is
+    about 2**-58 relative, so the rounding of s + t is the only significant one."""
+    r = hi + lo
+    p = r * r * _poly(r, EXP64)
+    s = _d(1.0) + hi
+    return s, (hi - (s - 1.0)) + (lo + p)   # Fast2Sum: hi - (s - 1) is the rounding error of 1 + hi, exactly
+
+
+def _exp64(x: UOp) -> UOp:
+    # beyond [-746, 710] the result is 0 or inf anyway, and k stays within what _ldexp handles
+    xc = _clamp(x, -746.0, 710.0)
+    kf, k = _round(xc * INV_LN2)
+    s, t = _exp_kernel64(xc - kf * LN2_HI, kf * -LN2_LO)
+    return _ldexp(s + t, k)
+
+
+def _exp2_64(x: UOp) -> UOp:
+    xc = _clamp(x, -1080.0, 1030.0)
+    kf, k = _round(xc)
+    f = xc - kf                                                       # exact, |f| <= 1/2
+    fh = (f.bitcast(U64) & _u(~(2**27 - 1) & (2**64 - 1))).bitcast(F64)   # top 26 significant bits of f
+    fl = f - fh
+    s, t = _exp_kernel64(fh * L2A, fl * L2A + f * L2B)                # f*ln2 as a double-double
+    return _ldexp(s + t, k)
+
+
+def _expm1_kernel32(r: UOp) -> UOp:
+    """e**r - 1 for |r| <= ln2/2, relative error about 2**-34 (for results rounded to float32)."""
+    return r + r * r * _poly(r, EXP32)
+
+
+def _exp32(x: UOp) -> UOp:
+    xc = _clamp(x.cast(F64), -104.0, 89.0)   # float32 exp is 0 below -103.98 and inf above 88.73
+    kf, k = _round(xc * INV_LN2)
+    y = _d(1.0) + _expm1_kernel32(xc - kf * LN2)   # k*LN2 rounds by at most 2**-46 absolute: harmless for float32
+    return (y * _pow2(k)).cast(F32)          # one rounding: float32 denormals and overflow to inf come out right
+
+
+def _exp2_32(x: UOp) -> UOp:
+    xc = _clamp(x.cast(F64), -151.0, 129.0)
+    kf, k = _round(xc)
+    y = _d(1.0) + _expm1_kernel32((xc - kf) * LN2)
+    return (y * _pow2(k)).cast(F32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# log, log2
+
+
+def _log_reduce(x: UOp, denormals: bool) -> tuple[UOp, UOp, UOp]:
+    """(k as a double, f, s): x = 2**k * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), s = f / (2 + f)."""
+    if denormals:   # scale denormals into the normal range first
+        tiny = x < 2.0**-1022
+        x = tiny.where(x * 2.0**54, x)
+    bits = x.bitcast(I64)
+    tmp = bits - SQRT_HALF_BITS
+    k = _shr(tmp, 52)
+    if denormals: k = k + tiny.where(_i(-54), _i(0))
+    m = ((tmp & _i(2**52 - 1)) + SQRT_HALF_BITS).bitcast(F64)
+    f = m - 1.0                                                       # exact (Sterbenz)
+    return k.cast(F64), f, _div(f, f + 2.0)
+
+
+def _log_special(x: UOp, y: UOp) -> UOp:
+    """log of 0 is -inf, of negatives NaN, of inf inf, of NaN NaN; y elsewhere."""
+    dt = x.dtype
+    inf, nan = UOp.const(dt, math.inf), UOp.const(dt, math.nan)
+    ok = (x > 0.0) & (x < math.inf)
+    return ok.where(y, x.eq(0.0).where(-inf, x.eq(math.inf).where(inf, nan)))
+
+
+def _log64(x: UOp) -> UOp:
+    kf, f, s = _log_reduce(x, True)
+    hfsq = 0.5 * f * f
+    z = s * s
+    r = z * _poly(z, LOG64)
+    # log(1+f) = 2s + s*R = f - hfsq + s*(hfsq + R); k*LN2_HI is exact, the small terms are added first
+    y = kf * LN2_HI - ((hfsq - (s * (hfsq + r) + kf * LN2_LO)) - f)
+    return _log_special(x, y)
+
+
+def _log2_64(x: UOp) -> UOp:
+    kf, f, s = _log_reduce(x, True)
+    hfsq = 0.5 * f * f
+    z = s * s
+    r = z * _poly(z, LOG64)
+    hi = f - hfsq
+    hi = (hi.bitcast(U64) & _u(0xFFFFFFFF00000000)).bitcast(F64)     # 21 significant bits
+    lo = ((f - hi) - hfsq) + s * (hfsq + r)                           # hi + lo = log(1+f), f - hi exact
+    vhi = hi * IVLN2_HI                                               # exact
+    vlo = (lo + hi) * IVLN2_LO + lo * IVLN2_HI
+    w = kf + vhi
+    vlo = vlo + ((kf - w) + vhi)                                      # Fast2Sum: |k| >= 1 > |vhi| or k == 0
+    return _log_special(x, vlo + w)
+
+
+def _log1p_32(x: UOp) -> tuple[UOp, UOp]:
+    """(k, log(1 + f)) in float64 for a float32 x > 0 (float32 denormals are normal doubles)."""
+    kf, f, s = _log_reduce(x.cast(F64), False)
+    z = s * s
+    return kf, s * 2.0 + s * z * _poly(z, LOG32)
+
+
+def _log32(x: UOp) -> UOp:
+    kf, l1p = _log1p_32(x)
+    return _log_special(x, (kf * LN2 + l1p).cast(F32))
+
+
+def _log2_32(x: UOp) -> UOp:
+    kf, l1p = _log1p_32(x)
+    return _log_special(x, (kf + l1p * INV_LN2).cast(F32))   # f = 0 at powers of two: exactly k
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# argument reduction for sin, cos, tan: Payne-Hanek in 64-bit integers
+
+M32 = 0xFFFFFFFF
+
+
+def _select_words(words: tuple[int, ...], idx: UOp, nout: int) -> list[UOp]:
+    """words[idx : idx + nout] for a per-element index idx <= len(words) - nout: a barrel shifter of WHERE selects
+    between constants (shift by 2**b words if bit b of idx is set, highest bit first)."""
+    cur: list[UOp] = [_u(w) for w in words]
+    for b in reversed(range(max(1, (len(words) - nout).bit_length()))):
+        step, bit = 1 << b, (idx & _u(1 << b)).ne(0)
+        cur = [bit.where(cur[i + step], cur[i]) if i + step < len(cur) else cur[i] for i in range(nout + step - 1)]
+    return cur[:nout]
+
+
+def _window(words: list[UOp], sh: UOp) -> list[UOp]:
+    """The 64-bit words of (words as one big-endian number) << sh, 0 <= sh < 64, dropping the last word."""
+    inv = 63 - sh
+    return [_shl(words[i], sh) | _shr(_shr(words[i + 1], 1), inv) for i in range(len(words) - 1)]
+
+
+def _mul_53x64(m: UOp, w: UOp) -> tuple[UOp, UOp]:
+    """(high, low) 64-bit halves of m * w for m < 2**53, by 32-bit limbs (each partial product fits in 64 bits)."""
+    m0, m1 = m & _u(M32), _shr(m, 32)
+    w0, w1 = w & _u(M32), _shr(w, 32)
+    ll = m0 * w0
+    t = m0 * w1 + _shr(ll, 32)            # < 2**64
+    u = (t & _u(M32)) + m1 * w0           # < 2**54
+    return m1 * w1 + _shr(t, 32) + _shr(u, 32), _shl(u, 32) | (ll & _u(M32))
+
+
+def _split(v: UOp) -> tuple[UOp, UOp]:
+    """v = hi + lo exactly, hi with 26 significant bits and lo with at most 27 (masking the bits, unlike Veltkamp's
+    split, cannot be upset by a fused multiply-add)."""
+    hi = (v.bitcast(U64) & _u(~(2**27 - 1) & (2**64 - 1))).bitcast(F64)
+    return hi, v - hi
+
+
+def _reduce64(ax: UOp) -> tuple[UOp, UOp, UOp]:
+    """ax >= pi/4 (finite) as q*pi/2 + (rh + rl), |rh + rl| <= pi/4 (double-double), q in 0..3 (uint64).
+
+    ax = m * 2**(e - 1075). Bits of 2/pi of weight 2**-j with j < e - 1076 give multiples of 4 (dropped), so the
+    192-bit window W of 2/pi starting at j0 = e - 1076 gives ax * 2/pi = (m * W mod 2**192) * 2**-190 (mod 4),
+    up to the window's tail, < 2**-137. The fraction keeps 126 bits: enough for the closest double to a multiple
+    of pi/2 (about 2**-61 away) to keep full precision."""
+    bits = ax.bitcast(U64)
+    e = _shr(bits, 52)
+    m = (bits & _u(2**52 - 1)) | _u(1 << 52)
+    o = e - 1012                                    # bit offset j0 + 64 of the window in _TWO_OVER_PI_64
+    a = _select_words(_TWO_OVER_PI_64, _shr(o, 6), 4)
+    w0, w1, w2 = _window(a, o & _u(63))
+    h1, l1 = _mul_53x64(m, w1)
+    h2, _ = _mul_53x64(m, w2)
+    p1 = l1 + h2
+    p2 = m * w0 + h1 + (p1 < l1).cast(U64)         # carry out of p1
+    # top 2 bits of p2:p1 are the quadrant, the other 126 the fraction: as a signed number, [-1/2, 1/2)
+    fh = _shl(p2, 2) | _shr(p1, 62)
+    fl = _shl(p1, 2)
+    q = (_shr(p2, 62) + _shr(fh, 63)) & _u(3)
+    # fraction fh*2**-64 + fl*2**-128 as a double-double: three exact conversions (52, 52 and 24 bits)
+    d1 = _shr(fh.bitcast(I64), 12).cast(F64) * 2.0**-52
+    d2 = (_shl(fh & _u(0xFFF), 40) | _shr(fl, 24)).bitcast(I64).cast(F64) * 2.0**-104
+    d3 = (fl & _u(0xFFFFFF)).bitcast(I64).cast(F64) * 2.0**-128
+    hi = d1 + d2
+    lo = ((d1 - hi) + d2) + d3                      # Fast2Sum: |d1| >= d2 unless d1 == 0
+    # times pi/2 in double-double: every product that matters is exact (26-bit pieces), so the result does not
+    # depend on whether a backend fuses multiply-adds
+    hh, hl = _split(hi)
+    a = hh * PIO2_A
+    b = hh * PIO2_B + hl * PIO2_A
+    rh = a + b
+    return rh, ((a - rh) + b) + (hl * PIO2_B + (hi * PIO2_C + lo * PIO2_HI)), q
+
+
+def _reduce32(ax: UOp) -> tuple[UOp, UOp]:
+    """float32 ax >= pi/4 (finite) as q*pi/2 + r, r a double, q in 0..3 (uint64). As _reduce64 with a 128-bit
+    window: ax = m * 2**(e - 150), window from j0 = e - 151, fraction kept to 2**-64 (the closest float32 to a
+    multiple of pi/2 is about 2**-29 away in these units, so r keeps about 35 bits)."""
+    bits = ax.bitcast(U32).cast(U64)
+    e = _shr(bits, 23)
+    m = (bits & _u(2**23 - 1)) | _u(1 << 23)
+    o = e - 87                                      # j0 + 64
+    a = _select_words(_TWO_OVER_PI_32, _shr(o, 6), 3)
+    whi, wlo = _window(a, o & _u(63))
+    # m * (whi:wlo) mod 2**128 with m < 2**24: four 24x32-bit products
+    lo0, lo1 = m * (wlo & _u(M32)), m * _shr(wlo, 32)
+    t = lo1 + _shr(lo0, 32)
+    p1 = m * (whi & _u(M32)) + _shl(m * _shr(whi, 32), 32) + _shr(t, 32)
+    p0 = _shl(t, 32) | (lo0 & _u(M32))
+    fh = _shl(p1, 2) | _shr(p0, 62)
+    q = (_shr(p1, 62) + _shr(fh, 63)) & _u(3)
+    return fh.bitcast(I64).cast(F64) * (PIO2_HI * 2.0**-64), q
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# sin, cos, tan
+
+
+def _sincos64(rh: UOp, rl: UOp) -> tuple[tuple[UOp, UOp], tuple[UOp, UOp]]:
+    """sin and cos of rh + rl, |rh + rl| <= pi/4, rl tiny (first order in rl), each as an unevaluated sum of a
+    leading term and a small tail."""
+    z = rh * rh
+    s_tail = rl * (1.0 - 0.5 * z) + z * rh * _poly(z, SIN64)
+    # cos = 1 - z/2 + ...: the rounding errors of z = rh*rh and of 1 - z/2 are both kept (z/2 is up to 0.31)
+    a, b = _split(rh)
+    zl = ((a * a - z) + 2.0 * a * b) + b * b    # a*a - z is exact (Sterbenz), the rest is tiny
+    hz = 0.5 * z
+    w = _d(1.0) - hz
+    c_tail = ((1.0 - w) - hz) + (z * z * _poly(z, COS64) - (rh * rl + 0.5 * zl))
+    return (rh, s_tail), (w, c_tail)
+
+
+def _div_dd(nh: UOp, nl: UOp, dh: UOp, dl: UOp) -> UOp:
+    """(nh + nl) / (dh + dl) correctly to about 2**-100 before the final rounding: q = n * (1/d), then one
+    Newton correction with the exact residual n - q*d (products of 26-bit pieces, exact)."""
+    n = nh + nl
+    nl = (nh - n) + nl
+    d = dh + dl
+    dl = (dh - d) + dl
+    inv = _div(_d(1.0), d)
+    q = n * inv
+    qh, ql = _split(q)
+    d1, d2 = _split(d)
+    res = ((((n - qh * d1) - qh * d2) - ql * d1) - ql * d2) + (nl - q * dl)
+    return q + res * inv
+
+
+def _sincos32(r: UOp) -> tuple[UOp, UOp]:
+    z = r * r
+    return r + r * z * _poly(z, SIN32), _d(1.0) + z * _poly(z, COS32)
+
+
+def _trig(x: UOp, fn: Ops) -> UOp:
+    """SIN/COS/TAN of float32 or float64 x."""
+    is64 = x.dtype is F64
+    ax = x.alu(Ops.ABS)
+    axd = ax if is64 else ax.cast(F64)
+    small = axd < PIO4                          # no reduction below pi/4
+    if is64:
+        rh, rl, q = _reduce64(ax)
+        rh, rl = small.where(ax, rh), small.where(_d(0.0), rl)
+        (sh, st), (ch, ct) = _sincos64(rh, rl)
+        s, c = sh + st, ch + ct
+    else:
+        r, q = _reduce32(ax)
+        s, c = _sincos32(small.where(axd, r))
+    q = small.where(_u(0), q)
+    odd = (q & _u(1)).ne(0)
+    if fn is Ops.SIN: v, neg = odd.where(c, s), q & _u(2)               # sin(r + q*pi/2)
+    elif fn is Ops.COS: v, neg = odd.where(s, c), (q + 1) & _u(2)      # cos(r + q*pi/2)
+    elif is64: v, neg = _div_dd(odd.where(ch, sh), odd.where(ct, st), odd.where(sh, ch), odd.where(st, ct)), \
+        _shl(q & _u(1), 1)                                                 # tan: s/c, or -c/s
+    else: v, neg = _div(odd.where(c, s), odd.where(s, c)), _shl(q & _u(1), 1)
+    if is64: v = _xor_sign(v, _shl(neg, 62))
+    else: v = _xor_sign(v.cast(F32), _shl(neg.cast(U32), 30))
+    if fn is not Ops.COS: v = _xor_sign(v, _sign_of(x))                 # sin and tan are odd
+    # inf and NaN give NaN (the reduction's result is meaningless there)
+    return (ax <= _MAX_FINITE[x.dtype]).where(v, UOp.const(x.dtype, math.nan))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tanh
+
+
+def _tanh64(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    z = ax * ax
+    near0 = ax + ax * z * _poly(z, TANH64)
+    # 1 - 2/(E + 1), E = e**(2|x|) as a double-double (2|x| <= 40 is where tanh rounds to 1 anyway)
+    y = _clamp(ax * 2.0, 0.0, 40.0)
+    kf, k = _round(y * INV_LN2)
+    s, t = _exp_kernel64(y - kf * LN2_HI, kf * -LN2_LO)
+    scale = _pow2(k)
+    e = s + t
+    eh, el = e * scale, ((s - e) + t) * scale  # exact scaling by 2**k, k <= 58
+    dh = eh + 1.0
+    dl = (_d(1.0) - (dh - eh)) + el             # Fast2Sum, eh >= 1
+    q = _div(_d(2.0), dh)
+    ql = q * q * -0.5 * dl                      # 2/(dh + dl) = q - q*q/2*dl to first order
+    w = _d(1.0) - q
+    far = w + (((1.0 - w) - q) - ql)
+    return _xor_sign((ax < TANH_SPLIT).where(near0, far), _sign_of(x))
+
+
+def _tanh32(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    y = _clamp(ax.cast(F64) * 2.0, 0.0, 40.0)
+    kf, k = _round(y * INV_LN2)
+    scale = _pow2(k)
+    em1 = (scale - 1.0) + scale * _expm1_kernel32(y - kf * LN2)   # e**y - 1, no cancellation for k >= 0
+    return _xor_sign(_div(em1, em1 + 2.0).cast(F32), _sign_of(x))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the rules
+
+_IMPL = {
+    Ops.EXP: (_exp64, _exp32), Ops.EXP2: (_exp2_64, _exp2_32), Ops.LOG: (_log64, _log32),
+    Ops.LOG2: (_log2_64, _log2_32), Ops.TANH: (_tanh64, _tanh32),
+    Ops.SIN: (lambda x: _trig(x, Ops.SIN),) * 2, Ops.COS: (lambda x: _trig(x, Ops.COS),) * 2,
+    Ops.TAN: (lambda x: _trig(x, Ops.TAN),) * 2,
+}
+
+
+def _rewrite(x: UOp) -> UOp | None:
+    """The polynomial form of one transcendental op on float32 or float64 (constants are left to constant
+    folding, which uses NumPy)."""
+    a = x.src[0]
+    if a.op is Ops.CONST or a.dtype is not x.dtype: return None
+    impl64, impl32 = _IMPL[x.op]
+    return impl64(a) if x.dtype is F64 else impl32(a)
+
+
+transcendental = PatternMatcher([
+    (UPat((Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH), (F32, F64), name="x"),
+     _rewrite),
+])
