@@ -104,13 +104,16 @@ BINARY = {
     "eq": ("{a} == {b}", lambda p, a, b: a == b),
     "ne": ("{a} != {b}", lambda p, a, b: a != b),
     "where": ("np.where({c}, {a}, {b})", lambda p, a, b, c: np.where(c, a, b)),
+    "where0": ("np.where({c} > 0, {a}, {b})", lambda p, a, b, c: np.where(c > 0, a, b)),
     "stack": ("np.stack([{a}, {b}], axis={p})", lambda p, a, b: np.stack([a, b], axis=p)),
     "concat": ("np.concatenate([{a}, {b}], axis={p})", lambda p, a, b: np.concatenate([a, b], axis=p)),
     "clip": ("np.clip({a}, -{b}, {b})", lambda p, a, b: np.clip(a, -b, b)),
 }
+VIEWS = {"index", "transpose", "reshape", "broadcast"}
+REDUCES = {"sum", "npsum", "mean", "max", "min", "prod", "cumsum", "gram", "dot1"}
 INEXACT = {"sin", "cos", "tanh", "exp", "exp2", "log", "log2", "sum", "npsum", "mean", "prod", "cumsum", "gram",
            "dot1"}
-DISCONTINUOUS = {"floor", "ceil", "floordiv", "mod", "lt", "le", "gt", "ge", "eq", "ne", "where"}
+DISCONTINUOUS = {"floor", "ceil", "floordiv", "mod", "lt", "le", "gt", "ge", "eq", "ne", "where", "where0"}
 COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 
@@ -191,16 +194,24 @@ class Builder:
 
     def step(self) -> None:
         """Try one random instruction; keep it only if NumPy computes a tame, supported result."""
-        kind = self.draw(st.sampled_from(["unary", "binary", "binary"]))
-        if kind == "unary":
-            op = self.draw(st.sampled_from(sorted(UNARY)))
+        kind = self.draw(st.sampled_from(["unary", "view", "reduce", "binary", "binary"]))
+        if kind != "binary":
+            op = self.draw(st.sampled_from(sorted(VIEWS if kind == "view" else REDUCES if kind == "reduce" else
+                                                  set(UNARY) - VIEWS - REDUCES)))
             i = self.pick()
             operands = [self.nodes[i]]
             p = self.params(op, operands[0].arr)
         else:
-            op = self.draw(st.sampled_from(sorted(BINARY)))
+            op = self.draw(st.sampled_from(sorted(set(BINARY) - {"where0"})))
             i = self.pick()
             a = self.nodes[i]
+
+            def fits(n):
+                try:
+                    np.broadcast_shapes(n.arr.shape, a.arr.shape)
+                    return True
+                except ValueError:
+                    return False
             if op in ("stack", "concat"):
                 j = self.pick(lambda n: n.arr.ndim == a.arr.ndim and (op == "concat" or n.arr.shape == a.arr.shape))
                 b = self.nodes[j]
@@ -213,20 +224,17 @@ class Builder:
                     # (np.clip(2, lo, hi) converts a Python scalar `a` to a strong int64 array: a NumPy quirk)
                     if op != "clip" and self.draw(st.booleans()): a, b = b, a
                 else:
-                    def fits(n):
-                        try:
-                            np.broadcast_shapes(n.arr.shape, a.arr.shape)
-                            return True
-                        except ValueError:
-                            return False
                     b = self.nodes[self.pick(fits)]
                 p = None
             operands = [a, b]
             if op == "where":
-                c = self.nodes[self.pick(lambda n: n.arr.dtype == np.bool_)] \
-                    if any(n.arr.dtype == np.bool_ for n in self.nodes) else None
-                if c is None: return
-                operands.append(c)
+                def cond(n, want_bool):
+                    return (n.arr.dtype == np.bool_) == want_bool and fits(n) and n.exact
+                want_bool = any(cond(n, True) for n in self.nodes) and self.draw(st.booleans())
+                if not want_bool: op = "where0"   # np.where(c > 0, a, b)
+                k = self.pick(lambda n: cond(n, want_bool))
+                if k is None: return
+                operands.append(self.nodes[k])
         if self.known_bug(op, p, operands): return
         if op in DISCONTINUOUS and not all(n.exact for n in operands): return
         if op == "astype" and operands[0].is_float and np.dtype(p).kind in "iub" and not operands[0].exact: return
@@ -256,6 +264,7 @@ class Builder:
     def known_bug(op, p, operands) -> bool:
         """Instructions that hit bugs with their own xfail tests (so this test finds new ones)."""
         dts = [n.arr.dtype for n in operands]
+        if op == "pow" and dts[0] == np.bool_: return True   # bool ** 2 is int8 in NumPy (np.square fast path)
         return False
 
     @staticmethod
