@@ -250,11 +250,13 @@ def imod(a: UOp, c: int) -> UOp:
     if a.vmin >= 0:
         if a.vmax < c: return a
         terms, k = affine(a)
-        r_terms = [(x, m % c) for x, m in terms if m % c != 0]
-        if all(x.vmin >= 0 for x, _ in terms):
-            rest = from_affine(r_terms, k % c, a.dtype)
-            if rest.vmin >= 0 and rest.vmax < c: return rest
-            if rest is not a: return imod(rest, c)
+        # drop the terms that are multiples of c, as idiv splits them off, and keep the others as they are: then
+        # x // c and x % c stay a matching pair, and (x // c) * c + x % c recombines into x
+        r_terms = [(x, m) for x, m in terms if m % c != 0]
+        rest = from_affine(r_terms, k % c, a.dtype)
+        if rest.vmin >= 0:
+            if rest.vmax < c: return rest
+            if rest is not a: return UOp(Ops.IMOD, a.dtype, (rest, UOp.const(a.dtype, c)))
         if a.op is Ops.IMOD and a.src[1].op is Ops.CONST and a.src[1].arg % c == 0: return imod(a.src[0], c)
     return UOp(Ops.IMOD, a.dtype, (a, UOp.const(a.dtype, c)))
 

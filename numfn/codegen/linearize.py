@@ -52,9 +52,8 @@ def loop_chains(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
     for r in sorted((u for u in nodes if u.op is Ops.RANGE and u.arg[1] != "reduce"), key=lambda r: r.arg[0]):
         prev += (r,)
         chain[r] = prev
-    # the in-loop read LOAD(acc, *ranges) names the loops of each accumulator, innermost last
-    accs = {u.src[0]: u.src[1:] for u in nodes
-            if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is not Ops.ASSIGN}
+    # ASSIGN(acc, value, *ranges) names the loops of each accumulator, innermost last
+    accs = {u.src[0]: u.src[2:] for u in nodes if u.op is Ops.ASSIGN}
     pending = list(accs)
     while pending:
         for acc in pending:

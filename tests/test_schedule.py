@@ -1,0 +1,138 @@
+"""The scheduler: kernel counts for a catalogue of patterns, memory reuse, constants, aliasing, simplification and the
+printed schedule. Every case is also checked against NumPy."""
+import numpy as np
+import pytest
+
+import numfn
+from numfn.uop import Ops
+
+rng = np.random.default_rng(7)
+
+
+def compiled(fn, *args, backend="llvm"):
+    """(result, NumericalFunction) of fn compiled for args, after checking the result against NumPy."""
+    f = numfn.jit(fn, backend=backend)
+    got, want = f(*args), fn(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        w = np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=2e-5 if w.dtype == np.float32 else 1e-12, atol=1e-5)
+    return got, f.specialize(*args)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(x):
+    m = x.mean(axis=1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=1, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5)
+
+
+def stencil(u):
+    return u[1:-1, :-2] + u[1:-1, 2:] + u[:-2, 1:-1] + u[2:, 1:-1] - 4.0 * u[1:-1, 1:-1]
+
+
+X = rng.standard_normal((33, 17)).astype(np.float32)
+CATALOGUE = [
+    ("elementwise chain", lambda a, b: np.sqrt(np.abs(a * b + 1.0)) - a / (b * b + 1.0), (X, X.T.copy().T), 1),
+    ("sum of squares", lambda a: (a * a).sum(), (X,), 1),
+    ("softmax rows", softmax, (X,), 1),
+    ("layernorm", layernorm, (X,), 1),
+    ("matmul + bias + relu", lambda x, w, b: np.maximum(x @ w + b, 0.0),
+     (X, rng.standard_normal((17, 9)).astype(np.float32), rng.standard_normal(9).astype(np.float32)), 1),
+    ("five-point stencil", stencil, (X,), 1),
+    ("two outputs sharing a subexpression", lambda x: ((s := np.exp(x) * x) + 1.0, s * s), (X,), 1),
+    ("transpose then elementwise", lambda x: x.T * 2.0 + x.T, (X,), 1),
+    ("concatenate", lambda a: np.concatenate([a, a * 2.0], axis=1), (X,), 1),
+    ("reduction broadcast along an outer loop", lambda x: x.sum(axis=0) * x, (X,), 2),
+    ("outputs of different shapes", lambda x: (np.sin(x) * 2.0, (np.sin(x) * 2.0).sum(axis=1)), (X,), 2),
+    ("matmul of a matmul", lambda a: (a @ a.T) @ a, (X,), 2),
+]
+
+
+@pytest.mark.parametrize("name,fn,args,kernels", CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_kernel_counts(backend, name, fn, args, kernels):
+    _, nf = compiled(fn, *args, backend=backend)
+    assert len(nf.schedule) == kernels, f"{name}:\n{nf.schedule}"
+
+
+def test_fused_reduction_has_no_intermediate():
+    _, nf = compiled(lambda a: (a * a).sum(), X)
+    assert nf.memory.arena_bytes == 0
+    assert all(b.category != "intermediate" for ei in nf.schedule for b in ei.buffers)
+
+
+def test_intermediate_memory_is_reused():
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    _, nf = compiled(lambda a: (((a @ a) @ a) @ a) @ a, a)
+    assert len(nf.memory.offsets) == 3
+    assert nf.memory.arena_bytes < nf.memory.naive_bytes   # the first product's bytes serve the third
+    offsets = sorted(nf.memory.offsets.values())
+    assert offsets[0] == offsets[1] or len(set(offsets)) < 3
+
+
+def test_small_constants_are_embedded_and_large_ones_passed_by_pointer(backend):
+    small = rng.standard_normal(17).astype(np.float32)
+    large = rng.standard_normal((200, 17)).astype(np.float32)   # 13.6 KB < 16 KiB: still embedded
+    huge = rng.standard_normal((1000, 17)).astype(np.float32)   # 68 KB: by pointer
+    x = rng.standard_normal((1000, 17)).astype(np.float32)
+    _, nf = compiled(lambda x: x * small + large.sum(axis=0) - huge, x, backend=backend)
+    assert len(nf.layout.embedded_constants) == 2 and len(nf.layout.pointer_constants) == 1
+    assert "const0" in nf.source and "const1" in nf.source
+
+
+def test_scalar_constant_arithmetic_folds(backend):
+    _, nf = compiled(lambda x: x * (2.0 * 3.0 + 1.0) + np.sqrt(16.0), X, backend=backend)
+    ops = [u.op for k in nf.rendered_kernels for u in k.program.uops if u.dtype.is_float]
+    assert ops.count(Ops.MUL) == 1 and ops.count(Ops.ADD) == 1 and Ops.SQRT not in ops
+
+
+def test_identities_are_removed(backend):
+    ints = rng.integers(-5, 5, (4, 5)).astype(np.int32)
+    _, nf = compiled(lambda a: np.negative(-(a * 1 + 0)), ints, backend=backend)
+    ops = [u.op for k in nf.rendered_kernels for u in k.program.uops if u.dtype.name == "int32"]
+    assert not set(ops) & {Ops.MUL, Ops.ADD, Ops.NEG}, ops
+
+
+def test_reshape_of_contiguous_data_indexes_plainly(backend):
+    _, nf = compiled(lambda x: (x.reshape(17, 33) + 1.0).reshape(-1).reshape(11, 51), X, backend=backend)
+    ops = {u.op for k in nf.rendered_kernels for u in k.program.uops}
+    assert not ops & {Ops.IDIV, Ops.IMOD}
+
+
+def test_outputs_never_alias_inputs_or_each_other(backend):
+    x = rng.standard_normal((4, 5))
+    (a, b, c, d, e), _ = compiled(lambda x: (x, x.T, x[:2], (y := x * 2.0), y), x, backend=backend)
+    for out in (a, b, c):
+        assert not np.shares_memory(out, x)
+    assert not np.shares_memory(d, e)
+    d[0, 0] = 123.0
+    assert e[0, 0] != 123.0
+
+
+def test_one_node_returned_twice_is_computed_once():
+    _, nf = compiled(lambda x: ((y := np.exp(x)), y), X)
+    assert len(nf.schedule) == 1 and len(nf.schedule[0].kernel.outputs) == 2
+    assert sum(u.op is Ops.EXP for u in nf.rendered_kernels[0].program.uops) <= 1
+
+
+def test_schedule_prints_as_a_table_and_debug_3_shows_it(capsys, monkeypatch):
+    _, nf = compiled(softmax, X)
+    table = str(nf.schedule)
+    header = table.splitlines()[0].split()
+    assert header == ["kernel", "shape", "writes", "reads", "ops", "bytes"]
+    assert nf.schedule[0].kernel.name in table and "output0" in table and "input0" in table
+    monkeypatch.setenv("DEBUG", "3")
+    numfn.jit(lambda x: softmax(x) + 1.0)(X)
+    err = capsys.readouterr().err
+    assert "kernel" in err and "writes" in err and "MemoryPlan" in err
+
+
+def test_pad_under_a_function_that_does_not_map_zero_to_zero(backend):
+    # exp(0) = 1 and 1/0 = inf: values at padded positions must come from the pad, not from the function
+    x = rng.standard_normal((3, 4))
+    compiled(lambda x: (np.exp(np.concatenate([x, x], axis=0)), 1.0 / np.concatenate([x, x + 1.0], axis=1),
+                        np.exp(x)[::2, ::-3]), x, backend=backend)
