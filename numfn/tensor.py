@@ -428,6 +428,9 @@ _UFUNC_TO_FNP = {
 
 def _power(base, exponent) -> Tensor:
     b, e = Tensor.lift(base), Tensor.lift(exponent)
+    if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
+        from numfn.numpy import square   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
+        return square(b)
     t = Tensor._elementwise("power", Ops.POW, b, e)
     ev = e.uop.arg if e.uop.op is Ops.CONST else None
     if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:

@@ -152,8 +152,6 @@ def _out_of_range(s, dtype) -> bool:
         not np.iinfo(dtype).min <= s <= np.iinfo(dtype).max
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: bool_array ** 2 is int64; NumPy's ndarray ** 2 takes the np.square "
-                                       "fast path and gives int8 (other exponents give int64 in both)")
 def test_bool_array_squared(backend):
     x = np.array([True, False])
     check(lambda x: (x ** 2, x ** 3, x ** 0, x ** 2.0), x, backend=backend)

@@ -151,6 +151,7 @@ def _float_pow(x: UOp) -> UOp | None:
     if e.arg == 2.0: return a * a           # pow is correctly rounded here too, so this is exact
     if e.arg == 1.0: return a
     if e.arg == -1.0: return c(a.dtype, 1.0).alu(Ops.FDIV, a)
+    if e.arg == 0.5: return a.alu(Ops.SQRT)   # NumPy's power(x, 0.5) is sqrt: -0.0 stays -0.0, -inf gives nan
     return None
 
 
