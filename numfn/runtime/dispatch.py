@@ -234,19 +234,33 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     """Register NumericalFunction `nf` (compiling it if need be) on `dispatcher` so that calls with its signature
     take the fast path. Returns False, registering nothing, when its calls cannot (see `fast_arg_specs`).
     `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
+    # computed once per NumericalFunction (like its cached properties): calls that can never take the fast path
+    # (keyword arguments, lists, subclasses) miss every time, and each miss registers again
+    found = nf.__dict__.get("_fast_registration", _MISSING)
+    if found is _MISSING:
+        found = _registration(nf)
+        nf.__dict__["_fast_registration"] = found
+    if found is None: return False
+    address, specs, outs, consts, keepalive, builder, big = found
+    dispatcher._register(address, specs, outs, consts, keepalive, builder, big if release_gil is None else
+                         bool(release_gil))
+    return True
+
+
+_MISSING = object()
+
+
+def _registration(nf) -> tuple | None:
     specs = fast_arg_specs(nf)
-    if specs is None: return False
+    if specs is None: return None
     prog = nf.compiled
     outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in nf.out_specs)
     consts = tuple(nf.pointer_constants(prog.manifest))
-    if release_gil is None:
-        nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
-        nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
-        nbytes += getattr(nf.memory, "arena_bytes", 0)
-        release_gil = nbytes >= RELEASE_GIL_BYTES
-    dispatcher._register(prog.address, specs, outs, consts, prog, result_builder(nf.out_tree, len(outs)),
-                         bool(release_gil))
-    return True
+    nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
+    nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
+    nbytes += getattr(nf.memory, "arena_bytes", 0) if "_scheduled" in nf.__dict__ else 0
+    return (prog.address, specs, outs, consts, prog, result_builder(nf.out_tree, len(outs)),
+            nbytes >= RELEASE_GIL_BYTES)
 
 
 def _nbytes(shape, dt) -> int:
