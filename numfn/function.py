@@ -28,6 +28,7 @@ from numfn import debug
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
+from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
@@ -217,12 +218,13 @@ class NumericalFunction:
         out_tree, name = self.out_tree, self.name
         limits = sorted(self.int_limits.items())
 
-        def run(leaves: list) -> Any:
+        def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
                 if not lo <= leaves[slot] <= hi:
                     dt = next(d for d in dtypes.all if (d.min, d.max) == (lo, hi))
                     raise OverflowError(f"Python integer {leaves[slot]} out of bounds for {dt.name}")
-            outs = [np.empty(shape, dt) for shape, dt in out_specs]
+            if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
+            else: outs = check_out(out, out_specs, leaves, consts)
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
@@ -378,9 +380,16 @@ def _hashable(v, what: str):
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
-class JitFunction:
+class JitFunction(dispatcher_base()):
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
-    arguments' shapes, dtypes and static values, and runs its native code."""
+    arguments' shapes, dtypes and static values, and runs its native code.
+
+    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built once and kept in the disk cache): a
+    call with plain positional arrays and scalars of a signature seen before goes straight to native code. Any
+    other call (keyword or static arguments, containers, a new signature) takes `_dispatch_miss`, which computes
+    the signature in Python, compiles if needed, and registers the fast path for next time. `out=` passes
+    preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
+    This class must not define `__call__`, or calls lose the C fast path."""
 
     def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
@@ -420,9 +429,12 @@ class JitFunction:
                         raise
         return nf
 
-    def __call__(self, *args, **kwargs):
+    def _dispatch_miss(self, *args, **kwargs):
+        out = kwargs.pop("out", None)
         key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
-        return self.specialization(key, statics).run(leaves)
+        nf = self.specialization(key, statics)
+        register_specialization(self, nf)
+        return nf.run(leaves, out)
 
     @property
     def specializations(self) -> tuple[NumericalFunction, ...]:
