@@ -106,11 +106,16 @@ def check_no_sharing(result, args, kwargs=None) -> None:
 
 
 def run_jit(fn, args, kwargs=None, *, backend: str, jitted=None):
-    """jit(fn)(*args) checking the arguments are left unchanged; returns (result, jitted function)."""
+    """jit(fn)(*args) checking the arguments are left unchanged and that a second call (the fast path) gives the
+    same result; returns (result, jitted function)."""
     kwargs = kwargs or {}
     jf = numfn.jit(fn, backend=backend) if jitted is None else jitted
     before = copy.deepcopy((args, kwargs))
     out = jf(*args, **kwargs)
+    again = jf(*args, **kwargs)   # the first call compiles; later ones take the fast path (a registered entry)
+    assert_same(again, out, rtol=0.0, atol=0.0, path="second call")
+    for a, b in zip(leaves(again), leaves(out)):
+        if isinstance(a, np.ndarray) and a.size: assert not np.shares_memory(a, b), "calls share an output buffer"
     for a, b in zip(leaves([args, kwargs]), leaves(list(before))):
         if isinstance(a, np.ndarray): np.testing.assert_array_equal(a, b, err_msg="an input was modified", strict=True)
     return out, jf
