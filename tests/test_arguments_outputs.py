@@ -236,6 +236,8 @@ def test_simple_output_kinds(backend, make):
 @pytest.mark.xfail(strict=True, reason="BUG: returning a computed array and a permuted/reversed view of it fuses both "
                                        "into one kernel that reads the first output before writing it")
 @pytest.mark.parametrize("make", [lambda x: (x + 1, (x + 1).T), lambda x: (x.sum(axis=1), x.sum(axis=1)[::-1]),
-                                  lambda x: (x @ x, (x @ x).T)], ids=["T", "reversed-sum", "matmul-T"])
+                                  lambda x: (x @ x, (x @ x).T), lambda x: (np.exp(x / 9), np.exp(x / 9)[::-1]),
+                                  lambda x: (x - 1, (x - 1)[::-1, ::-1])],
+                         ids=["T", "reversed-sum", "matmul-T", "exp-reversed", "flipped"])
 def test_output_and_a_view_of_it(backend, make):
     check(make, np.arange(9.0).reshape(3, 3), backend=backend, scale=100.0)
