@@ -241,3 +241,34 @@ def test_simple_output_kinds(backend, make):
                          ids=["T", "reversed-sum", "matmul-T", "exp-reversed", "flipped"])
 def test_output_and_a_view_of_it(backend, make):
     check(make, np.arange(9.0).reshape(3, 3), backend=backend, scale=100.0)
+
+
+def test_out_argument_receives_the_results(backend):
+    # out= (one array per output, in the flattened output order) is filled with NumPy's answer and returned
+    x = rand((3, 4), np.float32, np.random.default_rng(67))
+    f = numfn.jit(lambda x: (x * 2 - 1, x.sum(axis=0), (x > 0).sum()), backend=backend)
+    expected = (x * 2 - 1, x.sum(axis=0), (x > 0).sum())
+    outs = (np.empty((3, 4), np.float32), np.empty(4, np.float32), np.empty((), np.int64))
+    for _ in range(2):   # the slow path, then the fast path
+        for o in outs: o[...] = 0
+        r = f(x, out=outs)
+        assert all(a is b for a, b in zip(r, outs))
+        assert_same(r, expected, scale=10.0)
+    with pytest.raises(ValueError):
+        f(x, out=(x, outs[1], outs[2]))      # an output overlapping an input
+    with pytest.raises(TypeError):
+        f(x, out=(outs[0].astype(np.float64), outs[1], outs[2]))
+
+
+def test_python_int_argument_range_checked_on_every_call(backend):
+    # NEP 50: int8_array + 1000 raises OverflowError; the value is an argument here, so every call must check it
+    x = np.arange(-3, 3, dtype=np.int8)
+    f = numfn.jit(lambda x, s: (x + s, x * 2 < s), backend=backend)
+    for s in (5, 5, 127, -128, 0):
+        assert_same(f(x, s), (x + s, x * 2 < s))
+    for s in (1000, 128, -129, 2**63 - 1):
+        with pytest.raises(OverflowError):
+            x + s
+        with pytest.raises(OverflowError):
+            f(x, s)
+    assert_same(f(x, 7), (x + 7, x * 2 < 7))
