@@ -181,11 +181,16 @@ def _shr(a: UOp, n) -> UOp: return a.alu(Ops.SHR, n if isinstance(n, UOp) else U
 def _div(a: UOp, b: UOp) -> UOp: return a.alu(Ops.FDIV, b)
 
 
-def _poly(x: UOp, coeffs: tuple[float, ...]) -> UOp:
-    """Horner's scheme, coefficients lowest degree first."""
-    acc = _d(coeffs[-1])
-    for c in reversed(coeffs[:-1]): acc = acc * x + c
-    return acc
+def _poly(x: UOp, coeffs: tuple) -> UOp:
+    """sum(c_i * x**i) by Estrin's scheme: pairs c_2i + c_2i+1 * x, then the same in x*x. It is as accurate as
+    Horner's scheme here and its dependency chain is log2(n) multiply-adds long instead of n, which matters in
+    a loop whose iterations can only overlap as far as the out-of-order window reaches. Coefficients may be
+    floats or UOps (per-element coefficients)."""
+    cs = [c if isinstance(c, UOp) else _d(c) for c in coeffs]
+    while len(cs) > 1:
+        cs = [cs[i + 1] * x + cs[i] if i + 1 < len(cs) else cs[i] for i in range(0, len(cs), 2)]
+        if len(cs) > 1: x = x * x
+    return cs[0]
 
 
 def _clamp(x: UOp, lo: float, hi: float) -> UOp:
@@ -482,9 +487,7 @@ def _sin_or_cos32(r: UOp, use_cos: UOp) -> UOp:
     coefficients selected per element does for both."""
     z = r * r
     a = use_cos.where(_d(1.0), r)
-    p = use_cos.where(_d(COS32[-1]), _d(SIN32[-1]))
-    for cs, cc in zip(reversed(SIN32[:-1]), reversed(COS32[:-1])): p = p * z + use_cos.where(_d(cc), _d(cs))
-    return a + a * z * p
+    return a + a * z * _poly(z, tuple(use_cos.where(_d(cc), _d(cs)) for cs, cc in zip(SIN32, COS32)))
 
 
 def _trig(x: UOp, fn: Ops) -> UOp:
