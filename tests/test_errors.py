@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check_raises_like
+from helpers import assert_same, check_raises_like, numpy_exception
 
 THIS_FILE = os.path.basename(__file__)
 
@@ -199,3 +199,41 @@ def test_errors_do_not_leave_a_specialization(backend):
         with pytest.raises(numfn.TracerConversionError):
             f(np.ones(2))
     assert len(f.specializations) == 0
+
+
+# ---- keyword arguments: computed like NumPy, or refused with a NumfnError at the user's line ----------------------
+_KW_BUG = pytest.mark.xfail(strict=True, reason="BUG: an unsupported keyword argument of a supported function raises "
+                                                "a bare TypeError (unexpected keyword) without the user's line")
+_IGNORED_BUG = pytest.mark.xfail(strict=True, reason="BUG: ufunc keywords other than out/where/dtype (axes=, "
+                                                     "casting=) are silently ignored: np.matmul(..., axes=) is wrong")
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda x: x.sum(dtype=np.float32), marks=_KW_BUG, id="sum-dtype"),
+    pytest.param(lambda x: np.sum(x, dtype=np.float32), marks=_KW_BUG, id="np.sum-dtype"),
+    pytest.param(lambda x: x.mean(dtype=np.float32), marks=_KW_BUG, id="mean-dtype"),
+    pytest.param(lambda x: np.mean(x, where=x > 1), marks=_KW_BUG, id="mean-where"),
+    pytest.param(lambda x: np.max(x, initial=100.0), marks=_KW_BUG, id="max-initial"),
+    pytest.param(lambda x: np.cumsum(x, dtype=np.int32), marks=_KW_BUG, id="cumsum-dtype"),
+    pytest.param(lambda x: np.concatenate([x, x], dtype=np.float32), marks=_KW_BUG, id="concatenate-dtype"),
+    pytest.param(lambda x: x.astype(np.complex64).real, marks=_KW_BUG, id="astype-complex"),
+    pytest.param(lambda x: np.matmul(x, x, axes=[(-2, -1), (-1, -2), (-2, -1)]), marks=_IGNORED_BUG, id="matmul-axes"),
+    pytest.param(lambda x: np.add(x.astype(np.int32), 1.5, casting="no"), marks=_IGNORED_BUG, id="add-casting"),
+    pytest.param(lambda x: np.sin(x, out=np.empty((3, 3))), id="sin-out"),
+    pytest.param(lambda x: np.add(x, 1, dtype=np.float32), id="add-dtype"),
+    pytest.param(lambda x: np.abs(x, where=x > 0), id="abs-where"),
+    pytest.param(lambda x: x.reshape(9, order="F"), id="reshape-F"),
+    pytest.param(lambda x: np.add.accumulate(x), id="ufunc.accumulate"),
+])
+def test_keyword_arguments_computed_like_numpy_or_refused(backend, make):
+    x = np.arange(9.0).reshape(3, 3)
+    try:
+        actual = numfn.jit(make, backend=backend)(x)
+    except numfn.NumfnError as e:
+        assert f"{THIS_FILE}:" in str(e), str(e)   # refused: the message points at the user's line
+        return
+    except TypeError as e:
+        expected = numpy_exception(make, (x,))
+        assert expected is not None and isinstance(expected, TypeError), f"numfn raised {e!r}, NumPy did not"
+        return
+    assert_same(actual, make(x), scale=100.0)
