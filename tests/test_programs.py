@@ -163,3 +163,23 @@ def test_same_function_many_signatures(backend):
             check(None, x, backend=backend, jitted=f, scale=50.0,
                   expected=(softmax(x.astype(np.float64)), x.sum(axis=-1), x[..., ::-1].max(axis=-1)))
     assert len(f.specializations) == 8
+
+
+def test_large_arrays(backend):
+    # big enough for any multi-threaded or blocked code path: elementwise, every reduction axis, scans, matmul
+    rng = np.random.default_rng(80)
+    v = rng.uniform(-1, 1, 1009 * 991).astype(np.float32)
+    m = rng.uniform(-1, 1, (1001, 997))
+    i = rng.integers(-100, 100, (513, 2049)).astype(np.int32)
+    a, b = rng.uniform(-1, 1, (300, 401)), rng.uniform(-1, 1, (401, 203))
+
+    check(lambda v: (v * 2 + np.sin(v), v.max(), v[::-3].min(), v.reshape(1009, 991).sum(axis=0)), v,
+          backend=backend, scale=1009.0)
+
+    def f(m, i, a, b):
+        return (m.sum(axis=0), m.sum(axis=1), m.T.max(axis=1), m[::-1] - m.mean(axis=0),
+                m[:, ::2] + m[:, 1::2][:, :498].sum(axis=1, keepdims=True)[:, :1],
+                i.sum(), i.sum(axis=0), i.max(axis=1), np.cumsum(i, axis=0)[-1], np.cumsum(i, axis=1)[:, -1],
+                a @ b, (a @ b).sum(axis=0), np.exp(m[:200, :200]) @ m[:200, :5])
+
+    check(f, m, i, a, b, backend=backend, scale=1e4)
