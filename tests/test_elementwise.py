@@ -157,6 +157,23 @@ def test_bool_array_squared(backend):
     check(lambda x: (x ** 2, x ** 3, x ** 0, x ** 2.0), x, backend=backend)
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: a Python int beyond uint64 raises OverflowError even where NumPy accepts "
+                                       "it: with a float array (float32_array + 2**64), in comparisons (int8 == 2**70)")
+def test_python_int_beyond_uint64(backend):
+    f, i = np.array([0.0, 1.5, -2.0], np.float32), np.array([0, 1, -1], np.int8)
+    check(lambda f, i: (f + 2**64, f * 2**70, i == 2**70, i < 2**70, i != -2**80), f, i, backend=backend)
+
+
+def test_big_python_ints_with_64_bit_arrays(backend):
+    i64 = np.array([0, 1, -1, 2**62], np.int64)
+    u64 = np.array([0, 1, 2**63, 2**64 - 1], np.uint64)
+    check(lambda i, u: (i + 2**62, i * -2**63, i < 2**63, u + 2**63, u + (2**64 - 1), u - 1, u * 2.5, u // 3, u % 7,
+                        u == 2**64 - 1, u < -1, np.maximum(u, 2**63), u // 2**62, i - (-2**63)), i64, u64,
+          backend=backend)
+    check_raises_like(lambda i: i + 2**63, i64, backend=backend)
+    check_raises_like(lambda u: u + 2**64, u64, backend=backend)
+
+
 def test_nep50_result_dtypes(backend):
     f32, i32, i8, b = (np.ones(3, np.float32), np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int8),
                        np.ones(3, np.bool_))
