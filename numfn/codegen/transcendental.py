@@ -45,7 +45,7 @@ the exp kernel), then rounded to float64. The 2/pi, pi/2 and ln 2 constants are 
 series (Machin's formula for pi, 2*atanh(1/3) for ln 2).
 
 Accuracy, measured on 6.3M arguments per function (dense grids, all exponents, denormals, specials) against long
-double: float64 at most 0.75 (exp, exp2), 0.81 (log, log2), 0.79 (sin, cos, tanh) and 0.90 (tan) ulp from the
+double: float64 at most 0.77 (exp, exp2, log), 0.81 (log2), 0.79 (sin, cos, tanh) and 0.90 (tan) ulp from the
 exact result; float32 at most 0.501 ulp (0.504 tanh). The distance to NumPy (AVX-512 build, NumPy 2.4) is at most
 1 ulp for every float64 function and for float32 sin, cos and tanh, 2 for float32 exp and log2, and - the
 documented corners, all where NumPy's own float32 result is further from the exact one - 3 ulp for float32 exp2
@@ -181,16 +181,20 @@ def _shr(a: UOp, n) -> UOp: return a.alu(Ops.SHR, n if isinstance(n, UOp) else U
 def _div(a: UOp, b: UOp) -> UOp: return a.alu(Ops.FDIV, b)
 
 
-def _poly(x: UOp, coeffs: tuple) -> UOp:
-    """sum(c_i * x**i) by Estrin's scheme: pairs c_2i + c_2i+1 * x, then the same in x*x. It is as accurate as
-    Horner's scheme here and its dependency chain is log2(n) multiply-adds long instead of n, which matters in
-    a loop whose iterations can only overlap as far as the out-of-order window reaches. Coefficients may be
-    floats or UOps (per-element coefficients)."""
+def _poly(x: UOp, coeffs: tuple, horner: int = 0) -> UOp:
+    """sum(c_i * x**i): the first `horner` terms by Horner's scheme, the rest by Estrin's (pairs c_2i +
+    c_2i+1 * x, then the same in x*x). Estrin's dependency chain is log2(n) multiply-adds long instead of n, which
+    matters in a loop whose iterations overlap only as far as the out-of-order window reaches; Horner's last
+    steps round less (one rounding of c0 + x*(...) instead of two), which float64 results need. Coefficients may
+    be floats or UOps (per-element coefficients)."""
     cs = [c if isinstance(c, UOp) else _d(c) for c in coeffs]
+    head, cs, y = cs[:horner], cs[horner:], x
     while len(cs) > 1:
-        cs = [cs[i + 1] * x + cs[i] if i + 1 < len(cs) else cs[i] for i in range(0, len(cs), 2)]
-        if len(cs) > 1: x = x * x
-    return cs[0]
+        cs = [cs[i + 1] * y + cs[i] if i + 1 < len(cs) else cs[i] for i in range(0, len(cs), 2)]
+        if len(cs) > 1: y = y * y
+    acc = cs[0]
+    for c in reversed(head): acc = acc * x + c
+    return acc
 
 
 def _clamp(x: UOp, lo: float, hi: float) -> UOp:
@@ -234,7 +238,7 @@ def _exp_kernel64(hi: UOp, lo: UOp) -> tuple[UOp, UOp]:
     """e**(hi + lo) for |hi + lo| <= ln2/2 as an unevaluated sum (s, t), s = fl(1 + hi) and t small: the error is
     about 2**-58 relative, so the rounding of s + t is the only significant one."""
     r = hi + lo
-    p = r * r * _poly(r, EXP64)
+    p = r * r * _poly(r, EXP64, 2)
     s = _d(1.0) + hi
     return s, (hi - (s - 1.0)) + (lo + p)   # Fast2Sum: hi - (s - 1) is the rounding error of 1 + hi, exactly
 
@@ -306,7 +310,7 @@ def _log64(x: UOp) -> UOp:
     kf, f, s = _log_reduce(x, True)
     hfsq = 0.5 * f * f
     z = s * s
-    r = z * _poly(z, LOG64)
+    r = z * _poly(z, LOG64, 2)
     # log(1+f) = 2s + s*R = f - hfsq + s*(hfsq + R); k*LN2_HI is exact, the small terms are added first
     y = kf * LN2_HI - ((hfsq - (s * (hfsq + r) + kf * LN2_LO)) - f)
     return _log_special(x, y)
@@ -316,7 +320,7 @@ def _log2_64(x: UOp) -> UOp:
     kf, f, s = _log_reduce(x, True)
     hfsq = 0.5 * f * f
     z = s * s
-    r = z * _poly(z, LOG64)
+    r = z * _poly(z, LOG64, 2)
     hi = f - hfsq
     hi = (hi.bitcast(U64) & _u(0xFFFFFFFF00000000)).bitcast(F64)     # 21 significant bits
     lo = ((f - hi) - hfsq) + s * (hfsq + r)                           # hi + lo = log(1+f), f - hi exact
@@ -452,13 +456,13 @@ def _sincos64(rh: UOp, rl: UOp) -> tuple[tuple[UOp, UOp], tuple[UOp, UOp]]:
     """sin and cos of rh + rl, |rh + rl| <= pi/4, rl tiny (first order in rl), each as an unevaluated sum of a
     leading term and a small tail."""
     z = rh * rh
-    s_tail = rl * (1.0 - 0.5 * z) + z * rh * _poly(z, SIN64)
+    s_tail = rl * (1.0 - 0.5 * z) + z * rh * _poly(z, SIN64, 2)
     # cos = 1 - z/2 + ...: the rounding errors of z = rh*rh and of 1 - z/2 are both kept (z/2 is up to 0.31)
     a, b = _split(rh)
     zl = ((a * a - z) + 2.0 * a * b) + b * b    # a*a - z is exact (Sterbenz), the rest is tiny
     hz = 0.5 * z
     w = _d(1.0) - hz
-    c_tail = ((1.0 - w) - hz) + (z * z * _poly(z, COS64) - (rh * rl + 0.5 * zl))
+    c_tail = ((1.0 - w) - hz) + (z * z * _poly(z, COS64, 2) - (rh * rl + 0.5 * zl))
     return (rh, s_tail), (w, c_tail)
 
 
@@ -526,7 +530,7 @@ def _trig(x: UOp, fn: Ops) -> UOp:
 def _tanh64(x: UOp) -> UOp:
     ax = x.alu(Ops.ABS)
     z = ax * ax
-    near0 = ax + ax * z * _poly(z, TANH64)
+    near0 = ax + ax * z * _poly(z, TANH64, 2)
     # 1 - 2/(E + 1), E = e**(2|x|) as a double-double (2|x| <= 40 is where tanh rounds to 1 anyway)
     y = _clamp(ax * 2.0, 0.0, 40.0)
     kf, k = _round(y * INV_LN2)
