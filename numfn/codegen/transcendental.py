@@ -61,6 +61,7 @@ NOOPT=1 skips these rules and keeps the libm calls.
 from __future__ import annotations
 
 import math
+import struct
 from fractions import Fraction
 
 from numfn.dtype import dtypes
@@ -73,7 +74,7 @@ F32, F64, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int64, dtypes.u
 # constants, computed exactly with integer series (no tables copied from anywhere)
 
 def _atan_inv(n: int, bits: int) -> int:
-    """atan(1/n) * 2**bits (truncation error below n terms)."""
+    """atan(1/n) * 2**bits, short by at most a unit per term (the guard bits absorb it)."""
     total, power, k, n2 = 0, (1 << bits) // n, 0, n * n
     while power:
         total += -(power // (2 * k + 1)) if k & 1 else power // (2 * k + 1)
@@ -124,8 +125,7 @@ PIO2_B = _round_bits(_PI / 2 - Fraction(PIO2_A), 26)   # numbers of up to 27 bit
 PIO2_C = _dbl(_PI / 2 - Fraction(PIO2_A) - Fraction(PIO2_B))
 PIO4 = _dbl(_PI / 4)
 _MAX_FINITE = {F64: 1.7976931348623157e308, F32: 3.4028234663852886e38}
-SQRT_HALF_BITS = 0x3FE6A09E667F3BCD  # bits of sqrt(1/2) rounded: the boundary of the log reduction
-assert abs(Fraction(0x16A09E667F3BCD, 1 << 53) ** 2 - Fraction(1, 2)) < Fraction(1, 1 << 52)
+SQRT_HALF_BITS = struct.unpack("<q", struct.pack("<d", math.sqrt(0.5)))[0]   # log reduces x to [sqrt(1/2), sqrt(2))
 
 
 def _two_over_pi_words(n: int, step: int) -> tuple[int, ...]:
@@ -235,8 +235,8 @@ def _sign_of(x: UOp) -> UOp:
 
 
 def _exp_kernel64(hi: UOp, lo: UOp) -> tuple[UOp, UOp]:
-    """e**(hi + lo) for |hi + lo| <= ln2/2 as an unevaluated sum (s, t), s = fl(1 + hi) and t small: the error is
-    about 2**-58 relative, so the rounding of s + t is the only significant one."""
+    """e**(hi + lo) for |hi + lo| <= ln2/2 as an unevaluated sum (s, t), s = fl(1 + hi), |t| < 0.07: the error of
+    the pair is about 2**-56 relative, so the final rounding of s + t dominates."""
     r = hi + lo
     p = r * r * _poly(r, EXP64, 2)
     s = _d(1.0) + hi
