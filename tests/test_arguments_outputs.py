@@ -28,10 +28,21 @@ def _layouts(base: np.ndarray) -> dict:
         "negative-rows": np.ascontiguousarray(base[::-1])[::-1],
         "readonly": ro,
         "broadcast": np.broadcast_to(base[0], base.shape),
+        "misaligned": _misaligned(base),
     }
 
 
-LAYOUTS = ["c", "fortran", "transposed", "strided", "negative", "negative-rows", "readonly", "broadcast"]
+def _misaligned(base: np.ndarray) -> np.ndarray:
+    """A copy of `base` whose data pointer is not a multiple of the itemsize."""
+    raw = np.zeros(base.nbytes + 1, np.uint8)
+    out = np.frombuffer(raw.data, dtype=base.dtype, count=base.size, offset=1).reshape(base.shape)
+    out[...] = base
+    assert not out.flags.aligned
+    return out
+
+
+LAYOUTS = ["c", "fortran", "transposed", "strided", "negative", "negative-rows", "readonly", "broadcast",
+           "misaligned"]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -103,7 +103,7 @@ def test_unary_operators(backend, dtype):
     if x.dtype == np.bool_: ops.remove(np.square)   # a known bug, tested below
     ok = [op for op in ops if numpy_exception(op, (x,)) is None]
     bad = [op for op in ops if op not in ok]
-    check(lambda x: tuple(op(x) for op in ok), x, backend=backend, scale=1.0)
+    check(lambda x: tuple(op(x) for op in ok), x, backend=backend, scale=1.0, signed_zeros=True)
     for op in bad:
         check_raises_like(op, x, backend=backend)
 
@@ -242,17 +242,22 @@ def _math(xp):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_math_functions_float(backend, dtype):
-    # includes NaN, +-inf, +-0.0, negative numbers (log and sqrt give NaN) and overflowing exp
-    x = np.concatenate([specials(dtype), rand((30,), dtype, np.random.default_rng(5)), np.array([-100.0, 89.0, 710.0,
-                                                                                                  -745.0], dtype)])
-    check_xp(_math, x, backend=backend, scale=1.0)
+    # includes NaN, +-inf, +-0.0, negative numbers (log and sqrt give NaN), overflowing and underflowing exp,
+    # subnormals and magnitudes across the whole range (argument reduction of sin/cos/tan for huge arguments)
+    big = 30 if dtype == np.float32 else 300
+    wide = np.geomspace(10.0 ** -big, 10.0 ** big, 61)
+    edges = [-100.0, 89.0, 88.72, -87.3, -103.9, 127.9, 128.0, -149.0, -150.0, 709.7, 710.0, -708.4, -745.0,
+             1023.9, 1024.0, -1074.0, np.pi / 2, np.pi, 2 * np.pi, 1e5, 1e7 + 0.5, 2.0 ** 24 + 2, 2.0 ** 52 + 2]
+    x = np.concatenate([specials(dtype), rand((30,), dtype, np.random.default_rng(5)), np.array(edges), wide, -wide,
+                        [float(np.finfo(dtype).smallest_subnormal), -float(np.finfo(dtype).smallest_subnormal)]])
+    check_xp(_math, x.astype(dtype), backend=backend, scale=1.0, signed_zeros=True)
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.float64], ids=lambda d: np.dtype(d).name)
 def test_math_functions_int_inputs(backend, dtype):
     # integers compute in float64 (floor/ceil/trunc/abs keep the integer dtype)
     x = np.array([0, 1, 2, 3, 10, 100], dtype)
-    check_xp(_math, x, backend=backend, scale=1.0)
+    check_xp(_math, x, backend=backend, scale=1.0, signed_zeros=True)
 
 
 def test_math_functions_tiny_int_and_bool_need_float16(backend):
