@@ -3,7 +3,7 @@ widths, and many intermediates alive at once, against NumPy running the same Pyt
 import numpy as np
 import pytest
 
-from helpers import check, rand
+from helpers import assert_same, check, rand
 
 
 def softmax(x, axis=-1):
@@ -183,3 +183,19 @@ def test_large_arrays(backend):
                 a @ b, (a @ b).sum(axis=0), np.exp(m[:200, :200]) @ m[:200, :5])
 
     check(f, m, i, a, b, backend=backend, scale=1e4)
+
+
+def test_concurrent_calls_from_threads(backend):
+    # calls from several Python threads at once (large arrays run without the GIL) each get their own answer
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numfn
+    f = numfn.jit(lambda x: (softmax(x), x.sum(axis=0), np.cumsum(x, axis=1)[:, -1]), backend=backend)
+    rng = np.random.default_rng(81)
+    xs = [rng.uniform(-3, 3, (200, 300)) for _ in range(8)]
+    f(xs[0])   # compile once
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(f, xs * 3))
+    for x, r in zip(xs * 3, results):
+        assert_same(r, (softmax(x), x.sum(axis=0), np.cumsum(x, axis=1)[:, -1]), scale=1e3)
