@@ -175,6 +175,9 @@ def test_large_arrays(backend):
 
     check(lambda v: (v * 2 + np.sin(v), v.max(), v[::-3].min(), v.reshape(1009, 991).sum(axis=0)), v,
           backend=backend, scale=1009.0)
+    w = v.astype(np.float64)
+    check(lambda w: (np.cumsum(w), np.cumsum(w[::-1].reshape(991, 1009), axis=0), w.sum(), w.mean()), w,
+          backend=backend, scale=1e6)
 
     def f(m, i, a, b):
         return (m.sum(axis=0), m.sum(axis=1), m.T.max(axis=1), m[::-1] - m.mean(axis=0),
