@@ -13,9 +13,10 @@ from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
+from numfn.runtime.threads import set_num_threads
 from numfn.tensor import Tensor
 from numfn.transforms import svmap, vmap
 
 __version__ = "0.1.0"
-__all__ = ["jit", "vmap", "svmap", "JitFunction", "NumericalFunction", "Tensor", "DType", "dtypes", "NumfnError",
-           "TracerConversionError", "__version__"]
+__all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
+           "dtypes", "NumfnError", "TracerConversionError", "__version__"]

@@ -34,6 +34,8 @@ from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
 BACKENDS = ("c", "llvm")
+# ALU operations below which a kernel runs on one thread: waking the pool costs about as much as this much work
+PARALLEL_MIN_OPS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,8 @@ class NumericalFunction:
         out = []
         renderer = _renderer(self.backend)
         for ei in self.schedule:
-            prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered)
+            prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
+                                 parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
@@ -210,6 +213,7 @@ class NumericalFunction:
     def run(self) -> Callable[[list], Any]:
         """The dispatcher over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
+        from numfn.runtime.threads import parallel_for_address
         prog = self.compiled
         entry = prog.entry
         out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
@@ -230,7 +234,7 @@ class NumericalFunction:
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
                     else np.ascontiguousarray(leaf)
                 ins.append(a)
-            if entry(pointer_table((*outs, *ins, *consts))):
+            if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
             return unflatten(out_tree, outs)
 

@@ -13,7 +13,6 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, update_wrapper
@@ -26,6 +25,7 @@ from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFu
                             entry_name_for, leaf_spec)
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
+from numfn.runtime.threads import thread_count
 from numfn.tensor import Tensor, _norm_axis
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
@@ -225,13 +225,6 @@ def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
 # svmap: the per-example program in a native loop
 
 _pool: ThreadPoolExecutor | None = None
-
-
-def thread_count() -> int:
-    """NUMFN_THREADS, else the number of CPUs this process may use; 1 disables threading."""
-    env = os.environ.get("NUMFN_THREADS")
-    if env: return max(1, int(env))
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def _thread_pool() -> ThreadPoolExecutor:

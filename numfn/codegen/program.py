@@ -14,10 +14,14 @@ from numfn.uop import Ops, UOp, format_node, graph_rewrite
 
 @dataclass(frozen=True)
 class Program:
-    """One kernel ready to render: its parameters (BUFFER nodes, written ones first) and its instructions."""
+    """One kernel ready to render: its parameters (BUFFER nodes, written ones first) and its instructions.
+
+    `parallel` is the outermost loop when the kernel may split it across threads: the renderer runs that loop
+    over [start, end) inside a body function it hands to the thread pool."""
     name: str
     params: tuple[UOp, ...]
     uops: tuple[UOp, ...]
+    parallel: UOp | None = None
 
     def __str__(self) -> str:
         """The instructions in execution order, indented by loop depth; buffers and constants inline."""
@@ -32,9 +36,28 @@ class Program:
         return "\n".join(lines)
 
 
-def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel) -> Program:
+def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool = False) -> Program:
+    """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
+    the kernel allows it (see `splittable_loop`)."""
     sink = graph_rewrite(lowered.sink, symbolic)
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
     sink = graph_rewrite(sink, rules)
-    return Program(name, params, tuple(linearize(sink)))
+    uops = tuple(linearize(sink))
+    return Program(name, params, uops, splittable_loop(uops, lowered) if parallel else None)
+
+
+def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:
+    """The kernel's outermost loop if all its work happens inside it: an output loop (its iterations write
+    disjoint elements) that is not walked in order by a scan, with no accumulator or other loop outside it (every
+    thread would repeat that work). Else None."""
+    top = [u for u in uops if u.op in (Ops.RANGE, Ops.DEFINE_ACC, Ops.END)]
+    if not top or top[0].op is not Ops.RANGE: return None
+    outer = top[0]
+    if outer.arg[1] != "loop" or outer in lowered.sequential or outer.src[0].arg < 2: return None
+    depth = 0
+    for u in top:
+        if u.op is Ops.END: depth -= 1
+        elif depth == 0 and u is not outer: return None
+        if u.op is Ops.RANGE: depth += 1
+    return outer

@@ -21,6 +21,10 @@ PRELUDE = """\
 #include <stdint.h>
 #include <stdlib.h>
 #include <math.h>
+
+/* the thread pool's parallel_for (the last slot of the buffer table), NULL to run serially */
+typedef void (*numfn_body)(void **ctx, int64_t start, int64_t end);
+typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 """
 
 
@@ -43,13 +47,17 @@ def _bitcast(x: str, src: DType, dst: DType) -> str:
 
 
 def render_kernel(prog: Program) -> str:
-    """A kernel as a static C function."""
+    """A kernel as a static C function. A parallel kernel is three: `K_loop` runs its outer loop over [start, end),
+    `K_body` unpacks the buffers for the thread pool, and `K(pfor, ...)` hands `K_body` to the pool (or runs
+    `K_loop` over the whole range when there is no pool)."""
     names: dict[UOp, str] = {}
     params = []
     for p in prog.params:
         names[p] = buffer_name(p.arg)
         params.append(f"{'const ' if p not in written(prog) else ''}{p.dtype.cname} *restrict {names[p]}")
-    lines = [f"static void {prog.name}({', '.join(params)}) {{"]
+    core = f"{prog.name}_loop" if prog.parallel is not None else prog.name
+    bounds = ", int64_t start, int64_t end" if prog.parallel is not None else ""
+    lines = [f"static void {core}({', '.join(params)}{bounds}) {{"]
     indent = 1
     counter = 0
 
@@ -61,7 +69,8 @@ def render_kernel(prog: Program) -> str:
         pad = "  " * indent
         if u.op is Ops.RANGE:
             names[u] = f"r{u.arg[0]}"
-            lines.append(f"{pad}for (int64_t {names[u]} = 0; {names[u]} < {ref(u.src[0])}; {names[u]}++) {{")
+            lo, hi = ("start", "end") if u is prog.parallel else ("0", ref(u.src[0]))
+            lines.append(f"{pad}for (int64_t {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
             indent += 1
             continue
         if u.op is Ops.END:
@@ -88,7 +97,20 @@ def render_kernel(prog: Program) -> str:
         names[u] = name
         lines.append(f"{pad}{u.dtype.cname} {name} = {expr};")
     lines.append("}")
+    if prog.parallel is not None: lines += _parallel_wrappers(prog, params)
     return "\n".join(lines)
+
+
+def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+    names = [buffer_name(p.arg) for p in prog.params]
+    casts = [f"({decl.rsplit(' *restrict', 1)[0]} *)ctx[{i}]" for i, decl in enumerate(params)]
+    n = c_literal(prog.parallel.src[0].arg, dtypes.index)
+    return [f"static void {prog.name}_body(void **ctx, int64_t start, int64_t end) {{",
+            f"  {prog.name}_loop({', '.join(casts)}, start, end);", "}",
+            f"static void {prog.name}(numfn_pfor pfor, {', '.join(params)}) {{",
+            f"  void *ctx[] = {{ {', '.join(f'(void *){n_}' for n_ in names)} }};",
+            f"  if (pfor) pfor({prog.name}_body, ctx, {n});",
+            f"  else {prog.name}_loop({', '.join(names)}, 0, {n});", "}"]
 
 
 def written(prog: Program) -> set[UOp]:
@@ -115,8 +137,8 @@ def _expr(u: UOp, a: list[str]) -> str:
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
-    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout). It returns 0, or
-    1 when the scratch arena cannot be allocated.
+    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the thread
+    pool's parallel_for or NULL. It returns 0, or 1 when the scratch arena cannot be allocated.
 
     With `batched` (one flag per input), the entry takes `int64_t start, int64_t end` first and runs the kernels
     for every example start..end-1 of a leading batch axis: outputs and the flagged inputs advance by one
@@ -133,6 +155,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     params = ["void **buffers"] if batched is None else ["int64_t start", "int64_t end", "void **buffers"]
     body = [f"  {const}{dt.cname} *restrict {buffer_name(b)} = ({const}{dt.cname} *)buffers[{i}];"
             for i, (b, dt, const) in enumerate(pointers)]   # an unused input is a const void *
+    if any(prog.parallel is not None for prog, _ in kernels):
+        body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers)}];")
     if layout.arena_bytes:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
@@ -145,7 +169,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     indent = "  " if batched is None else "    "
     if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
     for prog, _ in kernels:
-        body.append(f"{indent}{prog.name}({', '.join(arg(p.arg) for p in prog.params)});")
+        args = ([] if prog.parallel is None else ["pfor"]) + [arg(p.arg) for p in prog.params]
+        body.append(f"{indent}{prog.name}({', '.join(args)});")
     if batched is not None: body.append("  }")
     if layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")

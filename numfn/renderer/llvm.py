@@ -138,6 +138,8 @@ def render_kernel(prog: Program) -> str:
     for p in prog.params:
         f.names[p] = "%" + buffer_name(p.arg)
         params.append(f"ptr noalias {f.names[p]}")
+    core = prog.name if prog.parallel is None else f"{prog.name}_loop"
+    bounds = [] if prog.parallel is None else ["i64 %start", "i64 %end"]
     for u in prog.uops:
         op = u.op
         if op is Ops.RANGE:
@@ -146,8 +148,9 @@ def render_kernel(prog: Program) -> str:
             f.emit(f"br label %{r}.head")
             f.label(f"{r}.head")
             f.names[u] = f"%{r}"
-            f.emit(f"%{r} = phi i64 [ 0, %{pre} ], [ %{r}.next, %{r}.latch ]")
-            f.emit(f"%{r}.cond = icmp slt i64 %{r}, {f.ref(u.src[0])}")
+            lo, hi = ("%start", "%end") if u is prog.parallel else ("0", f.ref(u.src[0]))
+            f.emit(f"%{r} = phi i64 [ {lo}, %{pre} ], [ %{r}.next, %{r}.latch ]")
+            f.emit(f"%{r}.cond = icmp slt i64 %{r}, {hi}")
             f.emit(f"br i1 %{r}.cond, label %{r}.body, label %{r}.exit")
             f.label(f"{r}.body")
         elif op is Ops.END:
@@ -195,8 +198,32 @@ def render_kernel(prog: Program) -> str:
             f.names[u] = name
             f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u)}")
     body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
-    return "\n".join([*sorted(f.declares), f"define internal void @{prog.name}({', '.join(params)}) nounwind {{",
-                      body, "}"])
+    out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", body, "}"]
+    if prog.parallel is not None: out += _parallel_wrappers(prog, params)
+    return "\n".join(out)
+
+
+def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+    """`K_body(ctx, start, end)` unpacks the buffers for the thread pool; `K(pfor, ...)` hands it to the pool, or
+    runs `K_loop` over the whole range when `pfor` is null (no pool)."""
+    names = ["%" + buffer_name(p.arg) for p in prog.params]
+    n = prog.parallel.src[0].arg
+    body = ["entry:"]
+    for i, name in enumerate(names):
+        body += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                 f"  {name} = load ptr, ptr {name}.slot"]
+    body += [f"  call void @{prog.name}_loop({', '.join(f'ptr {x}' for x in names)}, i64 %start, i64 %end)",
+             "  ret void"]
+    wrap = ["entry:", f"  %ctx = alloca [{len(names)} x ptr]"]
+    for i, name in enumerate(names):
+        wrap += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                 f"  store ptr {name}, ptr {name}.slot"]
+    wrap += ["  %serial = icmp eq ptr %pfor, null", "  br i1 %serial, label %alone, label %pool",
+             "alone:", f"  call void @{prog.name}_loop({', '.join(f'ptr {x}' for x in names)}, i64 0, i64 {n})",
+             "  ret void",
+             "pool:", f"  call void %pfor(ptr @{prog.name}_body, ptr %ctx, i64 {n})", "  ret void"]
+    return [f"define internal void @{prog.name}_body(ptr %ctx, i64 %start, i64 %end) nounwind {{", *body, "}",
+            f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
 
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
@@ -228,6 +255,9 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     for i, b in enumerate(pointers):
         body += [f"  %{buffer_name(b)}.slot = getelementptr inbounds ptr, ptr %buffers, i64 {i}",
                  f"  %{buffer_name(b)} = load ptr, ptr %{buffer_name(b)}.slot"]
+    if any(prog.parallel is not None for prog, _ in kernels):   # the thread pool follows the buffers
+        body += [f"  %pfor.slot = getelementptr inbounds ptr, ptr %buffers, i64 {len(pointers)}",
+                 "  %pfor = load ptr, ptr %pfor.slot"]
     if layout.arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
         declares.add("declare void @free(ptr)")
@@ -255,7 +285,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         return f"@{name}" if name in constants else f"%{name}.at" if buf in advancing else f"%{name}"
 
     for prog, _ in kernels:
-        body.append(f"  call void @{prog.name}({', '.join(f'ptr {arg(p.arg)}' for p in prog.params)})")
+        args = ([] if prog.parallel is None else ["ptr %pfor"]) + [f"ptr {arg(p.arg)}" for p in prog.params]
+        body.append(f"  call void @{prog.name}({', '.join(args)})")
     if batched is not None:
         body += ["  %b.next = add nsw i64 %b, 1", "  br label %batch.head", "batch.exit:"]
     if layout.arena_bytes: body.append("  call void @free(ptr %arena)")

@@ -30,6 +30,9 @@
  * Entries are reference counted, so `_clear()` or `_register()` from another thread while an entry runs with the
  * GIL released (`release_gil=True`) cannot free it under the running call. Everything else happens with the GIL
  * held.
+ *
+ * The buffer table ends with one more slot: the address of `numfn_parallel_for` (the thread pool below), or NULL
+ * when threads are off. Compiled kernels with a large parallel outer loop hand it their loop body.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -38,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <pthread.h>
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
@@ -48,6 +52,110 @@
 enum { KIND_ARRAY = 0, KIND_FLOAT = 1, KIND_INT = 2, KIND_BOOL = 3 };
 
 typedef int (*entry_fn)(void **);
+
+/* ---- the thread pool ------------------------------------------------------------------------------------------
+ *
+ * numfn_parallel_for(body, ctx, n) runs body(ctx, start, end) over [0, n) split into contiguous parts, one per
+ * thread: the caller's and `nworkers` persistent background threads. One parallel region runs at a time; a call
+ * that finds the pool busy (another Python thread's call, or a region inside a region) runs the whole range itself,
+ * so the pool never oversubscribes the cores. Workers sleep on a condition variable between regions.
+ */
+typedef void (*body_fn)(void **ctx, int64_t start, int64_t end);
+
+static struct {
+    pthread_mutex_t region;      /* held by the caller of the running region */
+    pthread_mutex_t m;           /* guards everything below */
+    pthread_cond_t wake, done;
+    int nworkers, started;
+    unsigned long generation;    /* a new region bumps it */
+    body_fn body;
+    void **ctx;
+    int64_t n;
+    int parts, pending;          /* threads sharing the region; workers still running it */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          0, 0, 0, NULL, NULL, 0, 0, 0};
+
+static void run_part(body_fn body, void **ctx, int64_t n, int parts, int part)
+{
+    int64_t lo = n / parts * part + (part < n % parts ? part : n % parts);
+    int64_t hi = lo + n / parts + (part < n % parts ? 1 : 0);
+    if (lo < hi) body(ctx, lo, hi);
+}
+
+static void *pool_worker(void *arg)
+{
+    int part = (int)(intptr_t)arg;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool.m);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.m);
+        seen = pool.generation;
+        body_fn body = pool.body;
+        void **ctx = pool.ctx;
+        int64_t n = pool.n;
+        int parts = pool.parts;
+        pthread_mutex_unlock(&pool.m);
+        if (part < parts) run_part(body, ctx, n, parts, part);
+        pthread_mutex_lock(&pool.m);
+        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+/* Start workers up to `nworkers` (they are never stopped: fewer threads later just leaves some idle). */
+static int pool_start(int nworkers)
+{
+    pthread_mutex_lock(&pool.m);
+    while (pool.started < nworkers) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int err = pthread_create(&t, &attr, pool_worker, (void *)(intptr_t)(pool.started + 1));
+        pthread_attr_destroy(&attr);
+        if (err != 0) break;
+        pool.started++;
+    }
+    pool.nworkers = nworkers < pool.started ? nworkers : pool.started;
+    pthread_mutex_unlock(&pool.m);
+    return pool.nworkers;
+}
+
+void numfn_parallel_for(body_fn body, void **ctx, int64_t n)
+{
+    if (pool.nworkers == 0 || n < 2 || pthread_mutex_trylock(&pool.region) != 0) {
+        body(ctx, 0, n);
+        return;
+    }
+    int parts = pool.nworkers + 1;
+    if (parts > n) parts = (int)n;
+    pthread_mutex_lock(&pool.m);
+    pool.body = body;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.parts = parts;
+    pool.pending = pool.started;   /* every started worker wakes and reports, whether it has a part or not */
+    pool.generation++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.m);
+    run_part(body, ctx, n, parts, 0);
+    pthread_mutex_lock(&pool.m);
+    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.m);
+    pthread_mutex_unlock(&pool.m);
+    pthread_mutex_unlock(&pool.region);
+}
+
+/* In a child process made by fork() the workers do not exist: start over with none. */
+static void pool_after_fork_child(void)
+{
+    pthread_mutex_init(&pool.region, NULL);
+    pthread_mutex_init(&pool.m, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.nworkers = pool.started = pool.pending = 0;
+}
+
+static void *parallel_for_slot = NULL;   /* what the buffer table's last slot gets: numfn_parallel_for or NULL */
 
 typedef struct {
     int kind;
@@ -381,7 +489,7 @@ static PyObject *
 run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *out)
 {
     Py_ssize_t nouts = e->nouts, nargs = e->nargs, nconsts = e->nconsts;
-    Py_ssize_t ntable = nouts + nargs + nconsts;
+    Py_ssize_t ntable = nouts + nargs + nconsts + 1;   /* + the thread pool */
     void *table_stack[STACK_SLOTS];
     PyObject *objs_stack[STACK_SLOTS];
     void **table = table_stack;
@@ -433,6 +541,7 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
         }
     }
     for (j = 0; j < nconsts; j++) table[nouts + nargs + j] = e->const_ptrs[j];
+    table[ntable - 1] = parallel_for_slot;
 
     /* the call */
     int status;
@@ -915,11 +1024,46 @@ static PyTypeObject DispatcherType = {
     .tp_methods = dispatcher_methods,
 };
 
+static PyObject *
+module_set_threads(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1) n = 1;
+    if (n > 1024) n = 1024;
+    int workers;
+    Py_BEGIN_ALLOW_THREADS
+    workers = pool_start((int)n - 1);
+    Py_END_ALLOW_THREADS
+    parallel_for_slot = workers > 0 ? (void *)numfn_parallel_for : NULL;
+    return PyLong_FromLong(workers + 1);
+}
+
+static PyObject *
+module_parallel_for_address(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromVoidPtr(parallel_for_slot);
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_threads", module_set_threads, METH_O,
+     "set_threads(n)\n--\n\nUse n threads (the caller's and n - 1 pool workers) for parallel kernels; 1 turns the "
+     "pool off. Returns the number of threads in use."},
+    {"parallel_for_address", module_parallel_for_address, METH_NOARGS,
+     "parallel_for_address()\n--\n\nThe address compiled programs get in their buffer table's last slot: the "
+     "thread pool's parallel_for, or 0 when threads are off."},
+    {NULL, NULL, 0, NULL}
+};
+
 static struct PyModuleDef dispatch_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "numfn.runtime._numfn_dispatch",
-    .m_doc = "numfn's fast call path: the Dispatcher base type.",
+    .m_doc = "numfn's fast call path: the Dispatcher base type, and the thread pool of parallel kernels.",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC
@@ -927,6 +1071,11 @@ PyInit__numfn_dispatch(void)
 {
     import_array();
     init_canonical_types();
+    static int atfork_done = 0;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, pool_after_fork_child);
+        atfork_done = 1;
+    }
     if (str_out == NULL) {
         str_out = PyUnicode_InternFromString("out");
         if (str_out == NULL) return NULL;

@@ -131,8 +131,15 @@ def load_extension():
             if cache is not None and cache.put(key, code): path = cache.get_path(key, ".so")
             if path is None: path = _private_file(code)
         module = _load(path)
+        from numfn.runtime.threads import thread_count
+        module.set_threads(thread_count())
         _module, load_seconds = module, time.perf_counter() - t0
         return module
+
+
+def loaded_extension():
+    """The extension module if it is loaded (it is once numfn is imported, unless unavailable), else None."""
+    return _module if not _disabled() else None
 
 
 def _compile(source: bytes) -> bytes:

@@ -25,11 +25,12 @@ def entry_function(address: int, nints: int):
     return B.cast(entry_type(nints), address)
 
 
-def pointer_table(arrays) -> object:
-    """A `void *[]` holding the data pointers of NumPy arrays (the `buffers` argument of an entry point); the
-    arrays must stay alive while it is used."""
-    table = B.newp(_TABLE, max(len(arrays), 1))
+def pointer_table(arrays, pool: int = 0) -> object:
+    """A `void *[]` holding the data pointers of NumPy arrays and then `pool` (the thread pool's parallel_for, 0
+    for none): the `buffers` argument of an entry point. The arrays must stay alive while it is used."""
+    table = B.newp(_TABLE, len(arrays) + 1)
     for i, a in enumerate(arrays): table[i] = B.cast(_VOID_P, B.from_buffer(_BYTES, a))
+    table[len(arrays)] = B.cast(_VOID_P, pool)
     return table
 
 
