@@ -7,6 +7,7 @@ from numfn import debug
 from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
+from numfn.codegen.opt import choose_upcasts, upcast
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
 from numfn.uop import Ops, UOp, format_node, graph_rewrite
@@ -22,6 +23,9 @@ class Program:
     params: tuple[UOp, ...]
     uops: tuple[UOp, ...]
     parallel: UOp | None = None
+    # reductions may be reassociated (vectorized along their own loop): not after an upcast, whose copies are
+    # the vector lanes (a reduction vectorized along its loop would turn their loads into gathers)
+    reassociate: bool = True
 
     def __str__(self) -> str:
         """The instructions in execution order, indented by loop depth; buffers and constants inline."""
@@ -39,12 +43,18 @@ class Program:
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool = False) -> Program:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
     the kernel allows it (see `splittable_loop`)."""
+    upcasts = []
+    if not debug.noopt():
+        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic), lowered.ranges, lowered.shape,
+                                lowered.evaluations, lowered.sequential)
+        upcasts = choose_upcasts(lowered)
+        for r, factor in upcasts: lowered = upcast(lowered, r, factor)
     sink = graph_rewrite(lowered.sink, symbolic)
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
     sink = graph_rewrite(sink, rules)
     uops = tuple(linearize(sink))
-    return Program(name, params, uops, splittable_loop(uops, lowered) if parallel else None)
+    return Program(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:

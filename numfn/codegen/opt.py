@@ -1,0 +1,87 @@
+"""Kernel optimizations on the loop-level graph, between lowering and linearization.
+
+upcast (unroll-and-jam): an output loop r of size n becomes r' of size n/U, and every store of the kernel is
+repeated U times with r = r'*U + u. Repeated stores share everything that does not depend on u, and the
+reductions they contain share their loops: U accumulators fill in one pass over the reduced axis. Where the
+copies read consecutive elements, LLVM's SLP vectorizer turns them into vector operations.
+
+The heuristic (`choose_upcasts`) applies it where loops cannot vectorize by themselves: a reduction whose loads
+are contiguous along an output axis but not along its own (a matmul's B[k, j], column sums). That axis is
+upcast by up to two vectors, and a second output axis by up to 4 when some load does not depend on it (the copies
+then reuse that load: a matmul's register tile).
+"""
+from __future__ import annotations
+
+from numfn.codegen.lower import LoweredKernel, free_ranges
+from numfn.dtype import dtypes
+from numfn.symbolic import add, affine, mul, symbolic
+from numfn.uop import Ops, UOp, graph_rewrite, toposort
+
+VECTOR_BYTES = 64   # AVX-512; a wider upcast than the registers hold only costs spills
+
+
+def upcast(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
+    """The kernel with output loop `r` split into r'*factor + u and the stores repeated for u in 0..factor-1."""
+    n = r.src[0].arg
+    assert n % factor == 0
+    outer = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // factor),), r.arg)
+    stores = []
+    for u in range(factor):
+        value = add(mul(outer, factor), u) if n // factor > 1 else UOp.const(dtypes.index, u)
+        stores += [_substitute(st, r, value) for st in lk.sink.src]
+    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic)
+    ranges = tuple(outer if x is r else x for x in lk.ranges if not (x is r and n // factor == 1))
+    sequential = frozenset(outer if x is r else x for x in lk.sequential)
+    return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, sequential)
+
+
+def _substitute(root: UOp, old: UOp, new: UOp) -> UOp:
+    done: dict[UOp, UOp] = {old: new}
+    for u in toposort([root]):
+        if u in done: continue
+        src = tuple(done.get(s, s) for s in u.src)
+        done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return done[root]
+
+
+def _stride(index: UOp, r: UOp) -> int | None:
+    """The coefficient of `r` in an affine index (None when r appears inside a division or modulo)."""
+    terms, _ = affine(index)
+    coef = 0
+    for atom, k in terms:
+        if atom is r: coef += k
+        elif r in free_ranges(atom): return None
+    return coef
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
+    """Which output loops to upcast, and by how much (see the module docstring)."""
+    nodes = toposort([lk.sink])
+    reduces = [u for u in nodes if u.op is Ops.REDUCE]
+    if not reduces or lk.sequential: return []
+    loads = [u for red in reduces for u in toposort([red.src[0]]) if u.op is Ops.LOAD and u.src[0].op is Ops.BUFFER]
+    if not loads: return []
+    reduce_ranges = {r for red in reduces for r in red.src[1:]}
+    # the reduction's own axis: if its loads are already contiguous there, LLVM vectorizes the reduction loop
+    if all(_stride(ld.src[1], r) in (0, 1) for ld in loads for r in reduce_ranges if r in free_ranges(ld.src[1])):
+        return []
+    itemsize = max(ld.dtype.itemsize for ld in loads)
+    best, best_count = None, 0
+    for r in lk.ranges:
+        count = sum(1 for ld in loads if _stride(ld.src[1], r) == 1)
+        if count > best_count: best, best_count = r, count
+    if best is None: return []
+    plan = [(best, _largest_divisor(best.src[0].arg, 2 * VECTOR_BYTES // itemsize))]
+    # a second axis whose copies reuse a load that does not depend on it: the register tile
+    for r in reversed(lk.ranges):
+        if r is best: continue
+        if any(r not in free_ranges(ld.src[1]) for ld in loads) and any(r in free_ranges(ld.src[1]) for ld in loads):
+            plan.append((r, _largest_divisor(r.src[0].arg, 8)))
+            break
+    return [(r, f) for r, f in plan if f > 1]
+
+
