@@ -26,8 +26,10 @@ from helpers import assert_same, check_no_sharing, public_type, run_jit
 SETTINGS = dict(deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
-INPUT_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.float32, np.float64, np.int8, np.uint8]
-CAST_TARGETS = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.int8]
+INPUT_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.float32, np.float64, np.int8, np.uint8,
+                np.int16, np.uint16, np.uint32]
+CAST_TARGETS = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.int8, np.uint8, np.int16, np.uint32,
+                np.uint64]
 MAX_SCALE = 1e6
 SUPPORTED = {np.dtype(d) for d in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                                    np.uint64, np.float32, np.float64)}
@@ -85,6 +87,16 @@ UNARY = {
     "broadcast": ("np.broadcast_to({a}, {p})", lambda p, a: np.broadcast_to(a, p)),
     "gram": ("{a} @ np.swapaxes({a}, -1, -2)", lambda p, a: a @ np.swapaxes(a, -1, -2)),
     "dot1": ("np.dot({a}, {a})", lambda p, a: np.dot(a, a)),
+    "tan": ("np.tan(np.clip({a}, -1.4, 1.4))", lambda p, a: np.tan(np.clip(a, -1.4, 1.4))),
+    "trunc": ("np.trunc({a})", lambda p, a: np.trunc(a)),
+    "sign": ("np.sign({a})", lambda p, a: np.sign(a)),
+    "logical_not": ("np.logical_not({a})", lambda p, a: np.logical_not(a)),
+    "expand_dims": ("np.expand_dims({a}, {p})", lambda p, a: np.expand_dims(a, p)),
+    "squeeze": ("np.squeeze({a})", lambda p, a: np.squeeze(a)),
+    "swapaxes": ("np.swapaxes({a}, 0, -1)", lambda p, a: np.swapaxes(a, 0, -1)),
+    "flatten": ("{a}.flatten()", lambda p, a: a.flatten()),
+    "full_like": ("np.full_like({a}, {p})", lambda p, a: np.full_like(a, p)),
+    "zeros_like": ("np.zeros_like({a}) + {a}", lambda p, a: np.zeros_like(a) + a),
 }
 BINARY = {
     "add": ("{a} + {b}", lambda p, a, b: a + b),
@@ -109,12 +121,17 @@ BINARY = {
     "stack": ("np.stack([{a}, {b}], axis={p})", lambda p, a, b: np.stack([a, b], axis=p)),
     "concat": ("np.concatenate([{a}, {b}], axis={p})", lambda p, a, b: np.concatenate([a, b], axis=p)),
     "clip": ("np.clip({a}, -{b}, {b})", lambda p, a, b: np.clip(a, -b, b)),
+    "logical_and": ("np.logical_and({a}, {b})", lambda p, a, b: np.logical_and(a, b)),
+    "logical_xor": ("np.logical_xor({a}, {b})", lambda p, a, b: np.logical_xor(a, b)),
+    "matmul": ("np.matmul({a}, {b})", lambda p, a, b: np.matmul(a, b)),
+    "apow": ("np.abs({a}) ** np.clip({b}, -2, 2)", lambda p, a, b: np.abs(a) ** np.clip(b, -2, 2)),
 }
-VIEWS = {"index", "transpose", "reshape", "broadcast"}
+VIEWS = {"index", "transpose", "reshape", "broadcast", "expand_dims", "squeeze", "swapaxes", "flatten"}
 REDUCES = {"sum", "npsum", "mean", "max", "min", "prod", "cumsum", "gram", "dot1"}
 INEXACT = {"sin", "cos", "tanh", "exp", "exp2", "log", "log2", "sum", "npsum", "mean", "prod", "cumsum", "gram",
-           "dot1"}
-DISCONTINUOUS = {"floor", "ceil", "floordiv", "mod", "lt", "le", "gt", "ge", "eq", "ne", "where", "where0"}
+           "dot1", "tan", "matmul", "apow"}
+DISCONTINUOUS = {"floor", "ceil", "floordiv", "mod", "lt", "le", "gt", "ge", "eq", "ne", "where", "where0", "trunc",
+                 "sign", "logical_not", "logical_and", "logical_xor"}
 COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 
@@ -191,6 +208,8 @@ class Builder:
             if a.ndim >= 2: shapes.append((a.shape[0], -1) if a.shape[0] else (0, -1 if a.size else 0))
             return self.draw(st.sampled_from(shapes))
         if op == "broadcast": return (self.draw(st.integers(1, 3)),) + a.shape
+        if op == "expand_dims": return self.draw(st.integers(-a.ndim - 1, a.ndim))
+        if op == "full_like": return self.draw(st.sampled_from([0, 1, -2, 2.5, True]))
         return None
 
     def step(self) -> None:
@@ -218,9 +237,15 @@ class Builder:
                 b = self.nodes[j]
                 if a.arr.ndim == 0 and op == "concat": return
                 p = self.draw(st.integers(-a.arr.ndim - (op == "stack"), a.arr.ndim - 1 + (op == "stack")))
+            elif op == "matmul":
+                if a.arr.ndim == 0: return
+                k = a.arr.shape[-1]
+                j = self.pick(lambda n: n.arr.ndim >= 1 and n.arr.shape[-2 if n.arr.ndim >= 2 else 0] == k)
+                if j is None: return
+                b, p = self.nodes[j], None
             else:
                 use_scalar = self.draw(st.integers(0, 3)) == 0
-                if use_scalar and op not in ("where",):
+                if use_scalar and op not in ("where", "matmul"):
                     b = self.scalar()
                     # (np.clip(2, lo, hi) converts a Python scalar `a` to a strong int64 array: a NumPy quirk)
                     if op != "clip" and self.draw(st.booleans()): a, b = b, a
@@ -282,6 +307,8 @@ class Builder:
         elif op == "pow": base = s[0] ** p
         elif op == "square": base = s[0] ** 2
         elif op in ("gram", "dot1"): base = s[0] ** 2 * max(1, a.shape[-1] if a.ndim else 1)
+        elif op == "matmul": base = s[0] * s[1] * max(1, a.shape[-1] if a.ndim else 1)
+        elif op == "apow": base = max(s[0], 1.0) ** 2 + 1.0
         else: base = max(s)
         return max(base, _mag(out), 1.0)
 
