@@ -18,6 +18,7 @@ out of the column loop), and a matmul followed by bias and relu is one kernel.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -164,6 +165,30 @@ def _should_realize(u: UOp, evaluations: int, realized, cost_memo) -> bool:
     return extra * _element_cost(u, realized, cost_memo) > RECOMPUTE_LIMIT * u.size
 
 
+# A reduction of at least SPLIT_MIN_ELEMENTS elements into at most SPLIT_MAX_OUTPUTS results is split in two: partial
+# results over SPLIT_PARTS chunks first (a kernel with a parallel outer loop), then a small reduction of those.
+SPLIT_MIN_ELEMENTS = 1 << 15
+SPLIT_MAX_OUTPUTS = 16
+SPLIT_PARTS = 256
+
+
+def split_reductions(graph: UOp) -> UOp:
+    """Large reductions into few results, rewritten as a reduction of realized partial reductions."""
+    mapping = {}
+    for u in toposort([graph]):
+        if u.op is not Ops.REDUCE_AXIS or u.size > SPLIT_MAX_OUTPUTS: continue
+        src, (op, axes) = u.src[0], u.arg
+        n = math.prod(src.shape[a] for a in axes)
+        parts = max((p for p in range(2, SPLIT_PARTS + 1) if n % p == 0), default=1)
+        if n < SPLIT_MIN_ELEMENTS or parts < 8: continue
+        keep = tuple(a for a in range(len(src.shape)) if a not in axes)
+        kept = tuple(src.shape[a] for a in keep)
+        chunks = src.permute(keep + axes).reshape(kept + (parts, n // parts))
+        partial = UOp(Ops.CONTIGUOUS, u.dtype, (chunks.reduce(op, (len(kept) + 1,)),))
+        mapping[u] = partial.reduce(op, (len(kept),)).reshape(u.shape)
+    return substitute(graph, mapping) if mapping else graph
+
+
 @dataclass
 class _Root:
     value: UOp
@@ -174,7 +199,7 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     """Fuse the CALL's body into kernels and order them; returns the schedule and the intermediate memory plan."""
     body, bindings = call.src[0], call.src[1:]
     params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
-    graph = substitute(body, params)
+    graph = split_reductions(substitute(body, params))
     roots: dict[UOp, _Root] = {}
     for i, out in enumerate(graph.src):
         value = out.src[0] if out.op is Ops.CONTIGUOUS else out
