@@ -246,7 +246,8 @@ def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
     """Realized values `value` reaches through elementwise ops only (so at its own index: they can be computed
     inline in the same kernel) and those it reaches through a view or a reduction (they must be loaded)."""
     direct, loaded = set(), set()
-    stack, seen = [(s, True) for s in value.src], set()
+    # the root's own op counts: the sources of a root that is a view (a.T) or a reduction are not at its index
+    stack, seen = [(s, value.op in ELEMENTWISE) for s in value.src], set()
     while stack:
         u, elementwise = stack.pop()
         if (u, elementwise) in seen: continue

@@ -137,8 +137,6 @@ def test_reduction_chains_and_reuse(backend):
     check(f, x, backend=backend, scale=3.0 * 120 * 10)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an output returned together with its transpose reads the output before "
-                                       "writing it (same bug as test_output_and_a_view_of_it)")
 def test_output_is_also_used_further(backend):
     x = rand((6, 6), np.float64, np.random.default_rng(78))
 
