@@ -154,3 +154,11 @@ def test_bad_axis_raises_like_numpy(backend, axis):
     x = np.zeros((2, 3, 4))
     for name in ("sum", "max", "mean", "prod"):
         check_raises_like(lambda x, name=name: getattr(x, name)(axis=axis), x, backend=backend)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (NumPy quirk): reductions and cumsum of a 0-d array with axis=0 or -1 "
+                                       "raise AxisError; NumPy accepts them (sum gives the element, cumsum shape (1,))")
+def test_zero_d_with_axis_zero(backend):
+    s = np.array(2.5)
+    check(lambda s: (s.sum(axis=0), s.max(axis=-1), np.mean(s, axis=0), np.cumsum(s, axis=0), np.cumsum(s, axis=-1)),
+          s, backend=backend)
