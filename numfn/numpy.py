@@ -23,7 +23,8 @@ __all__ = ["sin", "cos", "tan", "tanh", "exp", "exp2", "log", "log2", "sqrt", "a
            "trunc", "where", "maximum", "minimum", "clip", "zeros", "ones", "full", "eye", "arange", "zeros_like",
            "ones_like", "full_like", "stack", "concatenate", "sum", "mean", "max", "min", "amax", "amin", "prod",
            "matmul", "dot", "cumsum", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
-           "remainder", "mod", "power", "negative", "positive", "invert", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "remainder", "mod", "divmod", "power", "negative", "positive", "invert", "bitwise_and", "bitwise_or",
+           "bitwise_xor",
            "bitwise_not", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
            "logical_or", "logical_xor", "logical_not", "square", "sign", "isnan", "isinf", "isfinite", "reshape",
            "transpose", "swapaxes", "expand_dims", "squeeze", "broadcast_to", "ravel", "astype", "asarray", "array"]
@@ -70,6 +71,7 @@ def multiply(a, b) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, a,
 def divide(a, b) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, a, b)
 def floor_divide(a, b) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, a, b)
 def remainder(a, b) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, a, b)
+def divmod(a, b) -> tuple[Tensor, Tensor]: return floor_divide(a, b), remainder(a, b)  # noqa: A001
 def power(a, b) -> Tensor: return T(a) ** b
 def maximum(a, b) -> Tensor: return Tensor._elementwise("maximum", Ops.MAX, a, b)
 def minimum(a, b) -> Tensor: return Tensor._elementwise("minimum", Ops.MIN, a, b)
@@ -146,8 +148,13 @@ def where(condition, x=None, y=None) -> Tensor:
     return Tensor(u, weak=a.weak and b.weak)
 
 
-def clip(a, a_min=None, a_max=None) -> Tensor:
-    """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None."""
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor:  # noqa: A002 - NumPy's names
+    """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None (NumPy 2.1 also spells
+    them min= and max=)."""
+    from numfn.tensor import _refuse
+    _refuse("clip", out=out)
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
     out = T(a)
     dt = out.uop.dtype
@@ -186,13 +193,13 @@ def zeros(shape, dtype=np.float64) -> Tensor: return full(shape, 0, dtype)
 def ones(shape, dtype=np.float64) -> Tensor: return full(shape, 1, dtype)
 
 
-def full_like(a, fill_value, dtype=None) -> Tensor:
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> Tensor:
     t = T(a)
-    return full(t.shape, fill_value, t.uop.dtype if dtype is None else dtype)
+    return full(t.shape if shape is None else shape, fill_value, t.uop.dtype if dtype is None else dtype)
 
 
-def zeros_like(a, dtype=None) -> Tensor: return full_like(a, 0, dtype)
-def ones_like(a, dtype=None) -> Tensor: return full_like(a, 1, dtype)
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None) -> Tensor: return full_like(a, 0, dtype, shape=shape)
+def ones_like(a, dtype=None, order="K", subok=True, shape=None) -> Tensor: return full_like(a, 1, dtype, shape=shape)
 
 
 def arange(start, stop=None, step=1, dtype=None) -> Tensor:
@@ -213,8 +220,10 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=np.float64) -> Tensor:
 
 
 # ---- joining --------------------------------------------------------------------------------------------------
-def concatenate(arrays: Sequence, axis: int | None = 0) -> Tensor:
-    ts = [T(a) for a in arrays]
+def concatenate(arrays: Sequence, axis: int | None = 0, out=None, dtype=None, casting="same_kind") -> Tensor:
+    from numfn.tensor import _refuse
+    _refuse("concatenate", out=out)
+    ts = [T(a) if dtype is None else T(a).astype(dtype) for a in arrays]
     if not ts: raise ValueError("need at least one array to concatenate")
     if axis is None: ts, axis = [t.reshape(-1) for t in ts], 0
     nd = ts[0].ndim
@@ -256,12 +265,27 @@ def stack(arrays: Sequence, axis: int = 0) -> Tensor:
 
 
 # ---- reductions and products ----------------------------------------------------------------------------------
-def sum(a, axis=None, keepdims: bool = False) -> Tensor: return T(a).sum(axis, keepdims=keepdims)  # noqa: A001
-def prod(a, axis=None, keepdims: bool = False) -> Tensor: return T(a).prod(axis, keepdims=keepdims)
-def max(a, axis=None, keepdims: bool = False) -> Tensor: return T(a).max(axis, keepdims=keepdims)  # noqa: A001
-def min(a, axis=None, keepdims: bool = False) -> Tensor: return T(a).min(axis, keepdims=keepdims)  # noqa: A001
-def mean(a, axis=None, keepdims: bool = False) -> Tensor: return T(a).mean(axis, keepdims=keepdims)
-def cumsum(a, axis=None) -> Tensor: return T(a).cumsum(axis)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    return T(a).sum(axis, dtype, out, keepdims, initial, where)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    return T(a).prod(axis, dtype, out, keepdims, initial, where)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    return T(a).max(axis, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    return T(a).min(axis, out, keepdims, initial, where)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None) -> Tensor:
+    return T(a).mean(axis, dtype, out, keepdims, where)
+
+
+def cumsum(a, axis=None, dtype=None, out=None) -> Tensor: return T(a).cumsum(axis, dtype, out)
 amax, amin = max, min
 
 

