@@ -187,13 +187,3 @@ def xfail_if(request, condition: bool, reason: str) -> None:
     """Mark the running test as a strict expected failure when `condition` holds (for example on one backend)."""
     if condition: request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
-
-LLVM_SIGN_CAST_BUG = "BUG: LLVM backend emits sext/zext between integers of the same width (int32<->uint32 casts, " \
-                     "float->uint32): LLVM IR parsing error"
-
-
-def same_width_sign_change(src, dst) -> bool:
-    """Conversions that hit LLVM_SIGN_CAST_BUG: int<->uint of one width, and float -> uint32."""
-    s, d = np.dtype(src), np.dtype(dst)
-    if s.kind == "f": return d == np.uint32
-    return s.kind in "iu" and d.kind in "iu" and s.kind != d.kind and s.itemsize == d.itemsize
