@@ -200,3 +200,27 @@ def test_concurrent_calls_from_threads(backend):
         results = list(pool.map(f, xs * 3))
     for x, r in zip(xs * 3, results):
         assert_same(r, (softmax(x), x.sum(axis=0), np.cumsum(x, axis=1)[:, -1]), scale=1e3)
+
+
+@pytest.mark.parametrize("pos", [0, 12345, (1 << 20) - 1])
+def test_large_reductions_propagate_nan_wherever_it_is(backend, pos):
+    # reductions split into parallel partials must still propagate a NaN found in any one of them
+    g = np.random.default_rng(82).uniform(-1, 1, 1 << 20).astype(np.float32)
+    g[pos] = np.nan
+    check(lambda g: (g.max(), g.min(), g.sum(), g.mean(), g.reshape(1024, 1024).max(axis=0),
+                     g.reshape(1024, 1024).min(axis=1)), g, backend=backend, scale=1e3)
+
+
+def test_large_integer_and_bool_reductions(backend):
+    rng = np.random.default_rng(83)
+    n = 1 << 20
+    i8, b = rng.integers(-128, 128, n).astype(np.int8), rng.random(n) < 0.5
+    u8 = rng.integers(0, 256, (64, 128, 128)).astype(np.uint8)
+    sgn = np.where(rng.random(n) < 0.5, -1, 1).astype(np.int32)
+    x3 = rng.uniform(-1, 1, (64, 4096, 4))
+    check(lambda i8, b, u8, sgn, x3: (i8.sum(), i8.astype(np.int16).sum(), i8.max(), i8.min(), i8.mean(), b.sum(),
+                                      b.max(), b.min(), (i8 > 0).mean(), u8.sum(axis=1), u8.max(axis=(0, 2)),
+                                      u8.mean(), sgn.prod(), (sgn * 2).prod(), x3.sum(axis=1),
+                                      x3.max(axis=1, keepdims=True), x3.mean(axis=(0, 1)),
+                                      np.cumsum(x3, axis=1)[:, -1]),
+          i8, b, u8, sgn, x3, backend=backend, scale=1e4)
