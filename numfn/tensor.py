@@ -50,6 +50,7 @@ def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
 
 def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
     if axis is None: return tuple(range(ndim))
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1): return ()   # NumPy allows it (no tuple)
     axes = tuple(_norm_axis(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if len(set(axes)) != len(axes): raise ValueError("duplicate value in 'axis'")
     return axes
@@ -358,6 +359,8 @@ class Tensor:
 
     def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
         _refuse("mean", out=out, where=where)
+        if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
+            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): _norm_axis(a, 0)
         axes = _norm_axes(axis, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         acc = _as_dtype(dtype) if dtype is not None else None
@@ -368,8 +371,10 @@ class Tensor:
 
     def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
         _refuse("cumsum", out=out)
-        x = self.reshape(-1) if axis is None else self
-        ax = 0 if axis is None else _norm_axis(axis, x.ndim)
+        # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
+        flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
+        x = self.reshape(-1) if flat else self
+        ax = 0 if flat else _norm_axis(axis, x.ndim)
         dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else _as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
