@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numfn.dtype import dtypes, resolve_ufunc, result_type, scalar_dtype
+from numfn.dtype import check_scalar_fits, dtypes, resolve_ufunc, result_type, scalar_dtype
 from numfn.errors import user_location
 from numfn.tensor import Tensor, _as_dtype, _norm_axis, matmul
 from numfn.uop import Ops, UOp
@@ -182,10 +182,12 @@ def _shape(shape) -> tuple[int, ...]:
 
 def full(shape, fill_value, dtype=None) -> Tensor:
     """An array of `shape` filled with `fill_value` (a constant: it costs no memory until stored)."""
-    if isinstance(fill_value, Tensor):
-        dt = fill_value.uop.dtype if dtype is None else _as_dtype(dtype)
-        return fill_value.astype(dt).broadcast_to(_shape(shape))
+    if isinstance(fill_value, (Tensor, np.ndarray, list, tuple)):   # an array fill is broadcast
+        t = T(fill_value)
+        dt = t.uop.dtype if dtype is None else _as_dtype(dtype)
+        return t.astype(dt).broadcast_to(_shape(shape))
     dt = scalar_dtype(fill_value) if dtype is None else _as_dtype(dtype)
+    check_scalar_fits(fill_value, dt, "fill value")   # like NumPy: a Python int must fit an integer dtype
     return Tensor(UOp.const_like(dt, fill_value, _shape(shape)))
 
 

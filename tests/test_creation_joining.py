@@ -101,8 +101,6 @@ def test_creation_errors_like_numpy(backend):
         check(lambda x: fnp.full((-3,), 1.0) + x, x, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: full/full_like with a fill value out of an integer dtype's range wraps "
-                                       "(full_like(uint8_array, -1) is 255); NumPy raises OverflowError")
 @pytest.mark.parametrize("make", [lambda x: np.full_like(x.astype(np.uint8), -1),
                                   lambda x: np.full_like(x.astype(np.int8), 300),
                                   lambda x: np.zeros_like(x, np.int8) + np.full_like(x, 1000, dtype=np.int8)],
@@ -111,8 +109,6 @@ def test_full_like_out_of_range_fill_raises_overflow(backend, make):
     check_raises_like(make, np.zeros((2, 3)), backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: numfn.numpy.full((2,), 300, dtype=np.int8) wraps to 44; NumPy raises "
-                                       "OverflowError")
 def test_fnp_full_out_of_range_fill_raises_overflow(backend):
     from numfn import numpy as fnp
     with pytest.raises(OverflowError):
@@ -121,8 +117,6 @@ def test_fnp_full_out_of_range_fill_raises_overflow(backend):
         check(lambda x: fnp.full((2,), 300, dtype=np.int8) + x, np.zeros(2, np.int8), backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: full/full_like with an array-like fill value (broadcast by NumPy) raise "
-                                       "TypeError ('not a scalar', 'float() argument must be ...')")
 def test_full_with_array_fill_value(backend):
     from numfn import numpy as fnp
     x = np.zeros((2, 3))
