@@ -1,0 +1,140 @@
+"""The compile pipeline around the disk cache: warm starts, no compiler, concurrent compilation, corruption."""
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+import numfn
+import numfn.runtime
+from numfn.runtime.cache import DiskCache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r'''
+import json, sys
+import numpy as np
+import numfn, numfn.runtime
+
+def f(x, y):
+    return np.sin(x) * y + x.sum(axis=0)
+
+x = np.arange(12.0).reshape(4, 3)
+y = np.linspace(0, 1, 3)
+r = numfn.jit(f, backend=sys.argv[1])(x, y)
+ok = bool(np.allclose(r, np.sin(x) * y + x.sum(axis=0)))
+print(json.dumps({"ok": ok, "compiled": numfn.runtime.compile_count}))
+'''
+
+
+def run_child(tmp_path, backend="llvm", **env_overrides):
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("NUMFN_DISABLE_CACHE", None)
+    env.update(env_overrides)
+    out = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_a_warm_start_loads_instead_of_compiling(tmp_path, backend):
+    first, _ = run_child(tmp_path, backend)
+    second, _ = run_child(tmp_path, backend)
+    assert first == {"ok": True, "compiled": 1}
+    assert second == {"ok": True, "compiled": 0}
+
+
+def test_llvm_backend_needs_no_compiler(tmp_path):
+    # no cc, gcc or clang anywhere: the LLVM backend compiles through llvmlite; only the fast call path (a C
+    # extension) is unavailable, which costs call overhead and a warning, not correctness
+    result, stderr = run_child(tmp_path, "llvm", PATH="", NUMFN_CC="")
+    assert result == {"ok": True, "compiled": 1}
+    assert "fast call extension is unavailable" in stderr
+
+
+def test_c_backend_without_a_compiler_says_so(tmp_path):
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, PATH="", NUMFN_CC="")
+    out = subprocess.run([sys.executable, "-c", CHILD, "c"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "needs a C compiler" in out.stderr
+
+
+def test_disabled_cache_writes_nothing(tmp_path):
+    result, _ = run_child(tmp_path, "llvm", NUMFN_DISABLE_CACHE="1")
+    again, _ = run_child(tmp_path, "llvm", NUMFN_DISABLE_CACHE="1")
+    assert result["ok"] and again == {"ok": True, "compiled": 1}
+    assert not any(name.endswith(".nfc") for name in os.listdir(tmp_path / "cache")) \
+        if (tmp_path / "cache").exists() else True
+
+
+def test_four_processes_compiling_at_once(tmp_path):
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("NUMFN_DISABLE_CACHE", None)
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, "llvm"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [json.loads(p.communicate(timeout=180)[0].strip().splitlines()[-1]) for p in procs]
+    assert all(r["ok"] for r in results)
+    cache = DiskCache(str(tmp_path / "cache"))
+    entries = [n for n in os.listdir(tmp_path / "cache") if n.endswith(".nfc")]
+    programs = [n for n in entries if cache.get(n[:-4]) is not None]
+    assert len(programs) == len(entries)   # every entry left behind is valid
+    # one program entry (plus, possibly, the dispatch extension); a fifth process compiles nothing
+    again, _ = run_child(tmp_path, "llvm")
+    assert again == {"ok": True, "compiled": 0}
+
+
+def test_threads_making_the_first_call_compile_once(backend):
+    f = numfn.jit(lambda x: np.cos(x) * 3.0 + x.max(), backend=backend)
+    x = np.linspace(0, 1, 1000)
+    want = np.cos(x) * 3.0 + x.max()
+    before = numfn.runtime.compile_count
+    results, errors = [], []
+
+    def call():
+        try:
+            results.append(f(x))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert not errors and len(results) == 8
+    assert all(np.allclose(r, want) for r in results)
+    assert numfn.runtime.compile_count - before <= 1 and len(f.specializations) == 1
+
+
+def test_corrupt_cache_entry_is_rebuilt(tmp_path):
+    first, _ = run_child(tmp_path)
+    cache_dir = tmp_path / "cache"
+    for name in os.listdir(cache_dir):
+        if name.endswith(".nfc"):
+            data = bytearray((cache_dir / name).read_bytes())
+            data[-1] ^= 0xFF
+            (cache_dir / name).write_bytes(bytes(data))
+    again, stderr = run_child(tmp_path)
+    assert first["ok"] and again == {"ok": True, "compiled": 1}
+    assert "discarding numfn cache entry" in stderr
+
+
+def test_cache_cli(tmp_path):
+    run_child(tmp_path)
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    info = subprocess.run([sys.executable, "-m", "numfn", "cache", "info"], env=env, capture_output=True, text=True)
+    assert info.returncode == 0 and str(tmp_path / "cache") in info.stdout
+    clear = subprocess.run([sys.executable, "-m", "numfn", "cache", "clear"], env=env, capture_output=True, text=True)
+    assert clear.returncode == 0
+    assert not [n for n in os.listdir(tmp_path / "cache") if n.endswith(".nfc")]
+
+
+def test_changing_numfn_never_loads_stale_code(monkeypatch):
+    # the cache key includes a hash of numfn's own source: a different build id is a different key
+    nf = numfn.jit(lambda x: x + 1).specialize(np.ones(3))
+    key = nf.cache_key
+    numfn.runtime.build_id.cache_clear()
+    monkeypatch.setattr(numfn, "__version__", "0.0.0-other")
+    try:
+        other = numfn.jit(lambda x: x + 1).specialize(np.ones(3)).cache_key
+    finally:
+        numfn.runtime.build_id.cache_clear()
+    assert key != other
