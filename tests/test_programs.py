@@ -224,3 +224,13 @@ def test_large_integer_and_bool_reductions(backend):
                                       x3.max(axis=1, keepdims=True), x3.mean(axis=(0, 1)),
                                       np.cumsum(x3, axis=1)[:, -1]),
           i8, b, u8, sgn, x3, backend=backend, scale=1e4)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: calling a jitted function inside another traced function raises "
+                                       "TypeError ('argument of type Tensor is not an array'); it should trace through")
+def test_jitted_function_called_inside_another(backend):
+    import numfn
+    inner = numfn.jit(lambda x, s: softmax(x * s), backend=backend)
+    x = rand((3, 4), np.float64, np.random.default_rng(84))
+    # the oracle: the outer function run by NumPy calls the compiled inner function on NumPy arrays
+    check(lambda x: inner(x, 2.0).sum(axis=0) + inner(x.T, 0.5).max(), x, backend=backend, scale=10.0)
