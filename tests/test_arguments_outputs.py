@@ -281,3 +281,20 @@ def test_python_int_argument_range_checked_on_every_call(backend):
         with pytest.raises(OverflowError):
             f(x, s)
     assert_same(f(x, 7), (x + 7, x * 2 < 7))
+
+
+def test_functions_differing_only_in_captured_values(backend):
+    # identical code and signatures, different captured constants: each compiled program (and any cache entry) must
+    # belong to its own values, down to the sign of zero and the last element of a large array
+    def make(c):
+        return lambda x: x + c
+
+    x = np.full(3, -0.0)
+    big = np.random.default_rng(68).uniform(size=5000)
+    big2 = big.copy()
+    big2[-1] += 1
+    for c in (np.array([1.0, 2, 3]), np.array([4.0, 5, 6]), 7.0, 8.0, 7, np.full(3, np.nan), np.full(3, -0.0),
+              np.full(3, 0.0), np.float32(2.5), np.float64(2.5)):
+        check(make(c), x, backend=backend, signed_zeros=True)
+    for c in (big, big2):
+        check(make(c), np.zeros(5000), backend=backend)
