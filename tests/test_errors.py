@@ -224,7 +224,10 @@ def test_errors_do_not_leave_a_specialization(backend):
     pytest.param(lambda x: np.add.accumulate(x), id="ufunc.accumulate"),
 ])
 def test_keyword_arguments_computed_like_numpy_or_refused(backend, make):
-    x = np.arange(9.0).reshape(3, 3)
+    _computed_like_numpy_or_refused(make, np.arange(9.0).reshape(3, 3), backend)
+
+
+def _computed_like_numpy_or_refused(make, x, backend):
     try:
         actual = numfn.jit(make, backend=backend)(x)
     except numfn.NumfnError as e:
@@ -235,3 +238,23 @@ def test_keyword_arguments_computed_like_numpy_or_refused(backend, make):
         assert expected is not None and isinstance(expected, TypeError), f"numfn raised {e!r}, NumPy did not"
         return
     assert_same(actual, make(x), scale=100.0)
+
+
+_SHIFT_BUG = pytest.mark.xfail(strict=True, reason="BUG: x << 1 and x >> 1 raise a bare TypeError (Tensor has no "
+                                                   "__lshift__/__rshift__), not NumPy's result nor a NumfnError")
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda x: x << 1, marks=_SHIFT_BUG, id="lshift"),
+    pytest.param(lambda x: x >> 1, marks=_SHIFT_BUG, id="rshift"),
+    pytest.param(lambda x: 1 << (x + 2), marks=_SHIFT_BUG, id="rlshift"),
+    pytest.param(lambda x: np.left_shift(x, 2), id="np.left_shift"),
+    pytest.param(lambda x: divmod(x, 2), id="divmod"),
+    pytest.param(lambda x: np.divmod(x, -2), id="np.divmod"),
+    pytest.param(lambda x: x * x.itemsize, id="itemsize"),
+    pytest.param(lambda x: x.view(np.uint32), id="view"),
+    pytest.param(lambda x: np.result_type(x, 1.0), id="result_type"),
+    pytest.param(lambda x: x.astype(np.result_type(x, 1.0)), id="astype-result_type"),
+])
+def test_python_operators_and_attributes_computed_like_numpy_or_refused(backend, make):
+    _computed_like_numpy_or_refused(make, np.arange(6, dtype=np.int32).reshape(2, 3) - 2, backend)
