@@ -30,6 +30,7 @@ from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
+from numfn.errors import unsupported
 from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
@@ -296,6 +297,7 @@ def _is_leaf(x) -> bool:
 
 def leaf_spec(x, where: str) -> ArgSpec:
     """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
+    if isinstance(x, Tensor): return ArgSpec(x.shape, x.uop.dtype, x.weak)   # a call inside a traced function
     if isinstance(x, np.ndarray):
         try:
             return ArgSpec(x.shape, dtypes.from_numpy(x.dtype))
@@ -436,9 +438,23 @@ class JitFunction(dispatcher_base()):
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
         key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
+        if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
+            if out is not None: raise unsupported("out= in a call inside a traced function")
+            return self._splice(key, statics, leaves)
         nf = self.specialization(key, statics)
         register_specialization(self, nf)
         return nf.run(leaves, out)
+
+    def _splice(self, key, statics, leaves: list):
+        """This function's own trace for the arguments' signature, with its inputs bound to the caller's traced
+        values: the call becomes part of the caller's graph (and fuses with it), and is traced only once."""
+        from numfn.schedule import substitute
+        nf = self.specialization(key, statics, compile=False)
+        sink = nf.function_graph
+        bound = {u: Tensor.lift(leaves[u.arg[0]]).uop for u in sink.toposort() if u.op is Ops.PARAM}
+        spliced = substitute(sink, bound)
+        outs = [Tensor(o.src[0] if o.op is Ops.CONTIGUOUS else o) for o in spliced.src]
+        return unflatten(nf.out_tree, outs)
 
     @property
     def specializations(self) -> tuple[NumericalFunction, ...]:

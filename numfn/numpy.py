@@ -24,7 +24,7 @@ __all__ = ["sin", "cos", "tan", "tanh", "exp", "exp2", "log", "log2", "sqrt", "a
            "ones_like", "full_like", "stack", "concatenate", "sum", "mean", "max", "min", "amax", "amin", "prod",
            "matmul", "dot", "cumsum", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
            "remainder", "mod", "divmod", "power", "negative", "positive", "invert", "bitwise_and", "bitwise_or",
-           "bitwise_xor",
+           "bitwise_xor", "left_shift", "right_shift",
            "bitwise_not", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
            "logical_or", "logical_xor", "logical_not", "square", "sign", "isnan", "isinf", "isfinite", "reshape",
            "transpose", "swapaxes", "expand_dims", "squeeze", "broadcast_to", "ravel", "astype", "asarray", "array"]
@@ -78,6 +78,8 @@ def minimum(a, b) -> Tensor: return Tensor._elementwise("minimum", Ops.MIN, a, b
 def bitwise_and(a, b) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, a, b)
 def bitwise_or(a, b) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, a, b)
 def bitwise_xor(a, b) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, a, b)
+def left_shift(a, b) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, a, b)
+def right_shift(a, b) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, a, b)
 def less(a, b) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, a, b)
 def less_equal(a, b) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, a, b)
 def greater(a, b) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, b, a)

@@ -232,6 +232,10 @@ class Tensor:
     def __rfloordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
     def __mod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, self, x)
     def __rmod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, x, self)
+    def __lshift__(self, x): return Tensor._elementwise("left_shift", Ops.SHL, self, x)
+    def __rlshift__(self, x): return Tensor._elementwise("left_shift", Ops.SHL, x, self)
+    def __rshift__(self, x): return Tensor._elementwise("right_shift", Ops.SHR, self, x)
+    def __rrshift__(self, x): return Tensor._elementwise("right_shift", Ops.SHR, x, self)
     def __divmod__(self, x): return (self // x, self % x)
     def __rdivmod__(self, x): return (Tensor.lift(x) // self, Tensor.lift(x) % self)
     def __pow__(self, x): return _power(self, x)
@@ -489,7 +493,7 @@ def _weak_resolve(ufunc: str, ts):
 _UFUNC_TO_FNP = {
     "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide", "divide": "divide",
     "floor_divide": "floor_divide", "remainder": "remainder", "mod": "remainder", "power": "power",
-    "divmod": "divmod",
+    "divmod": "divmod", "left_shift": "left_shift", "right_shift": "right_shift",
     "negative": "negative", "positive": "positive", "absolute": "abs", "invert": "invert",
     "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
     "less": "less", "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",

@@ -240,14 +240,11 @@ def _computed_like_numpy_or_refused(make, x, backend):
     assert_same(actual, make(x), scale=100.0)
 
 
-_SHIFT_BUG = pytest.mark.xfail(strict=True, reason="BUG: x << 1 and x >> 1 raise a bare TypeError (Tensor has no "
-                                                   "__lshift__/__rshift__), not NumPy's result nor a NumfnError")
-
 
 @pytest.mark.parametrize("make", [
-    pytest.param(lambda x: x << 1, marks=_SHIFT_BUG, id="lshift"),
-    pytest.param(lambda x: x >> 1, marks=_SHIFT_BUG, id="rshift"),
-    pytest.param(lambda x: 1 << (x + 2), marks=_SHIFT_BUG, id="rlshift"),
+    pytest.param(lambda x: x << 1, id="lshift"),
+    pytest.param(lambda x: x >> 1, id="rshift"),
+    pytest.param(lambda x: 1 << (x + 2), id="rlshift"),
     pytest.param(lambda x: np.left_shift(x, 2), id="np.left_shift"),
     pytest.param(lambda x: divmod(x, 2), id="divmod"),
     pytest.param(lambda x: np.divmod(x, -2), id="np.divmod"),

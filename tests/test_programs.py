@@ -226,8 +226,6 @@ def test_large_integer_and_bool_reductions(backend):
           i8, b, u8, sgn, x3, backend=backend, scale=1e4)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: calling a jitted function inside another traced function raises "
-                                       "TypeError ('argument of type Tensor is not an array'); it should trace through")
 def test_jitted_function_called_inside_another(backend):
     import numfn
     inner = numfn.jit(lambda x, s: softmax(x * s), backend=backend)

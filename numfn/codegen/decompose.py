@@ -84,6 +84,18 @@ def _mixed_sign_compare(x: UOp) -> UOp | None:
     return a_neg.ne(True) & same
 
 
+def _shift(x: UOp) -> UOp | None:
+    """NumPy's shifts: a count outside [0, bits) (negative counts included) shifts everything out: 0, or -1 for
+    a negative value shifted right. The machine's shift is used with a count clamped into range."""
+    a, b = x.src
+    if b.op is Ops.CONST and 0 <= b.arg < a.dtype.bits: return x.replace(arg=True)
+    ok = UOp(Ops.CAST, dtypes.uint64, (b,)) < c(dtypes.uint64, a.dtype.bits)   # as unsigned: negatives are huge
+    shifted = UOp(x.op, a.dtype, (a, ok.where(b, c(b.dtype, 0))), True)   # arg=True: a machine shift
+    if x.op is Ops.SHL or a.dtype.is_unsigned: out_of_range = c(a.dtype, 0)
+    else: out_of_range = (a < c(a.dtype, 0)).where(c(a.dtype, -1), c(a.dtype, 0))
+    return ok.where(shifted, out_of_range)
+
+
 def _sign_bits(dt: DType) -> tuple[DType, int]:
     return (dtypes.uint32, 1 << 31) if dt.itemsize == 4 else (dtypes.uint64, 1 << 63)
 
@@ -211,4 +223,5 @@ decompositions = PatternMatcher([
     (UPat(Ops.POW, name="x"), _float_pow),
     (UPat(Ops.CAST, arg=None, name="x"), _cast),
     (UPat((Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE), name="x"), _mixed_sign_compare),
+    (UPat((Ops.SHL, Ops.SHR), arg=None, name="x"), _shift),
 ])

@@ -176,8 +176,9 @@ TANH_SPLIT = 0.5493061443340548   # ln(3)/2: above it 2/(e**2x + 1) <= 1/2, so 1
 def _d(v: float) -> UOp: return UOp.const(F64, v)
 def _u(v: int) -> UOp: return UOp.const(U64, v)
 def _i(v: int) -> UOp: return UOp.const(I64, v)
-def _shl(a: UOp, n) -> UOp: return a.alu(Ops.SHL, n if isinstance(n, UOp) else UOp.const(a.dtype, n))
-def _shr(a: UOp, n) -> UOp: return a.alu(Ops.SHR, n if isinstance(n, UOp) else UOp.const(a.dtype, n))
+# machine shifts (arg=True): the counts here are always in range, so NumPy's out-of-range rule need not guard them
+def _shl(a: UOp, n) -> UOp: return UOp(Ops.SHL, a.dtype, (a, n if isinstance(n, UOp) else UOp.const(a.dtype, n)), True)
+def _shr(a: UOp, n) -> UOp: return UOp(Ops.SHR, a.dtype, (a, n if isinstance(n, UOp) else UOp.const(a.dtype, n)), True)
 def _div(a: UOp, b: UOp) -> UOp: return a.alu(Ops.FDIV, b)
 
 

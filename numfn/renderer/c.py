@@ -119,6 +119,8 @@ def written(prog: Program) -> set[UOp]:
 
 def _expr(u: UOp, a: list[str]) -> str:
     op = u.op
+    if op is Ops.SHL and u.dtype.kind == "i":   # left-shifting a negative value is undefined in C: shift bits
+        return f"(({u.dtype.cname})((u{u.dtype.cname}){a[0]} << {a[1]}))"
     if op in _INFIX: return f"({a[0]} {_INFIX[op]} {a[1]})"
     if op is Ops.NEG: return f"(-{a[0]})"
     if op in (Ops.MAX, Ops.MIN):
