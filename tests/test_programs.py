@@ -232,3 +232,16 @@ def test_jitted_function_called_inside_another(backend):
     x = rand((3, 4), np.float64, np.random.default_rng(84))
     # the oracle: the outer function run by NumPy calls the compiled inner function on NumPy arrays
     check(lambda x: inner(x, 2.0).sum(axis=0) + inner(x.T, 0.5).max(), x, backend=backend, scale=10.0)
+
+
+def test_indices_beyond_32_bits(backend):
+    # 2**31 + 16 elements: offsets past 2**31 must use 64-bit index arithmetic (all of numfn's index math is int64)
+    import numfn
+    x = np.zeros(2**31 + 16, np.int8)
+    x[-16:] = np.arange(16, dtype=np.int8)
+    x[2**31 - 3] = 7
+    f = numfn.jit(lambda x: (x[-16:] * 2, x[2**31 - 4:2**31 + 2] + 1, x[::2**29]), backend=backend)
+    got = f(x)
+    want = (x[-16:] * 2, x[2**31 - 4:2**31 + 2] + 1, x[::2**29])
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
