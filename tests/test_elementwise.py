@@ -358,3 +358,15 @@ def test_divmod(backend, dtype):
     a = np.array([7, -7, 5, -5, 0, 9], dtype)
     b = np.array([2, 2, -3, -3, 4, 0], dtype)
     check(lambda a, b: (divmod(a, b), np.divmod(a, b), divmod(a, 3), divmod(11, b)), a, b, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+def test_shifts(backend, dtype):
+    # NumPy defines shifts by the bit width or more (0, or -1 for negative values shifted right) and by negative counts
+    info = np.iinfo(dtype)
+    a = np.array(sorted({0, 1, 3, 5, info.max, info.min} | ({-1, -7} if info.min else set())), dtype)[:, None]
+    counts = [0, 1, 2, 7, 8, 9, 15, 16, 31, 32, 33, 63, 64, 65, 100] + ([-1, -8, -64] if info.min else [])
+    b = np.array([c for c in counts if c <= info.max], dtype)[None, :]
+    check(lambda a, b: (a << b, a >> b, np.left_shift(a, b), np.right_shift(a, b), a << 3, a >> 3, 1 << b, 100 >> b,
+                        a << np.uint8(2), a.astype(np.int64) >> b.astype(np.int64)), a, b, backend=backend)

@@ -125,6 +125,8 @@ BINARY = {
     "logical_xor": ("np.logical_xor({a}, {b})", lambda p, a, b: np.logical_xor(a, b)),
     "matmul": ("np.matmul({a}, {b})", lambda p, a, b: np.matmul(a, b)),
     "apow": ("np.abs({a}) ** np.clip({b}, -2, 2)", lambda p, a, b: np.abs(a) ** np.clip(b, -2, 2)),
+    "shl": ("{a} << {b}", lambda p, a, b: a << b),
+    "shr": ("{a} >> {b}", lambda p, a, b: a >> b),
 }
 VIEWS = {"index", "transpose", "reshape", "broadcast", "expand_dims", "squeeze", "swapaxes", "flatten"}
 REDUCES = {"sum", "npsum", "mean", "max", "min", "prod", "cumsum", "gram", "dot1"}
