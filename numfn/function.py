@@ -67,6 +67,7 @@ class NumericalFunction:
     in_specs: tuple[ArgSpec, ...]
     statics: tuple = ()
     backend: str = "c"
+    profile: bool = False   # DEBUG=2: time every kernel of every call
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
@@ -164,7 +165,8 @@ class NumericalFunction:
     @cached_property
     def _source_template(self) -> str:
         return _renderer(self.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout)
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout,
+            profile=self.profile)
 
     @cached_property
     def source(self) -> str:
@@ -182,7 +184,8 @@ class NumericalFunction:
         from numfn.runtime import build_id, target_description
         from numfn.runtime.cache import cache_key
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
-                         f"noopt={debug.noopt()}", repr(self.in_specs), graph_fingerprint([self.function_graph]))
+                         f"noopt={debug.noopt()} profile={self.profile}", repr(self.in_specs),
+                         graph_fingerprint([self.function_graph]))
 
     @cached_property
     def compiled(self) -> Any:
@@ -192,6 +195,7 @@ class NumericalFunction:
         prog = load_cached(self.backend, self.cache_key, 0)
         if prog is None:
             manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
+            if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
             prog = compile_program(self.backend, self.source, self.entry_name, 0, self.cache_key, manifest)
             debug.log(1, f"compiled {self.name} ({self.backend}) in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         else:
@@ -222,6 +226,7 @@ class NumericalFunction:
         consts = self.pointer_constants(prog.manifest)
         out_tree, name = self.out_tree, self.name
         limits = sorted(self.int_limits.items())
+        timings = prog.timings() if self.profile else None
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
@@ -237,6 +242,7 @@ class NumericalFunction:
                 ins.append(a)
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
+            if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             return unflatten(out_tree, outs)
 
         return run
@@ -260,6 +266,15 @@ def entry_name_for(template: str) -> str:
     """The entry point's symbol: named after the program's content, so equal programs share it (and different
     ones never clash in the process-wide JIT)."""
     return "numfn_" + hashlib.sha256(template.encode()).hexdigest()[:20]
+
+
+def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
+    """DEBUG=2: the time each kernel took in this call (the program adds to its counters; they are reset here)."""
+    lines = [f"{name}: kernel times"]
+    for i, k in enumerate(kernels):
+        lines.append(f"  {k:<24} {timings[i] / 1e3:10.2f} us")
+        timings[i] = 0
+    debug.log(2, "\n".join(lines))
 
 
 def _renderer(backend: str):
@@ -419,13 +434,13 @@ class JitFunction(dispatcher_base()):
     def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see `_signature`), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
-        full = (key, self.backend)
+        full = (key, self.backend, debug.level() >= 2)
         nf = self._specializations.get(full)
         if nf is None or (compile and "run" not in nf.__dict__):
             with self._lock:
                 nf = self._specializations.get(full)
                 if nf is None:
-                    nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1])
+                    nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
                     self._specializations[full] = nf
                 if compile:
                     try:
@@ -442,7 +457,7 @@ class JitFunction(dispatcher_base()):
             if out is not None: raise unsupported("out= in a call inside a traced function")
             return self._splice(key, statics, leaves)
         nf = self.specialization(key, statics)
-        register_specialization(self, nf)
+        if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
         return nf.run(leaves, out)
 
     def _splice(self, key, statics, leaves: list):

@@ -481,6 +481,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
     replacement is itself rewritten). Iterative, so graphs of any depth are fine."""
     done: dict[UOp, UOp] = {}
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
+    budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat all memory
     while stack:
         node, state, extra = stack.pop()
         if node in done: continue
@@ -499,6 +500,9 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
             elif replacement in done:
                 done[node] = done[replacement]
             else:
+                budget -= 1
+                if budget < 0:
+                    raise RuntimeError(f"graph_rewrite does not converge: rules keep rewriting {rebuilt!r}")
                 stack.append((node, 2, replacement))
                 stack.append((replacement, 0, None))
         else:  # the replacement has been rewritten

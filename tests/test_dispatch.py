@@ -497,7 +497,7 @@ def failing_entry():
     tmp = tempfile.mkdtemp()
     path = os.path.join(tmp, "fail.so")
     clang.compile_shared("int fail_entry(void **b) { (void)b; return 1; }\n", path)
-    lib, addr = native.load_library(path, "fail_entry")
+    lib, (addr,) = native.load_library(path, ["fail_entry"])
     return lib, addr
 
 

@@ -18,6 +18,7 @@ _MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops
          Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod"}
 
 PRELUDE = """\
+#define _POSIX_C_SOURCE 199309L   /* clock_gettime, for DEBUG=2's kernel timings */
 #include <stdint.h>
 #include <stdlib.h>
 #include <math.h>
@@ -137,15 +138,23 @@ def _expr(u: UOp, a: list[str]) -> str:
 
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
-                   batched: tuple[bool, ...] | None = None) -> str:
+                   batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
     `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the thread
     pool's parallel_for or NULL. It returns 0, or 1 when the scratch arena cannot be allocated.
 
     With `batched` (one flag per input), the entry takes `int64_t start, int64_t end` first and runs the kernels
     for every example start..end-1 of a leading batch axis: outputs and the flagged inputs advance by one
-    example per iteration, everything else (unflagged inputs, constants, the scratch arena) is shared."""
+    example per iteration, everything else (unflagged inputs, constants, the scratch arena) is shared.
+
+    With `profile` (DEBUG=2), the entry adds the nanoseconds each kernel took to the exported array
+    `<entry>_ns` (one int64 per kernel)."""
     out = [PRELUDE]
+    if profile:
+        out.append("#include <time.h>\n"
+                   "static int64_t numfn_now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"
+                   "  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;\n}\n"
+                   f"int64_t {entry}_ns[{max(len(kernels), 1)}];")
     for buf, dt, data in layout.embedded_constants:
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
@@ -170,9 +179,11 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
 
     indent = "  " if batched is None else "    "
     if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
-    for prog, _ in kernels:
+    for k, (prog, _) in enumerate(kernels):
         args = ([] if prog.parallel is None else ["pfor"]) + [arg(p.arg) for p in prog.params]
+        if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
         body.append(f"{indent}{prog.name}({', '.join(args)});")
+        if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")
     if batched is not None: body.append("  }")
     if layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")

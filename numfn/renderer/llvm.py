@@ -226,12 +226,24 @@ def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
             f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
 
 
+def _clock(name: str) -> list[str]:
+    """`%name` = clock_gettime(CLOCK_MONOTONIC) in nanoseconds (the timespec lives in %ts)."""
+    return ["  call i32 @clock_gettime(i32 1, ptr %ts)",
+            f"  %{name}.s.p = getelementptr inbounds {{ i64, i64 }}, ptr %ts, i32 0, i32 0",
+            f"  %{name}.s = load i64, ptr %{name}.s.p",
+            f"  %{name}.n.p = getelementptr inbounds {{ i64, i64 }}, ptr %ts, i32 0, i32 1",
+            f"  %{name}.n = load i64, ptr %{name}.n.p",
+            f"  %{name}.sn = mul i64 %{name}.s, 1000000000",
+            f"  %{name} = add i64 %{name}.sn, %{name}.n"]
+
+
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
-                   batched: tuple[bool, ...] | None = None) -> str:
+                   batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
     """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr buffers)` (the
     outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be
     allocated. With `batched` (one flag per input) the entry takes
-    `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer)."""
+    `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer). With
+    `profile` (DEBUG=2), each kernel's nanoseconds are added to the exported global `<entry>_ns`."""
     declares: set[str] = set()
     funcs = []
     for _, src in kernels:
@@ -284,9 +296,21 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         name = buffer_name(buf)
         return f"@{name}" if name in constants else f"%{name}.at" if buf in advancing else f"%{name}"
 
-    for prog, _ in kernels:
+    if profile:
+        declares.add("declare i32 @clock_gettime(i32, ptr)")
+        out.insert(0, f"@{entry}_ns = global [{max(len(kernels), 1)} x i64] zeroinitializer, align 8")
+        body.append("  %ts = alloca { i64, i64 }")
+    for k, (prog, _) in enumerate(kernels):
         args = ([] if prog.parallel is None else ["ptr %pfor"]) + [f"ptr {arg(p.arg)}" for p in prog.params]
+        if profile: body += _clock(f"t0.{k}")
         body.append(f"  call void @{prog.name}({', '.join(args)})")
+        if profile:
+            body += _clock(f"t1.{k}")
+            body += [f"  %dt.{k} = sub i64 %t1.{k}, %t0.{k}",
+                     f"  %slot.{k} = getelementptr inbounds i64, ptr @{entry}_ns, i64 {k}",
+                     f"  %old.{k} = load i64, ptr %slot.{k}",
+                     f"  %new.{k} = add i64 %old.{k}, %dt.{k}",
+                     f"  store i64 %new.{k}, ptr %slot.{k}"]
     if batched is not None:
         body += ["  %b.next = add nsw i64 %b, 1", "  br label %batch.head", "batch.exit:"]
     if layout.arena_bytes: body.append("  call void @free(ptr %arena)")

@@ -28,10 +28,17 @@ class NativeProgram:
     manifest: dict = field(default_factory=dict)
     keepalive: Any = None
 
+    timings_address: int = 0
+
     @property
     def entry(self):
         from numfn.runtime.native import entry_function
         return entry_function(self.address, self.nints)
+
+    def timings(self):
+        """DEBUG=2 programs: their per-kernel nanosecond counters, as a writable int64 array view."""
+        from numfn.runtime.native import int64_array
+        return int64_array(self.timings_address, len(self.manifest.get("kernels", [])))
 
 
 compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
@@ -129,13 +136,14 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
 
 def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgram:
     entry = manifest["entry"]
+    symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
     if backend == "c":
         from numfn.runtime.native import load_library
-        lib, addr = load_library(_shared_library_file(code, entry), entry)
-        return NativeProgram(addr, nints, manifest, lib)
-    from numfn.runtime import llvm
-    keepalive, addr = llvm.load_object(code, entry)
-    return NativeProgram(addr, nints, manifest, keepalive)
+        lib, addrs = load_library(_shared_library_file(code, entry), symbols)
+    else:
+        from numfn.runtime import llvm
+        lib, addrs = llvm.load_object(code, symbols)
+    return NativeProgram(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
 
 
 _LIBDIR: str | None = None

@@ -67,10 +67,11 @@ class _OrcEngine:
     def __init__(self):
         self.jit = _llvm().create_lljit_compiler(target_machine())
 
-    def load(self, obj: bytes, entry: str) -> tuple[object, int]:
-        tracker = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process() \
-            .export_symbol(entry).link(self.jit, entry)
-        return tracker, tracker[entry]
+    def load(self, obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
+        builder = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process()
+        for s in symbols: builder = builder.export_symbol(s)
+        tracker = builder.link(self.jit, symbols[0])
+        return tracker, [tracker[s] for s in symbols]
 
 
 @cache
@@ -78,24 +79,24 @@ def _orc() -> _OrcEngine:
     return _OrcEngine()
 
 
-def load_object(obj: bytes, entry: str) -> tuple[object, int]:
-    """Load object code into the process: (what keeps it mapped, the address of `entry`). Loading the same entry
-    again returns the first load (equal entry names mean equal programs)."""
+def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
+    """Load object code into the process: (what keeps it mapped, the addresses of `symbols`, the entry first).
+    Loading the same entry again returns the first load (equal entry names mean equal programs)."""
     with _lock:
-        found = _loaded.get(entry)
+        found = _loaded.get(symbols[0])
         if found is None:
-            found = _load(obj, entry)
-            _loaded[entry] = found   # kept for the process's lifetime: a dispatcher may hold the address
+            found = _load(obj, symbols)
+            _loaded[symbols[0]] = found   # kept for the process's lifetime: a dispatcher may hold the address
     return found
 
 
-def _load(obj: bytes, entry: str) -> tuple[object, int]:
+def _load(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
     from numfn.runtime import elf
     if elf.supported():
         try:
-            mapping = elf.load_object(obj, [entry])
-            return mapping, mapping.address(entry)
+            mapping = elf.load_object(obj, symbols)
+            return mapping, [mapping.address(s) for s in symbols]
         except elf.ElfLoadError as e:
             from numfn import debug
-            debug.log(1, f"ELF loader refused {entry} ({e}); linking it with OrcJIT")
-    return _orc().load(obj, entry)
+            debug.log(1, f"ELF loader refused {symbols[0]} ({e}); linking it with OrcJIT")
+    return _orc().load(obj, symbols)

@@ -34,8 +34,18 @@ def pointer_table(arrays, pool: int = 0) -> object:
     return table
 
 
-def load_library(path: str, symbol: str) -> tuple[object, int]:
-    """dlopen `path` and return (the library handle, which keeps it loaded, and the address of `symbol`)."""
+def load_library(path: str, symbols: list[str]) -> tuple[object, list[int]]:
+    """dlopen `path` and return (the library handle, which keeps it loaded, and the addresses of `symbols`)."""
     lib = B.load_library(path, B.RTLD_NOW | B.RTLD_LOCAL)
-    fn = lib.load_function(_VOID_P, symbol)
-    return lib, int(B.cast(B.new_primitive_type("uintptr_t"), fn))
+    uintptr = B.new_primitive_type("uintptr_t")
+    return lib, [int(B.cast(uintptr, lib.load_function(_VOID_P, s))) for s in symbols]
+
+
+def int64_array(address: int, n: int):
+    """A NumPy int64 array viewing `n` values at `address` (memory the caller keeps alive)."""
+    import numpy as np
+    buf = B.buffer(B.cast(_BYTES_P, address), 8 * n)
+    return np.frombuffer(buf, dtype=np.int64, count=n)
+
+
+_BYTES_P = B.new_pointer_type(B.new_primitive_type("char"))
