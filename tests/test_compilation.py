@@ -138,3 +138,14 @@ def test_changing_numfn_never_loads_stale_code(monkeypatch):
     finally:
         numfn.runtime.build_id.cache_clear()
     assert key != other
+
+
+def test_debug_2_prints_each_kernels_time(capsys, monkeypatch, backend):
+    monkeypatch.setenv("DEBUG", "2")
+    f = numfn.jit(lambda x: (x.sum(axis=0) * x).max(), backend=backend)
+    x = np.random.default_rng(3).random((300, 200))
+    for _ in range(2):
+        assert np.isclose(f(x), (x.sum(axis=0) * x).max())
+        err = capsys.readouterr().err
+        names = [ei.kernel.name for ei in f.specializations[0].schedule]
+        assert "kernel times" in err and all(name in err for name in names) and " us" in err
