@@ -6,8 +6,8 @@ Each function and dtype is swept over a dense grid of its interesting range, ran
 it is the exact reference as well: numfn's own error must stay within OWN_BOUND ulp, and the distance to NumPy
 within 2 ulp, or within NumPy's own error plus ours where NumPy is itself further than about 1.5 ulp from the
 exact value. Measured on an AVX-512 machine (NumPy 2.4): the distance to NumPy is at most 1 ulp for float64 and for
-float32 sin, cos, tanh; 2 for float32 exp and log2; 3 for float32 exp2 and 4 for float32 log and tan, where NumPy's
-own float32 error reaches 2.7, 3.5 and 3.6 ulp (DOCUMENTED below; numfn is within 0.51 ulp there).
+float32 sin, cos, tanh; 2 for float32 log2; 3 for float32 exp and exp2 and 4 for float32 log and tan, where
+NumPy's own float32 error reaches 2.4, 2.7, 3.5 and 3.6 ulp (DOCUMENTED below; numfn is within 1 ulp there).
 """
 import math
 import re
@@ -23,7 +23,9 @@ DTYPES = (np.float32, np.float64)
 N = 1 << 16                     # one array length for every sweep
 LONG_DOUBLE = np.finfo(np.longdouble).nmant >= 63
 OWN_BOUND = {np.float32: 0.51, np.float64: 1.0}     # ulp from the exact result (measured: 0.504 and 0.90)
-DOCUMENTED = {("exp2", np.float32): 3, ("log", np.float32): 4, ("tan", np.float32): 4}   # ulp from NumPy
+OWN_BOUND_OF = {("exp", np.float32): 1.0}           # computed in float32 arithmetic for speed (measured: 0.99)
+DOCUMENTED = {("exp", np.float32): 3, ("exp2", np.float32): 3, ("log", np.float32): 4,
+              ("tan", np.float32): 4}               # ulp from NumPy
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,7 +132,8 @@ def test_sweep(name, dt, backend):
     if LONG_DOUBLE:
         ours, numpy_err = ulp_error(y, x, fn), ulp_error(ref, x, fn)
         i = int(np.argmax(ours))
-        assert ours.max() <= OWN_BOUND[dt], f"{name}({x[i]!r}) = {y[i]!r} is {ours[i]:.3f} ulp from exact"
+        bound = OWN_BOUND_OF.get((name, dt), OWN_BOUND[dt])
+        assert ours.max() <= bound, f"{name}({x[i]!r}) = {y[i]!r} is {ours[i]:.3f} ulp from exact"
         # |ours - NumPy| <= our error + NumPy's: more than 2 ulp only where NumPy is itself that far off
         limit = max(2, math.floor(ours.max() + numpy_err.max()))
     else:
@@ -187,7 +190,7 @@ def test_huge_arguments(dt, backend):
         dist = ulp_distance(y, fn(x))
         if LONG_DOUBLE:
             ours = ulp_error(y, x, fn)
-            assert ours.max() <= OWN_BOUND[dt], f"{name}: {ours}"
+            assert ours.max() <= OWN_BOUND_OF.get((name, dt), OWN_BOUND[dt]), f"{name}: {ours}"
             # NumPy's float64 cos is 8 ulp off at the worst case 6381956970095103 * 2**797 (numfn: 0.02 ulp)
             limit = np.maximum(2, np.floor(ours + ulp_error(fn(x), x, fn)))
         else:

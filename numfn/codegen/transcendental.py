@@ -12,8 +12,8 @@ Methods (x is the argument; "double-double" is an unevaluated sum hi + lo of two
           with 42 bits, so k*LN2_HI is exact), |r| <= ln2/2. float64: e**r = 1 + r + r*r*P(r), P of degree 9,
           the sum 1 + hi kept as a double-double (Fast2Sum) so the only large rounding is the last one; 2**k is
           applied as two exact power-of-two factors, so overflow gives inf and results below 2**-1022 round once
-          into the denormals (gradual underflow). float32: the same in float64 with P of degree 5 (|x| clamped to
-          the float32 range), then one rounding to float32, which also produces float32 denormals and overflow.
+          into the denormals (gradual underflow). float32: the same in float32 arithmetic with P of degree 5 and
+          ln 2 in 16 + 24 bits (so 16 lanes per AVX-512 vector; exp dominates softmax), 2**k as two exact factors.
   exp2    k = round(x), f = x - k exact; float64: f*ln2 as a double-double (f split into 26 + 27 bits), then the
           exp kernel. Integers give exact powers of two (f = 0 makes the kernel return exactly 1).
   log     x = 2**k * m with m in [sqrt(1/2), sqrt(2)) by integer arithmetic on the bits (denormals scaled by
@@ -46,12 +46,12 @@ series (Machin's formula for pi, 2*atanh(1/3) for ln 2).
 
 Accuracy, measured on 6.3M arguments per function (dense grids, all exponents, denormals, specials) against long
 double: float64 at most 0.77 (exp, exp2, log), 0.81 (log2), 0.79 (sin, cos, tanh) and 0.90 (tan) ulp from the
-exact result; float32 at most 0.501 ulp (0.504 tanh). The distance to NumPy (AVX-512 build, NumPy 2.4) is at most
-1 ulp for every float64 function and for float32 sin, cos and tanh, 2 for float32 exp and log2, and - the
-documented corners, all where NumPy's own float32 result is further from the exact one - 3 ulp for float32 exp2
-(NumPy's own error up to 2.7 ulp, e.g. near overflow), 4 for float32 log (NumPy 3.5 ulp) and 4 for float32 tan
-(NumPy 3.6 ulp). NumPy's float64 cos is itself 8 ulp off at the hardest argument 6381956970095103 * 2**797, where
-numfn is exact to 0.02 ulp.
+exact result; float32 at most 0.501 ulp (0.504 tanh), except exp at 0.99 (computed in float32 for speed). The
+distance to NumPy (AVX-512 build, NumPy 2.4) is at most 1 ulp for every float64 function and for float32 sin, cos
+and tanh, 2 for float32 log2, and - the documented corners, all where NumPy's own float32 result is further from
+the exact one - 3 ulp for float32 exp (NumPy's own error up to 2.4 ulp), 3 for float32 exp2 (NumPy up to 2.7 ulp,
+e.g. near overflow), 4 for float32 log (NumPy 3.5 ulp) and 4 for float32 tan (NumPy 3.6 ulp). NumPy's float64
+cos is itself 8 ulp off at the hardest argument 6381956970095103 * 2**797, where numfn is exact to 0.02 ulp.
 
 Rounding to an integer uses (v + 1.5*2**52) - 1.5*2**52, which needs IEEE semantics without reassociation (no
 fast-math); fused multiply-adds (the LLVM backend's `contract`) are harmless: every product whose rounding
@@ -67,7 +67,7 @@ from fractions import Fraction
 from numfn.dtype import dtypes
 from numfn.uop import Ops, PatternMatcher, UOp, UPat
 
-F32, F64, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int64, dtypes.uint64, dtypes.uint32
+F32, F64, I32, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint64, dtypes.uint32
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -111,10 +111,14 @@ def _round_bits(v: Fraction, bits: int) -> float:
 
 MAGIC = 6755399441055744.0       # 1.5 * 2**52: v + MAGIC rounds v (|v| < 2**51) to an integer, held in the low bits
 MAGIC_BITS = 0x4338000000000000
+MAGIC32 = 12582912.0            # 1.5 * 2**23: the same rounding in float32, for |v| < 2**22
+MAGIC32_BITS = 0x4B400000
+LN2_HI32 = 0.693145751953125    # ln 2 to 16 bits (0x3f317200): k * LN2_HI32 is exact in float32 for |k| < 2**8
 INV_LN2 = _dbl(1 / _LN2)
 LN2 = _dbl(_LN2)
 LN2_HI = _round_bits(_LN2, 42)   # k * LN2_HI is exact for |k| < 2**11
 LN2_LO = _dbl(_LN2 - Fraction(LN2_HI))
+LN2_LO32 = float(_dbl(_LN2 - Fraction(LN2_HI32)))
 L2A = _round_bits(_LN2, 27)      # f_hi * L2A is exact for f_hi with 26 significant bits
 L2B = _dbl(_LN2 - Fraction(L2A))
 IVLN2_HI = _round_bits(1 / _LN2, 32)   # exact times a 21-bit number
@@ -267,11 +271,25 @@ def _expm1_kernel32(r: UOp) -> UOp:
     return r + r * r * _poly(r, EXP32)
 
 
+def _f(v: float) -> UOp: return UOp.const(F32, v)
+
+
+def _pow2_32(k: UOp) -> UOp:
+    """2.0**k as a float32 for an int32 -126 <= k <= 127, built from its exponent bits."""
+    return _shl((k + 127).bitcast(U32), 23).bitcast(F32)
+
+
 def _exp32(x: UOp) -> UOp:
-    xc = _clamp(x.cast(F64), -104.0, 89.0)   # float32 exp is 0 below -103.98 and inf above 88.73
-    kf, k = _round(xc * INV_LN2)
-    y = _d(1.0) + _expm1_kernel32(xc - kf * LN2)   # k*LN2 rounds by at most 2**-46 absolute: harmless for float32
-    return (y * _pow2(k)).cast(F32)          # one rounding: float32 denormals and overflow to inf come out right
+    """float32 exp in float32 arithmetic (16 lanes per AVX-512 vector, where float64 would give 8): at most 0.99 ulp
+    from the exact result (0.5 for the float64 route, at twice the cost; exp dominates softmax)."""
+    xc = (x < -104.0).where(_f(-104.0), (x > 89.0).where(_f(89.0), x))   # 0 below -103.98, inf above 88.73
+    t = xc * _f(INV_LN2) + _f(MAGIC32)
+    kf = t - _f(MAGIC32)                                                  # round(x / ln2), |k| <= 150
+    k = t.bitcast(I32) - UOp.const(I32, MAGIC32_BITS)
+    r = (xc - kf * _f(LN2_HI32)) - kf * _f(LN2_LO32)                     # k * LN2_HI32 exact: 16-bit constant
+    y = _f(1.0) + (r + r * r * _poly(r, tuple(_f(c) for c in EXP32)))
+    k1 = _shr(k, 1)
+    return y * _pow2_32(k1) * _pow2_32(k - k1)   # two exact factors: overflow gives inf, tiny results denormals
 
 
 def _exp2_32(x: UOp) -> UOp:
