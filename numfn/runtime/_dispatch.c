@@ -58,8 +58,10 @@ typedef int (*entry_fn)(void **);
  * numfn_parallel_for(body, ctx, n) runs body(ctx, start, end) over [0, n) split into contiguous parts, one per
  * thread: the caller's and `nworkers` persistent background threads. One parallel region runs at a time; a call
  * that finds the pool busy (another Python thread's call, or a region inside a region) runs the whole range itself,
- * so the pool never oversubscribes the cores. Workers sleep on a condition variable between regions.
+ * so the pool never oversubscribes the cores. Between regions a worker spins for a while (a wake-up through the
+ * condition variable takes tens of microseconds, as long as a whole small kernel), then sleeps on it.
  */
+#define SPIN_ROUNDS 20000   /* about 50-100 us of polling before a thread sleeps */
 typedef void (*body_fn)(void **ctx, int64_t start, int64_t end);
 
 static struct {
@@ -82,12 +84,21 @@ static void run_part(body_fn body, void **ctx, int64_t n, int parts, int part)
     if (lo < hi) body(ctx, lo, hi);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *pool_worker(void *arg)
 {
     int part = (int)(intptr_t)arg;
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool.m);
     for (;;) {
+        for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; spin++)
+            cpu_relax();
+        pthread_mutex_lock(&pool.m);
         while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.m);
         seen = pool.generation;
         body_fn body = pool.body;
@@ -97,7 +108,8 @@ static void *pool_worker(void *arg)
         pthread_mutex_unlock(&pool.m);
         if (part < parts) run_part(body, ctx, n, parts, part);
         pthread_mutex_lock(&pool.m);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) pthread_cond_signal(&pool.done);
+        pthread_mutex_unlock(&pool.m);
     }
     return NULL;
 }
@@ -135,10 +147,12 @@ void numfn_parallel_for(body_fn body, void **ctx, int64_t n)
     pool.n = n;
     pool.parts = parts;
     pool.pending = pool.started;   /* every started worker wakes and reports, whether it has a part or not */
-    pool.generation++;
+    __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.m);
     run_part(body, ctx, n, parts, 0);
+    for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0; spin++)
+        cpu_relax();
     pthread_mutex_lock(&pool.m);
     while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.m);
     pthread_mutex_unlock(&pool.m);
