@@ -27,7 +27,8 @@ __all__ = ["sin", "cos", "tan", "tanh", "exp", "exp2", "log", "log2", "sqrt", "a
            "bitwise_xor", "left_shift", "right_shift",
            "bitwise_not", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
            "logical_or", "logical_xor", "logical_not", "square", "sign", "isnan", "isinf", "isfinite", "reshape",
-           "transpose", "swapaxes", "expand_dims", "squeeze", "broadcast_to", "ravel", "astype", "asarray", "array"]
+           "transpose", "swapaxes", "expand_dims", "squeeze", "broadcast_to", "ravel", "astype", "asarray", "array",
+           "ndim", "shape", "size"]
 
 T = Tensor.lift
 
@@ -158,7 +159,7 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor: 
     a_min = min if a_min is None else a_min
     a_max = max if a_max is None else a_max
     if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
-    out = T(a)
+    out = Tensor(T(a).uop)   # np.clip converts `a` with asarray: a Python scalar there is a strong array
     dt = out.uop.dtype
     # like NumPy, a Python-int bound beyond the dtype's range on the side it cannot reach is no bound at all
     if dt.is_int and not out.weak:
@@ -314,6 +315,9 @@ def dot(a, b) -> Tensor:
 
 # ---- shapes ---------------------------------------------------------------------------------------------------
 def reshape(a, shape, order: str = "C") -> Tensor: return T(a).reshape(shape, order=order)
+def ndim(a) -> int: return T(a).ndim
+def shape(a) -> tuple[int, ...]: return T(a).shape
+def size(a, axis=None) -> int: return T(a).size if axis is None else T(a).shape[axis]
 def transpose(a, axes=None) -> Tensor: return T(a).transpose(*(() if axes is None else (axes,)))
 def swapaxes(a, axis1: int, axis2: int) -> Tensor: return T(a).swapaxes(axis1, axis2)
 def expand_dims(a, axis) -> Tensor: return T(a).expand_dims(axis)

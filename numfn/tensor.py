@@ -42,7 +42,7 @@ def _refuse(what: str, **given) -> None:
 
 def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{name} must be an integer, got {axis!r}")
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer ({name})")
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
     return int(axis) % ndim
@@ -51,7 +51,7 @@ def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
 def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
     if axis is None: return tuple(range(ndim))
     if ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1): return ()   # NumPy allows it (no tuple)
-    axes = tuple(_norm_axis(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    axes = tuple(_norm_axis(a, ndim) for a in (axis if isinstance(axis, tuple) else (axis,)))
     if len(set(axes)) != len(axes): raise ValueError("duplicate value in 'axis'")
     return axes
 
@@ -128,6 +128,12 @@ class Tensor:
 
     @property
     def size(self) -> int: return math.prod(self.uop.shape)
+
+    @property
+    def itemsize(self) -> int: return self.uop.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int: return self.size * self.uop.dtype.itemsize
 
     @property
     def T(self) -> Tensor: return self.transpose()
@@ -276,13 +282,13 @@ class Tensor:
         if order != "C": raise unsupported(f"reshape with order={order!r}")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
         shape = tuple(operator.index(s) for s in shape)
-        if shape.count(-1) > 1: raise ValueError("can only specify one unknown dimension")
-        if any(s < -1 for s in shape): raise ValueError(f"negative dimensions not allowed in reshape {shape}")
-        if -1 in shape:
-            known = math.prod(s for s in shape if s != -1)
+        # NumPy 2 takes any negative number as the one unknown dimension
+        if sum(s < 0 for s in shape) > 1: raise ValueError("can only specify one unknown dimension")
+        if any(s < 0 for s in shape):
+            known = math.prod(s for s in shape if s >= 0)
             if known == 0 or self.size % known:
                 raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-            shape = tuple(self.size // known if s == -1 else s for s in shape)
+            shape = tuple(self.size // known if s < 0 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
         return Tensor(self.uop.reshape(shape), self.weak)

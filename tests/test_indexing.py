@@ -164,3 +164,12 @@ def test_properties_are_python_values():
 def test_iteration_over_leading_axis(backend):
     x = rand((3, 4), np.float64, np.random.default_rng(29))
     check(lambda x: (sum(row * i for i, row in enumerate(x)), [r.max() for r in x], tuple(x)), x, backend=backend)
+
+
+def test_shape_queries_and_numpy_reshape_quirks(backend):
+    # itemsize, nbytes, np.ndim/np.shape/np.size are known while tracing; any negative reshape size is the
+    # unknown dimension (NumPy 2); a list is not an axis
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    check(lambda x: (x * x.itemsize + x.nbytes, x * (np.ndim(x) + np.size(x) + np.shape(x)[1]), x.reshape(-2, 3),
+                     np.clip(2, -x, x)), x, backend=backend)
+    check_raises_like(lambda x: x.max(axis=[0, 1]), x, backend=backend)
