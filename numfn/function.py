@@ -190,18 +190,21 @@ class NumericalFunction:
     @cached_property
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
-        from numfn.runtime import compile_program, load_cached
+        from numfn.runtime import load_or_compile
         t0 = time.perf_counter()
-        prog = load_cached(self.backend, self.cache_key, 0)
-        if prog is None:
-            manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
-            if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
-            prog = compile_program(self.backend, self.source, self.entry_name, 0, self.cache_key, manifest)
-            debug.log(1, f"compiled {self.name} ({self.backend}) in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        else:
-            debug.log(1, f"loaded {self.name} ({self.backend}) from the cache in "
-                         f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+        prog, compiled = load_or_compile(self.backend, self.cache_key, 0, lambda: (self.source, self.entry_name,
+                                                                                  self.manifest))
+        debug.log(1, f"{'compiled' if compiled else 'loaded'} {self.name} ({self.backend}) "
+                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return prog
+
+    @cached_property
+    def manifest(self) -> dict:
+        """What a caller must know about the compiled code beyond the signature, stored with it in the cache: the
+        pointer constants in entry order (by content hash), and with DEBUG=2 the kernel names."""
+        manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
+        if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
+        return manifest
 
     @cached_property
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:

@@ -109,6 +109,15 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
     return _load(backend, code, manifest, nints)
 
 
+def load_or_compile(backend: str, key: str, nints: int, build) -> tuple[NativeProgram, bool]:
+    """The program cached under `key`, else the one `build()` describes, as (source, entry, manifest), compiled
+    now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule."""
+    prog = load_cached(backend, key, nints)
+    if prog is not None: return prog, False
+    source, entry, manifest = build()
+    return compile_program(backend, source, entry, nints, key, manifest), True
+
+
 def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: str | None = None,
                     manifest: dict | None = None) -> NativeProgram:
     """Compile `source` and load it; with a `key`, store the code (and `manifest`) in the disk cache."""
@@ -138,30 +147,9 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgra
     entry = manifest["entry"]
     symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
     if backend == "c":
-        from numfn.runtime.native import load_library
-        lib, addrs = load_library(_shared_library_file(code, entry), symbols)
+        from numfn.runtime.native import load_library, private_library_file
+        lib, addrs = load_library(private_library_file(code, entry), symbols)
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
     return NativeProgram(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
-
-
-_LIBDIR: str | None = None
-
-
-def _shared_library_file(code: bytes, entry: str) -> str:
-    """A private file holding exactly `code`, for dlopen (named after its content, so loading the same library
-    twice maps the same file)."""
-    global _LIBDIR
-    if _LIBDIR is None:
-        _LIBDIR = tempfile.mkdtemp(prefix="numfn-lib-")
-        import atexit
-        import shutil
-        atexit.register(shutil.rmtree, _LIBDIR, True)
-    path = os.path.join(_LIBDIR, f"{entry}-{hashlib.sha256(code).hexdigest()[:16]}.so")
-    if not os.path.exists(path):
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(code)
-        os.replace(tmp, path)
-    return path

@@ -29,6 +29,7 @@ import tempfile
 import threading
 import warnings
 from typing import Any
+from numfn.runtime.native import private_library_file
 
 __all__ = ["dispatcher_base", "load_extension", "PyDispatcher", "DispatchWarning", "register_specialization",
            "fast_arg_specs", "result_builder", "check_out", "MODULE_NAME", "SOURCE", "BUILD_FLAGS",
@@ -74,7 +75,6 @@ class PyDispatcher:
 _lock = threading.Lock()
 _module: Any = None
 _failed = False
-_private_dir: str | None = None
 load_seconds: float | None = None   # how long the last successful load_extension took (build included)
 built = False                       # whether this process compiled the extension (rather than loading it)
 
@@ -129,7 +129,7 @@ def load_extension():
             code = _compile(source)
             built = True
             if cache is not None and cache.put(key, code): path = cache.get_path(key, ".so")
-            if path is None: path = _private_file(code)
+            if path is None: path = private_library_file(code, "_numfn_dispatch")
         module = _load(path)
         from numfn.runtime.threads import thread_count
         module.set_threads(thread_count())
@@ -166,24 +166,6 @@ def _compile(source: bytes) -> bytes:
             raise NumfnError(f"building the fast call extension failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
         with open(out, "rb") as f:
             return f.read()
-
-
-def _private_file(code: bytes) -> str:
-    """A file holding `code` in a private directory of this process (mode 0700, removed at exit)."""
-    global _private_dir
-    if _private_dir is None:
-        import atexit
-        import shutil
-        _private_dir = tempfile.mkdtemp(prefix="numfn-dispatch-")
-        atexit.register(shutil.rmtree, _private_dir, True)
-    import hashlib
-    path = os.path.join(_private_dir, f"_numfn_dispatch-{hashlib.sha256(code).hexdigest()[:16]}.so")
-    if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(dir=_private_dir)
-        with open(fd, "wb") as f:
-            f.write(code)
-        os.replace(tmp, path)
-    return path
 
 
 def _load(path: str):

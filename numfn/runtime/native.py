@@ -41,6 +41,31 @@ def load_library(path: str, symbols: list[str]) -> tuple[object, list[int]]:
     return lib, [int(B.cast(uintptr, lib.load_function(_VOID_P, s))) for s in symbols]
 
 
+_private_dir: str | None = None
+
+
+def private_library_file(code: bytes, stem: str) -> str:
+    """A file holding exactly `code` in this process's private directory (mode 0700, removed at exit), named after
+    its content: what dlopen or the extension loader map is then exactly the bytes the caller verified, and the
+    same bytes always get the same path (loaders reuse what they loaded from a path)."""
+    global _private_dir
+    import hashlib
+    import os
+    import tempfile
+    if _private_dir is None:
+        import atexit
+        import shutil
+        _private_dir = tempfile.mkdtemp(prefix="numfn-lib-")
+        atexit.register(shutil.rmtree, _private_dir, True)
+    path = os.path.join(_private_dir, f"{stem}-{hashlib.sha256(code).hexdigest()[:16]}.so")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=_private_dir)
+        with open(fd, "wb") as f:
+            f.write(code)
+        os.replace(tmp, path)
+    return path
+
+
 def int64_array(address: int, n: int):
     """A NumPy int64 array viewing `n` values at `address` (memory the caller keeps alive)."""
     import numpy as np
