@@ -55,8 +55,10 @@ typedef int (*entry_fn)(void **);
 
 /* ---- the thread pool ------------------------------------------------------------------------------------------
  *
- * numfn_parallel_for(body, ctx, n) runs body(ctx, start, end) over [0, n) split into contiguous parts, one per
- * thread: the caller's and `nworkers` persistent background threads. One parallel region runs at a time; a call
+ * numfn_parallel_for(body, ctx, n) runs body(ctx, start, end) over [0, n) split into contiguous chunks, a few per
+ * thread, which the caller's thread and `nworkers` persistent background threads take from a shared counter: a
+ * worker that wakes late (a descheduled CPU, another library's spinning threads) finds less or nothing left,
+ * instead of holding the region back by a whole part. One parallel region runs at a time; a call
  * that finds the pool busy (another Python thread's call, or a region inside a region) runs the whole range itself,
  * so the pool never oversubscribes the cores. Between regions a worker spins for a while (a wake-up through the
  * condition variable takes tens of microseconds, as long as a whole small kernel), then sleeps on it.
@@ -73,15 +75,22 @@ static struct {
     body_fn body;
     void **ctx;
     int64_t n;
-    int parts, pending;          /* threads sharing the region; workers still running it */
+    int chunks, pending;         /* chunks of the region; workers still in it */
+    int next;                    /* the next chunk to take */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, NULL, NULL, 0, 0, 0};
+          0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
-static void run_part(body_fn body, void **ctx, int64_t n, int parts, int part)
+#define CHUNKS_PER_THREAD 4
+
+/* Take chunks of the current region until none is left. */
+static void run_chunks(body_fn body, void **ctx, int64_t n, int chunks)
 {
-    int64_t lo = n / parts * part + (part < n % parts ? part : n % parts);
-    int64_t hi = lo + n / parts + (part < n % parts ? 1 : 0);
-    if (lo < hi) body(ctx, lo, hi);
+    int c;
+    while ((c = __atomic_fetch_add(&pool.next, 1, __ATOMIC_RELAXED)) < chunks) {
+        int64_t lo = n / chunks * c + (c < n % chunks ? c : n % chunks);
+        int64_t hi = lo + n / chunks + (c < n % chunks ? 1 : 0);
+        if (lo < hi) body(ctx, lo, hi);
+    }
 }
 
 static inline void cpu_relax(void)
@@ -93,7 +102,7 @@ static inline void cpu_relax(void)
 
 static void *pool_worker(void *arg)
 {
-    int part = (int)(intptr_t)arg;
+    (void)arg;
     unsigned long seen = 0;
     for (;;) {
         for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; spin++)
@@ -104,9 +113,9 @@ static void *pool_worker(void *arg)
         body_fn body = pool.body;
         void **ctx = pool.ctx;
         int64_t n = pool.n;
-        int parts = pool.parts;
+        int chunks = pool.chunks;
         pthread_mutex_unlock(&pool.m);
-        if (part < parts) run_part(body, ctx, n, parts, part);
+        run_chunks(body, ctx, n, chunks);
         pthread_mutex_lock(&pool.m);
         if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) pthread_cond_signal(&pool.done);
         pthread_mutex_unlock(&pool.m);
@@ -139,18 +148,19 @@ void numfn_parallel_for(body_fn body, void **ctx, int64_t n)
         body(ctx, 0, n);
         return;
     }
-    int parts = pool.nworkers + 1;
-    if (parts > n) parts = (int)n;
+    int64_t chunks = (int64_t)(pool.nworkers + 1) * CHUNKS_PER_THREAD;
+    if (chunks > n) chunks = n;
     pthread_mutex_lock(&pool.m);
     pool.body = body;
     pool.ctx = ctx;
     pool.n = n;
-    pool.parts = parts;
-    pool.pending = pool.started;   /* every started worker wakes and reports, whether it has a part or not */
+    pool.chunks = (int)chunks;
+    __atomic_store_n(&pool.next, 0, __ATOMIC_RELAXED);
+    pool.pending = pool.started;   /* every started worker wakes and reports, whether it took a chunk or not */
     __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.m);
-    run_part(body, ctx, n, parts, 0);
+    run_chunks(body, ctx, n, (int)chunks);
     for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0; spin++)
         cpu_relax();
     pthread_mutex_lock(&pool.m);
