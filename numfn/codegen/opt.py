@@ -5,12 +5,18 @@ repeated U times with r = r'*U + u. Repeated stores share everything that does n
 reductions they contain share their loops: U accumulators fill in one pass over the reduced axis. Where the
 copies read consecutive elements, LLVM's SLP vectorizer turns them into vector operations.
 
+block: after such an upcast, when B's panels (the reduced depth times one tile) all together outgrow the cache,
+the tile loop is split and its block loop moved outermost, so each block of panels stays in L2 while every row of
+A passes over it.
+
 The heuristic (`choose_upcasts`) applies it where loops cannot vectorize by themselves: a reduction whose loads
 are contiguous along an output axis but not along its own (a matmul's B[k, j], column sums). That axis is
 upcast by up to two vectors, and a second output axis by up to 4 when some load does not depend on it (the copies
 then reuse that load: a matmul's register tile).
 """
 from __future__ import annotations
+
+import math
 
 from numfn.codegen.lower import LoweredKernel, free_ranges
 from numfn.dtype import dtypes
@@ -33,6 +39,42 @@ def upcast(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
     ranges = tuple(outer if x is r else x for x in lk.ranges if not (x is r and n // factor == 1))
     sequential = frozenset(outer if x is r else x for x in lk.sequential)
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, sequential)
+
+
+def block(lk: LoweredKernel, r: UOp, inner: int) -> LoweredKernel:
+    """The kernel with output loop `r` split into an outermost loop over blocks and `r` within a block:
+    r = rb*inner + ri. The block loop gets an id below every other so it nests outside them."""
+    n = r.src[0].arg
+    assert n % inner == 0
+    rid = min(x.arg[0] for x in lk.ranges) - 1
+    rb = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // inner),), (rid, "loop"))
+    ri = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, inner),), r.arg)
+    stores = [_substitute(st, r, add(mul(rb, inner), ri)) for st in lk.sink.src]
+    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic)
+    ranges = (rb,) + tuple(ri if x is r else x for x in lk.ranges)
+    return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, lk.sequential)
+
+
+# B's panels are blocked once all of them outgrow a core's L2 cache (2 MiB here); a block then takes a quarter of it
+L2_BYTES = 2 * 1024 * 1024
+BLOCK_BYTES = L2_BYTES // 4
+
+
+def choose_block(lk: LoweredKernel, upcasts: list[tuple[UOp, int]]) -> tuple[UOp, int] | None:
+    """After a matmul-like upcast: when the panels of all tiles along the contiguous axis (all of B) outgrow the
+    cache, that axis' tile loop is blocked so one block of panels is reused by every row before the next."""
+    if not upcasts: return None
+    axis, width = upcasts[0]
+    r = next((x for x in lk.ranges if x.arg == axis.arg), None)
+    reduces = [u for u in toposort([lk.sink]) if u.op is Ops.REDUCE]
+    if r is None or not reduces: return None
+    depth = max(math.prod(x.src[0].arg for x in red.src[1:]) for red in reduces)
+    itemsize = max(u.dtype.itemsize for u in reduces)
+    panel = depth * width * itemsize
+    tiles = r.src[0].arg
+    if panel * tiles <= L2_BYTES: return None
+    inner = _largest_divisor(tiles, max(1, BLOCK_BYTES // panel))
+    return (r, inner) if inner < tiles else None
 
 
 def _substitute(root: UOp, old: UOp, new: UOp) -> UOp:

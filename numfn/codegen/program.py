@@ -7,7 +7,7 @@ from numfn import debug
 from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
-from numfn.codegen.opt import choose_upcasts, upcast
+from numfn.codegen.opt import block, choose_block, choose_upcasts, upcast
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
 from numfn.uop import Ops, UOp, format_node, graph_rewrite
@@ -49,6 +49,8 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, pa
                                 lowered.evaluations, lowered.sequential)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
+        blocking = choose_block(lowered, upcasts)
+        if blocking is not None: lowered = block(lowered, *blocking)
     sink = graph_rewrite(lowered.sink, symbolic)
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic

@@ -7,7 +7,7 @@ import math
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name
+from numfn.renderer import buffer_name, range_name
 from numfn.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
@@ -69,7 +69,7 @@ def render_kernel(prog: Program) -> str:
     for u in prog.uops:
         pad = "  " * indent
         if u.op is Ops.RANGE:
-            names[u] = f"r{u.arg[0]}"
+            names[u] = range_name(u)
             lo, hi = ("start", "end") if u is prog.parallel else ("0", ref(u.src[0]))
             lines.append(f"{pad}for (int64_t {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
             indent += 1

@@ -12,7 +12,7 @@ import struct
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name
+from numfn.renderer import buffer_name, range_name
 from numfn.uop import Ops, UOp
 
 _INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
@@ -143,7 +143,7 @@ def render_kernel(prog: Program) -> str:
     for u in prog.uops:
         op = u.op
         if op is Ops.RANGE:
-            r = f"r{u.arg[0]}"
+            r = range_name(u)
             pre = f.block
             f.emit(f"br label %{r}.head")
             f.label(f"{r}.head")
@@ -154,7 +154,7 @@ def render_kernel(prog: Program) -> str:
             f.emit(f"br i1 %{r}.cond, label %{r}.body, label %{r}.exit")
             f.label(f"{r}.body")
         elif op is Ops.END:
-            r = f"r{u.src[0].arg[0]}"
+            r = range_name(u.src[0])
             f.emit(f"br label %{r}.latch")
             f.label(f"{r}.latch")
             f.emit(f"%{r}.next = add nuw nsw i64 %{r}, 1")

@@ -80,7 +80,7 @@ static struct {
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
           0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
-#define CHUNKS_PER_THREAD 4
+#define CHUNKS_PER_THREAD 16
 
 /* Take chunks of the current region until none is left. */
 static void run_chunks(body_fn body, void **ctx, int64_t n, int chunks)
