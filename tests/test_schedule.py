@@ -136,3 +136,12 @@ def test_pad_under_a_function_that_does_not_map_zero_to_zero(backend):
     x = rng.standard_normal((3, 4))
     compiled(lambda x: (np.exp(np.concatenate([x, x], axis=0)), 1.0 / np.concatenate([x, x + 1.0], axis=1),
                         np.exp(x)[::2, ::-3]), x, backend=backend)
+
+
+def test_matmul_beyond_l2_is_cache_blocked_and_exact(backend):
+    # B (4 MiB) outgrows L2: the tile loop is blocked (an outermost block loop) and results stay right
+    a = rng.standard_normal((64, 1024)).astype(np.float32)
+    b = rng.standard_normal((1024, 1024)).astype(np.float32)
+    _, nf = compiled(lambda a, b: a @ b, a, b, backend=backend)
+    ranges = [u for u in nf.rendered_kernels[0].program.uops if u.op is Ops.RANGE]
+    assert ranges[0].arg[0] < 0, "expected an outermost block loop"
