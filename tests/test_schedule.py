@@ -142,6 +142,12 @@ def test_matmul_beyond_l2_is_cache_blocked_and_exact(backend):
     # B (4 MiB) outgrows L2: the tile loop is blocked (an outermost block loop) and results stay right
     a = rng.standard_normal((64, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 1024)).astype(np.float32)
-    _, nf = compiled(lambda a, b: a @ b, a, b, backend=backend)
+    f = numfn.jit(lambda a, b: a @ b, backend=backend)
+    got, exact = f(a, b), a.astype(np.float64) @ b.astype(np.float64)
+    # float32 sums of 1024 products: absolute errors near 1e-4 for NumPy's result and ours alike
+    assert got.dtype == np.float32 and got.shape == (64, 1024)
+    np.testing.assert_allclose(got, exact, rtol=1e-4, atol=32 * 1e-5)
+    np.testing.assert_allclose(a @ b, exact, rtol=1e-4, atol=32 * 1e-5)   # the same bound holds for NumPy
+    nf = f.specialize(a, b)
     ranges = [u for u in nf.rendered_kernels[0].program.uops if u.op is Ops.RANGE]
     assert ranges[0].arg[0] < 0, "expected an outermost block loop"
