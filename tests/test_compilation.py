@@ -149,3 +149,12 @@ def test_debug_2_prints_each_kernels_time(capsys, monkeypatch, backend):
         err = capsys.readouterr().err
         names = [ei.kernel.name for ei in f.specializations[0].schedule]
         assert "kernel times" in err and all(name in err for name in names) and " us" in err
+
+
+def test_cache_module_is_public(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "c"))
+    numfn.jit(lambda x: x * 3.0)(np.ones(3))   # whatever it compiles now goes to tmp_path/c
+    assert numfn.cache.directory() == str(tmp_path / "c")
+    assert numfn.cache.info()["directory"] == str(tmp_path / "c")
+    numfn.cache.clear()
+    assert numfn.cache.info()["entries"] == 0
