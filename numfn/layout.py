@@ -8,7 +8,7 @@ import numpy as np
 
 from numfn.dtype import DType
 from numfn.schedule import MemoryPlan, Schedule
-from numfn.uop import Buffer, Ops, UOp
+from numfn.uop import Buffer, UOp
 
 # Captured constants up to this size are embedded in the program as static arrays; larger ones are passed by
 # pointer at every call (embedding them would make the source, and compile times, grow with the data).
@@ -37,7 +37,3 @@ def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
     pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
     inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
     return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes)
-
-
-def output_dtype(u: UOp) -> DType:
-    return u.dtype if u.op is not Ops.CONTIGUOUS else u.src[0].dtype
