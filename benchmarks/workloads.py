@@ -6,7 +6,7 @@ the benchmarks compare numfn's result with NumPy's on the same inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -19,8 +19,8 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property, update_wrapper
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class NumericalFunction:
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
-    def _trace(self) -> tuple[UOp, TreeDef]:
+    def _trace(self) -> tuple[UOp, TreeDef, dict]:
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         args, kwargs = unflatten(self.in_tree, placeholders)
@@ -81,7 +81,6 @@ class NumericalFunction:
             else: kwargs[where] = value
         with recording_int_limits() as limits:
             out = self.fn(*args, **kwargs)
-        self.__dict__["int_limits"] = dict(limits)
         leaves, tree = flatten(out)
         outs = []
         for leaf in leaves:
@@ -92,14 +91,13 @@ class NumericalFunction:
         sink = UOp(Ops.SINK, dtypes.void, tuple(outs))
         debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
-        return sink, tree
+        return sink, tree, dict(limits)
 
     @cached_property
     def int_limits(self) -> dict[int, tuple[int, int]]:
         """{argument slot: (min, max)} for Python-int arguments the function converts to narrower integers:
         NumPy raises OverflowError for values outside, and so does the dispatcher."""
-        _ = self._trace
-        return self.__dict__["int_limits"]
+        return self._trace[2]
 
     @property
     def name(self) -> str:
@@ -233,9 +231,7 @@ class NumericalFunction:
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
-                if not lo <= leaves[slot] <= hi:
-                    dt = next(d for d in dtypes.all if (d.min, d.max) == (lo, hi))
-                    raise OverflowError(f"Python integer {leaves[slot]} out of bounds for {dt.name}")
+                if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
             if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
             else: outs = check_out(out, out_specs, leaves, consts)
             ins = []
@@ -269,6 +265,13 @@ def entry_name_for(template: str) -> str:
     """The entry point's symbol: named after the program's content, so equal programs share it (and different
     ones never clash in the process-wide JIT)."""
     return "numfn_" + hashlib.sha256(template.encode()).hexdigest()[:20]
+
+
+def _int_overflow(value: int, lo: int, hi: int) -> OverflowError:
+    """NumPy's error for a Python int that does not fit the integer type(s) a function converts it to (the
+    range may be the intersection of several: the type named is one whose bound it crosses)."""
+    crossed = [d for d in dtypes.all if d.is_int and (d.max == hi if value > hi else d.min == lo)]
+    return OverflowError(f"Python integer {value} out of bounds for {crossed[0].name if crossed else f'[{lo}, {hi}]'}")
 
 
 def _report_kernel_times(name: str, kernels: list[str], timings) -> None:

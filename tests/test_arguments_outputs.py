@@ -283,6 +283,18 @@ def test_python_int_argument_range_checked_on_every_call(backend):
     assert_same(f(x, 7), (x + 7, x * 2 < 7))
 
 
+def test_python_int_converted_to_two_integer_types(backend):
+    # the same int meets an int8 and a uint8 array: it must fit both, and the error names the type it crosses
+    a, b = np.arange(3, dtype=np.int8), np.arange(3, dtype=np.uint8)
+    f = numfn.jit(lambda a, b, s: (a + s, b + s), backend=backend)
+    assert_same(f(a, b, 100), (a + 100, b + 100))
+    for s, crossed in ((200, "int8"), (-1, "uint8"), (300, "int8")):
+        with pytest.raises(OverflowError, match=f"for {crossed}"):
+            f(a, b, s)
+        with pytest.raises(OverflowError, match=f"for {crossed}"):
+            a + s if crossed == "int8" else b + s
+
+
 def test_functions_differing_only_in_captured_values(backend):
     # identical code and signatures, different captured constants: each compiled program (and any cache entry) must
     # belong to its own values, down to the sign of zero and the last element of a large array
