@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numfn
+from numfn.demo import quat_rotate
 
 
 def det3(m):
@@ -16,14 +17,6 @@ def det3_numpy(ms):
     m = [[ms[:, i, j] for j in range(3)] for i in range(3)]
     return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
             + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
-
-
-def quat_rotate(q, v):
-    q = q / np.sqrt((q * q).sum())
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
-    return np.stack([v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
-                     v[2] + w * tz + (x * ty - y * tx)])
 
 
 def quat_rotate_numpy(q, v):

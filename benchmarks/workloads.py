@@ -1,52 +1,25 @@
 """The benchmark workloads: each is a NumPy-style function, its inputs, and (where written) Numba and JAX versions.
 
-Used by bench_workloads.py (pytest-benchmark) and by the demo. Every function here is also a correctness check:
+Used by bench_workloads.py (pytest-benchmark). The functions the demo also runs are the demo's own, imported
+from numfn.demo so the two never drift apart. Every function here is also a correctness check:
 the benchmarks compare numfn's result with NumPy's on the same inputs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+
+from numfn.demo import fused_elementwise, laplacian, mlp, quat_rotate, softmax_rows, sum_squares
 
 
 def tiny_affine(x):
     return x * 2.0 + 1.0
 
 
-def quat_rotate(q, v):
-    q = q / np.sqrt((q * q).sum())
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
-    return np.stack([v[0] + w * tx + (y * tz - z * ty),
-                     v[1] + w * ty + (z * tx - x * tz),
-                     v[2] + w * tz + (x * ty - y * tx)])
-
-
-def fused_elementwise(a, b, c):
-    return a * b + np.sin(c) * np.exp(-a * a)
-
-
-def sum_squares(a):
-    return (a * a).sum()
-
-
-def softmax_rows(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def matmul(a, b):
     return a @ b
-
-
-def mlp(x, w1, b1, w2, b2):
-    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
-
-
-def laplacian(u):
-    return u[1:-1, :-2] + u[1:-1, 2:] + u[:-2, 1:-1] + u[2:, 1:-1] - 4.0 * u[1:-1, 1:-1]
 
 
 def det3_batched(m):
