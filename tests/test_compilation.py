@@ -1,16 +1,20 @@
 """The compile pipeline around the disk cache: warm starts, no compiler, concurrent compilation, corruption."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 
 import numpy as np
+import pytest
 
 import numfn
 import numfn.runtime
 from numfn.runtime.cache import DiskCache
 
+needs_cc = pytest.mark.skipif(not (os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc")),
+                              reason="no C compiler")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r'''
@@ -57,6 +61,32 @@ def test_c_backend_without_a_compiler_says_so(tmp_path):
     env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, PATH="", NUMFN_CC="")
     out = subprocess.run([sys.executable, "-c", CHILD, "c"], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "needs a C compiler" in out.stderr
+
+
+C_PROGRAM = "static const double k[3] = {1.5, -2.0, 0.25};\n" \
+            "int scale_entry(void **b) { double *o = b[0], *x = b[1];\n" \
+            "  for (int i = 0; i < 3; i++) o[i] = sin(x[i]) * k[i]; return 0; }\n"
+
+
+def _run_scale_entry(prog) -> np.ndarray:
+    from numfn.runtime.native import pointer_table
+    x, out = np.array([0.5, -1.0, 3.0]), np.zeros(3)
+    assert prog.entry(pointer_table([out, x])) == 0
+    return out
+
+
+@needs_cc
+@pytest.mark.parametrize("loader", ["elf", "dlopen"])
+def test_c_programs_load_as_objects_or_shared_libraries(monkeypatch, loader):
+    # where numfn's ELF loader applies, the C backend skips the link step (about half of a cold compile) and maps
+    # the object itself; elsewhere it links a shared library and dlopens it. Both give the same numbers.
+    from numfn.runtime import elf
+    if loader == "dlopen": monkeypatch.setattr(elf, "supported", lambda: False)
+    elif not elf.supported(): pytest.skip("the ELF loader does not apply on this platform")
+    prog = numfn.runtime.compile_program("c", "#include <math.h>\n" + C_PROGRAM, "scale_entry")
+    expected = np.sin([0.5, -1.0, 3.0]) * np.array([1.5, -2.0, 0.25])
+    np.testing.assert_array_equal(_run_scale_entry(prog), expected)
+    assert isinstance(prog.keepalive, elf.LoadedObject) == (loader == "elf")
 
 
 def test_disabled_cache_writes_nothing(tmp_path):

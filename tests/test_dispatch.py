@@ -491,13 +491,9 @@ def test_builder_errors_propagate(Recorder):
 @pytest.fixture(scope="module")
 def failing_entry():
     """The address of a C function `int entry(void **)` that returns 1 (its scratch allocation failed)."""
-    from numfn.runtime import clang, native
-    import tempfile
-    tmp = tempfile.mkdtemp()
-    path = os.path.join(tmp, "fail.so")
-    clang.compile_shared("int fail_entry(void **b) { (void)b; return 1; }\n", path)
-    lib, (addr,) = native.load_library(path, ["fail_entry"])
-    return lib, addr
+    from numfn.runtime import compile_program
+    prog = compile_program("c", "int fail_entry(void **b) { (void)b; return 1; }\n", "fail_entry")
+    return prog.keepalive, prog.address
 
 
 def test_nonzero_status_is_memory_error(Recorder, failing_entry):

@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 import functools
 from typing import Any
 
 from numfn import debug
+from numfn.runtime.elf import ElfLoadError
+
+_ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offset 16 of its ELF header
 
 
 @dataclass
@@ -106,7 +108,11 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
     if unpacked is None: return None
     manifest, code = unpacked
     debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
-    return _load(backend, code, manifest, nints)
+    try:
+        return _load(backend, code, manifest, nints)
+    except ElfLoadError as e:   # cached code is code that loaded: this only happens if the process changed
+        debug.log(1, f"cached program {key[:12]} does not load here ({e}); compiling it again")
+        return None
 
 
 def load_or_compile(backend: str, key: str, nints: int, build) -> tuple[NativeProgram, bool]:
@@ -126,29 +132,37 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     manifest = dict(manifest or {}, entry=entry)
     if backend == "c":
         from numfn.runtime import clang
-        with tempfile.TemporaryDirectory(prefix="numfn-") as tmp:
-            path = os.path.join(tmp, f"{entry}.so")
-            clang.compile_shared(source, path)
-            with open(path, "rb") as f:
-                code = f.read()
+        code = clang.compile_object(source)
+        try:
+            prog = _load(backend, code, manifest, nints)
+        except ElfLoadError as e:   # where the ELF loader does not apply or refuses: a shared library
+            debug.log(1, f"ELF loader refused {entry} ({e}); linking it into a shared library")
+            code = clang.link_shared(code)
+            prog = _load(backend, code, manifest, nints)
     elif backend == "llvm":
         from numfn.runtime import llvm
         code = llvm.compile_object(source)
+        prog = _load(backend, code, manifest, nints)
     else:
         raise ValueError(f"unknown backend {backend!r}")
-    if key is not None:
+    if key is not None:   # what is cached is what loaded
         from numfn.runtime.cache import default_cache
         cache_ = default_cache()
         if cache_ is not None: cache_.put(key, _pack(manifest, code))
-    return _load(backend, code, manifest, nints)
+    return prog
 
 
 def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgram:
     entry = manifest["entry"]
     symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
-    if backend == "c":
+    if backend == "c" and code[16:18] == _ET_DYN:
         from numfn.runtime.native import load_library, private_library_file
         lib, addrs = load_library(private_library_file(code, entry), symbols)
+    elif backend == "c":
+        from numfn.runtime import elf
+        if not elf.supported(): raise ElfLoadError("this platform has no in-process ELF loader")
+        lib = elf.load_object(code, symbols)
+        addrs = [lib.address(s) for s in symbols]
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)

@@ -1,4 +1,9 @@
-"""The C backend's compiler: C99 to a shared library with clang (or cc, or $NUMFN_CC)."""
+"""The C backend's compiler: C99 to native code with clang (or cc, or $NUMFN_CC).
+
+Programs are compiled to relocatable objects (`clang -c`), which numfn's ELF loader (runtime/elf.py) maps where it
+applies (Linux x86-64): the link step of `clang -shared` costs more than compiling a small program (about 60 of
+110 ms for a 40-operation function), and a cold start should not pay it. Elsewhere, or for an object that loader
+refuses, the object is linked into a shared library and dlopened."""
 from __future__ import annotations
 
 import os
@@ -9,7 +14,7 @@ from functools import cache
 
 from numfn.errors import NumfnError
 
-CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
+CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
 
 
 @cache
@@ -37,19 +42,28 @@ def compiler_identity() -> str:
         return f"{' '.join(cmd)}|{real}"
 
 
-def compile_shared(source: str, path: str) -> None:
-    """Compile `source` into the shared library at `path` (written atomically)."""
-    import subprocess   # only compiling needs it; a warm start loads a cached library without it
+def compile_object(source: str) -> bytes:
+    """`source` compiled into a relocatable object, as bytes."""
+    return _compiler_output(["-c", "-x", "c", "-"], source.encode(), "C compilation")
+
+
+def link_shared(obj: bytes) -> bytes:
+    """The relocatable object `obj` linked into a shared library, as bytes."""
+    with tempfile.TemporaryDirectory(prefix="numfn-cc-") as tmp:
+        path = os.path.join(tmp, "program.o")   # the driver reads objects from files only
+        with open(path, "wb") as f:
+            f.write(obj)
+        return _compiler_output(["-shared", path, "-lm"], None, "linking")
+
+
+def _compiler_output(args: list[str], stdin: bytes | None, what: str) -> bytes:
+    """What the compiler writes to its output file when run with CFLAGS and `args`."""
+    import subprocess   # only compiling needs it; a warm start loads cached code without it
     cmd = find_compiler()
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path) or ".")
-    os.close(fd)
-    try:
-        proc = subprocess.run([*cmd, *CFLAGS, "-x", "c", "-", "-o", tmp, "-lm"], input=source, capture_output=True,
-                              text=True)
+    with tempfile.TemporaryDirectory(prefix="numfn-cc-") as tmp:
+        out = os.path.join(tmp, "out")
+        proc = subprocess.run([*cmd, *CFLAGS, *args, "-o", out], input=stdin, capture_output=True)
         if proc.returncode != 0:
-            raise NumfnError(f"C compilation failed ({' '.join(cmd)}):\n{proc.stderr}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp): os.unlink(tmp)
-
-
+            raise NumfnError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
+        with open(out, "rb") as f:
+            return f.read()
