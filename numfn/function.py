@@ -237,7 +237,7 @@ class NumericalFunction:
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
-                    else np.ascontiguousarray(leaf)
+                    else np.ascontiguousarray(leaf, dtype=dt)   # also swaps non-native byte order
                 ins.append(a)
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
@@ -319,14 +319,15 @@ def _is_leaf(x) -> bool:
 def leaf_spec(x, where: str) -> ArgSpec:
     """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
     if isinstance(x, Tensor): return ArgSpec(x.shape, x.uop.dtype, x.weak)   # a call inside a traced function
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, np.generic)):   # before float: np.float64 subclasses float, but is a strong scalar
+        if type(x) is not np.ndarray and isinstance(x, (np.matrix, np.ma.MaskedArray)):
+            # their operators mean something else (matrix `*` is a matrix product; masks propagate): tracing them
+            # as plain arrays would give answers NumPy does not
+            raise TypeError(f"argument {where}: numfn computes on plain arrays, not {type(x).__name__}; convert it "
+                            "with np.asarray if its values alone are meant")
         try:
-            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype))
-        except TypeError as e:
-            raise TypeError(f"argument {where}: {e}") from None
-    if isinstance(x, np.generic):   # before float: np.float64 subclasses float, but it is a strong scalar
-        try:
-            return ArgSpec((), dtypes.from_numpy(x.dtype))
+            # byte order is storage, not type: a big-endian float64 array is a float64 input (swapped when run)
+            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype.newbyteorder("=")))
         except TypeError as e:
             raise TypeError(f"argument {where}: {e}") from None
     if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)

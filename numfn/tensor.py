@@ -105,9 +105,10 @@ class Tensor:
         if isinstance(x, PyScalar) and not isinstance(x, np.generic):
             if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64: return _BigInt(x)
             return Tensor(UOp.const(scalar_dtype(x), x), weak=True)
-        if isinstance(x, np.generic): return Tensor(UOp.const(dtypes.from_numpy(x.dtype), x.item()))
+        if isinstance(x, np.generic): return Tensor(UOp.const(dtypes.from_numpy(x.dtype.newbyteorder("=")), x.item()))
         if isinstance(x, (np.ndarray, list, tuple)):
             arr = np.asarray(x)
+            if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))   # constants are stored native
             if arr.dtype == object:
                 raise TypeError(f"cannot use a {type(x).__name__} of mixed or non-numeric values as an array")
             dt = dtypes.from_numpy(arr.dtype)
