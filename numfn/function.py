@@ -378,13 +378,18 @@ def _signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int,
     leaves, tree = flatten((tuple(args), kwargs), is_leaf=_is_leaf)
     try:
         specs = tuple(leaf_spec(x, "?") for x in leaves)
-    except (TypeError, OverflowError):
-        names = _arg_names(fn, args, kwargs)
-        paths = [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
-            [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
-        for x, p in zip(leaves, paths): leaf_spec(x, p)
+    except (TypeError, OverflowError):   # the error again, now naming the argument (too slow for every call)
+        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs)): leaf_spec(x, p)
         raise
     return (tree, specs, tuple(statics)), leaves, tuple(statics)
+
+
+def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
+    """How error messages name each leaf of a call's arguments, in flattening order: `'x'`, `'params'['w']`, `2[0]`
+    (a positional argument without a parameter name)."""
+    names = _arg_names(fn, args, kwargs)
+    return [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
+        [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
 
 
 def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:

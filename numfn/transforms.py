@@ -22,7 +22,7 @@ import numpy as np
 
 from numfn import debug
 from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFunction, _is_leaf, _renderer,
-                            entry_name_for, leaf_spec)
+                            argument_leaf_names, entry_name_for, leaf_spec)
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import thread_count
@@ -120,32 +120,23 @@ def _batch_size(leaves: list, axes: list, names: list[str]) -> int:
         if ax is None: continue
         shape = np.shape(leaf) if not isinstance(leaf, Tensor) else leaf.shape
         if not shape:
-            raise ValueError(f"cannot map over axis {ax} of {name}: it is a scalar (0-d); use in_axes=None for it")
+            raise ValueError(f"cannot map over axis {ax} of argument {name}: it is a scalar (0-d); "
+                             "use in_axes=None for it")
         sizes.setdefault(shape[_norm_axis(ax, len(shape), "in_axes")], []).append(name)
     if not sizes: raise ValueError("vmap/svmap needs at least one argument with a batch axis (in_axes not None)")
     if len(sizes) > 1:
-        raise ValueError("inconsistent batch sizes: " + "; ".join(f"{', '.join(n)} {'have' if len(n) > 1 else 'has'} "
-                                                                  f"size {s}" for s, n in sizes.items()))
+        groups = [f"arguments {', '.join(n)} have size {s}" if len(n) > 1 else f"argument {n[0]} has size {s}"
+                  for s, n in sizes.items()]
+        raise ValueError("inconsistent batch sizes: " + "; ".join(groups))
     return next(iter(sizes))
 
 
-def _leaf_names(args: tuple, kwargs: dict) -> list[str]:
-    names = []
-    for i, a in enumerate(args):
-        n = len(flatten(a, is_leaf=_leaf_or_tensor)[0])
-        names += [f"argument {i}"] if n == 1 else [f"argument {i} leaf {j}" for j in range(n)]
-    for k in sorted(kwargs):
-        n = len(flatten(kwargs[k], is_leaf=_leaf_or_tensor)[0])
-        names += [f"argument {k!r}"] * n
-    return names
-
-
-def _example_spec(leaf, ax):
-    """The ArgSpec of one example of a (possibly batched) argument leaf."""
+def _example_spec(leaf, ax, name: str):
+    """The ArgSpec of one example of a (possibly batched) argument leaf; `name` says which argument it is."""
     if isinstance(leaf, Tensor):
         shape = leaf.shape if ax is None else leaf.shape[:ax % len(leaf.shape)] + leaf.shape[ax % len(leaf.shape) + 1:]
         return ArgSpec(shape, leaf.uop.dtype, leaf.weak)
-    spec = leaf_spec(leaf, "?")
+    spec = leaf_spec(leaf, name)
     if ax is None: return spec
     ax = ax % len(spec.shape)
     return ArgSpec(spec.shape[:ax] + spec.shape[ax + 1:], spec.dtype, spec.weak)
@@ -164,8 +155,9 @@ class _Mapped:
         """(leaves, axes, batch size, per-example NumericalFunction) for a call."""
         leaves, tree = flatten((tuple(args), kwargs), is_leaf=_leaf_or_tensor)
         axes = _leaf_axes(self.in_axes, args, kwargs, "in_axes")
-        size = _batch_size(leaves, axes, _leaf_names(args, kwargs))
-        specs = tuple(_example_spec(leaf, ax) for leaf, ax in zip(leaves, axes))
+        names = argument_leaf_names(self.inner.fn, args, kwargs)
+        size = _batch_size(leaves, axes, names)
+        specs = tuple(_example_spec(leaf, ax, name) for leaf, ax, name in zip(leaves, axes, names))
         nf = self.inner.specialization((tree, specs, ()), (), compile=False)
         return leaves, axes, size, nf
 
@@ -200,7 +192,12 @@ class VmapFunction(_Mapped):
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0):
         super().__init__(fn, in_axes, out_axes)
-        self._jitted = JitFunction(lambda *args, **kwargs: self._trace_batched(args, kwargs))
+
+        def batched(*args, **kwargs):
+            return self._trace_batched(args, kwargs)
+
+        # fn's name and signature (through __wrapped__) name the arguments in errors and debug output
+        self._jitted = JitFunction(update_wrapper(batched, fn, updated=()))
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
