@@ -323,13 +323,12 @@ def swapaxes(a, axis1: int, axis2: int) -> Tensor: return T(a).swapaxes(axis1, a
 def expand_dims(a, axis) -> Tensor: return T(a).expand_dims(axis)
 def squeeze(a, axis=None) -> Tensor: return T(a).squeeze(axis)
 def broadcast_to(a, shape) -> Tensor: return T(a).broadcast_to(shape)
-def ravel(a) -> Tensor: return T(a).reshape(-1)
+def ravel(a) -> Tensor: return T(a).ravel()
 def astype(a, dtype) -> Tensor: return T(a).astype(dtype)
 
 
 def asarray(a, dtype: Any = None) -> Tensor:
-    t = T(a)
-    return t if dtype is None else t.astype(dtype)
+    return T(a).astype(dtype, copy=False) if dtype is not None else T(a)   # the array itself when its dtype matches
 
 
 array = asarray

@@ -78,19 +78,22 @@ def constant_buffer(data: np.ndarray) -> UOp:
 
 
 class Tensor:
-    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50)."""
-    __slots__ = ("uop", "weak")
+    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50); `shared`
+    marks arrays whose memory NumPy would share with another array numfn cannot update along with it (function
+    inputs, views and arrays that have views): in-place operators refuse them (see `_inplace`)."""
+    __slots__ = ("uop", "weak", "shared")
     __array_priority__ = 1000
 
-    def __init__(self, uop: UOp, weak: bool = False):
-        self.uop, self.weak = uop, weak
+    def __init__(self, uop: UOp, weak: bool = False, shared: bool = False):
+        self.uop, self.weak, self.shared = uop, weak, shared
 
     # ---------------------------------------------------------------------------------------------------------
     # creation
     @staticmethod
     def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
         """A placeholder for function input number `slot`: its values are unknown while tracing."""
-        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak)
+        # shared: an in-place update of an input would change the caller's array in NumPy
+        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, shared=True)
 
     @staticmethod
     def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
@@ -112,8 +115,9 @@ class Tensor:
             if arr.dtype == object:
                 raise TypeError(f"cannot use a {type(x).__name__} of mixed or non-numeric values as an array")
             dt = dtypes.from_numpy(arr.dtype)
-            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape))
-            return Tensor(constant_buffer(arr))
+            shared = isinstance(x, np.ndarray)   # an in-place update would change the captured array in NumPy
+            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), shared=shared)
+            return Tensor(constant_buffer(arr), shared=shared)
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------
@@ -176,6 +180,45 @@ class Tensor:
     def __setitem__(self, key, value):
         raise unsupported("assignment into an array (x[...] = value)",
                           "Build a new array instead, for example with numfn.numpy.where")
+
+    # ---------------------------------------------------------------------------------------------------------
+    # in-place operators
+    def _inplace(self, ufunc: str, symbol: str, compute, x) -> Tensor:
+        """`self symbol= x` as NumPy does it where numfn can do so exactly: the result, cast back to self's dtype
+        under 'same_kind' casting, replaces this Tensor's value, so every name bound to this array sees it.
+        Python and NumPy scalars (weak or 0-d values) are immutable: Python rebinds the name instead. An input or
+        an array sharing memory with another (a view, or an array that has views) is refused: NumPy would change
+        memory that numfn cannot update (the caller's array, or the other view)."""
+        if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
+        if self.shared:
+            raise unsupported(f"in-place update ({symbol}=) of a function input, a captured array, a view or an "
+                              "array that has views",
+                              f"NumPy would change memory that numfn cannot update; write x = x {symbol} y instead")
+        result = compute(self, x)
+        if result.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
+                             f"shape {result.shape}")
+        if result.dtype != self.dtype:
+            if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {result.dtype!r} to {self.dtype!r} with "
+                                "casting rule 'same_kind'")
+            result = result.astype(self.dtype)
+        self.uop = result.uop
+        return self
+
+    def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
+    def __isub__(self, x): return self._inplace("subtract", "-", operator.sub, x)
+    def __imul__(self, x): return self._inplace("multiply", "*", operator.mul, x)
+    def __itruediv__(self, x): return self._inplace("divide", "/", operator.truediv, x)
+    def __ifloordiv__(self, x): return self._inplace("floor_divide", "//", operator.floordiv, x)
+    def __imod__(self, x): return self._inplace("remainder", "%", operator.mod, x)
+    def __ipow__(self, x): return self._inplace("power", "**", operator.pow, x)
+    def __imatmul__(self, x): return self._inplace("matmul", "@", operator.matmul, x)
+    def __iand__(self, x): return self._inplace("bitwise_and", "&", operator.and_, x)
+    def __ior__(self, x): return self._inplace("bitwise_or", "|", operator.or_, x)
+    def __ixor__(self, x): return self._inplace("bitwise_xor", "^", operator.xor, x)
+    def __ilshift__(self, x): return self._inplace("left_shift", "<<", operator.lshift, x)
+    def __irshift__(self, x): return self._inplace("right_shift", ">>", operator.rshift, x)
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(np.ndarray, name):
@@ -273,13 +316,24 @@ class Tensor:
     # conversions and views
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         """The array converted to `dtype` the way NumPy's astype converts (unsafe casting)."""
-        return Tensor(self.uop.cast(_as_dtype(dtype)))
+        dt = _as_dtype(dtype)
+        if not copy and dt == self.uop.dtype: return self   # NumPy returns the array itself
+        return Tensor(self.uop.cast(dt))
+
+    def _view(self, uop: UOp) -> Tensor:
+        """A view of this array with graph `uop`. NumPy would share memory between the two, so from now on neither
+        may be updated in place: numfn could not make the update show through the other."""
+        self.shared = True
+        return Tensor(uop, self.weak, shared=True)
 
     def contiguous(self) -> Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
     def reshape(self, *shape, order: str = "C") -> Tensor:
+        return self._view(self._reshaped(shape, order))
+
+    def _reshaped(self, shape: tuple, order: str = "C") -> UOp:
         if order != "C": raise unsupported(f"reshape with order={order!r}")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
         shape = tuple(operator.index(s) for s in shape)
@@ -292,10 +346,10 @@ class Tensor:
             shape = tuple(self.size // known if s < 0 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-        return Tensor(self.uop.reshape(shape), self.weak)
+        return self.uop.reshape(shape)
 
-    def flatten(self) -> Tensor: return self.reshape(-1)
-    ravel = flatten
+    def flatten(self) -> Tensor: return Tensor(self._reshaped((-1,)), self.weak)   # a copy in NumPy
+    def ravel(self) -> Tensor: return self.reshape(-1)                             # a view in NumPy
 
     def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
@@ -303,7 +357,7 @@ class Tensor:
         if len(axes) != self.ndim: raise ValueError("axes don't match array")
         order = tuple(_norm_axis(a, self.ndim) for a in axes)
         if len(set(order)) != len(order): raise ValueError("repeated axis in transpose")
-        return Tensor(self.uop.permute(order), self.weak)
+        return self._view(self.uop.permute(order))
 
     permute = transpose
 
@@ -317,7 +371,7 @@ class Tensor:
         shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
         if len(shape) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], shape[::-1])):
             raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {shape}")
-        return Tensor(self._broadcast(shape), self.weak)
+        return self._view(self._broadcast(shape))
 
     def squeeze(self, axis=None) -> Tensor:
         axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else _norm_axes(axis, self.ndim)
@@ -333,7 +387,7 @@ class Tensor:
         return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
 
     def __getitem__(self, index) -> Tensor:
-        return _basic_index(self, index)
+        return self._view(_basic_index(self, index).uop)
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
@@ -397,6 +451,11 @@ class Tensor:
         from numfn import numpy as fnp
         if method != "__call__": raise unsupported(f"numpy.{ufunc.__name__}.{method}")
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
+            if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+                # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+                raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                                  "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                                  "arrays you update with numfn.numpy (fnp.zeros, ...)")
             if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
                 raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
         fn = _UFUNC_TO_FNP.get(ufunc.__name__)

@@ -1,0 +1,192 @@
+"""In-place operators (`+=`, `*=`, ... `@=`) inside traced functions, against NumPy: an update is seen by every name
+bound to the array, the result is cast back under 'same_kind' casting, Python and NumPy scalars rebind, and an
+update NumPy would make to memory numfn cannot update (an input, a captured array, a view) is refused."""
+import numpy as np
+import pytest
+
+import numfn
+import numfn.numpy as fnp
+from helpers import check, check_raises_like, rand
+
+RNG = np.random.default_rng(90)
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_accumulating_rows(backend, dtype):
+    def f(x):
+        acc = x[0] * 1                  # a fresh array (NumPy: a copy, not a view)
+        for i in range(1, x.shape[0]):
+            acc += x[i]
+        return acc
+
+    for shape in [(4, 3), (1, 5), (3, 0), (2, 1)]:
+        check(f, rand(shape, dtype, RNG), backend=backend, scale=10.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+def test_every_operator(backend, dtype):
+    def f(x, y):
+        z = x * 1
+        z += y
+        z -= 2
+        z *= y
+        z //= 3
+        z %= 7
+        z **= 2
+        z @= np.ones((3, 3), z.dtype)
+        if z.dtype.kind == "i":
+            z &= 12
+            z |= 1
+            z ^= 5
+            z <<= 2
+            z >>= 1
+        else:
+            z /= 4
+        return z
+
+    x, y = rand((2, 3), dtype, RNG, 1, 5), rand((3,), dtype, RNG, 1, 5)
+    check(f, x, y, backend=backend, scale=1e6)
+
+
+def test_every_name_sees_the_update(backend):
+    def f(x):
+        y = x * 2
+        z = y                 # the same array under another name
+        z *= 3
+        group = (y, [y])
+        y += 1
+        return y, z, group, y.flatten()
+
+    check(f, rand((2, 3), np.float64, RNG), backend=backend)
+
+
+def test_a_copy_does_not_see_the_update(backend):
+    def f(x):
+        y = x + 0
+        flat, copied, casted = y.flatten(), +y, y.astype(np.float32)
+        y -= 5
+        return y, flat, copied, casted
+
+    check(f, rand((3, 2), np.float64, RNG), backend=backend)
+
+
+@pytest.mark.parametrize("dtype, other", [(np.float32, np.float64), (np.int32, np.int64), (np.int64, np.uint8),
+                                          (np.float64, np.int64)], ids=str)
+def test_result_is_cast_back_to_the_arrays_dtype(backend, dtype, other):
+    def f(x, y):
+        z = x * 1
+        z += y
+        return z
+
+    check(f, rand((2, 3), dtype, RNG), rand((2, 3), other, RNG), backend=backend)
+
+
+def test_python_float_into_float32_stays_float32(backend):
+    def f(x):
+        z = x * 1
+        z *= 2.5
+        return z
+
+    check(f, rand((4,), np.float32, RNG), backend=backend)
+
+
+def test_unsafe_casts_and_growing_shapes_raise_like_numpy(backend):
+    def int_div(x):
+        z = x * 1
+        z /= 2
+        return z
+
+    def int_plus_float(x):
+        z = x * 1
+        z += 0.5
+        return z
+
+    def grows(x):
+        z = x[0] * 1
+        z += x
+        return z
+
+    ints = rand((2, 3), np.int64, RNG)
+    check_raises_like(int_div, ints, backend=backend, match="Cannot cast ufunc 'divide' output")
+    check_raises_like(int_plus_float, ints, backend=backend, match="same_kind")
+    check_raises_like(grows, ints, backend=backend, match="non-broadcastable output operand")
+
+
+def test_scalars_rebind(backend):
+    # Python and NumPy scalars are immutable: `s += 1` binds a new value to s and leaves other names alone
+    def f(x, a):
+        b = a
+        a += 1
+        s = x.sum()
+        t = s
+        s *= 2
+        e = x[0, 0]
+        e2 = e
+        e -= 1
+        return a, b, s, t, e, e2
+
+    check(f, rand((2, 2), np.float64, RNG), 1.5, backend=backend)
+
+
+CAPTURED = np.arange(3.0)
+
+
+def _update_input(x):
+    x += 1
+    return x
+
+
+def _update_a_view(x):
+    y = x * 1
+    row = y[0]
+    row += 1
+    return y
+
+
+def _update_an_array_with_a_view(x):
+    y = x * 1
+    yt = y.T
+    y += 1
+    return yt
+
+
+def _update_a_reshaped_array(x):
+    y = (x * 1).reshape(-1)
+    y *= 2
+    return y
+
+
+def _update_a_captured_array(x):
+    c = fnp.asarray(CAPTURED)
+    c += x[0]
+    return c
+
+
+@pytest.mark.parametrize("fn", [_update_input, _update_a_view, _update_an_array_with_a_view,
+                                _update_a_reshaped_array, _update_a_captured_array],
+                         ids=lambda f: f.__name__.removeprefix("_update_"))
+def test_updates_numfn_cannot_mirror_are_refused(backend, fn):
+    # NumPy would change the caller's array, a captured global or the other view: numfn says so instead of
+    # silently computing something else
+    x = rand((3, 3), np.float64, RNG)
+    with pytest.raises(numfn.NumfnError, match=r"in-place update \(.=\).*write x = x . y") as info:
+        numfn.jit(fn, backend=backend)(x)
+    assert fn.__name__ in str(info.value)   # points at the user's code
+
+
+def test_updating_a_numpy_array_with_a_traced_value_is_refused(backend):
+    def f(x):
+        acc = np.zeros(3)   # a NumPy array, made while tracing: a constant of the program
+        acc += x[0]
+        return acc
+
+    with pytest.raises(numfn.NumfnError, match=r"updating a NumPy array in place.*numfn.numpy \(fnp.zeros"):
+        numfn.jit(f, backend=backend)(np.ones((2, 3)))
+
+    def g(x):
+        acc = fnp.zeros(3)  # what the message suggests
+        acc += x[0]
+        return acc
+
+    np.testing.assert_array_equal(numfn.jit(g, backend=backend)(np.ones((2, 3))), np.ones(3))
