@@ -13,6 +13,7 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, update_wrapper
@@ -284,13 +285,19 @@ class BatchedProgram:
             ins.append(np.ascontiguousarray(a))
         table = pointer_table((*outs, *ins, *base.pointer_constants(prog.manifest)))
         threads = min(thread_count(), size)
-        if threads > 1 and size * self.ops_per_example >= PARALLEL_MIN_OPS:
+        if threads < 2 or size * self.ops_per_example < PARALLEL_MIN_OPS: threads = 1
+        start = time.perf_counter()
+        if threads > 1:
             bounds = [size * i // threads for i in range(threads + 1)]
             futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
             status = max(f.result() for f in futures)
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
+        # DEBUG=2: the loop's time (its kernels are not timed one by one: counters inside the loop would cost more
+        # than small per-example kernels take)
+        debug.log(2, lambda: f"svmap({base.name}): {size} examples in {(time.perf_counter() - start) * 1e3:.3f} ms "
+                             f"on {threads} thread{'s' if threads > 1 else ''}")
         results = [np.ascontiguousarray(np.moveaxis(o, 0, _norm_axis(ax, o.ndim, "out_axes")))
                    if ax not in (None, 0) else o for o, ax in zip(outs, out_axes)]
         return unflatten(base.out_tree, results)

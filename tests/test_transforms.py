@@ -1,6 +1,8 @@
 """vmap and svmap: both must equal np.stack([f(*example_i) for i in ...], axis=out_axes), computed with NumPy, for a
 catalogue of functions; svmap must compile once for every batch size and be bitwise equal to a Python loop over
 the jitted per-example function."""
+import re
+
 import numpy as np
 import pytest
 
@@ -197,3 +199,13 @@ def test_in_axes_for_containers_follow_their_structure():
     a, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 4))
     f = numfn.vmap(lambda p: p["a"] * p["b"], in_axes=({"a": 0, "b": 1},))
     np.testing.assert_allclose(f({"a": a, "b": b}), a * b.T)
+
+
+def test_debug_2_reports_svmaps_loop_time(capsys, monkeypatch):
+    f = numfn.svmap(lambda r: (r * r).sum())
+    f(np.ones((3, 2)))   # compile first: the report is about the call
+    capsys.readouterr()
+    monkeypatch.setenv("DEBUG", "2")
+    np.testing.assert_array_equal(f(np.ones((7, 2))), np.full(7, 2.0))
+    err = capsys.readouterr().err
+    assert re.search(r"svmap\(\S*<lambda>\(float64\[2\]\)\): 7 examples in [0-9.]+ ms on 1 thread", err), err
