@@ -80,7 +80,7 @@ def constant_buffer(data: np.ndarray) -> UOp:
 class Tensor:
     """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50); `shared`
     marks arrays whose memory NumPy would share with another array numfn cannot update along with it (function
-    inputs, views and arrays that have views): in-place operators refuse them (see `_inplace`)."""
+    inputs, captured arrays, views and arrays that have views): in-place operators refuse them (see `_inplace`)."""
     __slots__ = ("uop", "weak", "shared")
     __array_priority__ = 1000
 
