@@ -1,5 +1,6 @@
 """The compile pipeline around the disk cache: warm starts, no compiler, concurrent compilation, corruption."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -188,3 +189,12 @@ def test_cache_module_is_public(tmp_path, monkeypatch):
     assert numfn.cache.info()["directory"] == str(tmp_path / "c")
     numfn.cache.clear()
     assert numfn.cache.info()["entries"] == 0
+
+
+def test_c_backend_reassociates_only_the_accumulation_of_reductions():
+    # the LLVM backend's `reassoc` flag, in C: clang's pragma on the accumulation statement alone, so the reduction
+    # vectorizes while every other operation keeps its order
+    nf = numfn.jit(lambda x: (x * x + 1.0).sum(), backend="c").specialize(np.ones(1000, np.float32))
+    pragma_lines = [line for line in nf.source.splitlines() if "reassociate" in line]
+    assert len(pragma_lines) >= 1
+    assert all(re.search(r"= \(acc\d+ \+ v\d+\); \}$", line) for line in pragma_lines), pragma_lines
