@@ -12,6 +12,7 @@ import inspect
 import math
 import operator
 import threading
+import weakref
 from typing import Any
 from collections.abc import Sequence
 
@@ -78,22 +79,25 @@ def constant_buffer(data: np.ndarray) -> UOp:
 
 
 class Tensor:
-    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50); `shared`
-    marks arrays whose memory NumPy would share with another array numfn cannot update along with it (function
-    inputs, captured arrays, views and arrays that have views): in-place operators refuse them (see `_inplace`)."""
-    __slots__ = ("uop", "weak", "shared")
+    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50).
+
+    Two attributes serve in-place operators (see `_inplace`): `pinned` marks memory NumPy would share with the
+    caller (function inputs, captured arrays, and views of them); `_family` holds weak references to the arrays
+    sharing one memory in NumPy (a base and its views), so that an update is refused while another of them is
+    still in use, and allowed once the others are gone (such as the temporary views numfn's own functions make)."""
+    __slots__ = ("uop", "weak", "pinned", "_family", "__weakref__")
     __array_priority__ = 1000
 
-    def __init__(self, uop: UOp, weak: bool = False, shared: bool = False):
-        self.uop, self.weak, self.shared = uop, weak, shared
+    def __init__(self, uop: UOp, weak: bool = False, pinned: bool = False):
+        self.uop, self.weak, self.pinned, self._family = uop, weak, pinned, None
 
     # ---------------------------------------------------------------------------------------------------------
     # creation
     @staticmethod
     def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
         """A placeholder for function input number `slot`: its values are unknown while tracing."""
-        # shared: an in-place update of an input would change the caller's array in NumPy
-        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, shared=True)
+        # pinned: an in-place update of an input would change the caller's array in NumPy
+        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, pinned=True)
 
     @staticmethod
     def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
@@ -115,9 +119,9 @@ class Tensor:
             if arr.dtype == object:
                 raise TypeError(f"cannot use a {type(x).__name__} of mixed or non-numeric values as an array")
             dt = dtypes.from_numpy(arr.dtype)
-            shared = isinstance(x, np.ndarray)   # an in-place update would change the captured array in NumPy
-            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), shared=shared)
-            return Tensor(constant_buffer(arr), shared=shared)
+            pinned = isinstance(x, np.ndarray)   # an in-place update would change the captured array in NumPy
+            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), pinned=pinned)
+            return Tensor(constant_buffer(arr), pinned=pinned)
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------
@@ -186,14 +190,20 @@ class Tensor:
     def _inplace(self, ufunc: str, symbol: str, compute, x) -> Tensor:
         """`self symbol= x` as NumPy does it where numfn can do so exactly: the result, cast back to self's dtype
         under 'same_kind' casting, replaces this Tensor's value, so every name bound to this array sees it.
-        Python and NumPy scalars (weak or 0-d values) are immutable: Python rebinds the name instead. An input or
-        an array sharing memory with another (a view, or an array that has views) is refused: NumPy would change
-        memory that numfn cannot update (the caller's array, or the other view)."""
+        Python and NumPy scalars (weak or 0-d values) are immutable: Python rebinds the name instead. Refused,
+        because NumPy would change memory that numfn cannot update: an input, a captured array or a view of
+        one (the caller's or the global's memory), and an array sharing memory with another array still in use
+        (a view and its base)."""
         if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
-        if self.shared:
-            raise unsupported(f"in-place update ({symbol}=) of a function input, a captured array, a view or an "
-                              "array that has views",
-                              f"NumPy would change memory that numfn cannot update; write x = x {symbol} y instead")
+        if self.pinned:
+            raise unsupported(f"in-place update ({symbol}=) of a function input or a captured array (or a view of "
+                              "one)", f"NumPy would change the caller's array; write x = x {symbol} y instead")
+        if self._family is not None:
+            self._family[:] = [r for r in self._family if r() is not None]
+            if any(r() is not self for r in self._family):
+                raise unsupported(f"in-place update ({symbol}=) of an array that shares memory with another array "
+                                  "still in use (a view and its base)", "NumPy would change both, numfn only this "
+                                  f"one; write x = x {symbol} y instead")
         result = compute(self, x)
         if result.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -321,10 +331,13 @@ class Tensor:
         return Tensor(self.uop.cast(dt))
 
     def _view(self, uop: UOp) -> Tensor:
-        """A view of this array with graph `uop`. NumPy would share memory between the two, so from now on neither
-        may be updated in place: numfn could not make the update show through the other."""
-        self.shared = True
-        return Tensor(uop, self.weak, shared=True)
+        """A view of this array with graph `uop`: NumPy would share memory between the two, so neither may be
+        updated in place while the other is in use (numfn could not make the update show through the other)."""
+        view = Tensor(uop, self.weak, self.pinned)
+        if self._family is None: self._family = [weakref.ref(self)]
+        view._family = self._family
+        self._family.append(weakref.ref(view))
+        return view
 
     def contiguous(self) -> Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""

@@ -61,6 +61,36 @@ def test_every_name_sees_the_update(backend):
     check(f, rand((2, 3), np.float64, RNG), backend=backend)
 
 
+def test_updates_after_numfns_own_temporary_views(backend):
+    # matmul, stack, concatenate, cumsum, mean and dot view their operands internally; those views are gone when
+    # they return, so the arrays may be updated afterwards, as in NumPy (an explicit Euler integrator, for one)
+    def f(a, v0):
+        v = v0 * 1
+        history = []
+        for _ in range(3):
+            v += 0.1 * (a @ v)
+            history.append(np.stack([v, v.cumsum()]))
+        s = v * 1
+        parts = np.concatenate([s, s]), s.mean(axis=0), np.dot(s, s), s.sum(), s.T.sum()
+        s -= 1
+        return v, history, parts, s
+
+    a, v0 = rand((3, 3), np.float64, RNG), rand((3,), np.float64, RNG)
+    check(f, a, v0, backend=backend, scale=100.0)
+
+
+def test_a_view_whose_base_is_gone_may_be_updated(backend):
+    # nothing else can see the memory any more, so NumPy's answer is this view's own
+    def f(x):
+        y = (x * 1).reshape(-1)
+        y *= 2
+        row = (x + 1)[1]
+        row -= 3
+        return y, row
+
+    check(f, rand((2, 3), np.float64, RNG), backend=backend)
+
+
 def test_a_copy_does_not_see_the_update(backend):
     def f(x):
         y = x + 0
@@ -137,6 +167,12 @@ def _update_input(x):
     return x
 
 
+def _update_a_view_of_an_input(x):
+    first = x[0]
+    first += 1
+    return first
+
+
 def _update_a_view(x):
     y = x * 1
     row = y[0]
@@ -151,20 +187,14 @@ def _update_an_array_with_a_view(x):
     return yt
 
 
-def _update_a_reshaped_array(x):
-    y = (x * 1).reshape(-1)
-    y *= 2
-    return y
-
-
 def _update_a_captured_array(x):
     c = fnp.asarray(CAPTURED)
     c += x[0]
     return c
 
 
-@pytest.mark.parametrize("fn", [_update_input, _update_a_view, _update_an_array_with_a_view,
-                                _update_a_reshaped_array, _update_a_captured_array],
+@pytest.mark.parametrize("fn", [_update_input, _update_a_view_of_an_input, _update_a_view,
+                                _update_an_array_with_a_view, _update_a_captured_array],
                          ids=lambda f: f.__name__.removeprefix("_update_"))
 def test_updates_numfn_cannot_mirror_are_refused(backend, fn):
     # NumPy would change the caller's array, a captured global or the other view: numfn says so instead of
