@@ -27,6 +27,12 @@ class Program:
     # the vector lanes (a reduction vectorized along its loop would turn their loads into gathers)
     reassociate: bool = True
 
+    def may_reassociate(self, u: UOp) -> bool:
+        """Whether the renderers may let the compiler reassociate `u`: the accumulation step of a float sum or
+        product (an ADD or MUL reading its accumulator), in a program that allows it, so that it vectorizes."""
+        return self.reassociate and u.dtype.is_float and u.op in (Ops.ADD, Ops.MUL) and \
+            any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src)
+
     def __str__(self) -> str:
         """The instructions in execution order, indented by loop depth; buffers and constants inline."""
         names = {p: repr(p.arg) for p in self.params}

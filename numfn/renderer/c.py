@@ -96,10 +96,7 @@ def render_kernel(prog: Program) -> str:
         name = f"{'ld' if u.op is Ops.LOAD else 'v'}{counter}"
         counter += 1
         names[u] = name
-        if prog.reassociate and u.dtype.is_float and u.op in (Ops.ADD, Ops.MUL) and \
-                any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src):
-            # the accumulation step of a reduction may be reassociated, so that it vectorizes (the LLVM backend's
-            # `reassoc` flag); clang's pragma applies to this one statement, other compilers ignore it
+        if prog.may_reassociate(u):   # clang's pragma applies to this one statement; other compilers ignore it
             lines.append(f"{pad}{u.dtype.cname} {name}; {{ _Pragma(\"clang fp reassociate(on)\") {name} = {expr}; }}")
             continue
         lines.append(f"{pad}{u.dtype.cname} {name} = {expr};")

@@ -74,11 +74,7 @@ class _Function:
         self.block = name
 
 
-def _is_accumulation(u: UOp) -> bool:
-    return any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src)
-
-
-def _alu(f: _Function, u: UOp, reassociate: bool = True) -> str:
+def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
     op, dt = u.op, u.dtype
     a = [f.ref(s) for s in u.src]
     sdt = u.src[0].dtype
@@ -90,8 +86,7 @@ def _alu(f: _Function, u: UOp, reassociate: bool = True) -> str:
     if op is Ops.WHERE: return f"select i1 {a[0]}, {ltype(dt)} {a[1]}, {ltype(dt)} {a[2]}"
     if dt.is_float:
         if op in _FLOAT_BIN:
-            flags = "reassoc contract " if reassociate and _is_accumulation(u) and op in (Ops.ADD, Ops.MUL) else \
-                "contract " if op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
+            flags = "reassoc contract " if reassociate else "contract " if op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
             return f"{_FLOAT_BIN[op]} {flags}{t} {a[0]}, {a[1]}"
         if op is Ops.NEG: return f"fneg {t} {a[0]}"
         if op in _INTRINSIC:
@@ -196,7 +191,7 @@ def render_kernel(prog: Program) -> str:
         else:
             name = f.fresh()
             f.names[u] = name
-            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u, prog.reassociate)}")
+            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u, prog.may_reassociate(u))}")
     body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
     out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", body, "}"]
     if prog.parallel is not None: out += _parallel_wrappers(prog, params)
