@@ -19,42 +19,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from numfn.dtype import DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, scalar_dtype
+from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
 from numfn.uop import Buffer, Ops, UOp
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
 _WEAK_TYPE = {"i": int, "u": int, "f": float}
-
-
-def _as_dtype(dtype: Any) -> DType:
-    if isinstance(dtype, DType): return dtype
-    try:
-        return dtypes.from_numpy(dtype)
-    except TypeError as e:
-        raise unsupported(f"dtype {dtype!r}", str(e)) from None
-
-
-def _refuse(what: str, **given) -> None:
-    """NumPy keyword arguments numfn does not implement: an error naming them, unless left at their default."""
-    for name, value in given.items():
-        if value is not None and value is not True:
-            raise unsupported(f"the {name}= argument of {what}")
-
-
-def _norm_axis(axis: int, ndim: int, name: str = "axis") -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer ({name})")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
-    return int(axis) % ndim
-
-
-def _norm_axes(axis, ndim: int) -> tuple[int, ...]:
-    if axis is None: return tuple(range(ndim))
-    if ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1): return ()   # NumPy allows it (no tuple)
-    axes = tuple(_norm_axis(a, ndim) for a in (axis if isinstance(axis, tuple) else (axis,)))
-    if len(set(axes)) != len(axes): raise ValueError("duplicate value in 'axis'")
-    return axes
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -97,11 +67,11 @@ class Tensor:
     def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
         """A placeholder for function input number `slot`: its values are unknown while tracing."""
         # pinned: an in-place update of an input would change the caller's array in NumPy
-        return Tensor(UOp(Ops.PARAM, _as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, pinned=True)
+        return Tensor(UOp(Ops.PARAM, as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, pinned=True)
 
     @staticmethod
     def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
-        dt = scalar_dtype(value) if dtype is None else _as_dtype(dtype)
+        dt = scalar_dtype(value) if dtype is None else as_dtype(dtype)
         return Tensor(UOp.const_like(dt, value, tuple(shape)))
 
     @staticmethod
@@ -326,7 +296,7 @@ class Tensor:
     # conversions and views
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         """The array converted to `dtype` the way NumPy's astype converts (unsafe casting)."""
-        dt = _as_dtype(dtype)
+        dt = as_dtype(dtype)
         if not copy and dt == self.uop.dtype: return self   # NumPy returns the array itself
         return Tensor(self.uop.cast(dt))
 
@@ -368,7 +338,7 @@ class Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
         if not axes: axes = tuple(range(self.ndim))[::-1]
         if len(axes) != self.ndim: raise ValueError("axes don't match array")
-        order = tuple(_norm_axis(a, self.ndim) for a in axes)
+        order = tuple(normalize_axis(a, self.ndim) for a in axes)
         if len(set(order)) != len(order): raise ValueError("repeated axis in transpose")
         return self._view(self.uop.permute(order))
 
@@ -376,7 +346,7 @@ class Tensor:
 
     def swapaxes(self, a: int, b: int) -> Tensor:
         order = list(range(self.ndim))
-        a, b = _norm_axis(a, self.ndim), _norm_axis(b, self.ndim)
+        a, b = normalize_axis(a, self.ndim), normalize_axis(b, self.ndim)
         order[a], order[b] = order[b], order[a]
         return self.transpose(order)
 
@@ -387,7 +357,7 @@ class Tensor:
         return self._view(self._broadcast(shape))
 
     def squeeze(self, axis=None) -> Tensor:
-        axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else _norm_axes(axis, self.ndim)
+        axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim)
         if any(self.shape[a] != 1 for a in axes):
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
@@ -395,7 +365,7 @@ class Tensor:
     def expand_dims(self, axis) -> Tensor:
         axes = axis if isinstance(axis, (tuple, list)) else (axis,)
         ndim = self.ndim + len(axes)
-        axes = _norm_axes(axes, ndim)
+        axes = normalize_axes(axes, ndim)
         it = iter(self.shape)
         return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
 
@@ -405,11 +375,11 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # reductions
     def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None) -> Tensor:
-        axes = _norm_axes(axis, self.ndim)
+        axes = normalize_axes(axis, self.ndim)
         if name in ("max", "min") and initial is None and any(self.shape[a] == 0 for a in axes):
             raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
                              "which has no identity")
-        dt = reduce_dtype(name, self.uop.dtype) if dtype is None else _as_dtype(dtype)
+        dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
         u = self.uop.cast(dt).reduce(op, axes) if axes else self.uop.cast(dt)
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         out = Tensor(u)
@@ -420,40 +390,40 @@ class Tensor:
         return out
 
     def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        _refuse("sum", out=out, where=where)
+        refuse("sum", out=out, where=where)
         return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial)
 
     def prod(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        _refuse("prod", out=out, where=where)
+        refuse("prod", out=out, where=where)
         return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial)
 
     def max(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        _refuse("max", out=out, where=where)
+        refuse("max", out=out, where=where)
         return self._reduce("max", Ops.MAX, axis, keepdims, None, initial)
 
     def min(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        _refuse("min", out=out, where=where)
+        refuse("min", out=out, where=where)
         return self._reduce("min", Ops.MIN, axis, keepdims, None, initial)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
-        _refuse("mean", out=out, where=where)
+        refuse("mean", out=out, where=where)
         if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
-            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): _norm_axis(a, 0)
-        axes = _norm_axes(axis, self.ndim)
+            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
+        axes = normalize_axes(axis, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
-        acc = _as_dtype(dtype) if dtype is not None else None
+        acc = as_dtype(dtype) if dtype is not None else None
         x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_float else self.astype(np.float64)
         total = x.sum(axis=axes, keepdims=keepdims)
         out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
         return out_ if acc is None else out_.astype(acc)
 
     def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
-        _refuse("cumsum", out=out)
+        refuse("cumsum", out=out)
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
         x = self.reshape(-1) if flat else self
-        ax = 0 if flat else _norm_axis(axis, x.ndim)
-        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else _as_dtype(dtype)
+        ax = 0 if flat else normalize_axis(axis, x.ndim)
+        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
         return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
@@ -461,8 +431,11 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from numfn import numpy as fnp
-        if method != "__call__": raise unsupported(f"numpy.{ufunc.__name__}.{method}")
+        impl = NUMPY_IMPLEMENTATIONS.get(ufunc)
+        if method != "__call__":
+            impl = getattr(impl, method, None)
+            if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
+            return impl(*inputs, **kwargs)
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
             if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
                 # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
@@ -471,20 +444,31 @@ class Tensor:
                                   "arrays you update with numfn.numpy (fnp.zeros, ...)")
             if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
                 raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
-        fn = _UFUNC_TO_FNP.get(ufunc.__name__)
-        if fn is None or not hasattr(fnp, fn): raise unsupported(f"numpy.{ufunc.__name__}")
-        return getattr(fnp, fn)(*inputs)
+        if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
+        return impl(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from numfn import numpy as fnp
-        impl = getattr(fnp, func.__name__, None)
-        if impl is None or func.__name__ not in fnp.__all__ or getattr(np, func.__name__, None) is not func:
-            raise unsupported(f"{func.__module__}.{func.__name__}")
+        impl = NUMPY_IMPLEMENTATIONS.get(func)
+        if impl is None: raise unsupported(f"{func.__module__}.{func.__name__}")
         try:
             _signature_of(impl).bind(*args, **kwargs)
         except TypeError as e:   # an argument NumPy takes and numfn does not
             raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
         return impl(*args, **kwargs)
+
+
+# NumPy's functions and ufuncs (the objects themselves) -> numfn's implementations. numfn.numpy fills it: every
+# name it defines that NumPy's namespace (or np.linalg, np.fft, ...) also defines is registered, so np.sin(x) and
+# np.linalg.solve(a, b) on traced arrays run numfn.numpy's versions.
+NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
+
+
+def tensor_method(name: str):
+    """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way)."""
+    def register(fn):
+        setattr(Tensor, name, fn)
+        return fn
+    return register
 
 
 @functools.cache
@@ -569,28 +553,10 @@ def _weak_resolve(ufunc: str, ts):
     return resolve_ufunc(ufunc, dts)
 
 
-_UFUNC_TO_FNP = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide", "divide": "divide",
-    "floor_divide": "floor_divide", "remainder": "remainder", "mod": "remainder", "power": "power",
-    "divmod": "divmod", "left_shift": "left_shift", "right_shift": "right_shift",
-    "negative": "negative", "positive": "positive", "absolute": "abs", "invert": "invert",
-    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
-    "less": "less", "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",
-    "equal": "equal", "not_equal": "not_equal", "logical_and": "logical_and", "logical_or": "logical_or",
-    "logical_not": "logical_not", "logical_xor": "logical_xor", "maximum": "maximum", "minimum": "minimum",
-    "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "exp": "exp", "exp2": "exp2", "log": "log",
-    "log2": "log2", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc", "square": "square",
-    "sign": "sign", "reciprocal": "reciprocal", "matmul": "matmul", "isnan": "isnan", "isinf": "isinf",
-    "isfinite": "isfinite", "log10": "log10", "log1p": "log1p", "expm1": "expm1", "sinh": "sinh", "cosh": "cosh",
-    "fmax": "fmax", "fmin": "fmin", "rint": "rint", "fabs": "fabs",
-}
-
-
 def _power(base, exponent) -> Tensor:
     b, e = Tensor.lift(base), Tensor.lift(exponent)
     if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
-        from numfn.numpy import square   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
-        return square(b)
+        return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
     t = Tensor._elementwise("power", Ops.POW, b, e)
     ev = e.uop.arg if e.uop.op is Ops.CONST else None
     if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:

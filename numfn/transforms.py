@@ -27,7 +27,8 @@ from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFu
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import thread_count
-from numfn.tensor import Tensor, _norm_axis
+from numfn.args import normalize_axis
+from numfn.tensor import Tensor
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
 
@@ -123,7 +124,7 @@ def _batch_size(leaves: list, axes: list, names: list[str]) -> int:
         if not shape:
             raise ValueError(f"cannot map over axis {ax} of argument {name}: it is a scalar (0-d); "
                              "use in_axes=None for it")
-        sizes.setdefault(shape[_norm_axis(ax, len(shape), "in_axes")], []).append(name)
+        sizes.setdefault(shape[normalize_axis(ax, len(shape), "in_axes")], []).append(name)
     if not sizes: raise ValueError("vmap/svmap needs at least one argument with a batch axis (in_axes not None)")
     if len(sizes) > 1:
         groups = [f"arguments {', '.join(n)} have size {s}" if len(n) > 1 else f"argument {n[0]} has size {s}"
@@ -184,7 +185,7 @@ class _Mapped:
                 outs.append(Tensor(u))
                 continue
             u = _broadcast_batch(u, batched, size)
-            outs.append(Tensor(_moveaxis(u, 0, _norm_axis(ax, len(u.shape), "out_axes"))))
+            outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(u.shape), "out_axes"))))
         return unflatten(nf.out_tree, outs)
 
 
@@ -298,7 +299,7 @@ class BatchedProgram:
         # than small per-example kernels take)
         debug.log(2, lambda: f"svmap({base.name}): {size} examples in {(time.perf_counter() - start) * 1e3:.3f} ms "
                              f"on {threads} thread{'s' if threads > 1 else ''}")
-        results = [np.ascontiguousarray(np.moveaxis(o, 0, _norm_axis(ax, o.ndim, "out_axes")))
+        results = [np.ascontiguousarray(np.moveaxis(o, 0, normalize_axis(ax, o.ndim, "out_axes")))
                    if ax not in (None, 0) else o for o, ax in zip(outs, out_axes)]
         return unflatten(base.out_tree, results)
 

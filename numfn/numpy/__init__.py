@@ -1,0 +1,39 @@
+"""numfn.numpy: NumPy's namespace over traced arrays.
+
+Inside a compiled function, `numfn.numpy.sin(x)` and `np.sin(x)` both trace: every name defined here that NumPy
+also defines (in its main namespace, or in np.linalg, np.fft, ... for the subpackages) is registered in
+`numfn.tensor.NUMPY_IMPLEMENTATIONS`, through which NumPy hands Tensors to these functions (__array_ufunc__,
+__array_function__). Every function follows NumPy's semantics: broadcasting, dtype promotion (NumPy 2 rules,
+Python scalars are weak), result shapes and the errors NumPy raises.
+
+The modules, one family each: ufuncs (elementwise), creation, manipulation (shapes, views, joining), reductions,
+products. A module lists its names in __all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as _np
+
+from numfn.numpy import creation, manipulation, products, reductions, ufuncs
+from numfn.numpy.creation import *  # noqa: F401,F403
+from numfn.numpy.products import *  # noqa: F401,F403
+from numfn.numpy.reductions import *  # noqa: F401,F403
+from numfn.numpy.manipulation import *  # noqa: F401,F403
+from numfn.numpy.ufuncs import *  # noqa: F401,F403
+from numfn.tensor import NUMPY_IMPLEMENTATIONS
+
+_MODULES = (creation, manipulation, products, reductions, ufuncs)
+
+__all__ = sorted({name for m in _MODULES for name in m.__all__})
+
+
+def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, names) -> None:
+    """Dispatch NumPy's `numpy_namespace.NAME` to `namespace.NAME` for each of `names` both define."""
+    for name in names:
+        ours, theirs = getattr(namespace, name), getattr(numpy_namespace, name, None)
+        if theirs is not None and callable(theirs) and not isinstance(theirs, type):
+            NUMPY_IMPLEMENTATIONS[theirs] = ours
+
+
+register(__import__(__name__, fromlist=["*"]), _np, __all__)
