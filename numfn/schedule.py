@@ -146,7 +146,7 @@ def _fmt_bytes(n: int) -> str:
 def _element_cost(u: UOp, realized, memo: dict) -> int:
     """Estimated ALU work to compute one element of `u` inside a consumer (realized values cost a load)."""
     if u in memo: return memo[u]
-    if u.op is Ops.CONST: c = 0
+    if u.op in (Ops.CONST, Ops.IOTA): c = 0
     # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
     elif u.op in (Ops.BUFFER, Ops.REDUCE_AXIS) or u in realized: c = 1
     elif u.op in MOVEMENT: c = _element_cost(u.src[0], realized, memo)
@@ -158,7 +158,7 @@ def _element_cost(u: UOp, realized, memo: dict) -> int:
 
 
 def _should_realize(u: UOp, evaluations: int, realized, cost_memo) -> bool:
-    if u.op in (Ops.BUFFER, Ops.CONST) or u.op in MOVEMENT or u in realized or u.size == 0: return False
+    if u.op in (Ops.BUFFER, Ops.CONST, Ops.IOTA) or u.op in MOVEMENT or u in realized or u.size == 0: return False
     extra = evaluations - u.size
     if extra <= 0: return False
     if u.op is Ops.REDUCE_AXIS: return True

@@ -1,7 +1,7 @@
 """The IR: one immutable, hash-consed node type (UOp), the op set, pattern rewriting and a readable printer.
 
 The same node type carries every level of the compiler; the ops used separate the levels:
-  tensor graph   PARAM / BUFFER / CONST sources, movement ops, ALU ops, REDUCE_AXIS, SCAN, CONTIGUOUS
+  tensor graph   PARAM / BUFFER / CONST / IOTA sources, movement ops, ALU ops, REDUCE_AXIS, SCAN, CONTIGUOUS
   kernels        SINK of STORE(BUFFER, value) over a tensor graph whose leaves are BUFFERs
   loop programs  RANGE, LOAD, STORE, REDUCE (then DEFINE_ACC / ASSIGN / END after linearization)
 """
@@ -25,6 +25,7 @@ class Ops(enum.Enum):
     BUFFER = enum.auto()       # memory with a category: arg = Buffer
     CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
     DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
+    IOTA = enum.auto()         # 0, 1, ..., n-1 as an int64 tensor of shape (n,): arg = n
     # movement: views of their source, no data moves
     RESHAPE = enum.auto()      # arg = new shape
     PERMUTE = enum.auto()      # arg = axis order
@@ -175,6 +176,11 @@ class UOp:
         return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
 
     @staticmethod
+    def iota(n: int) -> UOp:
+        """0, 1, ..., n-1 (int64, shape (n,)): computed where it is used, never stored."""
+        return UOp(Ops.IOTA, dtypes.int64, (), int(n))
+
+    @staticmethod
     def const_like(dtype: DType, value, shape: tuple[int, ...]) -> UOp:
         """A constant tensor of `shape`: a scalar CONST viewed through RESHAPE and EXPAND."""
         c = UOp.const(dtype, value)
@@ -285,6 +291,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op is Ops.PARAM: return u.arg[1]
     if op is Ops.BUFFER: return u.arg.shape
     if op is Ops.CONST: return ()
+    if op is Ops.IOTA: return (u.arg,)
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape
@@ -305,6 +312,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if op is Ops.CONST: return (u.arg, u.arg)
     if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
     if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
+    if op is Ops.IOTA: return (0, max(u.arg - 1, 0))
     if not (dt.is_int or dt.is_bool): return full
     if op is Ops.ADD:
         (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds

@@ -157,6 +157,7 @@ class _Lowerer:
     def _lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
         op, src = u.op, u.src
         if op is Ops.CONST: return u
+        if op is Ops.IOTA: return idx[0]
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
             return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
