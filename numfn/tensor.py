@@ -591,6 +591,28 @@ def matmul(a, b) -> Tensor:
     return res
 
 
+def gather(x: Tensor, indices: Sequence) -> Tensor:
+    """x[i_0, ..., i_{n-1}] at every position of the indices' broadcast shape (the GATHER primitive): one integer
+    index (array or int) per axis of x. Indices outside [0, n) are clamped into it, so native code never reads
+    outside x: callers wrap negative indices and check bounds first where NumPy raises. Clamping costs nothing
+    where the indices' bounds prove them in range (ranges, and index arithmetic on them)."""
+    x = Tensor.lift(x)
+    if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
+    ts = [Tensor.lift(i) for i in indices]
+    shape = broadcast_shapes(*(t.shape for t in ts))
+    srcs = []
+    for t, n in zip(ts, x.shape):
+        if not (t.uop.dtype.is_int or t.uop.dtype.is_bool):
+            raise IndexError("arrays used as indices must be of integer type")
+        u = t.uop.cast(dtypes.int64)
+        lo, hi = u.bounds
+        if lo < 0: u = u.alu(Ops.MAX, UOp.const(dtypes.int64, 0))
+        if hi > n - 1: u = u.alu(Ops.MIN, UOp.const(dtypes.int64, max(n - 1, 0)))
+        srcs.append(Tensor(u)._broadcast(shape))
+    if math.prod(shape) == 0 or x.size == 0: return Tensor(UOp.const_like(x.uop.dtype, 0, shape))
+    return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs)))
+
+
 def _basic_index(x: Tensor, index) -> Tensor:
     """NumPy basic indexing: integers, slices (any step), None and Ellipsis, as views of x."""
     if not isinstance(index, tuple): index = (index,)
@@ -649,4 +671,4 @@ def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
     return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
 
 
-__all__ = ["Tensor", "matmul", "broadcast_shapes", "constant_buffer", "NumfnError"]
+__all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

@@ -52,6 +52,11 @@ def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     if op is Ops.FLIP: return UOp(op, u.dtype, (x,), tuple(i + 1 for i in a))
     if op is Ops.REDUCE_AXIS: return UOp(op, u.dtype, (x,), (a[0], tuple(i + 1 for i in a[1])))
     if op is Ops.SCAN: return UOp(op, u.dtype, (x,), (a[0], a[1] + 1))
+    if op is Ops.GATHER:   # the batch axis is one more gathered axis, indexed by the batch position
+        shape = (size,) + u.shape
+        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
+        idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), batch, *idx))
     raise NotImplementedError(f"vmap has no batching rule for {op.name}")
 
 

@@ -1,7 +1,8 @@
 """The IR: one immutable, hash-consed node type (UOp), the op set, pattern rewriting and a readable printer.
 
 The same node type carries every level of the compiler; the ops used separate the levels:
-  tensor graph   PARAM / BUFFER / CONST / IOTA sources, movement ops, ALU ops, REDUCE_AXIS, SCAN, CONTIGUOUS
+  tensor graph   PARAM / BUFFER / CONST / IOTA sources, movement ops, ALU ops, GATHER, REDUCE_AXIS, SCAN,
+                 CONTIGUOUS
   kernels        SINK of STORE(BUFFER, value) over a tensor graph whose leaves are BUFFERs
   loop programs  RANGE, LOAD, STORE, REDUCE (then DEFINE_ACC / ASSIGN / END after linearization)
 """
@@ -50,6 +51,9 @@ class Ops(enum.Enum):
     WHERE = enum.auto()
     # conversions
     CAST = enum.auto(); BITCAST = enum.auto()  # noqa: E702
+    # GATHER(x, i_0, ..., i_{n-1}): x[i_0[o], ..., i_{n-1}[o]] at every position o; one int64 index tensor per axis of
+    # x, all of the result's shape and within x's bounds (the tracer clamps or checks them first)
+    GATHER = enum.auto()
     # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis)
     REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
     # program structure
@@ -293,6 +297,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op is Ops.CONST: return ()
     if op is Ops.IOTA: return (u.arg,)
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
+    if op is Ops.GATHER: return u.src[1].shape
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape
     if op is Ops.PERMUTE: return tuple(s[i] for i in u.arg)
@@ -313,6 +318,12 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
     if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
     if op is Ops.IOTA: return (0, max(u.arg - 1, 0))
+    if op is Ops.BUFFER and u.arg.data is not None and u.arg.size and (dt.is_int or dt.is_bool):   # captured data
+        return (u.arg.data.min().item(), u.arg.data.max().item())
+    if op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.FLIP, Ops.SHRINK): return u.src[0].bounds
+    if op is Ops.PAD and (dt.is_int or dt.is_bool):   # padding adds zeros
+        lo, hi = u.src[0].bounds
+        return (min(lo, 0), max(hi, 0))
     if not (dt.is_int or dt.is_bool): return full
     if op is Ops.ADD:
         (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds

@@ -173,3 +173,38 @@ def test_shape_queries_and_numpy_reshape_quirks(backend):
     check(lambda x: (x * x.itemsize + x.nbytes, x * (np.ndim(x) + np.size(x) + np.shape(x)[1]), x.reshape(-2, 3),
                      np.clip(2, -x, x)), x, backend=backend)
     check_raises_like(lambda x: x.max(axis=[0, 1]), x, backend=backend)
+
+
+# ---- the GATHER primitive (numfn.tensor.gather), which advanced indexing and take_along_axis build on ----------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_gather_matches_take_along_axis(backend, dtype):
+    from numfn.tensor import gather
+    rng = np.random.default_rng(31)
+    a = rand((6, 7), dtype, rng)
+    idx = rng.integers(0, 7, (6, 3))
+    rows = np.arange(6)[:, None]
+
+    def f(a, idx):
+        return gather(a, [fnp.arange(6)[:, None], idx]), gather(a[::-1, 1:], [idx[:, :1] % 6, idx[::-1] % 6])
+
+    expected = (np.take_along_axis(a, idx, 1), a[::-1, 1:][idx[:, :1] % 6, idx[::-1] % 6])
+    check(f, a, idx, backend=backend, expected=expected)
+    # a gather of an elementwise value computes it only where gathered, at any index (vmap adds a batch index)
+    check(lambda a, i: gather(a * 2, [rows, i]), a[:, :7], idx, backend=backend,
+          expected=np.take_along_axis(a * 2, idx, 1) if dtype != np.bool_ else np.take_along_axis(a * 2, idx, 1))
+
+
+def test_gather_clamps_indices_it_cannot_prove_in_range(backend):
+    from numfn.tensor import gather
+    x = np.arange(10.0)
+    i = np.array([-5, 0, 9, 12, 3])
+    check(lambda x, i: gather(x, [i]), x, i, backend=backend, expected=x[np.clip(i, 0, 9)])
+
+
+def test_vmap_of_gather():
+    from numfn.tensor import gather
+    x = np.arange(12.0).reshape(3, 4)
+    i = np.array([[0, 1], [2, 3], [1, 1]])
+    np.testing.assert_array_equal(numfn.vmap(lambda x, i: gather(x, [i]))(x, i), np.take_along_axis(x, i, 1))
+    np.testing.assert_array_equal(numfn.vmap(lambda i: gather(x[0], [i]))(i), x[0][i])

@@ -201,6 +201,7 @@ class _Lowerer:
             return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
         if op in ELEMENTWISE:
             return UOp(op, u.dtype, tuple(self.lower(s, idx) for s in src), u.arg)
+        if op is Ops.GATHER: return self.lower(src[0], tuple(self.lower(i, idx) for i in src[1:]))
         if op is Ops.CONTIGUOUS: return self.lower(src[0], idx)
         raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
 

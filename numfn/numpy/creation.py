@@ -65,7 +65,7 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
     if dt.is_float:
         first, delta = head[0], head[1] - head[0]   # in the result dtype, as NumPy's fill loop computes them
         i = Tensor(UOp.iota(n).cast(dt))
-        return Tensor((i.uop.alu(Ops.MUL, UOp.const(dt, delta.item())).alu(Ops.ADD, UOp.const(dt, first.item()))))
+        return Tensor(i.uop.alu(Ops.MUL, UOp.const(dt, delta.item())).alu(Ops.ADD, UOp.const(dt, first.item())))
     first, delta = int(head[0]), int(head[1]) - int(head[0])
     u = UOp.iota(n).alu(Ops.MUL, UOp.const(dtypes.int64, delta)).alu(Ops.ADD, UOp.const(dtypes.int64, first))
     return Tensor(u.cast(dt))
