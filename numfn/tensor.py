@@ -165,15 +165,7 @@ class Tensor:
         one (the caller's or the global's memory), and an array sharing memory with another array still in use
         (a view and its base)."""
         if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
-        if self.pinned:
-            raise unsupported(f"in-place update ({symbol}=) of a function input or a captured array (or a view of "
-                              "one)", f"NumPy would change the caller's array; write x = x {symbol} y instead")
-        if self._family is not None:
-            self._family[:] = [r for r in self._family if r() is not None]
-            if any(r() is not self for r in self._family):
-                raise unsupported(f"in-place update ({symbol}=) of an array that shares memory with another array "
-                                  "still in use (a view and its base)", "NumPy would change both, numfn only this "
-                                  f"one; write x = x {symbol} y instead")
+        self._check_inplace(f"{symbol}=", f"write x = x {symbol} y instead")
         result = compute(self, x)
         if result.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -185,6 +177,20 @@ class Tensor:
             result = result.astype(self.dtype)
         self.uop = result.uop
         return self
+
+    def _check_inplace(self, what: str, instead: str) -> None:
+        """Refuse an in-place update (`what`) NumPy would make visible through memory numfn cannot update: the
+        caller's or a global's (inputs, captured arrays, views of them), or another array sharing this one's memory
+        that is still in use. `instead` says what to write."""
+        if self.pinned:
+            raise unsupported(f"in-place update ({what}) of a function input or a captured array (or a view of one)",
+                              f"NumPy would change the caller's array; {instead}")
+        if self._family is not None:
+            self._family[:] = [r for r in self._family if r() is not None]
+            if any(r() is not self for r in self._family):
+                raise unsupported(f"in-place update ({what}) of an array that shares memory with another array still "
+                                  f"in use (a view and its base)", f"NumPy would change both, numfn only this one; "
+                                  f"{instead}")
 
     def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
     def __isub__(self, x): return self._inplace("subtract", "-", operator.sub, x)
@@ -313,11 +319,12 @@ class Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
-    def reshape(self, *shape, order: str = "C") -> Tensor:
+    def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> Tensor:
+        if copy: return Tensor(self._reshaped(shape, order), self.weak)
         return self._view(self._reshaped(shape, order))
 
     def _reshaped(self, shape: tuple, order: str = "C") -> UOp:
-        if order != "C": raise unsupported(f"reshape with order={order!r}")
+        order = _memory_order(order, self.ndim, "reshape")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
         shape = tuple(operator.index(s) for s in shape)
         # NumPy 2 takes any negative number as the one unknown dimension
@@ -329,10 +336,16 @@ class Tensor:
             shape = tuple(self.size // known if s < 0 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        if order == "F":   # column-major: the same as reshaping the reversed axes in row-major order
+            u = self.uop.permute(tuple(range(self.ndim))[::-1]).reshape(shape[::-1])
+            return u.permute(tuple(range(len(shape)))[::-1])
         return self.uop.reshape(shape)
 
-    def flatten(self) -> Tensor: return Tensor(self._reshaped((-1,)), self.weak)   # a copy in NumPy
-    def ravel(self) -> Tensor: return self.reshape(-1)                             # a view in NumPy
+    def flatten(self, order: str = "C") -> Tensor:
+        return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
+
+    def ravel(self, order: str = "C") -> Tensor:
+        return self._view(self._reshaped((-1,), order))          # a view in NumPy
 
     def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
@@ -474,6 +487,19 @@ def tensor_method(name: str):
 @functools.cache
 def _signature_of(fn) -> inspect.Signature:
     return inspect.signature(fn)
+
+
+def _memory_order(order, ndim: int, what: str) -> str:
+    """'C' or 'F' for an order argument; 'A' and 'K' (which follow the memory layout, which traced arrays do not
+    have) only where all orders agree."""
+    if order is None: order = "C"
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order in ("A", "K"):
+        if ndim > 1: raise unsupported(f"{what} with order={order!r}", "traced arrays have no memory layout; pass "
+                                       "order='C' or 'F'")
+        return "C"
+    return order
 
 
 class _BigInt(Tensor):
