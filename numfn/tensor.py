@@ -165,7 +165,7 @@ class Tensor:
         one (the caller's or the global's memory), and an array sharing memory with another array still in use
         (a view and its base)."""
         if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
-        self._check_inplace(f"{symbol}=", f"write x = x {symbol} y instead")
+        self._check_writable(f"in-place update ({symbol}=)", f"write x = x {symbol} y instead")
         result = compute(self, x)
         if result.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -178,19 +178,17 @@ class Tensor:
         self.uop = result.uop
         return self
 
-    def _check_inplace(self, what: str, instead: str) -> None:
-        """Refuse an in-place update (`what`) NumPy would make visible through memory numfn cannot update: the
-        caller's or a global's (inputs, captured arrays, views of them), or another array sharing this one's memory
-        that is still in use. `instead` says what to write."""
+    def _check_writable(self, what: str, instead: str) -> None:
+        """Refuse to update this array in place where NumPy would change memory numfn cannot update (see
+        `_inplace`); `what` names the update, `instead` says what to write instead."""
         if self.pinned:
-            raise unsupported(f"in-place update ({what}) of a function input or a captured array (or a view of one)",
+            raise unsupported(f"{what} of a function input or a captured array (or a view of one)",
                               f"NumPy would change the caller's array; {instead}")
         if self._family is not None:
             self._family[:] = [r for r in self._family if r() is not None]
             if any(r() is not self for r in self._family):
-                raise unsupported(f"in-place update ({what}) of an array that shares memory with another array still "
-                                  f"in use (a view and its base)", f"NumPy would change both, numfn only this one; "
-                                  f"{instead}")
+                raise unsupported(f"{what} of an array that shares memory with another array still in use (a view "
+                                  f"and its base)", f"NumPy would change both, numfn only this one; {instead}")
 
     def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
     def __isub__(self, x): return self._inplace("subtract", "-", operator.sub, x)

@@ -65,6 +65,8 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
         np.arange(start, start + 2 * step, step, dtype=npdt)
     n = _arange_length(start, stop, step)
     dt = as_dtype(head.dtype)
+    if dt.is_bool and n > 2:
+        raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
     if n <= 2: return T(head) if n else Tensor(UOp.const_like(dt, 0, (0,)))
     if dt.is_float:
         first, delta = head[0], head[1] - head[0]   # in the result dtype, as NumPy's fill loop computes them
@@ -285,7 +287,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
     log10 = getattr(ufuncs, "log10", None) or (lambda x: ufuncs.log(x) / math.log(10.0))
     result = logspace(log10(s), log10(e), num=num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
-        at = Tensor(UOp.iota(num).reshape((num,) + (1,) * s.ndim))
+        at = Tensor(UOp.iota(num).reshape((num,) + (1,) * (result.ndim - 1)))
         result = _where(at == 0, s, result)
         if num > 1 and endpoint: result = _where(at == num - 1, e, result)
     result = result * sign
@@ -346,7 +348,8 @@ class _Grid:
             g = Tensor(UOp.iota(max(n, 0)).cast(as_dtype(typ)).reshape(shape)) * step + start
             out.append(g)
         if self.sparse: return tuple(Tensor(g.uop) for g in out)
-        full_shape = tuple(max(n, 0) for n in sizes)
+        if any(n < 0 for n in sizes): raise ValueError("negative dimensions are not allowed")
+        full_shape = tuple(sizes)
         from numfn.numpy.manipulation import stack
         return stack([g.broadcast_to(full_shape) for g in out]) if out else zeros((0,), typ)
 

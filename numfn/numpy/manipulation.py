@@ -800,7 +800,7 @@ def _fill_method(self, value) -> None:
     dt = self.uop.dtype
     v = _fill_value(value, dt) if not isinstance(value, Tensor) else Tensor(value.uop.cast(dt))
     if v.ndim: raise ValueError("Input object to FillWithScalar is not a scalar")
-    self._check_inplace("ndarray.fill", "build a new array with numfn.numpy.full_like instead")
+    self._check_writable("in-place update (ndarray.fill)", "build a new array with numfn.numpy.full_like instead")
     self.uop = v.uop.reshape((1,) * self.ndim).expand(self.shape) if self.ndim else v.uop
 
 
