@@ -804,6 +804,15 @@ def _fill_method(self, value) -> None:
     self.uop = v.uop.reshape((1,) * self.ndim).expand(self.shape) if self.ndim else v.uop
 
 
+if "round" not in Tensor.__dict__:   # numfn.numpy.ufuncs may define it (with np.round): then that one stays
+    @tensor_method("round")
+    def _round_method(self, decimals: int = 0, out=None) -> Tensor:
+        from numfn.numpy import ufuncs
+        rnd = getattr(ufuncs, "round", None)
+        if rnd is None: raise unsupported("ndarray.round")
+        return rnd(self, decimals, out)
+
+
 def _matrix_transpose_property(self) -> Tensor:
     return matrix_transpose(self)
 
