@@ -33,7 +33,7 @@ import numpy as np
 
 from numfn.args import as_dtype
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, broadcast_shapes
+from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import UOp
 
 __all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "integers", "randint", "bernoulli"]
@@ -247,8 +247,8 @@ def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
     """Uniform integers in [minval, maxval) (with one bound given: [0, minval)), from a 64-bit random x: minval +
     floor(x * range / 2**64) for ranges up to 2**32 known while tracing, minval + x mod range otherwise. Either way
     each value's probability is within range / 2**64 (relative) of the others': at most 2**-32 for ranges up to
-    2**32 (no rejection loop, so it vectorizes). Bounds known while tracing are checked as NumPy checks them; traced
-    bounds with maxval <= minval give minval."""
+    2**32 (no rejection loop, so it vectorizes). Bounds are checked as NumPy checks them (ValueError for low >= high):
+    while tracing where they are known then, else after the call."""
     if maxval is None: minval, maxval = 0, minval
     shape, dt = _shape(shape), as_dtype(dtype)
     if not dt.is_int: raise ValueError(f"integers needs an integer dtype, not {dt.name}")
@@ -280,6 +280,7 @@ def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
     span = Tensor(hi_t.uop.cast(dtypes.int64)).astype(np.uint64) - lo64
     from numfn.numpy.creation import _where
     empty = Tensor(hi_t.uop.cast(dtypes.int64)) <= Tensor(lo_t.uop.cast(dtypes.int64))
+    if empty.size: add_check(empty, 0, lambda _: ValueError("low >= high"))
     return (_where(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
 
 

@@ -175,6 +175,14 @@ def test_bits_and_bernoulli(samples):
     assert p.dtype == np.bool_ and abs(p.mean() - 0.25) < 5 * math.sqrt(0.25 * 0.75 / N)
 
 
+def test_traced_bounds_are_checked_after_the_call(backend):
+    f = numfn.jit(lambda k, lo, hi: nr.integers(k, (5,), lo, hi), backend=backend)
+    r = f(KEY, np.array([0, 10, -3, 0, 7]), 12)
+    assert r.dtype == np.int64 and np.all((r >= [0, 10, -3, 0, 7]) & (r < 12))
+    with pytest.raises(ValueError, match="low >= high"):
+        f(KEY, np.array([0, 12, -3, 0, 7]), 12)
+
+
 def test_generation_fuses_into_its_consumer():
     nf = numfn.jit(lambda k, x: x * 2.0 + nr.normal(k, x.shape) * nr.uniform(nr.fold_in(k, 1), x.shape)) \
         .specialize(KEY, np.zeros((64, 64)))

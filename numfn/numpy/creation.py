@@ -12,7 +12,7 @@ import numpy as np
 from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import user_location
-from numfn.tensor import Tensor, broadcast_shapes
+from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
@@ -270,14 +270,18 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0) -> Tensor:
     """A geometric sequence from start to stop (negative ranges as the negated positive one): logspace between the
-    logarithms, with the ends set to start and stop exactly. A traced start or stop of 0 gives NaN or inf where NumPy
-    raises ValueError (the check needs the values)."""
+    logarithms, with the ends set to start and stop exactly. A bound of 0 raises NumPy's ValueError: while tracing
+    if it is known then, else after the call (a run-time check)."""
     _check_dtype_kind(dtype)
     s, e = _strong(start), _strong(stop)
     for t in (s, e):
-        if t.uop.op is Ops.CONST and t.uop.arg == 0: raise ValueError("Geometric sequence cannot include zero")
-        if t.uop.op is Ops.BUFFER and not np.all(t.uop.arg.data): raise ValueError("Geometric sequence cannot "
-                                                                                 "include zero")
+        zero = ValueError("Geometric sequence cannot include zero")
+        if t.uop.op is Ops.CONST:
+            if t.uop.arg == 0: raise zero
+        elif t.uop.op is Ops.BUFFER:
+            if not np.all(t.uop.arg.data): raise zero
+        elif t.size:
+            add_check(t == 0, 0, lambda _: ValueError("Geometric sequence cannot include zero"))
     dt = dtypes.from_numpy(np.result_type(s.dtype, e.dtype, float(num), np.float64 if dtype is None else dtype))
     out_dtype = dt if dtype is None else as_dtype(dtype)
     s, e = s.astype(dt), e.astype(dt)
