@@ -213,10 +213,13 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     roots = {_strip_contiguous(v): r for v, r in roots.items()}
     for r in roots.values(): r.value = _strip_contiguous(r.value)
 
+    # kernels evaluate copies of graph nodes whose realized parts became loads; `origin` maps them back, so that a
+    # value realized later is the graph's own node (a copy would hold the buffers of this round's numbering)
+    origin: dict[UOp, UOp] = {}
     while True:
-        kernels = _build_kernels(roots)
+        kernels = _build_kernels(roots, origin)
         evaluations: Counter = Counter()
-        for k in kernels: evaluations.update(k[1].evaluations)
+        for k in kernels: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
         realized = set(roots)
         cost_memo: dict = {}
         new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
@@ -261,9 +264,10 @@ def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
     return direct - loaded, loaded
 
 
-def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
+def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = None) -> UOp:
     """`value` with realized values replaced by loads of their home buffers, except those in `inline` reached
-    through elementwise ops only (computed in this kernel at the same index)."""
+    through elementwise ops only (computed in this kernel at the same index). `origin` collects, for each node
+    rebuilt that way, the graph node it stands for."""
     memo: dict = {}
 
     def rebuild(u: UOp, elementwise: bool) -> UOp:
@@ -274,6 +278,7 @@ def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
             keeps = elementwise and u.op in ELEMENTWISE
             src = tuple(rebuild(s, keeps) for s in u.src)
             out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+            if out is not u and origin is not None: origin[out] = origin.get(u, u)
         memo[key] = out
         return out
 
@@ -281,7 +286,7 @@ def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
         return rebuild(value, True)
 
 
-def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]]:
+def _build_kernels(roots: dict[UOp, _Root], origin: dict | None = None) -> list[tuple[Kernel, LoweredKernel]]:
     topo = {u: i for i, u in enumerate(toposort(list(roots)))}
     order = sorted(roots.values(), key=lambda r: topo[r.value])
     # every realized value without a home gets an intermediate buffer
@@ -329,7 +334,7 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
     kernels, names = [], Counter()
     for gi in ordered:
         members = {r.value for r in groups[gi]}
-        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, _kernel_value(r.value, members, home)))
+        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, _kernel_value(r.value, members, home, origin)))
                        for r in groups[gi] for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = groups[gi][0].value.shape
