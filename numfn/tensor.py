@@ -431,14 +431,18 @@ class Tensor:
 
     def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
         refuse("cumsum", out=out)
+        return self._scan("cumsum", Ops.ADD, axis, dtype)
+
+    def _scan(self, name: str, op: Ops, axis, dtype) -> Tensor:
+        """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
         x = self.reshape(-1) if flat else self
         ax = 0 if flat else normalize_axis(axis, x.ndim)
-        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else as_dtype(dtype)
+        dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
-        return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
+        return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
 
     # ---------------------------------------------------------------------------------------------------------
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
