@@ -385,18 +385,19 @@ class Tensor:
             if any(self.shape[a] == 0 for a in axes):
                 raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
         dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
+        init = None
+        if initial is not None:   # NumPy converts `initial` to the reduction's dtype (a Python int must fit it)
+            if isinstance(initial, int) and not isinstance(initial, (bool, np.generic)): check_scalar_fits(initial, dt)
+            init = Tensor.lift(initial).uop.cast(dt)
+            if init.shape != (): raise ValueError("Input object to FillWithScalar is not a scalar")
         u = self.uop.cast(dt)
         if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
-            fill = initial if name in ("max", "min") else (0 if name == "sum" else 1)
-            u = mask.alu(Ops.WHERE, u, Tensor(Tensor.lift(fill).uop.cast(dt))._broadcast(self.shape))
+            fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
+            u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         u = u.reduce(op, axes) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        out = Tensor(u)
-        if initial is not None:   # NumPy folds `initial` in like one more element
-            out = Tensor._elementwise({"max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply"}[name],
-                                      op, out, initial)
-            out = out.astype(dt)
-        return out
+        if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
+        return Tensor(u)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
         refuse("sum", out=out)
