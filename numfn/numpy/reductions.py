@@ -119,7 +119,7 @@ def _arg_extreme(a, axis, keepdims, name: str, out=None) -> Tensor:
     hit = t == extreme
     if t.uop.dtype.is_float: hit = hit | (t != t)   # the extreme is NaN exactly when the slice holds one
     res = _first_index(hit, ax, keepdims)
-    if keepdims and axis is None: res = res.reshape((1,) * T(a).ndim)
+    if keepdims and (axis is None or T(a).ndim == 0): res = res.reshape((1,) * T(a).ndim)
     return res
 
 
@@ -211,7 +211,7 @@ def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
     dt = t.uop.dtype
     far = -math.inf if name == "max" else math.inf
     filled = Tensor(valid.uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, far, t.shape)))
-    res = getattr(filled, name)(axis=axes, keepdims=keepdims)
+    res = getattr(filled, name)(axis=axes, keepdims=keepdims, initial=far)   # far: the identity, empty slices too
     found = valid.any(axis=axes, keepdims=keepdims)
     res = Tensor(found.uop.alu(Ops.WHERE, res.uop, UOp.const_like(dt, math.nan, res.shape)))
     if initial is None: return res
@@ -239,11 +239,9 @@ def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
     t = T(a)
     if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
     filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
+    all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
     res = _arg_extreme(filled, axis, keepdims, name[3:], out)
-    flat, ax = _arg_axis(nan, axis)
-    all_nan = flat.all(axis=ax, keepdims=keepdims)
-    if keepdims and axis is None: all_nan = all_nan.reshape(res.shape)
-    return Tensor(all_nan.uop.alu(Ops.WHERE, UOp.const_like(dtypes.int64, -1, res.shape), res.uop))
+    return Tensor(all_nan.reshape(res.shape).uop.alu(Ops.WHERE, UOp.const_like(dtypes.int64, -1, res.shape), res.uop))
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:

@@ -87,16 +87,15 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _sqrt_into(_var(T(a), axis, dtype, ddof, keepdims, where, mean, correction))
 
 
+# the ndarray methods take no correction= (NumPy's functions do)
 @tensor_method("var")
-def _var_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-                correction=None) -> Tensor:
-    return var(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+def _var_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None) -> Tensor:
+    return var(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
 
 
 @tensor_method("std")
-def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-                correction=None) -> Tensor:
-    return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None) -> Tensor:
+    return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
