@@ -7,6 +7,7 @@ every contraction is one multiply-and-sum the scheduler fuses, and whatever matm
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -132,6 +133,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Tensor:
     na, nb = a.shape[-1], b.shape[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if 2 in (na, nb):
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors instead. "
+                      "(deprecated in NumPy 2.0)", DeprecationWarning, stacklevel=2)
     shape = broadcast_shapes(a.shape[:-1], b.shape[:-1])
     if 3 in (na, nb): axisc = normalize_axis(axisc, len(shape) + 1, "axisc")
     dt = result_type(a.uop.dtype, b.uop.dtype)
@@ -201,8 +205,9 @@ def _sublist_term(sub, index: int) -> list[str]:
     out = []
     for s in sub:
         if s is Ellipsis: out.append("..."); continue  # noqa: E702
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or not 0 <= s < 52:
-            raise ValueError("subscript is not within the valid range [0, 52)")
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError("each subscript must be either an integer or an ellipsis")
+        if not 0 <= s < 52: raise ValueError("subscript is not within the valid range [0, 52)")
         out.append(_LETTERS[int(s)])
     return out
 
@@ -337,6 +342,10 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
         arrays = [_strong(x) for x in pairs[0::2]]
         terms = [_sublist_term(s, i) for i, s in enumerate(pairs[1::2])]
     terms, out_labels = _expand_ellipses(terms, output, [x.ndim for x in arrays])
+    if len(arrays) == 1 and set(terms[0]) == set(out_labels):
+        # NumPy returns a view of a single operand that nothing is summed over, ignoring dtype=
+        x, labels = _diagonal(arrays[0], terms[0], 0)
+        return x.transpose([labels.index(lab) for lab in out_labels])
     dt = result_type(*(x.uop.dtype for x in arrays))
     if dtype is not None:
         dt = as_dtype(dtype)
