@@ -191,19 +191,37 @@ def _vector(x) -> Tensor:
     return t
 
 
-def _sliding_dot(a: Tensor, v: Tensor, mode: int) -> Tensor:
-    """out[k] = sum_j a[k + j - left] * v[j] with a read as zero outside its range: NumPy's correlation kernel for
-    len(a) >= len(v). `left` is 0, len(v)//2 or len(v)-1 for the modes valid, same and full."""
+def _window_dot(a: Tensor, v: Tensor, start: int, count: int, dt) -> Tensor:
+    """out[k] = sum_j a[start + k + j] * v[j] for k < count, a read as zero outside its range (a padded view is only
+    made where the window leaves a, so the inner loop of the interior has no bounds checks)."""
     n, m = a.shape[0], v.shape[0]
-    left, length = ((0, n - m + 1), (m // 2, n), (m - 1, n + m - 1))[mode]
-    dt = result_type(a.uop.dtype, v.uop.dtype)
-    padded = Tensor(a.uop.cast(dt).pad(((left, length + m - 1 - left - n),)))
-    k = Tensor(UOp.iota(length).reshape((length, 1)))
+    before, after = max(0, -start), max(0, start + count + m - 1 - n)
+    src = Tensor(a.uop.cast(dt).pad(((before, after),))) if before or after else Tensor(a.uop.cast(dt))
+    k = Tensor(UOp.iota(count).reshape((count, 1)))
     j = Tensor(UOp.iota(m).reshape((1, m)))
-    window = gather(padded, [k + j])          # window[k, j] = a[k + j - left]: a view by index, nothing copied
+    window = gather(src, [k + j + (start + before)])   # window[k, j]: a view by index, nothing copied
     vs = Tensor(v.uop.cast(dt).reshape((1, m)))
     if dt.is_bool: return (window & vs).any(axis=1)   # NumPy's bool dot: or of ands
     return (window * vs).sum(axis=1, dtype=dt)          # integers wrap in their own dtype, as NumPy's dot does
+
+
+def _sliding_dot(a: Tensor, v: Tensor, mode: int) -> Tensor:
+    """out[k] = sum_j a[k + j - left] * v[j] with a read as zero outside its range: NumPy's correlation kernel for
+    len(a) >= len(v). `left` is 0, len(v)//2 or len(v)-1 for the modes valid, same and full. The outputs whose
+    window lies inside a (all of them in valid mode) are computed apart from the few at the edges."""
+    n, m = a.shape[0], v.shape[0]
+    left, length = ((0, n - m + 1), (m // 2, n), (m - 1, n + m - 1))[mode]
+    dt = result_type(a.uop.dtype, v.uop.dtype)
+    # the interior's length a multiple of 16 (the rest joins the right edge), so the kernel optimizer can compute
+    # outputs in register tiles of a vector-friendly width
+    count = n - m + 1 if n - m + 1 < 64 else (n - m + 1) // 16 * 16
+    inner = _window_dot(a, v, 0, count, dt)
+    if left == 0 and length == count: return inner
+    right = length - left - count
+    pieces = [_window_dot(a, v, -left, left, dt)] if left else []
+    pieces.append(inner)
+    if right: pieces.append(_window_dot(a, v, count, right, dt))
+    return concatenate(pieces)
 
 
 def correlate(a, v, mode="valid") -> Tensor:
