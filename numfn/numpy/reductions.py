@@ -13,7 +13,7 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, reduction_mask, tensor_method
+from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
@@ -233,22 +233,27 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> 
     return _nan_extreme(a, axis, out, keepdims, initial, where, "min")
 
 
+def _all_nan_slice(_payload: int) -> ValueError:
+    return ValueError("All-NaN slice encountered")
+
+
 def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
-    """nanargmax/nanargmin: NumPy replaces NaN by -inf (+inf) and takes argmax (argmin). For an all-NaN slice NumPy
-    raises ValueError, a decision about values that cannot be made while tracing: numfn gives -1 there instead."""
+    """nanargmax/nanargmin: NumPy replaces NaN by -inf (+inf) and takes argmax (argmin); an all-NaN slice is its
+    ValueError, which depends on the values: the program checks for one and the call raises it."""
     t = T(a)
     if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
     filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
     all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
     res = _arg_extreme(filled, axis, keepdims, name[3:], out)
-    return Tensor(all_nan.reshape(res.shape).uop.alu(Ops.WHERE, UOp.const_like(dtypes.int64, -1, res.shape), res.uop))
+    add_check(all_nan, 0, _all_nan_slice)
+    return res
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:
-    """argmax ignoring NaN; -1 for an all-NaN slice (NumPy raises ValueError, which needs the values)."""
+    """argmax ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
     return _nan_arg_extreme(a, axis, out, keepdims, "nanargmax")
 
 
 def nanargmin(a, axis=None, out=None, *, keepdims=False) -> Tensor:
-    """argmin ignoring NaN; -1 for an all-NaN slice (NumPy raises ValueError, which needs the values)."""
+    """argmin ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
     return _nan_arg_extreme(a, axis, out, keepdims, "nanargmin")

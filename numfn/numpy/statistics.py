@@ -12,7 +12,7 @@ import numpy as np
 
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
-from numfn.tensor import Tensor, reduction_mask, tensor_method
+from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
@@ -101,8 +101,7 @@ def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """The (weighted) average along `axis`; with returned=True also the sum of the weights (the element count
     without weights), broadcast to the average's shape. Weights either have a's shape or the shape of a's axes
-    `axis` (in that order). NumPy raises ZeroDivisionError when weights sum to zero, a decision about values:
-    numfn gives the quotient instead (inf or NaN)."""
+    `axis` (in that order). Weights summing to zero are NumPy's ZeroDivisionError, raised by the call."""
     t = T(a)
     axes = None if axis is None else normalize_axes(axis if isinstance(axis, tuple) else
                                                     tuple(axis) if isinstance(axis, list) else (axis,), t.ndim)
@@ -122,11 +121,16 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             w = w.transpose(tuple(int(i) for i in np.argsort(axes)))
             w = w.reshape(tuple(s if ax in axes else 1 for ax, s in enumerate(t.shape)))
         scale = w.sum(axis=axes, dtype=rdt, keepdims=keepdims)
+        add_check(scale == 0, 0, _zero_weights)
         prod = Tensor._elementwise("multiply", Ops.MUL, t.astype(rdt), w.astype(rdt))
         avg = Tensor._elementwise("true_divide", Ops.FDIV, prod.sum(axis=axes, keepdims=keepdims), scale)
     if not returned: return avg
     if scale.shape != avg.shape: scale = scale.broadcast_to(avg.shape)
     return avg, scale
+
+
+def _zero_weights(_payload: int) -> ZeroDivisionError:
+    return ZeroDivisionError("Weights sum to zero, can't be normalized")
 
 
 # ---- NaN-ignoring statistics ----------------------------------------------------------------------------------
