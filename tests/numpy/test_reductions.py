@@ -298,11 +298,13 @@ def test_numfn_numpy_names(backend):
 
 
 def test_argmax_fuses_into_one_kernel():
-    # the max and the first-index reductions share one loop nest per row (no intermediate buffer)
+    # the max and the first-index reductions share one loop nest per row, reading only the input (nanargmax's
+    # all-NaN check is computed apart, into hidden outputs)
     x = np.zeros((64, 32))
     for f in (lambda x: np.argmax(x, axis=1), lambda x: x.argmin(axis=0), lambda x: np.nanargmax(x, axis=1)):
-        nf = numfn.jit(f).specialize(x)
-        assert len(nf.schedule) == 1, str(nf.schedule)
+        schedule = numfn.jit(f).specialize(x).schedule
+        (result,) = [ei for ei in schedule if any(b.category == "output" and b.number == 0 for b in ei.buffers)]
+        assert [b.category for b in result.buffers] == ["output", "input"], str(schedule)
 
 
 def test_reductions_under_vmap(backend):
