@@ -277,6 +277,11 @@ def _diagonal(t: Tensor, labels: list[str], index: int) -> tuple[Tensor, list[st
     return gather(t, [ranges[lab] for lab in labels]).reshape(shape), distinct
 
 
+def _size(labels, sizes: dict[str, int]) -> int:
+    """Elements of an operand with these labels."""
+    return math.prod(sizes[x] for x in labels)
+
+
 def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[str]) -> list[tuple[int, int]]:
     """A contraction order for 3+ operands, greedily: at each step the pair whose product is smallest compared with
     the pair itself (its size minus theirs), preferring pairs that share a label, then the cheaper product.
@@ -291,8 +296,8 @@ def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[s
                 if shared_any and not (current[i] & current[j]): continue
                 others = set(output).union(*(current[k] for k in range(len(current)) if k not in (i, j)))
                 kept = (current[i] | current[j]) & others
-                size = lambda labs: math.prod(sizes[x] for x in labs)   # noqa: E731
-                score = (size(kept) - size(current[i]) - size(current[j]), size(current[i] | current[j]))
+                score = (_size(kept, sizes) - _size(current[i], sizes) - _size(current[j], sizes),
+                         _size(current[i] | current[j], sizes))
                 if best is None or score < best[0]: best = (score, i, j, kept)
         _, i, j, kept = best
         path.append((i, j))
@@ -319,9 +324,9 @@ def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], keep: set[str], si
         t = t.broadcast_to(tuple(sizes[x] for x in labels)) if any(t.shape[i] != sizes[x]
                                                                     for i, x in enumerate(labels)) else t
         return t.transpose([labels.index(x) for x in order])
-    n = lambda labs: math.prod(sizes[x] for x in labs)   # noqa: E731
-    at = arrange(a, la, batch + rows + summed).reshape(n(batch), n(rows), n(summed))
-    bt = arrange(b, lb, batch + summed + cols).reshape(n(batch), n(summed), n(cols))
+    nb, nr, ns, nc = (_size(labs, sizes) for labs in (batch, rows, summed, cols))
+    at = arrange(a, la, batch + rows + summed).reshape(nb, nr, ns)
+    bt = arrange(b, lb, batch + summed + cols).reshape(nb, ns, nc)
     res = matmul(at, bt).reshape(tuple(sizes[x] for x in batch + rows + cols))
     return res, batch + rows + cols
 

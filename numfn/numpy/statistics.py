@@ -37,9 +37,10 @@ def _check_axis_of_0d(t: Tensor, axis) -> None:
         for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
 
 
-def _variance(t: Tensor, axes, dtype, ddof, keepdims, where, mean, count, nan_mask=None) -> Tensor:
-    """Sum of squared deviations from the mean over `axes`, divided by the degrees of freedom count - ddof.
-    `count` is a Python int or an int64 Tensor with the reduced axes kept."""
+def _squared_deviations(t: Tensor, axes, dtype, keepdims, where, mean, count, nan_mask=None):
+    """(sum of squared deviations from the mean over `axes`, count shaped like that sum): the mean is the sum over
+    `count` elements (a Python int or an int64 Tensor with the reduced axes kept) unless `mean` is given; with
+    `nan_mask`, the NaN places deviate by zero."""
     if mean is None:
         m = _divide_into(t.sum(axis=axes, dtype=dtype, keepdims=True, where=where), count)
     else:
@@ -68,7 +69,7 @@ def _var(t: Tensor, axis, dtype, ddof, keepdims, where, mean, correction) -> Ten
     if dtype is None and not t.uop.dtype.is_float: dtype = dtypes.float64
     if mask is None: count = math.prod(t.shape[a] for a in axes)
     else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=True)
-    total, count = _variance(t, axes, dtype, ddof, keepdims, where, mean, count)
+    total, count = _squared_deviations(t, axes, dtype, keepdims, where, mean, count)
     dof = max(count - ddof, 0) if not isinstance(count, Tensor) else Tensor._elementwise(
         "maximum", Ops.MAX, count - ddof, 0)
     return _divide_into(total, dof)
@@ -165,7 +166,7 @@ def _nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction) -> Tensor:
     ddof = _ddof(ddof, correction)
     axes = normalize_axes(axis, arr.ndim)
     count = (~nan).sum(axis=axes, dtype=np.int64, keepdims=True, where=where)
-    total, count = _variance(arr, axes, dtype, ddof, keepdims, where, mean, count, nan_mask=nan)
+    total, count = _squared_deviations(arr, axes, dtype, keepdims, where, mean, count, nan_mask=nan)
     dof = count - ddof
     res = _divide_into(total, dof)
     # NumPy replaces the result by NaN where there are too few elements (dof <= 0)
