@@ -312,7 +312,7 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     u = last
     while u.op is Ops.SCATTER: u = u.src[0]
     if u is param: return last
-    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True))
+    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
 
 
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:

@@ -291,9 +291,10 @@ def _unique(t: Tensor) -> bool:
 
 
 def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tensor, injective: bool,
-          combine: Ops | None = None) -> None:
+          combine: Ops | None = None, gate: Tensor | None = None) -> None:
     """Store `value` (of `shape`) into x at `indices` (one per axis of x, broadcastable to `shape`): the base of x
-    gets a new version and every view of it follows. `combine` accumulates instead (ufunc.at)."""
+    gets a new version and every view of it follows. `combine` accumulates instead (ufunc.at); where `gate` (a
+    bool tensor broadcastable to `shape`) is false, nothing is written."""
     base = x.base if x.base is not None else x
     if base.memory == "constant":
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
@@ -304,7 +305,8 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
     if math.prod(shape) == 0: return
     base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
     srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
-    new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective))
+    if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
+    new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
 
 

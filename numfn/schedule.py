@@ -327,6 +327,7 @@ class _Versions:
 def _copy(u: UOp, tag) -> UOp:
     """A copy of `u` in memory of its own: CONTIGUOUS(u) with a tag that keeps two copies of one value apart (each
     is written in place by its own chain of writes)."""
+    if u.op is Ops.EMPTY: return UOp(Ops.EMPTY, u.dtype, (), (u.arg[0], ("copy", tag)))   # nothing to copy
     return UOp(Ops.CONTIGUOUS, u.dtype, (u,), ("copy", tag))
 
 
@@ -403,8 +404,9 @@ def _closure(deps: list[set[int]], start: set[int]) -> set[int]:
 
 
 def _alone(u: UOp) -> bool:
-    """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places."""
-    return u.op in (Ops.SCAN, Ops.SCATTER)
+    """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places;
+    memory whose values do not matter (EMPTY) gets no kernel at all."""
+    return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
 def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | None = None):
@@ -499,6 +501,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | 
 
     kernels, names = [], Counter()
     for gi in ordered:
+        if groups[gi][0].value.op is Ops.EMPTY: continue
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
@@ -524,7 +527,7 @@ def _write_hazard(value: UOp, lowered: LoweredKernel) -> UOp | None:
     if value.op is not Ops.SCATTER: return None
     store = lowered.sink.src[0]
     buf, index = store.src[0], store.src[1]
-    combine, injective = value.arg
+    combine, injective, _ = value.arg
     if any(u.op is Ops.LOAD and u.src[0] is buf for u in toposort([index])):   # x[f(x)] = ...
         return next(s for s in value.src[2:] if any(u.op is Ops.BUFFER or u.op is Ops.SCATTER for u in s.toposort()))
     for u in toposort([store.src[2]]):
