@@ -113,18 +113,27 @@ def scalar_dtype(value) -> DType:
     raise TypeError(f"not a scalar: {value!r}")
 
 
-@functools.cache
-def resolve_ufunc(ufunc_name: str, operands: tuple) -> tuple[tuple[DType, ...], DType]:
+def resolve_ufunc(ufunc_name: str, operands: tuple, dtype: DType | None = None) -> tuple[tuple[DType, ...], DType]:
     """Ask NumPy how `ufunc` types its operands: returns (operand dtypes to compute in, result dtype).
 
-    `operands` holds DTypes, or the Python types bool/int/float for weak scalars (NEP 50). Raises TypeError
-    worded by NumPy when the ufunc has no loop for these types (for example `bool - bool` or `float & float`).
+    `operands` holds DTypes, or the Python types bool/int/float for weak scalars (NEP 50); `dtype` is the ufunc's
+    dtype= argument (the loop's output type). Raises TypeError worded by NumPy when the ufunc has no loop for
+    these types (for example `bool - bool` or `float & float`), or when dtype= would need an unsafe cast.
     """
+    cast, outs = resolve_loop(ufunc_name, operands, dtype)
+    return cast, outs[0]
+
+
+@functools.cache
+def resolve_loop(ufunc_name: str, operands: tuple, dtype: DType | None = None) -> tuple[tuple[DType, ...],
+                                                                                        tuple[DType, ...]]:
+    """resolve_ufunc for ufuncs with several outputs (frexp, modf, divmod): (operand dtypes, result dtypes)."""
     ufunc = getattr(np, ufunc_name)
     npin = tuple(o if isinstance(o, type) else o.np for o in operands)
-    resolved = ufunc.resolve_dtypes(npin + (None,) * ufunc.nout)
+    kwargs = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype.np,) * ufunc.nout}
+    resolved = ufunc.resolve_dtypes(npin + (None,) * ufunc.nout, **kwargs)
     cast = tuple(_from_np_result(d, ufunc_name) for d in resolved[:ufunc.nin])
-    return cast, _from_np_result(resolved[ufunc.nin], ufunc_name)
+    return cast, tuple(_from_np_result(d, ufunc_name) for d in resolved[ufunc.nin:])
 
 
 def _from_np_result(dt: np.dtype, what: str) -> DType:
