@@ -165,15 +165,7 @@ class Tensor:
         one (the caller's or the global's memory), and an array sharing memory with another array still in use
         (a view and its base)."""
         if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
-        if self.pinned:
-            raise unsupported(f"in-place update ({symbol}=) of a function input or a captured array (or a view of "
-                              "one)", f"NumPy would change the caller's array; write x = x {symbol} y instead")
-        if self._family is not None:
-            self._family[:] = [r for r in self._family if r() is not None]
-            if any(r() is not self for r in self._family):
-                raise unsupported(f"in-place update ({symbol}=) of an array that shares memory with another array "
-                                  "still in use (a view and its base)", "NumPy would change both, numfn only this "
-                                  f"one; write x = x {symbol} y instead")
+        self._check_writable(f"in-place update ({symbol}=)", f"write x = x {symbol} y instead")
         result = compute(self, x)
         if result.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -185,6 +177,18 @@ class Tensor:
             result = result.astype(self.dtype)
         self.uop = result.uop
         return self
+
+    def _check_writable(self, what: str, instead: str) -> None:
+        """Refuse to update this array in place where NumPy would change memory numfn cannot update (see
+        `_inplace`); `what` names the update, `instead` says what to write instead."""
+        if self.pinned:
+            raise unsupported(f"{what} of a function input or a captured array (or a view of one)",
+                              f"NumPy would change the caller's array; {instead}")
+        if self._family is not None:
+            self._family[:] = [r for r in self._family if r() is not None]
+            if any(r() is not self for r in self._family):
+                raise unsupported(f"{what} of an array that shares memory with another array still in use (a view "
+                                  f"and its base)", f"NumPy would change both, numfn only this one; {instead}")
 
     def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
     def __isub__(self, x): return self._inplace("subtract", "-", operator.sub, x)
@@ -218,14 +222,14 @@ class Tensor:
         return u.expand(shape)
 
     @staticmethod
-    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None) -> Tensor:
         ts = [Tensor.lift(x) for x in operands]
-        if ufunc in _COMPARISONS and len(ts) == 2:
+        if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
             decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
         try:
-            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
-                else _weak_resolve(ufunc, ts)
+            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts), dtype) if not all(t.weak for t in ts) \
+                else _weak_resolve(ufunc, ts, dtype)
             if ufunc in _COMPARISONS and len(ts) == 2: cast = _compare_by_value(ts, cast)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
@@ -240,9 +244,9 @@ class Tensor:
         if u.dtype is not out: u = u.cast(out)
         return Tensor(u, weak=all(t.weak for t in ts))
 
-    def _unary(self, ufunc: str, op: Ops | None) -> Tensor:
+    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None) -> Tensor:
         try:
-            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,))
+            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {self.uop.dtype.name}, at {user_location()})") from None
         u = self.uop.cast(cast)
@@ -436,6 +440,13 @@ class Tensor:
             impl = getattr(impl, method, None)
             if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
             return impl(*inputs, **kwargs)
+        out = kwargs.get("out")
+        if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
+            # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+            raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                              "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                              "arrays you update with numfn.numpy (fnp.zeros, ...)")
+        if getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
             if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
                 # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
@@ -547,10 +558,10 @@ class recording_int_limits:
         _trace_state.int_limits = self.previous
 
 
-def _weak_resolve(ufunc: str, ts):
+def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     # both operands are Python scalars: NumPy would compute with the default int64/float64
     dts = tuple(t.uop.dtype for t in ts)
-    return resolve_ufunc(ufunc, dts)
+    return resolve_ufunc(ufunc, dts, dtype)
 
 
 def _power(base, exponent) -> Tensor:
