@@ -5,7 +5,8 @@ After these rules a backend only needs: + - * / (float), IDIV / IMOD (C truncati
 FMOD, comparisons (float ones false on NaN except !=), WHERE, AND / OR / XOR / SHL / SHR, NEG, MAX / MIN (on
 floats NaN-propagating like np.maximum: backends have fast instructions for that, which a select chain would
 hide from their vectorizers), CAST between types where the value is representable (plus bool and int->float),
-BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL, TRUNC, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW.
+BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL, TRUNC, RINT, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW
+and the other math functions of the unary and binary op sets (ASIN ... HYPOT: libm calls, or polynomials).
 """
 from __future__ import annotations
 

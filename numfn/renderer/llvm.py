@@ -23,8 +23,10 @@ _ICMP_S = {Ops.CMPLT: "slt", Ops.CMPLE: "sle", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _ICMP_U = {Ops.CMPLT: "ult", Ops.CMPLE: "ule", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
               Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
-              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum"}
-_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh"}
+              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10"}
+_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh",
+         Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh", Ops.EXPM1: "expm1",
+         Ops.LOG1P: "log1p", Ops.CBRT: "cbrt", Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
 
 
 def ltype(dt: DType) -> str:
@@ -95,8 +97,8 @@ def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
             return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
         if op in _LIBM:
             name = _LIBM[op] + ("f" if dt is dtypes.float32 else "")
-            f.declares.add(f"declare {t} @{name}({t})")
-            return f"call {t} @{name}({t} {a[0]})"
+            f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
+            return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
     else:
         if op in _INT_BIN: return f"{_INT_BIN[op]} {t} {a[0]}, {a[1]}"
         unsigned = sdt.is_unsigned or sdt.is_bool
