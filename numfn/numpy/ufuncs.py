@@ -533,6 +533,8 @@ nextafter = _make("nextafter", _nextafter, 2)
 def _spacing(x: UOp) -> UOp:
     # NumPy: nextafter(x, copysign(inf, x)) - x, and NaN for infinities
     away = _nextafter(x, _copysign(_c(x, math.inf), x)) - x
+    tiny = UOp.const(dtypes.int64 if x.dtype.itemsize == 8 else dtypes.int32, 1).bitcast(x.dtype)
+    away = x.eq(0.0).where(tiny, away)   # +0 and -0 both give the smallest positive denormal
     return x.alu(Ops.ABS).eq(_c(x, math.inf)).where(_c(x, math.nan), away)
 
 
