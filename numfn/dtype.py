@@ -12,7 +12,9 @@ import numpy as np
 class DType:
     """A scalar type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
 
-    DTypes are singletons (one object per type), so identity comparison is equality.
+    DTypes are singletons (one object per type), so identity comparison is equality. float16 is a storage type:
+    its values live in memory and registers as their 16 bits (cname/lname are uint16_t/i16), and every operation
+    on them computes in float32 and rounds back (codegen/decompose.py), as NumPy's float16 loops do.
     """
     name: str
     itemsize: int
@@ -74,6 +76,7 @@ class dtypes:
     uint16 = DType("uint16", 2, "u", "uint16_t", "i16")
     uint32 = DType("uint32", 4, "u", "uint32_t", "i32")
     uint64 = DType("uint64", 8, "u", "uint64_t", "i64")
+    float16 = DType("float16", 2, "f", "uint16_t", "i16")
     float32 = DType("float32", 4, "f", "float", "float")
     float64 = DType("float64", 8, "f", "double", "double")
     void = DType("void", 0, "v", "void", "void")
@@ -97,7 +100,7 @@ class dtypes:
 
 
 dtypes.all = (dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
-              dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64)
+              dtypes.uint32, dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64)
 _BY_NAME = {d.name: d for d in dtypes.all}
 
 # A Python scalar's "weak" type (NEP 50): it adopts the dtype of the array it meets where the kind allows.
@@ -137,9 +140,6 @@ def resolve_loop(ufunc_name: str, operands: tuple, dtype: DType | None = None) -
 
 
 def _from_np_result(dt: np.dtype, what: str) -> DType:
-    if dt.name == "float16":
-        raise TypeError(f"NumPy computes {what} of this input in float16, which numfn does not support; "
-                        "cast the input to float32 first (x.astype(np.float32))")
     return dtypes.from_numpy(dt)
 
 

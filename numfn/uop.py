@@ -282,6 +282,7 @@ def cast_scalar(value, dtype: DType):
     if dtype.is_bool: return bool(value)
     if dtype.is_float:
         value = float(value)
+        if dtype.itemsize == 2: return float(_np_float32(value, "float16"))
         return float(_np_float32(value)) if dtype.itemsize == 4 else value
     if isinstance(value, float):
         if not math.isfinite(value): return dtype.min if dtype.kind == "i" else 0
@@ -293,10 +294,10 @@ def cast_scalar(value, dtype: DType):
     return value
 
 
-def _np_float32(value: float):
+def _np_float32(value: float, name: str = "float32"):
     import numpy as np
     with np.errstate(over="ignore"):
-        return np.float32(value)
+        return np.dtype(name).type(value)
 
 
 def _infer_shape(u: UOp) -> tuple[int, ...] | None:

@@ -7,7 +7,7 @@ import math
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name, range_name
+from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
@@ -34,6 +34,7 @@ typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 
 def c_literal(value, dt: DType) -> str:
     if dt.is_bool: return "1" if value else "0"
+    if dt is dtypes.float16: return f"((uint16_t){half_bits(value)}U)"   # a storage type: its bits
     if dt.is_float:
         suffix = "f" if dt is dtypes.float32 else ""
         if math.isnan(value): return f"__builtin_nan{suffix}(\"\")"

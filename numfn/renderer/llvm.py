@@ -12,7 +12,7 @@ import struct
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name, range_name
+from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
 _INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
@@ -40,6 +40,7 @@ def storage_type(dt: DType) -> str:
 
 def llvm_literal(value, dt: DType) -> str:
     if dt.is_bool: return "true" if value else "false"
+    if dt is dtypes.float16: return str(half_bits(value) - (1 << 16 if half_bits(value) >= 1 << 15 else 0))
     if dt.is_float:
         # LLVM writes float constants as the bits of the equivalent double, in hex
         return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
