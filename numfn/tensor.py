@@ -384,7 +384,9 @@ class Tensor:
             raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
                              "which has no identity")
         dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
-        u = self.uop.cast(dt).reduce(op, axes) if axes else self.uop.cast(dt)
+        # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
+        acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
+        u = self.uop.cast(acc).reduce(op, axes).cast(dt) if axes else self.uop.cast(dt)
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         out = Tensor(u)
         if initial is not None:   # NumPy folds `initial` in like one more element
