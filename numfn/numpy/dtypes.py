@@ -15,8 +15,8 @@ import numpy as np
 from numfn.tensor import Tensor
 
 __all__ = ['bool_', 'bool', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64', 'intp', 'uintp',
-           'float32', 'float64', 'double', 'single', 'byte', 'ubyte', 'short', 'ushort', 'intc', 'uintc', 'int_',
-           'uint', 'generic', 'number', 'integer', 'signedinteger', 'unsignedinteger',
+           'float16', 'half', 'float32', 'float64', 'double', 'single', 'byte', 'ubyte', 'short', 'ushort', 'intc',
+           'uintc', 'int_', 'uint', 'generic', 'number', 'integer', 'signedinteger', 'unsignedinteger',
            'inexact', 'floating', 'dtype', 'finfo', 'iinfo', 'result_type', 'promote_types', 'can_cast',
            'issubdtype', 'pi', 'e', 'inf', 'nan', 'euler_gamma', 'newaxis', 'ndarray']
 
@@ -44,9 +44,10 @@ bool_ = _scalar_type(np.bool_)
 bool = bool_  # noqa: A001 - NumPy 2's name
 int8, int16, int32, int64 = (_scalar_type(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (_scalar_type(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
-float32, float64 = _scalar_type(np.float32), _scalar_type(np.float64)
-_BY_NUMPY = {t.__mro__[1]: t for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
-                                          float64)}
+float16, float32, float64 = _scalar_type(np.float16), _scalar_type(np.float32), _scalar_type(np.float64)
+half = float16
+_BY_NUMPY = {t.__mro__[1]: t for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+                                          float32, float64)}
 intp, uintp = _BY_NUMPY[np.intp], _BY_NUMPY[np.uintp]
 single, double = float32, float64
 byte, ubyte, short, ushort = _BY_NUMPY[np.byte], _BY_NUMPY[np.ubyte], _BY_NUMPY[np.short], _BY_NUMPY[np.ushort]

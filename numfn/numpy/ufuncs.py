@@ -192,7 +192,8 @@ class ufunc:
         return x
 
     def _tree(self, x: Tensor, axis: int, dt: DType) -> Tensor:
-        """Reduce one axis by combining halves (log2(n) elementwise levels that fuse into one kernel)."""
+        """Reduce one axis by combining halves: log2(n) elementwise levels, each stored while it is long (a loop
+        over its elements; fused into the next level, a long axis would be unrolled into one expression)."""
         while x.shape[axis] > 1:
             n = x.shape[axis]
             if n % 2:   # one more element: the identity, or the last element again for idempotent ufuncs
@@ -200,6 +201,7 @@ class ufunc:
                     full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), _const(self.identity, dt), dt)
                 x, n = concatenate([x, pad], axis=axis), n + 1
             x = self._combine(_take(x, axis, 0, n // 2), _take(x, axis, n // 2, n), dt)
+            if n // 2 > 8: x = x.contiguous()
         return x
 
     def _fold(self, x: Tensor, axis: int, dt: DType) -> Tensor:
@@ -306,6 +308,8 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
         if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
         if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
     shape = broadcast_shapes(*(t.shape for t in ts))
+    if not getattr(kernel, "native_float16", False):   # NumPy's float16 loops compute in float32, rounding once
+        cast = tuple(dtypes.float32 if d is dtypes.float16 else d for d in cast)
     results = _elementwise_graph(kernel, [Tensor(t.uop.cast(d))._broadcast(shape) for t, d in zip(ts, cast)])
     weak = builtins.all(t.weak for t in ts)
     out = tuple(Tensor(r.cast(d), weak) for r, d in zip(results, outs))
@@ -348,7 +352,15 @@ def _isnan(x: UOp) -> UOp: return x.ne(x)
 
 
 def _bits(x: UOp) -> tuple[DType, int]:
-    return (dtypes.uint64, 1 << 63) if x.dtype.itemsize == 8 else (dtypes.uint32, 1 << 31)
+    """The unsigned type of a float's bits and its sign bit."""
+    ut = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[x.dtype.itemsize]
+    return ut, 1 << (ut.bits - 1)
+
+
+def _native_float16(kernel: Callable) -> Callable:
+    """Mark a kernel that works on float16 bits itself (NumPy's float16 loops for these work on the bits too)."""
+    kernel.native_float16 = True
+    return kernel
 
 
 def _copysign(a: UOp, b: UOp) -> UOp:
@@ -513,12 +525,12 @@ def _signbit(x: UOp) -> UOp:
     return (x.bitcast(ut) & UOp.const(ut, sign)).ne(UOp.const(ut, 0))
 
 
-signbit = _make("signbit", _signbit, 1)
-copysign = _make("copysign", _copysign, 2)
+signbit = _make("signbit", _native_float16(_signbit), 1)
+copysign = _make("copysign", _native_float16(_copysign), 2)
 
 
 def _nextafter(x: UOp, y: UOp) -> UOp:
-    it = dtypes.int64 if x.dtype.itemsize == 8 else dtypes.int32
+    it = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize]
     up = x < y
     step = (x > _c(x, 0.0)).eq(up).where(UOp.const(it, 1), UOp.const(it, -1))
     moved = (x.bitcast(it) + step).bitcast(x.dtype)
@@ -527,18 +539,18 @@ def _nextafter(x: UOp, y: UOp) -> UOp:
     return (_isnan(x) | _isnan(y)).where(x + y, x.eq(y).where(y, moved))
 
 
-nextafter = _make("nextafter", _nextafter, 2)
+nextafter = _make("nextafter", _native_float16(_nextafter), 2)
 
 
 def _spacing(x: UOp) -> UOp:
     # NumPy: nextafter(x, copysign(inf, x)) - x, and NaN for infinities
     away = _nextafter(x, _copysign(_c(x, math.inf), x)) - x
-    tiny = UOp.const(dtypes.int64 if x.dtype.itemsize == 8 else dtypes.int32, 1).bitcast(x.dtype)
+    tiny = UOp.const({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize], 1).bitcast(x.dtype)
     away = x.eq(0.0).where(tiny, away)   # +0 and -0 both give the smallest positive denormal
     return x.alu(Ops.ABS).eq(_c(x, math.inf)).where(_c(x, math.nan), away)
 
 
-spacing = _make("spacing", _spacing, 1)
+spacing = _make("spacing", _native_float16(_spacing), 1)
 
 
 def _with_exponent(v: UOp, e: UOp) -> UOp:
@@ -842,8 +854,11 @@ def round(a, decimals: int = 0, out=None) -> Tensor:  # noqa: A001 - NumPy's nam
     t = _strong(a)
     dt = t.uop.dtype
     d = int(decimals)
-    if not dt.is_float and d >= 0: res = t
-    elif dt.is_bool: res = t
+    if dt.is_bool and d == 0: res = rint(t)    # float16, as NumPy's rint of bools
+    elif dt.is_bool:
+        raise TypeError(f"Cannot cast ufunc '{'multiply' if d > 0 else 'divide'}' output from dtype('float64') to "
+                        "dtype('bool') with casting rule 'same_kind'")
+    elif not dt.is_float and d >= 0: res = t
     else:
         x = t if dt.is_float else t.astype(np.float64)
         f = 10.0 ** builtins.abs(d)
