@@ -8,10 +8,9 @@ traced x (through __array_ufunc__) run the same code. The elementwise part is a 
 the math functions with their own kernel (arcsin, expm1, hypot, ...) are single IR ops rewritten into polynomial
 code by numfn/codegen/transcendental.py.
 
-`out=` writes into an array the function computed (an in-place update, with the same rules as `x += y`, see
-`Tensor._inplace`); an input or a captured array as out= is refused. `where=` needs out=: without it NumPy leaves
-the masked-out elements uninitialized, which numfn refuses rather than invent values (write
-`fnp.where(mask, f(x), fill)` instead).
+`out=` writes into the array given, as `out[...] = result` does (numfn.indexing: an input's memory is the caller's
+array, a captured array is refused). `where=` needs out=: without it NumPy leaves the masked-out elements
+uninitialized, which numfn refuses rather than invent values (write `fnp.where(mask, f(x), fill)` instead).
 """
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ import numpy as np
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_type
 from numfn.errors import unsupported, user_location
+from numfn.indexing import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy.manipulation import concatenate
 from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
@@ -126,16 +126,14 @@ class ufunc:
             if r.dtype != o.dtype and not np.can_cast(r.dtype, o.dtype, "same_kind"):
                 raise TypeError(f"Cannot cast ufunc '{self.__name__}' output from {r.dtype!r} to {o.dtype!r} with "
                                 "casting rule 'same_kind'")
-            value = r.uop.cast(o.uop.dtype)
-            value = Tensor(value)._broadcast(o.shape)
+            value = Tensor(r.uop.cast(o.uop.dtype))
             if not (where is True or where is np.True_):
                 mask = _truth(where)
                 if broadcast_shapes(mask.shape, o.shape) != o.shape:
                     raise ValueError(f"non-broadcastable operand with shape {mask.shape} doesn't match the broadcast "
                                      f"shape {o.shape}")
-                value = mask._broadcast(o.shape).alu(Ops.WHERE, value, o.uop)
-            o._check_writable(f"numpy.{self.__name__} with out=", f"use the result: y = numpy.{self.__name__}(...)")
-            o.uop = value
+                value = where_(mask, value, o)
+            setitem(o, Ellipsis, value)   # written into o's memory, as x[...] = value (views of it follow)
             final.append(o)
         return final[0] if self.nout == 1 else tuple(final)
 
