@@ -150,6 +150,11 @@ class Tensor:
         """The Python value of a constant."""
         return self.uop.arg
 
+    def known(self) -> np.ndarray | None:
+        """The values of this array when they are known while tracing (built from constants, captured arrays and
+        ranges: np.array([1, 2]), np.arange(3) * 2), as a NumPy array; else None (they depend on the inputs)."""
+        return known_value(self.uop)
+
     # ---------------------------------------------------------------------------------------------------------
     # things a tracer cannot do
     def _concrete(self, what: str):
@@ -315,8 +320,9 @@ class Tensor:
         copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing."""
         ops, u = [], uop
         while u is not self.uop:
-            if u.op not in MOVEMENT: return Tensor(uop, self.weak)
-            ops.append((u.op, u.arg))
+            if u.op is Ops.GATHER: ops.append((u.op, u.src[1:]))   # a read-only view (diagonal)
+            elif u.op in MOVEMENT: ops.append((u.op, u.arg))
+            else: return Tensor(uop, self.weak)
             u = u.src[0]
         base = self if self.base is None else self.base
         view = Tensor(uop, self.weak, base.memory)
@@ -334,17 +340,15 @@ class Tensor:
         for ref in self._views or ():
             view = ref()
             if view is None: continue
-            v = uop
-            for op, arg in view.chain: v = UOp(op, v.dtype, (v,), arg)
-            view.uop = v
+            view.uop = _replay(uop, view.chain)
             alive.append(ref)
         self._views = alive or None
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
         out, u = [], self.base.uop
-        for op, arg in self.chain:
-            nu = UOp(op, u.dtype, (u,), arg)
+        for step in self.chain:
+            nu = _replay(u, (step,))
             out.append((nu.shape, u.shape))
             u = nu
         return out
@@ -353,11 +357,12 @@ class Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
-    def reshape(self, *shape, order: str = "C") -> Tensor:
+    def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> Tensor:
+        if copy: return Tensor(self._reshaped(shape, order), self.weak)
         return self._view(self._reshaped(shape, order))
 
     def _reshaped(self, shape: tuple, order: str = "C") -> UOp:
-        if order != "C": raise unsupported(f"reshape with order={order!r}")
+        order = _memory_order(order, self.ndim, "reshape")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
         shape = tuple(operator.index(s) for s in shape)
         # NumPy 2 takes any negative number as the one unknown dimension
@@ -369,10 +374,16 @@ class Tensor:
             shape = tuple(self.size // known if s < 0 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        if order == "F":   # column-major: the same as reshaping the reversed axes in row-major order
+            u = self.uop.permute(tuple(range(self.ndim))[::-1]).reshape(shape[::-1])
+            return u.permute(tuple(range(len(shape)))[::-1])
         return self.uop.reshape(shape)
 
-    def flatten(self) -> Tensor: return Tensor(self._reshaped((-1,)), self.weak)   # a copy in NumPy
-    def ravel(self) -> Tensor: return self.reshape(-1)                             # a view in NumPy
+    def flatten(self, order: str = "C") -> Tensor:
+        return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
+
+    def ravel(self, order: str = "C") -> Tensor:
+        return self._view(self._reshaped((-1,), order))          # a view in NumPy
 
     def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
@@ -415,61 +426,78 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
-    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None) -> Tensor:
+    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None, where=None) -> Tensor:
         axes = normalize_axes(axis, self.ndim)
-        if name in ("max", "min") and initial is None and any(self.shape[a] == 0 for a in axes):
-            raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
-                             "which has no identity")
+        mask = reduction_mask(where, self.shape)
+        if name in ("max", "min") and initial is None:
+            ufunc = "maximum" if name == "max" else "minimum"
+            if mask is not None:
+                raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to use a where mask "
+                                 "one has to specify 'initial'")
+            if any(self.shape[a] == 0 for a in axes):
+                raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
         dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
+        init = None
+        if initial is not None:   # NumPy converts `initial` to the reduction's dtype (a Python int must fit it)
+            if isinstance(initial, int) and not isinstance(initial, (bool, np.generic)): check_scalar_fits(initial, dt)
+            init = Tensor.lift(initial).uop.cast(dt)
+            if init.shape != (): raise ValueError("Input object to FillWithScalar is not a scalar")
+        u = self.uop.cast(dt)
+        if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
+            fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
+            u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        u = self.uop.cast(acc).reduce(op, axes).cast(dt) if axes else self.uop.cast(dt)
+        u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        out = Tensor(u)
-        if initial is not None:   # NumPy folds `initial` in like one more element
-            out = Tensor._elementwise({"max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply"}[name],
-                                      op, out, initial)
-            out = out.astype(dt)
-        return out
+        if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
+        return Tensor(u)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("sum", out=out, where=where)
-        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial)
+        refuse("sum", out=out)
+        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial, where)
 
     def prod(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("prod", out=out, where=where)
-        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial)
+        refuse("prod", out=out)
+        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial, where)
 
     def max(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("max", out=out, where=where)
-        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial)
+        refuse("max", out=out)
+        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial, where)
 
     def min(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("min", out=out, where=where)
-        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial)
+        refuse("min", out=out)
+        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial, where)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
-        refuse("mean", out=out, where=where)
+        refuse("mean", out=out)
         if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
             for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
         axes = normalize_axes(axis, self.ndim)
-        count = math.prod(self.shape[a] for a in axes)
+        mask = reduction_mask(where, self.shape)
         acc = as_dtype(dtype) if dtype is not None else None
         x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_float else self.astype(np.float64)
-        total = x.sum(axis=axes, keepdims=keepdims)
-        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
+        total = x.sum(axis=axes, keepdims=keepdims, where=where)
+        if mask is None: count = Tensor(UOp.const(total.uop.dtype, math.prod(self.shape[a] for a in axes)))
+        else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=keepdims)
+        # NumPy divides into the sum's own dtype (true_divide with out=, unsafe casting)
+        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, count).astype(total.uop.dtype)
         return out_ if acc is None else out_.astype(acc)
 
     def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
         refuse("cumsum", out=out)
+        return self._scan("cumsum", Ops.ADD, axis, dtype)
+
+    def _scan(self, name: str, op: Ops, axis, dtype) -> Tensor:
+        """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
         x = self.reshape(-1) if flat else self
         ax = 0 if flat else normalize_axis(axis, x.ndim)
-        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else as_dtype(dtype)
+        dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
-        return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
+        return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
 
     # ---------------------------------------------------------------------------------------------------------
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
@@ -524,6 +552,19 @@ def tensor_method(name: str):
 @functools.cache
 def _signature_of(fn) -> inspect.Signature:
     return inspect.signature(fn)
+
+
+def _memory_order(order, ndim: int, what: str) -> str:
+    """'C' or 'F' for an order argument; 'A' and 'K' (which follow the memory layout, which traced arrays do not
+    have) only where all orders agree."""
+    if order is None: order = "C"
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order in ("A", "K"):
+        if ndim > 1: raise unsupported(f"{what} with order={order!r}", "traced arrays have no memory layout; pass "
+                                       "order='C' or 'F'")
+        return "C"
+    return order
 
 
 class _BigInt(Tensor):
@@ -634,6 +675,21 @@ class recording_trace:
         _trace_state.record = self.previous
 
 
+def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
+    """The where= mask of a reduction as a bool graph of `shape`, or None when every element takes part (NumPy's
+    default where=True). An array mask must be bool (NumPy casts it 'safe') and broadcast to `shape`."""
+    if where is None or where is True: return None
+    if isinstance(where, (bool, int, float)) and not isinstance(where, np.generic):   # Python scalars: truthiness
+        return UOp.const_like(dtypes.bool, bool(where), shape)
+    m = Tensor.lift(where)
+    if not m.uop.dtype.is_bool:
+        raise TypeError(f"Cannot cast array data from dtype('{m.uop.dtype.name}') to dtype('bool') according to the "
+                        "rule 'safe' (the where= mask)")
+    if broadcast_shapes(m.shape, shape) != shape:
+        raise ValueError(f"could not broadcast where mask from shape {m.shape} into shape {shape}")
+    return m._broadcast(shape)
+
+
 def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     # both operands are Python scalars: NumPy would compute with the default int64/float64
     dts = tuple(t.uop.dtype for t in ts)
@@ -700,6 +756,45 @@ def gather(x: Tensor, indices: Sequence) -> Tensor:
     return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs)))
 
 
+KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
+
+
+def known_value(u: UOp) -> np.ndarray | None:
+    """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
+    from numfn.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
+    done: dict[UOp, np.ndarray] = {}
+    for v in u.toposort():
+        if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: return None
+        op, src = v.op, [done[s] for s in v.src] if v.src else []
+        if op is Ops.CONST: out = np.array(v.arg, v.dtype.np)
+        elif op is Ops.IOTA: out = np.arange(v.arg, dtype=np.int64)
+        elif op is Ops.BUFFER and v.arg.data is not None: out = v.arg.data
+        elif op is Ops.RESHAPE: out = src[0].reshape(v.arg)
+        elif op is Ops.EXPAND: out = np.broadcast_to(src[0], v.arg)
+        elif op is Ops.PERMUTE: out = src[0].transpose(v.arg)
+        elif op is Ops.PAD: out = np.pad(src[0], v.arg)
+        elif op is Ops.SHRINK: out = src[0][tuple(slice(b, e) for b, e in v.arg)]
+        elif op is Ops.FLIP: out = np.flip(src[0], v.arg)
+        elif op is Ops.CAST:
+            with np.errstate(all="ignore"): out = src[0].astype(v.dtype.np)
+        elif op is Ops.WHERE: out = np.where(src[0], src[1], src[2])
+        elif op in _UFUNC:   # tensor-level ops mean what NumPy's ufuncs do
+            try:
+                with np.errstate(all="ignore"): out = np.asarray(_UFUNC[op](*src)).astype(v.dtype.np, copy=False)
+            except (ValueError, TypeError):   # integers to negative powers, ...: left to the program
+                return None
+        else: return None
+        done[v] = out
+    return done[u]
+
+
+def _replay(u: UOp, chain: tuple) -> UOp:
+    """A view's value from its base's: the chain's ops applied in turn (a GATHER's arg holds its indices)."""
+    for op, arg in chain:
+        u = UOp(op, u.dtype, (u, *arg)) if op is Ops.GATHER else UOp(op, u.dtype, (u,), arg)
+    return u
+
+
 def _holds_tensors(x) -> bool:
     return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensors(e)) for e in x)
 
@@ -708,7 +803,7 @@ def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
-    return view_offset(view.base.uop.shape, view.chain) is not None
+    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.uop.shape, view.chain) is not None
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

@@ -25,7 +25,7 @@ from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_t
 from numfn.errors import unsupported, user_location
 from numfn.indexing import setitem
 from numfn.numpy.creation import full, full_like
-from numfn.numpy.manipulation import concatenate
+from numfn.numpy import manipulation   # a module: manipulation imports this one too
 from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
 from numfn.uop import Ops, UOp, toposort
 
@@ -176,7 +176,7 @@ class ufunc:
         elif not self._reorderable:
             if initial is not _NO_VALUE and axes:   # the initial value starts the left fold
                 slab = tuple(1 if i == axes[0] else s for i, s in enumerate(a.shape))
-                x = concatenate([full(slab, _const(initial, dt), dt), x], axis=axes[0])
+                x = manipulation.concatenate([full(slab, _const(initial, dt), dt), x], axis=axes[0])
             res = self._fold(x, axes[0], dt) if axes else x
         else:
             res = self._reduce_axes(x, axes, dt)
@@ -197,7 +197,7 @@ class ufunc:
             if n % 2:   # one more element: the identity, or the last element again for idempotent ufuncs
                 pad = _take(x, axis, n - 1, n) if self.identity is None or self._idempotent else \
                     full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), _const(self.identity, dt), dt)
-                x, n = concatenate([x, pad], axis=axis), n + 1
+                x, n = manipulation.concatenate([x, pad], axis=axis), n + 1
             x = self._combine(_take(x, axis, 0, n // 2), _take(x, axis, n // 2, n), dt)
             if n // 2 > 8: x = x.contiguous()
         return x
@@ -239,7 +239,7 @@ class ufunc:
                                                                      for i in range(x.ndim))))
                 res = where_(pos >= k, self._combine(back, res, dt), res)
                 k *= 2
-        else: res = concatenate(self._unrolled(x, ax, dt), axis=ax)
+        else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
         return self._store((res,), out)
 
     def outer(self, A, B, /, **kwargs):
