@@ -17,13 +17,15 @@ EMBED_LIMIT_BYTES = 16 * 1024
 
 @dataclass(frozen=True)
 class Layout:
-    """Entry point parameters: outputs, then inputs (every input slot, used or not), then pointer constants."""
+    """Entry point parameters: outputs, then inputs (every input slot, used or not), then pointer constants, then
+    (for programs with extern calls) the externs table: the addresses of the `externs` symbols, in that order."""
     outputs: tuple[tuple[Buffer, DType], ...]
     inputs: tuple[tuple[Buffer, DType], ...]
     embedded_constants: tuple[tuple[Buffer, DType, np.ndarray], ...]
     pointer_constants: tuple[tuple[Buffer, DType, np.ndarray], ...]
     intermediates: tuple[tuple[Buffer, DType, int], ...]
     arena_bytes: int
+    externs: tuple[str, ...] = ()
 
 
 def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
@@ -36,4 +38,5 @@ def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
     embedded = tuple(c for c in consts if c[2].nbytes <= EMBED_LIMIT_BYTES)
     pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
     inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
-    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes)
+    externs = tuple(dict.fromkeys(s for ei in schedule if ei.lowered is None for s in ei.kernel.symbols()))
+    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, externs)

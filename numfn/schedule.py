@@ -96,9 +96,10 @@ _CATEGORY_ORDER = {"output": 0, "intermediate": 1, "input": 2, "constant": 3}
 
 @dataclass(frozen=True)
 class ExecItem:
-    """A kernel and the program buffers bound to its parameters."""
+    """A kernel and the program buffers bound to its parameters; or an extern call (numfn.extern.ExternKernel,
+    with `lowered` None)."""
     kernel: Kernel
-    lowered: LoweredKernel
+    lowered: LoweredKernel | None
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -106,7 +107,9 @@ class ExecItem:
 
     @property
     def op_count(self) -> int:
-        """ALU operations the kernel executes (a reduction counts one per element it combines)."""
+        """ALU operations the kernel executes (a reduction counts one per element it combines); for an extern call,
+        the routine's floating-point operations."""
+        if self.lowered is None: return self.kernel.flops
         return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else 1)
                    for u, c in self.lowered.evaluations.items() if u.op in ALU or u.op is Ops.REDUCE_AXIS)
 
@@ -193,6 +196,7 @@ def split_reductions(graph: UOp) -> UOp:
 class _Root:
     value: UOp
     targets: list   # BUFFER uops it is stored into (the first is its home: where other kernels load it from)
+    alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
 
 
 def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
@@ -212,11 +216,13 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
     roots = {_strip_contiguous(v): r for v, r in roots.items()}
     for r in roots.values(): r.value = _strip_contiguous(r.value)
+    externs = _prepare_externs(graph, roots)
 
     while True:
-        kernels = _build_kernels(roots)
+        kernels = _build_kernels(roots, externs)
         evaluations: Counter = Counter()
-        for k in kernels: evaluations.update(k[1].evaluations)
+        for k in kernels:
+            if k[1] is not None: evaluations.update(k[1].evaluations)
         realized = set(roots)
         cost_memo: dict = {}
         new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
@@ -227,11 +233,11 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
 
     # an intermediate that every consumer ended up computing inline needs no buffer
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
-    unused = [v for v, r in roots.items()
-              if r.targets[0].arg.category == "intermediate" and r.targets[0].arg not in loaded]
+    unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate" and
+              r.targets[0].arg not in loaded and v.op is not Ops.RESULT and r.alias is None]
     if unused:
         for v in unused: del roots[v]
-        kernels = _build_kernels(roots)
+        kernels = _build_kernels(roots, externs)
 
     items = Schedule(ExecItem(k, lk) for k, lk in kernels)
     return items, plan_memory(items)
@@ -281,36 +287,54 @@ def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
         return rebuild(value, True)
 
 
-def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]]:
-    topo = {u: i for i, u in enumerate(toposort(list(roots)))}
+def _build_kernels(roots: dict[UOp, _Root], externs: list[_Extern] = ()) -> list[tuple]:
+    # an extern call's in-out inputs come right after their sources, before anything that reads its results
+    topo = {u: i for i, u in enumerate(toposort([v for v, r in roots.items() if r.alias is not None] + list(roots)))}
     order = sorted(roots.values(), key=lambda r: topo[r.value])
-    # every realized value without a home gets an intermediate buffer
-    for n, r in enumerate(r for r in order if not r.targets or r.targets[0].arg.category == "intermediate"):
+    # every realized value without a home gets an intermediate buffer; an extern call's in-out input is stored into
+    # its result's home
+    for n, r in enumerate(r for r in order if r.alias is None and
+                          (not r.targets or r.targets[0].arg.category == "intermediate")):
         r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", n, r.value.shape))]
-    home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER}
-    realized = set(home)
+    for r in order:
+        if r.alias is not None: r.targets = [roots[r.alias].targets[0]]
+    home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER and r.alias is None}
+    realized = set(home) | {v for v, r in roots.items() if r.alias is not None}
+    # the extern call writing each RESULT (its value is never computed by a kernel), and what each call reads
+    written_by = {x.results[i]: e for e, x in enumerate(externs) for i in range(len(x.results))}
+    extern_reads = [x.reads(roots) for x in externs]
 
     # group roots of equal shape into one kernel unless one needs the other through a view or reduction;
     # roots in one group share subexpressions and compute each other inline
     groups: list[list[_Root]] = []
     group_of: dict[UOp, int] = {}
-    group_deps: list[set[int]] = []
+    group_deps: list[set] = []   # the groups (ints) and extern calls (("extern", e)) a group runs after
+
+    def step_of(v: UOp):
+        return ("extern", written_by[v]) if v in written_by else group_of.get(v)
+
+    def deps(step) -> set:
+        if not isinstance(step, tuple): return group_deps[step]
+        return {step_of(v) for v in extern_reads[step[1]]} - {None}
+
+    def closure(start: set) -> set:
+        seen, stack = set(start), list(start)
+        while stack:
+            for d in deps(stack.pop()):
+                if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+        return seen
+
     for r in order:
+        if r.value.op is Ops.RESULT: continue
         direct, loaded = _classify_uses(r.value, realized - {r.value})
-        needs = {group_of[v] for v in direct | loaded}
-
-        def closure(start: set[int]) -> set[int]:
-            seen, stack = set(start), list(start)
-            while stack:
-                for d in group_deps[stack.pop()]:
-                    if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
-            return seen
-
+        needs = {step_of(v) for v in direct | loaded} - {None}
+        read_by = [("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads]
         target = None
-        if r.value.op is not Ops.SCAN:
+        if r.value.op is not Ops.SCAN and r.alias is None:
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or g[0].value.op is Ops.SCAN: continue
-                if gi in {group_of[v] for v in loaded} or gi in closure(needs - {gi}): continue
+                if g[0].value.shape != r.value.shape or g[0].value.op is Ops.SCAN or g[0].alias is not None: continue
+                if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
+                if read_by and set(read_by) & closure({gi}): continue
                 target = gi
                 break
         if target is None:
@@ -321,13 +345,25 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
 
-    # kernels run after the kernels whose buffers they read
-    ordered: list[int] = []
-    while len(ordered) < len(groups):
-        ordered.append(next(gi for gi in range(len(groups)) if gi not in ordered and group_deps[gi] <= set(ordered)))
+    # kernels and extern calls run after the kernels and calls that write what they read
+    steps = list(range(len(groups))) + [("extern", e) for e in range(len(externs))]
+    ordered: list = []
+    done: set = set()
+    while len(ordered) < len(steps):
+        step = next(s for s in steps if s not in done and deps(s) <= done)
+        ordered.append(step)
+        done.add(step)
 
     kernels, names = [], Counter()
-    for gi in ordered:
+    for step in ordered:
+        if isinstance(step, tuple):
+            x = externs[step[1]]
+            name = f"X_{x.node.arg.routine}"
+            names[name] += 1
+            if names[name] > 1: name = f"{name}n{names[name] - 1}"
+            kernels.append((x.kernel(name, roots, home), None))
+            continue
+        gi = step
         members = {r.value for r in groups[gi]}
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, _kernel_value(r.value, members, home)))
                        for r in groups[gi] for t in r.targets)
@@ -341,6 +377,85 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
         if names[name] > 1: name = f"{name}n{names[name] - 1}"
         kernels.append((Kernel(name, ast, shape), lowered))
     return kernels
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# extern calls
+
+@dataclass
+class _Extern:
+    """An EXTERN node being scheduled: its RESULT nodes (every result, used or not, has a buffer), and per input
+    either its in-out copy (a root aliasing a result) or the realized value it is a view of."""
+    node: UOp
+    results: list
+    inputs: list   # per input: ("inout", wrapper root key) or ("view", value, base)
+
+    @property
+    def read_values(self) -> list[UOp]:
+        return [i[1] for i in self.inputs]
+
+    def reads(self, roots: dict) -> list[UOp]:
+        """The realized values (roots) whose buffers this call needs written first."""
+        out = []
+        for i in self.inputs:
+            if i[0] == "inout": out.append(i[1])
+            elif i[2] in roots: out.append(i[2])
+        return out
+
+    def kernel(self, name: str, roots: dict, home: dict):
+        from numfn.extern import ExternKernel, strided_view
+        results = tuple(roots[r].targets[0] for r in self.results)
+        operands = []
+        for i in self.inputs:
+            if i[0] == "inout":
+                operands.append(None)
+                continue
+            _, value, base = i
+            buf = home.get(base, base)
+            _, offset, strides = strided_view(value, lambda u, base=base: u is base)
+            operands.append((buf, offset, strides))
+        return ExternKernel(name, self.node, results, tuple(operands))
+
+
+def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
+    """Roots for every extern call: its results (a result that is an output is written there directly), its in-out
+    inputs (computed into the result's buffer), and the values its other inputs are views of (or the inputs
+    themselves, copied row-major, where the routine cannot take the view's strides)."""
+    from numfn.extern import ROUTINES, strided_view
+    externs = []
+    for node in (u for u in toposort([graph]) if u.op is Ops.EXTERN):
+        call = node.arg
+        results = [UOp(Ops.RESULT, dt, (node,), i) for i, (_, dt) in enumerate(call.results)]
+        for r in results:
+            root = roots.setdefault(r, _Root(r, []))
+            if len(root.targets) > 1:   # a result returned twice: copies into the other outputs
+                for k, t in enumerate(root.targets[1:]):
+                    key = UOp(Ops.CONTIGUOUS, r.dtype, (r,), ("copy", k))
+                    roots[key] = _Root(key, [t])
+                del root.targets[1:]
+        inputs = []
+        for j, v in enumerate(node.src):
+            if j in call.inout:
+                key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("extern input", j, id(node)))
+                roots[key] = _Root(key, [], alias=results[call.inout.index(j)])
+                inputs.append(("inout", key))
+                continue
+            # passed as a view of a buffer or a realized value, or of the value under its views, realized for it;
+            # else copied row-major
+            def is_base(u: UOp) -> bool: return u.op is Ops.BUFFER or u in roots
+            base = v
+            while base.op in MOVEMENT and base.op is not Ops.PAD and not is_base(base): base = base.src[0]
+            view = None if base.op in (Ops.CONST, Ops.IOTA, Ops.PAD) else \
+                strided_view(v, lambda u, base=base, is_base=is_base: u is base or is_base(u))
+            nb = len(call.batch)
+            if view is not None and ROUTINES[call.routine].accepts(call, j, v.shape[nb:], view[2][nb:]):
+                if not is_base(base): roots.setdefault(base, _Root(base, []))
+                inputs.append(("view", v, base))
+            else:
+                roots.setdefault(v, _Root(v, []))
+                inputs.append(("view", v, v))
+        externs.append(_Extern(node, results, inputs))
+    return externs
 
 
 # ---------------------------------------------------------------------------------------------------------------
