@@ -50,8 +50,13 @@ def _float_operands(*arrays) -> tuple[list[Tensor], DType]:
 
 
 def _int() -> DType:
+    """The dtype of LAPACK's integers (pivots, info); NumfnError when there is no LAPACK."""
     from numfn.runtime import blas
-    return dtypes.int64 if blas.interface().int_bits == 64 else dtypes.int32
+    iface = blas.interface()
+    if iface is None:
+        raise unsupported("numpy.linalg's decompositions without a BLAS/LAPACK library",
+                          "install scipy-openblas64 (pip install scipy-openblas64), and unset NUMFN_BLAS")
+    return dtypes.int64 if iface.int_bits == 64 else dtypes.int32
 
 
 def _stacked_2d(a: Tensor) -> None:
@@ -83,10 +88,7 @@ def _eye(n: int, batch: tuple[int, ...] = (), dt: DType = F64) -> Tensor:
 
 def _lapack(routine: str, batch: tuple[int, ...], params: tuple, inputs: list[Tensor], results: list) -> list[Tensor]:
     """The results of a LAPACK call (see numfn.extern.extern) as Tensors."""
-    from numfn.runtime import blas
-    if blas.interface() is None:
-        raise unsupported(f"numpy.linalg ({routine}) without a BLAS/LAPACK library",
-                          "install scipy-openblas64 (pip install scipy-openblas64), and unset NUMFN_BLAS")
+    _int()
     return [Tensor(u) for u in extern(routine, F64, batch, params, [t.uop for t in inputs], results)]
 
 
@@ -251,6 +253,7 @@ def _syevd(a: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor]:
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _zeros(batch + (n,)), _zeros(batch + (n, n))
     jobz = "V" if vectors else "N"
+    i = _int()
     lwork, liwork = workspace("syevd", F64, [jobz, "L", n, None, max(1, n), None, "work", -1, "iwork", -1, "int"])
     i = _int()
     # LAPACK reads the lower triangle of the column-major matrix it is given: a's lower triangle is the lower
@@ -288,6 +291,7 @@ def _gesdd(a: Tensor, full_matrices: bool, compute_uv: bool):
     jobz = "N" if not compute_uv else "A" if full_matrices else "S"
     ucols, vtrows = (m, n) if jobz == "A" else (k, k)
     ldu, ldvt = (max(1, m), max(1, vtrows)) if compute_uv else (1, 1)
+    i = _int()
     lwork, _ = workspace("gesdd", F64, [jobz, m, n, None, max(1, m), None, None, ldu, None, ldvt, "work", -1, "iwork",
                                         "int"])
     i = _int()
@@ -401,13 +405,14 @@ def lstsq(a, b, rcond=None):
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     """The Moore-Penrose pseudo-inverse, from the SVD with small singular values (below rcond times the largest)
     discarded, as NumPy computes it."""
+    given = Tensor.lift(a).uop.dtype
     (a,), rt = _float_operands(a)
     _stacked_2d(a)
     if rcond is not None and rtol is not None: raise ValueError("`rtol` and `rcond` can't be both set.")
     if rcond is None: rcond = 1e-15 if rtol is None else rtol
     m, n = a.shape[-2:]
     batch = a.shape[:-2]
-    if _empty(batch, m, n): return _zeros(batch + (n, m), rt)
+    if _empty(batch, m, n): return _zeros(batch + (n, m), given)   # NumPy: an empty array of a's own dtype
     u, s, vt = _gesdd(a, False, True)
     cutoff = Tensor.lift(rcond).astype(F64)[..., None] * s.max(axis=-1, keepdims=True)
     large = s > cutoff
