@@ -231,6 +231,21 @@ def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
                      Int(lda), Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
 
 
+def _syrk_accepts(call: ExternCall, j: int, shape, strides) -> bool:
+    return matrix_layout(*shape, strides[0], strides[1], 2 ** (call.int_bits - 1) - 1) is not None
+
+
+def _syrk_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+    # row-major C = X X^T; BLAS sees X^T (row-major X) or X (column-major X) and writes the lower triangle of
+    # column-major C, which is the upper triangle of the row-major result
+    n, k = call.params
+    nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
+    (x,) = ins
+    layout, ld = matrix_layout(n, k, x.strides[nb], x.strides[nb + 1], imax)
+    return [Call(0, (Char("L"), Char("T" if layout == "N" else "N"), Int(n), Int(k), Real(1.0), _ptr(x, nb), Int(ld),
+                     Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
+
+
 def _lapack(name: str, args: Callable) -> Routine:
     """A LAPACK routine on column-major matrices: its buffers hold the transposes, row-major (see numfn.numpy.linalg).
     `args(call, P)` lists the arguments, P(i) being the pointer to result i (or input -1-i)."""
@@ -255,6 +270,9 @@ def _one(n: int) -> int:
 ROUTINES: dict[str, Routine] = {
     "gemm": Routine(lambda call: (_prefix(call) + "gemm",), _gemm_calls,
                     lambda call: 2 * call.batch_size * math.prod(call.params), _gemm_accepts),
+    # X X^T (params n, k): one triangle of the symmetric result (the upper, row-major), half GEMM's work
+    "syrk": Routine(lambda call: (_prefix(call) + "syrk",), _syrk_calls,
+                    lambda call: call.batch_size * call.params[0] ** 2 * call.params[1], _syrk_accepts),
     # A X = B: results lu (n, n) <- input 0, x (nrhs, n) <- input 1, ipiv (n,), info
     "gesv": _lapack("gesv", lambda c, P: (Int(c.params[0]), Int(c.params[1]), P(0), Int(_one(c.params[0])), P(2),
                                           P(1), Int(_one(c.params[0])), P(3))),
@@ -422,7 +440,25 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     if iface is None or max(n, m, k) > iface.int_max: return None
     a = _broadcast_to(a, batch + (n, k))
     b = _broadcast_to(b, batch + (k, m))
+    if _is_transpose_of(b, a):   # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored
+        upper = extern("syrk", dt, batch, (n, k), [a], [((n, n), dt, -1, False)])[0]
+        rows = UOp.iota(n).reshape((n, 1)).expand((n, n))
+        cols = UOp.iota(n).reshape((1, n)).expand((n, n))
+        keep = rows.alu(Ops.CMPLE, cols)
+        shape = batch + (n, n)
+        keep = keep.reshape((1,) * len(batch) + (n, n)).expand(shape)
+        return keep.alu(Ops.WHERE, upper, upper.permute(tuple(range(len(batch))) + (len(batch) + 1, len(batch))))
     return extern("gemm", dt, batch, (n, m, k), [a, b], [((n, m), dt, -1, False)])[0]
+
+
+def _is_transpose_of(b: UOp, a: UOp) -> bool:
+    """Whether b is a's matrices transposed (the same memory read with the last two strides swapped)."""
+    def view(u):
+        return strided_view(u, lambda x: x.op not in MOVEMENT or x.op is Ops.PAD)
+    va, vb = view(a), view(b)
+    if va is None or vb is None or va[0] is not vb[0] or va[1] != vb[1]: return False
+    sa, sb = va[2], vb[2]
+    return a.shape[-2] == b.shape[-1] and sa[:-2] == sb[:-2] and (sa[-2], sa[-1]) == (sb[-1], sb[-2])
 
 
 def _broadcast_to(u: UOp, shape: tuple[int, ...]) -> UOp:
