@@ -378,7 +378,8 @@ class ExternProgram:
     dtype: DType
     int_bits: int
     written: int          # the first `written` params are written, the rest only read
-    parallel: None = None
+    # True when the batch loop may be split across numfn's thread pool (see build_extern_program)
+    parallel: bool | None = None
     externs: bool = True
 
     def __str__(self) -> str:
@@ -399,7 +400,19 @@ def build_extern_program(kernel: ExternKernel, table: tuple[str, ...]) -> Extern
     routine = ROUTINES[call.routine]
     slots = [table.index(s) for s in kernel.symbols()]
     calls = tuple(Call(slots[c.symbol], c.args) for c in routine.calls(call, ins, outs))
-    return ExternProgram(kernel.name, params, call.batch, calls, call.dtype, call.int_bits, len(kernel.outputs))
+    # a batch of small calls runs on numfn's threads, each call on one (BLAS does not thread calls this small):
+    # no shared scratch (every element has its own buffers), and the whole batch worth waking the pool
+    per_call = kernel.flops // max(call.batch_size, 1)
+    parallel = call.batch_size >= 2 and not any(call.shared) and per_call <= PARALLEL_MAX_CALL_FLOPS and \
+        kernel.flops >= PARALLEL_MIN_FLOPS
+    return ExternProgram(kernel.name, params, call.batch, calls, call.dtype, call.int_bits, len(kernel.outputs),
+                         True if parallel else None)
+
+
+# batched extern calls run on numfn's thread pool when each call is at most this much work (BLAS keeps calls this
+# small on one thread) and the whole batch at least this much
+PARALLEL_MAX_CALL_FLOPS = 1 << 20
+PARALLEL_MIN_FLOPS = 1 << 18
 
 
 @cache

@@ -138,12 +138,15 @@ def render_extern(prog) -> str:
     params = ["void *const *externs"] + [f"{'const ' if i >= prog.written else ''}{p.dtype.cname} *{buffer_name(p.arg)}"
                                          for i, p in enumerate(prog.params)]
     itype = "int64_t" if prog.int_bits == 64 else "int32_t"
-    lines = [f"static void {prog.name}({', '.join(params)}) {{"]
     total = 1
     for n in prog.batch: total *= n
+    core = f"{prog.name}_loop" if prog.parallel else prog.name
+    bounds = ", int64_t start, int64_t end" if prog.parallel else ""
+    lines = [f"static void {core}({', '.join(params)}{bounds}) {{"]
     indent = "  "
     if total > 1:
-        lines.append(f"  for (int64_t b = 0; b < {total}LL; b++) {{")
+        lo, hi = ("start", "end") if prog.parallel else ("0", f"{total}LL")
+        lines.append(f"  for (int64_t b = {lo}; b < {hi}; b++) {{")
         indent = "    "
     for k, call in enumerate(prog.calls):
         args, types, chars = [], [], 0
@@ -171,6 +174,15 @@ def render_extern(prog) -> str:
         lines.append(f"{indent}(({fn_type})externs[{call.symbol}])({', '.join(args)});")
     if total > 1: lines.append("  }")
     lines.append("}")
+    if prog.parallel:   # the batch loop on the thread pool, as a parallel kernel's outer loop
+        names = ["externs"] + [buffer_name(p.arg) for p in prog.params]
+        casts = [f"({decl[:decl.rindex('*') + 1]})ctx[{i}]" for i, decl in enumerate(params)]
+        lines += [f"static void {prog.name}_body(void **ctx, int64_t start, int64_t end) {{",
+                  f"  {prog.name}_loop({', '.join(casts)}, start, end);", "}",
+                  f"static void {prog.name}(numfn_pfor pfor, {', '.join(params)}) {{",
+                  f"  void *ctx[] = {{ {', '.join(f'(void *){n_}' for n_ in names)} }};",
+                  f"  if (pfor) pfor({prog.name}_body, ctx, {total}LL);",
+                  f"  else {prog.name}_loop({', '.join(names)}, 0, {total}LL);", "}"]
     return "\n".join(lines)
 
 

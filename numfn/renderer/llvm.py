@@ -267,14 +267,35 @@ def render_extern(prog) -> str:
         body += [f"  %fp{k} = getelementptr inbounds ptr, ptr %externs, i64 {call.symbol}",
                  f"  %fn{k} = load ptr, ptr %fp{k}",
                  f"  call void %fn{k}({', '.join(args)})"]
+    lo, hi = ("%start", "%end") if prog.parallel else ("0", str(total))
     if total > 1:
-        lines = entry + ["  br label %b.head", "b.head:", "  %b = phi i64 [ 0, %entry ], [ %b.next, %b.body ]",
-                         f"  %b.more = icmp slt i64 %b, {total}", "  br i1 %b.more, label %b.body, label %b.exit",
+        lines = entry + ["  br label %b.head", "b.head:", f"  %b = phi i64 [ {lo}, %entry ], [ %b.next, %b.body ]",
+                         f"  %b.more = icmp slt i64 %b, {hi}", "  br i1 %b.more, label %b.body, label %b.exit",
                          "b.body:", *body, "  %b.next = add nsw i64 %b, 1", "  br label %b.head", "b.exit:",
                          "  ret void"]
     else:
         lines = entry + body + ["  ret void"]
-    return "\n".join([f"define internal void @{prog.name}({', '.join(params)}) nounwind {{", *lines, "}"])
+    core = f"{prog.name}_loop" if prog.parallel else prog.name
+    bounds = ["i64 %start", "i64 %end"] if prog.parallel else []
+    out = [f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", *lines, "}"]
+    if prog.parallel:   # the batch loop on the thread pool, as a parallel kernel's outer loop
+        names = [p.split(" ")[-1] for p in params]
+        body = ["entry:"]
+        for i, name in enumerate(names):
+            body += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                     f"  {name} = load ptr, ptr {name}.slot"]
+        body += [f"  call void @{core}({', '.join(f'ptr {x}' for x in names)}, i64 %start, i64 %end)", "  ret void"]
+        wrap = ["entry:", f"  %ctx = alloca [{len(names)} x ptr]"]
+        for i, name in enumerate(names):
+            wrap += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                     f"  store ptr {name}, ptr {name}.slot"]
+        wrap += ["  %serial = icmp eq ptr %pfor, null", "  br i1 %serial, label %alone, label %pool",
+                 "alone:", f"  call void @{core}({', '.join(f'ptr {x}' for x in names)}, i64 0, i64 {total})",
+                 "  ret void", "pool:", f"  call void %pfor(ptr @{prog.name}_body, ptr %ctx, i64 {total})",
+                 "  ret void"]
+        out += [f"define internal void @{prog.name}_body(ptr %ctx, i64 %start, i64 %end) nounwind {{", *body, "}",
+                f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
+    return "\n".join(out)
 
 
 def _clock(name: str) -> list[str]:
