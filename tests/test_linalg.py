@@ -110,7 +110,8 @@ def test_products_around_the_blas_threshold(backend, dtype, n):
     # generated below the threshold, a GEMM call at and above it; both agree with NumPy for every operand layout
     rng = np.random.default_rng(50)
     a, b = rand((n, n + 1), dtype, rng), rand((n + 1, n), dtype, rng)
-    f = check(lambda a, b: (a @ b, a[:, :n].T @ b[:n], np.maximum(a @ b + 1, 0), (b.T @ a.T)[::-1], a[::-1] @ b),
+    f = check(lambda a, b: (a @ b, a[:, :n].T @ b[:n], np.maximum(a @ b + 1, 0), (b.T @ a.T)[::-1], a[::-1] @ b,
+                            a @ a.T, b.T @ b),
               a, b, backend=backend, scale=9.0 * (n + 1))
     assert ("X" in _kinds(f.specializations[0])) == (n * n * (n + 1) >= _extern.GEMM_MIN_MACS)
 
@@ -126,6 +127,12 @@ def test_gemm_operands_take_their_strides_and_epilogues_fuse():
     assert _kinds(nf) == ["X", "E"], str(nf.schedule)
     ext = next(ei.kernel for ei in nf.schedule if ei.lowered is None)
     assert {u.arg.category for u in ext.inputs} == {"input"}
+    # a product with its own transpose is a symmetric rank-k update (SYRK: half the work) and a mirroring kernel
+    g = numfn.jit(lambda x: (x @ np.swapaxes(x, -1, -2), np.swapaxes(x, -1, -2) @ x))
+    xs = rand((2, 70, 90), np.float32, rng)
+    for got, want in zip(g(xs), (xs @ np.swapaxes(xs, -1, -2), np.swapaxes(xs, -1, -2) @ xs)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert [ei.kernel.name for ei in g.specializations[0].schedule if ei.lowered is None] == ["X_syrk", "X_syrkn1"]
 
 
 @needs_blas
@@ -390,13 +397,17 @@ def test_linalg_under_vmap_and_svmap_with_errors():
 def test_linalg_results_with_threads_on_and_off():
     rng = np.random.default_rng(67)
     a = rand((96, 96), np.float64, rng) + 96 * np.eye(96)
-    f = numfn.jit(lambda a: (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T))
-    want = (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T)
+    many = rand((1200, 8, 8), np.float64, rng) + 8 * np.eye(8)   # a batch of small calls: on numfn's threads
+    rhs = rand((1200, 8, 2), np.float64, rng)
+    f = numfn.jit(lambda a, m, r: (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T,
+                                   L.solve(m, r), L.det(m)))
+    assert any(k.program.parallel for k in f.specialize(a, many, rhs).rendered_kernels if k.name == "X_gesv")
+    want = (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T, L.solve(many, rhs), L.det(many))
     before = numfn.runtime.threads.thread_count()
     try:
         for threads in (1, 2):
             numfn.set_num_threads(threads)
-            for g, e in zip(f(a), want): _close(g, e, np.float64, f"threads={threads}", scale=1000.0)
+            for g, e in zip(f(a, many, rhs), want): _close(g, e, np.float64, f"threads={threads}", scale=1000.0)
     finally:
         numfn.set_num_threads(before)
 
