@@ -401,7 +401,7 @@ def test_linalg_results_with_threads_on_and_off():
     rhs = rand((1200, 8, 2), np.float64, rng)
     f = numfn.jit(lambda a, m, r: (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T,
                                    L.solve(m, r), L.det(m)))
-    assert any(k.program.parallel for k in f.specialize(a, many, rhs).rendered_kernels if k.name == "X_gesv")
+    assert any(k.program.parallel for k in f.specialize(a, many, rhs).rendered_kernels if k.name.startswith("X_gesv"))
     want = (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T, L.solve(many, rhs), L.det(many))
     before = numfn.runtime.threads.thread_count()
     try:
