@@ -437,8 +437,12 @@ __all__ = ["ExternCall", "extern", "ExternKernel", "ExternProgram", "build_exter
 # matrix products
 
 # Products with at least this many multiply-adds (m*n*k per matrix) call BLAS's GEMM; smaller ones stay generated
-# code that fuses with what surrounds them (measured: benchmarks/bench_linalg.py, docs/performance.md)
+# code that fuses with what surrounds them (measured: benchmarks/bench_linalg.py, docs/performance.md). Generated
+# code is as fast as BLAS below it where its register tile fills whole vectors; where the result's rows are not a
+# multiple of a vector (an odd size, a few columns) the tile is narrow, and GEMM takes over from SMALL_GEMM_MACS.
 GEMM_MIN_MACS = 64 * 64 * 64
+SMALL_GEMM_MACS = 1 << 14
+VECTOR_BYTES = 64
 
 
 def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
@@ -448,7 +452,9 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     dt = a.dtype
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    if dt not in (dtypes.float32, dtypes.float64) or n * m * k < GEMM_MIN_MACS or 0 in batch: return None
+    if dt not in (dtypes.float32, dtypes.float64) or 0 in batch: return None
+    narrow = m > 1 and m % (VECTOR_BYTES // dt.itemsize) != 0
+    if n * m * k < (SMALL_GEMM_MACS if narrow else GEMM_MIN_MACS): return None
     iface = blas.interface()
     if iface is None or max(n, m, k) > iface.int_max: return None
     a = _broadcast_to(a, batch + (n, k))
