@@ -441,7 +441,7 @@ __all__ = ["ExternCall", "extern", "ExternKernel", "ExternProgram", "build_exter
 # code is as fast as BLAS below it where its register tile fills whole vectors; where the result's rows are not a
 # multiple of a vector (an odd size, a few columns) the tile is narrow, and GEMM takes over from SMALL_GEMM_MACS.
 GEMM_MIN_MACS = 64 * 64 * 64
-SMALL_GEMM_MACS = 1 << 14
+SMALL_GEMM_MACS = 1 << 15
 VECTOR_BYTES = 64
 
 

@@ -30,6 +30,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import thread_count
 from numfn.args import normalize_axis
+from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
@@ -62,6 +63,11 @@ def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     if op is Ops.EXTERN:   # the routine runs once more per example: one more batch axis (unbatched inputs broadcast)
         return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a.batched(size))
     if op is Ops.RESULT: return UOp(op, u.dtype, (x,), a)
+    if op is Ops.SCATTER:   # each example writes its own row: one more index, the batch position
+        domain = (size,) + u.src[1].shape
+        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
+        rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), rest[0], batch, *rest[1:]), a)
     raise NotImplementedError(f"vmap has no batching rule for {op.name}")
 
 
@@ -193,6 +199,14 @@ class _Mapped:
         nout = nf.out_tree.num_leaves
         for k, c in enumerate(nf.checks):   # the per-example checks, now over the batch, become the caller's
             add_check(Tensor(results[nout + 2 * k][0]), Tensor(results[nout + 2 * k + 1][0]), c.error)
+        writes = results[len(results) - len(nf.mutated_inputs):]
+        for slot, (new, _) in zip(nf.mutated_inputs, writes):   # every example wrote into its argument
+            t, ax = Tensor.lift(leaves[slot]), axes[slot]
+            if ax is None: raise unsupported("writing into an argument that vmap does not map (in_axes None)",
+                                             "every example would write into the same array; use svmap")
+            order = list(range(t.ndim))
+            order.insert(0, order.pop(ax % t.ndim))
+            t.transpose(order)[...] = Tensor(new)
         for (u, batched), ax in zip(results[:nout], self._out_axes(nf.out_tree)):
             if ax is None:
                 if batched: raise ValueError("out_axes=None for an output that depends on a mapped argument")
@@ -292,15 +306,19 @@ class BatchedProgram:
 
     def run(self, leaves: list, axes: list, size: int, out_axes: list):
         prog, base = self.compiled, self.base
+        for slot in base.mutated_inputs: base._check_writable(leaves, slot)
         outs = [np.empty((size,) + shape, dt.np) for shape, dt in base.out_specs]
-        ins = []
+        ins, views = [], []
         for leaf, ax, spec in zip(leaves, axes, base.in_specs):
             a = np.asarray(leaf, dtype=spec.dtype.np)
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
+            views.append(a)
             ins.append(np.ascontiguousarray(a))
         table = pointer_table((*outs, *ins, *base.pointer_constants(prog.manifest)))
         threads = min(thread_count(), size)
         if threads < 2 or size * self.ops_per_example < PARALLEL_MIN_OPS: threads = 1
+        # examples writing into one shared argument (in_axes None) write in turn, as a Python loop would
+        if any(axes[slot] is None for slot in base.mutated_inputs): threads = 1
         start = time.perf_counter()
         if threads > 1:
             from numfn.runtime.blas import single_threaded
@@ -312,6 +330,8 @@ class BatchedProgram:
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
+        for slot in base.mutated_inputs:   # arguments the examples wrote into, where they were copies
+            if ins[slot] is not views[slot]: np.copyto(views[slot], ins[slot], casting="unsafe")
         nout = base.out_tree.num_leaves
         if base.checks: raise_failed_checks(base.checks, outs[nout:])
         outs = outs[:nout]

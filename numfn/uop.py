@@ -54,6 +54,12 @@ class Ops(enum.Enum):
     # GATHER(x, i_0, ..., i_{n-1}): x[i_0[o], ..., i_{n-1}[o]] at every position o; one int64 index tensor per axis of
     # x, all of the result's shape and within x's bounds (the tracer clamps or checks them first)
     GATHER = enum.auto()
+    # SCATTER(old, value, i_0, ..., i_{n-1}): old with old[i_0[o], ..., i_{n-1}[o]] = value[o] at every position o of
+    # value (indices of value's shape, within old's bounds), in row-major order of o, so the last write wins. arg =
+    # (combine, injective): combine (ADD, MUL, MAX, MIN or None) accumulates into the old value instead (ufunc.at);
+    # injective says no two positions write the same element. It is a new version of old's memory: the scheduler
+    # writes it in place where nothing reads the old version afterwards.
+    SCATTER = enum.auto()
     # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis)
     REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
     # program structure
@@ -302,6 +308,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
     if op is Ops.GATHER: return u.src[1].shape
     if op is Ops.RESULT: return u.src[0].arg.results[u.arg][0]
+    if op is Ops.SCATTER: return u.src[0].shape
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape
     if op is Ops.PERMUTE: return tuple(s[i] for i in u.arg)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Ops, UOp
+from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -206,10 +206,34 @@ class _Lowerer:
         raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
 
 
+def kernel_domain(value: UOp) -> tuple[int, ...]:
+    """The loops of a kernel storing `value`: its shape, or for a SCATTER the shape of the values it writes."""
+    return value.src[1].shape if value.op is Ops.SCATTER else value.shape
+
+
+def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
+    """The strides (in elements of the base's row-major layout) of a view of a base of `base_shape` made by the
+    movement ops `chain` ((op, arg) pairs), or None when no strides describe it (a reshape NumPy would copy)."""
+    from numfn.symbolic import affine
+    base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
+    v = base
+    for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
+    lw = _Lowerer()
+    ranges = tuple(lw.new_range(n, "loop", ()) if n > 1 else ZERO for n in v.shape)
+    with deep_recursion():
+        loaded = lw.lower(v, ranges)
+    loads = [u for u in loaded.toposort() if u.op is Ops.LOAD]
+    if len(loads) != 1: return None
+    terms, _ = affine(loads[0].src[1])
+    coef = dict(terms)
+    if any(a.op is not Ops.RANGE for a in coef): return None
+    return tuple(coef.get(r, 0) if r is not ZERO else 0 for r in ranges)
+
+
 def lower_kernel(ast: UOp) -> LoweredKernel:
     """Lower a kernel AST: SINK(STORE(BUFFER, value), ...) where every value has the same shape."""
     stores = ast.src
-    shape = stores[0].src[1].shape
+    shape = kernel_domain(stores[0].src[1])
     lw = _Lowerer()
     idx, ranges = [], []
     for n in shape:
@@ -224,7 +248,14 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
         for st in stores:
             buf, value = st.src
             index = linear_index(tuple(idx), shape)
-            if value.op is Ops.SCAN:
+            if value.op is Ops.SCATTER:
+                # the kernel runs over the written values; the old version is in the buffer already
+                combine, injective = value.arg
+                index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in value.src[2:]), buf.arg.shape)
+                value = lw.lower(value.src[1], tuple(idx))
+                if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
+                if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
+            elif value.op is Ops.SCAN:
                 rop, axis = value.arg
                 i = idx[axis]
                 sequential.add(i)

@@ -232,7 +232,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
     out += [src for _, src in kernels]
-    pointers = [(b, dt, "") for b, dt in layout.outputs] + [(b, dt, "const ") for b, dt in layout.inputs] + \
+    pointers = [(b, dt, "") for b, dt in layout.outputs] + \
+        [(b, dt, "" if b in layout.written_inputs else "const ") for b, dt in layout.inputs] + \
         [(b, dt, "const ") for b, dt, _ in layout.pointer_constants]
     advancing = set() if batched is None else \
         {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
