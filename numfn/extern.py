@@ -279,8 +279,8 @@ ROUTINES: dict[str, Routine] = {
     # LU: results lu (n, n) <- input 0, ipiv (n,), info
     "getrf": _lapack("getrf", lambda c, P: (Int(c.params[0]), Int(c.params[0]), P(0), Int(_one(c.params[0])), P(1),
                                             P(2))),
-    # Cholesky (lower): results c (n, n) <- input 0, info
-    "potrf": _lapack("potrf", lambda c, P: (Char("L"), Int(c.params[0]), P(0), Int(_one(c.params[0])), P(1))),
+    # Cholesky, params (n, uplo): results c (n, n) <- input 0, info
+    "potrf": _lapack("potrf", lambda c, P: (Char(c.params[1]), Int(c.params[0]), P(0), Int(_one(c.params[0])), P(1))),
     # symmetric eigensolver, params (n, jobz, lwork, liwork): results v (n, n) <- input 0, w (n,), work, iwork, info
     "syevd": _lapack("syevd", lambda c, P: (Char(c.params[1]), Char("L"), Int(c.params[0]), P(0),
                                             Int(_one(c.params[0])), P(1), P(2), Int(c.params[2]), P(3),

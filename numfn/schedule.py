@@ -484,9 +484,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
         read_by = {("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads}
         target = None
-        if not _alone(r.value) and r.alias is None:
+        if not _alone(r.value):
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or _alone(g[0].value) or g[0].alias is not None: continue
+                if g[0].value.shape != r.value.shape or _alone(g[0].value): continue
                 if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
                 if read_by & closure({gi}): continue
                 target = gi

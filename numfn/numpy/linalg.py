@@ -242,9 +242,11 @@ def cholesky(a, /, *, upper: bool = False) -> Tensor:
     if upper: return _cm(cholesky(_cm(a))).astype(rt)
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _zeros(a.shape, rt)
-    c, info = _lapack("potrf", batch, (n,), [_cm(a)], [((n, n), F64, 0, False), ((), _int(), -1, False)])
+    # LAPACK sees a's buffer as a.T: the upper triangle of a.T is a's lower one, and the factor U = L.T it writes
+    # there, column-major, is L in the buffer's lower triangle (no transposing copy either way)
+    c, info = _lapack("potrf", batch, (n, "U"), [a], [((n, n), F64, 0, False), ((), _int(), -1, False)])
     _check(info, "Matrix is not positive definite")
-    return _tril(_cm(c)).astype(rt)
+    return _tril(c).astype(rt)
 
 
 def _syevd(a: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor]:
