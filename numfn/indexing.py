@@ -24,7 +24,7 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather
+from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, known_value
 from numfn.uop import Ops, UOp
 
 
@@ -120,14 +120,9 @@ def _wrap(t: Tensor, n: int, axis: int) -> Tensor:
 
 
 def _known(u: UOp) -> np.ndarray | None:
-    """The values of an index known while tracing (a captured array or a constant), else None."""
-    v = u
-    while v.op is Ops.CAST: v = v.src[0]
-    if v.op is Ops.BUFFER and v.arg.data is not None: return v.arg.data.astype(np.int64)
-    if v.op is Ops.CONST: return np.full(u.shape, v.arg, np.int64)
-    if v.op in (Ops.RESHAPE, Ops.EXPAND) and v.src[0].op is Ops.CONST:
-        return np.full(u.shape, v.src[0].arg, np.int64)
-    return None
+    """The values of an index known while tracing (see Tensor.known), else None."""
+    v = known_value(u)
+    return None if v is None else v.astype(np.int64)
 
 
 def is_basic(items: list[Item]) -> bool:
@@ -291,20 +286,22 @@ def _unique(t: Tensor) -> bool:
 
 
 def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tensor, injective: bool,
-          combine: Ops | None = None) -> None:
+          combine: Ops | None = None, gate: Tensor | None = None) -> None:
     """Store `value` (of `shape`) into x at `indices` (one per axis of x, broadcastable to `shape`): the base of x
-    gets a new version and every view of it follows. `combine` accumulates instead (ufunc.at)."""
+    gets a new version and every view of it follows. `combine` accumulates instead (ufunc.at); where `gate` (a
+    bool tensor broadcastable to `shape`) is false, nothing is written."""
     base = x.base if x.base is not None else x
     if base.memory == "constant":
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
                           "It is a constant of the compiled program; copy it first (y = x.copy()) or pass it as "
                           "an argument")
-    if base.memory == "readonly" or any(op is Ops.EXPAND for op, _ in x.chain):
+    if base.memory == "readonly" or any(op in (Ops.EXPAND, Ops.GATHER) for op, _ in x.chain):
         raise ValueError("assignment destination is read-only")
     if math.prod(shape) == 0: return
     base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
     srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
-    new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective))
+    if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
+    new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
 
 

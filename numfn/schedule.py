@@ -250,7 +250,12 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         if not new: break
-        for u in new: roots[u] = _Root(u)
+        # kernel values load realized values from their home buffers, whose numbers change with every build: a
+        # new root is named by the graph's own nodes instead
+        back = {r.targets[0]: v for v, r in roots.items() if r.targets and v.op is not Ops.BUFFER}
+        new = [v for v in (substitute(u, back) for u in new) if v not in roots]
+        if not new: break
+        for v in new: roots[v] = _Root(v)
 
     # an intermediate that every consumer ended up computing inline needs no buffer (a version of memory written
     # in place by later writes is needed whoever reads it)
@@ -346,6 +351,7 @@ class _Versions:
 def _copy(u: UOp, tag) -> UOp:
     """A copy of `u` in memory of its own: CONTIGUOUS(u) with a tag that keeps two copies of one value apart (each
     is written in place by its own chain of writes)."""
+    if u.op is Ops.EMPTY: return UOp(Ops.EMPTY, u.dtype, (), (u.arg[0], ("copy", tag)))   # nothing to copy
     return UOp(Ops.CONTIGUOUS, u.dtype, (u,), ("copy", tag))
 
 
@@ -412,8 +418,9 @@ def _kernel_value(value: UOp, inline: set, home: dict) -> tuple[UOp, set]:
 
 
 def _alone(u: UOp) -> bool:
-    """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places."""
-    return u.op in (Ops.SCAN, Ops.SCATTER)
+    """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places;
+    memory whose values do not matter (EMPTY) gets no kernel at all."""
+    return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
 def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_Extern] = ()):
@@ -549,6 +556,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_
             if names[name] > 1: name = f"{name}n{names[name] - 1}"
             kernels.append((x.kernel(name, roots, home), None))
             continue
+        if groups[gi][0].value.op is Ops.EMPTY: continue
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
@@ -574,7 +582,7 @@ def _write_hazard(value: UOp, lowered: LoweredKernel) -> UOp | None:
     if value.op is not Ops.SCATTER: return None
     store = lowered.sink.src[0]
     buf, index = store.src[0], store.src[1]
-    combine, injective = value.arg
+    combine, injective, _ = value.arg
     if any(u.op is Ops.LOAD and u.src[0] is buf for u in toposort([index])):   # x[f(x)] = ...
         return next(s for s in value.src[2:] if any(u.op is Ops.BUFFER or u.op is Ops.SCATTER for u in s.toposort()))
     for u in toposort([store.src[2]]):

@@ -158,6 +158,7 @@ class _Lowerer:
         op, src = u.op, u.src
         if op is Ops.CONST: return u
         if op is Ops.IOTA: return idx[0]
+        if op is Ops.EMPTY: return UOp.const(u.dtype, 0)   # read before anything was written: zeros, deterministic
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
             return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
@@ -250,12 +251,16 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
             index = linear_index(tuple(idx), shape)
             if value.op is Ops.SCATTER:
                 # the kernel runs over the written values; the old version is in the buffer already
-                combine, injective = value.arg
-                index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in value.src[2:]), buf.arg.shape)
+                combine, injective, gated = value.arg
+                srcs = value.src[2:-1] if gated else value.src[2:]
+                index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in srcs), buf.arg.shape)
+                gate = (lw.lower(value.src[-1], tuple(idx)),) if gated else ()
                 value = lw.lower(value.src[1], tuple(idx))
                 if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
                 if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
-            elif value.op is Ops.SCAN:
+                out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
+                continue
+            if value.op is Ops.SCAN:
                 rop, axis = value.arg
                 i = idx[axis]
                 sequential.add(i)

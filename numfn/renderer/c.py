@@ -79,8 +79,9 @@ def render_kernel(prog: Program) -> str:
             indent -= 1
             lines.append("  " * indent + "}")
             continue
-        if u.op is Ops.STORE:
-            lines.append(f"{pad}{ref(u.src[0])}[{ref(u.src[1])}] = {ref(u.src[2])};")
+        if u.op is Ops.STORE:   # a fourth source gates it
+            gate = f"if ({ref(u.src[3])}) " if len(u.src) > 3 else ""
+            lines.append(f"{pad}{gate}{ref(u.src[0])}[{ref(u.src[1])}] = {ref(u.src[2])};")
             continue
         if u.op is Ops.DEFINE_ACC:
             names[u] = f"acc{u.arg[1]}"
