@@ -149,8 +149,19 @@ def test_batched_gemm_broadcasts_like_matmul(sa, sb):
     check(lambda a, b: a @ b, a, b, backend="llvm", scale=9.0 * 70)
 
 
+@pytest.fixture
+def svmap_threads_stopped_after():
+    """svmap's thread pool (started by a large batch) is shut down after the test: other tests count threads (the
+    np.random guard of tests/test_random.py only raises while the process has one thread)."""
+    yield
+    from numfn import transforms
+    if transforms._pool is not None:
+        transforms._pool.shutdown(wait=True)
+        transforms._pool = None
+
+
 @needs_blas
-def test_gemm_under_vmap_svmap_and_threads():
+def test_gemm_under_vmap_svmap_and_threads(svmap_threads_stopped_after):
     rng = np.random.default_rng(53)
     xs, w = rand((6, 64, 70), np.float32, rng), rand((70, 66), np.float32, rng)
     want = np.tanh(xs @ w)
@@ -384,7 +395,7 @@ def test_invalid_arguments_raise_like_numpy():
 
 
 @needs_blas
-def test_linalg_under_vmap_and_svmap_with_errors():
+def test_linalg_under_vmap_and_svmap_with_errors(svmap_threads_stopped_after):
     rng = np.random.default_rng(66)
     a = rand((5, 4, 4), np.float64, rng) + 4 * np.eye(4)
     b = rand((5, 4), np.float64, rng)
