@@ -17,7 +17,8 @@ import hashlib
 import inspect
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
 from collections.abc import Callable
 from typing import Any
@@ -30,9 +31,11 @@ from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
-from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
+from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
+                            program_steps)
 from numfn.errors import unsupported
 from numfn.indexing import identity_indices
+from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.tensor import Check, Tensor, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
@@ -84,7 +87,8 @@ class NumericalFunction:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
-            out = self.fn(*args, **kwargs)
+            # Python loops and branches on traced values become numfn's (numfn.convert)
+            out = converted(self.fn)(*args, **kwargs)
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
@@ -179,17 +183,30 @@ class NumericalFunction:
         t0 = time.perf_counter()
         out = []
         renderer = _renderer(self.backend)
-        for ei in self.schedule:
+        names: Counter = Counter()
+        for ei in self.kernel_items:
+            name = ei.kernel.name   # kernels inside loops are named like the others: made unique here
+            names[name] += 1
+            if names[name] > 1: name = f"{name}_{names[name] - 1}"
             if ei.lowered is None:   # an extern call (numfn.extern)
                 from numfn.extern import build_extern_program
-                prog = build_extern_program(ei.kernel, self.layout.externs)
+                prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 continue
-            prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
-                                 parallel=ei.op_count >= PARALLEL_MIN_OPS)
+            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
+
+    @cached_property
+    def kernel_items(self) -> tuple[ExecItem, ...]:
+        """The schedule's kernels and extern calls, those inside loops and branches too, in program order."""
+        return tuple(ei for ei in all_items(self.schedule) if not isinstance(ei.kernel, LoopKernel))
+
+    @cached_property
+    def steps(self) -> list:
+        """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps)."""
+        return program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)})
 
     @cached_property
     def entry_name(self) -> str:
@@ -199,7 +216,7 @@ class NumericalFunction:
     def _source_template(self) -> str:
         return _renderer(self.backend).render_program(
             ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout,
-            profile=self.profile)
+            profile=self.profile, steps=self.steps)
 
     @cached_property
     def source(self) -> str:

@@ -340,9 +340,13 @@ class Tensor:
         base._views.append(weakref.ref(view))
         return view
 
-    def rebind(self, uop: UOp) -> None:
-        """Give this base array a new value (a new version of its memory): its live views now read it too."""
+    def rebind(self, uop: UOp, record: bool = True) -> None:
+        """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
+        body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
+        record = getattr(_trace_state, "record", None) if record else None
+        if record is not None and record.rebinds is not None and id(self) not in record.rebinds:
+            record.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
         self.uop = uop
         alive = []
         for ref in self._views or ():
@@ -644,6 +648,9 @@ class TraceRecord:
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
     cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
+    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
+    rebinds: dict | None = None
+    regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
 
 
 def _record_int_limit(slot: int, dt: DType) -> None:
@@ -673,15 +680,52 @@ def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
 
 
 class recording_trace:
-    """Context manager active while a function is traced: yields its TraceRecord."""
+    """Context manager active while a function is traced: yields its TraceRecord. `region=True` records a loop body
+    or branch inside a trace: its own checks and the arrays it rebinds, the argument limits shared with the
+    enclosing record."""
+
+    def __init__(self, region: bool = False):
+        self.region = region
 
     def __enter__(self) -> TraceRecord:
         self.previous = getattr(_trace_state, "record", None)
-        _trace_state.record = TraceRecord()
-        return _trace_state.record
+        record = TraceRecord()
+        if self.region:
+            if self.previous is None: raise RuntimeError("a region is traced inside a trace")
+            record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
+        _trace_state.record = record
+        return record
 
     def __exit__(self, *exc) -> None:
         _trace_state.record = self.previous
+
+
+class observing_rebinds:
+    """Context manager: yields a dict that collects the arrays rebound (written) while it is active, as a region's
+    record does, while checks and everything else still go to the current record."""
+
+    def __enter__(self) -> dict:
+        self.record = _trace_state.record
+        self.outer = self.record.rebinds
+        self.record.rebinds = {}
+        return self.record.rebinds
+
+    def __exit__(self, *exc) -> None:
+        seen, self.record.rebinds = self.record.rebinds, self.outer
+        if self.outer is not None:   # an enclosing region keeps each array's value from before it began
+            for k, v in seen.items(): self.outer.setdefault(k, v)
+
+
+def new_region_tag() -> int:
+    """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
+    counter = _trace_state.record.regions
+    counter[0] += 1
+    return counter[0]
+
+
+def tracing() -> bool:
+    """Whether this thread is tracing a function."""
+    return getattr(_trace_state, "record", None) is not None
 
 
 def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
