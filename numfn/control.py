@@ -142,7 +142,12 @@ class _Traced:
 
 def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
     with recording_trace(region=True) as rec:
-        values = fn(*args)
+        try:
+            values = fn(*args)
+        except BaseException:   # outer arrays the body wrote get their values back
+            for t, old in rec.rebinds.values():
+                if t.base is None: t.rebind(old, record=False)
+            raise
     return _Traced(values, rec.rebinds, rec.checks)
 
 
@@ -191,6 +196,7 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
                    enumerate(zip(specs, ph))]
         outer = [t.uop for t in extra]
         for t, p in zip(extra, ph_body[len(init):]): t.rebind(p.uop, record=False)   # the body sees the state
+        c = b = None
         try:
             c = _trace(lambda *a: [_as_state(cond_fn(*a), "a loop condition")], ph[:len(init)])
             for t, p in zip(extra, ph[len(init):]): t.rebind(p.uop, record=False)
@@ -200,8 +206,9 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
                      if t.base is None and not any(t is e for e in extra)]
             written = [t.uop for t in extra]
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
-            for t, old in (*c.rebinds.values(), *b.rebinds.values()):
-                if t.base is None: t.rebind(old, record=False)
+            for tr in (c, b):
+                for t, old in tr.rebinds.values() if tr is not None else ():
+                    if t.base is None: t.rebind(old, record=False)
             for t, old in zip(extra, outer): t.rebind(old, record=False)
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]

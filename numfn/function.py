@@ -94,8 +94,9 @@ class NumericalFunction:
         # have one (hidden outputs the dispatcher inspects)
         ts = [Tensor.lift(leaf) for leaf in leaves]
         values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
-        record.cut = [i for i, t in enumerate(ts) if t.runtime_length]
-        values += [ts[i].length for i in record.cut]
+        record.cut = [(i, a) for i, t in enumerate(ts) if t.runtime_length
+                      for a, length in enumerate(t.lengths) if length is not None]
+        values += [ts[i].lengths[a] for i, a in record.cut]
         # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
         # (x.T, x[:2]) or an input itself (x) is copied, never aliased
         outs = [UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values]
@@ -122,9 +123,9 @@ class NumericalFunction:
         return tuple(self._trace[2].mutated)
 
     @cached_property
-    def cut_outputs(self) -> tuple[int, ...]:
-        """Outputs whose first axis has a run-time length (x[mask], nonzero): stored at a bound, their lengths are
-        hidden outputs after the checks', and the dispatcher returns each cut to its length."""
+    def cut_outputs(self) -> tuple[tuple[int, int], ...]:
+        """(output, axis) for every axis of an output that has a run-time length (x[mask], nonzero, x[:n]): stored at
+        its bound, its length is a hidden output after the checks', and the dispatcher cuts the output to it."""
         return tuple(self._trace[2].cut)
 
     @cached_property
@@ -310,7 +311,7 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
-            for k, i in enumerate(cut): outs[i] = outs[i][:int(outs[lengths_at + k])]
+            for k, (i, a) in enumerate(cut): outs[i] = outs[i][(slice(None),) * a + (slice(int(outs[lengths_at + k])),)]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -592,9 +593,12 @@ class JitFunction(dispatcher_base()):
         for slot, new in zip(nf.mutated_inputs, outs[len(outs) - len(nf.mutated_inputs):]):
             leaves[slot][...] = new   # the callee wrote into this argument: the caller's array changes
         lengths_at = nout + 2 * len(nf.checks)
-        for k, i in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+        lengths: dict[int, list] = {}
+        for k, (i, a) in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+            lengths.setdefault(i, [None] * outs[i].ndim)[a] = outs[lengths_at + k].uop
+        for i, ls in lengths.items():
             from numfn.dynamic import DynTensor
-            outs[i] = DynTensor(outs[i].uop, outs[lengths_at + k].uop)
+            outs[i] = DynTensor(outs[i].uop, lengths=tuple(ls))
         return unflatten(nf.out_tree, outs[:nout])
 
     @property

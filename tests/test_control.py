@@ -418,3 +418,98 @@ def test_cond_and_switch(backend):
         a, b = jf(sign * x, np.int64(k))
         np.testing.assert_allclose(a, sign * x * 2 if (sign * x).sum() > 0 else sign * x - 1)
         np.testing.assert_allclose(b, [sign * x, sign * x * 10, -sign * x][min(max(k, 0), 2)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# slices whose bounds are traced values (loop variables): windows of run-time length
+
+def lu_nopivot(a):
+    a = a.copy()
+    n = a.shape[0]
+    for k in range(n - 1):
+        a[k + 1:, k] = a[k + 1:, k] / a[k, k]
+        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return a
+
+
+def cholesky(a):
+    n = a.shape[0]
+    L = np.zeros_like(a)
+    for j in range(n):
+        s = a[j, j] - np.dot(L[j, :j], L[j, :j])
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            L[i, j] = (a[i, j] - np.dot(L[i, :j], L[j, :j])) / L[j, j]
+    return L
+
+
+def forward_substitution(L, b):
+    x = np.zeros_like(b)
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def spd(n):
+    m = RNG.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_factorizations_with_loop_dependent_slices(backend, n):
+    a = spd(n)
+    check(lu_nopivot, a, backend=backend, scale=10.0 * n)
+    check(cholesky, a, backend=backend, scale=10.0 * n)
+    check(forward_substitution, np.linalg.cholesky(a), RNG.standard_normal(n), backend=backend, scale=10.0 * n)
+
+
+def windows(x, k):
+    w = x[k:, :k]
+    return (x[:k].sum(), x[k::-1, 0], x[k:1:-2].max(axis=0), x[-k:].mean(axis=1), np.cumsum(x[:k, 1])[-1],
+            w.T @ w, np.argmax(w, axis=0), w.max(axis=1), x[1:k, k:] * 2, x[:k][::-1] + x[-k:])
+
+
+def test_slices_with_traced_bounds(backend):
+    x = RNG.standard_normal((6, 6))
+    jf = numfn.jit(windows, backend=backend)
+    for k in (2, 3, 5):
+        check(windows, x, np.int64(k), backend=backend, jitted=jf)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        jf(x, np.int64(1))   # x[1:1:-2] is empty
+
+
+def window_views(a, k):
+    row = a[k, k:]          # a view: writing into it writes into a
+    row *= 2
+    col = a[k:, 0]
+    col[1:] = -1.0
+    a[:k, :k] += 100
+    return a[k:].sum()
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_windows_are_views(backend, k):
+    check_mutates(window_views, np.arange(16.0).reshape(4, 4), np.int64(k), backend=backend)
+
+
+def window_errors(x, k):
+    return x[:k] + x[:3]
+
+
+def test_window_shape_mismatch_raises_like_numpy():
+    jf = numfn.jit(window_errors)
+    np.testing.assert_allclose(jf(np.arange(5.0), np.int64(3)), np.arange(3.0) * 2)
+    with pytest.raises(ValueError, match="broadcast"):
+        jf(np.arange(5.0), np.int64(2))
+
+
+def sums_of_shrinking_prefixes(x):
+    acc = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        acc = acc + x[:n - i].sum()
+    return acc
+
+
+def test_loop_over_shrinking_windows(backend):
+    check(sums_of_shrinking_prefixes, np.arange(10.0), backend=backend, scale=1000.0)
