@@ -507,6 +507,44 @@ def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], li
     return leaves, trees
 
 
+def _carriable(v) -> bool:
+    from numfn.convert import is_unbound
+    return not is_unbound(v) and all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray))
+                                     for x in flatten(v)[0])
+
+
+def _local_slots(state: tuple, fresh: set[int]) -> list[int]:
+    """The state slots a native loop does not carry: values still unbound, and those bound in the body (`fresh`:
+    unbound when the loop began) to something a loop cannot carry (a list, an object)."""
+    from numfn.convert import is_unbound
+    return [k for k, v in enumerate(state) if is_unbound(v) or (k in fresh and not _carriable(v))]
+
+
+class _Slots:
+    """A statement's state with some slots left out of a native region: `inner` fills them back (unbound) for the
+    Python function of a body or branch, `outer` drops them from what it gives, `after` marks them undefined."""
+
+    def __init__(self, names: tuple, local: list[int]):
+        self.names, self.local = names, set(local)
+        self.kept = [k for k in range(len(names)) if k not in self.local]
+
+    def outer(self, values) -> list:
+        values = list(values)
+        return [values[k] for k in self.kept]
+
+    def inner(self, kept_values) -> list:
+        from numfn.convert import _UNBOUND
+        full = [_UNBOUND] * len(self.names)
+        for k, v in zip(self.kept, kept_values): full[k] = v
+        return full
+
+    def after(self, kept_values, why: str) -> tuple:
+        from numfn.convert import undefined
+        full = self.inner(kept_values)
+        for k in self.local: full[k] = undefined(self.names[k], why)
+        return tuple(full)
+
+
 def _unflatten_state(leaves: list, trees: list) -> list:
     out, at = [], 0
     for tdef in trees:
@@ -534,22 +572,27 @@ def run_for_range(start, stop, step, body, state, names, flags, line):
     if static and step == 0: raise ValueError("range() arg 3 must not be zero")
     if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
         return _python_for(start, stop, step, body, state, flags)
+    from numfn.convert import is_unbound
     f: list = [False] * len(flags)
-    if static and not _is_traced(state):
+    fresh = {k for k, v in enumerate(state) if is_unbound(v)}
+    # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
+    # when some are bound only inside the loop (that binds them: the native loop then carries them)
+    if static and (not _is_traced(state) or fresh):
         if not range(start, stop, step): return tuple(state)
         with observing_rebinds() as wrote:
             out = body(start, *f, *state)
         f, state = list(out[:len(flags)]), tuple(out[len(flags):])
         start += step
-        if not wrote and not _is_traced(out):
-            if f and _truth(f[0]): return state
-            return _python_for(start, stop, step, body, state, flags)
+        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
+        if not wrote and not _is_traced(out): return _python_for(start, stop, step, body, state, flags)
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
-    carried = _loop_state(state, names, line)
+    slots = _Slots(names, _local_slots(state, fresh))
+    carried = _loop_state(tuple(slots.outer(state)), tuple(slots.outer(names)), line)
     if carried is None:
         if static: return _python_for(start, stop, step, body, state, flags)
-        _refuse_python_state(names, state, line, "a for loop")
+        _refuse_python_state(tuple(slots.outer(names)), tuple(slots.outer(state)), line, "a for loop")
     leaves, trees = carried
+    kept_names = tuple(slots.outer(names))
     n_flags = len(flags)
     lo = Tensor.lift(start).astype(np.int64)
     hi = Tensor.lift(stop).astype(np.int64)
@@ -565,10 +608,10 @@ def run_for_range(start, stop, step, body, state, names, flags, line):
 
     def step_body(i, *rest):
         f, vals = list(rest[:n_flags]), _unflatten_state(list(rest[n_flags:]), trees)
-        out = body(i, *f, *vals)
-        new_flags, new_vals = list(out[:n_flags]), list(out[n_flags:])
+        out = body(i, *f, *slots.inner(vals))
+        new_flags, new_vals = list(out[:n_flags]), slots.outer(out[n_flags:])
         new_leaves = []
-        for v, tdef, name in zip(new_vals, trees, names):
+        for v, tdef, name in zip(new_vals, trees, kept_names):
             ls, t2 = flatten(v)
             if t2 != tdef:
                 raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
@@ -578,9 +621,14 @@ def run_for_range(start, stop, step, body, state, names, flags, line):
 
     # the index's range inside the body (spares index checks: x[i] with stop <= len(x))
     bounds = {0: (start, max(start, stop - 1)) if step > 0 else (min(start, stop + 1), start)} if static else None
-    out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(names, trees),
+    out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
                        bounds)
-    return tuple(_unflatten_state(out[1 + n_flags:], trees))
+    return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
+
+
+def _compiled_loop_local(line: int) -> str:
+    return (f"it is assigned inside the loop at line {line}, which runs compiled, and only there; assign it "
+            "before the loop to read it after")
 
 
 def _zero_step(_) -> BaseException:
@@ -609,7 +657,9 @@ def _truth(x) -> bool:
 def run_while(cond, body, state, names, flags, line):
     """`while test:` of converted code: Python while the test is a Python value; once it is traced (or after a
     few iterations whose state holds arrays), a native loop from the state reached."""
+    from numfn.convert import is_unbound
     vals = tuple(state)
+    fresh = {k for k, v in enumerate(vals) if is_unbound(v)}
     f = [False] * len(flags)
     peeled = 0
     while True:
@@ -621,21 +671,23 @@ def run_while(cond, body, state, names, flags, line):
         out = body(*f, *vals)
         f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
         peeled += 1
-    carried = _loop_state(vals, names, line)
-    if carried is None: _refuse_python_state(names, vals, line, "a while loop")
+    slots = _Slots(names, _local_slots(vals, fresh))
+    kept_names = tuple(slots.outer(names))
+    carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
+    if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
     leaves, trees = carried
     leaves = [Tensor(t.uop, weak=t.weak) for t in leaves]
     n_flags = len(flags)
     init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
 
     def more(*rest):
-        t = Tensor.lift(cond(*rest[:n_flags], *_unflatten_state(list(rest[n_flags:]), trees)))
+        t = Tensor.lift(cond(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees))))
         return t.astype(np.bool_) & ~rest[0] if n_flags else t.astype(np.bool_)
 
     def step_body(*rest):
-        out = body(*rest[:n_flags], *_unflatten_state(list(rest[n_flags:]), trees))
+        out = body(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees)))
         new = [Tensor.lift(x) for x in out[:n_flags]]
-        for v, tdef, name in zip(out[n_flags:], trees, names):
+        for v, tdef, name in zip(slots.outer(out[n_flags:]), trees, kept_names):
             ls, t2 = flatten(v)
             if t2 != tdef:
                 raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
@@ -643,18 +695,22 @@ def run_while(cond, body, state, names, flags, line):
             new += [_as_state(x, name) for x in ls]
         return new
 
-    out = while_region(more, step_body, init, list(flags) + _leaf_names(names, trees))
-    return tuple(_unflatten_state(out[n_flags:], trees))
+    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees))
+    return slots.after(_unflatten_state(out[n_flags:], trees), _compiled_loop_local(line))
 
 
-def run_if(test, then, orelse, state, names, line):
+def run_if(test, then, orelse, state, names, both, line):
     """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one."""
     if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
     t = Tensor.lift(test)
     if t.ndim and t.size != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
                          "a.all()")
-    carried = _loop_state(tuple(state), ("",) * len(state), line)
+    from numfn.convert import is_unbound
+    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it
+    ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v)])
+    outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])
+    carried = _loop_state(tuple(ins.outer(state)), ("",) * len(ins.kept), line)
     if carried is None:
         raise NumfnError(f"a branch at line {line} on a traced value reads a variable that is not an array or a "
                          f"number (at {user_location()})")
@@ -663,7 +719,10 @@ def run_if(test, then, orelse, state, names, line):
 
     def branch(fn):
         def run(*vals):
-            out = fn(*_unflatten_state(list(vals), trees))
+            out = outs.outer(fn(*ins.inner(_unflatten_state(list(vals), trees))))
+            if any(is_unbound(v) for v in out):
+                raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
+                                 f"{user_location()})")
             ls, tdef = flatten(tuple(out))
             out_trees.append(tdef)
             if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls):
@@ -673,11 +732,14 @@ def run_if(test, then, orelse, state, names, line):
         return run
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
-    out = branch_region(index, [branch(orelse), branch(then)], leaves, names)
+    out_names = tuple(outs.outer(names))
+    out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
     if len(set(out_trees)) != 1:
-        raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, names))} different "
-                         f"structures (at {user_location()})")
-    return unflatten(out_trees[0], out)
+        raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
+                         f"different structures (at {user_location()})")
+    return outs.after(unflatten(out_trees[0], out),
+                      f"only one side of the branch at line {line} assigns it, and which side runs is decided by a "
+                      "traced value; assign it before the if (or on both sides)")
 
 
 def logical(kind: str, thunks) -> Any:

@@ -30,6 +30,7 @@ import linecache
 import sys
 import textwrap
 import weakref
+from collections import Counter
 from collections.abc import Callable
 
 from numfn import debug
@@ -93,8 +94,9 @@ def _assigned(nodes: list[ast.stmt]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _read(nodes) -> set[str]:
-    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def _reads(node: ast.AST) -> Counter:
+    """How many times `node` reads each name (nested functions included: they may read it too)."""
+    return Counter(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
 
 
 def _contains(nodes, kinds) -> ast.AST | None:
@@ -120,8 +122,10 @@ def _contains(nodes, kinds) -> ast.AST | None:
 class _Converter:
     """Rewrites a function body's statements; `defined` tracks the names bound so far (parameters first)."""
 
-    def __init__(self, params: list[str]):
+    def __init__(self, params: list[str], function: ast.FunctionDef, line0: int):
+        self.line0 = line0             # the source file's line of the function's first line, less one
         self.defined: list[str] = list(params)
+        self.reads = _reads(function)   # how often the function reads each name (counted before any rewriting)
         self.counter = 0
 
     def fresh(self, what: str) -> str:
@@ -154,10 +158,25 @@ class _Converter:
         return [s]
 
     # ---- loops ----
-    def _carried(self, body: list[ast.stmt], extra: tuple = ()) -> list[str]:
-        """The names a loop carries: those its body (or test) assigns that exist before it."""
+    def _carried(self, loop: ast.stmt) -> list[str]:
+        """The names a loop carries: those its body assigns that exist before it or are read outside it (those
+        start unbound: as in Python, they are visible after a loop that ran). A temporary of the body is not
+        carried: a compiled loop would keep it in memory from one iteration to the next."""
         known = set(self.defined)
-        return [n for n in _assigned(body) if n in known or n in extra]
+        inside = _reads(loop)
+        return [n for n in _assigned(loop.body) if n in known or self.reads[n] > inside[n]]
+
+    def _unbind(self, names: list[str], at: ast.stmt) -> list[ast.stmt]:
+        """`if unbound(n): del n` for each of `names` not surely bound before the statement, so that a name a
+        statement did not bind stays unbound after it (Python's NameError), not bound to a marker."""
+        known = set(self.defined)
+        out = []
+        for n in names:
+            if n in known: continue
+            test = _call(f"{_RT}.unbound", [_load(n)])
+            out.append(ast.copy_location(ast.If(test=test, body=[ast.Delete([ast.Name(n, ast.Del())])], orelse=[]),
+                                         at))
+        return out
 
     def for_range(self, s: ast.For) -> list[ast.stmt]:
         if s.orelse: return self._unconverted(s, "a for loop with an else: clause")
@@ -168,7 +187,7 @@ class _Converter:
         target = s.target.id
         self.defined.append(target)
         body_stmts, flags = self._loop_flags(s.body)
-        carried = self._carried(s.body)
+        carried = self._carried(s)
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
@@ -178,16 +197,15 @@ class _Converter:
         call = _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None),
                                           ast.Name(fn, ast.Load()), _tuple(carried, defaults=True),
                                           ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
-                                          ast.Constant(s.lineno)])
+                                          ast.Constant(s.lineno + self.line0)])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
-        self.defined += [n for n in carried if n not in self.defined]
-        return [body_def, ast.copy_location(assign, s)]
+        return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
 
     def while_(self, s: ast.While) -> list[ast.stmt]:
         if s.orelse: return self._unconverted(s, "a while loop with an else: clause")
         if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
         body_stmts, flags = self._loop_flags(s.body)
-        carried = self._carried(s.body)
+        carried = self._carried(s)
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
@@ -197,9 +215,9 @@ class _Converter:
         body_def = _def(body_fn, flags + carried, new_body, [_load(n) for n in flags + carried], s)
         call = _call(f"{_RT}.while_", [_load(cond_fn), _load(body_fn), _tuple(carried, defaults=True),
                                        ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
-                                       ast.Constant(s.lineno)])
+                                       ast.Constant(s.lineno + self.line0)])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
-        return [cond_def, body_def, ast.copy_location(assign, s)]
+        return [cond_def, body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
 
     def _loop_flags(self, body: list[ast.stmt]) -> tuple[list[ast.stmt], list[str]]:
         """The body with break/continue turned into flags: statements after one are guarded by `if not flag`, and
@@ -223,16 +241,19 @@ class _Converter:
         self.defined = saved
         if returns:   # every path returns: the returned value is the branch's result
             body, orelse = _returning(body, ret), _returning(orelse, ret)
-        assigned = _assigned(body + orelse) + ([ret] if returns else [])
-        outs = [n for n in assigned if n in known or (n in after_body and n in after_else) or n == ret]
+        # every name either side assigns goes in and comes out: one a side does not bind keeps its value from
+        # before (unbound if it had none: Python's NameError on a later read, or on a traced test an error naming
+        # the branch)
+        outs = list(dict.fromkeys(_assigned(body + orelse) + ([ret] if returns else [])))
+        both = [n for n in outs if (n in after_body and n in after_else) or n == ret]
         true_fn, false_fn = self.fresh("then"), self.fresh("else")
-        ins = [n for n in outs if n in known]
-        t_def = _def(true_fn, ins, body, [_load(n) for n in outs], s)
-        f_def = _def(false_fn, ins, orelse or [ast.Pass()], [_load(n) for n in outs], s)
-        call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(ins, defaults=True),
-                                    ast.Constant(tuple(outs)), ast.Constant(s.lineno)])
+        t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
+        f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
+        call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
+                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)), ast.Constant(s.lineno + self.line0)])
         stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
-        self.defined += [n for n in outs if n not in self.defined]
+        stmts += self._unbind([n for n in outs if n not in both], s)
+        self.defined += [n for n in both if n not in self.defined]
         if returns: stmts.append(ast.copy_location(ast.Return(ast.Name(ret, ast.Load())), s))
         return stmts
 
@@ -241,7 +262,7 @@ class _Converter:
         it); inside, loops and branches are still converted."""
         s.body = self.block(s.body)
         self.defined += _assigned([s])
-        marker = ast.Expr(_call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno)]))
+        marker = ast.Expr(_call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)]))
         return [ast.copy_location(marker, s), s]
 
 
@@ -289,9 +310,10 @@ def _returning(stmts: list[ast.stmt], ret: str) -> list[ast.stmt]:
         if isinstance(s, ast.Return):
             out.append(ast.copy_location(ast.Assign(targets=[ast.Name(ret, ast.Store())],
                                                     value=s.value or ast.Constant(None)), s))
-            break
+            return out
         out.append(s)
-    return out or [ast.Pass()]
+    # a path that falls off the end of the function returns None
+    return out + [ast.Assign(targets=[ast.Name(ret, ast.Store())], value=ast.Constant(None))]
 
 
 def _guard(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
@@ -361,6 +383,7 @@ def converted(fn: Callable) -> Callable:
     """`fn` with its loops and branches converted (cached per function); `fn` itself when it cannot be."""
     code = getattr(fn, "__code__", None)
     if code is None: return fn
+    if getattr(fn, "__module__", "").startswith("numfn."): return fn   # numfn's own functions are written to trace
     found = _cache.get(code)
     if found is None:
         try:
@@ -403,7 +426,7 @@ def _convert(fn: Callable):
     args = fdef.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] + \
         [a.arg for a in (args.vararg, args.kwarg) if a is not None]
-    conv = _Converter(params)
+    conv = _Converter(params, fdef, first - 1)
     fdef.body = conv.block(fdef.body)
     fdef.decorator_list = []
     free = list(fn.__code__.co_freevars)
@@ -429,6 +452,10 @@ class Runtime:
             return get()
         except (NameError, UnboundLocalError):
             return _UNBOUND
+
+    @staticmethod
+    def unbound(x) -> bool:
+        return x is _UNBOUND
 
     @staticmethod
     def and_(*thunks):
@@ -465,16 +492,45 @@ class Runtime:
         return run_while(cond, body, state, names, flags, line)
 
     @staticmethod
-    def if_(test, then, orelse, state, names, line):
+    def if_(test, then, orelse, state, names, both, line):
         from numfn.control import run_if
-        return run_if(test, then, orelse, state, names, line)
+        return run_if(test, then, orelse, state, names, both, line)
 
 
 class _Unbound:
-    """A variable not bound yet when a converted statement runs (bound inside it)."""
+    """A variable not bound yet when a converted statement runs (bound inside it). Using it raises
+    UnboundLocalError: a body that reads a variable an earlier iteration was to bind."""
+    __slots__ = ("_why",)
+
+    def __init__(self, why: str = "a variable is read before it is assigned"):
+        self._why = why
 
     def __repr__(self) -> str:
         return "<unbound>"
 
+    def _fail(self, *args, **kwargs):
+        raise UnboundLocalError(self._why)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"): raise AttributeError(name)
+        self._fail()
+
+
+for _m in ("bool", "index", "int", "float", "complex", "len", "iter", "getitem", "setitem", "array", "call", "neg",
+           "pos", "abs", "invert", "lt", "le", "gt", "ge", "matmul", "rmatmul", *(
+               f"{r}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                                     "lshift", "rshift") for r in ("", "r", "i"))):
+    setattr(_Unbound, f"__{_m}__", _Unbound._fail)
+del _m
 
 _UNBOUND = _Unbound()
+
+
+def undefined(name: str, why: str) -> _Unbound:
+    """The value of `name` after a compiled statement that binds it on some paths only: reading it raises an
+    UnboundLocalError saying why."""
+    return _Unbound(f"{name!r} has no value here: {why}")
+
+
+def is_unbound(x) -> bool:
+    return isinstance(x, _Unbound)

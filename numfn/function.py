@@ -533,6 +533,7 @@ class JitFunction(dispatcher_base()):
         self.fn = fn
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        nums, names = _static_both_ways(fn, nums, names)
         self._static = (tuple(sorted(nums)), tuple(names))
         self._backend = backend
         self._specializations: dict = {}
@@ -608,6 +609,20 @@ class JitFunction(dispatcher_base()):
 
     def __repr__(self) -> str:
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
+
+
+def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
+    """Static arguments named by position also by name and the other way round (as JAX does): an argument is
+    static however the caller passes it."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = tuple(dict.fromkeys([*nums, *(positional.index(n) for n in names if n in positional)]))
+    names = tuple(dict.fromkeys([*names, *(positional[k] for k in nums
+                                            if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY)]))
+    return nums, names
 
 
 def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None):

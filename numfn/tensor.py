@@ -110,6 +110,8 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
+        from numfn.convert import is_unbound
+        if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------

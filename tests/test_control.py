@@ -513,3 +513,72 @@ def sums_of_shrinking_prefixes(x):
 
 def test_loop_over_shrinking_windows(backend):
     check(sums_of_shrinking_prefixes, np.arange(10.0), backend=backend, scale=1000.0)
+
+
+# ---- names bound on some paths only: Python's rules, or an error saying why ---------------------------------------
+def _bound_in_one_branch(x, flag):
+    if flag:
+        y = x + 1
+    if flag:
+        return y * 2
+    return x
+
+
+def _last_of_short_loop(x):
+    for i in range(3):
+        last = x[i] * 2
+    return last
+
+
+def _last_of_long_loop(x):
+    for i in range(50):
+        last = x[i] * 2
+        x = x + 1
+    return last
+
+
+def _last_of_traced_loop(x, n):
+    for i in range(n):
+        last = x * i
+        x = x + 1
+    return last
+
+
+def _one_sided_traced(x):
+    if x.sum() > 0:
+        y = x + 1
+    return y
+
+
+def _never_bound(x):
+    for i in range(0):
+        z = x
+    return z
+
+
+def _python_temporary(x, n):
+    for i in range(n):
+        pair = [x, x]
+        x = pair[0] + 1
+    return x
+
+
+def test_names_bound_inside_statements_follow_python():
+    x = np.arange(60.0)
+    f = numfn.jit(_bound_in_one_branch, static_argnames="flag")   # static by name, passed by position
+    np.testing.assert_array_equal(f(x[:3], True), _bound_in_one_branch(x[:3], True))
+    np.testing.assert_array_equal(f(x[:3], False), _bound_in_one_branch(x[:3], False))
+    assert numfn.jit(_last_of_short_loop)(x) == _last_of_short_loop(x)
+    assert numfn.jit(_last_of_long_loop)(x) == _last_of_long_loop(x)     # first iteration binds it; then a loop
+    np.testing.assert_array_equal(numfn.jit(_python_temporary)(x[:4], 5), _python_temporary(x[:4], 5))
+    with pytest.raises(UnboundLocalError):
+        numfn.jit(_never_bound)(x)
+
+
+@pytest.mark.parametrize("fn,args,words", [
+    (_one_sided_traced, (np.ones(3),), "only one side of the branch"),
+    (_last_of_traced_loop, (np.ones(3), 4), "inside the loop at line"),
+])
+def test_names_bound_on_some_traced_paths_are_refused_saying_why(fn, args, words):
+    with pytest.raises(UnboundLocalError, match=words):
+        numfn.jit(fn)(*args)
