@@ -164,8 +164,9 @@ class Tensor:
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
-            "Express data-dependent choices with numfn.numpy.where(condition, a, b) instead of Python if/while, "
-            "and return arrays instead of converting them to Python numbers.")
+            "if/while/for-range statements on traced values compile (docs/control-flow.md), but not conditional "
+            "expressions, nor code whose source numfn cannot read; choose elementwise with "
+            "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
 
     def __bool__(self): self._concrete("using an array as a Python bool (if, while, and, or, not)")
     def __float__(self): self._concrete("float()")
