@@ -551,13 +551,13 @@ def _one_sided_traced(x):
 
 
 def _never_bound(x):
-    for i in range(0):
+    for _ in range(0):
         z = x
     return z
 
 
 def _python_temporary(x, n):
-    for i in range(n):
+    for _ in range(n):
         pair = [x, x]
         x = pair[0] + 1
     return x
