@@ -218,6 +218,7 @@ class _Root:
     targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
     keep: bool = False         # stored so that a write can happen in place (see _write_hazard): never dropped
+    last: bool = False         # its kernel runs after every other (it writes an argument's memory back)
 
 
 def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
@@ -306,6 +307,7 @@ class _Versions:
         self.output_copies: set[UOp] = set()   # copies of versions into outputs that are not their chain's home
         self.prev: dict[UOp, UOp] = {}        # SCATTER -> the version it overwrites (its old value, or its copy)
         self.chain_of: dict[UOp, UOp] = {}    # every version (first ones too) -> the first version of its chain
+        self.solo: set[UOp] = set()           # roots that get kernels of their own (they read different versions)
 
     def plan(self, roots: dict[UOp, _Root]) -> None:
         """Make every SCATTER and the version it overwrites a root, and give each chain one home buffer (the
@@ -345,6 +347,14 @@ class _Versions:
                     roots[copy] = _Root(copy, extra, list(extra))
                     self.output_copies.add(copy)
                 roots[v].targets = [home] if home is not None else []
+            if first.op is not Ops.BUFFER and _is_copy(first) and first.src[0].op is Ops.BUFFER and \
+                    chain[-1] in self.in_place:
+                # writes into an argument that had to start from a copy: the last version goes back into the
+                # argument's memory, after everything that reads the argument as it was
+                back = _copy(chain[-1], ("argument", first.src[0].arg.number))
+                roots[back] = _Root(back, [], [first.src[0]], last=True)
+                self.output_copies.add(back)
+                self.solo.add(back)
 
     def next_writers(self) -> dict[UOp, list[UOp]]:
         out: dict[UOp, list[UOp]] = {}
@@ -411,6 +421,9 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
         if key in memo: return memo[key]
         if u is not value and u in home and not (elementwise and u in inline):
             out = home[u]
+            loaded.add(u)
+        elif u.op is Ops.BUFFER:   # an input's memory, read as it is before any write into it
+            out = u
             loaded.add(u)
         else:
             keeps = elementwise and u.op in ELEMENTWISE
@@ -502,9 +515,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
         read_by = {("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads}
         target = None
-        if not _alone(r.value):
+        if not _alone(r.value) and r.value not in versions.solo:
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or _alone(g[0].value): continue
+                if g[0].value.shape != r.value.shape or _alone(g[0].value) or g[0].value in versions.solo: continue
                 if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
                 if read_by & closure({gi}): continue
                 target = gi
@@ -516,6 +529,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         groups[target].append(r)
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
+    for gi, g in enumerate(groups):
+        if any(r.last for r in g):
+            group_deps[gi] |= (set(range(len(groups))) | {("extern", e) for e in range(len(externs))}) - {gi}
 
     # the kernels' values, and which realized values (so which versions of memory) each loads
     values, reads = [], []
@@ -537,8 +553,10 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     for gi, rs in enumerate(reads):
         for v in rs:
             if v in versions.chain_of: chain_reads.setdefault((gi, versions.chain_of[v]), set()).add(v)
-    for vs in chain_reads.values():
-        if len(vs) > 1:   # one kernel needs two versions of one memory: the writes after the oldest use a copy
+    for (gi, _), vs in chain_reads.items():
+        if len(vs) > 1 and len(groups[gi]) > 1:   # a kernel of several values reading two versions: split it
+            return None, lambda g=groups[gi]: versions.solo.update(r.value for r in g)
+        if len(vs) > 1:   # one value needs two versions of one memory: the writes after the oldest use a copy
             return None, versions.copy_fix(writers[min(vs, key=lambda u: topo[u])][0])
     for gi, rs in enumerate(reads):
         for v in rs:
