@@ -28,6 +28,7 @@ from numfn import debug
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
+from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
@@ -417,7 +418,7 @@ class JitFunction(dispatcher_base()):
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
     arguments' shapes, dtypes and static values, and runs its native code.
 
-    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built once and kept in the disk cache): a
+    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built with the package): a
     call with plain positional arrays and scalars of a signature seen before goes straight to native code. Any
     other call (keyword or static arguments, containers, a new signature) takes `_dispatch_miss`, which computes
     the signature in Python, compiles if needed, and registers the fast path for next time. `out=` passes
@@ -452,6 +453,7 @@ class JitFunction(dispatcher_base()):
             with self._lock:
                 nf = self._specializations.get(full)
                 if nf is None:
+                    extensions.warn_missing()   # once per process, if numfn was installed without them
                     nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
                     self._specializations[full] = nf
                 if compile:
