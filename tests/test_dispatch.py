@@ -731,3 +731,67 @@ def test_extensions_compile_warning_free(cc, tmp_path):
                "-I", sysconfig.get_paths()["include"], "-I", np.get_include(), src, "-o", str(tmp_path / "x.o")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{src}:\n{proc.stderr}"
+
+
+# ---- the thread pool ---------------------------------------------------------------------------------------------
+
+THREAD_CHANGES = r'''
+import json, random, threading, time
+import numpy as np, numfn
+
+f = numfn.jit(lambda x: np.sqrt(x) * x + 1.0)      # a parallel kernel (2^21 elements, ~10 operations each)
+x = np.arange(1 << 21, dtype=np.float64)
+expected = np.sqrt(x) * x + 1.0
+numfn.set_num_threads(1)
+f(x)
+bad, calls, stop = [], [0], threading.Event()
+
+def call():
+    while not stop.is_set():
+        r = f(x)
+        calls[0] += 1
+        # counted twice: a late worker may still write into r after the call returned
+        if not np.array_equal(r, expected): bad.append([int(np.count_nonzero(r != expected)) for _ in range(2)])
+
+def change(seed):
+    rng = random.Random(seed)
+    while not stop.is_set(): numfn.set_num_threads(rng.randint(1, 6))
+
+callers = [threading.Thread(target=call) for _ in range(3)]
+for t in callers: t.start()
+for k in range(2, 65):          # the pool grows while regions run: each new worker starts during one
+    numfn.set_num_threads(k)
+    time.sleep(0.001)
+changers = [threading.Thread(target=change, args=(i,)) for i in range(2)]
+for t in changers: t.start()    # then two threads change the count at random while three threads call
+time.sleep(0.5)
+stop.set()
+for t in callers + changers: t.join()
+print(json.dumps({"calls": calls[0], "bad": bad}))
+'''
+
+
+def test_changing_the_thread_count_while_kernels_run(tmp_path):
+    # issue 18: set_num_threads while another thread ran a parallel kernel left parts of the output unwritten (a
+    # worker created during a region joined it and reported done for a worker still running). A fresh process,
+    # because the pool only grows once per process.
+    if extensions.native is None: pytest.skip("numfn was installed without the thread pool")
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=REPO)
+    out = subprocess.run([sys.executable, "-c", THREAD_CHANGES], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["calls"] > 10 and r["bad"] == [], r
+
+
+def test_set_num_threads_tells_the_truth():
+    if extensions.native is None:
+        assert numfn.set_num_threads(4) == 1
+        return
+    from numfn.runtime import threads
+    before = threads.thread_count()
+    try:
+        assert numfn.set_num_threads(3) == 3 and threads.thread_count() == 3 and threads.parallel_for_address()
+        assert numfn.set_num_threads(1) == 1 and threads.parallel_for_address() == 0
+        assert numfn.set_num_threads(0) == 1
+    finally:
+        numfn.set_num_threads(before)
