@@ -1,20 +1,25 @@
 """NumericalFunction (one compiled specialization of a Python function) and the jit dispatcher.
 
 A NumericalFunction is a frozen dataclass whose stages are cached properties, each computed from the previous
-one on first access:
+one on first access (docs/internals.md draws the chain):
 
   function_graph    trace the function on Tensor.empty placeholders: SINK of the outputs
   call_graph        symbolic simplification, then CALL(body with PARAMs, *buffers)
   schedule          kernels in execution order (a tuple of ExecItems); `memory` is the intermediate arena plan
   rendered_kernels  each kernel lowered to loops, optimized and rendered for the backend
-  source            the whole program: constants, kernels, one public entry point
-  compiled          native code for the source (C compiler + cffi, or LLVM JIT)
-  __call__          the dispatcher: validate arguments, allocate outputs, call native code, return arrays
+  build             the whole program around one entry point (a ProgramBuild: source, cache key, manifest,
+                    compiled code); svmap's batched entry is a ProgramBuild of the same function too
+  compiled          the loaded native code, from the disk cache or compiled now
+  fast_registration what the C dispatcher needs to call it (None when calls cannot take the fast path)
+  run               the Python path: arguments in, outputs allocated, native entry called
+
+A warm start (the program in the disk cache) traces and then loads: everything after the trace that a call needs
+(pointer constants' order, the scratch arena's size, the operation count) comes from the manifest stored with the
+code, so cold and warm processes decide alike.
 """
 from __future__ import annotations
 
 import hashlib
-import inspect
 import threading
 import time
 from dataclasses import dataclass
@@ -24,32 +29,20 @@ from typing import Any
 
 import numpy as np
 
-from numfn import debug
+from numfn import debug, renderer
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
-from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
+from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
+from numfn.signature import ArgSpec, describe, signature, static_spec
 from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
-BACKENDS = ("c", "llvm")
 # ALU operations below which a kernel runs on one thread: waking the pool costs about as much as this much work
 PARALLEL_MIN_OPS = 1 << 18
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """What a signature records of one array argument: shape and dtype. `weak` marks a Python scalar (it
-    promotes like one, NEP 50)."""
-    shape: tuple[int, ...]
-    dtype: DType
-    weak: bool = False
-
-    def __repr__(self) -> str:
-        return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
 @dataclass(frozen=True)
@@ -114,6 +107,11 @@ class NumericalFunction:
         return self._trace[1]
 
     @cached_property
+    def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
+        """(shape, dtype) of every output, in the entry point's order."""
+        return tuple((o.shape, o.dtype) for o in self.function_graph.src)
+
+    @cached_property
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
         call = callify(self.function_graph, len(self.in_specs))
@@ -149,30 +147,13 @@ class NumericalFunction:
         from numfn.codegen.program import build_program
         t0 = time.perf_counter()
         out = []
-        renderer = _renderer(self.backend)
+        render = renderer.for_backend(self.backend)
         for ei in self.schedule:
             prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
                                  parallel=ei.op_count >= PARALLEL_MIN_OPS)
-            out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
+            out.append(RenderedKernel(prog.name, prog, render.render_kernel(prog)))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
-
-    @cached_property
-    def entry_name(self) -> str:
-        return entry_name_for(self._source_template)
-
-    @cached_property
-    def _source_template(self) -> str:
-        return _renderer(self.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout,
-            profile=self.profile)
-
-    @cached_property
-    def source(self) -> str:
-        """The whole program's source text: constants, kernels, and the public entry point."""
-        src = self._source_template.replace(ENTRY_PLACEHOLDER, self.entry_name)
-        debug.log(4, lambda: f"source of {self.name}:\n{src}")
-        return src
 
     # ---- native code ------------------------------------------------------------------------------------------
     @cached_property
@@ -187,45 +168,56 @@ class NumericalFunction:
                          graph_fingerprint([self.function_graph]))
 
     @cached_property
+    def build(self) -> ProgramBuild:
+        """The whole program behind its one entry point: source, cache key, manifest, compiled code."""
+        return ProgramBuild(self)
+
+    @property
+    def source(self) -> str:
+        """The whole program's source text: constants, kernels, and the public entry point."""
+        return self.build.source
+
+    @property
+    def entry_name(self) -> str:
+        return self.build.entry_name
+
+    @property
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
-        from numfn.runtime import load_or_compile
-        t0 = time.perf_counter()
-        prog, compiled = load_or_compile(self.backend, self.cache_key, 0, lambda: (self.source, self.entry_name,
-                                                                                  self.manifest))
-        debug.log(1, f"{'compiled' if compiled else 'loaded'} {self.name} ({self.backend}) "
-                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        return prog
+        return self.build.compiled
 
-    @cached_property
+    @property
     def manifest(self) -> dict:
-        """What a caller must know about the compiled code beyond the signature, stored with it in the cache: the
-        pointer constants in entry order (by content hash), and with DEBUG=2 the kernel names."""
-        manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
-        if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
-        return manifest
+        """What a caller must know about the compiled code beyond the signature (see ProgramBuild.manifest)."""
+        return self.build.compiled.manifest
+
+    @property
+    def pointer_constants(self) -> tuple[np.ndarray, ...]:
+        """The arrays passed by pointer to the compiled program, in its entry's order."""
+        return self.build.pointer_constants
 
     @cached_property
-    def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
-        """(shape, dtype) of every output, in the entry point's order."""
-        return tuple((o.shape, o.dtype) for o in self.function_graph.src)
-
-    def pointer_constants(self, manifest: dict) -> list:
-        """The arrays passed by pointer to a compiled program, in the order its manifest lists them."""
-        data = {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
+    def constant_arrays(self) -> dict[str, np.ndarray]:
+        """The captured arrays of the trace by content hash (what manifests name pointer constants by)."""
+        return {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
                 if u.op is Ops.BUFFER and u.arg.category == "constant"}
-        return [data[h] for h in manifest.get("constants", [])]
+
+    @cached_property
+    def fast_registration(self) -> tuple | None:
+        """The arguments of the C dispatcher's `_register` for this program, or None when its calls can never take
+        the fast path (keyword, nested or static arguments); see numfn.runtime.dispatch.registration."""
+        return registration(self)
 
     @cached_property
     def run(self) -> Callable[[list], Any]:
-        """The dispatcher over flat argument leaves (already matched to this signature)."""
+        """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
         prog = self.compiled
         entry = prog.entry
         out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
         in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
-        consts = self.pointer_constants(prog.manifest)
+        consts = self.pointer_constants
         out_tree, name = self.out_tree, self.name
         limits = sorted(self.int_limits.items())
         timings = prog.timings() if self.profile else None
@@ -248,24 +240,98 @@ class NumericalFunction:
         return run
 
     @cached_property
-    def __call__(self) -> Callable:  # type: ignore[override]
-        """Calling the NumericalFunction with arguments of its signature runs the native code."""
-        def call(*args, **kwargs):
-            key, leaves, _ = _signature(self.fn, args, kwargs, _static_spec_of(self))
-            mine = (self.in_tree, self.in_specs, self.statics)
-            if key != mine:
-                raise TypeError(f"{self.name} was specialized for {_describe(mine)}, called with {_describe(key)}")
-            return self.run(leaves)
-        return call
+    def key(self) -> tuple:
+        """The signature key this NumericalFunction was made for (see numfn.signature)."""
+        return self.in_tree, self.in_specs, self.statics
+
+    def __call__(self, *args, **kwargs):
+        """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
+        signature, about 10 us, and raises TypeError when it differs). Calls through the JitFunction are the fast
+        path: the C dispatcher matches arguments against its compiled specializations without computing one."""
+        nums = tuple(w for w, _ in self.statics if isinstance(w, int))
+        names = tuple(w for w, _ in self.statics if isinstance(w, str))
+        key, leaves, _ = signature(self.fn, args, kwargs, (nums, names))
+        if key != self.key:
+            raise TypeError(f"{self.name} was specialized for {describe(self.key)}, called with {describe(key)}")
+        return self.run(leaves)
+
+
+@dataclass(frozen=True, eq=False)
+class ProgramBuild:
+    """The native program of a NumericalFunction's kernels behind one entry point, as stages: `template` (the
+    rendered program with a placeholder entry name) -> `entry_name` -> `source` -> `cache_key` -> `manifest` ->
+    `compiled` -> `pointer_constants`.
+
+    `batched` None is the plain entry `int entry(void **buffers)` (jit). A tuple (one flag per input: does it
+    advance with the batch?) is svmap's entry `int entry(int64 start, int64 end, void **buffers)`, which loops
+    over examples start..end-1 in native code around the same kernels."""
+    nf: NumericalFunction
+    batched: tuple[bool, ...] | None = None
+
+    @property
+    def nints(self) -> int:
+        """How many int64 arguments the entry takes before the buffer table."""
+        return 0 if self.batched is None else 2
+
+    @cached_property
+    def template(self) -> str:
+        nf = self.nf
+        return renderer.for_backend(nf.backend).render_program(
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in nf.rendered_kernels], nf.layout, self.batched,
+            profile=nf.profile and self.batched is None)
+
+    @cached_property
+    def entry_name(self) -> str:
+        """The entry point's symbol: named after the program's content, so equal programs share it (and different
+        ones never clash in one process)."""
+        return "numfn_" + hashlib.sha256(self.template.encode()).hexdigest()[:20]
+
+    @cached_property
+    def source(self) -> str:
+        src = self.template.replace(ENTRY_PLACEHOLDER, self.entry_name)
+        what = self.nf.name if self.batched is None else f"svmap({self.nf.name})"
+        debug.log(4, lambda: f"source of {what}:\n{src}")
+        return src
+
+    @cached_property
+    def cache_key(self) -> str:
+        if self.batched is None: return self.nf.cache_key
+        from numfn.runtime.cache import cache_key
+        return cache_key("numfn-batched", self.nf.cache_key, repr(self.batched))
+
+    @cached_property
+    def manifest(self) -> dict:
+        """What a caller must know about the compiled code beyond the signature, stored with it in the cache (a
+        warm start reads it instead of scheduling): `constants`, the pointer constants in entry order by content
+        hash; `arena_bytes`, the scratch arena's size; `ops`, the ALU operations of one run; with DEBUG=2 (plain
+        entry only) `kernels`, the kernel names its timings are reported under."""
+        nf = self.nf
+        manifest = {"constants": [b.data_hash for b, _, _ in nf.layout.pointer_constants],
+                    "arena_bytes": int(nf.memory.arena_bytes), "ops": int(sum(ei.op_count for ei in nf.schedule))}
+        if nf.profile and self.batched is None: manifest["kernels"] = [k.name for k in nf.rendered_kernels]
+        return manifest
+
+    @cached_property
+    def compiled(self) -> Any:
+        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
+        from numfn.runtime import load_or_compile
+        nf = self.nf
+        t0 = time.perf_counter()
+        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
+                                         lambda: (self.source, self.entry_name, self.manifest))
+        debug.log(1, f"{'compiled' if compiled else 'loaded'} {nf.name if self.batched is None else 'svmap entry'}"
+                     f" ({nf.backend}) {'' if compiled else 'from the cache '}in "
+                     f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+        return prog
+
+    @cached_property
+    def pointer_constants(self) -> tuple[np.ndarray, ...]:
+        """The arrays passed by pointer to the compiled program, in the order its manifest lists them."""
+        data = self.nf.constant_arrays
+        return tuple(data[h] for h in self.compiled.manifest["constants"])
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
-
-
-def entry_name_for(template: str) -> str:
-    """The entry point's symbol: named after the program's content, so equal programs share it (and different
-    ones never clash in the process-wide JIT)."""
-    return "numfn_" + hashlib.sha256(template.encode()).hexdigest()[:20]
 
 
 def _int_overflow(value: int, lo: int, hi: int) -> OverflowError:
@@ -282,133 +348,6 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
         lines.append(f"  {k:<24} {timings[i] / 1e3:10.2f} us")
         timings[i] = 0
     debug.log(2, "\n".join(lines))
-
-
-def _renderer(backend: str):
-    if backend == "c":
-        from numfn.renderer import c
-        return c
-    if backend == "llvm":
-        from numfn.renderer import llvm
-        return llvm
-    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
-
-
-def _describe(key) -> str:
-    tree, specs, statics = key
-    return f"arguments {tree!r} of {', '.join(map(repr, specs)) or 'no arrays'}" + \
-        (f" with static {dict(statics)}" if statics else "")
-
-
-def _static_spec_of(nf: NumericalFunction):
-    nums = tuple(w for w, _ in nf.statics if isinstance(w, int))
-    return nums, tuple(w for w, _ in nf.statics if isinstance(w, str))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# signatures
-
-def _is_number_list(x) -> bool:
-    if not isinstance(x, list) or not x: return False
-    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
-
-
-def _is_leaf(x) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
-
-
-def leaf_spec(x, where: str) -> ArgSpec:
-    """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
-    if isinstance(x, Tensor): return ArgSpec(x.shape, x.uop.dtype, x.weak)   # a call inside a traced function
-    if isinstance(x, (np.ndarray, np.generic)):   # before float: np.float64 subclasses float, but is a strong scalar
-        if type(x) is not np.ndarray and isinstance(x, (np.matrix, np.ma.MaskedArray)):
-            # their operators mean something else (matrix `*` is a matrix product; masks propagate): tracing them
-            # as plain arrays would give answers NumPy does not
-            raise TypeError(f"argument {where}: numfn computes on plain arrays, not {type(x).__name__}; convert it "
-                            "with np.asarray if its values alone are meant")
-        try:
-            # byte order is storage, not type: a big-endian float64 array is a float64 input (swapped when run)
-            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype.newbyteorder("=")))
-        except TypeError as e:
-            raise TypeError(f"argument {where}: {e}") from None
-    if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)
-    if isinstance(x, int):
-        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
-        return ArgSpec((), dtypes.int64, True)
-    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
-    if isinstance(x, list):
-        try:
-            arr = np.asarray(x)
-        except ValueError:   # NumPy refuses ragged nesting
-            arr = np.empty(0, object)
-        if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
-        return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
-    raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "
-                    "them (tuple, list, dict)")
-
-
-def _leaf_paths(tree: Any, prefix: str) -> list[str]:
-    paths: list[str] = []
-
-    def walk(x, p):
-        if _is_leaf(x) or not isinstance(x, (tuple, list, dict)):
-            if x is not None: paths.append(p)
-            return
-        items = sorted(x.items(), key=lambda kv: repr(kv[0])) if isinstance(x, dict) else enumerate(x)
-        if isinstance(x, dict) and all(isinstance(k, str) for k in x): items = sorted(x.items())
-        for k, v in items: walk(v, f"{p}[{k!r}]")
-
-    walk(tree, prefix)
-    return paths
-
-
-def _signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):
-    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static values)."""
-    static_nums, static_names = static
-    statics = []
-    if static_nums or static_names:
-        dyn_args = []
-        for i, a in enumerate(args):
-            if i in static_nums: statics.append((i, _hashable(a, f"static argument {i}")))
-            else: dyn_args.append(a)
-        dyn_kwargs = {}
-        for k, v in kwargs.items():
-            if k in static_names: statics.append((k, _hashable(v, f"static argument {k!r}")))
-            else: dyn_kwargs[k] = v
-        args, kwargs = tuple(dyn_args), dyn_kwargs
-    leaves, tree = flatten((tuple(args), kwargs), is_leaf=_is_leaf)
-    try:
-        specs = tuple(leaf_spec(x, "?") for x in leaves)
-    except (TypeError, OverflowError):   # the error again, now naming the argument (too slow for every call)
-        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs)): leaf_spec(x, p)
-        raise
-    return (tree, specs, tuple(statics)), leaves, tuple(statics)
-
-
-def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
-    """How error messages name each leaf of a call's arguments, in flattening order: `'x'`, `'params'['w']`, `2[0]`
-    (a positional argument without a parameter name)."""
-    names = _arg_names(fn, args, kwargs)
-    return [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
-        [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
-
-
-def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
-    try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    return [repr(params[i]) if i < len(params) else str(i) for i in range(len(args))]
-
-
-def _hashable(v, what: str):
-    try:
-        hash(v)
-    except TypeError:
-        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
-                        f"got {type(v).__name__}") from None
-    return v
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -428,11 +367,10 @@ class JitFunction(dispatcher_base()):
     def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
-        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        self._static = (tuple(sorted(nums)), tuple(names))
+        self._static = static_spec(static_argnums, static_argnames)
         self._backend = backend
-        self._specializations: dict = {}
+        self._specializations: dict = {}   # (signature key, backend, profile) -> NumericalFunction
+        self._ready: set = set()           # the keys of those whose native code is loaded
         self._lock = threading.Lock()
 
     @property
@@ -441,32 +379,33 @@ class JitFunction(dispatcher_base()):
 
     def specialize(self, *args, **kwargs) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
-        key, _, statics = _signature(self.fn, args, kwargs, self._static)
+        key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
     def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
-        """The NumericalFunction for a signature key (see `_signature`), made on first use; with `compile`, its
+        """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
         full = (key, self.backend, debug.level() >= 2)
         nf = self._specializations.get(full)
-        if nf is None or (compile and "run" not in nf.__dict__):
-            with self._lock:
-                nf = self._specializations.get(full)
-                if nf is None:
-                    extensions.warn_missing()   # once per process, if numfn was installed without them
-                    nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
-                    self._specializations[full] = nf
-                if compile:
-                    try:
-                        _ = nf.run   # trace, compile and load under the lock
-                    except BaseException:
-                        del self._specializations[full]   # a signature that fails to compile is not kept
-                        raise
+        if nf is not None and (not compile or full in self._ready): return nf
+        with self._lock:
+            nf = self._specializations.get(full)
+            if nf is None:
+                extensions.warn_missing()   # once per process, if numfn was installed without them
+                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
+                self._specializations[full] = nf
+            if compile and full not in self._ready:
+                try:
+                    _ = nf.run   # trace, compile and load under the lock
+                except BaseException:
+                    del self._specializations[full]   # a signature that fails to compile is not kept
+                    raise
+                self._ready.add(full)
         return nf
 
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
-        key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
+        key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
             return self._splice(key, statics, leaves)

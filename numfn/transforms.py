@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from functools import cached_property, update_wrapper
+from functools import update_wrapper
 from collections.abc import Callable
 
 import numpy as np
 
 from numfn import debug
-from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFunction, _is_leaf, _renderer,
-                            argument_leaf_names, entry_name_for, leaf_spec)
+from numfn.function import JitFunction, NumericalFunction, ProgramBuild
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import thread_count
 from numfn.args import normalize_axis
+from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
@@ -118,7 +117,7 @@ def _leaf_axes(spec, args: tuple, kwargs: dict, what: str) -> list:
 
 
 def _leaf_or_tensor(x) -> bool:
-    return isinstance(x, Tensor) or _is_leaf(x)
+    return isinstance(x, Tensor) or is_leaf(x)
 
 
 def _batch_size(leaves: list, axes: list, names: list[str]) -> int:
@@ -241,57 +240,35 @@ def _thread_pool() -> ThreadPoolExecutor:
 PARALLEL_MIN_OPS = 200_000
 
 
-@dataclass(frozen=True, eq=False)
 class BatchedProgram:
-    """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time.
-    It reuses base's trace, schedule and kernels; only the entry point and the dispatcher are its own."""
-    base: NumericalFunction
-    batched: tuple[bool, ...]    # per input: does it advance with the batch (in_axes not None)?
+    """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time:
+    base's kernels behind svmap's entry point (a ProgramBuild with `batched` flags, the stage chain jit's programs
+    go through too). Only the entry point is its own; the trace, schedule and kernels are base's."""
 
-    @cached_property
-    def _template(self) -> str:
-        base = self.base
-        return _renderer(base.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in base.rendered_kernels], base.layout, self.batched)
+    def __init__(self, base: NumericalFunction, batched: tuple[bool, ...]):
+        self.base, self.batched = base, batched
+        self.build = ProgramBuild(base, batched)
 
-    @cached_property
-    def entry_name(self) -> str:
-        return entry_name_for(self._template)
-
-    @cached_property
+    @property
     def source(self) -> str:
-        src = self._template.replace(ENTRY_PLACEHOLDER, self.entry_name)
-        debug.log(4, lambda: f"source of svmap({self.base.name}):\n{src}")
-        return src
+        return self.build.source
 
-    @cached_property
-    def cache_key(self) -> str:
-        from numfn.runtime.cache import cache_key
-        return cache_key("numfn-batched", self.base.cache_key, repr(self.batched))
-
-    @cached_property
+    @property
     def compiled(self):
-        from numfn.runtime import load_or_compile
-        # only the constants carry over: the batched entry has no DEBUG=2 timings
-        manifest = {"constants": self.base.manifest["constants"]}
-        build = lambda: (self.source, self.entry_name, manifest)   # noqa: E731
-        return load_or_compile(self.base.backend, self.cache_key, 2, build)[0]
-
-    @cached_property
-    def ops_per_example(self) -> int:
-        return max(1, sum(ei.op_count for ei in self.base.schedule))
+        return self.build.compiled
 
     def run(self, leaves: list, axes: list, size: int, out_axes: list):
-        prog, base = self.compiled, self.base
+        build, base = self.build, self.base
+        prog = build.compiled
         outs = [np.empty((size,) + shape, dt.np) for shape, dt in base.out_specs]
         ins = []
         for leaf, ax, spec in zip(leaves, axes, base.in_specs):
             a = np.asarray(leaf, dtype=spec.dtype.np)
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
             ins.append(np.ascontiguousarray(a))
-        table = pointer_table((*outs, *ins, *base.pointer_constants(prog.manifest)))
+        table = pointer_table((*outs, *ins, *build.pointer_constants))
         threads = min(thread_count(), size)
-        if threads < 2 or size * self.ops_per_example < PARALLEL_MIN_OPS: threads = 1
+        if threads < 2 or size * max(1, prog.manifest["ops"]) < PARALLEL_MIN_OPS: threads = 1
         start = time.perf_counter()
         if threads > 1:
             bounds = [size * i // threads for i in range(threads + 1)]

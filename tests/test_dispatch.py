@@ -80,7 +80,7 @@ def test_raw_register(Recorder):
     prog = nf.compiled
     d = Recorder()
     d._register(prog.address, (("array", F64, (2, 3)), ("array", F64, (2, 3))), ((F64, (2, 3)), (F64, (2, 3))),
-                tuple(nf.pointer_constants(prog.manifest)), prog, None, False)
+                nf.pointer_constants, prog, None, False)
     s, p = d(x, x + 1)
     np.testing.assert_array_equal(s, 2 * x + 1)
     np.testing.assert_array_equal(p, x * (x + 1))
@@ -371,7 +371,7 @@ def test_out_overlapping_a_pointer_constant(Recorder):
     table = np.arange(4096.0)   # 32 KiB: passed by pointer
     x = np.ones(4096)
     d, nf = make(Recorder, lambda x: x * table, x)
-    assert nf.pointer_constants(nf.compiled.manifest), "expected a pointer constant"
+    assert nf.pointer_constants, "expected a pointer constant"
     np.testing.assert_array_equal(d(x + 1), 2 * table)
     np.testing.assert_array_equal(d(x, out=table), table)   # numfn captured a (read-only) copy of table
     # a constant that an out= can reach: register the program with a writeable constant of our own

@@ -23,8 +23,8 @@ from __future__ import annotations
 import functools
 from numfn.runtime import extensions, threads
 
-__all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "fast_arg_specs", "result_builder",
-           "check_out", "RELEASE_GIL_BYTES"]
+__all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "registration", "fast_arg_specs",
+           "result_builder", "check_out", "RELEASE_GIL_BYTES"]
 
 # entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
 # ~50 ns that releasing and taking it back costs, and other threads get to run meanwhile
@@ -74,7 +74,7 @@ def fast_arg_specs(nf) -> tuple | None:
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
     if keywords.kind != "dict" or keywords.children: return None
-    limits = getattr(nf, "int_limits", {})   # Python ints the function narrows: other values must raise
+    limits = nf.int_limits   # Python ints the function narrows: other values must raise
     specs = []
     for slot, s in enumerate(nf.in_specs):
         if s.weak:
@@ -105,12 +105,7 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     """Register NumericalFunction `nf` (compiling it if need be) on `dispatcher` so that calls with its signature
     take the fast path. Returns False, registering nothing, when its calls cannot (see `fast_arg_specs`).
     `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
-    # computed once per NumericalFunction (like its cached properties): calls that can never take the fast path
-    # (keyword arguments, lists, subclasses) miss every time, and each miss registers again
-    found = nf.__dict__.get("_fast_registration", _MISSING)
-    if found is _MISSING:
-        found = _registration(nf)
-        nf.__dict__["_fast_registration"] = found
+    found = nf.fast_registration
     if found is None: return False
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
     address, specs, outs, consts, keepalive, builder, big = found
@@ -119,19 +114,18 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     return True
 
 
-_MISSING = object()
-
-
-def _registration(nf) -> tuple | None:
+def registration(nf) -> tuple | None:
+    """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
+    constants, keepalive, builder, release_gil), or None when its calls cannot take the fast path. What it needs
+    beyond the signature comes from the compiled program's manifest, so a warm process decides as a cold one."""
     specs = fast_arg_specs(nf)
     if specs is None: return None
     prog = nf.compiled
     outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in nf.out_specs)
-    consts = tuple(nf.pointer_constants(prog.manifest))
     nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
-    nbytes += getattr(nf.memory, "arena_bytes", 0) if "_scheduled" in nf.__dict__ else 0
-    return (prog.address, specs, outs, consts, prog, result_builder(nf.out_tree, len(outs)),
+    nbytes += prog.manifest["arena_bytes"]
+    return (prog.address, specs, outs, nf.pointer_constants, prog, result_builder(nf.out_tree, len(outs)),
             nbytes >= RELEASE_GIL_BYTES)
 
 
