@@ -198,3 +198,22 @@ def test_c_backend_reassociates_only_the_accumulation_of_reductions():
     pragma_lines = [line for line in nf.source.splitlines() if "reassociate" in line]
     assert len(pragma_lines) >= 1
     assert all(re.search(r"= \(acc\d+ \+ v\d+\); \}$", line) for line in pragma_lines), pragma_lines
+
+
+WARM_DECIDES_ALIKE = r'''
+import json, numpy as np, numfn
+f = numfn.jit(lambda x: np.cumsum(x[:, None] * x, axis=0).sum())   # 800 bytes in and 8 out, 80 kB of scratch
+nf = f.specialize(np.ones(100))
+print(json.dumps({"release_gil": nf.fast_registration[-1], "compiled": numfn.runtime.compile_count,
+                  "scheduled": "_scheduled" in vars(nf)}))
+'''
+
+
+def test_a_warm_process_decides_as_a_cold_one(tmp_path):
+    # the scratch arena's size comes from the manifest: a warm process released the GIL for this call where a cold
+    # one did not, because only the cold one had scheduled the function
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", WARM_DECIDES_ALIKE], env=env, capture_output=True,
+                                      text=True, check=True).stdout) for _ in range(2)]
+    assert runs == [{"release_gil": True, "compiled": 1, "scheduled": True},
+                    {"release_gil": True, "compiled": 0, "scheduled": False}]
