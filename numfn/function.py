@@ -37,7 +37,7 @@ from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
-from numfn.signature import ArgSpec, describe, signature, static_spec
+from numfn.signature import ArgSpec, describe, signature, static_key, static_spec
 from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
@@ -242,7 +242,7 @@ class NumericalFunction:
     @cached_property
     def key(self) -> tuple:
         """The signature key this NumericalFunction was made for (see numfn.signature)."""
-        return self.in_tree, self.in_specs, self.statics
+        return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
 
     def __call__(self, *args, **kwargs):
         """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
@@ -250,9 +250,10 @@ class NumericalFunction:
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
         nums = tuple(w for w, _ in self.statics if isinstance(w, int))
         names = tuple(w for w, _ in self.statics if isinstance(w, str))
-        key, leaves, _ = signature(self.fn, args, kwargs, (nums, names))
+        key, leaves, statics = signature(self.fn, args, kwargs, (nums, names))
         if key != self.key:
-            raise TypeError(f"{self.name} was specialized for {describe(self.key)}, called with {describe(key)}")
+            raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
+                            f"called with {describe(key[0], key[1], statics)}")
         return self.run(leaves)
 
 

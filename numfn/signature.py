@@ -17,8 +17,8 @@ from numfn.dtype import DType, dtypes
 from numfn.pytree import TreeDef, flatten
 from numfn.tensor import Tensor
 
-__all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "argument_leaf_names", "describe",
-           "static_spec"]
+__all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "static_key", "argument_leaf_names",
+           "describe", "static_spec"]
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,13 @@ class ArgSpec:
         return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
-# (argument structure, array specs, static values as (position or name, value) pairs)
+# (argument structure, array specs, static keys as (position or name, static_key(value)) pairs)
 SignatureKey = tuple[TreeDef, tuple[ArgSpec, ...], tuple]
 
 
 def _is_number_list(x) -> bool:
-    if not isinstance(x, list) or not x: return False
+    # an empty list is an array too (NumPy's: float64 of shape (0,)), not an empty container passed through
+    if not isinstance(x, list): return False
     return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
 
 
@@ -86,27 +87,51 @@ def static_spec(static_argnums=(), static_argnames=()) -> tuple[tuple[int, ...],
 
 
 def signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):
-    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static values); `leaves` are
-    the array leaves in flattening order; `statics` the (position or name, value) pairs of static arguments."""
+    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static keys); `leaves` are
+    the array leaves in flattening order; `statics` the (position or name, value) pairs of static arguments.
+
+    A static argument is keyed by its type and value (see `static_key`): f(x, 2) and f(x, 2.0) trace different
+    programs, as do 0.0 and -0.0, while NaN selects one specialization however often it is passed."""
     static_nums, static_names = static
-    statics = []
+    statics, keys = [], []
+    dyn_args, dyn_kwargs = args, kwargs
     if static_nums or static_names:
-        dyn_args = []
+        dyn_args, dyn_kwargs = [], {}
         for i, a in enumerate(args):
-            if i in static_nums: statics.append((i, _hashable(a, f"static argument {i}")))
+            if i in static_nums:
+                statics.append((i, a))
+                keys.append((i, static_key(a, f"static argument {i}")))
             else: dyn_args.append(a)
-        dyn_kwargs = {}
         for k, v in kwargs.items():
-            if k in static_names: statics.append((k, _hashable(v, f"static argument {k!r}")))
+            if k in static_names:
+                statics.append((k, v))
+                keys.append((k, static_key(v, f"static argument {k!r}")))
             else: dyn_kwargs[k] = v
-        args, kwargs = tuple(dyn_args), dyn_kwargs
-    leaves, tree = flatten((tuple(args), kwargs), is_leaf=is_leaf)
+    leaves, tree = flatten((tuple(dyn_args), dyn_kwargs), is_leaf=is_leaf)
     try:
         specs = tuple(leaf_spec(x, "?") for x in leaves)
     except (TypeError, OverflowError):   # the error again, now naming the argument (too slow for every call)
-        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs)): leaf_spec(x, p)
+        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs, static)): leaf_spec(x, p)
         raise
-    return (tree, specs, tuple(statics)), leaves, tuple(statics)
+    return (tree, specs, tuple(keys)), leaves, tuple(statics)
+
+
+def static_key(v, what: str = "static argument") -> Any:
+    """What selects a specialization for static argument value `v`: its type with its value, floats (Python and
+    NumPy) by their bit pattern, so 2 and 2.0 differ, 0.0 and -0.0 differ, and NaN equals itself; tuples and
+    frozensets element by element. Any other value must be hashable and is keyed by `==`."""
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return type(v), np.asarray(v).tobytes()
+    if isinstance(v, tuple):
+        return type(v), tuple(static_key(x, what) for x in v)
+    if isinstance(v, frozenset):
+        return type(v), frozenset(static_key(x, what) for x in v)
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
+                        f"got {type(v).__name__}") from None
+    return type(v), v
 
 
 def _leaf_paths(tree: Any, prefix: str) -> list[str]:
@@ -124,12 +149,14 @@ def _leaf_paths(tree: Any, prefix: str) -> list[str]:
     return paths
 
 
-def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
-    """How error messages name each leaf of a call's arguments, in flattening order: `'x'`, `'params'['w']`, `2[0]`
-    (a positional argument without a parameter name)."""
+def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict, static=((), ())) -> list[str]:
+    """How error messages name each leaf of a call's array arguments, in flattening order: `'x'`, `'params'['w']`,
+    `2[0]` (a positional argument without a parameter name). `args` and `kwargs` are the call's own; the static
+    ones (`static`: positions and names, as for `signature`) are skipped."""
+    static_nums, static_names = static
     names = _arg_names(fn, args, kwargs)
-    return [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
-        [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
+    return [p for i, a in enumerate(args) if i not in static_nums for p in _leaf_paths(a, names[i])] + \
+        [p for k, v in sorted(kwargs.items()) if k not in static_names for p in _leaf_paths(v, repr(k))]
 
 
 def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
@@ -141,17 +168,7 @@ def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
     return [repr(params[i]) if i < len(params) else str(i) for i in range(len(args))]
 
 
-def _hashable(v, what: str):
-    try:
-        hash(v)
-    except TypeError:
-        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
-                        f"got {type(v).__name__}") from None
-    return v
-
-
-def describe(key: SignatureKey) -> str:
-    """A signature key in words, for error messages."""
-    tree, specs, statics = key
+def describe(tree: TreeDef, specs: tuple[ArgSpec, ...], statics: tuple) -> str:
+    """A signature in words, for error messages: the argument structure, array specs and static values."""
     return f"arguments {tree!r} of {', '.join(map(repr, specs)) or 'no arrays'}" + \
         (f" with static {dict(statics)}" if statics else "")

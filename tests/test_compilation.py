@@ -217,3 +217,42 @@ def test_a_warm_process_decides_as_a_cold_one(tmp_path):
                                       text=True, check=True).stdout) for _ in range(2)]
     assert runs == [{"release_gil": True, "compiled": 1, "scheduled": True},
                     {"release_gil": True, "compiled": 0, "scheduled": False}]
+
+
+# ---- what selects a specialization ---------------------------------------------------------------------------------
+
+def test_static_arguments_are_keyed_by_type_and_bits():
+    # issue 18: statics were keyed by ==, so f(x, 2.0) reused f(x, 2)'s int32 code, -0.0 reused 0.0's and a NaN
+    # made a new specialization on every call
+    f = numfn.jit(lambda x, s: x * s, static_argnums=1)
+    x = np.arange(3, dtype=np.int32)
+    for s in [2, 2.0, np.float32(2), np.float64(2), True, (2, 2.0)[1], 0.0, -0.0]:
+        r, expected = f(x, s), x * s
+        assert r.dtype == expected.dtype and np.array_equal(np.signbit(r), np.signbit(expected)), s
+        np.testing.assert_array_equal(r, expected)
+    assert len(f.specializations) == 7   # 2, 2.0, float32(2), float64(2), True, 0.0, -0.0
+    for _ in range(3): r = f(x, float("nan"))
+    assert len(f.specializations) == 8 and np.isnan(r).all()
+    g = numfn.jit(lambda x, axes: x.sum(axis=axes[0]) * axes[1], static_argnames="axes")
+    y = np.ones((2, 3))
+    np.testing.assert_array_equal(g(y, axes=(0, -0.0)), y.sum(axis=0) * -0.0)
+    assert np.signbit(g(y, axes=(0, -0.0))).all() and not np.signbit(g(y, axes=(0, 0.0))).any()
+    assert len(g.specializations) == 2
+
+
+def test_errors_name_the_argument_with_static_arguments_around():
+    # issue 18: with static_argnums the names shifted (the array x was called 'n')
+    f = numfn.jit(lambda n, x: x + n, static_argnums=0)
+    with pytest.raises(TypeError, match="argument 'x'"):
+        f(1, np.ones(2, np.complex128))
+    g = numfn.jit(lambda x, mode, y: x + y, static_argnames="mode")
+    with pytest.raises(TypeError, match="argument 'y'"):
+        g(np.ones(2), mode="a", y=np.ones(2, np.float16))
+
+
+def test_an_empty_list_is_an_empty_array():
+    # issue 18: [] reached the function as a Python list
+    f = numfn.jit(lambda x: x + 1)
+    for value in ([], [[]], [[], []]):
+        r, expected = f(value), np.asarray(value) + 1
+        assert r.dtype == expected.dtype and r.shape == expected.shape
