@@ -20,6 +20,7 @@ code, so cold and warm processes decide alike.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -424,6 +425,24 @@ class JitFunction(dispatcher_base()):
         spliced = substitute(sink, bound)
         outs = [Tensor(o.src[0] if o.op is Ops.CONTIGUOUS else o) for o in spliced.src]
         return unflatten(nf.out_tree, outs)
+
+    # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
+    def __reduce__(self):
+        # the module attribute this function is published under (the usual @jit), when it is this object: the
+        # receiving process imports the module; otherwise the Python function and the options, which rebuild it
+        # there (its compiled code then comes from the disk cache, like any warm start)
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        found: Any = module
+        for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
+            found = getattr(found, part, None)
+        if found is self: return self.__qualname__
+        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend)
+
+    def __copy__(self) -> JitFunction:
+        return self   # immutable as far as its callers can tell, like a Python function
+
+    def __deepcopy__(self, memo) -> JitFunction:
+        return self
 
     @property
     def specializations(self) -> tuple[NumericalFunction, ...]:

@@ -256,3 +256,62 @@ def test_an_empty_list_is_an_empty_array():
     for value in ([], [[]], [[], []]):
         r, expected = f(value), np.asarray(value) + 1
         assert r.dtype == expected.dtype and r.shape == expected.shape
+
+
+# ---- pickling, copying, multiprocessing ------------------------------------------------------------------------------
+
+PICKLED_MODULE = '''
+import numpy as np, numfn, numfn.runtime
+
+@numfn.jit
+def scale(x):
+    return x * 2.0 + 1.0
+
+def _offset(x, k):
+    return x + k
+
+offset = numfn.jit(_offset, static_argnums=1, backend="llvm")   # not published under its function's name
+
+def scale_here(x):
+    """scale(x) in a worker, and how many programs that worker compiled."""
+    return scale(x), numfn.runtime.compile_count
+'''
+
+PICKLING = '''
+import copy, json, multiprocessing as mp, pickle, sys
+import numpy as np
+import numfn, numfn.runtime, pickmod
+
+if __name__ == "__main__":
+    x = np.arange(4.0)
+    s, o = pickmod.scale, pickmod.offset
+    assert pickle.loads(pickle.dumps(s)) is s and copy.copy(s) is s and copy.deepcopy(s) is s
+    o2 = pickle.loads(pickle.dumps(o))
+    assert o2 is not o and o2.fn is o.fn and o2._static == o._static and o2.backend == "llvm"
+    assert np.array_equal(o2(x, 3), x + 3) and copy.deepcopy([o])[0] is o
+    s(x), o(x, 1)                      # compiled here: workers load them from the disk cache
+    numfn.runtime.compile_count = 0    # what forked workers inherit
+    out = {}
+    for method in sys.argv[1:]:
+        with mp.get_context(method).Pool(2) as pool:
+            scaled = pool.map(pickmod.scale_here, [x, x + 1, x + 2])
+            offsets = pool.starmap(o, [(x, 1), (x, 2)])
+        out[method] = {"ok": all(np.array_equal(r, (x + i) * 2 + 1) for i, (r, _) in enumerate(scaled)) and
+                       all(np.array_equal(r, x + k) for k, r in zip((1, 2), offsets)),
+                       "compiled": [n for _, n in scaled]}
+    print(json.dumps(out))
+'''
+
+
+def test_pickling_copying_and_process_pools(tmp_path):
+    # issue 18: jitted functions could not be pickled or copied, so Pool.map(jitted, ...) failed
+    import multiprocessing
+    (tmp_path / "pickmod.py").write_text(PICKLED_MODULE)
+    (tmp_path / "main.py").write_text(PICKLING)
+    methods = [m for m in ("fork", "spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    out = subprocess.run([sys.executable, str(tmp_path / "main.py"), *methods], env=env, capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result == {m: {"ok": True, "compiled": [0, 0, 0]} for m in methods}
