@@ -320,11 +320,17 @@ class ProgramBuild:
         nf = self.nf
         t0 = time.perf_counter()
         prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
-                                         lambda: (self.source, self.entry_name, self.manifest))
+                                         lambda: (self.source, self.entry_name, self.manifest), self._fits)
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {nf.name if self.batched is None else 'svmap entry'}"
                      f" ({nf.backend}) {'' if compiled else 'from the cache '}in "
                      f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
         return prog
+
+    def _fits(self, manifest: dict) -> str | None:
+        """Why a cached manifest cannot belong to this program (None: it can)."""
+        if not set(manifest["constants"]) <= self.nf.constant_arrays.keys(): return "unknown pointer constants"
+        if self.nf.profile and self.batched is None and "kernels" not in manifest: return "no kernel names"
+        return None
 
     @cached_property
     def pointer_constants(self) -> tuple[np.ndarray, ...]:

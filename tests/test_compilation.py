@@ -315,3 +315,73 @@ def test_pickling_copying_and_process_pools(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result == {m: {"ok": True, "compiled": [0, 0, 0]} for m in methods}
+
+
+def test_an_entry_with_a_valid_checksum_but_a_bad_manifest_is_rebuilt(tmp_path, monkeypatch):
+    # issue 18: such an entry raised KeyError/TypeError in every later process until the cache was cleared
+    from numfn.runtime import _pack, _unpack
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.arange(3.0)
+
+    def call() -> int:
+        before = numfn.runtime.compile_count
+        assert np.array_equal(numfn.jit(lambda x: x * 2.5 + 1)(x), x * 2.5 + 1)   # a fresh function: a warm start
+        return numfn.runtime.compile_count - before
+
+    assert call() == 1
+    cache = DiskCache(str(tmp_path / "cache"))
+    [name] = [n for n in os.listdir(tmp_path / "cache") if n.endswith(".nfc")]
+    manifest, code = _unpack(cache.get(name[:-4]))
+    for bad in [{"entry": 5}, {"entry": "not a symbol"}, {"constants": ["0" * 64]}, {"arena_bytes": "x"},
+                {"ops": None}, {"ops": -1}, {"kernels": 3}, "not an object", []]:
+        cache.put(name[:-4], _pack(dict(manifest, **bad) if isinstance(bad, dict) else bad, code))
+        assert call() == 1, bad   # compiled again, and the entry replaced
+        assert call() == 0, bad
+
+
+KILLED_WHILE_COMPILING = '''
+import numpy as np, numfn
+numfn.jit(lambda x: x + 1, backend="c")(np.ones(2))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_killed_process_leaves_no_compiler_running(tmp_path):
+    # issue 18: compiler child processes outlived a killed parent
+    import signal
+    import time
+    pidfile = tmp_path / "compiler.pid"
+    fake = tmp_path / "slowcc"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 120\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, NUMFN_CC=str(fake))
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_COMPILING], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = int(pidfile.read_text())
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+
+    def running() -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"   # a zombie has finished
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while running() and time.monotonic() < deadline: time.sleep(0.05)
+    alive = running()
+    if alive: os.kill(pid, signal.SIGKILL)
+    assert not alive, "the compiler outlived the process that started it"
+
+
+def test_numfn_cc_naming_a_missing_compiler_says_so(monkeypatch, tmp_path):
+    # issue 18: a raw FileNotFoundError
+    monkeypatch.setenv("NUMFN_CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(numfn.NumfnError, match="NUMFN_CC=.*no-such-cc.* names no C compiler"):
+        numfn.jit(lambda x: x + 1.5, backend="c")(np.ones(2))

@@ -90,16 +90,35 @@ def _pack(manifest: dict, code: bytes) -> bytes:
     return len(head).to_bytes(4, "little") + head + code
 
 
-def _unpack(payload: bytes) -> tuple[dict, bytes] | None:
+def _unpack(payload: bytes) -> tuple[Any, bytes] | None:
     try:
         n = int.from_bytes(payload[:4], "little")
         return json.loads(payload[4:4 + n]), payload[4 + n:]
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 
-def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
-    """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry)."""
+_MANIFEST_FIELDS = {"entry": str, "constants": list, "arena_bytes": int, "ops": int}
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """Why a manifest read from the cache cannot describe a program numfn made, or None. The checksum proves the
+    bytes are what was written, not that they were written by this numfn's rules."""
+    if not isinstance(manifest, dict): return "the manifest is not an object"
+    for name, kind in _MANIFEST_FIELDS.items():
+        value = manifest.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool): return f"manifest field {name!r} is {value!r}"
+    if not manifest["entry"].isidentifier(): return f"entry {manifest['entry']!r} is not a symbol name"
+    if manifest["arena_bytes"] < 0 or manifest["ops"] < 0: return "negative sizes in the manifest"
+    if not all(isinstance(h, str) for h in manifest["constants"]): return "constants are not content hashes"
+    kernels = manifest.get("kernels", [])
+    if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels): return "bad kernel names"
+    return None
+
+
+def load_cached(backend: str, key: str, nints: int, accept=None) -> NativeProgram | None:
+    """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry). `accept(manifest)`
+    may refuse an entry whose manifest does not fit the caller (it returns why, or None)."""
     from numfn.runtime.cache import default_cache
     cache_ = default_cache()
     if cache_ is None: return None
@@ -107,6 +126,10 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
     unpacked = _unpack(payload) if payload is not None else None
     if unpacked is None: return None
     manifest, code = unpacked
+    problem = manifest_problem(manifest) or (accept(manifest) if accept is not None else None)
+    if problem is not None:   # written by something else than this numfn: compiled again, and replaced
+        debug.log(1, f"cache entry {key[:12]} is unusable ({problem}); compiling it again")
+        return None
     debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
     try:
         return _load(backend, code, manifest, nints)
@@ -115,10 +138,11 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
         return None
 
 
-def load_or_compile(backend: str, key: str, nints: int, build) -> tuple[NativeProgram, bool]:
+def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> tuple[NativeProgram, bool]:
     """The program cached under `key`, else the one `build()` describes, as (source, entry, manifest), compiled
-    now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule."""
-    prog = load_cached(backend, key, nints)
+    now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule.
+    `accept`: see load_cached."""
+    prog = load_cached(backend, key, nints, accept)
     if prog is not None: return prog, False
     source, entry, manifest = build()
     return compile_program(backend, source, entry, nints, key, manifest), True
