@@ -122,7 +122,7 @@ def _argkey(arg):
 class UOp:
     """One IR node. Hash-consed: building the same (op, dtype, src, arg) twice returns the same object, so
     identity is structural equality and graphs are DAGs with sharing."""
-    __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "_memo", "__weakref__")
     _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
     op: Ops
     dtype: DType
@@ -135,7 +135,7 @@ class UOp:
         if found is not None: return found
         self = object.__new__(cls)
         for name, value in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", _UNSET),
-                            ("_bounds", None)):
+                            ("_bounds", None), ("_memo", None)):
             object.__setattr__(self, name, value)
         UOp._interned[key] = self
         return self
@@ -266,6 +266,23 @@ class UOp:
 
     @property
     def vmax(self): return self.bounds[1]
+
+
+def node_cached(fn: Callable[[UOp], Any]) -> Callable[[UOp], Any]:
+    """Memoize a function of one node on the node itself, so results live exactly as long as the node: a cache
+    keyed by nodes in a module would keep every graph it ever saw alive (nodes are hash-consed, so equal nodes
+    share the result anyway)."""
+    def cached(u: UOp) -> Any:
+        memo = u._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(u, "_memo", memo)
+        found = memo.get(cached, _UNSET)
+        if found is _UNSET: found = memo[cached] = fn(u)
+        return found
+    cached.__name__, cached.__qualname__, cached.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    cached.__wrapped__ = fn   # type: ignore[attr-defined]
+    return cached
 
 
 def cast_scalar(value, dtype: DType):
