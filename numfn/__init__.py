@@ -17,7 +17,7 @@ from numfn.function import JitFunction, NumericalFunction, jit
 from numfn.runtime.threads import set_num_threads
 from numfn.tensor import Tensor
 from numfn.transforms import svmap, vmap
+from numfn.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
            "dtypes", "NumfnError", "TracerConversionError", "__version__"]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from numfn import debug, renderer
+from numfn import debug
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
@@ -148,7 +148,7 @@ class NumericalFunction:
         from numfn.codegen.program import build_program
         t0 = time.perf_counter()
         out = []
-        render = renderer.for_backend(self.backend)
+        render = renderer_for(self.backend)
         for ei in self.schedule:
             prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
                                  parallel=ei.op_count >= PARALLEL_MIN_OPS)
@@ -162,8 +162,8 @@ class NumericalFunction:
         """The disk cache key of this program: the traced graph (which holds everything the function computes,
         captured constants included), the signature, backend, options, target CPU and numfn's own source. Equal
         keys mean equal programs, so a warm start skips scheduling, rendering and compiling."""
-        from numfn.runtime import build_id, target_description
         from numfn.runtime.cache import cache_key
+        from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
                          f"noopt={debug.noopt()} profile={self.profile}", repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
@@ -278,7 +278,7 @@ class ProgramBuild:
     @cached_property
     def template(self) -> str:
         nf = self.nf
-        return renderer.for_backend(nf.backend).render_program(
+        return renderer_for(nf.backend).render_program(
             ENTRY_PLACEHOLDER, [(k.program, k.source) for k in nf.rendered_kernels], nf.layout, self.batched,
             profile=nf.profile and self.batched is None)
 
@@ -340,6 +340,18 @@ class ProgramBuild:
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+BACKENDS = ("c", "llvm")
+
+
+def renderer_for(backend: str):
+    """The renderer module of a backend: numfn.renderer.c or numfn.renderer.llvm (imported on first use)."""
+    if backend == "c":
+        from numfn.renderer import c
+        return c
+    if backend == "llvm":
+        from numfn.renderer import llvm
+        return llvm
+    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
 
 
 def _int_overflow(value: int, lo: int, hi: int) -> OverflowError:

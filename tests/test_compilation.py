@@ -160,14 +160,15 @@ def test_cache_cli(tmp_path):
 
 def test_changing_numfn_never_loads_stale_code(monkeypatch):
     # the cache key includes a hash of numfn's own source: a different build id is a different key
+    from numfn.runtime import target
     nf = numfn.jit(lambda x: x + 1).specialize(np.ones(3))
     key = nf.cache_key
-    numfn.runtime.build_id.cache_clear()
-    monkeypatch.setattr(numfn, "__version__", "0.0.0-other")
+    target.build_id.cache_clear()
+    monkeypatch.setattr(numfn.version, "__version__", "0.0.0-other")
     try:
         other = numfn.jit(lambda x: x + 1).specialize(np.ones(3)).cache_key
     finally:
-        numfn.runtime.build_id.cache_clear()
+        target.build_id.cache_clear()
     assert key != other
 
 

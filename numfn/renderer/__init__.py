@@ -10,17 +10,3 @@ def buffer_name(buf) -> str:
     """The name a program buffer has in generated code: out0, in1, const0, tmp2."""
     prefix = {"output": "out", "input": "in", "constant": "const", "intermediate": "tmp"}[buf.category]
     return f"{prefix}{buf.number}"
-
-
-BACKENDS = ("c", "llvm")
-
-
-def for_backend(backend: str):
-    """The renderer module of a backend: numfn.renderer.c or numfn.renderer.llvm (imported on first use)."""
-    if backend == "c":
-        from numfn.renderer import c
-        return c
-    if backend == "llvm":
-        from numfn.renderer import llvm
-        return llvm
-    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")

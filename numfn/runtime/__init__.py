@@ -6,11 +6,8 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from dataclasses import dataclass, field
-import functools
 from typing import Any
 
 from numfn import debug
@@ -44,45 +41,6 @@ class NativeProgram:
 
 
 compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
-
-
-@functools.cache
-def build_id() -> str:
-    """A hash of numfn's own source code: generated programs depend on it, so the cache must too (a changed
-    compiler never loads code an older one made, even at the same version number)."""
-    from numfn import __version__
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha256(__version__.encode())
-    for dirpath, dirnames, filenames in sorted(os.walk(root)):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith((".py", ".c")):
-                with open(os.path.join(dirpath, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-    return h.hexdigest()
-
-
-@functools.cache
-def target_description(backend: str) -> str:
-    """What native code depends on besides its source: compiler and version, target CPU and its features."""
-    if backend == "llvm":
-        from numfn.runtime import llvm
-        return llvm.target_description()
-    from numfn.runtime import clang
-    return "|".join([clang.compiler_identity(), " ".join(clang.CFLAGS), cpu_description()])
-
-
-@functools.cache
-def cpu_description() -> str:
-    """The CPU model and feature flags, which code compiled for the host CPU depends on."""
-    # -march=native makes the code depend on the CPU: its model name and flags
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
-        return "".join(lines)
-    except OSError:
-        import platform
-        return platform.processor() or platform.machine()
 
 
 def _pack(manifest: dict, code: bytes) -> bytes:

@@ -40,18 +40,6 @@ def target_machine():
                                         codemodel="small")
 
 
-def target_description() -> str:
-    """What generated code depends on besides its source, without importing llvmlite.binding: the llvmlite
-    release (which fixes the LLVM version), the machine, and the CPU model and feature flags LLVM's host detection
-    reads."""
-    import platform
-
-    import llvmlite
-
-    from numfn.runtime import cpu_description
-    return "|".join(["llvmlite " + llvmlite.__version__, platform.machine(), cpu_description()])
-
-
 def compile_object(source: str) -> bytes:
     """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`.
 
