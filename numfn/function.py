@@ -36,14 +36,12 @@ from numfn.layout import Layout, make_layout
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
+from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
 from numfn.signature import ArgSpec, describe, signature, static_key, static_spec
 from numfn.tensor import Tensor, recording_int_limits
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
-
-# ALU operations below which a kernel runs on one thread: waking the pool costs about as much as this much work
-PARALLEL_MIN_OPS = 1 << 18
 
 
 @dataclass(frozen=True)

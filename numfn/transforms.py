@@ -24,7 +24,7 @@ from numfn import debug
 from numfn.function import JitFunction, NumericalFunction, ProgramBuild
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
-from numfn.runtime.threads import thread_count
+from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.args import normalize_axis
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor
@@ -234,10 +234,6 @@ def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None: _pool = ThreadPoolExecutor(max_workers=max(2, thread_count()), thread_name_prefix="numfn")
     return _pool
-
-
-# work (ALU operations over the whole batch) below which splitting across threads costs more than it saves
-PARALLEL_MIN_OPS = 200_000
 
 
 class BatchedProgram:

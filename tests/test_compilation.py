@@ -456,3 +456,48 @@ def test_graphs_are_released_with_their_function():
     for i in range(1, 21): build(i)
     gc.collect()
     assert len(UOp._interned) <= baseline + 5, len(UOp._interned) - baseline
+
+
+# ---- the environment ------------------------------------------------------------------------------------------------
+
+def test_one_parser_for_switches(monkeypatch):
+    # NOOPT=false turned optimizations off while NUMFN_DISABLE_CACHE=false left the cache on
+    from numfn import config
+    for value, on in [("1", True), ("true", True), ("YES", True), (" on ", True), ("0", False), ("false", False),
+                      ("No", False), ("off", False), ("", False)]:
+        for name, read in [("NUMFN_NOOPT", config.noopt), ("NOOPT", config.noopt),
+                           ("NUMFN_DISABLE_CACHE", config.cache_disabled), ("NUMFN_NO_DISPATCH_EXT",
+                                                                            config.no_dispatch_extension)]:
+            monkeypatch.delenv("NUMFN_NOOPT", raising=False)
+            monkeypatch.delenv("NOOPT", raising=False)
+            monkeypatch.setenv(name, value)
+            assert read() is on, (name, value)
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("NOOPT", "maybe")
+    with pytest.warns(RuntimeWarning, match="not a switch value"):
+        assert config.noopt()
+
+
+def test_numfn_names_take_precedence_over_the_short_ones(monkeypatch):
+    from numfn import config, debug
+    monkeypatch.setenv("DEBUG", "3")
+    assert debug.level() == 3
+    monkeypatch.setenv("NUMFN_DEBUG", "1")
+    assert debug.level() == 1
+    monkeypatch.setenv("NUMFN_DEBUG", "")
+    assert debug.level() == 3
+    monkeypatch.setenv("NOOPT", "1")
+    monkeypatch.setenv("NUMFN_NOOPT", "0")
+    assert not config.noopt()
+    monkeypatch.delenv("NUMFN_NOOPT")
+    assert config.noopt()
+
+
+def test_numfn_noopt_changes_the_program(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    f = lambda x: np.exp(x) * 2.0   # noqa: E731
+    plain = numfn.jit(f).specialize(np.ones(4))
+    key, source = plain.cache_key, plain.source
+    monkeypatch.setenv("NUMFN_NOOPT", "1")
+    noopt = numfn.jit(f).specialize(np.ones(4))
+    assert key != noopt.cache_key and "llvm.exp" in noopt.source and "llvm.exp" not in source

@@ -121,6 +121,17 @@ def test_leaf_modules():
     assert graph["numfn.config"] == set() and graph["numfn.version"] == set()
 
 
+def test_the_environment_is_read_in_numfn_config_only():
+    # one place for environment variables, with one parser for switches
+    readers = []
+    for module, path in modules().items():
+        if module == "numfn.config": continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        if "os.environ" in source or "getenv" in source: readers.append(module)
+    assert readers == []
+
+
 if __name__ == "__main__":
     graph, private = import_graph()
     width = max(map(len, graph))

@@ -78,6 +78,8 @@ import threading
 import time
 import warnings
 
+from numfn import config
+
 __all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
            "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
            "HEADER_SIZE", "ENTRY_SUFFIX"]
@@ -87,14 +89,13 @@ FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sIQ32s32s")  # magic, version, payload length, key digest, payload sha256
 HEADER_SIZE = _HEADER.size
 ENTRY_SUFFIX = ".nfc"
-DEFAULT_MAX_BYTES = 1 << 30
+DEFAULT_MAX_BYTES = config.DEFAULT_CACHE_MAX_BYTES
 
 _TMP_PREFIX = ".tmp-"
 _STALE_TMP_NS = 3600 * 10**9
 _HEX_DIGITS = frozenset("0123456789abcdef")
 _POSIX = hasattr(os, "getuid")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 
 class CacheWarning(UserWarning):
@@ -461,29 +462,20 @@ def _extract(payload: bytes, name: str) -> str:
 
 def cache_directory() -> str:
     """The configured cache directory: $NUMFN_CACHE_DIR, else $XDG_CACHE_HOME/numfn, else ~/.cache/numfn."""
-    configured = os.environ.get("NUMFN_CACHE_DIR")
-    if configured: return os.path.abspath(os.path.expanduser(configured))
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg): return os.path.join(xdg, "numfn")
-    return os.path.join(os.path.expanduser("~"), ".cache", "numfn")
+    return config.cache_directory()
 
 
 def cache_disabled() -> bool:
-    """Whether NUMFN_DISABLE_CACHE turns the cache off (1, true, yes or on)."""
-    return os.environ.get("NUMFN_DISABLE_CACHE", "").strip().lower() in _TRUE_WORDS
+    """Whether NUMFN_DISABLE_CACHE turns the cache off (see numfn.config.flag)."""
+    return config.cache_disabled()
 
 
 def _max_bytes_from_env() -> int:
-    raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
-    if not raw: return DEFAULT_MAX_BYTES
     try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        _warn(f"ignoring NUMFN_CACHE_MAX_BYTES={raw!r}: not a byte count; using {DEFAULT_MAX_BYTES}")
+        return config.cache_max_bytes()
+    except ValueError as e:
+        _warn(f"ignoring {e}; using {DEFAULT_MAX_BYTES}")
         return DEFAULT_MAX_BYTES
-    return value
 
 
 _instances: dict[tuple[str, int], DiskCache] = {}

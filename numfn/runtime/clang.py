@@ -13,6 +13,7 @@ import signal
 import sys
 import tempfile
 
+from numfn import config
 from numfn.errors import NumfnError
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
@@ -21,7 +22,7 @@ CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-c
 def find_compiler() -> tuple[str, ...]:
     """The C compiler command: $NUMFN_CC, else clang, else cc, else gcc. NumfnError when there is none, or when
     NUMFN_CC names a program that does not exist."""
-    env = os.environ.get("NUMFN_CC")
+    env = config.c_compiler()
     if env:
         cmd = tuple(shlex.split(env))
         if not cmd or shutil.which(cmd[0]) is None:

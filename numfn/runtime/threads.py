@@ -14,6 +14,10 @@ import threading
 from numfn import config
 from numfn.runtime import extensions
 
+# ALU operations below which work stays on the calling thread: waking other threads costs about as much as this
+# much work. One threshold for a kernel's parallel loop (decided when it is compiled) and svmap's batch split.
+PARALLEL_MIN_OPS = 1 << 18
+
 _lock = threading.Lock()
 _count: int | None = None   # the count in use, once the pool is configured
 
