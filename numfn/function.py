@@ -47,7 +47,7 @@ from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 @dataclass(frozen=True)
 class RenderedKernel:
     name: str
-    program: Any     # codegen.program.Program
+    program: Any     # codegen.program.KernelProgram
     source: str
 
 
@@ -182,7 +182,7 @@ class NumericalFunction:
 
     @property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
         return self.build.compiled
 
     @property
@@ -313,7 +313,7 @@ class ProgramBuild:
 
     @cached_property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
         from numfn.runtime import load_or_compile
         nf = self.nf
         t0 = time.perf_counter()

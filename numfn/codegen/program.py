@@ -14,7 +14,7 @@ from numfn.uop import Ops, UOp, format_node, graph_rewrite
 
 
 @dataclass(frozen=True)
-class Program:
+class KernelProgram:
     """One kernel ready to render: its parameters (BUFFER nodes, written ones first) and its instructions.
 
     `parallel` is the outermost loop when the kernel may split it across threads: the renderer runs that loop
@@ -46,7 +46,8 @@ class Program:
         return "\n".join(lines)
 
 
-def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool = False) -> Program:
+def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
+                  parallel: bool = False) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
     the kernel allows it (see `splittable_loop`)."""
     upcasts = []
@@ -62,7 +63,7 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, pa
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
     sink = graph_rewrite(sink, rules)
     uops = tuple(linearize(sink))
-    return Program(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
+    return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from numfn.codegen.program import Program
+from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.renderer import buffer_name, range_name
@@ -47,7 +47,7 @@ def _bitcast(x: str, src: DType, dst: DType) -> str:
     return f"((union {{ {src.cname} a; {dst.cname} b; }}){{ .a = {x} }}).b"
 
 
-def render_kernel(prog: Program) -> str:
+def render_kernel(prog: KernelProgram) -> str:
     """A kernel as a static C function. A parallel kernel is three: `K_loop` runs its outer loop over [start, end),
     `K_body` unpacks the buffers for the thread pool, and `K(pfor, ...)` hands `K_body` to the pool (or runs
     `K_loop` over the whole range when there is no pool)."""
@@ -105,7 +105,7 @@ def render_kernel(prog: Program) -> str:
     return "\n".join(lines)
 
 
-def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
     names = [buffer_name(p.arg) for p in prog.params]
     casts = [f"({decl.rsplit(' *restrict', 1)[0]} *)ctx[{i}]" for i, decl in enumerate(params)]
     n = c_literal(prog.parallel.src[0].arg, dtypes.index)
@@ -117,7 +117,7 @@ def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
             f"  else {prog.name}_loop({', '.join(names)}, 0, {n});", "}"]
 
 
-def written(prog: Program) -> set[UOp]:
+def written(prog: KernelProgram) -> set[UOp]:
     return {u.src[0] for u in prog.uops if u.op is Ops.STORE}
 
 
@@ -140,7 +140,7 @@ def _expr(u: UOp, a: list[str]) -> str:
     raise NotImplementedError(f"C renderer: {op.name}")
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
     `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the thread

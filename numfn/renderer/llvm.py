@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from numfn.codegen.program import Program
+from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.renderer import buffer_name, range_name
@@ -125,7 +125,7 @@ def _cast(f: _Function, u: UOp) -> str:
     return f"{'zext' if (src.is_unsigned or src.is_bool) else 'sext'} {ts} {x} to {td}"
 
 
-def render_kernel(prog: Program) -> str:
+def render_kernel(prog: KernelProgram) -> str:
     """A kernel as an internal LLVM function, preceded by declarations of the intrinsics it calls (the program
     hoists and deduplicates them)."""
     f = _Function(set())
@@ -198,7 +198,7 @@ def render_kernel(prog: Program) -> str:
     return "\n".join(out)
 
 
-def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
     """`K_body(ctx, start, end)` unpacks the buffers for the thread pool; `K(pfor, ...)` hands it to the pool, or
     runs `K_loop` over the whole range when `pfor` is null (no pool)."""
     names = ["%" + buffer_name(p.arg) for p in prog.params]
@@ -232,7 +232,7 @@ def _clock(name: str) -> list[str]:
             f"  %{name} = add i64 %{name}.sn, %{name}.n"]
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
     """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr buffers)` (the
     outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be
