@@ -236,7 +236,7 @@ def _thread_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-class BatchedProgram:
+class BatchedEntry:
     """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time:
     base's kernels behind svmap's entry point (a ProgramBuild with `batched` flags, the stage chain jit's programs
     go through too). Only the entry point is its own; the trace, schedule and kernels are base's."""
@@ -287,7 +287,7 @@ class SvmapFunction(_Mapped):
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0):
         super().__init__(fn, in_axes, out_axes)
-        self._programs: dict = {}
+        self._entries: dict = {}
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
@@ -296,20 +296,20 @@ class SvmapFunction(_Mapped):
         leaves, axes, size, nf = self._example(args, kwargs)
         out_axes = self._out_axes(nf.out_tree)
         if any(ax is None for ax in out_axes): raise ValueError("svmap needs an integer out_axes for every output")
-        prog = self.program(nf, tuple(ax is not None for ax in axes))
-        return prog.run(leaves, axes, size, out_axes)
+        return self.entry(nf, tuple(ax is not None for ax in axes)).run(leaves, axes, size, out_axes)
 
-    def program(self, nf: NumericalFunction, batched: tuple[bool, ...]) -> BatchedProgram:
+    def entry(self, nf: NumericalFunction, batched: tuple[bool, ...]) -> BatchedEntry:
+        """The batched entry of per-example function `nf` with these batched inputs, made on first use."""
         key = (nf, batched)
-        prog = self._programs.get(key)
-        if prog is None:
-            prog = self._programs.setdefault(key, BatchedProgram(nf, batched))
-        return prog
+        found = self._entries.get(key)
+        if found is None:
+            found = self._entries.setdefault(key, BatchedEntry(nf, batched))
+        return found
 
     @property
-    def programs(self) -> tuple[BatchedProgram, ...]:
-        """The compiled batched programs, one per per-example signature."""
-        return tuple(self._programs.values())
+    def entries(self) -> tuple[BatchedEntry, ...]:
+        """The batched entries made so far, one per per-example signature (and set of batched inputs)."""
+        return tuple(self._entries.values())
 
 
 def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
@@ -321,4 +321,4 @@ def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
     return SvmapFunction(fn, in_axes, out_axes)
 
 
-__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedProgram", "batch_graph"]
+__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedEntry", "batch_graph"]

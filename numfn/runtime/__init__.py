@@ -17,8 +17,9 @@ _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offse
 
 
 @dataclass
-class NativeProgram:
-    """A loaded program: the entry point's `address`, `entry(*ints, buffers) -> status` to call it from Python
+class LoadedCode:
+    """A compiled program mapped into this process (what `compile_program` and `load_cached` return): the entry
+    point's `address`, `entry(*ints, buffers) -> status` to call it from Python
     (buffers: a pointer table, see numfn.runtime.native.pointer_table), and `manifest`: what a caller needs to
     know about the code (its entry name, the order of its pointer constants by content hash), stored with the
     code in the cache. `keepalive` holds what keeps the code mapped."""
@@ -74,7 +75,7 @@ def manifest_problem(manifest: Any) -> str | None:
     return None
 
 
-def load_cached(backend: str, key: str, nints: int, accept=None) -> NativeProgram | None:
+def load_cached(backend: str, key: str, nints: int, accept=None) -> LoadedCode | None:
     """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry). `accept(manifest)`
     may refuse an entry whose manifest does not fit the caller (it returns why, or None)."""
     from numfn.runtime.cache import default_cache
@@ -96,7 +97,7 @@ def load_cached(backend: str, key: str, nints: int, accept=None) -> NativeProgra
         return None
 
 
-def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> tuple[NativeProgram, bool]:
+def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> tuple[LoadedCode, bool]:
     """The program cached under `key`, else the one `build()` describes, as (source, entry, manifest), compiled
     now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule.
     `accept`: see load_cached."""
@@ -107,7 +108,7 @@ def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> t
 
 
 def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: str | None = None,
-                    manifest: dict | None = None) -> NativeProgram:
+                    manifest: dict | None = None) -> LoadedCode:
     """Compile `source` and load it; with a `key`, store the code (and `manifest`) in the disk cache."""
     global compile_count
     compile_count += 1
@@ -134,7 +135,7 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     return prog
 
 
-def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgram:
+def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
     entry = manifest["entry"]
     symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
     if backend == "c" and code[16:18] == _ET_DYN:
@@ -148,4 +149,4 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgra
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
-    return NativeProgram(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+    return LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
