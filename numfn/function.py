@@ -40,7 +40,7 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
 from numfn.signature import ArgSpec, describe, signature, static_key, static_spec
-from numfn.tensor import Tensor, recording_int_limits
+from numfn.tensor import Check, Tensor, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
 
@@ -72,25 +72,30 @@ class NumericalFunction:
         for where, value in self.statics:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
-        with recording_int_limits() as limits:
+        with recording_trace() as record:
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
-        outs = []
-        for leaf in leaves:
-            t = Tensor.lift(leaf)
-            # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
-            # (x.T, x[:2]) or an input itself (x) is copied, never aliased
-            outs.append(UOp(Ops.CONTIGUOUS, t.uop.dtype, (t.uop,)))
-        sink = UOp(Ops.SINK, dtypes.void, tuple(outs))
+        # the outputs, then for every check its failed and payload arrays (hidden outputs the dispatcher inspects)
+        values = [Tensor.lift(leaf).uop for leaf in leaves]
+        values += [u for c in record.checks for u in (c.failed, c.payload)]
+        # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
+        # (x.T, x[:2]) or an input itself (x) is copied, never aliased
+        sink = UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values))
         debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
-        return sink, tree, dict(limits)
+        return sink, tree, record
 
     @cached_property
     def int_limits(self) -> dict[int, tuple[int, int]]:
         """{argument slot: (min, max)} for Python-int arguments the function converts to narrower integers:
         NumPy raises OverflowError for values outside, and so does the dispatcher."""
-        return self._trace[2]
+        return self._trace[2].int_limits
+
+    @cached_property
+    def checks(self) -> tuple[Check, ...]:
+        """Conditions checked after every call (see numfn.tensor.Check); their failed and payload arrays are the
+        last outputs of the function graph, after the `out_tree` outputs."""
+        return tuple(self._trace[2].checks)
 
     @property
     def name(self) -> str:
@@ -221,11 +226,15 @@ class NumericalFunction:
         limits = sorted(self.int_limits.items())
         timings = prog.timings() if self.profile else None
 
+        nout = out_tree.num_leaves
+        checks = self.checks
+
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
                 if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
             if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
-            else: outs = check_out(out, out_specs, leaves, consts)
+            else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
+                [np.empty(shape, dt) for shape, dt in out_specs[nout:]]
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
@@ -234,7 +243,8 @@ class NumericalFunction:
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
-            return unflatten(out_tree, outs)
+            if checks: raise_failed_checks(checks, outs[nout:])
+            return unflatten(out_tree, outs[:nout])
 
         return run
 
@@ -352,6 +362,13 @@ def renderer_for(backend: str):
     raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
 
 
+def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
+    """Raise the error of the first check that failed; `arrays` holds each check's failed and payload arrays."""
+    for k, c in enumerate(checks):
+        failed, payload = arrays[2 * k], arrays[2 * k + 1]
+        if failed.any(): raise c.error(int(payload.reshape(-1)[int(np.argmax(failed.reshape(-1)))]))
+
+
 def _int_overflow(value: int, lo: int, hi: int) -> OverflowError:
     """NumPy's error for a Python int that does not fit the integer type(s) a function converts it to (the
     range may be the intersection of several: the type named is one whose bound it crosses)."""
@@ -440,7 +457,10 @@ class JitFunction(dispatcher_base()):
         bound = {u: Tensor.lift(leaves[u.arg[0]]).uop for u in sink.toposort() if u.op is Ops.PARAM}
         spliced = substitute(sink, bound)
         outs = [Tensor(o.src[0] if o.op is Ops.CONTIGUOUS else o) for o in spliced.src]
-        return unflatten(nf.out_tree, outs)
+        nout = nf.out_tree.num_leaves
+        for k, c in enumerate(nf.checks):   # the callee's checks become the caller's
+            add_check(outs[nout + 2 * k], outs[nout + 2 * k + 1], c.error)
+        return unflatten(nf.out_tree, outs[:nout])
 
     # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
     def __reduce__(self):

@@ -13,8 +13,9 @@ import math
 import operator
 import threading
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -523,28 +524,62 @@ def _compare_out_of_range(ufunc: str, ts: list[Tensor]) -> Tensor | None:
     return None
 
 
-# While a function is traced, the narrowest integer dtype each Python-int argument is converted to: NumPy raises
-# OverflowError when such a value does not fit, so the dispatcher checks the argument at every call.
+# What a trace records besides its graph, for the dispatcher (per thread: threads may trace at once).
 _trace_state = threading.local()
 
 
+@dataclass
+class Check:
+    """A condition checked after every call: where `failed` (a bool array computed by the program) holds, the call
+    raises `error(payload)` with the payload (an int64 array of failed's shape) at the first failed position. This
+    is how errors NumPy raises for values (an index out of bounds, a singular matrix) reach the caller."""
+    failed: UOp
+    payload: UOp
+    error: Callable[[int], BaseException]
+
+
+@dataclass
+class TraceRecord:
+    """`int_limits`: {argument slot: (min, max)} for Python-int arguments converted to narrower integers (NumPy
+    raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
+    int_limits: dict = field(default_factory=dict)
+    checks: list = field(default_factory=list)
+
+
 def _record_int_limit(slot: int, dt: DType) -> None:
-    limits = getattr(_trace_state, "int_limits", None)
-    if limits is None: return
-    lo, hi = limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
-    limits[slot] = (max(lo, dt.min), min(hi, dt.max))
+    record = getattr(_trace_state, "record", None)
+    if record is None: return
+    lo, hi = record.int_limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
+    record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
 
 
-class recording_int_limits:
-    """Context manager active while tracing: collects {argument slot: (min, max)} for Python-int arguments."""
+def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
+    """Raise `error(payload at the first failed position)` after a call where `failed` holds anywhere (see Check).
+    Outside a trace (no record), nothing is checked: callers only trace."""
+    record = getattr(_trace_state, "record", None)
+    if record is None: raise RuntimeError("add_check outside a trace")
+    f, p = Tensor.lift(failed), Tensor.lift(payload)
+    shape = broadcast_shapes(f.shape, p.shape)
+    f = Tensor(Tensor(f.uop.cast(dtypes.bool))._broadcast(shape)).reshape(-1)
+    p = Tensor(Tensor(p.uop.cast(dtypes.int64))._broadcast(shape)).reshape(-1)
+    n = f.size
+    if n == 0: f, p = Tensor(UOp.const(dtypes.bool, False)), Tensor(UOp.const(dtypes.int64, 0))
+    elif n > 1:   # reduced in the program: whether any failed, and the payload at the first that did
+        first = Tensor(f.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(dtypes.int64, n, (n,)))).min()
+        f, p = f.max(), gather(p, [first])
+    record.checks.append(Check(f.uop.reshape(()), p.uop.reshape(()), error))
 
-    def __enter__(self) -> dict:
-        self.previous = getattr(_trace_state, "int_limits", None)
-        _trace_state.int_limits = {}
-        return _trace_state.int_limits
+
+class recording_trace:
+    """Context manager active while a function is traced: yields its TraceRecord."""
+
+    def __enter__(self) -> TraceRecord:
+        self.previous = getattr(_trace_state, "record", None)
+        _trace_state.record = TraceRecord()
+        return _trace_state.record
 
     def __exit__(self, *exc) -> None:
-        _trace_state.int_limits = self.previous
+        _trace_state.record = self.previous
 
 
 def _weak_resolve(ufunc: str, ts):

@@ -21,13 +21,13 @@ from collections.abc import Callable
 import numpy as np
 
 from numfn import debug
-from numfn.function import JitFunction, NumericalFunction, ProgramBuild
+from numfn.function import JitFunction, NumericalFunction, ProgramBuild, raise_failed_checks
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.args import normalize_axis
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
-from numfn.tensor import Tensor
+from numfn.tensor import Tensor, add_check
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
 
 
@@ -183,7 +183,11 @@ class _Mapped:
             t = Tensor.lift(leaf)
             inputs[slot] = (t.uop, False) if ax is None else (_moveaxis(t.uop, ax % t.ndim, 0), True)
         outs = []
-        for (u, batched), ax in zip(batch_graph(nf.function_graph, inputs, size), self._out_axes(nf.out_tree)):
+        results = batch_graph(nf.function_graph, inputs, size)
+        nout = nf.out_tree.num_leaves
+        for k, c in enumerate(nf.checks):   # the per-example checks, now over the batch, become the caller's
+            add_check(Tensor(results[nout + 2 * k][0]), Tensor(results[nout + 2 * k + 1][0]), c.error)
+        for (u, batched), ax in zip(results[:nout], self._out_axes(nf.out_tree)):
             if ax is None:
                 if batched: raise ValueError("out_axes=None for an output that depends on a mapped argument")
                 outs.append(Tensor(u))
@@ -273,6 +277,9 @@ class BatchedEntry:
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
+        nout = base.out_tree.num_leaves
+        if base.checks: raise_failed_checks(base.checks, outs[nout:])
+        outs = outs[:nout]
         # DEBUG=2: the loop's time (its kernels are not timed one by one: counters inside the loop would cost more
         # than small per-example kernels take)
         debug.log(2, lambda: f"svmap({base.name}): {size} examples in {(time.perf_counter() - start) * 1e3:.3f} ms "
