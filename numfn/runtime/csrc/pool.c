@@ -9,10 +9,16 @@
  * The counter and the region's generation share one 64-bit word (generation << 32 | next chunk), so a worker that
  * read the previous region's parameters cannot take a chunk of the next one: its compare-and-swap fails.
  *
- * Waiting: a worker between regions, and a caller waiting for chunks others hold, poll briefly with a pause
- * instruction (a wake-up through a condition variable costs tens of microseconds, as long as a small kernel),
- * then yield the CPU a few times (on a busy machine another runnable thread gets it), then sleep on a condition
- * variable, as OpenMP runtimes do.
+ * Waiting: a worker between regions polls briefly with a pause instruction (a wake-up through a condition
+ * variable costs tens of microseconds, as long as a small kernel), then yields the CPU a few times (on a busy
+ * machine another runnable thread gets it), then sleeps on a condition variable, as OpenMP runtimes do. A caller
+ * waiting for chunks others hold polls for about two of its own chunks' time, then sleeps: a chunk that takes
+ * longer belongs to a worker the OS has descheduled, and an idle CPU is what lets the OS run that worker sooner.
+ *
+ * Contention: when a region's caller waited for a straggler (a quarter of the region or more), the machine is
+ * busier than the thread count assumes (other processes, other thread pools). Regions then run on the calling
+ * thread for a while (10 ms, doubling while it recurs, up to 0.5 s) before threads are tried again, so a busy
+ * machine costs little more than running on one thread would.
  *
  * One region runs at a time; a call that finds the pool busy (another thread's region, a region inside a region)
  * runs its whole range itself, so the pool never oversubscribes the cores. `numfn_pool_configure` takes the same
@@ -23,6 +29,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "numfn_native.h"
 
@@ -30,6 +37,8 @@
 #define SPIN_PAUSES 2000       /* polls with a pause instruction before yielding (about 10-40 us) */
 #define SPIN_YIELDS 16         /* polls that yield the CPU before sleeping */
 #define MAX_WORKERS 1023
+#define BACKOFF_MIN_NS 10000000LL    /* serial regions after the first straggler: 10 ms ... */
+#define BACKOFF_MAX_NS 500000000LL   /* ... doubling up to 0.5 s while stragglers recur */
 
 static struct {
     pthread_mutex_t region;    /* held by the caller of the running region, and by numfn_pool_configure */
@@ -47,8 +56,10 @@ static struct {
     void **ctx;
     int64_t n;
     uint32_t chunks;
+    int64_t serial_until;      /* under `region`: run regions serially until this time (ns) */
+    int64_t backoff;           /* under `region`: the current serial period after a straggler (0: none) */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0};
+          0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
 
 void *volatile numfn_pool_slot = NULL;
 
@@ -72,24 +83,33 @@ static inline int poll_step(int polls)
 
 static inline uint32_t generation_of(uint64_t state) { return (uint32_t)(state >> 32); }
 
-/* Take chunks of region `gen` until none is left. */
-static void run_chunks(uint32_t gen, numfn_body body, void **ctx, int64_t n, uint32_t chunks, int is_caller)
+static inline int64_t now_ns(void)
 {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Take chunks of region `gen` until none is left; returns how many this thread ran. */
+static uint32_t run_chunks(uint32_t gen, numfn_body body, void **ctx, int64_t n, uint32_t chunks, int is_caller)
+{
+    uint32_t ran = 0;
     int64_t q = n / chunks, r = n % chunks;
     uint64_t s = __atomic_load_n(&pool.state, __ATOMIC_ACQUIRE);
     for (;;) {
-        if (generation_of(s) != gen || (uint32_t)s >= chunks) return;
+        if (generation_of(s) != gen || (uint32_t)s >= chunks) return ran;
         if (!__atomic_compare_exchange_n(&pool.state, &s, s + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
         int64_t c = (int64_t)(uint32_t)s;
         int64_t lo = q * c + (c < r ? c : r);
         body(ctx, lo, lo + q + (c < r ? 1 : 0));
+        ran++;
         if (__atomic_add_fetch(&pool.finished, 1, __ATOMIC_ACQ_REL) == chunks) {
             if (!is_caller) {   /* the region's last chunk: wake its caller if it sleeps */
                 pthread_mutex_lock(&pool.m);
                 if (pool.caller_sleeping) pthread_cond_signal(&pool.done);
                 pthread_mutex_unlock(&pool.m);
             }
-            return;
+            return ran;
         }
         s = __atomic_load_n(&pool.state, __ATOMIC_ACQUIRE);
     }
@@ -125,7 +145,7 @@ static void *worker_main(void *arg)
         int64_t n = pool.n;
         uint32_t chunks = pool.chunks;
         pthread_mutex_unlock(&pool.m);
-        run_chunks(seen, body, ctx, n, chunks, 0);
+        (void)run_chunks(seen, body, ctx, n, chunks, 0);
     }
     return NULL;
 }
@@ -178,7 +198,8 @@ void numfn_parallel_for(numfn_body body, void **ctx, int64_t n)
     }
     if (pool.respawn) configure_locked(pool.respawn);
     int active = pool.active;   /* stable: configuring takes the region lock */
-    if (active == 0) {
+    int64_t start = now_ns();
+    if (active == 0 || start < pool.serial_until) {
         pthread_mutex_unlock(&pool.region);
         body(ctx, 0, n);
         return;
@@ -197,16 +218,33 @@ void numfn_parallel_for(numfn_body body, void **ctx, int64_t n)
     if (pool.sleeping > 0) pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.m);
 
-    run_chunks(gen, body, ctx, n, chunks, 1);
-    /* the chunks workers took may still run: wait for them (only for them) */
-    for (int polls = 0; __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks; polls++) {
-        if (poll_step(polls)) continue;
-        pthread_mutex_lock(&pool.m);
-        pool.caller_sleeping = 1;
-        while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks) pthread_cond_wait(&pool.done, &pool.m);
-        pool.caller_sleeping = 0;
-        pthread_mutex_unlock(&pool.m);
-        break;
+    uint32_t mine = run_chunks(gen, body, ctx, n, chunks, 1);
+    int64_t own_end = now_ns();
+    /* the chunks workers took may still run: wait for them (only for them), polling for about two of our own
+       chunks' time before sleeping */
+    if (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks) {
+        int64_t patience = mine ? 2 * (own_end - start) / mine : 0;
+        for (int polls = 0; __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks; polls++) {
+            if (polls < SPIN_PAUSES && ((polls & 63) || now_ns() - own_end < patience)) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&pool.m);
+            pool.caller_sleeping = 1;
+            while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < chunks) pthread_cond_wait(&pool.done, &pool.m);
+            pool.caller_sleeping = 0;
+            pthread_mutex_unlock(&pool.m);
+            break;
+        }
+    }
+    int64_t end = now_ns();
+    if (4 * (end - own_end) > end - start) {   /* a straggler held the region back: run serially for a while */
+        pool.backoff = pool.backoff ? pool.backoff * 2 : BACKOFF_MIN_NS;
+        if (pool.backoff > BACKOFF_MAX_NS) pool.backoff = BACKOFF_MAX_NS;
+        pool.serial_until = end + pool.backoff;
+    }
+    else if (16 * (end - own_end) < end - start) {
+        pool.backoff = 0;   /* a clean region: the next straggler starts the backoff over */
     }
     pthread_mutex_unlock(&pool.region);
 }
