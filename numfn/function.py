@@ -324,14 +324,15 @@ class ProgramBuild:
     @cached_property
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
-        from numfn.runtime import load_or_compile
+        from numfn.runtime import load_or_compile, write_perf_map
         nf = self.nf
         t0 = time.perf_counter()
         prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
                                          lambda: (self.source, self.entry_name, self.manifest), self._fits)
-        debug.log(1, f"{'compiled' if compiled else 'loaded'} {nf.name if self.batched is None else 'svmap entry'}"
-                     f" ({nf.backend}) {'' if compiled else 'from the cache '}in "
-                     f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+        label = nf.name if self.batched is None else f"svmap({nf.name})"
+        debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
+                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
         return prog
 
     def _fits(self, manifest: dict) -> str | None:

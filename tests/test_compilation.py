@@ -501,3 +501,38 @@ def test_numfn_noopt_changes_the_program(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMFN_NOOPT", "1")
     noopt = numfn.jit(f).specialize(np.ones(4))
     assert key != noopt.cache_key and "llvm.exp" in noopt.source and "llvm.exp" not in source
+
+
+PERF_MAP = r'''
+import json, os
+import numpy as np, numfn
+from numfn.runtime import perf_map_path
+
+def scaled(x):
+    return np.sin(x).sum() + x * 2.0
+
+f = numfn.jit(scaled)
+f(np.ones(8))
+nf = f.specializations[0]
+path = perf_map_path()
+lines = open(path).read().splitlines() if os.path.exists(path) else []
+if os.path.exists(path): os.remove(path)
+print(json.dumps({"lines": lines, "entry": nf.compiled.address, "path": path}))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="perf maps are Linux's")
+@pytest.mark.parametrize("level", ["0", "1"])
+def test_debug_writes_a_perf_map(tmp_path, level):
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, NUMFN_DEBUG=level)
+    out = subprocess.run([sys.executable, "-c", PERF_MAP], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["path"].startswith("/tmp/perf-") and r["path"].endswith(".map")
+    if level == "0":
+        assert r["lines"] == []
+        return
+    entries = [line.split(" ", 2) for line in r["lines"]]
+    assert all(name.startswith("numfn scaled(float64[8])") for _, _, name in entries)
+    [(start, size, _)] = [e for e in entries if e[2] == "numfn scaled(float64[8])"]
+    assert int(start, 16) == r["entry"] and int(size, 16) > 0

@@ -7,6 +7,8 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 from __future__ import annotations
 
 import json
+import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,3 +152,31 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
     return LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+
+
+_perf_lock = threading.Lock()
+
+
+def perf_map_path() -> str:
+    """Where Linux `perf` looks for the names of JIT-compiled code in this process (its fixed convention)."""
+    return f"/tmp/perf-{os.getpid()}.map"
+
+
+def write_perf_map(code: LoadedCode, label: str) -> None:
+    """Append the functions of a program just loaded to the perf map, so `perf report` names generated code:
+    `<start> <size> numfn <label>` for the entry point (`label` names the Python function and its signature) and
+    `... numfn <label> <function>` for the program's other functions (kernels the compiler kept apart, parallel
+    loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other loaders list the
+    entry alone (size unknown: 1). A map that cannot be written is skipped with a DEBUG=1 message."""
+    from numfn.runtime.elf import LoadedObject
+    entry = code.manifest["entry"]
+    if isinstance(code.keepalive, LoadedObject):
+        lines = [f"{address:x} {max(size, 1):x} numfn {label}{'' if name == entry else ' ' + name}\n"
+                 for name, address, size in code.keepalive.functions]
+    else:
+        lines = [f"{code.address:x} 1 numfn {label}\n"]
+    try:
+        with _perf_lock, open(perf_map_path(), "a") as f:
+            f.write("".join(lines))
+    except OSError as e:
+        debug.log(1, f"cannot write the perf map {perf_map_path()}: {e}")

@@ -62,7 +62,7 @@ _SHT_CONSTRUCTORS = (14, 15, 16)             # SHT_INIT_ARRAY, SHT_FINI_ARRAY, S
 _SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR, _SHF_TLS = 0x1, 0x2, 0x4, 0x400
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_XINDEX = 0, 0xFF00, 0xFFF1, 0xFFFF
 _STB_LOCAL, _STB_WEAK = 0, 2
-_STT_TLS, _STT_GNU_IFUNC = 6, 10
+_STT_FUNC, _STT_TLS, _STT_GNU_IFUNC = 2, 6, 10
 
 _PC32, _PLT32, _GOTPCREL, _GOTPCRELX, _REX_GOTPCRELX = 2, 4, 9, 41, 42
 
@@ -255,13 +255,16 @@ def _place(offset: int, sections: list[_Section]) -> int:
 
 class LoadedObject:
     """An object file mapped into the process. `address(name)` gives the absolute address of a global symbol it
-    defines. The code stays mapped while this object is referenced and is unmapped when it is garbage collected."""
+    defines; `functions` lists (name, address, size) of every function in it, local ones included (for profilers).
+    The code stays mapped while this object is referenced and is unmapped when it is garbage collected."""
 
-    __slots__ = ("_exports", "_mapping", "_munmap", "base", "size", "__weakref__")
+    __slots__ = ("_exports", "_mapping", "_munmap", "base", "size", "functions", "__weakref__")
 
-    def __init__(self, exports: dict[str, int], mapping: tuple[int, int], munmap, base: int, size: int):
+    def __init__(self, exports: dict[str, int], mapping: tuple[int, int], munmap, base: int, size: int,
+                 functions: tuple[tuple[str, int, int], ...] = ()):
         self._exports, self._mapping, self._munmap = exports, mapping, munmap
         self.base, self.size = base, size   # the start and length of the loaded image, for debugging
+        self.functions = functions
 
     def address(self, name: str) -> int:
         """The absolute address of global symbol `name` defined in the object."""
@@ -420,4 +423,8 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     except BaseException:
         libc.munmap(raw, length)
         raise
-    return LoadedObject({name: address(i) for name, i in exports.items()}, (raw, length), libc.munmap, base, size)
+    functions = tuple((s.name, base + sections[s.shndx].addr + s.value, s.size) for s in syms
+                      if s.type == _STT_FUNC and s.name and 0 < s.shndx < len(sections) and sections[s.shndx].loaded
+                      and s.value + s.size <= sections[s.shndx].size)
+    return LoadedObject({name: address(i) for name, i in exports.items()}, (raw, length), libc.munmap, base, size,
+                        functions)
