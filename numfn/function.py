@@ -39,7 +39,9 @@ from numfn.runtime.dispatch import check_out, dispatcher_base, register_speciali
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
 from numfn.errors import unsupported
-from numfn.signature import ArgSpec, describe, signature, static_key, static_spec
+from numfn.indexing import identity_indices
+from numfn.interpose import tracing_numpy
+from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
 from numfn.tensor import Check, Tensor, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
 
@@ -67,12 +69,13 @@ class NumericalFunction:
     def _trace(self) -> tuple[UOp, TreeDef, dict]:
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
+        params = [t.uop for t in placeholders]
         args, kwargs = unflatten(self.in_tree, placeholders)
         args, kwargs = list(args), dict(kwargs)
         for where, value in self.statics:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
-        with recording_trace() as record:
+        with recording_trace() as record, tracing_numpy():
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays (hidden outputs the dispatcher inspects)
@@ -80,7 +83,13 @@ class NumericalFunction:
         values += [u for c in record.checks for u in (c.failed, c.payload)]
         # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
         # (x.T, x[:2]) or an input itself (x) is copied, never aliased
-        sink = UOp(Ops.SINK, dtypes.void, tuple(UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values))
+        outs = [UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values]
+        # then the inputs the function wrote into: their last versions, written into the caller's arrays
+        for slot, (t, param) in enumerate(zip(placeholders, params)):
+            if t.uop is not param:
+                record.mutated.append(slot)
+                outs.append(_writeback(t.uop, param))
+        sink = UOp(Ops.SINK, dtypes.void, tuple(outs))
         debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
         return sink, tree, record
@@ -90,6 +99,12 @@ class NumericalFunction:
         """{argument slot: (min, max)} for Python-int arguments the function converts to narrower integers:
         NumPy raises OverflowError for values outside, and so does the dispatcher."""
         return self._trace[2].int_limits
+
+    @cached_property
+    def mutated_inputs(self) -> tuple[int, ...]:
+        """The input slots the function writes into: the caller's arrays change (their new values are written by
+        the program straight into their memory). Their writes are the last entries of the function graph."""
+        return tuple(self._trace[2].mutated)
 
     @cached_property
     def checks(self) -> tuple[Check, ...]:
@@ -112,13 +127,14 @@ class NumericalFunction:
 
     @cached_property
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
-        """(shape, dtype) of every output, in the entry point's order."""
-        return tuple((o.shape, o.dtype) for o in self.function_graph.src)
+        """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
+        outs = self.function_graph.src
+        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     @cached_property
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
-        call = callify(self.function_graph, len(self.in_specs))
+        call = callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs))
         debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
         return call
 
@@ -227,11 +243,12 @@ class NumericalFunction:
         timings = prog.timings() if self.profile else None
 
         nout = out_tree.num_leaves
-        checks = self.checks
+        checks, written = self.checks, self.mutated_inputs
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
                 if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
+            for slot in written: self._check_writable(leaves, slot)
             if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
             else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
                 [np.empty(shape, dt) for shape, dt in out_specs[nout:]]
@@ -242,11 +259,23 @@ class NumericalFunction:
                 ins.append(a)
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
+            for slot in written:   # an argument the program could not write in place (strided, byte-swapped)
+                if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
             return unflatten(out_tree, outs[:nout])
 
         return run
+
+    def _check_writable(self, leaves: list, slot: int) -> None:
+        """An argument the function writes into must be a writeable NumPy array, as NumPy requires."""
+        leaf = leaves[slot]
+        if isinstance(leaf, np.ndarray) and leaf.flags.writeable: return
+        args, kwargs = unflatten(self.in_tree, list(leaves))
+        where = argument_leaf_names(self.fn, args, kwargs)[slot]
+        if isinstance(leaf, np.ndarray): raise ValueError(f"assignment destination is read-only (argument {where})")
+        raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
+                        f"{type(leaf).__name__}")
 
     @cached_property
     def key(self) -> tuple:
@@ -363,6 +392,15 @@ def renderer_for(backend: str):
     raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
 
 
+def _writeback(last: UOp, param: UOp) -> UOp:
+    """The last version of an input the function wrote into, as writes into the input's own memory: its chain of
+    SCATTERs when it starts at the input, else one write of the whole new value (x[...] = v; x += 1)."""
+    u = last
+    while u.op is Ops.SCATTER: u = u.src[0]
+    if u is param: return last
+    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
+
+
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
     """Raise the error of the first check that failed; `arrays` holds each check's failed and payload arrays."""
     for k, c in enumerate(checks):
@@ -461,6 +499,8 @@ class JitFunction(dispatcher_base()):
         nout = nf.out_tree.num_leaves
         for k, c in enumerate(nf.checks):   # the callee's checks become the caller's
             add_check(outs[nout + 2 * k], outs[nout + 2 * k + 1], c.error)
+        for slot, new in zip(nf.mutated_inputs, outs[len(outs) - len(nf.mutated_inputs):]):
+            leaves[slot][...] = new   # the callee wrote into this argument: the caller's array changes
         return unflatten(nf.out_tree, outs[:nout])
 
     # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------

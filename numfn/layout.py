@@ -24,6 +24,7 @@ class Layout:
     pointer_constants: tuple[tuple[Buffer, DType, np.ndarray], ...]
     intermediates: tuple[tuple[Buffer, DType, int], ...]
     arena_bytes: int
+    written_inputs: frozenset = frozenset()   # inputs the program writes into (the caller's arrays change)
 
 
 def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
@@ -36,4 +37,5 @@ def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
     embedded = tuple(c for c in consts if c[2].nbytes <= EMBED_LIMIT_BYTES)
     pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
     inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
-    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes)
+    written = frozenset(u.arg for ei in schedule for u in ei.kernel.outputs if u.arg.category == "input")
+    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, written)

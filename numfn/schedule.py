@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from numfn.codegen.lower import LoweredKernel, deep_recursion, lower_kernel
+from numfn.codegen.lower import LoweredKernel, deep_recursion, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
 from numfn.symbolic import symbolic
 from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, toposort
@@ -34,9 +34,10 @@ TRANSCENDENTAL_COST = 8
 # ---------------------------------------------------------------------------------------------------------------
 # callify
 
-def callify(function_graph: UOp, input_count: int) -> UOp:
+def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
     """CALL(body, *buffers): the simplified function graph with captured constants turned into PARAMs (slots after
-    the inputs), bound to the input and constant BUFFERs in slot order. CALL.arg holds the output buffers."""
+    the inputs), bound to the input and constant BUFFERs in slot order. CALL.arg holds the output buffers: one for
+    every entry of the graph's SINK but the last `writes` (writes into inputs, which have their inputs' buffers)."""
     body = graph_rewrite(function_graph, symbolic)
     consts = [u for u in toposort([body]) if u.op is Ops.BUFFER and u.arg.category == "constant"]
     params, bindings = {}, []
@@ -50,7 +51,7 @@ def callify(function_graph: UOp, input_count: int) -> UOp:
         if u.op is Ops.PARAM and u.arg[0] < input_count: inputs[u.arg[0]] = u
     input_bufs = [UOp(Ops.BUFFER, inputs[i].dtype, (), Buffer("input", i, inputs[i].shape)) if i in inputs else
                   UOp(Ops.BUFFER, dtypes.void, (), Buffer("input", i, ())) for i in range(input_count)]
-    outputs = tuple(Buffer("output", i, o.shape) for i, o in enumerate(body.src))
+    outputs = tuple(Buffer("output", i, o.shape) for i, o in enumerate(body.src[:len(body.src) - writes]))
     return UOp(Ops.CALL, dtypes.void, (body, *input_bufs, *bindings), outputs)
 
 
@@ -192,29 +193,45 @@ def split_reductions(graph: UOp) -> UOp:
 @dataclass
 class _Root:
     value: UOp
-    targets: list   # BUFFER uops it is stored into (the first is its home: where other kernels load it from)
+    outputs: list = field(default_factory=list)   # the function's output BUFFERs holding this value
+    targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
 
 
 def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
-    """Fuse the CALL's body into kernels and order them; returns the schedule and the intermediate memory plan."""
+    """Fuse the CALL's body into kernels and order them; returns the schedule and the intermediate memory plan.
+
+    The body's SINK holds the outputs (bound to CALL.arg's output buffers), then values with no buffer of their
+    own: checks' arrays are outputs too; writes into arguments are SCATTER chains on input buffers."""
     body, bindings = call.src[0], call.src[1:]
     params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
     graph = split_reductions(substitute(body, params))
     roots: dict[UOp, _Root] = {}
+    writebacks = set()
     for i, out in enumerate(graph.src):
         value = out.src[0] if out.op is Ops.CONTIGUOUS else out
-        buf = UOp(Ops.BUFFER, value.dtype, (), call.arg[i])
-        roots.setdefault(value, _Root(value, [])).targets.append(buf)
+        root = roots.setdefault(value, _Root(value))
+        if i < len(call.arg): root.outputs.append(UOp(Ops.BUFFER, value.dtype, (), call.arg[i]))
+        else: writebacks.add(value)
     for u in toposort([graph]):
         if u.op is Ops.SCAN or (u.op is Ops.CONTIGUOUS and u not in graph.src):
             v = u if u.op is Ops.SCAN else u.src[0]
-            if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v, []))
+            if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v))
     graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
-    roots = {_strip_contiguous(v): r for v, r in roots.items()}
+    roots = {_strip_contiguous(v): r for v, r in roots.items() if _strip_contiguous(v).op is not Ops.BUFFER
+             or r.outputs}
     for r in roots.values(): r.value = _strip_contiguous(r.value)
 
+    versions = _Versions(writebacks)
+    fixes = 0
     while True:
-        kernels = _build_kernels(roots)
+        versions.plan(roots)
+        kernels, fix = _build_kernels(roots, versions)
+        if fix is not None:   # a write that cannot happen in place as planned: plan again with the fix
+            fixes += 1
+            if fixes > 10 * len(roots) + 100:
+                raise RuntimeError("the scheduler cannot order the writes of this program")
+            fix()
+            continue
         evaluations: Counter = Counter()
         for k in kernels: evaluations.update(k[1].evaluations)
         realized = set(roots)
@@ -223,31 +240,117 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         if not new: break
-        for u in new: roots[u] = _Root(u, [])
+        for u in new: roots[u] = _Root(u)
 
-    # an intermediate that every consumer ended up computing inline needs no buffer
+    # an intermediate that every consumer ended up computing inline needs no buffer (a version of memory written
+    # in place by later writes is needed whoever reads it)
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
-    unused = [v for v, r in roots.items()
-              if r.targets[0].arg.category == "intermediate" and r.targets[0].arg not in loaded]
+    unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
+              and r.targets[0].arg not in loaded and v not in versions.chain_of]
     if unused:
         for v in unused: del roots[v]
-        kernels = _build_kernels(roots)
+        versions.plan(roots)
+        kernels, fix = _build_kernels(roots, versions)
+        assert fix is None
 
     items = Schedule(ExecItem(k, lk) for k, lk in kernels)
     return items, plan_memory(items)
 
 
+class _Versions:
+    """Memory written in place. A SCATTER is a new version of its old value's memory: chains of versions
+    x0 -> x1 = SCATTER(x0, ...) -> x2 = SCATTER(x1, ...) share one buffer (an input's own buffer when x0 is an
+    input, else the output buffer of the last version if it is an output, else an intermediate), written in turn
+    by x0's kernel and each scatter kernel. Kernels reading a version run before the next version is written.
+    Where that order is impossible (a kernel needs two versions at once, or a reader of a version depends on the
+    next one), or where two writes start from the same version, the write starts from a copy instead: `copies`
+    maps such a SCATTER to a copy of its old value in a fresh buffer (see `_copy`)."""
+
+    def __init__(self, writebacks: set[UOp]):
+        # memory the program may overwrite in place: an input's, only by the writes into that input (a value
+        # that simplified to an input, such as x * 1, is not the input's memory)
+        self.in_place = {u for w in writebacks for u in _chain_down(w)}
+        self.copies: dict[UOp, UOp] = {}
+        self.output_copies: set[UOp] = set()   # copies of versions into outputs that are not their chain's home
+        self.prev: dict[UOp, UOp] = {}        # SCATTER -> the version it overwrites (its old value, or its copy)
+        self.chain_of: dict[UOp, UOp] = {}    # every version (first ones too) -> the first version of its chain
+
+    def plan(self, roots: dict[UOp, _Root]) -> None:
+        """Make every SCATTER and the version it overwrites a root, and give each chain one home buffer (the
+        targets of other roots are reset to their outputs: _build_kernels gives them homes)."""
+        for copy in self.output_copies: roots.pop(copy, None)
+        self.output_copies = set()
+        for r in roots.values(): r.targets = list(r.outputs)
+        for u in toposort([r.value for r in roots.values()]):
+            if u.op is not Ops.SCATTER: continue
+            roots.setdefault(u, _Root(u))
+            if u.src[0].op is Ops.BUFFER and u not in self.in_place and u not in self.copies:
+                self.copies[u] = _copy(u.src[0], len(self.copies))
+            old = self.copies.get(u, u.src[0])
+            if old.op is not Ops.BUFFER: roots.setdefault(old, _Root(old))
+        self.prev = {s: self.copies.get(s, s.src[0]) for s in roots if s.op is Ops.SCATTER}
+        topo = {u: i for i, u in enumerate(toposort(list(roots)))}
+        self.chain_of = {}
+        chains: dict[UOp, list[UOp]] = {}
+        for s in sorted(self.prev, key=lambda u: topo[u]):
+            first = self.chain_of.get(self.prev[s], self.prev[s])
+            self.chain_of.setdefault(self.prev[s], first)
+            self.chain_of[s] = first
+            chains.setdefault(first, [first]).append(s)
+        for first, chain in chains.items():
+            # outputs among the versions: the last version's first output can be the chain's home (when the chain
+            # does not start in an input's buffer); any other output target copies its version
+            outputs = roots[chain[-1]].outputs
+            home = first if first.op is Ops.BUFFER else outputs[0] if outputs else None
+            for v in chain:
+                if v.op is Ops.BUFFER: continue
+                extra = [t for t in roots[v].outputs if t is not home]
+                if extra:
+                    copy = _copy(v, ("output", extra[0].arg.number))
+                    roots[copy] = _Root(copy, extra, list(extra))
+                    self.output_copies.add(copy)
+                roots[v].targets = [home] if home is not None else []
+
+    def next_writers(self) -> dict[UOp, list[UOp]]:
+        out: dict[UOp, list[UOp]] = {}
+        for s, old in self.prev.items(): out.setdefault(old, []).append(s)
+        return out
+
+    def copy_fix(self, s: UOp):
+        def fix(): self.copies[s] = _copy(s.src[0], len(self.copies))
+        return fix
+
+
+def _copy(u: UOp, tag) -> UOp:
+    """A copy of `u` in memory of its own: CONTIGUOUS(u) with a tag that keeps two copies of one value apart (each
+    is written in place by its own chain of writes)."""
+    if u.op is Ops.EMPTY: return UOp(Ops.EMPTY, u.dtype, (), (u.arg[0], ("copy", tag)))   # nothing to copy
+    return UOp(Ops.CONTIGUOUS, u.dtype, (u,), ("copy", tag))
+
+
+def _is_copy(u: UOp) -> bool:
+    return u.op is Ops.CONTIGUOUS and isinstance(u.arg, tuple) and u.arg[0] == "copy"
+
+
+def _chain_down(u: UOp):
+    while u.op is Ops.SCATTER:
+        yield u
+        u = u.src[0]
+
+
 def _strip_contiguous(u: UOp) -> UOp:
-    while u.op is Ops.CONTIGUOUS: u = u.src[0]
+    while u.op is Ops.CONTIGUOUS and not _is_copy(u): u = u.src[0]
     return u
 
 
 def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
     """Realized values `value` reaches through elementwise ops only (so at its own index: they can be computed
-    inline in the same kernel) and those it reaches through a view or a reduction (they must be loaded)."""
+    inline in the same kernel) and those it reaches through a view or a reduction (they must be loaded). A
+    SCATTER does not read its old value (it writes on top of it in its buffer)."""
     direct, loaded = set(), set()
     # the root's own op counts: the sources of a root that is a view (a.T) or a reduction are not at its index
-    stack, seen = [(s, value.op in ELEMENTWISE) for s in value.src], set()
+    srcs = value.src[1:] if value.op is Ops.SCATTER else value.src
+    stack, seen = [(s, value.op in ELEMENTWISE) for s in srcs], set()
     while stack:
         u, elementwise = stack.pop()
         if (u, elementwise) in seen: continue
@@ -261,32 +364,75 @@ def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
     return direct - loaded, loaded
 
 
-def _kernel_value(value: UOp, inline: set, home: dict) -> UOp:
+def _kernel_value(value: UOp, inline: set, home: dict) -> tuple[UOp, set]:
     """`value` with realized values replaced by loads of their home buffers, except those in `inline` reached
-    through elementwise ops only (computed in this kernel at the same index)."""
+    through elementwise ops only (computed in this kernel at the same index); and the realized values loaded."""
     memo: dict = {}
+    loaded: set = set()
 
     def rebuild(u: UOp, elementwise: bool) -> UOp:
         key = (u, elementwise)
         if key in memo: return memo[key]
-        if u is not value and u in home and not (elementwise and u in inline): out = home[u]
+        if u is not value and u in home and not (elementwise and u in inline):
+            out = home[u]
+            loaded.add(u)
         else:
             keeps = elementwise and u.op in ELEMENTWISE
-            src = tuple(rebuild(s, keeps) for s in u.src)
+            srcs = u.src
+            if u is value and u.op is Ops.SCATTER: srcs = u.src[1:]   # the old value is in the buffer already
+            src = tuple(rebuild(s, keeps) for s in srcs)
+            if u is value and u.op is Ops.SCATTER: src = (home.get(u.src[0], u.src[0]),) + src
             out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
         memo[key] = out
         return out
 
     with deep_recursion():
-        return rebuild(value, True)
+        return rebuild(value, True), loaded
 
 
-def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]]:
-    topo = {u: i for i, u in enumerate(toposort(list(roots)))}
+def _closure(deps: list[set[int]], start: set[int]) -> set[int]:
+    seen, stack = set(start), list(start)
+    while stack:
+        for d in deps[stack.pop()]:
+            if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+    return seen
+
+
+def _alone(u: UOp) -> bool:
+    """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places;
+    memory whose values do not matter (EMPTY) gets no kernel at all."""
+    return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
+
+
+def _build_kernels(roots: dict[UOp, _Root], versions: _Versions):
+    """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
+    planned: calling fix() changes the plan (a write from a copy, or a value realized first)."""
+    topo = {u: float(i) for i, u in enumerate(toposort(list(roots)))}
+    for s, copy in versions.copies.items():   # a copy is written just before the write it starts
+        if copy in topo and s in topo: topo[copy] = topo[s] - 0.5
     order = sorted(roots.values(), key=lambda r: topo[r.value])
-    # every realized value without a home gets an intermediate buffer
-    for n, r in enumerate(r for r in order if not r.targets or r.targets[0].arg.category == "intermediate"):
-        r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", n, r.value.shape))]
+    # every realized value without a home gets an intermediate buffer; versions of one memory share their chain's
+    count = iter(range(len(order)))
+
+    def give_home(r: _Root) -> UOp:
+        if not r.targets:
+            first = versions.chain_of.get(r.value, r.value)
+            if first.op is Ops.BUFFER: r.targets[:1] = [first]
+            elif first is not r.value: r.targets[:1] = [give_home(roots[first])]
+            else:
+                r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", next(count),
+                                                                          r.value.shape))]
+        return r.targets[0]
+
+    assigned: set = set()
+    for r in order:
+        if id(r) in assigned: continue
+        first = versions.chain_of.get(r.value)
+        if first is not None and first in roots and id(roots[first]) not in assigned:
+            give_home(roots[first])
+            assigned.add(id(roots[first]))
+        give_home(r)
+        assigned.add(id(r))
     home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER}
     realized = set(home)
 
@@ -298,19 +444,13 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
     for r in order:
         direct, loaded = _classify_uses(r.value, realized - {r.value})
         needs = {group_of[v] for v in direct | loaded}
-
-        def closure(start: set[int]) -> set[int]:
-            seen, stack = set(start), list(start)
-            while stack:
-                for d in group_deps[stack.pop()]:
-                    if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
-            return seen
-
+        old = versions.prev.get(r.value)
+        if old is not None and old in group_of: needs.add(group_of[old])   # the version it overwrites comes first
         target = None
-        if r.value.op is not Ops.SCAN:
+        if not _alone(r.value):
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or g[0].value.op is Ops.SCAN: continue
-                if gi in {group_of[v] for v in loaded} or gi in closure(needs - {gi}): continue
+                if g[0].value.shape != r.value.shape or _alone(g[0].value): continue
+                if gi in {group_of[v] for v in loaded} or gi in _closure(group_deps, needs - {gi}): continue
                 target = gi
                 break
         if target is None:
@@ -321,6 +461,34 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
 
+    # the kernels' values, and which realized values (so which versions of memory) each loads
+    values, reads = [], []
+    for g in groups:
+        members = {r.value for r in g}
+        built = [_kernel_value(r.value, members, home) for r in g]
+        values.append([v for v, _ in built])
+        reads.append(set().union(*(ld for _, ld in built)))
+
+    # versions: a kernel reading one runs before the next one is written; two writes cannot start from one version
+    writers = versions.next_writers()
+    for ws in writers.values():
+        if len(ws) > 1: return None, versions.copy_fix(max(ws, key=lambda u: topo[u]))
+    chain_reads: dict[tuple[int, UOp], set[UOp]] = {}
+    for gi, rs in enumerate(reads):
+        for v in rs:
+            if v in versions.chain_of: chain_reads.setdefault((gi, versions.chain_of[v]), set()).add(v)
+    for vs in chain_reads.values():
+        if len(vs) > 1:   # one kernel needs two versions of one memory: the writes after the oldest use a copy
+            return None, versions.copy_fix(writers[min(vs, key=lambda u: topo[u])][0])
+    for gi, rs in enumerate(reads):
+        for v in rs:
+            for s in writers.get(v, ()):
+                w = group_of[s]
+                if w == gi: continue
+                if w in _closure(group_deps, {gi}):   # the reader needs the new version: write a copy instead
+                    return None, versions.copy_fix(s)
+                group_deps[w].add(gi)
+
     # kernels run after the kernels whose buffers they read
     ordered: list[int] = []
     while len(ordered) < len(groups):
@@ -328,19 +496,39 @@ def _build_kernels(roots: dict[UOp, _Root]) -> list[tuple[Kernel, LoweredKernel]
 
     kernels, names = [], Counter()
     for gi in ordered:
-        members = {r.value for r in groups[gi]}
-        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, _kernel_value(r.value, members, home)))
-                       for r in groups[gi] for t in r.targets)
+        if groups[gi][0].value.op is Ops.EMPTY: continue
+        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
-        shape = groups[gi][0].value.shape
+        shape = kernel_domain(groups[gi][0].value)
         lowered = lower_kernel(ast)
+        hazard = _write_hazard(groups[gi][0].value, lowered)
+        if hazard is not None:
+            if hazard in roots: return None, versions.copy_fix(groups[gi][0].value)
+            return None, lambda h=hazard: roots.setdefault(h, _Root(h))
         kind = "S" if any(r.value.op is Ops.SCAN for r in groups[gi]) else \
+            "W" if any(r.value.op is Ops.SCATTER for r in groups[gi]) else \
             "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
         name = f"{kind}_{'_'.join(map(str, shape))}" if shape else f"{kind}_scalar"
         names[name] += 1
         if names[name] > 1: name = f"{name}n{names[name] - 1}"
         kernels.append((Kernel(name, ast, shape), lowered))
-    return kernels
+    return kernels, None
+
+
+def _write_hazard(value: UOp, lowered: LoweredKernel) -> UOp | None:
+    """A scatter kernel may read the memory it writes only where it writes it, and only when no two of its writes
+    meet (then each read comes before the write at its place). Otherwise the value it writes (or its indices) must
+    be computed first: that source is returned, to be realized."""
+    if value.op is not Ops.SCATTER: return None
+    store = lowered.sink.src[0]
+    buf, index = store.src[0], store.src[1]
+    combine, injective, _ = value.arg
+    if any(u.op is Ops.LOAD and u.src[0] is buf for u in toposort([index])):   # x[f(x)] = ...
+        return next(s for s in value.src[2:] if any(u.op is Ops.BUFFER or u.op is Ops.SCATTER for u in s.toposort()))
+    for u in toposort([store.src[2]]):
+        if u.op is not Ops.LOAD or u.src[0] is not buf or u.arg == "accumulate": continue
+        if combine is not None or not injective or u.src[1] is not index: return value.src[1]
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from numfn.dtype import DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, scalar_dtype
+from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
+                         scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
-from numfn.uop import Buffer, Ops, UOp
+from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
 _WEAK_TYPE = {"i": int, "u": int, "f": float}
@@ -50,25 +51,29 @@ def constant_buffer(data: np.ndarray) -> UOp:
 
 
 class Tensor:
-    """A traced array. `uop` is its graph; `weak` marks values that came from Python scalars (NEP 50).
+    """A traced array. `uop` is its graph (its current value); `weak` marks values that came from Python scalars
+    (NEP 50).
 
-    Two attributes serve in-place operators (see `_inplace`): `pinned` marks memory NumPy would share with the
-    caller (function inputs, captured arrays, and views of them); `_family` holds weak references to the arrays
-    sharing one memory in NumPy (a base and its views), so that an update is refused while another of them is
-    still in use, and allowed once the others are gone (such as the temporary views numfn's own functions make)."""
-    __slots__ = ("uop", "weak", "pinned", "_family", "__weakref__")
+    Memory, as NumPy shares it: a view (basic indexing, reshape, transpose, ...) has a `base`, the array owning
+    the memory, and a `chain` of movement ops (op, arg) from the base's value to its own. Writing into any of them
+    (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.indexing). `memory`
+    says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
+    captured from outside (writes refused), or "readonly"."""
+    __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "__weakref__")
     __array_priority__ = 1000
 
-    def __init__(self, uop: UOp, weak: bool = False, pinned: bool = False):
-        self.uop, self.weak, self.pinned, self._family = uop, weak, pinned, None
+    def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed"):
+        self.uop, self.weak, self.memory = uop, weak, memory
+        self.base: Tensor | None = None
+        self.chain: tuple = ()
+        self._views: list | None = None
 
     # ---------------------------------------------------------------------------------------------------------
     # creation
     @staticmethod
     def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
         """A placeholder for function input number `slot`: its values are unknown while tracing."""
-        # pinned: an in-place update of an input would change the caller's array in NumPy
-        return Tensor(UOp(Ops.PARAM, as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, pinned=True)
+        return Tensor(UOp(Ops.PARAM, as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, "input")
 
     @staticmethod
     def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
@@ -84,15 +89,26 @@ class Tensor:
             if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64: return _BigInt(x)
             return Tensor(UOp.const(scalar_dtype(x), x), weak=True)
         if isinstance(x, np.generic): return Tensor(UOp.const(dtypes.from_numpy(x.dtype.newbyteorder("=")), x.item()))
+        if isinstance(x, (list, tuple)) and _holds_tensors(x):   # np.array([t, 1.0]): the elements stacked
+            items = [Tensor.lift(e) for e in x]
+            # array construction knows no weak scalars: a Python float element is a float64
+            items = [Tensor(t.uop.cast(scalar_dtype(t.pyvalue))) if t.weak and t.uop.op is Ops.CONST else t
+                     for t in items]
+            dt = result_type(*(t.uop.dtype for t in items))
+            if any(t.shape != items[0].shape for t in items):
+                raise ValueError("setting an array element with a sequence. The requested array has an "
+                                 "inhomogeneous shape after 1 dimensions.")
+            return NUMPY_IMPLEMENTATIONS[np.stack]([t.astype(dt) for t in items])
         if isinstance(x, (np.ndarray, list, tuple)):
             arr = np.asarray(x)
             if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))   # constants are stored native
             if arr.dtype == object:
                 raise TypeError(f"cannot use a {type(x).__name__} of mixed or non-numeric values as an array")
             dt = dtypes.from_numpy(arr.dtype)
-            pinned = isinstance(x, np.ndarray)   # an in-place update would change the captured array in NumPy
-            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), pinned=pinned)
-            return Tensor(constant_buffer(arr), pinned=pinned)
+            # writing into a captured array would change it for every later call in NumPy: refused
+            memory = "constant" if isinstance(x, np.ndarray) else "computed"
+            if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
+            return Tensor(constant_buffer(arr), memory=memory)
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------
@@ -153,28 +169,19 @@ class Tensor:
     def tolist(self): self._concrete(".tolist()")
 
     def __setitem__(self, key, value):
-        raise unsupported("assignment into an array (x[...] = value)",
-                          "Build a new array instead, for example with numfn.numpy.where")
+        from numfn.indexing import setitem
+        setitem(self, key, value)
 
     # ---------------------------------------------------------------------------------------------------------
     # in-place operators
     def _inplace(self, ufunc: str, symbol: str, compute, x) -> Tensor:
-        """`self symbol= x` as NumPy does it where numfn can do so exactly: the result, cast back to self's dtype
-        under 'same_kind' casting, replaces this Tensor's value, so every name bound to this array sees it.
-        Python and NumPy scalars (weak or 0-d values) are immutable: Python rebinds the name instead. Refused,
-        because NumPy would change memory that numfn cannot update: an input, a captured array or a view of
-        one (the caller's or the global's memory), and an array sharing memory with another array still in use
-        (a view and its base)."""
-        if self.weak or (self.ndim == 0 and self.uop.op is not Ops.PARAM): return NotImplemented
-        if self.pinned:
-            raise unsupported(f"in-place update ({symbol}=) of a function input or a captured array (or a view of "
-                              "one)", f"NumPy would change the caller's array; write x = x {symbol} y instead")
-        if self._family is not None:
-            self._family[:] = [r for r in self._family if r() is not None]
-            if any(r() is not self for r in self._family):
-                raise unsupported(f"in-place update ({symbol}=) of an array that shares memory with another array "
-                                  "still in use (a view and its base)", "NumPy would change both, numfn only this "
-                                  f"one; write x = x {symbol} y instead")
+        """`self symbol= x` as NumPy does it: the result, cast back to self's dtype under 'same_kind' casting, is
+        written into this array's memory (every name bound to it and every view of its base see it; for a
+        function input, the caller's array changes). Python and NumPy scalars (weak or 0-d computed values) are
+        immutable: Python rebinds the name instead."""
+        if self.weak or (self.ndim == 0 and self.memory == "computed" and self.base is None
+                         and self.uop.op is not Ops.PARAM):
+            return NotImplemented
         result = compute(self, x)
         if result.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -184,7 +191,8 @@ class Tensor:
                 raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {result.dtype!r} to {self.dtype!r} with "
                                 "casting rule 'same_kind'")
             result = result.astype(self.dtype)
-        self.uop = result.uop
+        from numfn.indexing import setitem
+        setitem(self, Ellipsis, result)
         return self
 
     def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
@@ -302,13 +310,44 @@ class Tensor:
         return Tensor(self.uop.cast(dt))
 
     def _view(self, uop: UOp) -> Tensor:
-        """A view of this array with graph `uop`: NumPy would share memory between the two, so neither may be
-        updated in place while the other is in use (numfn could not make the update show through the other)."""
-        view = Tensor(uop, self.weak, self.pinned)
-        if self._family is None: self._family = [weakref.ref(self)]
-        view._family = self._family
-        self._family.append(weakref.ref(view))
+        """The view of this array whose value is `uop`, built from self.uop by movement ops: it shares memory with
+        this array's base, so writes into either show through the other (see numfn.indexing). Where NumPy would
+        copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing."""
+        ops, u = [], uop
+        while u is not self.uop:
+            if u.op not in MOVEMENT: return Tensor(uop, self.weak)
+            ops.append((u.op, u.arg))
+            u = u.src[0]
+        base = self if self.base is None else self.base
+        view = Tensor(uop, self.weak, base.memory)
+        view.base, view.chain = base, self.chain + tuple(reversed(ops))
+        if any(op is Ops.RESHAPE for op, _ in ops) and not _strided(view): return Tensor(uop, self.weak)
+        if base._views is None: base._views = []
+        base._views.append(weakref.ref(view))
         return view
+
+    def rebind(self, uop: UOp) -> None:
+        """Give this base array a new value (a new version of its memory): its live views now read it too."""
+        assert self.base is None
+        self.uop = uop
+        alive = []
+        for ref in self._views or ():
+            view = ref()
+            if view is None: continue
+            v = uop
+            for op, arg in view.chain: v = UOp(op, v.dtype, (v,), arg)
+            view.uop = v
+            alive.append(ref)
+        self._views = alive or None
+
+    def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        """For every op of this view's chain: (the shape it makes, the shape of its source)."""
+        out, u = [], self.base.uop
+        for op, arg in self.chain:
+            nu = UOp(op, u.dtype, (u,), arg)
+            out.append((nu.shape, u.shape))
+            u = nu
+        return out
 
     def contiguous(self) -> Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
@@ -371,7 +410,8 @@ class Tensor:
         return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
 
     def __getitem__(self, index) -> Tensor:
-        return self._view(_basic_index(self, index).uop)
+        from numfn.indexing import getitem
+        return getitem(self, index)
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
@@ -544,6 +584,7 @@ class TraceRecord:
     raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
     int_limits: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
+    mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
 
 
 def _record_int_limit(slot: int, dt: DType) -> None:
@@ -567,7 +608,9 @@ def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
     elif n > 1:   # reduced in the program: whether any failed, and the payload at the first that did
         first = Tensor(f.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(dtypes.int64, n, (n,)))).min()
         f, p = f.max(), gather(p, [first])
-    record.checks.append(Check(f.uop.reshape(()), p.uop.reshape(()), error))
+    check = Check(f.uop.reshape(()), p.uop.reshape(()), error)
+    if not any(c.failed is check.failed and c.payload is check.payload for c in record.checks):   # once is enough
+        record.checks.append(check)
 
 
 class recording_trace:
@@ -648,62 +691,15 @@ def gather(x: Tensor, indices: Sequence) -> Tensor:
     return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs)))
 
 
-def _basic_index(x: Tensor, index) -> Tensor:
-    """NumPy basic indexing: integers, slices (any step), None and Ellipsis, as views of x."""
-    if not isinstance(index, tuple): index = (index,)
-    for i in index:
-        if isinstance(i, (Tensor, np.ndarray, list)) or isinstance(i, (bool, np.bool_)):
-            raise unsupported("indexing with arrays, lists or booleans (advanced indexing)",
-                              "Use basic indexing (integers, slices, None, ...) or numfn.numpy.where")
-        if not (i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer))):
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`) and numpy.newaxis (`None`) are valid "
-                             f"indices, got {i!r}")
-    if sum(i is Ellipsis for i in index) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
-    used = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if used > x.ndim:
-        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
-    if Ellipsis in index:
-        at = index.index(Ellipsis)
-        index = index[:at] + (slice(None),) * (x.ndim - used) + index[at + 1:]
-    else:
-        index = index + (slice(None),) * (x.ndim - used)
-    u = x.uop
-    final_shape: list[int] = []
-    axis = 0
-    for i in index:
-        if i is None:
-            final_shape.append(1)
-            continue
-        n = u.shape[axis]
-        if isinstance(i, slice):
-            start, stop, step = i.indices(n)
-            count = len(range(start, stop, step))
-            if step < 0:
-                u = u.flip((axis,))
-                start, step = n - 1 - start, -step
-            u = _strided_slice(u, axis, start, step, count)
-            final_shape.append(count)
-        else:
-            k = int(i)
-            if not -n <= k < n: raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
-            k %= n
-            u = u.shrink(tuple((k, k + 1) if a == axis else (0, s) for a, s in enumerate(u.shape)))
-        axis += 1
-    return Tensor(u.reshape(tuple(final_shape)), x.weak)
+def _holds_tensors(x) -> bool:
+    return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensors(e)) for e in x)
 
 
-def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
-    """Elements start, start+step, ... (count of them) along `axis`, built from shrink, pad and reshape."""
-    shape = u.shape
-    def along(v, lo, hi): return v.shrink(tuple((lo, hi) if a == axis else (0, s) for a, s in enumerate(v.shape)))
-    if count == 0: return along(u, 0, 0)
-    if step == 1: return along(u, start, start + count)
-    end = start + (count - 1) * step + 1
-    u = along(u, start, end)
-    u = u.pad(tuple((0, count * step - (end - start)) if a == axis else (0, 0) for a in range(len(shape))))
-    u = u.reshape(shape[:axis] + (count, step) + shape[axis + 1:])
-    u = u.shrink(tuple((0, 1) if a == axis + 1 else (0, s) for a, s in enumerate(u.shape)))
-    return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
+def _strided(view: Tensor) -> bool:
+    """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
+    by a constant step (else NumPy's reshape copies)."""
+    from numfn.codegen.lower import view_offset
+    return view_offset(view.base.uop.shape, view.chain) is not None
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

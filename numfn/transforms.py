@@ -26,6 +26,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.args import normalize_axis
+from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor, add_check
 from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
@@ -56,6 +57,11 @@ def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
         batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
         idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
         return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), batch, *idx))
+    if op is Ops.SCATTER:   # each example writes its own row: one more index, the batch position
+        domain = (size,) + u.src[1].shape
+        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
+        rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), rest[0], batch, *rest[1:]), a)
     raise NotImplementedError(f"vmap has no batching rule for {op.name}")
 
 
@@ -187,6 +193,14 @@ class _Mapped:
         nout = nf.out_tree.num_leaves
         for k, c in enumerate(nf.checks):   # the per-example checks, now over the batch, become the caller's
             add_check(Tensor(results[nout + 2 * k][0]), Tensor(results[nout + 2 * k + 1][0]), c.error)
+        writes = results[len(results) - len(nf.mutated_inputs):]
+        for slot, (new, _) in zip(nf.mutated_inputs, writes):   # every example wrote into its argument
+            t, ax = Tensor.lift(leaves[slot]), axes[slot]
+            if ax is None: raise unsupported("writing into an argument that vmap does not map (in_axes None)",
+                                             "every example would write into the same array; use svmap")
+            order = list(range(t.ndim))
+            order.insert(0, order.pop(ax % t.ndim))
+            t.transpose(order)[...] = Tensor(new)
         for (u, batched), ax in zip(results[:nout], self._out_axes(nf.out_tree)):
             if ax is None:
                 if batched: raise ValueError("out_axes=None for an output that depends on a mapped argument")
@@ -260,15 +274,19 @@ class BatchedEntry:
     def run(self, leaves: list, axes: list, size: int, out_axes: list):
         build, base = self.build, self.base
         prog = build.compiled
+        for slot in base.mutated_inputs: base._check_writable(leaves, slot)
         outs = [np.empty((size,) + shape, dt.np) for shape, dt in base.out_specs]
-        ins = []
+        ins, views = [], []
         for leaf, ax, spec in zip(leaves, axes, base.in_specs):
             a = np.asarray(leaf, dtype=spec.dtype.np)
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
+            views.append(a)
             ins.append(np.ascontiguousarray(a))
         table = pointer_table((*outs, *ins, *build.pointer_constants))
         threads = min(thread_count(), size)
         if threads < 2 or size * max(1, prog.manifest["ops"]) < PARALLEL_MIN_OPS: threads = 1
+        # examples writing into one shared argument (in_axes None) write in turn, as a Python loop would
+        if any(axes[slot] is None for slot in base.mutated_inputs): threads = 1
         start = time.perf_counter()
         if threads > 1:
             bounds = [size * i // threads for i in range(threads + 1)]
@@ -277,6 +295,8 @@ class BatchedEntry:
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
+        for slot in base.mutated_inputs:   # arguments the examples wrote into, where they were copies
+            if ins[slot] is not views[slot]: np.copyto(views[slot], ins[slot], casting="unsafe")
         nout = base.out_tree.num_leaves
         if base.checks: raise_failed_checks(base.checks, outs[nout:])
         outs = outs[:nout]

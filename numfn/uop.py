@@ -27,6 +27,7 @@ class Ops(enum.Enum):
     CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
     DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
     IOTA = enum.auto()         # 0, 1, ..., n-1 as an int64 tensor of shape (n,): arg = n
+    EMPTY = enum.auto()        # memory whose values do not matter (every element is written before it is read)
     # movement: views of their source, no data moves
     RESHAPE = enum.auto()      # arg = new shape
     PERMUTE = enum.auto()      # arg = axis order
@@ -54,13 +55,20 @@ class Ops(enum.Enum):
     # GATHER(x, i_0, ..., i_{n-1}): x[i_0[o], ..., i_{n-1}[o]] at every position o; one int64 index tensor per axis of
     # x, all of the result's shape and within x's bounds (the tracer clamps or checks them first)
     GATHER = enum.auto()
+    # SCATTER(old, value, i_0, ..., i_{n-1}): old with old[i_0[o], ..., i_{n-1}[o]] = value[o] at every position o of
+    # value (indices of value's shape, within old's bounds), in row-major order of o, so the last write wins. arg =
+    # (combine, injective, gated): combine (ADD, MUL, MAX, MIN or None) accumulates into the old value instead
+    # (ufunc.at); injective says no two positions write the same element; gated says a last source, a bool tensor of
+    # value's shape, says which positions write at all. It is a new version of old's memory: the scheduler writes it
+    # in place where nothing reads the old version afterwards.
+    SCATTER = enum.auto()
     # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis)
     REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
     # program structure
     CONTIGUOUS = enum.auto()   # materialize the source in a fresh row-major buffer
     SINK = enum.auto()         # groups several results: a function's outputs, a kernel's stores
     CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers
-    STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value)
+    STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value[, gate])
     LOAD = enum.auto()         # loop level: (BUFFER, index)
     # loops
     RANGE = enum.auto()        # a loop counter 0..src[0]-1, arg = (id, kind)
@@ -313,8 +321,10 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op is Ops.BUFFER: return u.arg.shape
     if op is Ops.CONST: return ()
     if op is Ops.IOTA: return (u.arg,)
+    if op is Ops.EMPTY: return u.arg[0]
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
     if op is Ops.GATHER: return u.src[1].shape
+    if op is Ops.SCATTER: return u.src[0].shape
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape
     if op is Ops.PERMUTE: return tuple(s[i] for i in u.arg)

@@ -135,6 +135,26 @@ def check(fn, *args, backend: str, scale: float | None = None, rtol: float | Non
     return jf
 
 
+def check_mutates(fn, *args, backend: str, calls: int = 2, **kw):
+    """fn writes into its arguments: numfn.jit(fn) on copies of `args` must leave them (and return) what NumPy's fn
+    leaves them, call after call (`calls` times: the first call compiles, later ones reuse the program)."""
+    jf = numfn.jit(fn, backend=backend)
+    ours, theirs = copy.deepcopy(args), copy.deepcopy(args)
+    s = magnitude(args) * 4
+    for k in range(calls):
+        expected = _numpy_in_place(fn, theirs)
+        actual = jf(*ours)
+        assert_same(actual, expected, scale=s, path=f"call {k}: result", **kw)
+        assert_same(list(ours), list(theirs), scale=s, path=f"call {k}: arguments afterwards", **kw)
+    return jf
+
+
+def _numpy_in_place(fn, args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args)
+
+
 def check_xp(make, *args, backend: str, **kw):
     """`make(xp)` builds a function over the array module xp. The oracle is make(np) run by NumPy; numfn must
     match it both for make(numfn.numpy) and for make(np) (np.* functions traced through __array_function__)."""

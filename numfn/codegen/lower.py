@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Ops, UOp, node_cached
+from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp, node_cached
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -155,6 +155,7 @@ class _Lowerer:
         op, src = u.op, u.src
         if op is Ops.CONST: return u
         if op is Ops.IOTA: return idx[0]
+        if op is Ops.EMPTY: return UOp.const(u.dtype, 0)   # read before anything was written: zeros, deterministic
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
             return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
@@ -203,10 +204,34 @@ class _Lowerer:
         raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
 
 
+def kernel_domain(value: UOp) -> tuple[int, ...]:
+    """The loops of a kernel storing `value`: its shape, or for a SCATTER the shape of the values it writes."""
+    return value.src[1].shape if value.op is Ops.SCATTER else value.shape
+
+
+def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
+    """The strides (in elements of the base's row-major layout) of a view of a base of `base_shape` made by the
+    movement ops `chain` ((op, arg) pairs), or None when no strides describe it (a reshape NumPy would copy)."""
+    from numfn.symbolic import affine
+    base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
+    v = base
+    for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
+    lw = _Lowerer()
+    ranges = tuple(lw.new_range(n, "loop", ()) if n > 1 else ZERO for n in v.shape)
+    with deep_recursion():
+        loaded = lw.lower(v, ranges)
+    loads = [u for u in loaded.toposort() if u.op is Ops.LOAD]
+    if len(loads) != 1: return None
+    terms, _ = affine(loads[0].src[1])
+    coef = dict(terms)
+    if any(a.op is not Ops.RANGE for a in coef): return None
+    return tuple(coef.get(r, 0) if r is not ZERO else 0 for r in ranges)
+
+
 def lower_kernel(ast: UOp) -> LoweredKernel:
     """Lower a kernel AST: SINK(STORE(BUFFER, value), ...) where every value has the same shape."""
     stores = ast.src
-    shape = stores[0].src[1].shape
+    shape = kernel_domain(stores[0].src[1])
     lw = _Lowerer()
     idx, ranges = [], []
     for n in shape:
@@ -221,6 +246,17 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
         for st in stores:
             buf, value = st.src
             index = linear_index(tuple(idx), shape)
+            if value.op is Ops.SCATTER:
+                # the kernel runs over the written values; the old version is in the buffer already
+                combine, injective, gated = value.arg
+                srcs = value.src[2:-1] if gated else value.src[2:]
+                index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in srcs), buf.arg.shape)
+                gate = (lw.lower(value.src[-1], tuple(idx)),) if gated else ()
+                value = lw.lower(value.src[1], tuple(idx))
+                if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
+                if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
+                out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
+                continue
             if value.op is Ops.SCAN:
                 rop, axis = value.arg
                 i = idx[axis]

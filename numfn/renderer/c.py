@@ -78,8 +78,9 @@ def render_kernel(prog: KernelProgram) -> str:
             indent -= 1
             lines.append("  " * indent + "}")
             continue
-        if u.op is Ops.STORE:
-            lines.append(f"{pad}{ref(u.src[0])}[{ref(u.src[1])}] = {ref(u.src[2])};")
+        if u.op is Ops.STORE:   # a fourth source gates it
+            gate = f"if ({ref(u.src[3])}) " if len(u.src) > 3 else ""
+            lines.append(f"{pad}{gate}{ref(u.src[0])}[{ref(u.src[1])}] = {ref(u.src[2])};")
             continue
         if u.op is Ops.DEFINE_ACC:
             names[u] = f"acc{u.arg[1]}"
@@ -162,7 +163,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
     out += [src for _, src in kernels]
-    pointers = [(b, dt, "") for b, dt in layout.outputs] + [(b, dt, "const ") for b, dt in layout.inputs] + \
+    pointers = [(b, dt, "") for b, dt in layout.outputs] + \
+        [(b, dt, "" if b in layout.written_inputs else "const ") for b, dt in layout.inputs] + \
         [(b, dt, "const ") for b, dt, _ in layout.pointer_constants]
     advancing = set() if batched is None else \
         {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}

@@ -178,7 +178,12 @@ def render_kernel(prog: KernelProgram) -> str:
                 f.emit(f"{name} = load {st}, ptr {ptr}, align {u.dtype.itemsize}")
             f.names[u] = name
         elif op is Ops.STORE:
-            buf, idx, val = u.src
+            buf, idx, val = u.src[:3]
+            if len(u.src) > 3:   # gated: a branch around the store (LLVM turns it into a masked store)
+                skip = f.fresh("skip")[1:]
+                do = f.fresh("store")[1:]
+                f.emit(f"br i1 {f.ref(u.src[3])}, label %{do}, label %{skip}")
+                f.label(do)
             ptr = f.fresh("p")
             st = storage_type(val.dtype)
             f.emit(f"{ptr} = getelementptr inbounds {st}, ptr {f.ref(buf)}, i64 {f.ref(idx)}")
@@ -188,6 +193,9 @@ def render_kernel(prog: KernelProgram) -> str:
                 f.emit(f"{wide} = zext i1 {v} to i8")
                 v = wide
             f.emit(f"store {st} {v}, ptr {ptr}, align {max(val.dtype.itemsize, 1)}")
+            if len(u.src) > 3:
+                f.emit(f"br label %{skip}")
+                f.label(skip)
         else:
             name = f.fresh()
             f.names[u] = name

@@ -1,0 +1,342 @@
+"""Indexing: `x[index]` and `x[index] = value` with NumPy's rules.
+
+An index is normalized into one item per index element (Ellipsis expanded): `none` (np.newaxis), `slice`, `int`,
+`array` (an integer array: traced or known while tracing) and `bool` (a Python or NumPy bool scalar). Reading
+builds
+  - a view (movement ops, no data moves) when the index is basic: ints, slices, None, Ellipsis;
+  - a GATHER otherwise: one index tensor per axis of x, slices as ranges (start + step * IOTA, so loads along them
+    stay contiguous), integer arrays broadcast together and placed as NumPy places them (where the first of them
+    stands when they are adjacent in the index, else in front).
+Assignment writes into the array's memory: the index tensors of the assigned region are mapped through the view
+chain of `x` to indices of its base array, and the base gets a new version, SCATTER(old, value, *indices); every
+view of the base then reads the new version. An assignment into a function input changes the caller's array.
+
+Integer arrays known while tracing are checked and wrapped then (IndexError as NumPy raises it); traced ones are
+wrapped in the program and checked by a Check (numfn.tensor.add_check), raised after the call.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from numfn.dtype import DType, check_scalar_fits, dtypes
+from numfn.errors import unsupported
+from numfn.tensor import Tensor, add_check, broadcast_shapes, gather
+from numfn.uop import Ops, UOp
+
+
+@dataclass(frozen=True)
+class Item:
+    """One normalized index element. `axis` is the axis of x it consumes (None for `none` and `bool`)."""
+    kind: str                 # "none", "slice", "int", "array", "bool"
+    axis: int | None = None
+    start: int = 0            # slice: first element, step (never 0) and count
+    step: int = 1
+    count: int = 0
+    value: Any = None         # int: the index (wrapped); array: a Tensor of int64 (wrapped); bool: True/False
+
+
+_VALID = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are " \
+         "valid indices"
+
+
+def _is_array(i) -> bool:
+    return isinstance(i, (Tensor, np.ndarray, list)) and not (isinstance(i, np.ndarray) and i.ndim == 0
+                                                                and i.dtype.kind in "iub")
+
+
+def normalize(shape: tuple[int, ...], index) -> list[Item]:
+    """The items of `index` for an array of `shape`, with NumPy's errors for invalid indices."""
+    if not isinstance(index, tuple): index = (index,)
+    raw = []
+    for i in index:
+        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu": i = int(i)    # a 0-d array is an int
+        elif isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind == "b": i = bool(i)
+        if i is None or i is Ellipsis or isinstance(i, (slice, bool, np.bool_)) or _is_array(i): raw.append(i)
+        elif isinstance(i, (int, np.integer)): raw.append(int(i))
+        else: raise IndexError(_VALID)
+    if sum(i is Ellipsis for i in raw) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    arrays = [_index_array(i) if _is_array(i) else None for i in raw]
+    for a in arrays:
+        if a is not None and a.uop.dtype.is_bool and a.ndim > 0:
+            raise unsupported("indexing with a boolean mask array (x[mask])",
+                              "Use numfn.numpy.where(mask, x, 0) or reductions with where= until it lands")
+    used = sum(1 if i is not None and i is not Ellipsis and not isinstance(i, (bool, np.bool_)) else 0 for i in raw)
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
+    items: list[Item] = []
+    axis = 0
+    for i, arr in zip(raw, arrays):
+        if i is Ellipsis:
+            for _ in range(len(shape) - used):
+                items.append(Item("slice", axis, 0, 1, shape[axis]))
+                axis += 1
+        elif i is None: items.append(Item("none"))
+        elif isinstance(i, (bool, np.bool_)): items.append(Item("bool", value=bool(i)))
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(shape[axis])
+            items.append(Item("slice", axis, start, step, len(range(start, stop, step))))
+            axis += 1
+        elif arr is not None:
+            items.append(Item("array", axis, value=_wrap(arr, shape[axis], axis)))
+            axis += 1
+        else:
+            n = shape[axis]
+            if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            items.append(Item("int", axis, value=i % n))
+            axis += 1
+    while axis < len(shape):   # trailing axes not indexed: whole
+        items.append(Item("slice", axis, 0, 1, shape[axis]))
+        axis += 1
+    return items
+
+
+def _index_array(i) -> Tensor:
+    if isinstance(i, list) and len(i) == 0: return Tensor.lift(np.zeros(0, np.int64))   # x[[]]: an empty int index
+    t = Tensor.lift(i)
+    if not (t.uop.dtype.is_int or t.uop.dtype.is_bool):
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    return t
+
+
+def _wrap(t: Tensor, n: int, axis: int) -> Tensor:
+    """Integer indices into an axis of size n, negatives counted from the end: checked now when known (NumPy's
+    IndexError), else wrapped in the program and checked after the call."""
+    u = t.uop.cast(dtypes.int64)
+    data = _known(u)
+    if data is not None:
+        bad = (data < -n) | (data >= n)
+        if bad.any(): raise IndexError(f"index {int(data[bad][0])} is out of bounds for axis {axis} with size {n}")
+        return Tensor.lift(np.where(data < 0, data + n, data).astype(np.int64))
+    lo, hi = u.bounds
+    if lo < -n or hi >= n:
+        add_check((t < -n) | (t >= n), t, lambda v: IndexError(f"index {v} is out of bounds for axis {axis} "
+                                                                   f"with size {n}"))
+    if lo < 0: u = (Tensor(u) < 0).uop.alu(Ops.WHERE, u.alu(Ops.ADD, UOp.const_like(dtypes.int64, n, u.shape)), u)
+    return Tensor(u)
+
+
+def _known(u: UOp) -> np.ndarray | None:
+    """The values of an index known while tracing (a captured array or a constant), else None."""
+    v = u
+    while v.op is Ops.CAST: v = v.src[0]
+    if v.op is Ops.BUFFER and v.arg.data is not None: return v.arg.data.astype(np.int64)
+    if v.op is Ops.CONST: return np.full(u.shape, v.arg, np.int64)
+    if v.op in (Ops.RESHAPE, Ops.EXPAND) and v.src[0].op is Ops.CONST:
+        return np.full(u.shape, v.src[0].arg, np.int64)
+    return None
+
+
+def is_basic(items: list[Item]) -> bool:
+    return all(it.kind in ("none", "slice", "int") for it in items)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading
+
+def basic_view(x: UOp, items: list[Item]) -> UOp:
+    """x indexed by basic items, as movement ops (a view)."""
+    u = x
+    final: list[int] = []
+    axis = 0   # the axis of u the next item applies to (ints remove theirs at the end)
+    for it in items:
+        if it.kind == "none":
+            final.append(1)
+            continue
+        if it.kind == "slice":
+            start, step = it.start, it.step
+            if step < 0:
+                u = u.flip((axis,))
+                start, step = u.shape[axis] - 1 - start, -step
+            u = _strided_slice(u, axis, start, step, it.count)
+            final.append(it.count)
+        else:
+            k = it.value
+            u = u.shrink(tuple((k, k + 1) if a == axis else (0, s) for a, s in enumerate(u.shape)))
+        axis += 1
+    return u.reshape(tuple(final))
+
+
+def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
+    """Elements start, start+step, ... (count of them) along `axis`, built from shrink, pad and reshape."""
+    shape = u.shape
+    def along(v, lo, hi): return v.shrink(tuple((lo, hi) if a == axis else (0, s) for a, s in enumerate(v.shape)))
+    if count == 0: return along(u, 0, 0)
+    if step == 1: return along(u, start, start + count)
+    end = start + (count - 1) * step + 1
+    u = along(u, start, end)
+    u = u.pad(tuple((0, count * step - (end - start)) if a == axis else (0, 0) for a in range(len(shape))))
+    u = u.reshape(shape[:axis] + (count, step) + shape[axis + 1:])
+    u = u.shrink(tuple((0, 1) if a == axis + 1 else (0, s) for a, s in enumerate(u.shape)))
+    return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
+
+
+def region(shape: tuple[int, ...], items: list[Item]) -> tuple[tuple[int, ...], list[Tensor]]:
+    """The shape of x[index] and, for every axis of x, the index tensor (broadcastable to that shape) saying which
+    element of x each result element is."""
+    adv = [k for k, it in enumerate(items) if it.kind in ("int", "array", "bool")]
+    adv_shapes = [_adv_shape(items[k]) for k in adv]
+    try:
+        b = broadcast_shapes(*adv_shapes) if adv else ()
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes " +
+                         " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+                                  for s in adv_shapes if s != ()) + " ") from None
+    if not any(items[k].kind in ("array", "bool") for k in adv): adv, b = [], ()   # ints alone index like slices
+    adjacent = adv == list(range(adv[0], adv[-1] + 1)) if adv else True
+    out: list[int] = []
+    at: dict[int, int] = {}      # item -> its result axis (slices and ints alone)
+    b_at = 0 if adv and not adjacent else None
+    if b_at is not None: out += b
+    for k, it in enumerate(items):
+        if k in adv:
+            if b_at is None:
+                b_at = len(out)
+                out += b
+            continue
+        if it.kind == "int": continue
+        at[k] = len(out)
+        out.append(1 if it.kind == "none" else it.count)
+    rank = len(out)
+    indices: list[Tensor] = []
+    for k, it in enumerate(items):
+        if it.kind in ("none", "bool"): continue
+        if k in adv:
+            v = it.value if it.kind == "array" else Tensor.lift(np.int64(it.value))
+            lead = b_at + len(b) - v.ndim
+            indices.append(v.reshape((1,) * lead + v.shape + (1,) * (rank - b_at - len(b))))
+        elif it.kind == "int":
+            indices.append(Tensor(UOp.const_like(dtypes.int64, it.value, (1,) * rank)))
+        else:
+            r = UOp.iota(it.count) if it.count else UOp.const_like(dtypes.int64, 0, (0,))
+            u = r.alu(Ops.MUL, UOp.const_like(dtypes.int64, it.step, r.shape)) \
+                .alu(Ops.ADD, UOp.const_like(dtypes.int64, it.start, r.shape))
+            indices.append(Tensor(u.reshape(tuple(it.count if a == at[k] else 1 for a in range(rank)))))
+    return tuple(out), indices
+
+
+def identity_indices(shape: tuple[int, ...]) -> tuple[UOp, ...]:
+    """Index tensors (int64, of `shape`) naming every element of an array of `shape` at its own place."""
+    return tuple(UOp.iota(n).reshape(tuple(n if b == a else 1 for b in range(len(shape)))).expand(shape)
+                 if n else UOp.const_like(dtypes.int64, 0, shape) for a, n in enumerate(shape))
+
+
+def _adv_shape(it: Item) -> tuple[int, ...]:
+    if it.kind == "array": return it.value.shape
+    if it.kind == "bool": return (1,) if it.value else (0,)
+    return ()
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """x[index]: a view for basic indices, a gathered copy for advanced ones."""
+    items = normalize(x.shape, index)
+    if is_basic(items):
+        view = basic_view(x.uop, items)
+        # NumPy gives a scalar (a copy) where integers pick a single element, unless an Ellipsis keeps it an array
+        if view.shape == () and not (isinstance(index, tuple) and Ellipsis in index): return Tensor(view, x.weak)
+        return x._view(view)
+    shape, indices = region(x.shape, items)
+    return Tensor(gather(x, [Tensor(i._broadcast(shape)) for i in indices]).uop)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# assignment
+
+def setitem(x: Tensor, index, value) -> None:
+    """x[index] = value: NumPy's broadcasting and (unsafe) casting of the value, written into x's memory."""
+    if x.weak: raise TypeError(f"'{type(x.pyvalue).__name__}' object does not support item assignment")
+    items = normalize(x.shape, index)
+    shape, indices = region(x.shape, items)
+    if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
+        return   # x[i] op= v: the view x[i] was updated in place already; storing it again changes nothing
+    v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
+    if x.base is None and x.memory in ("computed", "input") and all(
+            it.kind == "slice" and it.start == 0 and it.step == 1 for it in items):
+        x.rebind(v.uop)   # the whole array: its new value (no memory is written until it is stored)
+        return
+    injective = all(it.kind != "array" or _unique(it.value) for it in items)
+    write(x, shape, indices, v, injective)
+
+
+def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False) -> Tensor:
+    """`value` as NumPy assigns it into an array of dtype `dt` at a region of `shape`: cast unsafely (a Python int
+    must fit, NaN or inf cannot become an integer) and broadcast (leading size-1 axes of the value dropped)."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, Tensor) and (dt.is_int or dt.is_bool):
+        if math.isnan(value): raise ValueError("cannot convert float NaN to integer")
+        if math.isinf(value): raise OverflowError("cannot convert float infinity to integer")
+    if isinstance(value, int) and not isinstance(value, bool): check_scalar_fits(value, dt, "assigned value")
+    v = Tensor.lift(value)
+    vshape = v.shape
+    while len(vshape) > len(shape) and vshape[0] == 1: vshape = vshape[1:]
+    if len(vshape) > len(shape) or any(a != b and a != 1 for a, b in zip(vshape[::-1], shape[::-1])):
+        if advanced:
+            raise ValueError(f"shape mismatch: value array of shape {_fmt(v.shape)} could not be broadcast to "
+                             f"indexing result of shape {_fmt(shape)}")
+        raise ValueError(f"could not broadcast input array from shape {_fmt(v.shape)} into shape {_fmt(shape)}")
+    u = v.uop.cast(dt).reshape(vshape)
+    return Tensor(Tensor(u)._broadcast(shape))
+
+
+def _fmt(shape) -> str:
+    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _unique(t: Tensor) -> bool:
+    """Whether an index array is known to hold distinct values (then writes through it never collide)."""
+    data = _known(t.uop)
+    return data is not None and len(np.unique(data)) == data.size
+
+
+def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tensor, injective: bool,
+          combine: Ops | None = None, gate: Tensor | None = None) -> None:
+    """Store `value` (of `shape`) into x at `indices` (one per axis of x, broadcastable to `shape`): the base of x
+    gets a new version and every view of it follows. `combine` accumulates instead (ufunc.at); where `gate` (a
+    bool tensor broadcastable to `shape`) is false, nothing is written."""
+    base = x.base if x.base is not None else x
+    if base.memory == "constant":
+        raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
+                          "It is a constant of the compiled program; copy it first (y = x.copy()) or pass it as "
+                          "an argument")
+    if base.memory == "readonly" or any(op is Ops.EXPAND for op, _ in x.chain):
+        raise ValueError("assignment destination is read-only")
+    if math.prod(shape) == 0: return
+    base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
+    srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
+    if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
+    new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
+    base.rebind(new)
+
+
+def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
+    """Indices into `view` (one tensor per axis) as indices into its base, through the view's movement ops."""
+    if view.base is None: return indices
+    idx = list(indices)
+    shapes = view.chain_shapes()
+    for (op, arg), (outer, inner) in zip(reversed(view.chain), reversed(shapes)):
+        # `outer` is the shape after the op (what idx indexes), `inner` its source's shape
+        if op is Ops.RESHAPE: idx = _reshape_indices(idx, outer, inner)
+        elif op is Ops.PERMUTE:
+            new = [None] * len(idx)
+            for i, a in enumerate(arg): new[a] = idx[i]
+            idx = new
+        elif op is Ops.SHRINK: idx = [i + b if b else i for i, (b, _) in zip(idx, arg)]
+        elif op is Ops.PAD: idx = [i - b if b else i for i, (b, _) in zip(idx, arg)]
+        elif op is Ops.FLIP: idx = [(n - 1) - i if a in arg else i for a, (i, n) in enumerate(zip(idx, outer))]
+        else: raise AssertionError(f"no index map through {op.name}")
+    return idx
+
+
+def _reshape_indices(idx: list[Tensor], new: tuple[int, ...], old: tuple[int, ...]) -> list[Tensor]:
+    flat = None
+    for i, n in zip(idx, new):
+        flat = i if flat is None else flat * n + i
+    if flat is None: flat = Tensor(UOp.const(dtypes.int64, 0))
+    out = []
+    stride = math.prod(old)
+    for n in old:
+        stride //= max(n, 1)
+        out.append((flat // stride) % n if n > 1 else Tensor(UOp.const(dtypes.int64, 0)))
+    return out

@@ -1,0 +1,72 @@
+"""NumPy's array-creating functions, called by the user's code while numfn traces it, return traced arrays.
+
+A traced function that builds an array with `np.zeros((n, 3))` and fills it (`out[i] = ...`) would otherwise
+get a NumPy array made once while tracing (a constant of the program), into which a traced value cannot be
+stored. While any thread traces, the names below in NumPy's namespace are wrappers: called from code outside
+NumPy and numfn in a thread that is tracing, they run numfn.numpy's function instead (a traced array numfn can
+write into); every other call runs NumPy's own, unchanged. Outside tracing, NumPy's functions are in place and
+nothing is wrapped.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+
+import numpy as np
+
+# NumPy names whose results a traced function may write into, fill or combine with traced values
+CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
+            "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
+            "ascontiguousarray", "copy", "tri", "meshgrid", "indices")
+
+_lock = threading.Lock()
+_active = 0                      # traces under way in the process
+_originals: dict[str, object] = {}
+_local = threading.local()       # .depth: traces under way in this thread
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+_NUMFN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _from_user_code(frame) -> bool:
+    path = frame.f_code.co_filename
+    return not (path.startswith(_NUMPY_DIR) or path.startswith(_NUMFN_DIR) or path.startswith("<frozen"))
+
+
+def _wrapper(name: str, original, ours):
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        if getattr(_local, "depth", 0) and _from_user_code(sys._getframe(1)):
+            return ours(*args, **kwargs)
+        return original(*args, **kwargs)
+    wrapper.__numfn_original__ = original
+    return wrapper
+
+
+class tracing_numpy:
+    """Context manager around a trace: NumPy's creation functions called by the user's code in this thread return
+    traced arrays (see the module docstring)."""
+
+    def __enter__(self):
+        global _active
+        from numfn import numpy as fnp
+        with _lock:
+            if _active == 0:
+                for name in CREATION:
+                    ours = getattr(fnp, name, None)
+                    if ours is None: continue
+                    _originals[name] = getattr(np, name)
+                    setattr(np, name, _wrapper(name, _originals[name], ours))
+            _active += 1
+        _local.depth = getattr(_local, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        global _active
+        _local.depth -= 1
+        with _lock:
+            _active -= 1
+            if _active == 0:
+                for name, original in _originals.items(): setattr(np, name, original)
+                _originals.clear()

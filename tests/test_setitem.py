@@ -1,0 +1,267 @@
+"""Advanced indexing (integer arrays, mixed with basic indices) and assignment (x[index] = value, x[index] op= value)
+inside traced functions, against NumPy: results, the arrays written into (computed ones, views, the caller's
+arguments), the errors NumPy raises."""
+import numpy as np
+import pytest
+
+import numfn
+import numfn.numpy as fnp
+from helpers import check, check_mutates, check_raises_like, check_xp, rand
+
+RNG = np.random.default_rng(130)
+X = rand((4, 5, 6), np.float64, RNG)
+
+# index forms with integer arrays (known while tracing): NumPy's placement of the advanced axes
+ADVANCED = [
+    [0, 2], [-1, 0, -4], np.array([[1, 2], [3, 0]]), ([0, 1], [1, 2]), ([0, 1], slice(None), [1, 2]),
+    (slice(None), [0, 4], [5, 0]), (1, [0, 1], [2, 3]), (slice(None), [0, 1], 2), ([0, 1], slice(None), 1),
+    (0, slice(None), [1, 2]), ([[0], [1]], [0, 2]), (Ellipsis, [0, -1]), ([1], None, [2]), (None, [1, 2], [0, 0]),
+    (slice(1, None, 2), [4, 0], slice(None, None, -2)), [], np.array([], np.int64), (True,), (0, True),
+    (Ellipsis, False), ([2, 2, 2],), (np.int64(1), [0, 1]), (np.array(1), slice(None), [0, 1]),
+]
+
+
+def test_advanced_indexing_forms(backend):
+    check(lambda x: tuple(x[i] for i in ADVANCED), X, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_traced_index_arrays(backend, dtype):
+    x = rand((5, 7), dtype, RNG)
+    i = np.array([4, -1, 0, 2, -5])
+    j = np.array([[0, 6], [-7, 3]])
+    check(lambda x, i, j: (x[i], x[:, j], x[i[:2], j[0]], x[i[::-1], 1:3], x[j % 5, ::-2], x[i[None, :4]]),
+          x, i, j, backend=backend)
+    check(lambda x, k: (x[k], x[k, 1:], x[2:, k]), x, np.int64(-2), backend=backend)   # a traced scalar index
+
+
+def test_index_arrays_of_every_integer_dtype_and_views(backend):
+    x = rand((6, 4), np.float64, RNG)
+    for dt in (np.int8, np.uint16, np.int32, np.uint64, np.bool_):
+        idx = np.array([1, 0, 1, 1], dt) if dt == np.bool_ else np.array([5, 0, 3], dt)
+        if dt == np.bool_: continue   # boolean masks have data-dependent shapes (tests/test_masks.py)
+        check(lambda x, i: (x[i], x.T[:, i], x[::-1][i]), x, idx, backend=backend)
+
+
+def test_out_of_bounds_indices_raise_index_error(backend):
+    x = np.arange(10.0).reshape(5, 2)
+    f = numfn.jit(lambda x, i: x[i] * 2, backend=backend)
+    np.testing.assert_array_equal(f(x, np.array([4, -5])), x[[4, -5]] * 2)
+    for bad, msg in (([0, 5], "index 5 is out of bounds for axis 0 with size 5"),
+                     ([-6], "index -6 is out of bounds for axis 0 with size 5")):
+        with pytest.raises(IndexError, match=msg):
+            f(x, np.array(bad))
+    g = numfn.jit(lambda x, i: x[:, i], backend=backend)
+    with pytest.raises(IndexError, match="index 2 is out of bounds for axis 1 with size 2"):
+        g(x, np.array([0, 2]))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[[0, 9]], lambda x: x[:, [2]], lambda x: x[[0, 1], [0, 1, 2]],
+                                lambda x: x[np.array([1.0])], lambda x: x[1.5], lambda x: x[0, 0, 0, [0]],
+                                lambda x: x[..., ..., 0]],
+                         ids=["bounds", "bounds-axis1", "broadcast", "float-array", "float", "too-many", "ellipses"])
+def test_invalid_indices_raise_like_numpy(backend, fn):
+    check_raises_like(fn, np.zeros((3, 2)), backend=backend)
+
+
+# ---- assignment into arrays the function computed --------------------------------------------------------------
+
+SETS = [
+    (0, 1.5), (-1, [1, 2, 3, 4, 5, 6]), ((1, 2), -3), ((slice(1, 3), 0), 7), (slice(None, None, -2), 0.5),
+    ((Ellipsis, 1), 9), ((None, 2), 4), ((slice(3, 0, -1), slice(None, None, 2), 1), [1, 2, 3]),
+    ([0, 2], 5), (([0, 0], [1, 1], [2, 2]), [1, 2]), (([3, 1], slice(None), [0, 5]), 8),
+    ([2, 2, 2], np.arange(3.0)[:, None, None]),
+    ((slice(None), [4, 0]), np.arange(6.0)), ((0, True), 3), ((), 2.5), (Ellipsis, 1.0),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32], ids=lambda d: np.dtype(d).name)
+def test_assignment_forms(backend, dtype):
+    def f(x):
+        outs = []
+        for index, value in SETS:
+            y = x * 2
+            y[index] = value
+            outs.append(y)
+        return outs
+
+    check(f, rand((4, 5, 6), dtype, RNG), backend=backend)
+
+
+def test_augmented_assignment_and_repeated_indices(backend):
+    def f(x, i):
+        y = x * 1
+        y[[0, 0, 1]] += 1          # NumPy: reads once, writes each place once (the last write wins)
+        y[1:3] *= 2
+        y[i] -= 10                 # traced, with duplicates
+        y[::2, 1] //= 3
+        z = x * 1
+        z[[1, 1]] = [[5], [6]]     # the last one
+        return y, z
+
+    check(f, rand((4, 3), np.float64, RNG), np.array([3, 3, 0]), backend=backend)
+
+
+def test_assignment_broadcasts_and_casts_like_numpy(backend):
+    def f(x, v):
+        a = x.astype(np.int32)
+        a[0] = 2.9                 # truncated
+        a[1] = v                   # float array into int: unsafe cast
+        b = x * 1
+        b[:, 1:3] = np.ones((1, 2))   # leading size-1 axes of the value are dropped
+        b[2] = v[None]
+        return a, b
+
+    check(f, rand((3, 4), np.float64, RNG), rand((4,), np.float64, RNG), backend=backend)
+
+
+@pytest.mark.parametrize("fn", [lambda x: _set(x, slice(0, 2), np.ones(3)), lambda x: _set(x.astype(int), 0, np.nan),
+                                lambda x: _set(x.astype(np.int8), 0, 300), lambda x: _set(x, 5, 1.0),
+                                lambda x: _set(x, [0, 7], 1.0)],
+                         ids=["shape", "nan-int", "overflow", "bounds", "array-bounds"])
+def test_invalid_assignments_raise_like_numpy(backend, fn):
+    check_raises_like(fn, np.zeros((3, 2)), backend=backend)
+
+
+def _set(x, index, value):
+    y = x * 1
+    y[index] = value
+    return y
+
+
+def test_writes_through_views_reach_the_base_and_its_other_views(backend):
+    def f(x):
+        y = x * 1
+        t = y.T                    # a view
+        r = y.reshape(-1)          # a view (contiguous)
+        row = y[1]
+        row[::2] = -1              # writes y (and t, r see it)
+        t[0, 1:] = 7
+        r[-1] = 100
+        col = y[:, 2]
+        col += 0.5
+        flat_copy = y.T.reshape(-1)   # NumPy copies here: not a view
+        flat_copy[0] = 55
+        return y, t, r, row, col, flat_copy
+
+    check(f, rand((3, 4), np.float64, RNG), backend=backend)
+
+
+def test_values_read_before_a_write_keep_their_values(backend):
+    # the old version is read (lazily, inside fused kernels) after the write in program order: numfn orders the
+    # kernels or copies, as needed
+    def f(x):
+        y = x * 1
+        before = y * 2             # read before the write
+        y[0] = 5
+        after = y + before         # reads both versions
+        z = x * 1
+        z[1:] = z[:-1]             # overlapping: the value is read before anything is written
+        w = x * 1
+        w[::-1] = w                # reversed onto itself
+        v = x * 1
+        v[[1, 0, 2]] = v[[0, 1, 1]]
+        m = x[:3, :3] * 1
+        m @= m                     # the product reads every element
+        return y, before, after, z, w, v, m
+
+    check(f, rand((4, 3), np.float64, RNG), backend=backend)
+
+
+def test_assignments_in_loops_and_helpers(backend):
+    def make(xp):
+        def f(x):
+            out = xp.zeros((x.shape[0], 3))
+            for i in range(x.shape[0]):
+                out[i, 0] = x[i].sum()
+                out[i, 1:] = x[i, :2] * i
+            return out
+        return f
+
+    check_xp(make, rand((5, 4), np.float64, RNG), backend=backend)
+
+
+# ---- writes into the function's arguments ----------------------------------------------------------------------
+
+def test_writes_into_arguments_change_the_callers_arrays(backend):
+    def step(u, out):
+        out[1:-1] = 0.5 * (u[:-2] + u[2:])
+        out[0] = out[-1] = 0
+
+    def scale(a, b):
+        a *= 2                     # the whole argument
+        b[::2] += a[: b[::2].size]
+        return a.sum() + b.sum()
+
+    def reverse(x):
+        x[:] = x[::-1]             # reads what it overwrites: NumPy computes the value first
+        return None
+
+    check_mutates(step, rand((9,), np.float64, RNG), np.zeros(9), backend=backend)
+    check_mutates(scale, rand((6,), np.float64, RNG), rand((5,), np.float64, RNG), backend=backend)
+    check_mutates(reverse, rand((7,), np.float64, RNG), backend=backend)
+
+
+def test_writes_into_argument_views_and_strided_arguments(backend):
+    def f(a):
+        a[1:, 0] = -1
+        a.T[0, 1] = 5
+        row = a[2]
+        row += 1
+        return a[0] * 1
+
+    base = rand((5, 6), np.float64, RNG)
+    check_mutates(f, base, backend=backend)
+    # non-contiguous and byte-swapped arguments: written back as NumPy would
+    theirs, ours = base.copy(), base.copy()
+    f(theirs[::2, 1:4])
+    numfn.jit(f, backend=backend)(ours[::2, 1:4])
+    np.testing.assert_array_equal(ours, theirs)
+    swapped = base.astype(">f8")
+    expected = base.copy()
+    f(expected)
+    numfn.jit(f, backend=backend)(swapped)
+    np.testing.assert_array_equal(swapped, expected)
+
+
+def test_read_only_and_non_array_arguments_are_refused(backend):
+    def f(a):
+        a[0] = 1
+
+    jf = numfn.jit(f, backend=backend)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        jf(ro)
+    assert not ro.any()
+    with pytest.raises(TypeError, match="writes into it"):
+        jf([1.0, 2.0])
+    with pytest.raises(ValueError, match="read-only"):
+        numfn.jit(lambda a: fnp.broadcast_to(a, (2, 3)).__setitem__(0, 1), backend=backend)(np.zeros(3))
+
+
+def test_writes_into_arguments_under_vmap_and_svmap(backend):
+    def f(u, v):
+        u[0] = v.sum()
+        u[1:] *= 2
+        return v * 1
+
+    for mapped in (numfn.vmap, numfn.svmap):
+        u, v = rand((4, 3), np.float64, RNG), rand((4, 2), np.float64, RNG)
+        theirs = u.copy()
+        for k in range(4): f(theirs[k], v[k])
+        out = mapped(f)(u, v)
+        np.testing.assert_allclose(u, theirs, rtol=1e-12)
+        np.testing.assert_array_equal(out, v)
+
+
+def test_a_jitted_function_that_writes_called_from_another(backend):
+    inner = numfn.jit(lambda a, k: a.__setitem__(slice(None, k), 0), static_argnums=1, backend=backend)
+
+    def outer(x):
+        y = x * 3
+        inner(y, 2)
+        inner(x, 1)                # the outer function's argument: the caller's array
+        return y
+
+    check_mutates(outer, rand((4,), np.float64, RNG), backend=backend)
