@@ -10,6 +10,7 @@ The first call with a new signature (shapes and dtypes of the arguments) traces 
 native code and runs it; later calls with that signature run the native code directly.
 """
 from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
+from numfn import indexing  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
