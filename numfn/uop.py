@@ -12,11 +12,13 @@ import enum
 import inspect
 import itertools
 import math
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Iterable
 
+from numfn import debug
 from numfn.dtype import DType, dtypes
 
 
@@ -446,6 +448,35 @@ def toposort(roots: Iterable[UOp]) -> list[UOp]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# walking and rebuilding graphs: the one walker every pass that rebuilds a graph uses
+
+def fold(roots: Iterable[UOp], visit: Callable[[UOp, tuple], Any]) -> dict[UOp, Any]:
+    """{node: visit(node, results of its sources)} for every node reachable from `roots`, sources first.
+    Iterative (graphs of any depth), and each shared node is visited once."""
+    results: dict[UOp, Any] = {}
+    for u in toposort(roots):
+        results[u] = visit(u, tuple(results[s] for s in u.src))
+    return results
+
+
+def rebuild(root: UOp, visit: Callable[[UOp, tuple[UOp, ...]], UOp | None]) -> UOp:
+    """The graph below `root` rebuilt bottom-up: each node, given its sources' new nodes, becomes
+    `visit(node, new_sources)`, or, when that returns None, the node itself over the new sources (the same object
+    when no source changed, so an unchanged graph comes back as itself)."""
+    def step(u: UOp, src: tuple[UOp, ...]) -> UOp:
+        new = visit(u, src)
+        if new is not None: return new
+        return u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return fold([root], step)[root]
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """`root` with every node in `mapping` replaced by its value (the replacements are taken as they are), and
+    everything above them rebuilt."""
+    return rebuild(root, lambda u, src: mapping.get(u))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # patterns
 
 class UPat:
@@ -522,12 +553,23 @@ class PatternMatcher:
         return None
 
 
-def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
+def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, name: str | None = None) -> UOp:
     """Rewrite the graph bottom-up until no rule of `pm` applies anywhere (sources first, then the node; a
-    replacement is itself rewritten). Iterative, so graphs of any depth are fine."""
+    replacement is itself rewritten). Iterative, so graphs of any depth are fine. With `name`, DEBUG=5 logs the
+    pass: its name, how many rewrites applied, the node counts before and after, and the time it took."""
+    if name is None or debug.level() < 5: return _graph_rewrite(root, pm, ctx)[0]
+    t0 = time.perf_counter()
+    before = len(toposort([root]))
+    out, rewrites = _graph_rewrite(root, pm, ctx)
+    debug.log(5, f"graph_rewrite {name}: {rewrites} rewrites, {before} -> {len(toposort([out]))} nodes in "
+                 f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+    return out
+
+
+def _graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any) -> tuple[UOp, int]:
     done: dict[UOp, UOp] = {}
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
-    budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat all memory
+    limit = budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat memory
     while stack:
         node, state, extra = stack.pop()
         if node in done: continue
@@ -553,7 +595,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
                 stack.append((replacement, 0, None))
         else:  # the replacement has been rewritten
             done[node] = done[extra]
-    return done[root]
+    return done[root], limit - budget
 
 
 # ---------------------------------------------------------------------------------------------------------------
