@@ -43,7 +43,7 @@ from numfn.indexing import identity_indices
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
 from numfn.tensor import Check, Tensor, add_check, recording_trace
-from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
+from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 
 @dataclass(frozen=True)
@@ -490,7 +490,6 @@ class JitFunction(dispatcher_base()):
     def _splice(self, key, statics, leaves: list):
         """This function's own trace for the arguments' signature, with its inputs bound to the caller's traced
         values: the call becomes part of the caller's graph (and fuses with it), and is traced only once."""
-        from numfn.schedule import substitute
         nf = self.specialization(key, statics, compile=False)
         sink = nf.function_graph
         bound = {u: Tensor.lift(leaves[u.arg[0]]).uop for u in sink.toposort() if u.op is Ops.PARAM}
