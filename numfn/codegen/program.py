@@ -52,16 +52,16 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     the kernel allows it (see `splittable_loop`)."""
     upcasts = []
     if not debug.noopt():
-        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic), lowered.ranges, lowered.shape,
-                                lowered.evaluations, lowered.sequential)
+        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,
+                                lowered.shape, lowered.evaluations, lowered.sequential)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
         blocking = choose_block(lowered, upcasts)
         if blocking is not None: lowered = block(lowered, *blocking)
-    sink = graph_rewrite(lowered.sink, symbolic)
+    sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
-    sink = graph_rewrite(sink, rules)
+    sink = graph_rewrite(sink, rules, name="kernel: decompositions")
     uops = tuple(linearize(sink))
     return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
 
