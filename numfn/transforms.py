@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from numfn.args import normalize_axis
 from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor, add_check
-from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
+from numfn.uop import ELEMENTWISE, Ops, UOp, fold
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -39,30 +40,46 @@ def _broadcast_batch(u: UOp, batched: bool, size: int) -> UOp:
     return u if batched else u.reshape((1,) + u.shape).expand((size,) + u.shape)
 
 
-def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
-    """`u` with a leading batch axis, given its sources (each with or without one)."""
-    x = srcs[0][0] if srcs else None
-    op, a = u.op, u.arg
-    if op in ELEMENTWISE or op is Ops.CONTIGUOUS:
-        return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a)
-    if op in (Ops.RESHAPE, Ops.EXPAND): return UOp(op, u.dtype, (x,), (size,) + a)
-    if op is Ops.PERMUTE: return UOp(op, u.dtype, (x,), (0,) + tuple(i + 1 for i in a))
-    if op is Ops.PAD: return UOp(op, u.dtype, (x,), ((0, 0),) + a)
-    if op is Ops.SHRINK: return UOp(op, u.dtype, (x,), ((0, size),) + a)
-    if op is Ops.FLIP: return UOp(op, u.dtype, (x,), tuple(i + 1 for i in a))
-    if op is Ops.REDUCE_AXIS: return UOp(op, u.dtype, (x,), (a[0], tuple(i + 1 for i in a[1])))
-    if op is Ops.SCAN: return UOp(op, u.dtype, (x,), (a[0], a[1] + 1))
-    if op is Ops.GATHER:   # the batch axis is one more gathered axis, indexed by the batch position
-        shape = (size,) + u.shape
-        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
-        idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
-        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), batch, *idx))
-    if op is Ops.SCATTER:   # each example writes its own row: one more index, the batch position
-        domain = (size,) + u.src[1].shape
-        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
-        rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
-        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), rest[0], batch, *rest[1:]), a)
-    raise NotImplementedError(f"vmap has no batching rule for {op.name}")
+def _batch_elementwise(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    return UOp(u.op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), u.arg)
+
+
+def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # the batch axis is one more gathered axis, indexed by the batch position
+    shape = (size,) + u.shape
+    batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
+    idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+    return UOp(u.op, u.dtype, (_broadcast_batch(*srcs[0], size), batch, *idx))
+
+
+def _batch_scatter(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # each example writes its own row: one more index, the batch position
+    domain = (size,) + u.src[1].shape
+    batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
+    rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+    return UOp(u.op, u.dtype, (_broadcast_batch(*srcs[0], size), rest[0], batch, *rest[1:]), u.arg)
+
+
+def _batch_view(new_arg: Callable[[Any, int], Any]):
+    """The rule of a movement op: its one (batched) source, its argument shifted past the batch axis."""
+    return lambda u, srcs, size: UOp(u.op, u.dtype, (srcs[0][0],), new_arg(u.arg, size))
+
+
+# op -> rule(node, its sources as (value, batched) pairs with at least one batched, batch size): the node with a
+# leading batch axis. A new primitive needs its rule here (vmap raises NotImplementedError naming it otherwise).
+BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
+    **{op: _batch_elementwise for op in (*ELEMENTWISE, Ops.CONTIGUOUS)},
+    Ops.RESHAPE: _batch_view(lambda a, size: (size,) + a),
+    Ops.EXPAND: _batch_view(lambda a, size: (size,) + a),
+    Ops.PERMUTE: _batch_view(lambda a, size: (0,) + tuple(i + 1 for i in a)),
+    Ops.PAD: _batch_view(lambda a, size: ((0, 0),) + a),
+    Ops.SHRINK: _batch_view(lambda a, size: ((0, size),) + a),
+    Ops.FLIP: _batch_view(lambda a, size: tuple(i + 1 for i in a)),
+    Ops.REDUCE_AXIS: _batch_view(lambda a, size: (a[0], tuple(i + 1 for i in a[1]))),
+    Ops.SCAN: _batch_view(lambda a, size: (a[0], a[1] + 1)),
+    Ops.GATHER: _batch_gather,
+    Ops.SCATTER: _batch_scatter,
+}
 
 
 def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
@@ -70,23 +87,18 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
 
     `inputs` maps each PARAM slot to (its value, whether that value has a leading batch axis of `size`). Returns
     (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
-    done: dict[UOp, tuple[UOp, bool]] = {}
-    for u in toposort([sink]):
-        if u.op is Ops.SINK: continue
-        if u.op is Ops.PARAM:
-            done[u] = inputs[u.arg[0]]
-            continue
-        srcs = [done[s] for s in u.src]
+    def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
+        if u.op is Ops.SINK: return None
+        if u.op is Ops.PARAM: return inputs[u.arg[0]]
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
-            done[u] = (u if src == u.src else UOp(u.op, u.dtype, src, u.arg), False)
-        else:
-            done[u] = (_batch_node(u, srcs, size), True)
-    outs = []
-    for o in sink.src:
-        value, batched = done[o.src[0] if o.op is Ops.CONTIGUOUS else o]
-        outs.append((value, batched))
-    return outs
+            return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
+        rule = BATCHING_RULES.get(u.op)
+        if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
+        return rule(u, list(srcs), size), True
+
+    done = fold([sink], visit)
+    return [done[o.src[0] if o.op is Ops.CONTIGUOUS else o] for o in sink.src]
 
 
 def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
@@ -348,4 +360,4 @@ def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
     return SvmapFunction(fn, in_axes, out_axes)
 
 
-__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedEntry", "batch_graph"]
+__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedEntry", "batch_graph", "BATCHING_RULES"]
