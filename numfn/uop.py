@@ -569,7 +569,8 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, name: str | No
 def _graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any) -> tuple[UOp, int]:
     done: dict[UOp, UOp] = {}
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
-    limit = budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat memory
+    budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat all memory
+    rewrites = 0
     while stack:
         node, state, extra = stack.pop()
         if node in done: continue
@@ -580,6 +581,7 @@ def _graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any) -> tuple[UOp, int]:
             new_src = tuple(done[s] for s in node.src)
             rebuilt = node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg)
             replacement = pm.rewrite(rebuilt, ctx)
+            if replacement is not None: rewrites += 1
             if replacement is None:
                 if rebuilt is not node and rebuilt in done: done[node] = done[rebuilt]
                 else:
@@ -595,7 +597,7 @@ def _graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any) -> tuple[UOp, int]:
                 stack.append((replacement, 0, None))
         else:  # the replacement has been rewritten
             done[node] = done[extra]
-    return done[root], limit - budget
+    return done[root], rewrites
 
 
 # ---------------------------------------------------------------------------------------------------------------
