@@ -25,7 +25,6 @@ import os
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 BACKENDS = ("llvm", "c")
-DEFAULT_CACHE_MAX_BYTES = 1 << 30
 
 
 def _get(*names: str) -> str | None:
@@ -101,11 +100,11 @@ def cache_disabled() -> bool:
     return flag("NUMFN_DISABLE_CACHE")
 
 
-def cache_max_bytes() -> int:
-    """NUMFN_CACHE_MAX_BYTES: the cache's size cap (DEFAULT_CACHE_MAX_BYTES when unset). ValueError, naming the
-    variable, when it is not a byte count."""
+def cache_max_bytes() -> int | None:
+    """NUMFN_CACHE_MAX_BYTES: the cache's size cap (None when unset: the cache's default, 1 GiB). ValueError, naming
+    the variable, when it is not a byte count."""
     raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
-    if not raw: return DEFAULT_CACHE_MAX_BYTES
+    if not raw: return None
     try:
         value = int(raw)
     except ValueError:

@@ -78,8 +78,6 @@ import threading
 import time
 import warnings
 
-from numfn import config
-
 __all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
            "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
            "HEADER_SIZE", "ENTRY_SUFFIX"]
@@ -89,7 +87,7 @@ FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sIQ32s32s")  # magic, version, payload length, key digest, payload sha256
 HEADER_SIZE = _HEADER.size
 ENTRY_SUFFIX = ".nfc"
-DEFAULT_MAX_BYTES = config.DEFAULT_CACHE_MAX_BYTES
+DEFAULT_MAX_BYTES = 1 << 30
 
 _TMP_PREFIX = ".tmp-"
 _STALE_TMP_NS = 3600 * 10**9
@@ -460,22 +458,28 @@ def _extract(payload: bytes, name: str) -> str:
     return path
 
 
+# numfn.config reads the environment; imported when used, so that importing this module stays stdlib-only
+
 def cache_directory() -> str:
     """The configured cache directory: $NUMFN_CACHE_DIR, else $XDG_CACHE_HOME/numfn, else ~/.cache/numfn."""
+    from numfn import config
     return config.cache_directory()
 
 
 def cache_disabled() -> bool:
     """Whether NUMFN_DISABLE_CACHE turns the cache off (see numfn.config.flag)."""
+    from numfn import config
     return config.cache_disabled()
 
 
 def _max_bytes_from_env() -> int:
+    from numfn import config
     try:
-        return config.cache_max_bytes()
+        value = config.cache_max_bytes()
     except ValueError as e:
         _warn(f"ignoring {e}; using {DEFAULT_MAX_BYTES}")
         return DEFAULT_MAX_BYTES
+    return DEFAULT_MAX_BYTES if value is None else value
 
 
 _instances: dict[tuple[str, int], DiskCache] = {}
