@@ -12,6 +12,7 @@ native code and runs it; later calls with that signature run the native code dir
 from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
 from numfn import indexing  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
+from numfn import random  # noqa: F401 - numfn.random: keys and random numbers generated inside kernels
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit

@@ -33,6 +33,7 @@ import numpy as np
 from numfn import debug
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
+from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
@@ -75,7 +76,7 @@ class NumericalFunction:
         for where, value in self.statics:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
-        with recording_trace() as record, tracing_numpy():
+        with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays (hidden outputs the dispatcher inspects)
@@ -453,6 +454,7 @@ class JitFunction(dispatcher_base()):
 
     def specialize(self, *args, **kwargs) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
+        args, kwargs = generator_arguments(args, kwargs, draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
@@ -479,6 +481,7 @@ class JitFunction(dispatcher_base()):
 
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
+        args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")

@@ -24,7 +24,7 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
+from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
 from numfn.uop import Ops, UOp
 
 
@@ -120,14 +120,9 @@ def _wrap(t: Tensor, n: int, axis: int) -> Tensor:
 
 
 def _known(u: UOp) -> np.ndarray | None:
-    """The values of an index known while tracing (a captured array or a constant), else None."""
-    v = u
-    while v.op is Ops.CAST: v = v.src[0]
-    if v.op is Ops.BUFFER and v.arg.data is not None: return v.arg.data.astype(np.int64)
-    if v.op is Ops.CONST: return np.full(u.shape, v.arg, np.int64)
-    if v.op in (Ops.RESHAPE, Ops.EXPAND) and v.src[0].op is Ops.CONST:
-        return np.full(u.shape, v.src[0].arg, np.int64)
-    return None
+    """The values of an index known while tracing (see Tensor.known), else None."""
+    v = known_value(u)
+    return None if v is None else v.astype(np.int64)
 
 
 def is_basic(items: list[Item]) -> bool:
@@ -302,7 +297,7 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
                           "It is a constant of the compiled program; copy it first (y = x.copy()) or pass it as "
                           "an argument")
-    if base.memory == "readonly" or any(op is Ops.EXPAND for op, _ in x.chain):
+    if base.memory == "readonly" or any(op in (Ops.EXPAND, Ops.GATHER) for op, _ in x.chain):
         raise ValueError("assignment destination is read-only")
     if math.prod(shape) == 0: return
     base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])

@@ -2,14 +2,15 @@
 
 A traced function that builds an array with `np.zeros((n, 3))` and fills it (`out[i] = ...`) would otherwise
 get a NumPy array made once while tracing (a constant of the program), into which a traced value cannot be
-stored. While any thread traces, the names below in NumPy's namespace are wrappers: called from code outside
-NumPy and numfn in a thread that is tracing, they run numfn.numpy's function instead (a traced array numfn can
-write into); every other call runs NumPy's own, unchanged. Outside tracing, NumPy's functions are in place and
-nothing is wrapped.
+stored. While any thread traces, the names below in NumPy's namespace are wrappers: called by the user's code
+(a call written `np.zeros(...)` or `zeros(...)`, outside NumPy and numfn) in a thread that is tracing, they run
+numfn.numpy's function instead (a traced array numfn can write into); every other call, compiled code's among
+them, runs NumPy's own, unchanged. Outside tracing, NumPy's functions are in place and nothing is wrapped.
 """
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -29,15 +30,30 @@ _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _NUMFN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _from_user_code(frame) -> bool:
+def _called_by_user_code(frame, name: str) -> bool:
+    """Whether `frame` (the Python frame below the wrapper) is the user's code calling `name` itself. Compiled
+    code (NumPy's random generators, other extensions) calls NumPy without a frame of its own: the frame below is
+    then the user's, but the call it is making is another one. The instruction the frame is executing tells."""
     path = frame.f_code.co_filename
-    return not (path.startswith(_NUMPY_DIR) or path.startswith(_NUMFN_DIR) or path.startswith("<frozen"))
+    if path.startswith(_NUMPY_DIR) or path.startswith(_NUMFN_DIR) or path.startswith("<frozen"): return False
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None: return True   # Python 3.10: no positions, trust the frame
+    try:
+        line, end_line, col, end_col = list(positions())[frame.f_lasti // 2]
+    except (IndexError, ValueError):
+        return False
+    if line is None or col is None: return False
+    text = "".join(linecache.getline(path, n) for n in range(line, (end_line or line) + 1))
+    if not text: return True   # no source (an interactive session): trust the frame
+    call = text[col:]
+    callee = call[:call.find("(")].replace(" ", "").replace("\n", "")
+    return callee == name or callee.endswith("." + name)
 
 
 def _wrapper(name: str, original, ours):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if getattr(_local, "depth", 0) and _from_user_code(sys._getframe(1)):
+        if getattr(_local, "depth", 0) and _called_by_user_code(sys._getframe(1), name):
             return ours(*args, **kwargs)
         return original(*args, **kwargs)
     wrapper.__numfn_original__ = original

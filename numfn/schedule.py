@@ -229,7 +229,12 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         if not new: break
-        for u in new: roots[u] = _Root(u)
+        # kernel values load realized values from their home buffers, whose numbers change with every build: a
+        # new root is named by the graph's own nodes instead
+        back = {r.targets[0]: v for v, r in roots.items() if r.targets and v.op is not Ops.BUFFER}
+        new = [v for v in (substitute(u, back) for u in new) if v not in roots]
+        if not new: break
+        for v in new: roots[v] = _Root(v)
 
     # an intermediate that every consumer ended up computing inline needs no buffer (a version of memory written
     # in place by later writes is needed whoever reads it)

@@ -150,6 +150,11 @@ class Tensor:
         """The Python value of a constant."""
         return self.uop.arg
 
+    def known(self) -> np.ndarray | None:
+        """The values of this array when they are known while tracing (built from constants, captured arrays and
+        ranges: np.array([1, 2]), np.arange(3) * 2), as a NumPy array; else None (they depend on the inputs)."""
+        return known_value(self.uop)
+
     # ---------------------------------------------------------------------------------------------------------
     # things a tracer cannot do
     def _concrete(self, what: str):
@@ -310,8 +315,9 @@ class Tensor:
         copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing."""
         ops, u = [], uop
         while u is not self.uop:
-            if u.op not in MOVEMENT: return Tensor(uop, self.weak)
-            ops.append((u.op, u.arg))
+            if u.op is Ops.GATHER: ops.append((u.op, u.src[1:]))   # a read-only view (diagonal)
+            elif u.op in MOVEMENT: ops.append((u.op, u.arg))
+            else: return Tensor(uop, self.weak)
             u = u.src[0]
         base = self if self.base is None else self.base
         view = Tensor(uop, self.weak, base.memory)
@@ -329,17 +335,15 @@ class Tensor:
         for ref in self._views or ():
             view = ref()
             if view is None: continue
-            v = uop
-            for op, arg in view.chain: v = UOp(op, v.dtype, (v,), arg)
-            view.uop = v
+            view.uop = _replay(uop, view.chain)
             alive.append(ref)
         self._views = alive or None
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
         out, u = [], self.base.uop
-        for op, arg in self.chain:
-            nu = UOp(op, u.dtype, (u,), arg)
+        for step in self.chain:
+            nu = _replay(u, (step,))
             out.append((nu.shape, u.shape))
             u = nu
         return out
@@ -348,11 +352,12 @@ class Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
-    def reshape(self, *shape, order: str = "C") -> Tensor:
+    def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> Tensor:
+        if copy: return Tensor(self._reshaped(shape, order), self.weak)
         return self._view(self._reshaped(shape, order))
 
     def _reshaped(self, shape: tuple, order: str = "C") -> UOp:
-        if order != "C": raise unsupported(f"reshape with order={order!r}")
+        order = _memory_order(order, self.ndim, "reshape")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
         shape = tuple(operator.index(s) for s in shape)
         # NumPy 2 takes any negative number as the one unknown dimension
@@ -364,10 +369,16 @@ class Tensor:
             shape = tuple(self.size // known if s < 0 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        if order == "F":   # column-major: the same as reshaping the reversed axes in row-major order
+            u = self.uop.permute(tuple(range(self.ndim))[::-1]).reshape(shape[::-1])
+            return u.permute(tuple(range(len(shape)))[::-1])
         return self.uop.reshape(shape)
 
-    def flatten(self) -> Tensor: return Tensor(self._reshaped((-1,)), self.weak)   # a copy in NumPy
-    def ravel(self) -> Tensor: return self.reshape(-1)                             # a view in NumPy
+    def flatten(self, order: str = "C") -> Tensor:
+        return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
+
+    def ravel(self, order: str = "C") -> Tensor:
+        return self._view(self._reshaped((-1,), order))          # a view in NumPy
 
     def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
@@ -507,6 +518,19 @@ def tensor_method(name: str):
 @functools.cache
 def _signature_of(fn) -> inspect.Signature:
     return inspect.signature(fn)
+
+
+def _memory_order(order, ndim: int, what: str) -> str:
+    """'C' or 'F' for an order argument; 'A' and 'K' (which follow the memory layout, which traced arrays do not
+    have) only where all orders agree."""
+    if order is None: order = "C"
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order in ("A", "K"):
+        if ndim > 1: raise unsupported(f"{what} with order={order!r}", "traced arrays have no memory layout; pass "
+                                       "order='C' or 'F'")
+        return "C"
+    return order
 
 
 class _BigInt(Tensor):
@@ -683,6 +707,45 @@ def gather(x: Tensor, indices: Sequence) -> Tensor:
     return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs)))
 
 
+KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
+
+
+def known_value(u: UOp) -> np.ndarray | None:
+    """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
+    from numfn.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
+    done: dict[UOp, np.ndarray] = {}
+    for v in u.toposort():
+        if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: return None
+        op, src = v.op, [done[s] for s in v.src] if v.src else []
+        if op is Ops.CONST: out = np.array(v.arg, v.dtype.np)
+        elif op is Ops.IOTA: out = np.arange(v.arg, dtype=np.int64)
+        elif op is Ops.BUFFER and v.arg.data is not None: out = v.arg.data
+        elif op is Ops.RESHAPE: out = src[0].reshape(v.arg)
+        elif op is Ops.EXPAND: out = np.broadcast_to(src[0], v.arg)
+        elif op is Ops.PERMUTE: out = src[0].transpose(v.arg)
+        elif op is Ops.PAD: out = np.pad(src[0], v.arg)
+        elif op is Ops.SHRINK: out = src[0][tuple(slice(b, e) for b, e in v.arg)]
+        elif op is Ops.FLIP: out = np.flip(src[0], v.arg)
+        elif op is Ops.CAST:
+            with np.errstate(all="ignore"): out = src[0].astype(v.dtype.np)
+        elif op is Ops.WHERE: out = np.where(src[0], src[1], src[2])
+        elif op in _UFUNC:   # tensor-level ops mean what NumPy's ufuncs do
+            try:
+                with np.errstate(all="ignore"): out = np.asarray(_UFUNC[op](*src)).astype(v.dtype.np, copy=False)
+            except (ValueError, TypeError):   # integers to negative powers, ...: left to the program
+                return None
+        else: return None
+        done[v] = out
+    return done[u]
+
+
+def _replay(u: UOp, chain: tuple) -> UOp:
+    """A view's value from its base's: the chain's ops applied in turn (a GATHER's arg holds its indices)."""
+    for op, arg in chain:
+        u = UOp(op, u.dtype, (u, *arg)) if op is Ops.GATHER else UOp(op, u.dtype, (u,), arg)
+    return u
+
+
 def _holds_tensors(x) -> bool:
     return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensors(e)) for e in x)
 
@@ -691,7 +754,7 @@ def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
-    return view_offset(view.base.uop.shape, view.chain) is not None
+    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.uop.shape, view.chain) is not None
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

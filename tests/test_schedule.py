@@ -151,3 +151,14 @@ def test_matmul_beyond_l2_is_cache_blocked_and_exact(backend):
     nf = f.specialize(a, b)
     ranges = [u for u in nf.rendered_kernels[0].program.uops if u.op is Ops.RANGE]
     assert ranges[0].arg[0] < 0, "expected an outermost block loop"
+
+
+def test_values_realized_late_are_named_by_the_graph():
+    # a value chosen for realization after a first build was once named by the kernel value that loads earlier
+    # intermediates: its root kept a buffer of that build, whose number the next build gave to another value (two
+    # intermediates with one name: LLVM refused the program)
+    x = np.arange(12.0).reshape(3, 4)
+    _, nf = compiled(lambda x: (np.flipud(x), np.pad(x, 5, mode="reflect"),
+                                np.pad(x, 9, mode="symmetric", reflect_type="odd")), x)
+    numbers = [b.number for b, _, _ in nf.layout.intermediates]
+    assert len(numbers) == len(set(numbers))

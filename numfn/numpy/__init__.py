@@ -15,7 +15,7 @@ import types
 
 import numpy as _np
 
-from numfn.numpy import creation, manipulation, products, reductions, ufuncs
+from numfn.numpy import creation, manipulation, products, random, reductions, ufuncs  # noqa: F401 - fnp.random
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403

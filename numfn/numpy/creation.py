@@ -1,4 +1,6 @@
-"""Array creation: constants, ranges, identity matrices, and conversion of array-likes."""
+"""Array creation: constants, ranges (arange, linspace, logspace, geomspace), grids (meshgrid, mgrid, ogrid, indices),
+matrices built from their indices (eye, identity, tri, tril, triu, diag, diagflat), copies and conversion of
+array-likes. Index-based constructions are computed from IOTA where they are used: nothing is stored."""
 from __future__ import annotations
 
 import math
@@ -8,14 +10,16 @@ from typing import Any
 import numpy as np
 
 from numfn.args import as_dtype
-from numfn.dtype import check_scalar_fits, dtypes, scalar_dtype
+from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import user_location
-from numfn.tensor import Tensor
+from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
 
-__all__ = ['full', 'zeros', 'ones', 'full_like', 'zeros_like', 'ones_like', 'arange', 'eye', 'asarray', 'array']
+__all__ = ['full', 'zeros', 'ones', 'full_like', 'zeros_like', 'ones_like', 'arange', 'eye', 'asarray', 'array',
+           'empty', 'empty_like', 'copy', 'identity', 'tri', 'tril', 'triu', 'diag', 'diagflat', 'indices',
+           'linspace', 'logspace', 'geomspace', 'meshgrid', 'mgrid', 'ogrid']
 
 def _shape(shape) -> tuple[int, ...]:
     shape = (shape,) if not isinstance(shape, (tuple, list)) else shape
@@ -61,6 +65,8 @@ def arange(start, stop=None, step=1, dtype=None) -> Tensor:
         np.arange(start, start + 2 * step, step, dtype=npdt)
     n = _arange_length(start, stop, step)
     dt = as_dtype(head.dtype)
+    if dt.is_bool and n > 2:
+        raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
     if n <= 2: return T(head) if n else Tensor(UOp.const_like(dt, 0, (0,)))
     if dt.is_float:
         first, delta = head[0], head[1] - head[0]   # in the result dtype, as NumPy's fill loop computes them
@@ -91,3 +97,276 @@ def asarray(a, dtype: Any = None) -> Tensor:
 
 
 array = asarray
+
+
+def empty(shape, dtype=np.float64, order: str = "C", *, device=None, like=None) -> Tensor:
+    """NumPy leaves the values undefined; numfn's are zeros (deterministic, and free: a constant)."""
+    return zeros(shape, dtype)
+
+
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Tensor:
+    return zeros_like(prototype, dtype, shape=shape)
+
+
+def copy(a, order: str = "K", subok: bool = False) -> Tensor:
+    """A new array with a's values: it shares no memory with `a`, so either may be updated in place."""
+    return _strong(a)
+
+
+def _strong(a) -> Tensor:
+    """`a` as NumPy's asarray sees it: a Python scalar becomes a (strong) int64/float64/bool array."""
+    t = T(a)
+    return Tensor(t.uop)
+
+
+# ---- matrices from their indices ----------------------------------------------------------------------------------
+def _rows_cols(n: int, m: int) -> tuple[Tensor, Tensor]:
+    """Row and column numbers of an n x m matrix (int64 ranges broadcast to the matrix)."""
+    return (Tensor(UOp.iota(n).reshape((n, 1)).expand((n, m))), Tensor(UOp.iota(m).reshape((1, m)).expand((n, m))))
+
+
+def identity(n: int, dtype=None, *, like=None) -> Tensor:
+    return eye(operator.index(n), dtype=np.float64 if dtype is None else dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=float, *, like=None) -> Tensor:
+    """Ones at and below diagonal k (column - row <= k), zeros above."""
+    N = operator.index(N)
+    M = N if M is None else operator.index(M)
+    rows, cols = _rows_cols(max(N, 0), max(M, 0))
+    return (cols - rows <= operator.index(k)).astype(dtype)
+
+
+def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
+    if m.ndim == 0: raise TypeError(f"{name}() of a 0-d array: tri() missing 1 required positional argument: 'N'")
+    return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else m.shape[-2:]
+
+
+def tril(m, k: int = 0) -> Tensor:
+    """m with the elements above diagonal k zeroed (a 1-D m is taken as a row repeated: the result is 2-D)."""
+    t = _strong(m)
+    mask = tri(*_matrix_shape(t, "tril"), k=k, dtype=np.bool_)
+    return _where(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
+
+
+def triu(m, k: int = 0) -> Tensor:
+    """m with the elements below diagonal k zeroed."""
+    t = _strong(m)
+    mask = tri(*_matrix_shape(t, "triu"), k=operator.index(k) - 1, dtype=np.bool_)
+    return _where(mask, Tensor(UOp.const(t.uop.dtype, 0)), t)
+
+
+def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """where(c, a, b) for a and b of one dtype, broadcast together."""
+    shape = broadcast_shapes(c.shape, a.shape, b.shape)
+    return Tensor(c._broadcast(shape).alu(Ops.WHERE, a._broadcast(shape), b._broadcast(shape)))
+
+
+def diag(v, k: int = 0) -> Tensor:
+    """A 1-D v placed on diagonal k of a square matrix (zeros elsewhere), or diagonal k of a 2-D v (a view)."""
+    t = _strong(v) if not isinstance(v, Tensor) else v
+    k = operator.index(k)
+    if t.ndim == 2:
+        from numfn.numpy.manipulation import diagonal
+        return diagonal(t, k)
+    if t.ndim != 1: raise ValueError("Input must be 1- or 2-d.")
+    size = t.shape[0]
+    n = size + abs(k)
+    # row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0): v padded to n and
+    # broadcast along the other axis, kept where column - row == k
+    u = Tensor(t.uop).uop.pad(((0, abs(k)),))
+    vb = Tensor(u.reshape((n, 1) if k >= 0 else (1, n)).expand((n, n)))
+    rows, cols = _rows_cols(n, n)
+    return _where(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
+
+
+def diagflat(v, k: int = 0) -> Tensor:
+    """The flattened input on diagonal k of a new square matrix."""
+    return diag(_strong(v).reshape(-1), k)
+
+
+def indices(dimensions, dtype=int, sparse: bool = False):
+    """The index grid of an array of shape `dimensions`: stacked (shape (N, *dimensions)) or, with sparse, a tuple
+    of N arrays each varying along one axis."""
+    dims = tuple(operator.index(d) for d in dimensions)
+    n = len(dims)
+    grids = [arange(d, dtype=dtype).reshape(tuple(d if j == i else 1 for j in range(n))) for i, d in enumerate(dims)]
+    if sparse: return tuple(grids)
+    if not grids: return zeros((0,), dtype)
+    from numfn.numpy.manipulation import stack
+    return stack([g.broadcast_to(dims) for g in grids])
+
+
+# ---- evenly spaced values -----------------------------------------------------------------------------------------
+def _inexact_type(*xs: Tensor) -> DType:
+    """NumPy's result type of the arguments with a weak 0.0 (an inexact type: integers give float64)."""
+    rep = {"b": False, "i": 0, "u": 0, "f": 0.0}
+    parts = [rep[t.uop.dtype.kind] if t.weak else t.dtype for t in xs]
+    return dtypes.from_numpy(np.result_type(*parts, 0.0))
+
+
+def _move_first(t: Tensor, axis: int) -> Tensor:
+    """moveaxis(t, 0, axis), as the functions built on it call it."""
+    from numfn.numpy.manipulation import moveaxis
+    return moveaxis(t, 0, axis)
+
+
+def _check_dtype_kind(dtype) -> None:
+    if dtype is not None: as_dtype(dtype)   # complex and other dtypes numfn lacks: the unsupported-dtype error
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
+             *, device=None):
+    """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
+    The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
+    last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""
+    num = operator.index(num)
+    if num < 0: raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    _check_dtype_kind(dtype)
+    div = num - 1 if endpoint else num
+    s, e = T(start), T(stop)
+    dt = _inexact_type(s, e)
+    sc, ec = Tensor(s.uop.cast(dt)), Tensor(e.uop.cast(dt))
+    delta = ec - sc
+    y = Tensor(UOp.iota(num).cast(dt).reshape((num,) + (1,) * delta.ndim))
+    step = None
+    if div > 0:
+        step = delta / div
+        zero = step == 0
+        if zero.uop.op is Ops.CONST:   # decided while tracing (constant start and stop)
+            y = y / div * delta if zero.uop.arg else y * step
+        else:                          # NumPy asks whether any step is 0: one answer for the whole result
+            any_zero = zero.reshape(-1).max() if zero.size > 1 else zero.reshape(())
+            y = _where(any_zero, y / div * delta, y * step) if zero.size else y * step
+    else:
+        y = y * delta
+    y = y + sc
+    if endpoint and num > 1:
+        last = Tensor(UOp.iota(num).reshape((num,) + (1,) * delta.ndim)) == num - 1
+        y = _where(last, ec, y)
+    if axis != 0: y = _move_first(y, axis)
+    if dtype is not None:
+        target = as_dtype(dtype)
+        if target.is_int: y = Tensor(y.uop.alu(Ops.FLOOR))   # NumPy floors for integer dtypes (not for bool)
+        y = y.astype(target)
+    y = Tensor(y.uop)
+    if not retstep: return y
+    return y, (Tensor(UOp.const(dtypes.float64, math.nan)) if step is None else step)
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0) -> Tensor:
+    """base ** linspace(start, stop): with NumPy's promotion (a Python-float base takes the exponents' type)."""
+    _check_dtype_kind(dtype)
+    if not isinstance(base, (float, int)) and T(base).ndim:
+        # an array base: NumPy makes all three arrays of the broadcast rank (Python scalars become strong)
+        parts = [_strong(a) for a in (start, stop, base)]
+        nd = len(broadcast_shapes(*(p.shape for p in parts)))
+        start, stop, base = (p.reshape((1,) * (nd - p.ndim) + p.shape) for p in parts)
+        base = base.expand_dims(axis)
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    out = T(base) ** y
+    return Tensor(out.uop) if dtype is None else out.astype(dtype)
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0) -> Tensor:
+    """A geometric sequence from start to stop (negative ranges as the negated positive one): logspace between the
+    logarithms, with the ends set to start and stop exactly. A bound of 0 raises NumPy's ValueError: while tracing
+    if it is known then, else after the call (a run-time check)."""
+    _check_dtype_kind(dtype)
+    s, e = _strong(start), _strong(stop)
+    for t in (s, e):
+        zero = ValueError("Geometric sequence cannot include zero")
+        if t.uop.op is Ops.CONST:
+            if t.uop.arg == 0: raise zero
+        elif t.uop.op is Ops.BUFFER:
+            if not np.all(t.uop.arg.data): raise zero
+        elif t.size:
+            add_check(t == 0, 0, lambda _: ValueError("Geometric sequence cannot include zero"))
+    dt = dtypes.from_numpy(np.result_type(s.dtype, e.dtype, float(num), np.float64 if dtype is None else dtype))
+    out_dtype = dt if dtype is None else as_dtype(dtype)
+    s, e = s.astype(dt), e.astype(dt)
+    from numfn.numpy import ufuncs
+    sign = ufuncs.sign(s)
+    s, e = s / sign, e / sign
+    log10 = getattr(ufuncs, "log10", None) or (lambda x: ufuncs.log(x) / math.log(10.0))
+    result = logspace(log10(s), log10(e), num=num, endpoint=endpoint, base=10.0, dtype=dt)
+    if num > 0:
+        at = Tensor(UOp.iota(num).reshape((num,) + (1,) * (result.ndim - 1)))
+        result = _where(at == 0, s, result)
+        if num > 1 and endpoint: result = _where(at == num - 1, e, result)
+    result = result * sign
+    if axis != 0: result = _move_first(result, axis)
+    return Tensor(result.astype(out_dtype).uop)
+
+
+# ---- grids --------------------------------------------------------------------------------------------------------
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, ...]:
+    """Coordinate arrays from coordinate vectors: with indexing 'xy' the first two axes are swapped (Cartesian),
+    with 'ij' they are not (matrix); sparse keeps each array one-dimensional in spirit (size 1 along the others)."""
+    if indexing not in ("xy", "ij"): raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    n = len(xi)
+    ts = [T(x) if isinstance(x, Tensor) else _strong(x) for x in xi]
+    shapes = [[1] * n for _ in range(n)]
+    for i in range(n): shapes[i][i] = -1
+    if indexing == "xy" and n > 1:
+        shapes[0][0], shapes[0][1] = 1, -1
+        shapes[1][0], shapes[1][1] = -1, 1
+    out = [t.reshape(tuple(s)) for t, s in zip(ts, shapes)]
+    if not sparse:
+        from numfn.numpy.manipulation import broadcast_arrays
+        out = list(broadcast_arrays(*out))
+    return tuple(Tensor(o.uop) for o in out) if copy else tuple(out)
+
+
+class _Grid:
+    """mgrid and ogrid: `grid[start:stop:step, ...]` builds the grid of ranges, each like arange (or, for an
+    imaginary step such as 5j, that many points from start to stop inclusive, like linspace). As NumPy's, the values
+    are i * step + start in the grid's type (int64 when every bound and step is an integer, else float64)."""
+
+    def __init__(self, sparse: bool):
+        self.sparse = sparse
+
+    def __repr__(self) -> str:
+        return "numfn.numpy.ogrid" if self.sparse else "numfn.numpy.mgrid"
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            return self._single(key)
+        sizes, num_list = [], [0]
+        for k in key:
+            start, stop, step = (0 if k.start is None else k.start), k.stop, (1 if k.step is None else k.step)
+            if isinstance(step, (complex, np.complexfloating)):
+                step = abs(step)
+                sizes.append(int(step))
+            else:
+                sizes.append(math.ceil((stop - start) / step))
+            num_list += [start, stop, step]
+        typ = np.result_type(*num_list)
+        out = []
+        for i, (k, n) in enumerate(zip(key, sizes)):
+            start, step = (0 if k.start is None else k.start), (1 if k.step is None else k.step)
+            if isinstance(step, (complex, np.complexfloating)):
+                step = int(abs(step))
+                if step != 1: step = (k.stop - start) / float(step - 1)
+            shape = tuple(max(n, 0) if j == i else 1 for j in range(len(sizes)))
+            g = Tensor(UOp.iota(max(n, 0)).cast(as_dtype(typ)).reshape(shape)) * step + start
+            out.append(g)
+        if self.sparse: return tuple(Tensor(g.uop) for g in out)
+        if any(n < 0 for n in sizes): raise ValueError("negative dimensions are not allowed")
+        full_shape = tuple(sizes)
+        from numfn.numpy.manipulation import stack
+        return stack([g.broadcast_to(full_shape) for g in out]) if out else zeros((0,), typ)
+
+    @staticmethod
+    def _single(key: slice) -> Tensor:
+        start, stop, step = (0 if key.start is None else key.start), key.stop, key.step
+        if isinstance(step, (complex, np.complexfloating)):
+            length = int(abs(step))
+            typ = np.result_type(start, stop, abs(step))
+            step = length if length == 1 else (stop - start) / float(length - 1)
+            return Tensor((Tensor(UOp.iota(length).cast(as_dtype(typ))) * step + start).uop)
+        return arange(start, stop, 1 if step is None else step)
+
+
+mgrid = _Grid(sparse=False)
+ogrid = _Grid(sparse=True)
