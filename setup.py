@@ -41,6 +41,18 @@ class BuildExtensions(build_ext):
         if missing:
             self.warn(f"numfn: built without {', '.join(missing)} (no working C compiler?): numfn works, but calls "
                       "take the slower Python path and kernels run on one thread")
+        if not self.inplace: self._copy_into_checkout()
+
+    def _copy_into_checkout(self):
+        """Also put the built extensions next to their sources, as `build_ext --inplace` would: `python -m pytest
+        tests` in a checkout imports numfn from the checkout, not from where `pip install .` put it, and the tests
+        must run against the extensions (README: pip install '.[test]' && python -m pytest tests)."""
+        import shutil
+        for ext in self.extensions:
+            built = self.get_ext_fullpath(ext.name)
+            target = os.path.join(HERE, *ext.name.split(".")[:-1], os.path.basename(built))
+            if os.path.exists(built) and os.path.isdir(os.path.dirname(target)):
+                shutil.copyfile(built, target)
 
 
 native_sources = sorted(glob.glob(os.path.join(CSRC, "*.c"), root_dir=HERE))   # paths relative to setup.py

@@ -696,6 +696,16 @@ def test_without_the_extensions(tmp_path, off):
     assert ("kernels run on one thread" in message) == ("NUMFN_NO_NATIVE_EXT" in off)
 
 
+def test_the_suite_runs_with_the_extensions():
+    # where a C compiler exists, `pip install .` builds them (into the checkout too, which is what the tests import):
+    # without them this suite would test only the Python path, and quietly
+    import shutil
+    if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")): pytest.skip("no C compiler: nothing was built")
+    from numfn import config
+    if config.no_native_extension() or config.no_dispatch_extension(): pytest.skip("switched off on purpose")
+    assert extensions.problems() == [], "build them: pip install . (or pip install -e .) in this checkout"
+
+
 def test_import_compiles_nothing(tmp_path):
     # the extensions come with the package: no compiler on PATH, an empty cache, and the fast path is there
     if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
