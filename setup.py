@@ -52,7 +52,9 @@ class BuildExtensions(build_ext):
             built = self.get_ext_fullpath(ext.name)
             target = os.path.join(HERE, *ext.name.split(".")[:-1], os.path.basename(built))
             if os.path.exists(built) and os.path.isdir(os.path.dirname(target)):
-                shutil.copyfile(built, target)
+                # a new file renamed over the old one: a process that has the old one mapped keeps it intact
+                shutil.copyfile(built, target + ".tmp")
+                os.replace(target + ".tmp", target)
 
 
 native_sources = sorted(glob.glob(os.path.join(CSRC, "*.c"), root_dir=HERE))   # paths relative to setup.py

@@ -71,11 +71,7 @@ class NumericalFunction:
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         params = [t.uop for t in placeholders]
-        args, kwargs = unflatten(self.in_tree, placeholders)
-        args, kwargs = list(args), dict(kwargs)
-        for where, value in self.statics:
-            if isinstance(where, int): args.insert(where, value)
-            else: kwargs[where] = value
+        args, kwargs = self._arguments(placeholders)
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
@@ -268,12 +264,24 @@ class NumericalFunction:
 
         return run
 
+    def _arguments(self, leaves: list) -> tuple[list, dict]:
+        """The function's arguments for array leaves of this signature: the leaves in their structure, with the
+        static arguments put back in their places."""
+        args, kwargs = unflatten(self.in_tree, leaves)
+        args, kwargs = list(args), dict(kwargs)
+        for where, value in self.statics:
+            if isinstance(where, int): args.insert(where, value)
+            else: kwargs[where] = value
+        return args, kwargs
+
     def _check_writable(self, leaves: list, slot: int) -> None:
         """An argument the function writes into must be a writeable NumPy array, as NumPy requires."""
         leaf = leaves[slot]
         if isinstance(leaf, np.ndarray) and leaf.flags.writeable: return
-        args, kwargs = unflatten(self.in_tree, list(leaves))
-        where = argument_leaf_names(self.fn, args, kwargs)[slot]
+        args, kwargs = self._arguments(list(leaves))
+        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
+                  tuple(w for w, _ in self.statics if isinstance(w, str)))
+        where = argument_leaf_names(self.fn, tuple(args), kwargs, static)[slot]
         if isinstance(leaf, np.ndarray): raise ValueError(f"assignment destination is read-only (argument {where})")
         raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
                         f"{type(leaf).__name__}")

@@ -536,3 +536,15 @@ def test_debug_writes_a_perf_map(tmp_path, level):
     assert all(name.startswith("numfn scaled(float64[8])") for _, _, name in entries)
     [(start, size, _)] = [e for e in entries if e[2] == "numfn scaled(float64[8])"]
     assert int(start, 16) == r["entry"] and int(size, 16) > 0
+
+
+def test_a_read_only_argument_is_named_next_to_static_ones():
+    # the check of arguments the function writes into named them without the static arguments (here: 'n')
+    def f(n, x):
+        x[0] = n
+        return x * 1
+
+    a = np.ones(3)
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match=r"read-only \(argument 'x'\)"):
+        numfn.jit(f, static_argnums=0)(2, a)
