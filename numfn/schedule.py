@@ -212,9 +212,12 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
 
     versions = _Versions(writebacks)
     fixes = 0
+    # kernels evaluate copies of graph nodes whose realized parts became loads; `origin` maps them back, so that a
+    # value realized later is the graph's own node (a copy would hold the buffers of this round's numbering)
+    origin: dict[UOp, UOp] = {}
     while True:
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions)
+        kernels, fix = _build_kernels(roots, versions, origin)
         if fix is not None:   # a write that cannot happen in place as planned: plan again with the fix
             fixes += 1
             if fixes > 10 * len(roots) + 100:
@@ -222,17 +225,13 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
             fix()
             continue
         evaluations: Counter = Counter()
-        for k in kernels: evaluations.update(k[1].evaluations)
+        for k in kernels: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
         realized = set(roots)
         cost_memo: dict = {}
         new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
-        if not new: break
-        # kernel values load realized values from their home buffers, whose numbers change with every build: a
-        # new root is named by the graph's own nodes instead
-        back = {r.targets[0]: v for v, r in roots.items() if r.targets and v.op is not Ops.BUFFER}
-        new = [v for v in (substitute(u, back) for u in new) if v not in roots]
+        new = [u for u in new if u not in roots]
         if not new: break
         for v in new: roots[v] = _Root(v)
 
@@ -358,9 +357,10 @@ def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
     return direct - loaded, loaded
 
 
-def _kernel_value(value: UOp, inline: set, home: dict) -> tuple[UOp, set]:
+def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = None) -> tuple[UOp, set]:
     """`value` with realized values replaced by loads of their home buffers, except those in `inline` reached
-    through elementwise ops only (computed in this kernel at the same index); and the realized values loaded."""
+    through elementwise ops only (computed in this kernel at the same index); and the realized values loaded.
+    `origin` collects, for each node rebuilt that way, the graph node it stands for."""
     memo: dict = {}
     loaded: set = set()
 
@@ -377,6 +377,7 @@ def _kernel_value(value: UOp, inline: set, home: dict) -> tuple[UOp, set]:
             src = tuple(rebuild(s, keeps) for s in srcs)
             if u is value and u.op is Ops.SCATTER: src = (home.get(u.src[0], u.src[0]),) + src
             out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+            if out is not u and origin is not None: origin[out] = origin.get(u, u)
         memo[key] = out
         return out
 
@@ -398,7 +399,7 @@ def _alone(u: UOp) -> bool:
     return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
-def _build_kernels(roots: dict[UOp, _Root], versions: _Versions):
+def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | None = None):
     """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
     planned: calling fix() changes the plan (a write from a copy, or a value realized first)."""
     topo = {u: float(i) for i, u in enumerate(toposort(list(roots)))}
@@ -459,7 +460,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions):
     values, reads = [], []
     for g in groups:
         members = {r.value for r in g}
-        built = [_kernel_value(r.value, members, home) for r in g]
+        built = [_kernel_value(r.value, members, home, origin) for r in g]
         values.append([v for v, _ in built])
         reads.append(set().union(*(ld for _, ld in built)))
 

@@ -417,59 +417,76 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
-    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None) -> Tensor:
+    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None, where=None) -> Tensor:
         axes = normalize_axes(axis, self.ndim)
-        if name in ("max", "min") and initial is None and any(self.shape[a] == 0 for a in axes):
-            raise ValueError(f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
-                             "which has no identity")
+        mask = reduction_mask(where, self.shape)
+        if name in ("max", "min") and initial is None:
+            ufunc = "maximum" if name == "max" else "minimum"
+            if mask is not None:
+                raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to use a where mask "
+                                 "one has to specify 'initial'")
+            if any(self.shape[a] == 0 for a in axes):
+                raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
         dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
-        u = self.uop.cast(dt).reduce(op, axes) if axes else self.uop.cast(dt)
+        init = None
+        if initial is not None:   # NumPy converts `initial` to the reduction's dtype (a Python int must fit it)
+            if isinstance(initial, int) and not isinstance(initial, (bool, np.generic)): check_scalar_fits(initial, dt)
+            init = Tensor.lift(initial).uop.cast(dt)
+            if init.shape != (): raise ValueError("Input object to FillWithScalar is not a scalar")
+        u = self.uop.cast(dt)
+        if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
+            fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
+            u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
+        u = u.reduce(op, axes) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        out = Tensor(u)
-        if initial is not None:   # NumPy folds `initial` in like one more element
-            out = Tensor._elementwise({"max": "maximum", "min": "minimum", "sum": "add", "prod": "multiply"}[name],
-                                      op, out, initial)
-            out = out.astype(dt)
-        return out
+        if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
+        return Tensor(u)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("sum", out=out, where=where)
-        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial)
+        refuse("sum", out=out)
+        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial, where)
 
     def prod(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("prod", out=out, where=where)
-        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial)
+        refuse("prod", out=out)
+        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial, where)
 
     def max(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("max", out=out, where=where)
-        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial)
+        refuse("max", out=out)
+        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial, where)
 
     def min(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
-        refuse("min", out=out, where=where)
-        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial)
+        refuse("min", out=out)
+        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial, where)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
-        refuse("mean", out=out, where=where)
+        refuse("mean", out=out)
         if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
             for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
         axes = normalize_axes(axis, self.ndim)
-        count = math.prod(self.shape[a] for a in axes)
+        mask = reduction_mask(where, self.shape)
         acc = as_dtype(dtype) if dtype is not None else None
         x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_float else self.astype(np.float64)
-        total = x.sum(axis=axes, keepdims=keepdims)
-        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, Tensor(UOp.const(total.uop.dtype, count)))
+        total = x.sum(axis=axes, keepdims=keepdims, where=where)
+        if mask is None: count = Tensor(UOp.const(total.uop.dtype, math.prod(self.shape[a] for a in axes)))
+        else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=keepdims)
+        # NumPy divides into the sum's own dtype (true_divide with out=, unsafe casting)
+        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, count).astype(total.uop.dtype)
         return out_ if acc is None else out_.astype(acc)
 
     def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
         refuse("cumsum", out=out)
+        return self._scan("cumsum", Ops.ADD, axis, dtype)
+
+    def _scan(self, name: str, op: Ops, axis, dtype) -> Tensor:
+        """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
         x = self.reshape(-1) if flat else self
         ax = 0 if flat else normalize_axis(axis, x.ndim)
-        dt = reduce_dtype("cumsum", x.uop.dtype) if dtype is None else as_dtype(dtype)
+        dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
-        return Tensor(UOp(Ops.SCAN, dt, (src,), (Ops.ADD, ax)))
+        return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
 
     # ---------------------------------------------------------------------------------------------------------
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
@@ -639,6 +656,21 @@ class recording_trace:
 
     def __exit__(self, *exc) -> None:
         _trace_state.record = self.previous
+
+
+def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
+    """The where= mask of a reduction as a bool graph of `shape`, or None when every element takes part (NumPy's
+    default where=True). An array mask must be bool (NumPy casts it 'safe') and broadcast to `shape`."""
+    if where is None or where is True: return None
+    if isinstance(where, (bool, int, float)) and not isinstance(where, np.generic):   # Python scalars: truthiness
+        return UOp.const_like(dtypes.bool, bool(where), shape)
+    m = Tensor.lift(where)
+    if not m.uop.dtype.is_bool:
+        raise TypeError(f"Cannot cast array data from dtype('{m.uop.dtype.name}') to dtype('bool') according to the "
+                        "rule 'safe' (the where= mask)")
+    if broadcast_shapes(m.shape, shape) != shape:
+        raise ValueError(f"could not broadcast where mask from shape {m.shape} into shape {shape}")
+    return m._broadcast(shape)
 
 
 def _weak_resolve(ufunc: str, ts):

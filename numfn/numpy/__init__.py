@@ -7,7 +7,8 @@ __array_function__). Every function follows NumPy's semantics: broadcasting, dty
 Python scalars are weak), result shapes and the errors NumPy raises.
 
 The modules, one family each: ufuncs (elementwise), creation, manipulation (shapes, views, joining), reductions,
-products. A module lists its names in __all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
+statistics, products, signal (differences, convolution, interpolation, polynomials). A module lists its names in
+__all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -15,15 +16,18 @@ import types
 
 import numpy as _np
 
-from numfn.numpy import creation, manipulation, products, random, reductions, ufuncs  # noqa: F401 - fnp.random
+from numfn.numpy import (creation, manipulation, products, random, reductions, signal,  # noqa: F401 - fnp.random
+                         statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
+from numfn.numpy.signal import *  # noqa: F401,F403
+from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.tensor import NUMPY_IMPLEMENTATIONS
 
-_MODULES = (creation, manipulation, products, reductions, ufuncs)
+_MODULES = (creation, manipulation, products, reductions, signal, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 

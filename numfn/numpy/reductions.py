@@ -1,34 +1,259 @@
-"""Reductions and scans: sum, prod, max, min, mean, cumsum (the Tensor methods, as functions)."""
+"""Reductions and scans: sum, prod, max, min, mean (the Tensor methods, as functions), argmax/argmin, any/all, ptp,
+count_nonzero, cumulative sums and products, and the NaN-ignoring variants (nansum, nanmax, nanargmax, ...).
+
+Everything is a composition of REDUCE_AXIS, SCAN and elementwise ops, so it fuses: argmax is a max reduction
+followed by a min reduction over `where(x == max, index, n)`, both evaluated in one loop nest per result.
+"""
 from __future__ import annotations
 
-from numfn.tensor import Tensor
+import builtins
+import math
+
+import numpy as np
+
+from numfn.args import normalize_axes, normalize_axis, refuse
+from numfn.dtype import dtypes
+from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
+from numfn.uop import Ops, UOp
 
 T = Tensor.lift
 
-__all__ = ['sum', 'prod', 'max', 'min', 'mean', 'cumsum', 'amax', 'amin']
+__all__ = ['sum', 'prod', 'max', 'min', 'mean', 'cumsum', 'amax', 'amin', 'cumprod', 'cumulative_sum',
+           'cumulative_prod', 'argmax', 'argmin', 'any', 'all', 'ptp', 'count_nonzero', 'nansum', 'nanprod',
+           'nanmax', 'nanmin', 'nanargmax', 'nanargmin', 'nancumsum', 'nancumprod']
 
-# ---- reductions and products ----------------------------------------------------------------------------------
+# ---- the Tensor methods as functions --------------------------------------------------------------------------
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    """NumPy's sum: `dtype` accumulates, `initial` is folded in like one more element, `where` masks elements."""
     return T(a).sum(axis, dtype, out, keepdims, initial, where)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    """NumPy's prod (keywords as sum's)."""
     return T(a).prod(axis, dtype, out, keepdims, initial, where)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    """NumPy's max: NaN propagates; an empty reduction or a where= mask needs `initial`."""
     return T(a).max(axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+    """NumPy's min (see max)."""
     return T(a).min(axis, out, keepdims, initial, where)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None) -> Tensor:
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None) -> Tensor:
+    """NumPy's mean: integers average in float64; with where=, over the selected elements only."""
     return T(a).mean(axis, dtype, out, keepdims, where)
 
 
-def cumsum(a, axis=None, dtype=None, out=None) -> Tensor: return T(a).cumsum(axis, dtype, out)
+def cumsum(a, axis=None, dtype=None, out=None) -> Tensor:
+    """Cumulative sums along `axis` (of the flattened array for axis=None)."""
+    return T(a).cumsum(axis, dtype, out)
+
+
 amax, amin = max, min
 
 
+@tensor_method("cumprod")
+def cumprod(a, axis=None, dtype=None, out=None) -> Tensor:
+    """Cumulative products along `axis` (of the flattened array for axis=None); small integers widen like prod."""
+    refuse("cumprod", out=out)
+    return T(a)._scan("cumprod", Ops.MUL, axis, dtype)
+
+
+def _cumulative(name: str, op: Ops, x, axis, dtype, out, include_initial: bool) -> Tensor:
+    """NumPy 2.1's cumulative_sum/cumulative_prod: an axis is required beyond 1-D, a 0-d array counts as 1-D, and
+    include_initial puts the identity first (n + 1 results along the axis)."""
+    refuse(f"cumulative_{name[3:]}", out=out)
+    t = T(x)
+    if t.ndim == 0: t = t.reshape(1)
+    if axis is None:
+        if t.ndim > 1: raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    ax = normalize_axis(axis, t.ndim)
+    res = t._scan(name, op, ax, dtype)
+    if not include_initial: return res
+    from numfn.numpy.manipulation import concatenate
+    first = Tensor(UOp.const_like(res.uop.dtype, 0 if op is Ops.ADD else 1,
+                                  tuple(1 if i == ax else n for i, n in enumerate(res.shape))))
+    return concatenate([first, res], axis=ax)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Tensor:
+    """Cumulative sums (NumPy 2.1's array-API spelling of cumsum; see _cumulative)."""
+    return _cumulative("cumsum", Ops.ADD, x, axis, dtype, out, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Tensor:
+    """Cumulative products (NumPy 2.1's array-API spelling of cumprod; see _cumulative)."""
+    return _cumulative("cumprod", Ops.MUL, x, axis, dtype, out, include_initial)
+
+
+# ---- argmax / argmin ------------------------------------------------------------------------------------------
+def _arg_axis(t: Tensor, axis) -> tuple[Tensor, int]:
+    """The array and axis an arg-reduction works on: axis=None flattens, a 0-d array counts as 1-D."""
+    if axis is None: return t.reshape(-1), 0
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer")
+    if t.ndim == 0: t = t.reshape(1)
+    return t, normalize_axis(axis, t.ndim)
+
+
+def _first_index(hit: Tensor, ax: int, keepdims: bool) -> Tensor:
+    """The first index along `ax` where `hit` is true (the axis length where it never is), as int64."""
+    n = hit.shape[ax]
+    index = Tensor(UOp.iota(n).reshape(tuple(n if i == ax else 1 for i in range(hit.ndim))))
+    cand = Tensor(hit.uop.alu(Ops.WHERE, index._broadcast(hit.shape), UOp.const_like(dtypes.int64, n, hit.shape)))
+    res = Tensor(cand.uop.reduce(Ops.MIN, (ax,)))
+    return res if keepdims else res.reshape(tuple(s for i, s in enumerate(hit.shape) if i != ax))
+
+
+def _arg_extreme(a, axis, keepdims, name: str, out=None) -> Tensor:
+    """argmax/argmin: the first index of the maximum (minimum); a NaN counts as the extreme, the first one wins."""
+    refuse(name, out=out)
+    t, ax = _arg_axis(T(a), axis)
+    if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence")
+    extreme = t.max(axis=ax, keepdims=True) if name == "argmax" else t.min(axis=ax, keepdims=True)
+    hit = t == extreme
+    if t.uop.dtype.is_float: hit = hit | (t != t)   # the extreme is NaN exactly when the slice holds one
+    res = _first_index(hit, ax, keepdims)
+    if keepdims and (axis is None or T(a).ndim == 0): res = res.reshape((1,) * T(a).ndim)
+    return res
+
+
+@tensor_method("argmax")
+def argmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+    """Index of the first maximum along `axis` (of the flattened array for axis=None); NaN counts as the maximum."""
+    return _arg_extreme(a, axis, keepdims, "argmax", out)
+
+
+@tensor_method("argmin")
+def argmin(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+    """Index of the first minimum along `axis` (of the flattened array for axis=None); NaN counts as the minimum."""
+    return _arg_extreme(a, axis, keepdims, "argmin", out)
+
+
+# ---- truth and counting ---------------------------------------------------------------------------------------
+@tensor_method("any")
+def any(a, axis=None, out=None, keepdims=False, *, where=None) -> Tensor:  # noqa: A001
+    """Whether any element (along `axis`) is nonzero; NaN counts as true. False for an empty reduction."""
+    refuse("any", out=out)
+    return T(a).astype(np.bool_)._reduce("max", Ops.MAX, axis, keepdims, None, False, where)
+
+
+@tensor_method("all")
+def all(a, axis=None, out=None, keepdims=False, *, where=None) -> Tensor:  # noqa: A001
+    """Whether every element (along `axis`) is nonzero; NaN counts as true. True for an empty reduction."""
+    refuse("all", out=out)
+    return T(a).astype(np.bool_)._reduce("min", Ops.MIN, axis, keepdims, None, True, where)
+
+
+def count_nonzero(a, axis=None, *, keepdims=False) -> Tensor:
+    """The number of nonzero elements (along `axis`) as int64 (NumPy's intp)."""
+    return T(a).astype(np.bool_).sum(axis=axis, dtype=np.int64, keepdims=keepdims)
+
+
+def ptp(a, axis=None, out=None, keepdims=False) -> Tensor:
+    """max - min along `axis` (integers wrap as NumPy's subtraction does; bools raise NumPy's TypeError)."""
+    refuse("ptp", out=out)
+    t = T(a)
+    return t.max(axis=axis, keepdims=keepdims) - t.min(axis=axis, keepdims=keepdims)
+
+
+# ---- the NaN-ignoring functions -------------------------------------------------------------------------------
+def _without_nan(a, fill) -> tuple[Tensor, Tensor | None]:
+    """(a with NaN replaced by `fill`, the NaN mask), or (a, None) for arrays that cannot hold NaN."""
+    t = T(a)
+    if not t.uop.dtype.is_float: return t, None
+    nan = t != t
+    return Tensor(nan.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, fill, t.shape), t.uop)), nan
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    """sum treating NaN as zero."""
+    return _without_nan(a, 0)[0].sum(axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    """prod treating NaN as one."""
+    return _without_nan(a, 1)[0].prod(axis, dtype, out, keepdims, initial, where)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None) -> Tensor:
+    """cumsum treating NaN as zero."""
+    return _without_nan(a, 0)[0].cumsum(axis, dtype, out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None) -> Tensor:
+    """cumprod treating NaN as one."""
+    return cumprod(_without_nan(a, 1)[0], axis, dtype, out)
+
+
+def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
+    """nanmax/nanmin as NumPy computes them, a reduction with fmax/fmin: NaN is skipped, an all-NaN slice gives NaN
+    (NumPy also warns), and `initial` takes part like one more element."""
+    refuse(f"nan{name}", out=out)
+    t = T(a)
+    if not t.uop.dtype.is_float: return getattr(t, name)(axis, None, keepdims, initial, where)
+    axes = normalize_axes(axis, t.ndim)
+    ufunc = "fmax" if name == "max" else "fmin"
+    mask = reduction_mask(where, t.shape)
+    if initial is None:
+        if mask is not None:
+            raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to use a where mask one "
+                             "has to specify 'initial'")
+        if builtins.any(t.shape[i] == 0 for i in axes):
+            raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
+    valid = t == t
+    if mask is not None: valid = valid & Tensor(mask)
+    dt = t.uop.dtype
+    far = -math.inf if name == "max" else math.inf
+    filled = Tensor(valid.uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, far, t.shape)))
+    res = getattr(filled, name)(axis=axes, keepdims=keepdims, initial=far)   # far: the identity, empty slices too
+    found = valid.any(axis=axes, keepdims=keepdims)
+    res = Tensor(found.uop.alu(Ops.WHERE, res.uop, UOp.const_like(dt, math.nan, res.shape)))
+    if initial is None: return res
+    init = T(initial).astype(dt)
+    combined = Tensor._elementwise("maximum" if name == "max" else "minimum",
+                                   Ops.MAX if name == "max" else Ops.MIN, res, init)
+    # fmax/fmin: a NaN on one side gives the other side
+    return Tensor((res != res).uop.alu(Ops.WHERE, init._broadcast(res.shape),
+                                       (init != init).uop.alu(Ops.WHERE, res.uop, combined.uop)))
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    """max ignoring NaN; NaN for an all-NaN slice (where NumPy also warns)."""
+    return _nan_extreme(a, axis, out, keepdims, initial, where, "max")
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+    """min ignoring NaN; NaN for an all-NaN slice (where NumPy also warns)."""
+    return _nan_extreme(a, axis, out, keepdims, initial, where, "min")
+
+
+def _all_nan_slice(_payload: int) -> ValueError:
+    return ValueError("All-NaN slice encountered")
+
+
+def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
+    """nanargmax/nanargmin: NumPy replaces NaN by -inf (+inf) and takes argmax (argmin); an all-NaN slice is its
+    ValueError, which depends on the values: the program checks for one and the call raises it."""
+    t = T(a)
+    if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
+    filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
+    all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
+    res = _arg_extreme(filled, axis, keepdims, name[3:], out)
+    add_check(all_nan, 0, _all_nan_slice)
+    return res
+
+
+def nanargmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+    """argmax ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
+    return _nan_arg_extreme(a, axis, out, keepdims, "nanargmax")
+
+
+def nanargmin(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+    """argmin ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
+    return _nan_arg_extreme(a, axis, out, keepdims, "nanargmin")
