@@ -15,10 +15,13 @@
  * waiting for chunks others hold polls for about two of its own chunks' time, then sleeps: a chunk that takes
  * longer belongs to a worker the OS has descheduled, and an idle CPU is what lets the OS run that worker sooner.
  *
- * Contention: when a region's caller waited for a straggler (a quarter of the region or more), the machine is
- * busier than the thread count assumes (other processes, other thread pools). Regions then run on the calling
- * thread for a while (10 ms, doubling while it recurs, up to 0.5 s) before threads are tried again, so a busy
- * machine costs little more than running on one thread would.
+ * Contention: threads pay only where they help. For each kernel (by its body function) the pool keeps how long an
+ * iteration takes on the calling thread alone and with the pool; the first region of a kernel runs alone to
+ * measure. A parallel region that was no faster than 0.95x of running alone, or whose caller waited for a
+ * straggler (a quarter of the region or more: a worker the OS descheduled), sends the kernel's next regions to the
+ * calling thread for a while (10 ms, doubling while it recurs, up to 1 s) before threads are tried again. So a
+ * machine busy with other processes or other thread pools costs little more than one thread would, and kernels
+ * that threads cannot speed up (memory-bound ones on a saturated bus) stop paying for them.
  *
  * One region runs at a time; a call that finds the pool busy (another thread's region, a region inside a region)
  * runs its whole range itself, so the pool never oversubscribes the cores. `numfn_pool_configure` takes the same
@@ -37,8 +40,9 @@
 #define SPIN_PAUSES 2000       /* polls with a pause instruction before yielding (about 10-40 us) */
 #define SPIN_YIELDS 16         /* polls that yield the CPU before sleeping */
 #define MAX_WORKERS 1023
-#define BACKOFF_MIN_NS 10000000LL    /* serial regions after the first straggler: 10 ms ... */
-#define BACKOFF_MAX_NS 500000000LL   /* ... doubling up to 0.5 s while stragglers recur */
+#define BACKOFF_MIN_NS 10000000LL    /* a kernel runs alone after threads did not pay: for 10 ms ... */
+#define BACKOFF_MAX_NS 1000000000LL  /* ... doubling up to 1 s while they keep not paying */
+#define KERNEL_STATS 64              /* kernels whose timings are kept (by body address; a clash shares a slot) */
 
 static struct {
     pthread_mutex_t region;    /* held by the caller of the running region, and by numfn_pool_configure */
@@ -56,10 +60,32 @@ static struct {
     void **ctx;
     int64_t n;
     uint32_t chunks;
-    int64_t serial_until;      /* under `region`: run regions serially until this time (ns) */
-    int64_t backoff;           /* under `region`: the current serial period after a straggler (0: none) */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0};
+          0, 0, 0, 0, 0, 0, 0, NULL, NULL, 0, 0};
+
+/* What the pool knows of one kernel; read and written with pool.region held. */
+typedef struct {
+    numfn_body body;
+    double alone;              /* ns per iteration on the calling thread (a moving average; 0: not measured) */
+    int64_t alone_until;       /* run the kernel on the calling thread until this time (ns) */
+    int64_t backoff;           /* the current period of that (0: threads pay) */
+} kernel_stats;
+
+static kernel_stats kernels[KERNEL_STATS];
+
+static kernel_stats *stats_of(numfn_body body)
+{
+    uint64_t h = (uint64_t)(uintptr_t)body * 0x9E3779B97F4A7C15ULL;
+    kernel_stats *k = &kernels[(h >> 32) % KERNEL_STATS];
+    if (k->body != body) {
+        k->body = body;
+        k->alone = 0;
+        k->alone_until = k->backoff = 0;
+    }
+    return k;
+}
+
+static inline double average(double old, double x) { return old == 0 ? x : 0.75 * old + 0.25 * x; }
 
 void *volatile numfn_pool_slot = NULL;
 
@@ -198,10 +224,17 @@ void numfn_parallel_for(numfn_body body, void **ctx, int64_t n)
     }
     if (pool.respawn) configure_locked(pool.respawn);
     int active = pool.active;   /* stable: configuring takes the region lock */
-    int64_t start = now_ns();
-    if (active == 0 || start < pool.serial_until) {
+    if (active == 0) {
         pthread_mutex_unlock(&pool.region);
         body(ctx, 0, n);
+        return;
+    }
+    kernel_stats *k = stats_of(body);
+    int64_t start = now_ns();
+    if (k->alone == 0 || start < k->alone_until) {   /* measure, or threads did not pay lately: run alone */
+        body(ctx, 0, n);
+        k->alone = average(k->alone, (double)(now_ns() - start) / (double)n);
+        pthread_mutex_unlock(&pool.region);
         return;
     }
     int64_t c = (int64_t)(active + 1) * CHUNKS_PER_THREAD;
@@ -238,13 +271,15 @@ void numfn_parallel_for(numfn_body body, void **ctx, int64_t n)
         }
     }
     int64_t end = now_ns();
-    if (4 * (end - own_end) > end - start) {   /* a straggler held the region back: run serially for a while */
-        pool.backoff = pool.backoff ? pool.backoff * 2 : BACKOFF_MIN_NS;
-        if (pool.backoff > BACKOFF_MAX_NS) pool.backoff = BACKOFF_MAX_NS;
-        pool.serial_until = end + pool.backoff;
+    double per = (double)(end - start) / (double)n;
+    int straggler = 4 * (end - own_end) > end - start;
+    if (straggler || per > 0.95 * k->alone) {   /* threads did not pay: the kernel runs alone for a while */
+        k->backoff = k->backoff ? k->backoff * 2 : BACKOFF_MIN_NS;
+        if (k->backoff > BACKOFF_MAX_NS) k->backoff = BACKOFF_MAX_NS;
+        k->alone_until = end + k->backoff;
     }
-    else if (16 * (end - own_end) < end - start) {
-        pool.backoff = 0;   /* a clean region: the next straggler starts the backoff over */
+    else if (per < 0.9 * k->alone) {
+        k->backoff = 0;   /* they paid: the next time they do not, the backoff starts over */
     }
     pthread_mutex_unlock(&pool.region);
 }
