@@ -10,6 +10,7 @@
 | `NUMFN_CACHE_DIR` | the disk cache's directory (default: `$XDG_CACHE_HOME/numfn`, else `~/.cache/numfn`) |
 | `NUMFN_DISABLE_CACHE` | switch: no disk cache |
 | `NUMFN_CACHE_MAX_BYTES` | the disk cache's size cap in bytes (default 1 GiB) |
+| `NUMFN_BLAS` | `none` (or a switch's off value): no BLAS/LAPACK (products are generated code) |
 | `NUMFN_NO_DISPATCH_EXT` | switch, read at import: do not load the fast call extension |
 | `NUMFN_NO_NATIVE_EXT` | switch, read at import: do not load the thread pool extension |
 
@@ -81,6 +82,11 @@ def default_backend() -> str:
 def c_compiler() -> str | None:
     """NUMFN_CC: the C compiler command (with arguments), or None to search for clang, cc and gcc."""
     return os.environ.get("NUMFN_CC") or None
+
+
+def blas_disabled() -> bool:
+    """NUMFN_BLAS=none (or 0, off, no, false): numfn calls no BLAS/LAPACK library."""
+    return (os.environ.get("NUMFN_BLAS") or "").strip().lower() in FALSE_WORDS - {""} | {"none"}
 
 
 # ---- the disk cache -------------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 
 - vmap is a transformation of that graph: every node gets a leading batch axis by the batching rules in
   `batch_graph` (views shift their arguments, elementwise ops broadcast unbatched operands, reductions and scans
-  shift their axes; a matmul, being a multiply and a sum, becomes a batched matmul). The result is an ordinary
+  shift their axes; a matmul, being a multiply and a sum, becomes a batched matmul; an extern call (BLAS, LAPACK)
+  gets one more batch axis: the routine runs once per example). The result is an ordinary
   graph, fused and compiled per batch size like any signature.
 - svmap compiles the per-example program once and loops over the batch in native code: the batch size is a run
   time argument, the per-example scratch memory is reused by every iteration, large batches are split across
@@ -13,6 +14,7 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
@@ -60,6 +62,11 @@ def _batch_scatter(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     return UOp(u.op, u.dtype, (_broadcast_batch(*srcs[0], size), rest[0], batch, *rest[1:]), u.arg)
 
 
+def _batch_extern(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # the routine runs once more per example: one more batch axis (unbatched inputs broadcast)
+    return UOp(u.op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), u.arg.batched(size))
+
+
 def _batch_view(new_arg: Callable[[Any, int], Any]):
     """The rule of a movement op: its one (batched) source, its argument shifted past the batch axis."""
     return lambda u, srcs, size: UOp(u.op, u.dtype, (srcs[0][0],), new_arg(u.arg, size))
@@ -79,6 +86,8 @@ BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
     Ops.SCAN: _batch_view(lambda a, size: (a[0], a[1] + 1)),
     Ops.GATHER: _batch_gather,
     Ops.SCATTER: _batch_scatter,
+    Ops.EXTERN: _batch_extern,
+    Ops.RESULT: _batch_view(lambda a, size: a),
 }
 
 
@@ -196,6 +205,8 @@ class _Mapped:
     def _trace_batched(self, args: tuple, kwargs: dict):
         """Inside a trace (arguments are Tensors): the batched graph of the per-example function (vmap's rules)."""
         leaves, axes, size, nf = self._example(args, kwargs)
+        if nf.cut_outputs: raise unsupported("vmap of a function returning an array of run-time length (x[mask], "
+                                             "nonzero)", "each example's length may differ: return a mask instead")
         inputs = {}
         for slot, (leaf, ax) in enumerate(zip(leaves, axes)):
             t = Tensor.lift(leaf)
@@ -301,9 +312,12 @@ class BatchedEntry:
         if any(axes[slot] is None for slot in base.mutated_inputs): threads = 1
         start = time.perf_counter()
         if threads > 1:
+            from numfn.runtime.blas import single_threaded
             bounds = [size * i // threads for i in range(threads + 1)]
-            futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
-            status = max(f.result() for f in futures)
+            # extern calls on every thread at once: BLAS on one thread each, not a pool each
+            with single_threaded() if prog.manifest.get("externs") else contextlib.nullcontext():
+                futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
+                status = max(f.result() for f in futures)
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")
@@ -333,6 +347,8 @@ class SvmapFunction(_Mapped):
             # inside a trace there is no native loop to run: svmap means what vmap means
             return self._trace_batched(args, kwargs)
         leaves, axes, size, nf = self._example(args, kwargs)
+        if nf.cut_outputs: raise unsupported("svmap of a function returning an array of run-time length (x[mask], "
+                                             "nonzero)", "each example's length may differ: return a mask instead")
         out_axes = self._out_axes(nf.out_tree)
         if any(ax is None for ax in out_axes): raise ValueError("svmap needs an integer out_axes for every output")
         return self.entry(nf, tuple(ax is not None for ax in axes)).run(leaves, axes, size, out_axes)

@@ -248,7 +248,7 @@ def test_errors_name_the_argument_with_static_arguments_around():
         f(1, np.ones(2, np.complex128))
     g = numfn.jit(lambda x, mode, y: x + y, static_argnames="mode")
     with pytest.raises(TypeError, match="argument 'y'"):
-        g(np.ones(2), mode="a", y=np.ones(2, np.float16))
+        g(np.ones(2), mode="a", y=np.ones(2, np.complex64))
 
 
 def test_an_empty_list_is_an_empty_array():

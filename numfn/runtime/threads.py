@@ -27,7 +27,16 @@ def _configure(n: int) -> int:
     n = max(1, int(n))
     native = extensions.native
     _count = native.set_threads(n) if native is not None else 1
+    for listener in _listeners: listener(_count)
     return _count
+
+
+_listeners: list = []
+
+
+def on_change(listener) -> None:
+    """Call `listener(count)` whenever the thread count is set (another pool that follows numfn's: BLAS's)."""
+    _listeners.append(listener)
 
 
 def thread_count() -> int:
