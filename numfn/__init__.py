@@ -13,6 +13,7 @@ from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
 from numfn import indexing  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
 from numfn import random  # noqa: F401 - numfn.random: keys and random numbers generated inside kernels
+from numfn.control import cond, fori_loop, scan, switch, while_loop
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
@@ -22,4 +23,5 @@ from numfn.transforms import svmap, vmap
 from numfn.version import __version__
 
 __all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
-           "dtypes", "NumfnError", "TracerConversionError", "__version__"]
+           "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan", "cond", "switch",
+           "__version__"]
