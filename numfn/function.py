@@ -31,7 +31,7 @@ from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
 from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
-from numfn.errors import unsupported
+from numfn.errors import CompileError, unsupported
 from numfn.indexing import identity_indices
 from numfn.interpose import tracing_numpy
 from numfn.tensor import Check, Tensor, add_check, recording_trace
@@ -208,13 +208,48 @@ class NumericalFunction:
 
     @cached_property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
+        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now. When the
+        backend's compiler fails (see runtime/contain.py), the other backend compiles the same schedule instead:
+        `fallback` is then that NumericalFunction."""
         from numfn.runtime import load_or_compile
         t0 = time.perf_counter()
-        prog, compiled = load_or_compile(self.backend, self.cache_key, 0, lambda: (self.source, self.entry_name,
-                                                                                  self.manifest))
+        try:
+            prog, compiled = load_or_compile(self.backend, self.cache_key, 0, self._build)
+        except CompileError as e:
+            if self.__dict__.get("_is_fallback"): raise
+            return self._compile_fallback(e)
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {self.name} ({self.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        return prog
+
+    def _build(self) -> tuple[str, str, dict]:
+        """What compiling needs: (source, entry name, manifest). A renderer that cannot express the schedule is a
+        failure of this backend (CompileError); errors of tracing or scheduling are the program's."""
+        if self.backend == "llvm":
+            from numfn.runtime import llvm
+            llvm.prepare()
+        _ = self.layout
+        try:
+            return self.source, self.entry_name, self.manifest
+        except NotImplementedError as e:
+            raise CompileError(f"the {self.backend} renderer failed: {e}") from e
+
+    fallback = None   # the NumericalFunction of the other backend, when this one's compiler failed
+
+    def _compile_fallback(self, error: CompileError) -> Any:
+        other = "c" if self.backend == "llvm" else "llvm"
+        debug.log(1, f"the {self.backend} backend failed to compile {self.name}; trying the {other} backend. "
+                     f"{self.backend}: {error}")
+        fb = NumericalFunction(self.fn, self.in_tree, self.in_specs, self.statics, other, self.profile)
+        fb.__dict__["_is_fallback"] = True
+        for stage in ("_trace", "call_graph", "_scheduled", "schedule", "memory", "layout"):   # backend-independent
+            if stage in self.__dict__: fb.__dict__[stage] = self.__dict__[stage]
+        try:
+            prog = fb.compiled
+        except CompileError as e2:
+            raise CompileError(f"{self.name} could not be compiled: the {self.backend} backend failed ({error}), "
+                               f"and so did the {other} backend ({e2})") from None
+        object.__setattr__(self, "fallback", fb)
         return prog
 
     @cached_property

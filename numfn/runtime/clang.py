@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from functools import cache
 
-from numfn.errors import NumfnError
+from numfn.errors import CompileError, NumfnError
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
 
@@ -64,6 +64,6 @@ def _compiler_output(args: list[str], stdin: bytes | None, what: str) -> bytes:
         out = os.path.join(tmp, "out")
         proc = subprocess.run([*cmd, *CFLAGS, *args, "-o", out], input=stdin, capture_output=True)
         if proc.returncode != 0:
-            raise NumfnError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
+            raise CompileError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
         with open(out, "rb") as f:
             return f.read()

@@ -10,6 +10,9 @@ from __future__ import annotations
 import threading
 from functools import cache
 
+from numfn import debug
+from numfn.errors import CompileError
+
 _lock = threading.Lock()
 _loaded: dict[str, tuple[object, int]] = {}   # entry name -> (mapping, address): code stays mapped for good
 
@@ -49,19 +52,42 @@ def target_description() -> str:
 
 
 def compile_object(source: str) -> bytes:
-    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`."""
+    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`; in the compile
+    server where there is one (runtime/contain.py), so an LLVM fatal error raises CompileError."""
+    from numfn.runtime import contain
+    with _lock:   # LLVM contexts are not thread-safe; a server is forked holding this lock and never takes it
+        try:
+            return contain.run(_compile_object, source, target_machine)
+        except CompileError as e:
+            # LLVM's instruction selection has crashed on vectors its own vectorizers made (reduce.add of
+            # smax(scmp(<4 x i32>, 0), 0), from np.maximum(np.sign(n), 0).sum()): the same code unvectorized
+            debug.log(1, f"LLVM failed: {e}\ncompiling again without its vectorizers")
+            return contain.run(_compile_object, NO_VECTORIZERS + source, target_machine)
+
+
+def prepare() -> None:
+    """About to compile: start the compile server now, so it initializes LLVM while the caller schedules and
+    renders (on another core)."""
+    from numfn.runtime import contain
+    contain.start(_compile_object, target_machine)
+
+
+NO_VECTORIZERS = "; numfn: no vectorizers\n"   # a comment line first in a module: compile it unvectorized
+
+
+def _compile_object(source: str) -> bytes:
     llvm = _llvm()
-    with _lock:   # LLVM contexts are not thread-safe
-        mod = llvm.parse_assembly(source)
-        mod.verify()
-        tm = target_machine()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        return tm.emit_object(mod)
+    mod = llvm.parse_assembly(source)
+    mod.verify()
+    tm = target_machine()
+    vectorize = not source.startswith(NO_VECTORIZERS)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_object(mod)
 
 
 class _OrcEngine:
