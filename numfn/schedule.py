@@ -209,6 +209,9 @@ class _RealizeCheck(RealizeCheck):
     def stop(self, u: UOp, trips: int, copies: int) -> bool:
         u = self.origin.get(u, u)
         self.evaluations[u] += trips
+        # only a value evaluated at several indices can multiply work; one evaluated once per iteration of loops
+        # larger than itself (a pad's border, a broadcast) is decided after the round, with the costs it leaves
+        if copies < 2: return False
         return self._decided(u, _should_realize(u, self.evaluations[u], self.realized, self.cost_memo, copies))
 
     def cut(self, u: UOp) -> bool:
@@ -293,9 +296,17 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
             v = u if u.op is Ops.SCAN else u.src[0]
             if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v))
     graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
-    roots = {_strip_contiguous(v): r for v, r in roots.items() if _strip_contiguous(v).op is not Ops.BUFFER
-             or r.outputs}
-    for r in roots.values(): r.value = _strip_contiguous(r.value)
+    # values that differ only by CONTIGUOUS are one root, holding every output of them (x.contiguous() returned,
+    # or a copy returned next to the value it copies)
+    merged: dict[UOp, _Root] = {}
+    for v, r in roots.items():
+        value = _strip_contiguous(v)
+        if value.op is Ops.BUFFER and not r.outputs: continue
+        if value in merged: merged[value].outputs += r.outputs
+        else:
+            r.value = value
+            merged[value] = r
+    roots = merged
 
     versions = _Versions(writebacks)
     fixes = 0
@@ -311,8 +322,13 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
                 raise RuntimeError("the scheduler cannot order the writes of this program")
             fix()
             continue
-        # the values to store were decided while the kernels were lowered (see _RealizeCheck)
+        # the values to store: those decided while the kernels were lowered (see _RealizeCheck), then those whose
+        # evaluations say so once they are stored
         new = list(dict.fromkeys(origin.get(u, u) for k in kernels for u in k[1].realize))
+        evaluations: Counter = Counter()
+        for k in kernels: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
+        realized, cost_memo = set(roots) | set(new), {}
+        new += [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         new = [u for u in new if u not in roots]
@@ -323,7 +339,8 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     # in place by later writes is needed whoever reads it)
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
     unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
-              and r.targets[0].arg not in loaded and v not in versions.chain_of]
+              and r.targets[0].arg not in loaded and v not in versions.chain_of
+              and not _alone(v)]   # a scan has a kernel of its own even when no kernel loads it (it is empty)
     if unused:
         for v in unused: del roots[v]
         versions.plan(roots)
