@@ -687,9 +687,10 @@ def _weak_resolve(ufunc: str, ts):
     return resolve_ufunc(ufunc, dts)
 
 
-def _power(base, exponent) -> Tensor:
+def _power(base, exponent, operator: bool = True) -> Tensor:
+    """base ** exponent (`operator`: the ** of an ndarray) or np.power(base, exponent)."""
     b, e = Tensor.lift(base), Tensor.lift(exponent)
-    if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
+    if operator and b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
     t = Tensor._elementwise("power", Ops.POW, b, e)
     ev = e.uop.arg if e.uop.op is Ops.CONST else None

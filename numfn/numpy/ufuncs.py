@@ -11,7 +11,7 @@ from numfn.args import refuse
 from numfn.dtype import dtypes, resolve_ufunc, result_type
 from numfn.errors import user_location
 from numfn.numpy.creation import full_like
-from numfn.tensor import Tensor, broadcast_shapes
+from numfn.tensor import Tensor, _power, broadcast_shapes
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
@@ -64,7 +64,7 @@ def divide(a, b) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, 
 def floor_divide(a, b) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, a, b)
 def remainder(a, b) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, a, b)
 def divmod(a, b) -> tuple[Tensor, Tensor]: return floor_divide(a, b), remainder(a, b)  # noqa: A001
-def power(a, b) -> Tensor: return T(a) ** b
+def power(a, b) -> Tensor: return _power(T(a), b, operator=False)   # no ** 2 fast path: bools power in int64
 def maximum(a, b) -> Tensor: return Tensor._elementwise("maximum", Ops.MAX, a, b)
 def minimum(a, b) -> Tensor: return Tensor._elementwise("minimum", Ops.MIN, a, b)
 def bitwise_and(a, b) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, a, b)
