@@ -86,9 +86,12 @@ class NumericalFunction:
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
-        # the outputs, then for every check its failed and payload arrays (hidden outputs the dispatcher inspects)
-        values = [Tensor.lift(leaf).uop for leaf in leaves]
-        values += [u for c in record.checks for u in (c.failed, c.payload)]
+        # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
+        # have one (hidden outputs the dispatcher inspects)
+        ts = [Tensor.lift(leaf) for leaf in leaves]
+        values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
+        record.cut = [i for i, t in enumerate(ts) if t.runtime_length]
+        values += [ts[i].length for i in record.cut]
         # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
         # (x.T, x[:2]) or an input itself (x) is copied, never aliased
         outs = [UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values]
@@ -113,6 +116,12 @@ class NumericalFunction:
         """The input slots the function writes into: the caller's arrays change (their new values are written by
         the program straight into their memory). Their writes are the last entries of the function graph."""
         return tuple(self._trace[2].mutated)
+
+    @cached_property
+    def cut_outputs(self) -> tuple[int, ...]:
+        """Outputs whose first axis has a run-time length (x[mask], nonzero): stored at a bound, their lengths are
+        hidden outputs after the checks', and the dispatcher returns each cut to its length."""
+        return tuple(self._trace[2].cut)
 
     @cached_property
     def checks(self) -> tuple[Check, ...]:
@@ -171,6 +180,11 @@ class NumericalFunction:
         out = []
         renderer = _renderer(self.backend)
         for ei in self.schedule:
+            if ei.lowered is None:   # an extern call (numfn.extern)
+                from numfn.extern import build_extern_program
+                prog = build_extern_program(ei.kernel, self.layout.externs)
+                out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
+                continue
             prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
                                  parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
@@ -257,6 +271,7 @@ class NumericalFunction:
         """What a caller must know about the compiled code beyond the signature, stored with it in the cache: the
         pointer constants in entry order (by content hash), and with DEBUG=2 the kernel names."""
         manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
+        if self.layout.externs: manifest["externs"] = list(self.layout.externs)
         if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
         return manifest
 
@@ -267,10 +282,15 @@ class NumericalFunction:
         return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     def pointer_constants(self, manifest: dict) -> list:
-        """The arrays passed by pointer to a compiled program, in the order its manifest lists them."""
+        """The arrays passed by pointer to a compiled program, in the order its manifest lists them; then its externs
+        table, if it calls extern routines (numfn.extern)."""
         data = {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
                 if u.op is Ops.BUFFER and u.arg.category == "constant"}
-        return [data[h] for h in manifest.get("constants", [])]
+        consts = [data[h] for h in manifest.get("constants", [])]
+        if manifest.get("externs"):
+            from numfn.extern import extern_table
+            consts.append(extern_table(manifest["externs"]))
+        return consts
 
     @cached_property
     def run(self) -> Callable[[list], Any]:
@@ -287,7 +307,8 @@ class NumericalFunction:
         timings = prog.timings() if self.profile else None
 
         nout = out_tree.num_leaves
-        checks, written = self.checks, self.mutated_inputs
+        checks, written, cut = self.checks, self.mutated_inputs, self.cut_outputs
+        lengths_at = nout + 2 * len(checks)
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
@@ -307,19 +328,28 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
+            for k, i in enumerate(cut): outs[i] = outs[i][:int(outs[lengths_at + k])]
             return unflatten(out_tree, outs[:nout])
 
         return run
 
     def _check_writable(self, leaves: list, slot: int) -> None:
-        """An argument the function writes into must be a writeable NumPy array, as NumPy requires."""
+        """An argument the function writes into must be a writeable NumPy array, as NumPy requires, sharing no
+        memory with another argument (numfn traced them as separate arrays: NumPy would let writes through one
+        show through the other)."""
         leaf = leaves[slot]
-        if isinstance(leaf, np.ndarray) and leaf.flags.writeable: return
-        args, kwargs = unflatten(self.in_tree, list(leaves))
-        where = argument_leaf_names(self.fn, args, kwargs)[slot]
-        if isinstance(leaf, np.ndarray): raise ValueError(f"assignment destination is read-only (argument {where})")
-        raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
-                        f"{type(leaf).__name__}")
+        if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
+            others = [i for i, x in enumerate(leaves) if i != slot and isinstance(x, np.ndarray) and x.size and
+                      leaf.size and np.may_share_memory(leaf, x) and np.shares_memory(leaf, x)]
+            if not others: return
+        names = argument_leaf_names(self.fn, *unflatten(self.in_tree, list(leaves)))
+        where = names[slot]
+        if not isinstance(leaf, np.ndarray):
+            raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
+                            f"{type(leaf).__name__}")
+        if not leaf.flags.writeable: raise ValueError(f"assignment destination is read-only (argument {where})")
+        raise unsupported(f"writing into argument {where}, which shares memory with argument {names[others[0]]}",
+                          "numfn compiles the function for separate arrays; pass a copy of one of them")
 
     @cached_property
     def __call__(self) -> Callable:  # type: ignore[override]
@@ -579,6 +609,10 @@ class JitFunction(dispatcher_base()):
             add_check(outs[nout + 2 * k], outs[nout + 2 * k + 1], c.error)
         for slot, new in zip(nf.mutated_inputs, outs[len(outs) - len(nf.mutated_inputs):]):
             leaves[slot][...] = new   # the callee wrote into this argument: the caller's array changes
+        lengths_at = nout + 2 * len(nf.checks)
+        for k, i in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+            from numfn.dynamic import DynTensor
+            outs[i] = DynTensor(outs[i].uop, outs[lengths_at + k].uop)
         return unflatten(nf.out_tree, outs[:nout])
 
     @property

@@ -61,6 +61,7 @@ class Tensor:
     captured from outside (writes refused), or "readonly"."""
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "__weakref__")
     __array_priority__ = 1000
+    runtime_length = False   # numfn.dynamic.DynTensor: the first axis has a length known only at run time
 
     def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed"):
         self.uop, self.weak, self.memory = uop, weak, memory
@@ -232,14 +233,18 @@ class Tensor:
         return u.expand(shape)
 
     @staticmethod
-    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None) -> Tensor:
+        if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
+            from numfn import dynamic
+            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype),
+                                       operands)
         ts = [Tensor.lift(x) for x in operands]
-        if ufunc in _COMPARISONS and len(ts) == 2:
+        if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
             decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
         try:
-            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
-                else _weak_resolve(ufunc, ts)
+            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts), dtype) if not all(t.weak for t in ts) \
+                else _weak_resolve(ufunc, ts, dtype)
             if ufunc in _COMPARISONS and len(ts) == 2: cast = _compare_by_value(ts, cast)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
@@ -254,9 +259,12 @@ class Tensor:
         if u.dtype is not out: u = u.cast(out)
         return Tensor(u, weak=all(t.weak for t in ts))
 
-    def _unary(self, ufunc: str, op: Ops | None) -> Tensor:
+    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None) -> Tensor:
+        if self.runtime_length:
+            from numfn import dynamic
+            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype), [self])
         try:
-            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,))
+            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {self.uop.dtype.name}, at {user_location()})") from None
         u = self.uop.cast(cast)
@@ -446,7 +454,9 @@ class Tensor:
         if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
             fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
-        u = u.reduce(op, axes) if axes else u
+        # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
+        acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
+        u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
         return Tensor(u)
@@ -505,6 +515,13 @@ class Tensor:
             impl = getattr(impl, method, None)
             if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
             return impl(*inputs, **kwargs)
+        out = kwargs.get("out")
+        if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
+            # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+            raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                              "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                              "arrays you update with numfn.numpy (fnp.zeros, ...)")
+        if getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
             if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
                 # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
@@ -626,6 +643,7 @@ class TraceRecord:
     int_limits: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
+    cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
 
 
 def _record_int_limit(slot: int, dt: DType) -> None:
@@ -646,9 +664,9 @@ def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
     p = Tensor(Tensor(p.uop.cast(dtypes.int64))._broadcast(shape)).reshape(-1)
     n = f.size
     if n == 0: f, p = Tensor(UOp.const(dtypes.bool, False)), Tensor(UOp.const(dtypes.int64, 0))
-    elif n > 1:   # reduced in the program: whether any failed, and the payload at the first that did
+    elif n > 1:   # reduced in the program, in one pass: the first position that failed (n if none), its payload
         first = Tensor(f.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(dtypes.int64, n, (n,)))).min()
-        f, p = f.max(), gather(p, [first])
+        f, p = first < n, gather(p, [first])
     check = Check(f.uop.reshape(()), p.uop.reshape(()), error)
     if not any(c.failed is check.failed and c.payload is check.payload for c in record.checks):   # once is enough
         record.checks.append(check)
@@ -681,16 +699,15 @@ def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
     return m._broadcast(shape)
 
 
-def _weak_resolve(ufunc: str, ts):
+def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     # both operands are Python scalars: NumPy would compute with the default int64/float64
     dts = tuple(t.uop.dtype for t in ts)
-    return resolve_ufunc(ufunc, dts)
+    return resolve_ufunc(ufunc, dts, dtype)
 
 
-def _power(base, exponent, operator: bool = True) -> Tensor:
-    """base ** exponent (`operator`: the ** of an ndarray) or np.power(base, exponent)."""
+def _power(base, exponent) -> Tensor:
     b, e = Tensor.lift(base), Tensor.lift(exponent)
-    if operator and b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
+    if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
     t = Tensor._elementwise("power", Ops.POW, b, e)
     ev = e.uop.arg if e.uop.op is Ops.CONST else None
@@ -701,7 +718,8 @@ def _power(base, exponent, operator: bool = True) -> Tensor:
 
 def matmul(a, b) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
-    broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses."""
+    broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
+    product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
@@ -717,6 +735,13 @@ def matmul(a, b) -> Tensor:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(n?,k),(k,m?)->(n?,m?) (size {k2} is different from {k})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    from numfn.extern import blas_product
+    res_uop = blas_product(a2.uop.cast(out), b2.uop.cast(out), batch)
+    if res_uop is not None:   # a large float product: a BLAS GEMM call
+        res = Tensor(res_uop)
+        if a.ndim == 1: res = res.reshape(res.shape[:-2] + res.shape[-1:])
+        if b.ndim == 1: res = res.reshape(res.shape[:-1])
+        return res
     au = Tensor(a2.uop.cast(out)).broadcast_to(batch + (n, k)).reshape(batch + (n, 1, k))
     bu = Tensor(b2.uop.cast(out)).broadcast_to(batch + (k, m)).swapaxes(-1, -2).reshape(batch + (1, m, k))
     prod = Tensor(au.uop.expand(batch + (n, m, k)).alu(Ops.MUL, bu.uop.expand(batch + (n, m, k))))

@@ -20,7 +20,7 @@ import pytest
 import numfn
 import numfn.numpy as fnp
 
-RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+RTOL = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 ALL_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.bool_)
 FLOAT_DTYPES = (np.float32, np.float64)
 INT_DTYPES = (np.int32, np.int64)
@@ -145,7 +145,9 @@ def check_mutates(fn, *args, backend: str, calls: int = 2, **kw):
         expected = _numpy_in_place(fn, theirs)
         actual = jf(*ours)
         assert_same(actual, expected, scale=s, path=f"call {k}: result", **kw)
-        assert_same(list(ours), list(theirs), scale=s, path=f"call {k}: arguments afterwards", **kw)
+        arrays = [i for i, a in enumerate(theirs) if isinstance(a, np.ndarray)]   # the rest cannot change
+        assert_same([ours[i] for i in arrays], [theirs[i] for i in arrays], scale=s,
+                    path=f"call {k}: arguments afterwards", **kw)
     return jf
 
 

@@ -48,7 +48,8 @@ class Program:
 
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool = False) -> Program:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
-    the kernel allows it (see `splittable_loop`)."""
+    the kernel allows it (see `splittable_loop`). Every pass is iterative: unrolled computations (gcd's fixed
+    steps, reduction trees) make deep graphs."""
     upcasts = []
     if not debug.noopt():
         lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic), lowered.ranges, lowered.shape,
