@@ -157,11 +157,40 @@ def test_the_renderer_failing_is_a_backend_failure(fresh, monkeypatch, capsys):
 def test_the_parent_never_loads_llvm_to_compile():
     # the server initializes LLVM (while the parent schedules and renders); the parent maps the object itself
     import subprocess
+    import time
     code = ("import sys, numpy as np, numfn\n"
-            "f = numfn.jit(lambda x: x * 2)\n"
-            "assert (f(np.arange(3.0)) == np.arange(3.0) * 2).all()\n"
+            f"f = numfn.jit(lambda x: x * 2 + {time.time_ns()})\n"   # a program the cache does not hold
+            "assert f(np.arange(3.0)).shape == (3,)\n"
             "print('llvmlite.binding' in sys.modules)\n")
-    env = dict(os.environ, NUMFN_DISABLE_CACHE="1")
+    env = dict(os.environ)
+    env.pop("NUMFN_DISABLE_CACHE", None)   # the cached dispatch extension, not a build of it
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     from numfn.runtime import elf
     assert out.stdout.strip() == ("False" if elf.supported() else "True")
+
+
+def test_the_server_ends_with_its_process():
+    # a killed parent closes the server's request pipe: the server exits instead of outliving it
+    import signal
+    import subprocess
+    import time
+    code = ("import os, sys, time, numpy as np, numfn\n"
+            "from numfn.runtime import contain\n"
+            f"numfn.jit(lambda x: x + {time.time_ns()})(np.ones(3))\n"   # a program the cache does not hold
+            "print([s.pid for s in contain._servers.values()][0], flush=True)\n"
+            "time.sleep(60)\n")
+    env = dict(os.environ)
+    env.pop("NUMFN_DISABLE_CACHE", None)   # the cached dispatch extension, not a build of it
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    server = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    for _ in range(100):
+        try:
+            with open(f"/proc/{server}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"): return   # exited (a zombie until init reaps it)
+        time.sleep(0.05)
+    raise AssertionError(f"the compile server {server} still runs (state {state})")
