@@ -24,6 +24,7 @@ argument left with other values than NumPy leaves it, or a backend that needed t
 """
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 import time
@@ -55,6 +56,7 @@ class Var:
     lowp: bool
     part: int
     copy: bool = False     # a fresh array the program may write into (a .copy(), not a view of an argument)
+    selected: str = ""     # of run-time length (x[mask], nonzero): the statement that selected its elements
 
 
 @dataclass
@@ -106,10 +108,11 @@ class Program:
 # operations: template, parameter maker, and how scale and exactness propagate
 
 INEXACT = {"exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "sum", "mean", "prod", "cumsum", "cumprod",
-           "matmul", "einsum", "dot", "apow", "std", "var", "diff_sum", "outer", "nansum"}
+           "matmul", "einsum", "dot", "apow", "std", "var", "diff_sum", "outer", "nansum", "expm1", "log1p", "cbrt",
+           "arcsinh", "add_reduce", "add_accumulate", "arctan2", "hypot", "logaddexp", "sub_outer"}
 DISCONTINUOUS = {"floor", "ceil", "trunc", "floordiv", "mod", "lt", "le", "gt", "ge", "eq", "ne", "sign", "where",
                  "logical_not", "logical_and", "logical_or", "logical_xor", "argmax", "argmin", "any", "all",
-                 "isnan", "isfinite", "clip_int"}
+                 "isnan", "isfinite", "clip_int", "rint", "mask", "nonzero", "heaviside", "copysign"}
 UNARY = {
     "neg": "-{a}", "abs": "np.abs({a})", "sign": "np.sign({a})", "sqrt": "np.sqrt(np.abs({a}))",
     "exp": "np.exp(np.clip({a}, -4, 4))", "exp2": "np.exp2(np.clip({a}, -4, 4))", "log": "np.log(np.abs({a}) + 1)",
@@ -135,6 +138,10 @@ UNARY = {
     "moveaxis": "np.moveaxis({a}, 0, -1)", "ravel": "np.ravel({a})", "copy": "{a}.copy()",
     "full_like": "np.full_like({a}, {p})", "zeros_like": "np.zeros_like({a}) + {a}",
     "gram": "{a} @ np.swapaxes({a}, -1, -2)", "dot": "np.dot({a}, {a})",
+    "expm1": "np.expm1(np.clip({a}, -4, 4))", "log1p": "np.log1p(np.abs({a}))", "cbrt": "np.cbrt({a})",
+    "arcsinh": "np.arcsinh({a})", "rint": "np.rint({a})", "nonzero": "np.nonzero({a})[{p}]",
+    "take": "np.take({a}, np.array({p[0]}), axis={p[1]})", "add_reduce": "np.add.reduce({a}, axis={p})",
+    "add_accumulate": "np.add.accumulate({a}, axis={p})", "max_accumulate": "np.maximum.accumulate({a}, axis={p})",
 }
 BINARY = {
     "add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div": "{a} / (np.abs({b}) + 1)",
@@ -147,14 +154,25 @@ BINARY = {
     "clip": "np.clip({a}, -np.abs({b}), np.abs({b}))", "clip_int": "np.clip({a}, {b}, 3)",
     "stack": "np.stack([{a}, {b}], axis={p})", "concat": "np.concatenate([{a}, {b}], axis={p})",
     "matmul": "np.matmul({a}, {b})", "outer": "np.outer({a}, {b})",
-    "einsum": "np.einsum({p!r}, {a}, {b})",
+    "einsum": "np.einsum({p!r}, {a}, {b})", "mask": "{a}[{b}]",
+    "arctan2": "np.arctan2({a}, {b})", "hypot": "np.hypot({a}, {b})", "fmax": "np.fmax({a}, {b})",
+    "fmin": "np.fmin({a}, {b})", "copysign": "np.copysign({a}, {b})", "gcd": "np.gcd({a}, {b})",
+    "heaviside": "np.heaviside({a}, {b})", "sub_outer": "np.subtract.outer({a}, {b})",
+    "logaddexp": "np.logaddexp(np.clip({a}, -5, 5), np.clip({b}, -5, 5))",
 }
 TERNARY = {"where": "np.where({c}, {a}, {b})"}
+SELECTED_OK = {"neg", "abs", "sign", "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "floor",
+               "ceil", "trunc", "square", "invert", "logical_not", "isnan", "isfinite", "positive", "astype", "pow",
+               "expm1", "log1p", "cbrt", "arcsinh", "rint", "sum", "npsum", "mean", "max", "min", "prod", "any",
+               "all", "cumsum", "cumprod", "add", "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum", "and",
+               "or", "xor", "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_xor", "apow",
+               "arctan2", "hypot", "fmax", "fmin", "copysign", "where"}
 VIEWS = {"index", "transpose", "reshape", "broadcast", "expand_dims", "squeeze", "swapaxes", "flatten", "flip",
          "moveaxis", "ravel"}
 REDUCES = {"sum", "npsum", "mean", "max", "min", "prod", "any", "all", "std", "var", "nansum", "argmax", "argmin",
-           "cumsum", "cumprod", "gram", "dot"}
-SHAPES = {"roll", "diff", "tile", "repeat", "pad", "triu", "tril", "gather", "copy", "full_like", "zeros_like"}
+           "cumsum", "cumprod", "gram", "dot", "add_reduce", "add_accumulate", "max_accumulate"}
+SHAPES = {"roll", "diff", "tile", "repeat", "pad", "triu", "tril", "gather", "copy", "full_like", "zeros_like",
+          "nonzero", "take"}
 
 
 def _mag(v) -> float:
@@ -296,7 +314,18 @@ class Generator:
         if op in ("sum", "npsum", "mean", "max", "min", "prod", "any", "all", "std", "var", "nansum"):
             return self.axis(a), self.chance(0.5)
         if op in ("argmax", "argmin"): return self.axis(a, allow_tuple=False)
-        if op in ("cumsum", "cumprod"): return self.axis(a, allow_tuple=False)
+        if op in ("cumsum", "cumprod", "add_accumulate", "max_accumulate"):
+            if op != "cumsum" and op != "cumprod" and nd == 0: raise Reject
+            return self.axis(a, allow_tuple=False) if op in ("cumsum", "cumprod") else int(self.rng.integers(-nd, nd))
+        if op == "add_reduce": return self.axis(a)
+        if op == "nonzero":
+            if nd == 0: raise Reject
+            return int(self.rng.integers(0, nd))
+        if op == "take":
+            if nd == 0 or self.chance(0.2): return [int(i) for i in self.rng.integers(-a.size, max(a.size, 1), 3)], None
+            axis = int(self.rng.integers(-nd, nd))
+            n = a.shape[axis]
+            return [int(i) for i in self.rng.integers(-n, max(n, 1), int(self.rng.integers(1, 5)))], axis
         if op == "index": return self.basic_index(a)
         if op == "transpose": return tuple(int(x) for x in self.rng.permutation(nd))
         if op == "reshape":
@@ -324,6 +353,12 @@ class Generator:
     # ---- statements ----
     def add(self, op: str, template: str, operands: list[Var], p=None, write: bool = False,
             target: str | None = None) -> None:
+        selected = {v.selected for v in operands if v.selected}
+        if selected:
+            # arrays of run-time length take elementwise operations with scalars or arrays of the same selection,
+            # reductions, cumulative sums and products, and basic indexing (numfn.dynamic); nothing else
+            if write or op not in SELECTED_OK or len(selected) > 1: raise Reject
+            if builtins.any(not v.selected and v.value.ndim > 0 for v in operands[1:]): raise Reject
         names = {k: v.name for k, v in zip("abc", operands)}
         expr = template.format(p=p, **names)
         part = operands[0].part
@@ -362,7 +397,9 @@ class Generator:
             self.stmts.append(Stmt(op, out_name, used, text, part, write=True))
             return
         self.count += 1
-        self.vars.append(Var(out_name, out, scale, exact, lowp, part, copy=op == "copy"))
+        selected = out_name if op in ("mask", "nonzero") else next((v.selected for v in operands if v.selected), "")
+        if op in REDUCES and not op.endswith("accumulate") and op not in ("cumsum", "cumprod"): selected = ""
+        self.vars.append(Var(out_name, out, scale, exact, lowp, part, copy=op == "copy", selected=selected))
         self.stmts.append(Stmt(op, out_name, used, text, part))
 
     def _replay(self) -> None:
@@ -409,6 +446,10 @@ class Generator:
             if a.value.ndim == 0 and op == "concat": raise Reject
             nd = a.value.ndim + (op == "stack")
             p = int(self.rng.integers(-nd, nd))
+        elif op == "mask":   # boolean indexing: a result of run-time length
+            b = self.pick(part, lambda v: v.value.shape == a.value.shape and v.exact and v.value.ndim >= 1)
+            if b is not None and b.value.dtype != np.bool_:
+                return self.add("mask", "{a}[{b} > 0]", [a, b])
         elif op in ("matmul", "outer", "einsum"):
             if a.value.ndim == 0: raise Reject
             if op == "einsum":
@@ -495,7 +536,7 @@ def generate(seed: int, parts: int = 4, steps: int = 10, writes: bool = True) ->
 @dataclass
 class Failure:
     config: tuple[str, bool]
-    kind: str          # "mismatch", "error", "fallback"
+    kind: str          # "mismatch", "error", "fallback", "unsupported" (refused as documented: not a failure)
     detail: str
 
     def same_kind(self, other: Failure | None) -> bool:
@@ -579,7 +620,7 @@ def _compare(got, meta: Var, what: str) -> str | None:
 def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) -> Failure | None:
     """Compile and run `prog` with one configuration; compare with NumPy's values in `meta`."""
     import numfn
-    from numfn.errors import CompileError
+    from numfn.errors import CompileError, NumfnError
     backend, noopt = config
     old = os.environ.get("NOOPT")
     os.environ["NOOPT"] = "1" if noopt else "0"
@@ -594,6 +635,10 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                     out = jf(*args)
             except CompileError as e:
                 return Failure(config, "error", f"CompileError: {e}")
+            except NumfnError as e:
+                if "is not supported inside a numfn-compiled function" in str(e):   # documented as refused
+                    return Failure(config, "unsupported", str(e))
+                return Failure(config, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}")
             except Exception as e:   # noqa: BLE001 - NumPy computed this program: any exception is a failure
                 return Failure(config, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}")
             nf = jf.specializations[0] if jf.specializations else None
@@ -649,6 +694,8 @@ def _without_dead(prog: Program) -> Program:
 
 
 def _candidates(prog: Program):
+    # the statements nothing depends on removed (unless one of them is what fails: tracing runs them all)
+    yield _without_dead(prog)
     # one output alone
     if len(prog.outputs) > 1:
         for o in prog.outputs: yield Program(prog.inputs, prog.stmts, [o], prog.seed, prog.parts)
@@ -697,14 +744,12 @@ def _rename(s: Stmt, old: str, new: str) -> Stmt:
 
 def shrink(prog: Program, failure: Failure, budget: int = 300, log: Callable[[str], None] | None = None) -> Program:
     """A smaller program failing the same way (same configuration and kind), by greedy reduction steps."""
-    prog = _without_dead(prog)
     configs = (failure.config,)
     tries = 0
     improved = True
     while improved and tries < budget:
         improved = False
         for cand in _candidates(prog):
-            cand = _without_dead(cand)
             if len(cand.stmts) > len(prog.stmts) or (cand.source() == prog.source() and
                                                      all(np.array_equal(a, b) for a, b in zip(cand.inputs,
                                                                                               prog.inputs))):
@@ -724,8 +769,9 @@ def shrink(prog: Program, failure: Failure, budget: int = 300, log: Callable[[st
 
 @dataclass
 class Report:
-    programs: int = 0
+    programs: int = 0      # programs checked against NumPy
     functions: int = 0
+    unsupported: int = 0   # programs numfn refuses as documented (not checked, not counted in `programs`)
     failures: list = field(default_factory=list)   # (seed, failure, shrunk program)
     seconds: float = 0.0
 
@@ -745,6 +791,9 @@ def fuzz(count: int, seed: int = 0, parts: int = 4, steps: int = 10, configs=CON
         if log_dir is not None:   # the program being run, left behind if it takes the process down
             with open(os.path.join(log_dir, "current.py"), "w") as f: f.write(prog.describe())
         found = check(prog, configs)
+        if found is not None and found.kind == "unsupported":
+            report.unsupported += prog.parts
+            continue
         report.programs += prog.parts
         report.functions += 1
         if found is not None:
@@ -754,7 +803,7 @@ def fuzz(count: int, seed: int = 0, parts: int = 4, steps: int = 10, configs=CON
             if log: log(f"seed {s}: FAILED {final}\n{small.describe()}")
             if log_dir is not None:
                 with open(os.path.join(log_dir, f"failure-{s}.py"), "w") as f:
-                    f.write(f"# {final}\n" + small.describe())
+                    f.write("".join(f"# {line}\n" for line in str(final).splitlines()) + small.describe())
         if log and report.functions % 50 == 0:
             log(f"{report.programs} programs, {len(report.failures)} failures, "
                 f"{time.perf_counter() - t0:.0f} s")
@@ -781,7 +830,7 @@ def main(argv: list[str]) -> int:
     report = fuzz(args.count, args.seed, args.parts, args.steps, shrink_failures=not args.no_shrink, log=log,
                   log_dir=args.log, writes=not args.no_writes)
     print(f"{report.programs} programs in {report.functions} compiled functions, {len(report.failures)} failures, "
-          f"{report.seconds:.0f} s")
+          f"{report.seconds:.0f} s ({report.unsupported} more refused as documented)")
     return 1 if report.failures else 0
 
 

@@ -115,6 +115,35 @@ def test_returning_contiguous_and_copies_of_one_value(backend):
         np.testing.assert_array_equal(g, e)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.bool_])
+def test_ufunc_outer_makes_arrays_of_python_scalars(backend, dtype):
+    # ufunc.outer converts both operands with asarray: a Python scalar is a strong 0-d array there (float32 - -1
+    # is float64), unlike the operators and ufunc calls where it is weak (NEP 50)
+    x = np.ones(3, dtype)
+    check(lambda x: (np.subtract.outer(x, -1), np.add.outer(x, 2.5), np.multiply.outer(2, x), np.add.outer(x, x)),
+          x, backend=backend)
+
+
+def test_ufuncs_on_arrays_selected_by_a_mask(backend):
+    # every ufunc computed by ufuncs._apply (square, sign, hypot, arctan2, expm1, fmax, copysign, ...) raised
+    # "TypeError: unhashable type: 'Length'" on x[mask]: they now keep its run-time length like the operators
+    x = np.array([1.0, -1.0, 2.0, 0.5, -3.0])
+
+    def f(x):
+        v = x[x > 0]
+        return (np.square(v), np.sign(v - 1), np.hypot(v, 1.0), np.arctan2(v, v + 1), np.expm1(v), np.cbrt(v),
+                np.fmax(v, 1.5), np.copysign(v, -1.0), np.rint(v * 3), np.divmod(v, 0.75), np.square(x[x > 5]).sum())
+    check(f, x, backend=backend)
+
+
+def test_ufunc_methods_on_arrays_selected_by_a_mask_are_refused_by_name():
+    from numfn.errors import NumfnError
+    x = np.array([1.0, -1.0, 2.0])
+    for method in (lambda v: np.add.reduce(v), lambda v: np.maximum.accumulate(v), lambda v: np.add.outer(v, v)):
+        with pytest.raises(NumfnError, match=r"numpy\.(add|maximum)\.(reduce|accumulate|outer) on an array selected"):
+            numfn.jit(lambda x, m=method: m(x[x > 0]), backend="llvm")(x)
+
+
 def test_declared_twice_reproducer(backend):
     # issue 18, defect 4 (fixed on main by a scheduler change; kept as a regression test)
     rng = np.random.default_rng(4)
