@@ -41,7 +41,7 @@ from numfn.runtime.dispatch import check_out, dispatcher_base, register_speciali
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
-from numfn.errors import unsupported
+from numfn.errors import CompileError, unsupported
 from numfn.indexing import identity_indices
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
@@ -232,13 +232,38 @@ class NumericalFunction:
 
     @property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
-        return self.build.compiled
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now. When the
+        backend's compiler fails (see runtime/contain.py), the other backend compiles the same schedule instead:
+        `fallback` is then that NumericalFunction."""
+        if self.fallback is not None: return self.fallback.compiled
+        try:
+            return self.build.compiled
+        except CompileError as e:
+            if self.__dict__.get("_is_fallback"): raise
+            return self._compile_fallback(e)
+
+    fallback = None   # the NumericalFunction of the other backend, when this one's compiler failed
+
+    def _compile_fallback(self, error: CompileError) -> Any:
+        other = "c" if self.backend == "llvm" else "llvm"
+        debug.log(1, f"the {self.backend} backend failed to compile {self.name}; trying the {other} backend. "
+                     f"{self.backend}: {error}")
+        fb = NumericalFunction(self.fn, self.in_tree, self.in_specs, self.statics, other, self.profile)
+        fb.__dict__["_is_fallback"] = True
+        for stage in ("_trace", "call_graph", "_scheduled", "schedule", "memory", "layout"):   # backend-independent
+            if stage in self.__dict__: fb.__dict__[stage] = self.__dict__[stage]
+        try:
+            prog = fb.compiled
+        except CompileError as e2:
+            raise CompileError(f"{self.name} could not be compiled: the {self.backend} backend failed ({error}), "
+                               f"and so did the {other} backend ({e2})") from None
+        object.__setattr__(self, "fallback", fb)
+        return prog
 
     @property
     def manifest(self) -> dict:
         """What a caller must know about the compiled code beyond the signature (see ProgramBuild.manifest)."""
-        return self.build.compiled.manifest
+        return self.compiled.manifest
 
     @property
     def pointer_constants(self) -> tuple[np.ndarray, ...]:
@@ -410,13 +435,24 @@ class ProgramBuild:
         from numfn.runtime import load_or_compile, write_perf_map
         nf = self.nf
         t0 = time.perf_counter()
-        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
-                                         lambda: (self.source, self.entry_name, self.manifest), self._fits)
+        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints, self._build, self._fits)
         label = nf.name if self.batched is None else f"svmap({nf.name})"
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
         return prog
+
+    def _build(self) -> tuple[str, str, dict]:
+        """What compiling needs: (source, entry name, manifest). A renderer that cannot express the schedule is a
+        failure of this backend (CompileError); errors of tracing or scheduling are the program's."""
+        if self.nf.backend == "llvm":
+            from numfn.runtime import llvm
+            llvm.prepare()
+        _ = self.nf.layout
+        try:
+            return self.source, self.entry_name, self.manifest
+        except NotImplementedError as e:
+            raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e
 
     def _fits(self, manifest: dict) -> str | None:
         """Why a cached manifest cannot belong to this program (None: it can)."""
