@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from numfn.config import c_compiler, overriding, set_default
+
 INPUT_DTYPES = ("float64", "float32", "int64", "int32", "bool", "float64", "float32", "int8", "uint8", "int16",
                 "uint16", "uint32", "uint64")
 CAST_TARGETS = ("float64", "float32", "int64", "int32", "bool", "int8", "uint8", "int16", "uint32", "uint64")
@@ -622,9 +624,7 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
     import numfn
     from numfn.errors import CompileError, NumfnError
     backend, noopt = config
-    old = os.environ.get("NOOPT")
-    os.environ["NOOPT"] = "1" if noopt else "0"
-    try:
+    with overriding("NOOPT", "1" if noopt else "0"):
         fn = prog.function()
         jf = numfn.jit(fn, backend=backend)
         for call in range(2):   # the first call compiles; the second takes the registered fast path
@@ -654,9 +654,6 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                 bad = _compare(got, meta[name], f"call {call}: argument {name} afterwards")
                 if bad: return Failure(config, "mismatch", bad)
         return None
-    finally:
-        if old is None: os.environ.pop("NOOPT", None)
-        else: os.environ["NOOPT"] = old
 
 
 def check(prog: Program, configs=CONFIGS) -> Failure | None:
@@ -672,7 +669,7 @@ def check(prog: Program, configs=CONFIGS) -> Failure | None:
 
 def _have_c_compiler() -> bool:
     import shutil
-    return bool(os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc") or shutil.which("gcc"))
+    return bool(c_compiler() or shutil.which("clang") or shutil.which("cc") or shutil.which("gcc"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -824,7 +821,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-writes", action="store_true", help="no assignments (x[i] = v, x[i] += v)")
     args = ap.parse_args(argv)
     if args.log: os.makedirs(args.log, exist_ok=True)
-    os.environ.setdefault("NUMFN_DISABLE_CACHE", "1")   # a run would fill the cache with programs never seen again
+    set_default("NUMFN_DISABLE_CACHE", "1")   # a run would fill the cache with programs never seen again
 
     def log(msg: str) -> None: print(msg, flush=True)
     report = fuzz(args.count, args.seed, args.parts, args.steps, shrink_failures=not args.no_shrink, log=log,

@@ -23,6 +23,12 @@ from helpers import assert_same
 LONG = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")
 
 
+def unrolled(fn, **options):
+    """jit with every Python loop unrolled (these tests are about the graphs unrolling makes; a loop of more than
+    a few iterations would otherwise compile to a native loop)."""
+    return numfn.jit(fn, unroll=10**9, **options)
+
+
 def chain(n: int):
     def f(x):
         for i in range(n):
@@ -78,8 +84,8 @@ def kernel_depths(nf) -> list[int]:
 
 def test_a_long_chain_compiles_under_a_small_recursion_limit():
     n = 20_000
-    numfn.jit(chain(10), backend="llvm")(np.ones(16))   # imports done before the limit is lowered
-    nf = numfn.jit(chain(n), backend="llvm").specialize(np.ones(16))
+    unrolled(chain(10), backend="llvm")(np.ones(16))   # imports done before the limit is lowered
+    nf = unrolled(chain(n), backend="llvm").specialize(np.ones(16))
     with recursion_limit(200):
         source = nf.source
     assert "define" in source
@@ -94,14 +100,14 @@ def test_a_long_chain_matches_numpy(backend):
     f = chain(n)
     x = np.linspace(-1, 1, 37)
     with recursion_limit(400):
-        got = numfn.jit(f, backend=backend)(x)
+        got = unrolled(f, backend=backend)(x)
     assert_same(got, f(x), rtol=1e-9)
 
 
 def test_the_work_of_compiling_a_chain_grows_linearly():
     work = []
     for n in (2000, 4000, 8000):
-        nf = numfn.jit(chain(n), backend="llvm").specialize(np.ones(8))
+        nf = unrolled(chain(n), backend="llvm").specialize(np.ones(8))
         with counting_expansions() as counts:
             _ = nf.rendered_kernels
         work.append(sum(counts.values()))
@@ -113,7 +119,7 @@ def test_wide_kernels_are_split_by_operation_count():
     def f(x):
         return tuple((x * (1 + i) + i) * (2.0 + i) - i for i in range(300))
     x = np.linspace(0, 1, 5)
-    jf = numfn.jit(f, backend="llvm")
+    jf = unrolled(f, backend="llvm")
     got = jf(x)
     nf = jf.specializations[0]
     assert len(nf.schedule) >= math.ceil(300 * 4 / MAX_KERNEL_OPS)
@@ -145,11 +151,11 @@ def heat_per_step(steps: int):
 def test_unrolled_heat_loop_is_one_kernel_per_step(backend):
     steps = 10
     u = np.random.default_rng(0).random((48, 40))
-    jf = numfn.jit(heat(steps), backend=backend)
+    jf = unrolled(heat(steps), backend=backend)
     assert_same(jf(u), heat(steps)(u), rtol=1e-12)
     nf = jf.specializations[0]
     assert len(nf.schedule) == steps
-    baseline = numfn.jit(heat_per_step(steps), backend=backend).specialize(u)
+    baseline = unrolled(heat_per_step(steps), backend=backend).specialize(u)
     # fused, the program does no more work than storing every step
     assert sum(ei.op_count for ei in nf.schedule) <= sum(ei.op_count for ei in baseline.schedule)
 
@@ -160,7 +166,7 @@ def test_the_work_of_compiling_an_unrolled_stencil_grows_linearly():
     u = np.ones((24, 20))
     work, size = [], []
     for steps in (5, 10, 20):
-        nf = numfn.jit(heat(steps), backend="llvm").specialize(u)
+        nf = unrolled(heat(steps), backend="llvm").specialize(u)
         with counting_expansions() as counts:
             _ = nf.rendered_kernels
         work.append(sum(counts.values()))
@@ -176,7 +182,7 @@ def test_a_value_read_at_many_places_is_stored():
         y = np.exp(np.sin(x) * np.cos(x))
         return sum(y[i:i + 20] for i in range(40))
     x = np.linspace(0, 1, 60)
-    jf = numfn.jit(f, backend="llvm")
+    jf = unrolled(f, backend="llvm")
     assert_same(jf(x), f(x))
     assert len(jf.specializations[0].schedule) == 2
 
@@ -186,7 +192,7 @@ def test_a_hundred_thousand_chained_operations_compile_and_run():
     n = 100_000
     f = chain(n)
     x = np.linspace(-1, 1, 16)
-    numfn.jit(chain(10), backend="llvm")(x)
+    unrolled(chain(10), backend="llvm")(x)
     with recursion_limit(200):
-        got = numfn.jit(f, backend="llvm")(x)
+        got = unrolled(f, backend="llvm")(x)
     assert_same(got, f(x), rtol=1e-9)

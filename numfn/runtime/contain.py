@@ -31,7 +31,8 @@ _HEADER = struct.Struct("<BQ")   # status (0 ok, 1 an exception's text), payload
 
 def enabled() -> bool:
     """Whether compilation is contained in a child process: where fork exists, unless NUMFN_CONTAIN=0."""
-    return hasattr(os, "fork") and sys.platform.startswith("linux") and os.environ.get("NUMFN_CONTAIN", "1") != "0"
+    from numfn import config
+    return hasattr(os, "fork") and sys.platform.startswith("linux") and config.contained_compiles()
 
 
 class _Server:
