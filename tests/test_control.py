@@ -638,3 +638,18 @@ def test_mapped_loops_and_branches_follow_each_example(mapper):
     x[1] = -np.abs(x[1])
     x[0] = np.abs(x[0])
     np.testing.assert_allclose(m(sign_branch)(x), np.stack([sign_branch(r) for r in x]), rtol=1e-12)
+
+
+def test_unroll_option_decides_which_static_loops_unroll():
+    def f(x):
+        for i in range(6):
+            x = x * 0.5 + i
+        return x
+    x = np.arange(3.0)
+    native = numfn.jit(f)                  # 6 > UNROLL: a native loop
+    unrolled = numfn.jit(f, unroll=10)
+    np.testing.assert_allclose(native(x), f(x))
+    np.testing.assert_allclose(unrolled(x), f(x))
+    assert native_steps(native) == ["loop"] and native_steps(unrolled) == []
+    with pytest.raises(ValueError, match="unroll"):
+        numfn.jit(f, unroll=-1)
