@@ -163,7 +163,7 @@ def _element_cost(u: UOp, realized, memo: dict) -> int:
     return c
 
 
-def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 12) -> bool:
+def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     """Whether `u` is a little integer or boolean arithmetic on positions (IOTA), constants and scalars (a window's
     indices and its mask `i < length`): recomputed wherever it is used, never stored, so that kernels see the
     expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays."""
