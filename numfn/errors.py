@@ -36,6 +36,96 @@ def user_location() -> str:
 
 
 def unsupported(what: str, hint: str = "") -> NumfnError:
-    """The error for an operation numfn cannot trace; `what` names it, `hint` suggests an alternative."""
+    """The error for an operation numfn cannot trace; `what` names it, `hint` suggests an alternative. A NumPy
+    name (numpy.NAME, numpy.linalg.NAME, ndarray.NAME, ...) without a hint gets its entry of SUGGESTIONS, and
+    every NumPy name gets a pointer to the page listing what numfn supports."""
     msg = f"{what} is not supported inside a numfn-compiled function (at {user_location()})"
-    return NumfnError(msg + (f". {hint}" if hint else ""))
+    hint = hint or suggestion(what)
+    if hint: msg += f". {hint}"
+    if _is_numpy_name(what): msg += f"{'' if msg.endswith('.') else '.'} {COVERAGE_HINT}"
+    return NumfnError(msg)
+
+
+
+# ---- suggestions for what numfn does not implement -------------------------------------------------------------------
+
+COVERAGE_PAGE = "docs/numpy-coverage.md"
+COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.coverage --stdout)"
+
+_DATA_DEPENDENT = ("its result's shape depends on the values, which are unknown while tracing: keep the shape with "
+                   "np.where(condition, x, fill), or reduce with where= (x.sum(where=mask))")
+_OUTSIDE = "do this outside the compiled function: pass the values in as arguments, or convert its results after"
+
+# A NumPy name (as numfn's errors spell it: numpy.NAME, numpy.linalg.NAME, ndarray.NAME; a key ending in ".*" covers
+# a whole namespace) -> what to write instead, with what numfn supports. Keep entries true: a name numfn comes to
+# support never shows its suggestion again (unsupported() is not called for it), so a stale one is only dead text.
+SUGGESTIONS: dict[str, str] = {
+    "numpy.lib.stride_tricks.sliding_window_view":
+        "Use shifted slices: the windows of width w along the last axis are "
+        "np.stack([x[..., i:x.shape[-1] - w + 1 + i] for i in range(w)], axis=-1) (the Python loop unrolls while "
+        "tracing), and a moving sum is c[w:] - c[:-w] of c = np.concatenate([[0], np.cumsum(x)])",
+    "numpy.lib.stride_tricks.as_strided":
+        "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
+        "np.broadcast_to",
+    "numpy.linalg.norm": "Until numpy.linalg lands, the 2-norm is np.sqrt((x * x).sum(axis)) (axis=None: all "
+                         "elements), and the 1-norm np.abs(x).sum(axis)",
+    "numpy.linalg.vector_norm": "Until numpy.linalg lands, the 2-norm is np.sqrt((x * x).sum(axis))",
+    "numpy.linalg.det": "Until numpy.linalg lands, write small determinants out (2x2: a[0, 0] * a[1, 1] - "
+                        "a[0, 1] * a[1, 0]); numfn.vmap maps such a function over a stack of matrices",
+    "numpy.fft.*": "numfn has no FFT: compute it outside the compiled function; convolutions of real arrays are "
+                   "np.convolve",
+    "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "
+                      "numfn.random.uniform(key, shape), normal, integers) or a numpy.random.Generator passed as an "
+                      "argument (its methods random, standard_normal, normal, uniform, integers)",
+    "numpy.nonzero": _DATA_DEPENDENT, "numpy.flatnonzero": _DATA_DEPENDENT, "numpy.argwhere": _DATA_DEPENDENT,
+    "numpy.unique": _DATA_DEPENDENT, "numpy.extract": _DATA_DEPENDENT, "numpy.compress": _DATA_DEPENDENT,
+    "numpy.trim_zeros": _DATA_DEPENDENT, "ndarray.nonzero": _DATA_DEPENDENT, "ndarray.compress": _DATA_DEPENDENT,
+    "numpy.unique_values": _DATA_DEPENDENT, "numpy.unique_counts": _DATA_DEPENDENT,
+    "numpy.unique_inverse": _DATA_DEPENDENT, "numpy.unique_all": _DATA_DEPENDENT,
+    "numpy.vectorize": "Write the function with array operations, or write it for one element (or one example) "
+                       "and map it with numfn.vmap",
+    "numpy.frompyfunc": "Write the function with array operations, or map a per-example function with numfn.vmap",
+    "numpy.apply_along_axis": "numfn.vmap(f, in_axes=axis) maps a function of one slice over an axis",
+    "numpy.apply_over_axes": "Reductions take a tuple of axes: x.sum(axis=(0, 2), keepdims=True)",
+    "numpy.piecewise": "Choose elementwise with np.where(condition, f(x), g(x)), nested for more pieces (both sides "
+                       "are computed, as in NumPy's where)",
+    "numpy.select": "Nest np.where: np.where(c1, v1, np.where(c2, v2, default))",
+    "numpy.choose": "Nest np.where over the choices, or index: np.stack(choices)[a, np.arange(n)] for 1-D a",
+    "numpy.bincount": "With a number of bins n known while tracing: (x[:, None] == np.arange(n)).sum(axis=0) "
+                      "(weights: np.where(x[:, None] == np.arange(n), w[:, None], 0).sum(axis=0))",
+    "numpy.histogram": "With bin edges known while tracing: counts are "
+                       "np.diff((x.reshape(-1)[:, None] >= edges).sum(axis=0)) for the half-open bins (NumPy closes "
+                       "the last one)",
+    "numpy.digitize": "For increasing bins: (x[..., None] >= bins).sum(axis=-1) (right=True: > instead of >=)",
+    "numpy.isin": "With a few test values: (x[..., None] == values).any(axis=-1)",
+    "numpy.putmask": "np.where(mask, values, x), or x[...] = np.where(mask, values, x) to write into x",
+    "numpy.place": "np.where(mask, values, x) (values of the same shape as x)",
+    "numpy.copyto": "dst[...] = src (with np.where(where, src, dst) for where=)",
+    "numpy.fill_diagonal": "i = np.arange(min(a.shape)); a[i, i] = value",
+    "numpy.take_along_axis": "Index with integer arrays: for 2-D a and axis=1, a[np.arange(a.shape[0])[:, None], "
+                             "indices]",
+    "numpy.put_along_axis": "Assign with integer arrays: for 2-D a and axis=1, a[np.arange(a.shape[0])[:, None], "
+                            "indices] = values",
+    "numpy.put": "a.reshape(-1)[indices] = values on an array the function computed",
+    "numpy.cov": "For rows as variables: xc = x - x.mean(axis=1, keepdims=True); xc @ xc.T / (x.shape[1] - 1)",
+    "numpy.corrcoef": "From the covariance c: c / np.sqrt(np.outer(np.diagonal(c), np.diagonal(c)))",
+    "numpy.histogram2d": _OUTSIDE, "numpy.histogramdd": _OUTSIDE, "numpy.histogram_bin_edges": _OUTSIDE,
+    "numpy.save": _OUTSIDE, "numpy.savez": _OUTSIDE, "numpy.savetxt": _OUTSIDE, "numpy.load": _OUTSIDE,
+    "numpy.loadtxt": _OUTSIDE, "numpy.genfromtxt": _OUTSIDE, "numpy.fromfile": _OUTSIDE,
+    "numpy.array2string": _OUTSIDE, "numpy.array_repr": _OUTSIDE, "numpy.array_str": _OUTSIDE,
+    "ndarray.tofile": _OUTSIDE, "ndarray.tobytes": _OUTSIDE, "ndarray.dump": _OUTSIDE, "ndarray.dumps": _OUTSIDE,
+}
+
+
+def _is_numpy_name(what: str) -> bool:
+    return what.startswith(("numpy.", "ndarray.")) and " " not in what
+
+
+def suggestion(what: str) -> str:
+    """What to write instead of the NumPy name `what` (numpy.NAME, numpy.linalg.NAME, ndarray.NAME, ...), or ""."""
+    if what in SUGGESTIONS: return SUGGESTIONS[what]
+    namespace = what.rpartition(".")[0]
+    while namespace:
+        if namespace + ".*" in SUGGESTIONS: return SUGGESTIONS[namespace + ".*"]
+        namespace = namespace.rpartition(".")[0]
+    return ""
