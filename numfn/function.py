@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from numfn import debug
+from numfn import debug, progress
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
@@ -75,6 +75,7 @@ class NumericalFunction:
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
     def _trace(self) -> tuple[UOp, TreeDef, dict]:
+        progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         params = [t.uop for t in placeholders]
@@ -136,15 +137,21 @@ class NumericalFunction:
     @cached_property
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
-        call = callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs))
+        function_graph = self.function_graph
+        progress.stage("simplifying")
+        t0 = time.perf_counter()
+        call = callify(function_graph, len(self.in_specs), len(self.mutated_inputs))
+        debug.log(1, f"simplified {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
         return call
 
     # ---- scheduling -------------------------------------------------------------------------------------------
     @cached_property
     def _scheduled(self) -> tuple[Schedule, MemoryPlan]:
+        call_graph = self.call_graph
+        progress.stage("scheduling")
         t0 = time.perf_counter()
-        out = create_schedule(self.call_graph)
+        out = create_schedule(call_graph)
         debug.log(1, f"scheduled {self.name}: {len(out[0])} kernels in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(3, lambda: f"schedule of {self.name}:\n{out[0]}\n{out[1]}")
         return out
@@ -167,13 +174,16 @@ class NumericalFunction:
     @cached_property
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
         from numfn.codegen.program import build_program
+        schedule = self.schedule
+        progress.stage("rendering kernels", len(schedule))
         t0 = time.perf_counter()
         out = []
         renderer = _renderer(self.backend)
-        for ei in self.schedule:
+        for ei in schedule:
             prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
                                  parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
+            progress.kernels_done(len(out))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
 
@@ -210,12 +220,19 @@ class NumericalFunction:
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
         from numfn.runtime import load_or_compile
+        key = self.cache_key
+        progress.stage("cache lookup")
         t0 = time.perf_counter()
-        prog, compiled = load_or_compile(self.backend, self.cache_key, 0, lambda: (self.source, self.entry_name,
-                                                                                  self.manifest))
+        prog, compiled = load_or_compile(self.backend, key, 0, self._program_to_compile)
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {self.name} ({self.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return prog
+
+    def _program_to_compile(self) -> tuple[str, str, dict]:
+        """What the backend compiles on a cache miss: the source, its entry point and the manifest."""
+        source, entry, manifest = self.source, self.entry_name, self.manifest
+        progress.stage(f"compiling {len(self.rendered_kernels)} kernels ({self.backend})")
+        return source, entry, manifest
 
     @cached_property
     def manifest(self) -> dict:
@@ -480,9 +497,11 @@ class JitFunction(dispatcher_base()):
     preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
     This class must not define `__call__`, or calls lose the C fast path."""
 
-    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
+    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
+                 progress: bool = True):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
+        self._progress = progress
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._static = (tuple(sorted(nums)), tuple(names))
@@ -513,7 +532,8 @@ class JitFunction(dispatcher_base()):
                     self._specializations[full] = nf
                 if compile:
                     try:
-                        _ = nf.run   # trace, compile and load under the lock
+                        with progress.compiling(nf.name, self._progress):
+                            _ = nf.run   # trace, compile and load under the lock
                     except BaseException:
                         del self._specializations[full]   # a signature that fails to compile is not kept
                         raise
@@ -555,12 +575,15 @@ class JitFunction(dispatcher_base()):
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
 
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None):
+def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
+        progress: bool = True):
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
-    placeholders; static arguments are passed to `fn` as they are and must be hashable.
+    placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
+    "c" (default: NUMFN_BACKEND, else llvm). `progress=False` silences the progress line a compilation that takes
+    more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for every function).
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend)
-    return JitFunction(fn, static_argnums, static_argnames, backend)
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, progress)
+    return JitFunction(fn, static_argnums, static_argnames, backend, progress)
