@@ -39,16 +39,20 @@ def logging_level(level: int) -> int:
     return logging.DEBUG + 1 - level
 
 
+def _first_set(*names: str) -> str:
+    """The value of the first of the variables `names` that is set to something (stripped), else ""."""
+    for name in names:
+        raw = os.environ.get(name, "").strip()
+        if raw: return raw
+    return ""
+
+
 def environment_level() -> int:
     """The level the shortcut variable asks for: NUMFN_DEBUG, else DEBUG; 0 when unset or not a whole number."""
-    for name in ("NUMFN_DEBUG", "DEBUG"):
-        raw = os.environ.get(name, "").strip()
-        if raw:
-            try:
-                return max(0, int(raw))
-            except ValueError:
-                return 0
-    return 0
+    try:
+        return max(0, int(_first_set("NUMFN_DEBUG", "DEBUG") or 0))
+    except ValueError:
+        return 0
 
 
 def level() -> int:
