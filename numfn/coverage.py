@@ -363,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(page)
         return 0
     path = args.output or repository_page()
+    if not os.path.isdir(os.path.dirname(path)):
+        print(f"{os.path.dirname(path)} does not exist: numfn is not imported from a checkout; pass --output PATH "
+              "or --stdout", file=sys.stderr)
+        return 2
     if args.check:
         try:
             with open(path, encoding="utf-8") as f:
