@@ -73,7 +73,7 @@ class Progress:
 
     # ---- the reporter ----------------------------------------------------------------------------------------------
     def start_reporting(self) -> None:
-        self._thread = threading.Thread(target=self._report, name="numfn-progress", daemon=True)
+        self._thread = ReporterThread(target=self._report, name="numfn-progress", daemon=True)
         self._thread.start()
 
     def _report(self) -> None:
@@ -95,6 +95,17 @@ class Progress:
         if self.reported:
             stream = sys.stderr
             _write(stream, ("\r" + self.summary() + "\x1b[K\n") if _isatty(stream) else self.summary() + "\n")
+
+
+class ReporterThread(threading.Thread):
+    """The thread that writes a compilation's progress line. It runs nothing of the user's: code that asks whether
+    other threads run during a trace (the np.random guard) leaves it out."""
+
+
+def other_threads_running() -> bool:
+    """Whether threads other than this one and progress reporters are alive (they could touch shared state)."""
+    me = threading.current_thread()
+    return any(t is not me and not isinstance(t, ReporterThread) for t in threading.enumerate())
 
 
 def _seconds(t: float) -> str:

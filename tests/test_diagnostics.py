@@ -208,3 +208,19 @@ def test_suggested_formulas_compute_what_numpy_computes():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
         assert g.shape == np.shape(w)
+
+
+GLOBAL_RNG = np.random.default_rng(5)
+
+
+def _slow_and_draws(x):
+    time.sleep(0.3)                          # the progress reporter is running by now
+    return x + GLOBAL_RNG.standard_normal()  # a constant of the program: numfn refuses it
+
+
+def test_the_progress_reporter_is_not_another_thread_for_the_random_guard(fast_progress):
+    # with a thread of the user's running, a drawn-from generator is only a warning (that thread may have drawn);
+    # the reporter runs nothing of the user's, so this stays the error it is in a single-threaded program
+    if progress.other_threads_running(): pytest.skip("threads an earlier test started are still running")
+    with pytest.raises(numfn.NumfnError, match="GLOBAL_RNG"):
+        numfn.jit(_slow_and_draws)(np.zeros(2))
