@@ -346,6 +346,16 @@ def render(secs: list[Section] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stale_suggestions(secs: list[Section]) -> list[str]:
+    """The keys of numfn.errors.SUGGESTIONS that name something the page lists as supported (dead entries)."""
+    from numfn.errors import SUGGESTIONS
+    supported = set()
+    for s in secs:
+        prefix = "ndarray." if s.numpy_name == "ndarray" else s.numpy_name + "."
+        supported |= {prefix + e.name for e in s.entries if e.supported}
+    return sorted(k for k in SUGGESTIONS if k in supported)
+
+
 def repository_page() -> str:
     """docs/numpy-coverage.md of the checkout numfn is imported from."""
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PAGE)
@@ -358,7 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--stdout", action="store_true", help="print the page instead of writing it")
     parser.add_argument("--output", default=None, help=f"the page's path (default: {PAGE} of this checkout)")
     args = parser.parse_args(argv)
-    page = render()
+    secs = sections()
+    page = render(secs)
+    stale = stale_suggestions(secs)
+    if stale:
+        print(f"numfn supports these now; remove their entries from numfn.errors.SUGGESTIONS: {', '.join(stale)}",
+              file=sys.stderr)
     if args.stdout:
         sys.stdout.write(page)
         return 0

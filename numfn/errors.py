@@ -52,13 +52,12 @@ def unsupported(what: str, hint: str = "") -> NumfnError:
 COVERAGE_PAGE = "docs/numpy-coverage.md"
 COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.coverage --stdout)"
 
-_DATA_DEPENDENT = ("its result's shape depends on the values, which are unknown while tracing: keep the shape with "
-                   "np.where(condition, x, fill), or reduce with where= (x.sum(where=mask))")
+_UNIQUE = "np.unique needs sorting, which numfn does not trace yet: compute it outside the compiled function"
 _OUTSIDE = "do this outside the compiled function: pass the values in as arguments, or convert its results after"
 
 # A NumPy name (as numfn's errors spell it: numpy.NAME, numpy.linalg.NAME, ndarray.NAME; a key ending in ".*" covers
-# a whole namespace) -> what to write instead, with what numfn supports. Keep entries true: a name numfn comes to
-# support never shows its suggestion again (unsupported() is not called for it), so a stale one is only dead text.
+# a whole namespace) -> what to write instead, with what numfn supports. A name numfn comes to support never shows its
+# suggestion again (unsupported() is not called for it); `python -m numfn.coverage` lists such stale entries.
 SUGGESTIONS: dict[str, str] = {
     "numpy.lib.stride_tricks.sliding_window_view":
         "Use shifted slices: the windows of width w along the last axis are "
@@ -77,39 +76,25 @@ SUGGESTIONS: dict[str, str] = {
     "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "
                       "numfn.random.uniform(key, shape), normal, integers) or a numpy.random.Generator passed as an "
                       "argument (its methods random, standard_normal, normal, uniform, integers)",
-    "numpy.nonzero": _DATA_DEPENDENT, "numpy.flatnonzero": _DATA_DEPENDENT, "numpy.argwhere": _DATA_DEPENDENT,
-    "numpy.unique": _DATA_DEPENDENT, "numpy.extract": _DATA_DEPENDENT, "numpy.compress": _DATA_DEPENDENT,
-    "numpy.trim_zeros": _DATA_DEPENDENT, "ndarray.nonzero": _DATA_DEPENDENT, "ndarray.compress": _DATA_DEPENDENT,
-    "numpy.unique_values": _DATA_DEPENDENT, "numpy.unique_counts": _DATA_DEPENDENT,
-    "numpy.unique_inverse": _DATA_DEPENDENT, "numpy.unique_all": _DATA_DEPENDENT,
+    "numpy.unique": _UNIQUE, "numpy.unique_values": _UNIQUE, "numpy.unique_counts": _UNIQUE,
+    "numpy.unique_inverse": _UNIQUE, "numpy.unique_all": _UNIQUE,
+    "numpy.trim_zeros": "Select with a mask: x[np.cumsum(x != 0) > 0] is trim_zeros(x, 'f') (its length is known "
+                        "when the program runs)",
     "numpy.vectorize": "Write the function with array operations, or write it for one element (or one example) "
                        "and map it with numfn.vmap",
     "numpy.frompyfunc": "Write the function with array operations, or map a per-example function with numfn.vmap",
     "numpy.apply_along_axis": "numfn.vmap(f, in_axes=axis) maps a function of one slice over an axis",
     "numpy.apply_over_axes": "Reductions take a tuple of axes: x.sum(axis=(0, 2), keepdims=True)",
     "numpy.piecewise": "Choose elementwise with np.where(condition, f(x), g(x)), nested for more pieces (both sides "
-                       "are computed, as in NumPy's where)",
-    "numpy.select": "Nest np.where: np.where(c1, v1, np.where(c2, v2, default))",
-    "numpy.choose": "Nest np.where over the choices, or index: np.stack(choices)[a, np.arange(n)] for 1-D a",
-    "numpy.bincount": "With a number of bins n known while tracing: (x[:, None] == np.arange(n)).sum(axis=0) "
-                      "(weights: np.where(x[:, None] == np.arange(n), w[:, None], 0).sum(axis=0))",
-    "numpy.histogram": "With bin edges known while tracing: counts are "
-                       "np.diff((x.reshape(-1)[:, None] >= edges).sum(axis=0)) for the half-open bins (NumPy closes "
-                       "the last one)",
-    "numpy.digitize": "For increasing bins: (x[..., None] >= bins).sum(axis=-1) (right=True: > instead of >=)",
+                       "are computed, as in NumPy's where), or np.select",
     "numpy.isin": "With a few test values: (x[..., None] == values).any(axis=-1)",
     "numpy.putmask": "np.where(mask, values, x), or x[...] = np.where(mask, values, x) to write into x",
-    "numpy.place": "np.where(mask, values, x) (values of the same shape as x)",
+    "numpy.place": "x[mask] = values (as many values as true positions)",
     "numpy.copyto": "dst[...] = src (with np.where(where, src, dst) for where=)",
     "numpy.fill_diagonal": "i = np.arange(min(a.shape)); a[i, i] = value",
-    "numpy.take_along_axis": "Index with integer arrays: for 2-D a and axis=1, a[np.arange(a.shape[0])[:, None], "
-                             "indices]",
-    "numpy.put_along_axis": "Assign with integer arrays: for 2-D a and axis=1, a[np.arange(a.shape[0])[:, None], "
-                            "indices] = values",
-    "numpy.put": "a.reshape(-1)[indices] = values on an array the function computed",
     "numpy.cov": "For rows as variables: xc = x - x.mean(axis=1, keepdims=True); xc @ xc.T / (x.shape[1] - 1)",
     "numpy.corrcoef": "From the covariance c: c / np.sqrt(np.outer(np.diagonal(c), np.diagonal(c)))",
-    "numpy.histogram2d": _OUTSIDE, "numpy.histogramdd": _OUTSIDE, "numpy.histogram_bin_edges": _OUTSIDE,
+    "numpy.histogramdd": _OUTSIDE, "numpy.histogram_bin_edges": _OUTSIDE,
     "numpy.save": _OUTSIDE, "numpy.savez": _OUTSIDE, "numpy.savetxt": _OUTSIDE, "numpy.load": _OUTSIDE,
     "numpy.loadtxt": _OUTSIDE, "numpy.genfromtxt": _OUTSIDE, "numpy.fromfile": _OUTSIDE,
     "numpy.array2string": _OUTSIDE, "numpy.array_repr": _OUTSIDE, "numpy.array_str": _OUTSIDE,

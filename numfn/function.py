@@ -87,9 +87,12 @@ class NumericalFunction:
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
             out = self.fn(*args, **kwargs)
         leaves, tree = flatten(out)
-        # the outputs, then for every check its failed and payload arrays (hidden outputs the dispatcher inspects)
-        values = [Tensor.lift(leaf).uop for leaf in leaves]
-        values += [u for c in record.checks for u in (c.failed, c.payload)]
+        # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
+        # have one (hidden outputs the dispatcher inspects)
+        ts = [Tensor.lift(leaf) for leaf in leaves]
+        values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
+        record.cut = [i for i, t in enumerate(ts) if t.runtime_length]
+        values += [ts[i].length for i in record.cut]
         # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
         # (x.T, x[:2]) or an input itself (x) is copied, never aliased
         outs = [UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values]
@@ -114,6 +117,12 @@ class NumericalFunction:
         """The input slots the function writes into: the caller's arrays change (their new values are written by
         the program straight into their memory). Their writes are the last entries of the function graph."""
         return tuple(self._trace[2].mutated)
+
+    @cached_property
+    def cut_outputs(self) -> tuple[int, ...]:
+        """Outputs whose first axis has a run-time length (x[mask], nonzero): stored at a bound, their lengths are
+        hidden outputs after the checks', and the dispatcher returns each cut to its length."""
+        return tuple(self._trace[2].cut)
 
     @cached_property
     def checks(self) -> tuple[Check, ...]:
@@ -269,7 +278,8 @@ class NumericalFunction:
         timings = prog.timings() if self.profile else None
 
         nout = out_tree.num_leaves
-        checks, written = self.checks, self.mutated_inputs
+        checks, written, cut = self.checks, self.mutated_inputs, self.cut_outputs
+        lengths_at = nout + 2 * len(checks)
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
@@ -289,6 +299,7 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
+            for k, i in enumerate(cut): outs[i] = outs[i][:int(outs[lengths_at + k])]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -564,6 +575,10 @@ class JitFunction(dispatcher_base()):
             add_check(outs[nout + 2 * k], outs[nout + 2 * k + 1], c.error)
         for slot, new in zip(nf.mutated_inputs, outs[len(outs) - len(nf.mutated_inputs):]):
             leaves[slot][...] = new   # the callee wrote into this argument: the caller's array changes
+        lengths_at = nout + 2 * len(nf.checks)
+        for k, i in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+            from numfn.dynamic import DynTensor
+            outs[i] = DynTensor(outs[i].uop, outs[lengths_at + k].uop)
         return unflatten(nf.out_tree, outs[:nout])
 
     @property

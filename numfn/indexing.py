@@ -62,8 +62,8 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
     arrays = [_index_array(i) if _is_array(i) else None for i in raw]
     for a in arrays:
         if a is not None and a.uop.dtype.is_bool and a.ndim > 0:
-            raise unsupported("indexing with a boolean mask array (x[mask])",
-                              "Use numfn.numpy.where(mask, x, 0) or reductions with where= until it lands")
+            raise unsupported("a boolean mask array after other indices (numfn takes masks over the leading axes: "
+                              "x[mask], x[mask, 1:])", "move the mask's axes first (np.moveaxis)")
     used = sum(1 if i is not None and i is not Ellipsis and not isinstance(i, (bool, np.bool_)) else 0 for i in raw)
     if used > len(shape):
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
@@ -92,6 +92,41 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         items.append(Item("slice", axis, 0, 1, shape[axis]))
         axis += 1
     return items
+
+
+def _as_tuple(index) -> tuple:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _leading_mask(shape: tuple[int, ...], index) -> tuple[Tensor, tuple] | None:
+    """(mask, the rest of the index) when the index starts with a boolean array (x[mask], x[mask, 1:]), else None.
+    A boolean array elsewhere is refused (numfn supports masks over an array's leading axes)."""
+    items = _as_tuple(index)
+    if not items or not _is_array(items[0]): return None
+    mask = _index_array(items[0])
+    if not mask.uop.dtype.is_bool or mask.runtime_length: return None
+    if any(_is_array(i) for i in items[1:]):
+        raise unsupported("a boolean mask combined with index arrays", "index with the mask, then with the arrays")
+    for axis, (m, n) in enumerate(zip(mask.shape, shape)):
+        if m != n:
+            raise IndexError(f"boolean index did not match indexed array along axis {axis}; size of axis is {n} but "
+                             f"size of corresponding boolean axis is {m}")
+    if mask.ndim > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {mask.ndim} were "
+                         "indexed")
+    return mask, items[1:]
+
+
+def _leading_dynamic(index) -> list:
+    """The leading index arrays of run-time length (x[np.nonzero(m)], x[rows, cols] with rows, cols from nonzero)."""
+    items = _as_tuple(index)
+    lead = []
+    for i in items:
+        if not (isinstance(i, Tensor) and i.runtime_length): break
+        lead.append(i)
+    if any(isinstance(i, Tensor) and i.runtime_length for i in items[len(lead):]):
+        raise unsupported("index arrays of run-time length after other indices", "put them first")
+    return lead
 
 
 def _index_array(i) -> Tensor:
@@ -226,7 +261,16 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
 
 
 def getitem(x: Tensor, index) -> Tensor:
-    """x[index]: a view for basic indices, a gathered copy for advanced ones."""
+    """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
+    whose number is only known at run time), an array of run-time length (numfn.dynamic)."""
+    from numfn import dynamic
+    masked = _leading_mask(x.shape, index)
+    if masked is not None:
+        mask, rest = masked
+        return dynamic.select(getitem(x, (slice(None),) * mask.ndim + rest), mask)
+    leading = _leading_dynamic(index)
+    if leading:
+        return dynamic.take(getitem(x, (slice(None),) * len(leading) + _as_tuple(index)[len(leading):]), leading)
     items = normalize(x.shape, index)
     if is_basic(items):
         view = basic_view(x.uop, items)
@@ -243,6 +287,12 @@ def getitem(x: Tensor, index) -> Tensor:
 def setitem(x: Tensor, index, value) -> None:
     """x[index] = value: NumPy's broadcasting and (unsafe) casting of the value, written into x's memory."""
     if x.weak: raise TypeError(f"'{type(x.pyvalue).__name__}' object does not support item assignment")
+    masked = _leading_mask(x.shape, index)
+    if masked is not None:   # x[mask] = v: the region with v where the mask holds
+        mask, rest = masked
+        view = getitem(x, (slice(None),) * mask.ndim + rest)
+        setitem(x, (slice(None),) * mask.ndim + rest, _masked_update(view, mask, value))
+        return
     items = normalize(x.shape, index)
     shape, indices = region(x.shape, items)
     if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
@@ -254,6 +304,21 @@ def setitem(x: Tensor, index, value) -> None:
         return
     injective = all(it.kind != "array" or _unique(it.value) for it in items)
     write(x, shape, indices, v, injective)
+
+
+def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
+    """The region (whose leading axes the mask covers) with `value` stored where the mask holds: a value that
+    broadcasts, or one element per true position (checked when the program runs)."""
+    from numfn import dynamic
+    from numfn.numpy import where
+    rest = region.shape[mask.ndim:]
+    m = mask.reshape(mask.shape + (1,) * len(rest))
+    v = value if isinstance(value, Tensor) and value.runtime_length else Tensor.lift(value)
+    if isinstance(v, dynamic.DynTensor) and v.mask is mask.uop.cast(dtypes.bool) and v.source is not None:
+        return where(m, Tensor(v.source).astype(region.dtype), region)   # x[m] = f(x[m]): elementwise, in place
+    if isinstance(v, dynamic.DynTensor) or (v.ndim > len(rest) and v.shape[0] != 1):
+        return where(m, dynamic.spread(v, mask, region.dtype), region)
+    return where(m, assignable(value, region.uop.dtype, rest), region)
 
 
 def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False) -> Tensor:

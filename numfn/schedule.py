@@ -288,7 +288,10 @@ class _Versions:
         for u in toposort([r.value for r in roots.values()]):
             if u.op is not Ops.SCATTER: continue
             roots.setdefault(u, _Root(u))
-            if u.src[0].op is Ops.BUFFER and u not in self.in_place and u not in self.copies:
+            # an input's memory (or a version the caller's array must end with) is written only by the writes
+            # into that input: any other write of one of its versions starts from a copy
+            if (u.src[0].op is Ops.BUFFER or u.src[0] in self.in_place) and u not in self.in_place \
+                    and u not in self.copies:
                 self.copies[u] = _copy(u.src[0], len(self.copies))
             old = self.copies.get(u, u.src[0])
             if old.op is not Ops.BUFFER: roots.setdefault(old, _Root(old))
@@ -386,7 +389,7 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
             srcs = u.src
             if u is value and u.op is Ops.SCATTER: srcs = u.src[1:]   # the old value is in the buffer already
             src = tuple(rebuild(s, keeps) for s in srcs)
-            if u is value and u.op is Ops.SCATTER: src = (home.get(u.src[0], u.src[0]),) + src
+            if u is value and u.op is Ops.SCATTER: src = (home[u],) + src   # (its own buffer, not read)
             out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
             if out is not u and origin is not None: origin[out] = origin.get(u, u)
         memo[key] = out

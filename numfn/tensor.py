@@ -61,6 +61,7 @@ class Tensor:
     captured from outside (writes refused), or "readonly"."""
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "__weakref__")
     __array_priority__ = 1000
+    runtime_length = False   # numfn.dynamic.DynTensor: the first axis has a length known only at run time
 
     def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed"):
         self.uop, self.weak, self.memory = uop, weak, memory
@@ -233,6 +234,9 @@ class Tensor:
 
     @staticmethod
     def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
+        if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
+            from numfn import dynamic
+            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap), operands)
         ts = [Tensor.lift(x) for x in operands]
         if ufunc in _COMPARISONS and len(ts) == 2:
             decided = _compare_out_of_range(ufunc, ts)
@@ -255,6 +259,9 @@ class Tensor:
         return Tensor(u, weak=all(t.weak for t in ts))
 
     def _unary(self, ufunc: str, op: Ops | None) -> Tensor:
+        if self.runtime_length:
+            from numfn import dynamic
+            return dynamic.elementwise(lambda t: t._unary(ufunc, op), [self])
         try:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,))
         except TypeError as e:
@@ -626,6 +633,7 @@ class TraceRecord:
     int_limits: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
+    cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
 
 
 def _record_int_limit(slot: int, dt: DType) -> None:

@@ -185,6 +185,8 @@ class _Mapped:
     def _trace_batched(self, args: tuple, kwargs: dict):
         """Inside a trace (arguments are Tensors): the batched graph of the per-example function (vmap's rules)."""
         leaves, axes, size, nf = self._example(args, kwargs)
+        if nf.cut_outputs: raise unsupported("vmap of a function returning an array of run-time length (x[mask], "
+                                             "nonzero)", "each example's length may differ: return a mask instead")
         inputs = {}
         for slot, (leaf, ax) in enumerate(zip(leaves, axes)):
             t = Tensor.lift(leaf)
@@ -348,6 +350,8 @@ class SvmapFunction(_Mapped):
             # inside a trace there is no native loop to run: svmap means what vmap means
             return self._trace_batched(args, kwargs)
         leaves, axes, size, nf = self._example(args, kwargs)
+        if nf.cut_outputs: raise unsupported("svmap of a function returning an array of run-time length (x[mask], "
+                                             "nonzero)", "each example's length may differ: return a mask instead")
         out_axes = self._out_axes(nf.out_tree)
         if any(ax is None for ax in out_axes): raise ValueError("svmap needs an integer out_axes for every output")
         prog = self.program(nf, tuple(ax is not None for ax in axes))

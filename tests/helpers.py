@@ -145,7 +145,9 @@ def check_mutates(fn, *args, backend: str, calls: int = 2, **kw):
         expected = _numpy_in_place(fn, theirs)
         actual = jf(*ours)
         assert_same(actual, expected, scale=s, path=f"call {k}: result", **kw)
-        assert_same(list(ours), list(theirs), scale=s, path=f"call {k}: arguments afterwards", **kw)
+        arrays = [i for i, a in enumerate(theirs) if isinstance(a, np.ndarray)]   # the rest cannot change
+        assert_same([ours[i] for i in arrays], [theirs[i] for i in arrays], scale=s,
+                    path=f"call {k}: arguments afterwards", **kw)
     return jf
 
 

@@ -140,3 +140,10 @@ def test_site_builds_strictly(tmp_path):
         assert (site / page).is_file(), page
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert "numfn.jit" in api and "static_argnums" in api   # docstrings made it into the reference
+
+
+def test_stale_suggestions_are_listed(monkeypatch):
+    from numfn import coverage, errors
+    monkeypatch.setitem(errors.SUGGESTIONS, "numpy.sum", "stale")
+    monkeypatch.setitem(errors.SUGGESTIONS, "ndarray.reshape", "stale")
+    assert coverage.stale_suggestions(coverage.sections()) == ["ndarray.reshape", "numpy.sum"]

@@ -16,9 +16,11 @@ import types
 
 import numpy as _np
 
-from numfn.numpy import (creation, manipulation, products, random, reductions, signal,  # noqa: F401 - fnp.random
-                         statistics, ufuncs)
+from numfn import dynamic
+from numfn.numpy import (creation, indexing, manipulation, products, random, reductions,  # noqa: F401 - fnp.random
+                         signal, statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
+from numfn.numpy.indexing import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
 from numfn.numpy.signal import *  # noqa: F401,F403
@@ -27,9 +29,16 @@ from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.tensor import NUMPY_IMPLEMENTATIONS
 
-_MODULES = (creation, manipulation, products, reductions, signal, statistics, ufuncs)
+_MODULES = (creation, indexing, manipulation, products, reductions, signal, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
+
+# arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.dynamic.guard);
+# the elementwise ones (numfn.numpy.ufuncs) all do, through the tracer's elementwise machinery
+for _name in __all__:
+    _fn = globals()[_name]
+    if isinstance(_fn, types.FunctionType) and _fn.__module__ != ufuncs.__name__:
+        globals()[_name] = dynamic.guard(_name, _fn)
 
 
 def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, names) -> None:

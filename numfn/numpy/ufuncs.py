@@ -130,9 +130,14 @@ def _promote(*xs: Tensor):
 
 
 def where(condition, x=None, y=None) -> Tensor:
-    """Elements of x where condition is true, else of y (both broadcast); the one-argument form is not traceable."""
-    if x is None or y is None:
-        raise TypeError(f"numfn.numpy.where needs three arguments: where(condition, x, y) (at {user_location()})")
+    """Elements of x where condition is true, else of y (both broadcast); where(condition) is nonzero(condition)."""
+    if x is None and y is None:
+        from numfn.numpy.indexing import nonzero
+        return nonzero(condition)
+    if x is None or y is None: raise ValueError("either both or neither of x and y should be given")
+    if any(isinstance(v, Tensor) and v.runtime_length for v in (condition, x, y)):
+        from numfn import dynamic
+        return dynamic.elementwise(where, [condition, x, y])
     c, a, b = _truth(condition), T(x), T(y)
     dt = _promote(a, b)
     shape = broadcast_shapes(c.shape, a.shape, b.shape)

@@ -188,7 +188,7 @@ def fast_arg_specs(nf) -> tuple | None:
     the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
     Python path raises OverflowError for them. Programs with checks (numfn.tensor.Check) raise from Python."""
     tree = nf.in_tree
-    if nf.checks or nf.mutated_inputs: return None
+    if nf.checks or nf.mutated_inputs or nf.cut_outputs: return None
     if nf.statics or tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
