@@ -41,21 +41,34 @@ def test_block_extraction():
     assert python_blocks(text) == [(2, "x = 1", False), (6, "raise SystemExit", True), (14, "y = 2", False)]
 
 
+# runs one page's blocks in a fresh interpreter: examples change process-wide state (logging's configuration, the
+# thread count, svmap's worker threads) that other tests must not inherit
+_RUNNER = """
+import json, sys, traceback
+blocks = json.load(sys.stdin)
+namespace = {"__name__": "__main__"}
+for line, code in blocks:
+    try:
+        exec(compile(code, f"{sys.argv[1]}:{line}", "exec"), namespace)
+    except BaseException:
+        print(f"the example at {sys.argv[1]}:{line} failed:", file=sys.stderr)
+        traceback.print_exc()
+        sys.exit(1)
+"""
+
+
 @pytest.mark.parametrize("page", pages())
-def test_examples_run(page, capsys, monkeypatch, tmp_path):
+def test_examples_run(page, tmp_path):
+    import json
     with open(os.path.join(ROOT, page), encoding="utf-8") as f:
         blocks = python_blocks(f.read())
     runnable = [(line, code) for line, code, skipped in blocks if not skipped]
     if not runnable: pytest.skip(f"{page} has no runnable python example")
-    monkeypatch.chdir(tmp_path)   # examples that write files write them here
-    namespace: dict = {"__name__": f"docs_example_{os.path.basename(page)[:-3].replace('-', '_')}"}
-    np.random.seed(0)
-    for line, code in runnable:
-        try:
-            exec(compile(code, f"{page}:{line}", "exec"), namespace)
-        except Exception as e:
-            raise AssertionError(f"the example at {page}:{line} failed: {type(e).__name__}: {e}") from e
-    capsys.readouterr()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in ("NUMFN_DEBUG", "DEBUG", "NUMFN_PROGRESS"): env.pop(name, None)
+    out = subprocess.run([sys.executable, "-c", _RUNNER, page], input=json.dumps(runnable), capture_output=True,
+                         text=True, cwd=tmp_path, env=env, timeout=600)   # examples that write files write there
+    assert out.returncode == 0, out.stderr[-6000:]
 
 
 # ---- generated pages ---------------------------------------------------------------------------------------------
