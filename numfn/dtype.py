@@ -12,7 +12,9 @@ import numpy as np
 class DType:
     """A scalar type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
 
-    DTypes are singletons (one object per type), so identity comparison is equality.
+    DTypes are singletons (one object per type), so identity comparison is equality. float16 is a storage type:
+    its values live in memory and registers as their 16 bits (cname/lname are uint16_t/i16), and every operation
+    on them computes in float32 and rounds back (codegen/decompose.py), as NumPy's float16 loops do.
     """
     name: str
     itemsize: int
@@ -74,6 +76,7 @@ class dtypes:
     uint16 = DType("uint16", 2, "u", "uint16_t", "i16")
     uint32 = DType("uint32", 4, "u", "uint32_t", "i32")
     uint64 = DType("uint64", 8, "u", "uint64_t", "i64")
+    float16 = DType("float16", 2, "f", "uint16_t", "i16")
     float32 = DType("float32", 4, "f", "float", "float")
     float64 = DType("float64", 8, "f", "double", "double")
     void = DType("void", 0, "v", "void", "void")
@@ -97,7 +100,7 @@ class dtypes:
 
 
 dtypes.all = (dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
-              dtypes.uint32, dtypes.uint64, dtypes.float32, dtypes.float64)
+              dtypes.uint32, dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64)
 _BY_NAME = {d.name: d for d in dtypes.all}
 
 # A Python scalar's "weak" type (NEP 50): it adopts the dtype of the array it meets where the kind allows.
@@ -113,24 +116,30 @@ def scalar_dtype(value) -> DType:
     raise TypeError(f"not a scalar: {value!r}")
 
 
-@functools.cache
-def resolve_ufunc(ufunc_name: str, operands: tuple) -> tuple[tuple[DType, ...], DType]:
+def resolve_ufunc(ufunc_name: str, operands: tuple, dtype: DType | None = None) -> tuple[tuple[DType, ...], DType]:
     """Ask NumPy how `ufunc` types its operands: returns (operand dtypes to compute in, result dtype).
 
-    `operands` holds DTypes, or the Python types bool/int/float for weak scalars (NEP 50). Raises TypeError
-    worded by NumPy when the ufunc has no loop for these types (for example `bool - bool` or `float & float`).
+    `operands` holds DTypes, or the Python types bool/int/float for weak scalars (NEP 50); `dtype` is the ufunc's
+    dtype= argument (the loop's output type). Raises TypeError worded by NumPy when the ufunc has no loop for
+    these types (for example `bool - bool` or `float & float`), or when dtype= would need an unsafe cast.
     """
+    cast, outs = resolve_loop(ufunc_name, operands, dtype)
+    return cast, outs[0]
+
+
+@functools.cache
+def resolve_loop(ufunc_name: str, operands: tuple, dtype: DType | None = None) -> tuple[tuple[DType, ...],
+                                                                                        tuple[DType, ...]]:
+    """resolve_ufunc for ufuncs with several outputs (frexp, modf, divmod): (operand dtypes, result dtypes)."""
     ufunc = getattr(np, ufunc_name)
     npin = tuple(o if isinstance(o, type) else o.np for o in operands)
-    resolved = ufunc.resolve_dtypes(npin + (None,) * ufunc.nout)
+    kwargs = {} if dtype is None else {"signature": (None,) * ufunc.nin + (dtype.np,) * ufunc.nout}
+    resolved = ufunc.resolve_dtypes(npin + (None,) * ufunc.nout, **kwargs)
     cast = tuple(_from_np_result(d, ufunc_name) for d in resolved[:ufunc.nin])
-    return cast, _from_np_result(resolved[ufunc.nin], ufunc_name)
+    return cast, tuple(_from_np_result(d, ufunc_name) for d in resolved[ufunc.nin:])
 
 
 def _from_np_result(dt: np.dtype, what: str) -> DType:
-    if dt.name == "float16":
-        raise TypeError(f"NumPy computes {what} of this input in float16, which numfn does not support; "
-                        "cast the input to float32 first (x.astype(np.float32))")
     return dtypes.from_numpy(dt)
 
 

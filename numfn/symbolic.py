@@ -23,7 +23,11 @@ _UFUNC = {Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP
           Ops.MUL: np.multiply, Ops.FDIV: np.true_divide, Ops.FLOORDIV: np.floor_divide, Ops.MOD: np.remainder,
           Ops.POW: np.power, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.CMPLT: np.less, Ops.CMPLE: np.less_equal,
           Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal, Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or,
-          Ops.XOR: np.bitwise_xor, Ops.FMOD: np.fmod, Ops.SHL: np.left_shift, Ops.SHR: np.right_shift}
+          Ops.XOR: np.bitwise_xor, Ops.FMOD: np.fmod, Ops.SHL: np.left_shift, Ops.SHR: np.right_shift,
+          Ops.ASIN: np.arcsin, Ops.ACOS: np.arccos, Ops.ATAN: np.arctan, Ops.SINH: np.sinh, Ops.COSH: np.cosh,
+          Ops.ASINH: np.arcsinh, Ops.ACOSH: np.arccosh, Ops.ATANH: np.arctanh, Ops.EXPM1: np.expm1,
+          Ops.LOG1P: np.log1p, Ops.LOG10: np.log10, Ops.CBRT: np.cbrt, Ops.RINT: np.rint, Ops.ATAN2: np.arctan2,
+          Ops.HYPOT: np.hypot}
 
 
 def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]):

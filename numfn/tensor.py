@@ -233,17 +233,18 @@ class Tensor:
         return u.expand(shape)
 
     @staticmethod
-    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False) -> Tensor:
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None) -> Tensor:
         if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
             from numfn import dynamic
-            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap), operands)
+            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype),
+                                       operands)
         ts = [Tensor.lift(x) for x in operands]
-        if ufunc in _COMPARISONS and len(ts) == 2:
+        if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
             decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
         try:
-            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts)) if not all(t.weak for t in ts) \
-                else _weak_resolve(ufunc, ts)
+            cast, out = resolve_ufunc(ufunc, tuple(t._wtype() for t in ts), dtype) if not all(t.weak for t in ts) \
+                else _weak_resolve(ufunc, ts, dtype)
             if ufunc in _COMPARISONS and len(ts) == 2: cast = _compare_by_value(ts, cast)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
@@ -258,12 +259,12 @@ class Tensor:
         if u.dtype is not out: u = u.cast(out)
         return Tensor(u, weak=all(t.weak for t in ts))
 
-    def _unary(self, ufunc: str, op: Ops | None) -> Tensor:
+    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None) -> Tensor:
         if self.runtime_length:
             from numfn import dynamic
-            return dynamic.elementwise(lambda t: t._unary(ufunc, op), [self])
+            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype), [self])
         try:
-            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,))
+            (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {self.uop.dtype.name}, at {user_location()})") from None
         u = self.uop.cast(cast)
@@ -453,7 +454,9 @@ class Tensor:
         if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
             fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
-        u = u.reduce(op, axes) if axes else u
+        # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
+        acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
+        u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
         return Tensor(u)
@@ -512,6 +515,13 @@ class Tensor:
             impl = getattr(impl, method, None)
             if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
             return impl(*inputs, **kwargs)
+        out = kwargs.get("out")
+        if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
+            # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+            raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                              "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                              "arrays you update with numfn.numpy (fnp.zeros, ...)")
+        if getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
             if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
                 # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
@@ -689,10 +699,10 @@ def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
     return m._broadcast(shape)
 
 
-def _weak_resolve(ufunc: str, ts):
+def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     # both operands are Python scalars: NumPy would compute with the default int64/float64
     dts = tuple(t.uop.dtype for t in ts)
-    return resolve_ufunc(ufunc, dts)
+    return resolve_ufunc(ufunc, dts, dtype)
 
 
 def _power(base, exponent) -> Tensor:

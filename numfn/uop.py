@@ -40,12 +40,17 @@ class Ops(enum.Enum):
     EXP = enum.auto(); EXP2 = enum.auto(); LOG = enum.auto(); LOG2 = enum.auto()  # noqa: E702
     SIN = enum.auto(); COS = enum.auto(); TAN = enum.auto(); TANH = enum.auto()  # noqa: E702
     FLOOR = enum.auto(); CEIL = enum.auto(); TRUNC = enum.auto()  # noqa: E702
+    # more of NumPy's float functions (each has a libm fallback and a polynomial form in codegen/transcendental.py)
+    ASIN = enum.auto(); ACOS = enum.auto(); ATAN = enum.auto(); SINH = enum.auto(); COSH = enum.auto()  # noqa: E702
+    ASINH = enum.auto(); ACOSH = enum.auto(); ATANH = enum.auto(); EXPM1 = enum.auto()  # noqa: E702
+    LOG1P = enum.auto(); LOG10 = enum.auto(); CBRT = enum.auto(); RINT = enum.auto()  # noqa: E702
     # binary (NumPy semantics: FLOORDIV/MOD round towards -inf, integer division by zero gives 0)
     ADD = enum.auto(); SUB = enum.auto(); MUL = enum.auto(); FDIV = enum.auto()  # noqa: E702
     FLOORDIV = enum.auto(); MOD = enum.auto(); POW = enum.auto()  # noqa: E702
     MAX = enum.auto(); MIN = enum.auto()  # noqa: E702
     CMPLT = enum.auto(); CMPLE = enum.auto(); CMPEQ = enum.auto(); CMPNE = enum.auto()  # noqa: E702
     AND = enum.auto(); OR = enum.auto(); XOR = enum.auto(); SHL = enum.auto(); SHR = enum.auto()  # noqa: E702
+    ATAN2 = enum.auto(); HYPOT = enum.auto()  # noqa: E702
     # binary ops of the machine, produced by codegen only: C semantics (truncating, divisor never 0 or -1)
     IDIV = enum.auto(); IMOD = enum.auto(); FMOD = enum.auto()  # noqa: E702
     # ternary
@@ -62,7 +67,8 @@ class Ops(enum.Enum):
     # value's shape, says which positions write at all. It is a new version of old's memory: the scheduler writes it
     # in place where nothing reads the old version afterwards.
     SCATTER = enum.auto()
-    # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis)
+    # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis), the running
+    # left fold ((x0 op x1) op x2) ... along the axis for any binary ALU op
     REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
     # program structure
     CONTIGUOUS = enum.auto()   # materialize the source in a fresh row-major buffer
@@ -79,17 +85,20 @@ class Ops(enum.Enum):
 
 
 UNARY = frozenset({Ops.NEG, Ops.NOT, Ops.ABS, Ops.SQRT, Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS,
-                   Ops.TAN, Ops.TANH, Ops.FLOOR, Ops.CEIL, Ops.TRUNC})
+                   Ops.TAN, Ops.TANH, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH,
+                   Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.RINT})
 BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
                     Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                    Ops.IDIV, Ops.IMOD, Ops.FMOD})
+                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT})
 TERNARY = frozenset({Ops.WHERE})
 ALU = UNARY | BINARY | TERNARY
 ELEMENTWISE = ALU | {Ops.CAST, Ops.BITCAST}
 COMPARISON = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
 COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
-TRANSCENDENTAL = frozenset({Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.POW})
+TRANSCENDENTAL = frozenset({Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.POW,
+                            Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH,
+                            Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.ATAN2, Ops.HYPOT})
 
 
 @dataclass(frozen=True)
@@ -281,6 +290,7 @@ def cast_scalar(value, dtype: DType):
     if dtype.is_bool: return bool(value)
     if dtype.is_float:
         value = float(value)
+        if dtype.itemsize == 2: return float(_np_float32(value, "float16"))
         return float(_np_float32(value)) if dtype.itemsize == 4 else value
     if isinstance(value, float):
         if not math.isfinite(value): return dtype.min if dtype.kind == "i" else 0
@@ -292,10 +302,10 @@ def cast_scalar(value, dtype: DType):
     return value
 
 
-def _np_float32(value: float):
+def _np_float32(value: float, name: str = "float32"):
     import numpy as np
     with np.errstate(over="ignore"):
-        return np.float32(value)
+        return np.dtype(name).type(value)
 
 
 def _infer_shape(u: UOp) -> tuple[int, ...] | None:

@@ -20,7 +20,7 @@ import pytest
 import numfn
 import numfn.numpy as fnp
 
-RTOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+RTOL = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 ALL_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.bool_)
 FLOAT_DTYPES = (np.float32, np.float64)
 INT_DTYPES = (np.int32, np.int64)

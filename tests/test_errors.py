@@ -64,8 +64,7 @@ def _argsort(x): return x.argsort()            # marker: argsort
 def _packbits(x): return np.packbits(x > 0)     # marker: packbits
 def _tofile(x): return x.tofile("/dev/null")   # marker: tofile
 def _sort(x): return np.sort(x)                # marker: np.sort
-def _arctan2(x): return np.arctan2(x, x)       # marker: arctan2
-def _reduce_at(x): return np.add.reduce(x)     # marker: add.reduce
+def _reduceat(x): return np.add.reduceat(x, [0])  # marker: add.reduceat
 
 
 def _busday(x):
@@ -85,10 +84,9 @@ def _calls_helper(x):
 @pytest.mark.parametrize("fn,marker,name", [
     (_inv, "marker: linalg.inv", "inv"), (_fft, "marker: fft.fft", "fft"), (_argsort, "marker: argsort", "argsort"),
     (_packbits, "marker: packbits", "packbits"), (_tofile, "marker: tofile", "tofile"),
-    (_sort, "marker: np.sort", "sort"), (_arctan2, "marker: arctan2", "arctan2"),
-    (_reduce_at, "marker: add.reduce", "reduce"), (_busday, "marker: busday_count", "busday_count"),
-    (_calls_helper, "marker: nested byteswap", "byteswap"),
-], ids=["inv", "fft", "argsort", "packbits", "tofile", "sort", "arctan2", "ufunc.reduce", "busday", "nested"])
+    (_sort, "marker: np.sort", "sort"), (_reduceat, "marker: add.reduceat", "reduceat"),
+    (_busday, "marker: busday_count", "busday_count"), (_calls_helper, "marker: nested byteswap", "byteswap"),
+], ids=["inv", "fft", "argsort", "packbits", "tofile", "sort", "ufunc.reduceat", "busday", "nested"])
 def test_unsupported_operation_names_it_and_points_at_the_line(backend, fn, marker, name):
     x = np.ones((3, 3))
     with pytest.raises(numfn.NumfnError) as info:
@@ -141,10 +139,10 @@ def _quiet_matrix(rows):
         return np.matrix(rows)
 
 
-@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.complex128), np.ones(2, np.float16),
+@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.complex128), np.ones(2, np.longdouble),
                                  np.array(["a"]), [1, "a"], np.ma.masked_array([1.0, 2.0], mask=[0, 1]),
                                  _quiet_matrix([[1.0, 2.0]])],
-                         ids=["str", "object", "set", "complex", "float16", "unicode", "mixed-list", "masked",
+                         ids=["str", "object", "set", "complex", "longdouble", "unicode", "mixed-list", "masked",
                               "matrix"])
 def test_bad_argument_raises_type_error_naming_it(backend, bad):
     def f(x, weights):
@@ -259,7 +257,7 @@ def _computed_like_numpy_or_refused(make, x, backend):
     pytest.param(lambda x: np.divmod(x, -2), id="np.divmod"),
     pytest.param(lambda x: x * x.itemsize, id="itemsize"),
     pytest.param(lambda x: x.view(np.uint32), id="view"),
-    pytest.param(lambda x: np.result_type(x, 1.0), id="result_type"),
+    pytest.param(lambda x: x + np.array(1, np.result_type(x, 1.0)), id="result_type"),
     pytest.param(lambda x: x.astype(np.result_type(x, 1.0)), id="astype-result_type"),
 ])
 def test_python_operators_and_attributes_computed_like_numpy_or_refused(backend, make):

@@ -5,12 +5,13 @@ After these rules a backend only needs: + - * / (float), IDIV / IMOD (C truncati
 FMOD, comparisons (float ones false on NaN except !=), WHERE, AND / OR / XOR / SHL / SHR, NEG, MAX / MIN (on
 floats NaN-propagating like np.maximum: backends have fast instructions for that, which a select chain would
 hide from their vectorizers), CAST between types where the value is representable (plus bool and int->float),
-BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL, TRUNC, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW.
+BITCAST, and the float functions SQRT, ABS, FLOOR, CEIL, TRUNC, RINT, EXP, EXP2, LOG, LOG2, SIN, COS, TAN, TANH, POW
+and the other math functions of the unary and binary op sets (ASIN ... HYPOT: libm calls, or polynomials).
 """
 from __future__ import annotations
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import Ops, PatternMatcher, UOp, UPat
+from numfn.uop import ALU, Ops, PatternMatcher, UOp, UPat
 
 
 def c(dtype: DType, value) -> UOp:
@@ -206,12 +207,86 @@ def _cast(x: UOp) -> UOp | None:
     return nonneg.where(ok.where(unsigned, c(dtypes.uint64, 0)), _x86_to_int64(a).bitcast(dtypes.uint64))
 
 
+# ---- float16: a storage type (its 16 bits), computed in float32 --------------------------------------------------
+F16, F32, F64, U16, U32, U64 = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.uint16, dtypes.uint32,
+                                dtypes.uint64)
+
+
+def _mshl(a: UOp, n: int) -> UOp: return UOp(Ops.SHL, a.dtype, (a, c(a.dtype, n)), True)
+def _mshr(a: UOp, n: int) -> UOp: return UOp(Ops.SHR, a.dtype, (a, c(a.dtype, n)), True)
+
+
+def _half_arith(x: UOp) -> UOp | None:
+    """An operation on float16 values computes in float32 and rounds back to float16, as NumPy's float16 loops do
+    (float32 holds every product and sum of two float16 exactly enough that the double rounding is harmless)."""
+    if x.dtype is not F16 and not any(s.dtype is F16 for s in x.src): return None
+    srcs = tuple(UOp(Ops.CAST, F32, (s,)) if s.dtype is F16 else s for s in x.src)
+    out = UOp(x.op, F32 if x.dtype is F16 else x.dtype, srcs, x.arg)
+    return UOp(Ops.CAST, F16, (out,)) if x.dtype is F16 else out
+
+
+def _half_to_float(h: UOp) -> UOp:
+    """float16 bits to float32, exactly: the 15 magnitude bits moved into float32's place and scaled by 2**112
+    (normal and denormal alike); infinities and NaNs (payload kept) by their bits."""
+    b = UOp(Ops.CAST, U32, (h.bitcast(U16),))
+    mag = b & c(U32, 0x7FFF)
+    moved = _mshl(mag, 13)
+    finite = (moved.bitcast(F32) * c(F32, 2.0**112)).bitcast(U32)
+    bits = (mag >= c(U32, 0x7C00)).where(moved | c(U32, 0x7F800000), finite)
+    return (bits | _mshl(b & c(U32, 0x8000), 16)).bitcast(F32)
+
+
+def _float_to_half(v: UOp) -> UOp:
+    """float32 or float64 to float16 bits, rounded to nearest even like NumPy's npy_float(double)_to_half:
+    normal results by integer rounding of the dropped bits (a carry moves into the exponent), denormal ones by
+    rounding |v| * 2**24 to an integer, 65520 and above to inf, NaN keeping the top of its payload."""
+    wide = v.dtype is F64
+    ut, drop, ebits = (U64, 42, 11) if wide else (U32, 13, 8)
+    top = ut.bits - 1
+    bits = v.bitcast(ut)
+    sign = _mshr(bits, ut.bits - 16) & c(ut, 0x8000)
+    a = bits & c(ut, (1 << top) - 1)
+    exp_mask = ((1 << ebits) - 1) << (top - ebits)
+    bias = ((1 << (ebits - 1)) - 1 - 15) << (top - ebits)               # float16's exponent bias in v's units
+    inf_from = int(np_bits(65520.0, v.dtype))
+    normal_from = int(np_bits(2.0**-14, v.dtype))
+    rounded = a + c(ut, (1 << (drop - 1)) - 1) + (_mshr(a, drop) & c(ut, 1))
+    normal = _mshr(rounded - c(ut, bias), drop)
+    magic, magic_bits = (6755399441055744.0, 0x4338000000000000) if wide else (12582912.0, 0x4B400000)
+    t = a.bitcast(v.dtype) * c(v.dtype, 2.0**24) + c(v.dtype, magic)     # round(|v| * 2**24), |v| < 2**-14
+    denormal = t.bitcast(ut) - c(ut, magic_bits)
+    payload = _mshr(a & c(ut, (1 << (top - ebits)) - 1), drop)
+    nan = c(ut, 0x7C00) + payload.eq(c(ut, 0)).where(c(ut, 1), payload)
+    h = (a >= c(ut, inf_from)).where((a > c(ut, exp_mask)).where(nan, c(ut, 0x7C00)),
+                                     (a >= c(ut, normal_from)).where(normal, denormal))
+    return UOp(Ops.CAST, U16, (h | sign,)).bitcast(F16)
+
+
+def np_bits(value: float, dt: DType) -> int:
+    import numpy as np
+    return int(np.array(value, dt.np).view(np.uint64 if dt.itemsize == 8 else np.uint32))
+
+
+def _half_cast(x: UOp) -> UOp | None:
+    """Conversions from and to float16 through float32 (from float64 directly, so it rounds once)."""
+    a, dt = x.src[0], x.dtype
+    if a.dtype is not F16 and dt is not F16: return None
+    if a.dtype is F16 and dt is F16: return a
+    if a.dtype is F16:
+        f = _half_to_float(a)
+        return f if dt is F32 else UOp(Ops.CAST, dt, (f,))
+    src = a if a.dtype in (F32, F64) else UOp(Ops.CAST, F64 if a.dtype.itemsize > 2 else F32, (a,))
+    return _float_to_half(src)
+
+
 def _wrap(v: UOp, dt: DType) -> UOp:
     """Integer conversion that keeps the low bits (the renderer's CAST between ints truncates or extends)."""
     return v if v.dtype is dt else UOp(Ops.CAST, dt, (v,))
 
 
 decompositions = PatternMatcher([
+    (UPat(Ops.CAST, name="x"), _half_cast),
+    (UPat(tuple(ALU - {Ops.WHERE}), name="x"), _half_arith),
     (UPat((Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN), dtypes.bool, name="x"), _bool_arith),
     (UPat(Ops.ABS, name="x"), _int_abs),
     (UPat(Ops.NOT, name="x"), _not),

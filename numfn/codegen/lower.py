@@ -268,8 +268,9 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
                 prev = UOp(Ops.LOAD, buf.dtype, (buf, i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
                                                  .alu(Ops.WHERE, ZERO, linear_index(prev_idx, shape))))
                 first = i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
-                identity = UOp.const(buf.dtype, 0 if rop is Ops.ADD else 1)
-                value = first.alu(Ops.WHERE, identity, prev).alu(rop, lw.lower(value.src[0], tuple(idx)))
+                # any binary op: the first element is x itself (no identity needed, and -0.0 stays -0.0)
+                x = lw.lower(value.src[0], tuple(idx))
+                value = first.alu(Ops.WHERE, x, prev.alu(rop, x))
             else:
                 value = lw.lower(value, tuple(idx))
             out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))

@@ -97,6 +97,9 @@ _BITS = 1400                     # fixed-point precision of the constants (the 2
 _G = 64                          # guard bits against the series' truncation
 _PI = Fraction((16 * _atan_inv(5, _BITS + _G) - 4 * _atan_inv(239, _BITS + _G)) >> _G, 1 << _BITS)
 _LN2 = Fraction((2 * _atanh_inv(3, _BITS + _G)) >> _G, 1 << _BITS)
+_LN10 = 3 * _LN2 + Fraction((2 * _atanh_inv(9, _BITS + _G)) >> _G, 1 << _BITS)       # ln 10 = 3 ln 2 + ln(5/4)
+_ATAN_HALF = Fraction(_atan_inv(2, _BITS + _G) >> _G, 1 << _BITS)                     # atan(1/2)
+_ATAN_3_2 = _PI / 4 + Fraction(_atan_inv(5, _BITS + _G) >> _G, 1 << _BITS)          # atan(3/2) = pi/4 + atan(1/5)
 
 
 def _dbl(v: Fraction) -> float:
@@ -128,6 +131,16 @@ PIO2_A = _round_bits(_PI / 2, 26)                  # pi/2 = A + B + C, products 
 PIO2_B = _round_bits(_PI / 2 - Fraction(PIO2_A), 26)   # numbers of up to 27 bits are exact
 PIO2_C = _dbl(_PI / 2 - Fraction(PIO2_A) - Fraction(PIO2_B))
 PIO4 = _dbl(_PI / 4)
+PI_HI = _dbl(_PI)
+PI_LO = _dbl(_PI - Fraction(PI_HI))
+LOG10_2HI = _round_bits(_LN2 / _LN10, 42)     # k * LOG10_2HI is exact for |k| < 2**11
+LOG10_2LO = _dbl(_LN2 / _LN10 - Fraction(LOG10_2HI))
+IVLN10_HI = _round_bits(1 / _LN10, 32)         # exact times a 21-bit number
+IVLN10_LO = _dbl(1 / _LN10 - Fraction(IVLN10_HI))
+# atan's reduction points c = 0, 1/2, 1, 3/2, inf and atan(c) as hi + lo
+_ATAN_C = [Fraction(0), _ATAN_HALF, _PI / 4, _ATAN_3_2, _PI / 2]
+ATAN_HI = tuple(_dbl(v) for v in _ATAN_C)
+ATAN_LO = tuple(_dbl(v - Fraction(_dbl(v))) for v in _ATAN_C)
 _MAX_FINITE = {F64: 1.7976931348623157e308, F32: 3.4028234663852886e38}
 SQRT_HALF_BITS = struct.unpack("<q", struct.pack("<d", math.sqrt(0.5)))[0]   # log reduces x to [sqrt(1/2), sqrt(2))
 
@@ -171,6 +184,11 @@ LOG32 = (0.666666656486376, 0.4000033453657527, 0.28537346828306615, 0.235814749
 TANH64 = (-0.333333333333333, 0.13333333333326777, -0.05396825396385402, 0.02186948838861152,
           -0.00886323264794817, 0.0035920925139862276, -0.0014555460484172345, 0.0005884580301474298,
           -0.00023341696124965696, 8.336851883739712e-05, -1.9527657906339818e-05)
+# (atan(t) - t) / t**3 in z = t*t, |t| <= 7/16 * (1 + 2**-20), weight t**3/atan(t): 2**-57.7
+# (benchmarks/design_polys.py)
+ATAN64 = (-0.3333333333333292, 0.19999999999873674, -0.142857142722616, 0.11111110395067934, -0.09090886875686131,
+          0.07691872242619252, -0.06661034143129331, 0.05833324124709539, -0.049759155957827116,
+          0.036510317098051144, -0.016265562142035138)
 TANH_SPLIT = 0.5493061443340548   # ln(3)/2: above it 2/(e**2x + 1) <= 1/2, so 1 - q loses at most one bit
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -576,6 +594,198 @@ def _tanh32(x: UOp) -> UOp:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# expm1, log1p, log10: the exp and log kernels with their extra precision kept
+
+
+def _expm1_64(x: UOp) -> UOp:
+    """e**x - 1 = 2**k * (s + t) - 1 from the exp kernel: 2**k * s is exact, so the only cancellation (k = 0, -1)
+    is an exact subtraction. Beyond k = 1000 the 1 does not matter and 2**k is applied as two factors."""
+    xc = _clamp(x, -60.0, 710.0)            # below -60 the result rounds to -1, above 709.8 it is inf
+    kf, k = _round(xc * INV_LN2)
+    s, t = _exp_kernel64(xc - kf * LN2_HI, kf * -LN2_LO)
+    big = k > 1000
+    u = _pow2(big.where(_i(0), k))
+    y = big.where(_ldexp(s + t, k), (u * s - 1.0) + u * t)
+    return x.eq(0.0).where(x, y)             # -0.0 stays -0.0
+
+
+def _log1p64(x: UOp) -> UOp:
+    """log(1 + x) = log(u) + c/u with u = fl(1 + x) and c = (1 + x) - u exactly (TwoSum)."""
+    u = x + 1.0
+    b = u - 1.0
+    c = (_d(1.0) - (u - b)) + (x - b)
+    y = _log64(u)
+    fine = (u > 0.0) & (u < math.inf)
+    return x.eq(0.0).where(x, fine.where(y + _div(c, u), y))
+
+
+def _log10_64(x: UOp) -> UOp:
+    """As log2: log(1 + f) as hi + lo with hi of 21 bits, times 1/ln 10 in two parts, plus k * log10(2)."""
+    kf, f, s = _log_reduce(x, True)
+    hfsq = 0.5 * f * f
+    z = s * s
+    r = z * _poly(z, LOG64, 2)
+    hi = f - hfsq
+    hi = (hi.bitcast(U64) & _u(0xFFFFFFFF00000000)).bitcast(F64)
+    lo = ((f - hi) - hfsq) + s * (hfsq + r)
+    vhi = hi * IVLN10_HI                                              # exact
+    y2 = kf * LOG10_2HI                                               # exact
+    vlo = kf * LOG10_2LO + (lo + hi) * IVLN10_LO + lo * IVLN10_HI
+    w = y2 + vhi
+    vlo = vlo + ((y2 - w) + vhi)                                      # Fast2Sum: |y2| >= |vhi| or y2 == 0
+    return _log_special(x, vlo + w)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# hyperbolic functions and their inverses, from exp, expm1, log and log1p (float64)
+
+
+def _half_exp64(ax: UOp) -> UOp:
+    """e**ax / 2 for ax >= 0 without overflow before the result itself overflows (2**(k-1) as two factors)."""
+    axc = _clamp(ax, 0.0, 711.0)
+    kf, k = _round(axc * INV_LN2)
+    s, t = _exp_kernel64(axc - kf * LN2_HI, kf * -LN2_LO)
+    return _ldexp(s + t, k - 1)
+
+
+def _sinh64(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    e = _expm1_64(_clamp(ax, 0.0, 22.0))
+    near = 0.5 * (e + _div(e, e + 1.0))           # (e**x - e**-x)/2 without cancellation
+    return _xor_sign((ax < 22.0).where(near, _half_exp64(ax)), _sign_of(x))
+
+
+def _cosh64(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    e = _expm1_64(_clamp(ax, 0.0, 1.0))
+    near = 1.0 + _div(e * e, (e + 1.0) * 2.0)     # 1 + (e**x - 1)**2 / (2 e**x)
+    h = _half_exp64(ax)
+    mid = h + _div(_d(0.25), h)
+    return (ax < 0.3465735902799727).where(near, (ax < 22.0).where(mid, h))   # ln(2)/2
+
+
+def _asinh64(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    z = ax * ax
+    big = _log64(ax) + LN2
+    mid = _log64(ax * 2.0 + _div(_d(1.0), (z + 1.0).alu(Ops.SQRT) + ax))
+    near = _log1p64(ax + _div(z, (z + 1.0).alu(Ops.SQRT) + 1.0))
+    return _xor_sign((ax > 2.0**28).where(big, (ax > 2.0).where(mid, near)), _sign_of(x))
+
+
+def _acosh64(x: UOp) -> UOp:
+    big = _log64(x) + LN2
+    mid = _log64(x * 2.0 - _div(_d(1.0), x + (x * x - 1.0).alu(Ops.SQRT)))
+    t = x - 1.0
+    near = _log1p64(t + (t * 2.0 + t * t).alu(Ops.SQRT))
+    return (x < 1.0).where(_d(math.nan), (x > 2.0**28).where(big, (x > 2.0).where(mid, near)))
+
+
+def _atanh64(x: UOp) -> UOp:
+    ax = x.alu(Ops.ABS)
+    a2 = ax * 2.0
+    near = _log1p64(a2 + _div(a2 * ax, _d(1.0) - ax))
+    far = _log1p64(_div(a2, _d(1.0) - ax))
+    return _xor_sign(0.5 * (ax < 0.5).where(near, far), _sign_of(x))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# atan, atan2, asin, acos (float64)
+
+
+def _atan_ratio(num: UOp, den: UOp) -> UOp:
+    """atan(num / den) for num, den >= 0 (the quotient may be inf; NaN gives NaN). The quotient a is reduced by
+    atan(a) = atan(c) + atan((a - c) / (1 + a c)) with c in (0, 1/2, 1, 3/2, inf) to |t| <= 7/16, where an odd
+    polynomial of degree 23 gives atan(t); atan(c) is added as hi + lo."""
+    a = _div(num, den)
+    ids = [a < 0.4375, a < 0.6875, a < 1.1875, a < 2.4375]   # 7/16, 11/16, 19/16, 39/16
+    tops = [a, a * 2.0 - 1.0, a - 1.0, a - 1.5, _d(-1.0)]
+    bottoms = [_d(1.0), a + 2.0, a + 1.0, a * 1.5 + 1.0, a]
+    num_t, den_t, chi, clo = tops[4], bottoms[4], _d(ATAN_HI[4]), _d(ATAN_LO[4])
+    for i in reversed(range(4)):
+        num_t, den_t = ids[i].where(tops[i], num_t), ids[i].where(bottoms[i], den_t)
+        chi, clo = ids[i].where(_d(ATAN_HI[i]), chi), ids[i].where(_d(ATAN_LO[i]), clo)
+    t = _div(num_t, den_t)
+    z = t * t
+    p = t * z * _poly(z, ATAN64, 2)
+    return chi + ((p + clo) + t)
+
+
+def _atan64(x: UOp) -> UOp:
+    return _xor_sign(_atan_ratio(x.alu(Ops.ABS), _d(1.0)), _sign_of(x))
+
+
+def _atan2_64(y: UOp, x: UOp) -> UOp:
+    """The angle of (x, y): atan(|y| / |x|) in [0, pi/2], reflected to pi - a for x < 0 (or -0), with y's sign.
+    Two infinities count as equal, two zeros give 0 (then pi for a negative x), as C99 and NumPy have them."""
+    ay, ax = y.alu(Ops.ABS), x.alu(Ops.ABS)
+    both_inf = ay.eq(math.inf) & ax.eq(math.inf)
+    both_zero = ay.eq(0.0) & ax.eq(0.0)
+    num = both_inf.where(_d(1.0), ay)
+    den = (both_inf | both_zero).where(_d(1.0), ax)
+    a = _atan_ratio(num, den)
+    a = _sign_of(x).ne(0).where(_d(PI_HI) - (a - PI_LO), a)
+    return _xor_sign(a, _sign_of(y))
+
+
+def _asin64(x: UOp) -> UOp:
+    return _atan2_64(x, ((_d(1.0) - x) * (x + 1.0)).alu(Ops.SQRT))    # (1 - x)(1 + x): no cancellation near 1
+
+
+def _acos64(x: UOp) -> UOp:
+    # acos x = 2 atan(sqrt((1 - x) / (1 + x))): small results near x = 1 keep their relative accuracy
+    return _atan_ratio(_div(_d(1.0) - x, x + 1.0).alu(Ops.SQRT), _d(1.0)) * 2.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cbrt, hypot (float64)
+
+CBRT_BITS = round((1023 - 1023 / 3 - 0.0330) * 2**52)   # bits / 3 + this: 2**(e/3) within 3.3%
+
+
+def _cbrt64(x: UOp) -> UOp:
+    """An estimate from the bits (the exponent divided by 3), two Halley steps (3.3% -> 2**-15 -> 2**-44), the
+    estimate cut to 21 bits so that t*t is exact, and a last Halley step in a form that rounds little."""
+    ax = x.alu(Ops.ABS)
+    tiny = ax < 2.0**-1022
+    a = tiny.where(ax * 2.0**54, ax)                              # denormals scaled: the root by 2**18
+    t = (UOp(Ops.IDIV, U64, (a.bitcast(U64), _u(3))) + CBRT_BITS).bitcast(F64)
+    for _ in range(2):
+        q = _div(t, a) * t * t                                    # t**3 / a, without overflow
+        t = t * _div(q + 2.0, q * 2.0 + 1.0)
+    t = (t.bitcast(U64) & _u(~(2**32 - 1) & (2**64 - 1))).bitcast(F64)
+    r = _div(a, t * t)                                            # t * t exact
+    r = _div(r - t, t * 2.0 + r)
+    t = t + t * r
+    t = tiny.where(t * 2.0**-18, t)
+    special = ax.eq(0.0) | (ax < math.inf).ne(True)               # 0, inf, NaN
+    return special.where(x, _xor_sign(t, _sign_of(x)))
+
+
+def _hypot64(x: UOp, y: UOp) -> UOp:
+    """sqrt(a*a + b*b) with both scaled by a power of two when the larger is huge or tiny (no overflow, no
+    underflow that matters); an infinity wins over NaN, as in C99."""
+    ax, ay = x.alu(Ops.ABS), y.alu(Ops.ABS)
+    a, b = ax.maximum(ay), ax.minimum(ay)
+    scale = (a > 2.0**500).where(_d(2.0**-600), (a < 2.0**-500).where(_d(2.0**600), _d(1.0)))
+    a, b = a * scale, b * scale
+    h = _div((a * a + b * b).alu(Ops.SQRT), scale)
+    return (ax.eq(math.inf) | ay.eq(math.inf)).where(_d(math.inf), h)
+
+
+def _via64(fn):
+    """A float32 function computed by its float64 kernel and rounded once."""
+    return lambda *xs: fn(*(v.cast(F64) for v in xs)).cast(F32)
+
+
+def _hypot32(x: UOp, y: UOp) -> UOp:
+    xd, yd = x.cast(F64), y.cast(F64)                             # squares of float32 values cannot overflow here
+    h = (xd * xd + yd * yd).alu(Ops.SQRT)
+    inf = xd.alu(Ops.ABS).eq(math.inf) | yd.alu(Ops.ABS).eq(math.inf)
+    return inf.where(_d(math.inf), h).cast(F32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the rules
 
 _IMPL = {
@@ -583,19 +793,21 @@ _IMPL = {
     Ops.LOG2: (_log2_64, _log2_32), Ops.TANH: (_tanh64, _tanh32),
     Ops.SIN: (lambda x: _trig(x, Ops.SIN),) * 2, Ops.COS: (lambda x: _trig(x, Ops.COS),) * 2,
     Ops.TAN: (lambda x: _trig(x, Ops.TAN),) * 2,
+    Ops.EXPM1: (_expm1_64, _via64(_expm1_64)), Ops.LOG1P: (_log1p64, _via64(_log1p64)),
+    Ops.LOG10: (_log10_64, _via64(_log10_64)), Ops.SINH: (_sinh64, _via64(_sinh64)),
+    Ops.COSH: (_cosh64, _via64(_cosh64)), Ops.ASINH: (_asinh64, _via64(_asinh64)),
+    Ops.ACOSH: (_acosh64, _via64(_acosh64)), Ops.ATANH: (_atanh64, _via64(_atanh64)),
+    Ops.ATAN: (_atan64, _via64(_atan64)), Ops.ASIN: (_asin64, _via64(_asin64)), Ops.ACOS: (_acos64, _via64(_acos64)),
+    Ops.CBRT: (_cbrt64, _via64(_cbrt64)), Ops.ATAN2: (_atan2_64, _via64(_atan2_64)), Ops.HYPOT: (_hypot64, _hypot32),
 }
 
 
 def _rewrite(x: UOp) -> UOp | None:
     """The polynomial form of one transcendental op on float32 or float64 (constants are left to constant
     folding, which uses NumPy)."""
-    a = x.src[0]
-    if a.op is Ops.CONST or a.dtype is not x.dtype: return None
+    if all(a.op is Ops.CONST for a in x.src) or any(a.dtype is not x.dtype for a in x.src): return None
     impl64, impl32 = _IMPL[x.op]
-    return impl64(a) if x.dtype is F64 else impl32(a)
+    return impl64(*x.src) if x.dtype is F64 else impl32(*x.src)
 
 
-transcendental = PatternMatcher([
-    (UPat((Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH), (F32, F64), name="x"),
-     _rewrite),
-])
+transcendental = PatternMatcher([(UPat(tuple(_IMPL), (F32, F64), name="x"), _rewrite)])

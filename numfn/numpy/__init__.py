@@ -6,9 +6,10 @@ also defines (in its main namespace, or in np.linalg, np.fft, ... for the subpac
 __array_function__). Every function follows NumPy's semantics: broadcasting, dtype promotion (NumPy 2 rules,
 Python scalars are weak), result shapes and the errors NumPy raises.
 
-The modules, one family each: ufuncs (elementwise), creation, manipulation (shapes, views, joining), reductions,
-statistics, products, signal (differences, convolution, interpolation, polynomials). A module lists its names in
-__all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
+The modules, one family each: ufuncs (elementwise), dtypes (scalar types, dtype helpers, constants), creation,
+manipulation (shapes, views, joining), reductions, statistics, products, signal (differences, convolution,
+interpolation, polynomials). A module lists its names in __all__; ndarray methods are added to Tensor with
+numfn.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ import types
 import numpy as _np
 
 from numfn import dynamic
-from numfn.numpy import (creation, indexing, manipulation, products, random, reductions,  # noqa: F401 - fnp.random
-                         signal, statistics, ufuncs)
+from numfn.numpy import (creation, dtypes, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
+                         reductions, signal, statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
+from numfn.numpy.dtypes import *  # noqa: F401,F403
 from numfn.numpy.indexing import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
@@ -29,7 +31,7 @@ from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.tensor import NUMPY_IMPLEMENTATIONS
 
-_MODULES = (creation, indexing, manipulation, products, reductions, signal, statistics, ufuncs)
+_MODULES = (creation, dtypes, indexing, manipulation, products, reductions, signal, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 
@@ -42,10 +44,11 @@ for _name in __all__:
 
 
 def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, names) -> None:
-    """Dispatch NumPy's `numpy_namespace.NAME` to `namespace.NAME` for each of `names` both define."""
+    """Dispatch NumPy's `numpy_namespace.NAME` to `namespace.NAME` for each of `names` both define (functions and
+    ufuncs only: types, constants and NumPy's own objects re-exported as they are need no dispatch)."""
     for name in names:
         ours, theirs = getattr(namespace, name), getattr(numpy_namespace, name, None)
-        if theirs is not None and callable(theirs) and not isinstance(theirs, type):
+        if theirs is not None and callable(theirs) and not isinstance(theirs, type) and ours is not theirs:
             NUMPY_IMPLEMENTATIONS[theirs] = ours
 
 

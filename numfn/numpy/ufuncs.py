@@ -1,123 +1,740 @@
-"""Elementwise functions (NumPy's ufuncs and a few relatives: where, clip): broadcasting, NumPy 2 promotion with
-weak Python scalars (NEP 50), NaN, inf and signed zeros as NumPy has them."""
+"""Elementwise functions: NumPy's ufuncs as `ufunc` objects over traced arrays, and a few relatives (where, clip,
+isclose, round, nan_to_num, ...). Broadcasting, NumPy 2 promotion with weak Python scalars (NEP 50), NaN, inf and
+signed zeros as NumPy has them.
+
+Every ufunc is one `ufunc` object: calling it computes elementwise (keywords out=, where=, dtype= as NumPy has
+them), and `reduce`, `accumulate` and `outer` are its methods, so `fnp.add.reduce(x)` and `np.add.reduce(x)` on a
+traced x (through __array_ufunc__) run the same code. The elementwise part is a composition of the tracer's ops;
+the math functions with their own kernel (arcsin, expm1, hypot, ...) are single IR ops rewritten into polynomial
+code by numfn/codegen/transcendental.py.
+
+`out=` writes into the array given, as `out[...] = result` does (numfn.indexing: an input's memory is the caller's
+array, a captured array is refused). `where=` needs out=: without it NumPy leaves the masked-out elements
+uninitialized, which numfn refuses rather than invent values (write `fnp.where(mask, f(x), fill)` instead).
+"""
 from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from numfn.args import refuse
-from numfn.dtype import dtypes, resolve_ufunc, result_type
-from numfn.errors import user_location
-from numfn.numpy.creation import full_like
-from numfn.tensor import Tensor, broadcast_shapes
-from numfn.uop import Ops, UOp
+from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
+from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_type
+from numfn.errors import unsupported, user_location
+from numfn.indexing import setitem
+from numfn.numpy.creation import full, full_like
+from numfn.numpy import manipulation   # a module: manipulation imports this one too
+from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
+from numfn.uop import Ops, UOp, toposort
 
 T = Tensor.lift
 
-__all__ = ['sin', 'cos', 'tan', 'tanh', 'exp', 'exp2', 'log', 'log2', 'sqrt', 'negative', 'positive', 'invert',
-           'bitwise_not', 'abs', 'absolute', 'floor', 'ceil', 'trunc', 'add', 'subtract', 'multiply', 'divide',
-           'floor_divide', 'remainder', 'divmod', 'power', 'maximum', 'minimum', 'bitwise_and', 'bitwise_or',
-           'bitwise_xor', 'left_shift', 'right_shift', 'less', 'less_equal', 'greater', 'greater_equal', 'equal',
-           'not_equal', 'true_divide', 'mod', 'logical_and', 'logical_or', 'logical_xor', 'logical_not', 'square',
-           'sign', 'isnan', 'isinf', 'isfinite', 'where', 'clip']
+__all__ = [
+    'ufunc',
+    # the ufuncs of NumPy's main namespace (real and integer types)
+    'sin', 'cos', 'tan', 'arcsin', 'arccos', 'arctan', 'sinh', 'cosh', 'tanh', 'arcsinh', 'arccosh', 'arctanh',
+    'exp', 'exp2', 'expm1', 'log', 'log2', 'log10', 'log1p', 'sqrt', 'cbrt', 'square', 'reciprocal', 'negative',
+    'positive', 'absolute', 'fabs', 'sign', 'signbit', 'copysign', 'nextafter', 'spacing', 'ldexp', 'frexp', 'modf',
+    'floor', 'ceil', 'trunc', 'rint', 'deg2rad', 'rad2deg', 'degrees', 'radians', 'heaviside', 'arctan2', 'hypot',
+    'logaddexp', 'logaddexp2', 'add', 'subtract', 'multiply', 'divide', 'true_divide', 'floor_divide', 'remainder',
+    'mod', 'fmod', 'divmod', 'power', 'float_power', 'maximum', 'minimum', 'fmax', 'fmin', 'gcd', 'lcm',
+    'bitwise_and', 'bitwise_or', 'bitwise_xor', 'invert', 'bitwise_not', 'left_shift', 'right_shift', 'bitwise_count',
+    'less', 'less_equal', 'greater', 'greater_equal', 'equal', 'not_equal', 'logical_and', 'logical_or',
+    'logical_xor', 'logical_not', 'isnan', 'isinf', 'isfinite', 'conjugate', 'conj',
+    # NumPy 2's aliases
+    'abs', 'acos', 'asin', 'atan', 'atan2', 'acosh', 'asinh', 'atanh', 'pow', 'bitwise_invert', 'bitwise_left_shift',
+    'bitwise_right_shift',
+    # functions built from ufuncs
+    'where', 'clip', 'isclose', 'allclose', 'array_equal', 'array_equiv', 'nan_to_num', 'round', 'around', 'fix',
+    'real', 'imag', 'sinc',
+]
 
-# ---- elementwise ----------------------------------------------------------------------------------------------
-def sin(x) -> Tensor: return T(x)._unary("sin", Ops.SIN)
-def cos(x) -> Tensor: return T(x)._unary("cos", Ops.COS)
-def tan(x) -> Tensor: return T(x)._unary("tan", Ops.TAN)
-def tanh(x) -> Tensor: return T(x)._unary("tanh", Ops.TANH)
-def exp(x) -> Tensor: return T(x)._unary("exp", Ops.EXP)
-def exp2(x) -> Tensor: return T(x)._unary("exp2", Ops.EXP2)
-def log(x) -> Tensor: return T(x)._unary("log", Ops.LOG)
-def log2(x) -> Tensor: return T(x)._unary("log2", Ops.LOG2)
-def sqrt(x) -> Tensor: return T(x)._unary("sqrt", Ops.SQRT)
-def negative(x) -> Tensor: return -T(x)
-def positive(x) -> Tensor: return +T(x)
-def invert(x) -> Tensor: return ~T(x)
-bitwise_not = invert
-
-
-def abs(x) -> Tensor:  # noqa: A001 - NumPy's name
-    return builtins.abs(T(x))
+_NO_VALUE = np._NoValue
 
 
-absolute = abs
+# ---------------------------------------------------------------------------------------------------------------
+# the ufunc object
+
+class ufunc:
+    """One of NumPy's ufuncs over traced arrays: `f(*inputs, out=None, where=True, dtype=None)` elementwise with
+    broadcasting, and (for binary ufuncs) the methods reduce, accumulate and outer.
+
+    `compute(*tensors, dtype=None)` gives the plain elementwise result (a Tensor, or a tuple for several outputs).
+    `reduce_op` is the REDUCE_AXIS op a reduction uses (ADD, MUL, MAX, MIN) and `scan_op` the single ALU op a
+    sequential accumulation can use (the SCAN primitive); ufuncs without them reduce by a pairwise tree of their
+    own elementwise computation (reorderable ones) or an unrolled left fold (short axes)."""
+    takes_ufunc_keywords = True   # Tensor.__array_ufunc__ hands over out=, where=, dtype= (and refuses the rest)
+
+    def __init__(self, name: str, compute: Callable, nin: int, nout: int = 1, *, reduce_op: Ops | None = None,
+                 scan_op: Ops | None = None, reorderable: bool = False, idempotent: bool = False):
+        self.__name__ = self.__qualname__ = name
+        self.nin, self.nout, self.nargs = nin, nout, nin + nout
+        self.identity = getattr(getattr(np, name, None), "identity", None)
+        self._compute, self._reduce_op, self._scan_op = compute, reduce_op, scan_op
+        self._reorderable, self._idempotent = reorderable, idempotent
+        self.__doc__ = f"numpy.{name} over traced arrays (see NumPy's documentation)."
+
+    def __repr__(self) -> str:
+        return f"<numfn ufunc '{self.__name__}'>"
+
+    # ---- calling ----
+    def __call__(self, *args, out=None, where=True, dtype=None, casting="same_kind", order="K", subok=True,
+                 signature=None):
+        if len(args) < self.nin or len(args) > self.nargs:
+            raise TypeError(f"{self.__name__}() takes from {self.nin} to {self.nargs} positional arguments but "
+                            f"{len(args)} were given")
+        if len(args) > self.nin:
+            if out is not None: raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+            out = args[self.nin:]
+        if casting != "same_kind": raise unsupported(f"the casting= argument of numpy.{self.__name__}")
+        if signature is not None: raise unsupported(f"the signature= argument of numpy.{self.__name__}")
+        if order not in ("K", "A", "C", "F", None):
+            raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
+        result = self._compute(*(T(a) for a in args[:self.nin]), dtype=None if dtype is None else as_dtype(dtype))
+        results = result if isinstance(result, tuple) else (result,)
+        return self._store(results, out, where)
+
+    def _outs(self, out) -> tuple:
+        if out is None: return (None,) * self.nout
+        if not isinstance(out, tuple): out = (out,)
+        if len(out) != self.nout:
+            raise ValueError(f"The 'out' tuple must have exactly {self.nout} entries: one per ufunc output")
+        return out
+
+    def _store(self, results: tuple, out, where=True):
+        """The results, written into the out= arrays where given (masked by where=)."""
+        outs = self._outs(out)
+        if not (where is True or where is np.True_) and all(o is None for o in outs):
+            raise unsupported(f"the where= argument of numpy.{self.__name__} without out=",
+                              "NumPy leaves the elements where the mask is False uninitialized; pass out= (an array "
+                              "the function computed), or write numfn.numpy.where(mask, f(x), fill)")
+        final = []
+        for r, o in zip(results, outs):
+            if o is None:
+                final.append(r)
+                continue
+            if isinstance(o, np.ndarray):
+                raise unsupported(f"writing a traced value into a NumPy array (numpy.{self.__name__} with out=)",
+                                  "That array is a constant of the program: use the returned value, or create the "
+                                  "array with numfn.numpy (fnp.zeros, ...)")
+            if not isinstance(o, Tensor) or o.weak: raise TypeError("return arrays must be of ArrayType")
+            if broadcast_shapes(r.shape, o.shape) != o.shape:
+                raise ValueError(f"non-broadcastable output operand with shape {o.shape} doesn't match the broadcast "
+                                 f"shape {broadcast_shapes(r.shape, o.shape)}")
+            if r.dtype != o.dtype and not np.can_cast(r.dtype, o.dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc '{self.__name__}' output from {r.dtype!r} to {o.dtype!r} with "
+                                "casting rule 'same_kind'")
+            value = Tensor(r.uop.cast(o.uop.dtype))
+            if not (where is True or where is np.True_):
+                mask = _truth(where)
+                if broadcast_shapes(mask.shape, o.shape) != o.shape:
+                    raise ValueError(f"non-broadcastable operand with shape {mask.shape} doesn't match the broadcast "
+                                     f"shape {o.shape}")
+                value = where_(mask, value, o)
+            setitem(o, Ellipsis, value)   # written into o's memory, as x[...] = value (views of it follow)
+            final.append(o)
+        return final[0] if self.nout == 1 else tuple(final)
+
+    # ---- methods ----
+    def _binary_only(self, method: str) -> None:
+        if self.nin != 2 or self.nout != 1:
+            raise ValueError(f"{method} only supported for binary functions")
+
+    def _combine(self, a: Tensor, b: Tensor, dt: DType) -> Tensor:
+        """a op b computed in dtype dt (the reduction's type)."""
+        return self._compute(a, b, dtype=dt).astype(dt, copy=False)
+
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims: bool = False, initial=_NO_VALUE, where=True):
+        """Reduce `array` along `axis` (an int, a tuple, or None for all axes) with this ufunc, as NumPy's
+        ufunc.reduce: `initial` is combined first, `where=` masks elements out (they count as `initial`, or as the
+        ufunc's identity). Ufuncs NumPy does not call reorderable (subtract, divide, ...) reduce one axis only,
+        left to right."""
+        self._binary_only("reduce")
+        a = T(array)
+        axes = normalize_axes(axis, a.ndim)
+        name = self.__name__
+        if len(axes) > 1 and not self._reorderable:
+            raise ValueError(f"reduction operation '{name}' is not reorderable, so at most one axis may be specified")
+        dt = _method_dtype(name, "reduce", a.uop.dtype, None if dtype is None else as_dtype(dtype))
+        fill = self.identity if initial is _NO_VALUE else initial
+        x = a.astype(dt, copy=False)
+        if not (where is True or where is np.True_):
+            if fill is None:
+                raise ValueError(f"reduction operation '{name}' does not have an identity, so to use a where mask one "
+                                 "has to specify 'initial'")
+            mask = _truth(where)
+            if broadcast_shapes(mask.shape, a.shape) != a.shape:
+                raise ValueError(f"operands could not be broadcast together with shapes {mask.shape} {a.shape}")
+            x = where_(mask, x, _const(fill, dt))
+        kept = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
+        empty = any(a.shape[i] == 0 for i in axes)
+        if empty and fill is None and math.prod(kept) > 0:
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        if empty: res = full(kept, _const(fill, dt), dt) if fill is not None else Tensor(UOp.const_like(dt, 0, kept))
+        elif not self._reorderable:
+            if initial is not _NO_VALUE and axes:   # the initial value starts the left fold
+                slab = tuple(1 if i == axes[0] else s for i, s in enumerate(a.shape))
+                x = manipulation.concatenate([full(slab, _const(initial, dt), dt), x], axis=axes[0])
+            res = self._fold(x, axes[0], dt) if axes else x
+        else:
+            res = self._reduce_axes(x, axes, dt)
+            if initial is not _NO_VALUE: res = self._combine(T(_const(initial, dt)).astype(dt), res, dt)
+        if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+        return self._store((res,), out)
+
+    def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType) -> Tensor:
+        if self._reduce_op is not None: return Tensor(x.uop.reduce(self._reduce_op, axes))
+        for ax in axes: x = self._tree(x, ax, dt)
+        return x
+
+    def _tree(self, x: Tensor, axis: int, dt: DType) -> Tensor:
+        """Reduce one axis by combining halves: log2(n) elementwise levels, each stored while it is long (a loop
+        over its elements; fused into the next level, a long axis would be unrolled into one expression)."""
+        while x.shape[axis] > 1:
+            n = x.shape[axis]
+            if n % 2:   # one more element: the identity, or the last element again for idempotent ufuncs
+                pad = _take(x, axis, n - 1, n) if self.identity is None or self._idempotent else \
+                    full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), _const(self.identity, dt), dt)
+                x, n = manipulation.concatenate([x, pad], axis=axis), n + 1
+            x = self._combine(_take(x, axis, 0, n // 2), _take(x, axis, n // 2, n), dt)
+            if n // 2 > 8: x = x.contiguous()
+        return x
+
+    def _fold(self, x: Tensor, axis: int, dt: DType) -> Tensor:
+        """((x0 op x1) op x2) ... along one axis, keeping it with size 1."""
+        n = x.shape[axis]
+        if n <= 1: return x
+        if self._scan_op is not None:
+            scan = Tensor(UOp(Ops.SCAN, dt, (x.uop,), (self._scan_op, axis)))
+            return _take(scan, axis, n - 1, n)
+        return self._unrolled(x, axis, dt)[-1]
+
+    def _unrolled(self, x: Tensor, axis: int, dt: DType) -> list[Tensor]:
+        n = x.shape[axis]
+        if n > 64:
+            raise unsupported(f"numpy.{self.__name__}.reduce/accumulate along an axis longer than 64",
+                              "only ufuncs that are one machine operation run in a sequential scan kernel")
+        acc = [_take(x, axis, 0, 1)]
+        for i in range(1, n): acc.append(self._combine(acc[-1], _take(x, axis, i, i + 1), dt))
+        return acc
+
+    def accumulate(self, array, axis: int = 0, dtype=None, out=None):
+        """The running reduction along one axis, as NumPy's ufunc.accumulate."""
+        self._binary_only("accumulate")
+        a = T(array)
+        if a.ndim == 0: raise TypeError("cannot accumulate on a scalar")
+        ax = normalize_axis(axis, a.ndim)
+        dt = _method_dtype(self.__name__, "accumulate", a.uop.dtype, None if dtype is None else as_dtype(dtype))
+        x = a.astype(dt, copy=False)
+        n = x.shape[ax]
+        if n <= 1: res = x
+        elif self._scan_op is not None: res = Tensor(UOp(Ops.SCAN, dt, (x.uop,), (self._scan_op, ax)))
+        elif self._reorderable:   # Hillis-Steele: log2(n) steps, each combining with the value 2**k back
+            res, k = x, 1
+            pos = Tensor(UOp.iota(n).reshape(tuple(n if i == ax else 1 for i in range(x.ndim))))
+            while k < n:
+                back = Tensor(_take(res, ax, 0, n - k).uop.pad(tuple((k, 0) if i == ax else (0, 0)
+                                                                     for i in range(x.ndim))))
+                res = where_(pos >= k, self._combine(back, res, dt), res)
+                k *= 2
+        else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
+        return self._store((res,), out)
+
+    def outer(self, A, B, /, **kwargs):
+        """op(a, b) for every pair of an element a of A and b of B: shape A.shape + B.shape."""
+        self._binary_only("outer")
+        a, b = T(A), T(B)
+        return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
+
+    def at(self, a, indices, b=None):
+        """a[indices] = ufunc(a[indices], b) unbuffered, written into a: a repeated index applies again (np.add.at
+        adds every value); for the ufuncs one machine op computes (add, subtract, multiply, divide, maximum, ...)."""
+        op = self._reduce_op or self._scan_op
+        if self.nin != 2 or op is None:
+            raise unsupported(f"numpy.{self.__name__}.at", "write a[indices] = f(a[indices], b) (buffered) instead")
+        from numfn.numpy.indexing import ufunc_at
+        ufunc_at(self.__name__, op, a, indices, b)
+
+    def reduceat(self, *args, **kwargs):
+        raise unsupported(f"numpy.{self.__name__}.reduceat")
 
 
-def _rounding(x, ufunc: str, op: Ops) -> Tensor:
-    t = T(x)
+def _take(x: Tensor, axis: int, start: int, end: int) -> Tensor:
+    return Tensor(x.uop.shrink(tuple((start, end) if i == axis else (0, s) for i, s in enumerate(x.shape))))
+
+
+def _const(value, dt: DType):
+    """A fill value (identity or initial) as a NumPy scalar of dt, converted as NumPy converts it."""
+    if isinstance(value, Tensor): return value
+    with np.errstate(all="ignore"):
+        return np.array(value).astype(dt.np)[()]
+
+
+_METHOD_DTYPES: dict = {}
+
+
+def _method_dtype(name: str, method: str, dt: DType, dtype: DType | None) -> DType:
+    """The dtype NumPy's ufunc.reduce/accumulate gives an array of dt (asked of NumPy on one element: add.reduce
+    widens small integers and bools to int64, logical_and.reduce gives bool, ...); NumPy's TypeError if none."""
+    key = (name, method, dt, dtype)
+    if key not in _METHOD_DTYPES:
+        fn = getattr(getattr(np, name), method)
+        try:
+            with np.errstate(all="ignore"):
+                got = fn(np.ones((1,), dt.np), dtype=None if dtype is None else dtype.np).dtype
+        except TypeError as e:
+            raise TypeError(f"{e} (numpy.{name}.{method} of {dt.name}, at {user_location()})") from None
+        _METHOD_DTYPES[key] = as_dtype(got)
+    return _METHOD_DTYPES[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# building ufuncs
+
+def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
+
+
+def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
+    """NumPy's ufunc machinery for `kernel`: resolve the loop (NEP 50 promotion, dtype=), cast and broadcast the
+    operands, and call kernel(*uops) in the loop's dtypes; its result(s) are cast to the output dtypes."""
+    ts = [T(x) for x in operands]
+    try:
+        wtypes = tuple(t._wtype() for t in ts) if not builtins.all(t.weak for t in ts) else \
+            tuple(t.uop.dtype for t in ts)
+        cast, outs = resolve_loop(name, wtypes, dtype)
+    except TypeError as e:
+        raise TypeError(f"{e} (numpy.{name} of {', '.join(t.uop.dtype.name for t in ts)}, at {user_location()})") \
+            from None
+    for t, d in zip(ts, cast):
+        if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
+        if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+    shape = broadcast_shapes(*(t.shape for t in ts))
+    if not getattr(kernel, "native_float16", False):   # NumPy's float16 loops compute in float32, rounding once
+        cast = tuple(dtypes.float32 if d is dtypes.float16 else d for d in cast)
+    results = _elementwise_graph(kernel, [Tensor(t.uop.cast(d))._broadcast(shape) for t, d in zip(ts, cast)])
+    weak = builtins.all(t.weak for t in ts)
+    out = tuple(Tensor(r.cast(d), weak) for r, d in zip(results, outs))
+    return out if len(out) > 1 else out[0]
+
+
+def _elementwise_graph(kernel: Callable, srcs: list[UOp]) -> tuple[UOp, ...]:
+    """kernel(*srcs) for sources of one shape. The kernel is written for scalars (constants and Python numbers
+    mix freely, as in codegen's rules): it runs on 0-d placeholders, and the graph it returns is rebuilt on the
+    sources with every constant broadcast to their shape."""
+    holes = [UOp(Ops.PARAM, s.dtype, (), (-1 - i, ())) for i, s in enumerate(srcs)]
+    out = kernel(*holes)
+    outs = out if isinstance(out, tuple) else (out,)
+    shape = srcs[0].shape
+    sub = dict(zip(holes, srcs))
+    for u in toposort(outs):
+        if u in sub: continue
+        if u.op is Ops.CONST: sub[u] = UOp.const_like(u.dtype, u.arg, shape)
+        else: sub[u] = UOp(u.op, u.dtype, tuple(sub[s] for s in u.src), u.arg)
+    return tuple(sub[o] for o in outs)
+
+
+def _from_kernel(name: str, kernel: Callable) -> Callable:
+    def compute(*ts, dtype=None): return _apply(name, kernel, ts, dtype)
+    return compute
+
+
+def _make(name: str, kernel: Callable, nin: int, nout: int = 1, **kw) -> ufunc:
+    return ufunc(name, _from_kernel(name, kernel), nin, nout, **kw)
+
+
+def _op(op: Ops) -> Callable:
+    return lambda *srcs: srcs[0].alu(op, *srcs[1:])
+
+
+def _c(like: UOp, value) -> UOp: return UOp.const(like.dtype, value)
+
+
+def _isnan(x: UOp) -> UOp: return x.ne(x)
+
+
+def _bits(x: UOp) -> tuple[DType, int]:
+    """The unsigned type of a float's bits and its sign bit."""
+    ut = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[x.dtype.itemsize]
+    return ut, 1 << (ut.bits - 1)
+
+
+def _native_float16(kernel: Callable) -> Callable:
+    """Mark a kernel that works on float16 bits itself (NumPy's float16 loops for these work on the bits too)."""
+    kernel.native_float16 = True
+    return kernel
+
+
+def _copysign(a: UOp, b: UOp) -> UOp:
+    ut, sign = _bits(a)
+    return ((a.bitcast(ut) & UOp.const(ut, sign ^ ((1 << ut.bits) - 1))) | (b.bitcast(ut) & UOp.const(ut, sign))) \
+        .bitcast(a.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the ufuncs NumPy's operators map to (the Tensor's own machinery, so both agree)
+
+def _binary(name: str, op: Ops, swap: bool = False, **kw) -> ufunc:
+    def compute(a, b, dtype=None):
+        return Tensor._elementwise(name, op, *((b, a) if swap else (a, b)), dtype=dtype)
+    return ufunc(name, compute, 2, **kw)
+
+
+def _unary(name: str, op: Ops | None) -> ufunc:
+    return ufunc(name, lambda x, dtype=None: x._unary(name, op, dtype), 1)
+
+
+add = _binary("add", Ops.ADD, reduce_op=Ops.ADD, scan_op=Ops.ADD, reorderable=True)
+subtract = _binary("subtract", Ops.SUB, scan_op=Ops.SUB)
+multiply = _binary("multiply", Ops.MUL, reduce_op=Ops.MUL, scan_op=Ops.MUL, reorderable=True)
+divide = true_divide = _binary("divide", Ops.FDIV, scan_op=Ops.FDIV)
+floor_divide = _binary("floor_divide", Ops.FLOORDIV, scan_op=Ops.FLOORDIV)
+remainder = mod = _binary("remainder", Ops.MOD, scan_op=Ops.MOD)
+maximum = _binary("maximum", Ops.MAX, reduce_op=Ops.MAX, scan_op=Ops.MAX, reorderable=True)
+minimum = _binary("minimum", Ops.MIN, reduce_op=Ops.MIN, scan_op=Ops.MIN, reorderable=True)
+bitwise_and = _binary("bitwise_and", Ops.AND, scan_op=Ops.AND, reorderable=True, idempotent=True)
+bitwise_or = _binary("bitwise_or", Ops.OR, scan_op=Ops.OR, reorderable=True, idempotent=True)
+bitwise_xor = _binary("bitwise_xor", Ops.XOR, scan_op=Ops.XOR, reorderable=True)
+left_shift = bitwise_left_shift = _binary("left_shift", Ops.SHL, scan_op=Ops.SHL)
+right_shift = bitwise_right_shift = _binary("right_shift", Ops.SHR, scan_op=Ops.SHR)
+less = _binary("less", Ops.CMPLT, scan_op=Ops.CMPLT)
+less_equal = _binary("less_equal", Ops.CMPLE, scan_op=Ops.CMPLE)
+greater = _binary("greater", Ops.CMPLT, swap=True)
+greater_equal = _binary("greater_equal", Ops.CMPLE, swap=True)
+equal = _binary("equal", Ops.CMPEQ, scan_op=Ops.CMPEQ)
+not_equal = _binary("not_equal", Ops.CMPNE, scan_op=Ops.CMPNE)
+
+
+def _power(a, b, dtype=None):
+    if dtype is None: return a ** b
+    return Tensor._elementwise("power", Ops.POW, a, b, dtype=dtype)
+
+
+power = pow = ufunc("power", _power, 2, scan_op=Ops.POW)   # noqa: A001 - NumPy's name
+
+
+def _divmod(a, b, dtype=None):
+    return floor_divide(a, b, dtype=dtype), remainder(a, b, dtype=dtype)
+
+
+divmod = ufunc("divmod", _divmod, 2, 2)  # noqa: A001
+
+sin, cos, tan, tanh = (_unary(n, op) for n, op in (("sin", Ops.SIN), ("cos", Ops.COS), ("tan", Ops.TAN),
+                                                   ("tanh", Ops.TANH)))
+exp, exp2, log, log2, sqrt = (_unary(n, op) for n, op in (("exp", Ops.EXP), ("exp2", Ops.EXP2), ("log", Ops.LOG),
+                                                          ("log2", Ops.LOG2), ("sqrt", Ops.SQRT)))
+negative = _unary("negative", Ops.NEG)
+positive = _unary("positive", None)
+invert = bitwise_not = bitwise_invert = _unary("invert", Ops.NOT)
+
+
+def _absolute(x, dtype=None):
+    if dtype is None: return builtins.abs(x)
+    return x._unary("absolute", Ops.ABS if x.uop.dtype.kind not in "ub" else None, dtype)
+
+
+absolute = abs = ufunc("absolute", _absolute, 1)  # noqa: A001
+
+
+def _rounding(name: str, op: Ops) -> ufunc:
     # NumPy 2 rounds integers to themselves (same dtype); only floats need the operation
-    return t._unary(ufunc, op if t.uop.dtype.is_float else None)
+    return ufunc(name, lambda x, dtype=None: x._unary(name, op if x.uop.dtype.is_float or dtype is not None
+                                                      else None, dtype), 1)
 
 
-def floor(x) -> Tensor: return _rounding(x, "floor", Ops.FLOOR)
-def ceil(x) -> Tensor: return _rounding(x, "ceil", Ops.CEIL)
-def trunc(x) -> Tensor: return _rounding(x, "trunc", Ops.TRUNC)
+floor, ceil, trunc = _rounding("floor", Ops.FLOOR), _rounding("ceil", Ops.CEIL), _rounding("trunc", Ops.TRUNC)
 
 
-def add(a, b) -> Tensor: return Tensor._elementwise("add", Ops.ADD, a, b)
-def subtract(a, b) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, a, b)
-def multiply(a, b) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, a, b)
-def divide(a, b) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, a, b)
-def floor_divide(a, b) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, a, b)
-def remainder(a, b) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, a, b)
-def divmod(a, b) -> tuple[Tensor, Tensor]: return floor_divide(a, b), remainder(a, b)  # noqa: A001
-def power(a, b) -> Tensor: return T(a) ** b
-def maximum(a, b) -> Tensor: return Tensor._elementwise("maximum", Ops.MAX, a, b)
-def minimum(a, b) -> Tensor: return Tensor._elementwise("minimum", Ops.MIN, a, b)
-def bitwise_and(a, b) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, a, b)
-def bitwise_or(a, b) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, a, b)
-def bitwise_xor(a, b) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, a, b)
-def left_shift(a, b) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, a, b)
-def right_shift(a, b) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, a, b)
-def less(a, b) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, a, b)
-def less_equal(a, b) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, a, b)
-def greater(a, b) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, b, a)
-def greater_equal(a, b) -> Tensor: return Tensor._elementwise("greater_equal", Ops.CMPLE, b, a)
-def equal(a, b) -> Tensor: return Tensor._elementwise("equal", Ops.CMPEQ, a, b)
-def not_equal(a, b) -> Tensor: return Tensor._elementwise("not_equal", Ops.CMPNE, a, b)
-true_divide, mod = divide, remainder
+def _square(t, dtype=None):
+    return _apply("square", lambda u: u.alu(Ops.MUL, u), (t,), dtype)   # bool squares in int8, like NumPy
 
 
-def _truth(x) -> Tensor: return T(x).astype(np.bool_)
-def logical_and(a, b) -> Tensor: return _truth(a) & _truth(b)
-def logical_or(a, b) -> Tensor: return _truth(a) | _truth(b)
-def logical_xor(a, b) -> Tensor: return _truth(a) ^ _truth(b)
-def logical_not(x) -> Tensor: return ~_truth(x)
+square = ufunc("square", _square, 1)
 
 
-def square(x) -> Tensor:
-    t = T(x)
-    (cast,), out = resolve_ufunc("square", (t.uop.dtype,))   # bool squares in int8, like NumPy
-    u = t.uop.cast(cast)
-    return Tensor(u.alu(Ops.MUL, u).cast(out), t.weak)
+def _sign(t, dtype=None):
+    if t.uop.dtype.is_bool and dtype is None:
+        raise TypeError(f"numpy.sign is not supported for bool (at {user_location()})")
+
+    def kernel(x):
+        one, zero = _c(x, 1), _c(x, 0)
+        neg = _c(x, -1 if not x.dtype.is_unsigned else 0)
+        return (x > zero).where(one, (x < zero).where(neg, x.eq(zero).where(zero, x)))
+    return _apply("sign", kernel, (t,), dtype)
 
 
-def sign(x) -> Tensor:
-    t = T(x)
-    if t.uop.dtype.is_bool: raise TypeError(f"numpy.sign is not supported for bool (at {user_location()})")
-    zero = Tensor(UOp.const(t.uop.dtype, 0))
-    one = Tensor(UOp.const(t.uop.dtype, 1))
-    neg = Tensor(UOp.const(t.uop.dtype, -1 if not t.uop.dtype.is_unsigned else 0))
-    return where(t > zero, one, where(t < zero, neg, where(t == zero, zero, t)))
+sign = ufunc("sign", _sign, 1)
 
 
-def isnan(x) -> Tensor:
-    t = T(x)
-    return t != t if t.uop.dtype.is_float else full_like(t, False, dtype=np.bool_)
+def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
+    def compute(t, dtype=None):
+        if dtype is not None: raise unsupported(f"the dtype= argument of numpy.{name}")
+        if not t.uop.dtype.is_float:
+            _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
+            return full_like(t, otherwise, dtype=np.bool_)
+        return Tensor(test(t.uop), t.weak)
+    return ufunc(name, compute, 1)
 
 
-def isinf(x) -> Tensor:
-    t = T(x)
-    return abs(t) == math.inf if t.uop.dtype.is_float else full_like(t, False, dtype=np.bool_)
+isnan = _classify("isnan", _isnan, False)
+isinf = _classify("isinf", lambda x: x.alu(Ops.ABS).eq(_c(x, math.inf)), False)
+isfinite = _classify("isfinite", lambda x: x.alu(Ops.ABS) < _c(x, math.inf), True)
 
 
-def isfinite(x) -> Tensor:
-    t = T(x)
-    return abs(t) < math.inf if t.uop.dtype.is_float else full_like(t, True, dtype=np.bool_)
+def _logical(name: str, op: Ops | None, **kw) -> ufunc:
+    if op is None: return _make(name, lambda x: x.ne(_c(x, 0)).alu(Ops.XOR, UOp.const(dtypes.bool, True)), 1)
+    return _make(name, lambda a, b: a.ne(_c(a, 0)).alu(op, b.ne(_c(b, 0))), 2, **kw)
 
+
+logical_and = _logical("logical_and", Ops.AND, scan_op=Ops.AND, reorderable=True, idempotent=True)
+logical_or = _logical("logical_or", Ops.OR, scan_op=Ops.OR, reorderable=True, idempotent=True)
+logical_xor = _logical("logical_xor", Ops.XOR, reorderable=True)
+logical_not = _logical("logical_not", None)
+
+# ---------------------------------------------------------------------------------------------------------------
+# math functions: one IR op each (libm with NOOPT=1, polynomials in codegen/transcendental.py otherwise)
+
+arcsin = asin = _make("arcsin", _op(Ops.ASIN), 1)
+arccos = acos = _make("arccos", _op(Ops.ACOS), 1)
+arctan = atan = _make("arctan", _op(Ops.ATAN), 1)
+sinh = _make("sinh", _op(Ops.SINH), 1)
+cosh = _make("cosh", _op(Ops.COSH), 1)
+arcsinh = asinh = _make("arcsinh", _op(Ops.ASINH), 1)
+arccosh = acosh = _make("arccosh", _op(Ops.ACOSH), 1)
+arctanh = atanh = _make("arctanh", _op(Ops.ATANH), 1)
+expm1 = _make("expm1", _op(Ops.EXPM1), 1)
+log1p = _make("log1p", _op(Ops.LOG1P), 1)
+log10 = _make("log10", _op(Ops.LOG10), 1)
+cbrt = _make("cbrt", _op(Ops.CBRT), 1)
+rint = _make("rint", lambda x: x.alu(Ops.RINT) if x.dtype.is_float else x, 1)
+arctan2 = atan2 = _make("arctan2", _op(Ops.ATAN2), 2, scan_op=Ops.ATAN2)
+hypot = _make("hypot", _op(Ops.HYPOT), 2, scan_op=Ops.HYPOT, reorderable=True)
+fabs = _make("fabs", _op(Ops.ABS), 1)
+float_power = _make("float_power", _op(Ops.POW), 2, scan_op=Ops.POW)
+
+
+def _reciprocal(x: UOp) -> UOp:
+    if x.dtype.is_float: return _c(x, 1.0).alu(Ops.FDIV, x)
+    # NumPy's integer loop computes 1.0 / x in double and converts back (1, -1, 0, and x86's conversion of inf)
+    return UOp.const(dtypes.float64, 1.0).alu(Ops.FDIV, x.cast(dtypes.float64)).cast(x.dtype)
+
+
+reciprocal = _make("reciprocal", _reciprocal, 1)
+
+
+def _signbit(x: UOp) -> UOp:
+    ut, sign = _bits(x)
+    return (x.bitcast(ut) & UOp.const(ut, sign)).ne(UOp.const(ut, 0))
+
+
+signbit = _make("signbit", _native_float16(_signbit), 1)
+copysign = _make("copysign", _native_float16(_copysign), 2)
+
+
+def _nextafter(x: UOp, y: UOp) -> UOp:
+    it = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize]
+    up = x < y
+    step = (x > _c(x, 0.0)).eq(up).where(UOp.const(it, 1), UOp.const(it, -1))
+    moved = (x.bitcast(it) + step).bitcast(x.dtype)
+    tiny = UOp.const(it, 1).bitcast(x.dtype)
+    moved = x.eq(_c(x, 0.0)).where(_copysign(tiny, y), moved)
+    return (_isnan(x) | _isnan(y)).where(x + y, x.eq(y).where(y, moved))
+
+
+nextafter = _make("nextafter", _native_float16(_nextafter), 2)
+
+
+def _spacing(x: UOp) -> UOp:
+    # NumPy: nextafter(x, copysign(inf, x)) - x, and NaN for infinities
+    away = _nextafter(x, _copysign(_c(x, math.inf), x)) - x
+    tiny = UOp.const({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[x.dtype.itemsize], 1).bitcast(x.dtype)
+    away = x.eq(0.0).where(tiny, away)   # +0 and -0 both give the smallest positive denormal
+    return x.alu(Ops.ABS).eq(_c(x, math.inf)).where(_c(x, math.nan), away)
+
+
+spacing = _make("spacing", _native_float16(_spacing), 1)
+
+
+def _with_exponent(v: UOp, e: UOp) -> UOp:
+    """The float64 v with its biased exponent field replaced by e (int64, 0 < e < 2047)."""
+    u = v.bitcast(dtypes.uint64) & UOp.const(dtypes.uint64, ~(0x7FF << 52) & (2**64 - 1))
+    return (u | UOp(Ops.SHL, dtypes.uint64, (e.bitcast(dtypes.uint64), UOp.const(dtypes.uint64, 52)), True)) \
+        .bitcast(dtypes.float64)
+
+
+def _normalized(x: UOp) -> tuple[UOp, UOp]:
+    """(x scaled into the normal range, its biased exponent as int64): float64 denormals are multiplied by 2**54,
+    so their exponent is 54 short (the caller subtracts it where `x` is denormal)."""
+    tiny = x.alu(Ops.ABS) < UOp.const(dtypes.float64, 2.0**-1022)
+    xs = tiny.where(x * UOp.const(dtypes.float64, 2.0**54), x)
+    e = UOp(Ops.SHR, dtypes.uint64, (xs.bitcast(dtypes.uint64), UOp.const(dtypes.uint64, 52)), True) \
+        & UOp.const(dtypes.uint64, 0x7FF)
+    return xs, e.bitcast(dtypes.int64) - tiny.where(UOp.const(dtypes.int64, 54), UOp.const(dtypes.int64, 0))
+
+
+def _zero_or_nonfinite(x: UOp) -> UOp:
+    return x.eq(0.0) | (x.alu(Ops.ABS) < math.inf).alu(Ops.NOT)
+
+
+def _ldexp(x: UOp, n: UOp) -> UOp:
+    """x * 2**n rounded once: the exponent field is set directly where the result is normal; a result below the
+    normal range is one multiplication of x's significand by a power of two, so it rounds once into the
+    denormals. float32 goes through float64, where x * 2**n is exact, and rounds once when cast back."""
+    f32 = x.dtype is dtypes.float32
+    xd = x.cast(dtypes.float64)
+    lim = 400 if f32 else 2200
+    k = n.cast(dtypes.int64).maximum(UOp.const(dtypes.int64, -lim)).minimum(UOp.const(dtypes.int64, lim))
+    xs, e = _normalized(xd)
+    new = e + k
+    normal = _with_exponent(xs, new.maximum(UOp.const(dtypes.int64, 1)).minimum(UOp.const(dtypes.int64, 2046)))
+    low = new.maximum(UOp.const(dtypes.int64, -60)).minimum(UOp.const(dtypes.int64, 0)) + 1000
+    under = _with_exponent(xs, low) * UOp.const(dtypes.float64, 2.0**-1000)
+    big = _copysign(UOp.const(dtypes.float64, math.inf), xd)
+    y = (new > UOp.const(dtypes.int64, 2046)).where(big, (new > UOp.const(dtypes.int64, 0)).where(normal, under))
+    return _zero_or_nonfinite(xd).where(xd, y).cast(x.dtype)
+
+
+ldexp = _make("ldexp", _ldexp, 2)
+
+
+def _frexp(x: UOp) -> tuple[UOp, UOp]:
+    xd = x.cast(dtypes.float64)
+    xs, e = _normalized(xd)
+    mant = _with_exponent(xs, UOp.const(dtypes.int64, 1022))
+    special = _zero_or_nonfinite(xd)
+    return special.where(xd, mant).cast(x.dtype), special.where(UOp.const(dtypes.int64, 0), e - 1022) \
+        .cast(dtypes.int32)
+
+
+frexp = _make("frexp", _frexp, 1, 2)
+
+
+def _modf(x: UOp) -> tuple[UOp, UOp]:
+    whole = x.alu(Ops.TRUNC)
+    frac = x.alu(Ops.ABS).eq(_c(x, math.inf)).where(_c(x, 0.0), x - whole)
+    return _copysign(frac, x), whole
+
+
+modf = _make("modf", _modf, 1, 2)
+
+
+def _scale(name: str, f64: float, f32_num: float, f32_den: float) -> ufunc:
+    # NumPy multiplies by the constant rounded in the dtype (float32: NPY_PIf / 180.0f and 180.0f / NPY_PIf)
+    c32 = float(np.float32(f32_num) / np.float32(f32_den))
+    return _make(name, lambda x: x * _c(x, c32 if x.dtype is dtypes.float32 else f64), 1)
+
+
+deg2rad = radians = _scale("deg2rad", math.pi / 180.0, math.pi, 180.0)
+rad2deg = degrees = _scale("rad2deg", 180.0 / math.pi, 180.0, math.pi)
+degrees.__name__ = "degrees"
+
+
+def _heaviside(x: UOp, h0: UOp) -> UOp:
+    return _isnan(x).where(x, x.eq(_c(x, 0.0)).where(h0, (x < _c(x, 0.0)).where(_c(x, 0.0), _c(x, 1.0))))
+
+
+heaviside = _make("heaviside", _heaviside, 2)
+
+
+def _logaddexp(base2: bool) -> Callable:
+    # NumPy's npy_logaddexp(2), step by step: equal arguments (infinities of one sign included) give x + log(2)
+    def kernel(x: UOp, y: UOp) -> UOp:
+        tmp = x - y
+        expo, ln1p = (Ops.EXP2, lambda v: v.alu(Ops.LOG1P) * _c(v, 1 / math.log(2))) if base2 else \
+            (Ops.EXP, lambda v: v.alu(Ops.LOG1P))
+        pos = x + ln1p((-tmp).alu(expo))
+        neg = y + ln1p(tmp.alu(expo))
+        return x.eq(y).where(x + _c(x, 1.0 if base2 else math.log(2)),
+                             (tmp > _c(x, 0.0)).where(pos, (tmp <= _c(x, 0.0)).where(neg, tmp)))
+    return kernel
+
+
+logaddexp = _make("logaddexp", _logaddexp(False), 2, reorderable=True)
+logaddexp2 = _make("logaddexp2", _logaddexp(True), 2, reorderable=True)
+
+
+def _fmod(a: UOp, b: UOp) -> UOp:
+    if a.dtype.is_float: return a.alu(Ops.FMOD, b)
+    zero = _c(a, 0)
+    bad = b.eq(zero) | (b.eq(_c(b, -1)) if not a.dtype.is_unsigned else UOp.const(dtypes.bool, False))
+    return bad.where(zero, a.alu(Ops.IMOD, bad.where(_c(b, 1), b)))   # C's truncated remainder; x % 0 is 0
+
+
+fmod = _make("fmod", _fmod, 2)
+
+
+def _fminmax(op: Ops) -> Callable:
+    def kernel(a: UOp, b: UOp) -> UOp:
+        if not a.dtype.is_float: return a.alu(op, b)
+        # the non-NaN operand wins; on ties (+0 and -0) the first, as NumPy's loops
+        keep = (a >= b if op is Ops.MAX else a <= b) | _isnan(b)
+        return keep.where(a, b)
+    return kernel
+
+
+fmax = _make("fmax", _fminmax(Ops.MAX), 2, reorderable=True, idempotent=True)
+fmin = _make("fmin", _fminmax(Ops.MIN), 2, reorderable=True, idempotent=True)
+
+
+def _abs_unsigned(x: UOp) -> UOp:
+    """|x| as the unsigned type of x's width (|min| fits)."""
+    ut = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[x.dtype.itemsize]
+    if x.dtype.is_unsigned: return x
+    return (x < _c(x, 0)).where(-x, x).cast(ut) if not x.dtype.is_bool else x.cast(ut)
+
+
+def _gcd_unsigned(a: UOp, b: UOp) -> UOp:
+    """Binary GCD with a fixed number of branch-free steps. With t the lowest set bit of a|b, b is kept with bit t
+    set; a step either halves a (when bit t of a is clear) or replaces (a, b) by (|a - b| / 2, min(a, b)). Each
+    step shortens a or b by a bit, so 2 * bits steps reach a == 0, and b is the gcd."""
+    dt = a.dtype
+    t = (a | b) & -(a | b)
+    a_has = (a & t).ne(_c(a, 0))
+    a, b = a_has.where(b, a), a_has.where(a, b)   # b has bit t (or both are 0)
+    one = _c(a, 1)
+    for _ in range(2 * dt.bits):
+        odd = (a & t).ne(_c(a, 0))
+        diff = a.maximum(b) - a.minimum(b)
+        a, b = odd.where(UOp(Ops.SHR, dt, (diff, one), True), UOp(Ops.SHR, dt, (a, one), True)), \
+            odd.where(a.minimum(b), b)
+    return b
+
+
+def _gcd(a: UOp, b: UOp) -> UOp:
+    return _gcd_unsigned(_abs_unsigned(a), _abs_unsigned(b)).cast(a.dtype)
+
+
+def _lcm(a: UOp, b: UOp) -> UOp:
+    ua, ub = _abs_unsigned(a), _abs_unsigned(b)
+    g = _gcd_unsigned(ua, ub)
+    zero = g.eq(_c(g, 0))
+    return zero.where(_c(g, 0), ua.alu(Ops.IDIV, zero.where(_c(g, 1), g)) * ub).cast(a.dtype)
+
+
+gcd = _make("gcd", _gcd, 2, reorderable=True)
+lcm = _make("lcm", _lcm, 2, reorderable=True, idempotent=True)
+
+
+def _bitwise_count(x: UOp) -> UOp:
+    v = _abs_unsigned(x)
+    dt = v.dtype
+
+    def mask(byte: int) -> UOp: return UOp.const(dt, int.from_bytes(bytes([byte]) * dt.itemsize, "little"))
+    def shr(u: UOp, n: int) -> UOp: return UOp(Ops.SHR, dt, (u, UOp.const(dt, n)), True)
+    v = v - (shr(v, 1) & mask(0x55))
+    v = (v & mask(0x33)) + (shr(v, 2) & mask(0x33))
+    v = (v + shr(v, 4)) & mask(0x0F)
+    if dt.itemsize > 1: v = shr(v * mask(0x01), 8 * (dt.itemsize - 1))   # add up the bytes in the top one
+    return v.cast(dtypes.uint8)
+
+
+bitwise_count = _make("bitwise_count", _bitwise_count, 1)
+conjugate = conj = _make("conjugate", lambda x: x, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# functions built from ufuncs
 
 def _promote(*xs: Tensor):
     """NumPy 2 result_type with weak Python scalars: the dtype arrays and scalars combine to."""
@@ -146,6 +763,9 @@ def where(condition, x=None, y=None) -> Tensor:
     return Tensor(u, weak=a.weak and b.weak)
 
 
+where_ = where
+
+
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor:  # noqa: A002 - NumPy's names
     """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None (NumPy 2.1 also spells
     them min= and max=)."""
@@ -153,19 +773,135 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor: 
     a_min = min if a_min is None else a_min
     a_max = max if a_max is None else a_max
     if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
-    out = Tensor(T(a).uop)   # np.clip converts `a` with asarray: a Python scalar there is a strong array
-    dt = out.uop.dtype
+    res = Tensor(T(a).uop)   # np.clip converts `a` with asarray: a Python scalar there is a strong array
+    dt = res.uop.dtype
     # like NumPy, a Python-int bound beyond the dtype's range on the side it cannot reach is no bound at all
-    if dt.is_int and not out.weak:
+    if dt.is_int and not res.weak:
         if _is_pyint(a_min) and a_min < dt.min: a_min = None
         if _is_pyint(a_max) and a_max > dt.max: a_max = None
-        if a_min is None and a_max is None: return out
-    if a_min is not None: out = maximum(out, a_min)
-    if a_max is not None: out = minimum(out, a_max)
-    return out
+        if a_min is None and a_max is None: return res
+    if a_min is not None: res = maximum(res, a_min)
+    if a_max is not None: res = minimum(res, a_max)
+    return res
 
 
 def _is_pyint(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _strong(x) -> Tensor:
+    """np.asanyarray(x): a Python scalar becomes a strong 0-d array."""
+    t = T(x)
+    return Tensor(t.uop) if t.weak else t
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
+    """abs(a - b) <= atol + rtol * abs(b) elementwise (NumPy's formula, b made floating first; infinities equal
+    only to themselves)."""
+    x = a if _is_python_number(a) else _strong(a)
+    y = b if _is_python_number(b) else _strong(b)
+    atol = atol if _is_python_number(atol) else _strong(atol)
+    rtol = rtol if _is_python_number(rtol) else _strong(rtol)
+    if isinstance(y, Tensor):
+        y = y.astype(_promote(y, T(1.0)), copy=False)
+    elif isinstance(y, int):
+        y = float(y)
+    yt = T(y)
+    result = (less_equal(absolute(subtract(x, yt)), add(atol, multiply(rtol, absolute(yt)))) & isfinite(yt)) \
+        | equal(x, yt)
+    if equal_nan: result = result | (isnan(x) & isnan(yt))
+    return result
+
+
+def _is_python_number(v) -> bool:
+    return isinstance(v, (int, float, complex)) and not isinstance(v, Tensor)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
+    """isclose(...).all(). NumPy returns a Python bool; a traced result is a 0-d bool array (it is only known when
+    the compiled code runs)."""
+    return logical_and.reduce(isclose(a, b, rtol, atol, equal_nan).reshape(-1))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """True if both have the same shape and elements. Different shapes give Python's False (known while
+    tracing); otherwise a 0-d bool array."""
+    x, y = T(a1), T(a2)
+    if x.shape != y.shape: return False
+    same = equal(x, y)
+    if equal_nan: same = same | (isnan(x) & isnan(y))
+    return logical_and.reduce(same.reshape(-1))
+
+
+def array_equiv(a1, a2):
+    """True if the arrays broadcast together and are equal elementwise: Python's False where they do not
+    broadcast, else a 0-d bool array."""
+    x, y = T(a1), T(a2)
+    try:
+        broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return False
+    return logical_and.reduce(equal(x, y).reshape(-1))
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None) -> Tensor:
+    """NaN replaced by `nan`, infinities by `posinf`/`neginf` (default: the dtype's largest finite values)."""
+    t = _strong(x)
+    dt = t.uop.dtype
+    if not dt.is_float: return t
+    fi = np.finfo(dt.np)
+    big = float(fi.max) if posinf is None else posinf
+    small = float(fi.min) if neginf is None else neginf
+    fill = [T(v).astype(dt) if isinstance(v, Tensor) else T(_const(v, dt)) for v in (nan, big, small)]
+    return where(isnan(t), fill[0], where(t == math.inf, fill[1], where(t == -math.inf, fill[2], t)))
+
+
+def round(a, decimals: int = 0, out=None) -> Tensor:  # noqa: A001 - NumPy's name
+    """Round to `decimals` decimal places, as NumPy: x * 10**d rounded half to even, then divided by 10**d (for
+    negative d: divided, rounded, multiplied); integers are returned as they are for d >= 0."""
+    t = _strong(a)
+    dt = t.uop.dtype
+    d = int(decimals)
+    if dt.is_bool and d == 0: res = rint(t)    # float16, as NumPy's rint of bools
+    elif dt.is_bool:
+        raise TypeError(f"Cannot cast ufunc '{'multiply' if d > 0 else 'divide'}' output from dtype('float64') to "
+                        "dtype('bool') with casting rule 'same_kind'")
+    elif not dt.is_float and d >= 0: res = t
+    else:
+        x = t if dt.is_float else t.astype(np.float64)
+        f = 10.0 ** builtins.abs(d)
+        y = rint(x * f) / f if d >= 0 else rint(x / f) * f
+        res = y.astype(dt, copy=False)
+    return res if out is None else _store_into("round", res, out)
+
+
+def _store_into(name: str, res: Tensor, out) -> Tensor:
+    """`res` written into out= as a ufunc would (same checks and casting)."""
+    return ufunc(name, lambda x, dtype=None: x, 1)._store((res,), out)
+
+
+around = round
+
+
+def fix(x, out=None) -> Tensor:
+    """Round towards zero (np.trunc: floats keep their dtype, integers are returned as they are)."""
+    return trunc(x, out=out)
+
+
+def real(val) -> Tensor:
+    """The real part: the array itself for real arrays."""
+    return T(val)
+
+
+def imag(val) -> Tensor:
+    """The imaginary part: zeros of the array's dtype for real arrays."""
+    t = T(val)
+    return full_like(t, 0)
+
+
+def sinc(x) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0, as NumPy computes it (pi x replaced by a tiny eps where it is 0)."""
+    y = math.pi * _strong(x)
+    eps = float(np.finfo(y.dtype).eps) if y.uop.dtype.is_float else 1e-20
+    y = where(y, y, eps)
+    return sin(y) / y

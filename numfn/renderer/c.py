@@ -7,7 +7,7 @@ import math
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name, range_name
+from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
@@ -15,7 +15,10 @@ _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/"
           Ops.CMPNE: "!="}
 _MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
          Ops.COS: "cos", Ops.TAN: "tan", Ops.TANH: "tanh", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc",
-         Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod"}
+         Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan",
+         Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh",
+         Ops.EXPM1: "expm1", Ops.LOG1P: "log1p", Ops.LOG10: "log10", Ops.CBRT: "cbrt", Ops.RINT: "rint",
+         Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
 
 PRELUDE = """\
 #define _POSIX_C_SOURCE 199309L   /* clock_gettime, for DEBUG=2's kernel timings */
@@ -31,6 +34,7 @@ typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 
 def c_literal(value, dt: DType) -> str:
     if dt.is_bool: return "1" if value else "0"
+    if dt is dtypes.float16: return f"((uint16_t){half_bits(value)}U)"   # a storage type: its bits
     if dt.is_float:
         suffix = "f" if dt is dtypes.float32 else ""
         if math.isnan(value): return f"__builtin_nan{suffix}(\"\")"

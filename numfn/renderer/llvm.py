@@ -12,7 +12,7 @@ import struct
 from numfn.codegen.program import Program
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
-from numfn.renderer import buffer_name, range_name
+from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
 _INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
@@ -23,8 +23,10 @@ _ICMP_S = {Ops.CMPLT: "slt", Ops.CMPLE: "sle", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _ICMP_U = {Ops.CMPLT: "ult", Ops.CMPLE: "ule", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
               Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
-              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum"}
-_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh"}
+              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10"}
+_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh",
+         Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh", Ops.EXPM1: "expm1",
+         Ops.LOG1P: "log1p", Ops.CBRT: "cbrt", Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
 
 
 def ltype(dt: DType) -> str:
@@ -38,6 +40,7 @@ def storage_type(dt: DType) -> str:
 
 def llvm_literal(value, dt: DType) -> str:
     if dt.is_bool: return "true" if value else "false"
+    if dt is dtypes.float16: return str(half_bits(value) - (1 << 16 if half_bits(value) >= 1 << 15 else 0))
     if dt.is_float:
         # LLVM writes float constants as the bits of the equivalent double, in hex
         return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
@@ -95,8 +98,8 @@ def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
             return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
         if op in _LIBM:
             name = _LIBM[op] + ("f" if dt is dtypes.float32 else "")
-            f.declares.add(f"declare {t} @{name}({t})")
-            return f"call {t} @{name}({t} {a[0]})"
+            f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
+            return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
     else:
         if op in _INT_BIN: return f"{_INT_BIN[op]} {t} {a[0]}, {a[1]}"
         unsigned = sdt.is_unsigned or sdt.is_bool

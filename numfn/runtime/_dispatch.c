@@ -228,7 +228,7 @@ static PyObject *str_dispatch_miss;  /* "_dispatch_miss" */
 
 /* ---- dtype numbers ------------------------------------------------------------------------------------------ */
 
-#define NCANON (NPY_CLONGDOUBLE + 1)
+#define NCANON (NPY_HALF + 1)   /* the numeric type numbers: 0..NPY_CLONGDOUBLE and NPY_HALF */
 static int canon_table[NCANON];
 
 /* The first builtin type number equivalent to `t` (same kind and size: NPY_LONGLONG -> NPY_LONG on LP64). */
@@ -696,7 +696,7 @@ parse_type_num(PyObject *o, int *type_num, PyArray_Descr **descr, const char *wh
 {
     long t = PyLong_AsLong(o);
     if (t == -1 && PyErr_Occurred()) return -1;
-    if (t < 0 || t >= NCANON || t == NPY_OBJECT) {
+    if (t < 0 || t >= NCANON || (t > NPY_CLONGDOUBLE && t != NPY_HALF) || t == NPY_OBJECT) {
         PyErr_Format(PyExc_ValueError, "%s %zd: type number %ld is not a builtin numeric dtype", what, index, t);
         return -1;
     }
