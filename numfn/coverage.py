@@ -152,7 +152,7 @@ def describe(name: str, numpy_obj: Any, ours: Any, suggestion: str = "") -> Entr
     kind = _kind(numpy_obj)
     if ours is None: return Entry(name, kind, False, note=suggestion)
     if kind in ("type", "constant"):
-        if isinstance(ours, type) and ours.__module__.startswith("numfn"):
+        if isinstance(ours, type) and ours.__name__ != name and ours.__module__.startswith("numfn"):
             # a class of numfn's standing for NumPy's (a KeyedGenerator for a Generator): what it offers is its methods
             methods = sorted(n for n, v in vars(ours).items() if not n.startswith("_") and callable(v))
             return Entry(name, kind, True, note="methods: " + _code_list(methods))
@@ -163,8 +163,10 @@ def describe(name: str, numpy_obj: Any, ours: Any, suggestion: str = "") -> Entr
     takes_any = sig is not None and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     accepted = _keyword_names(sig) - refused
     lacks = () if takes_any else _ordered(numpy_obj, _keyword_names(_signature(numpy_obj)) - accepted)
-    methods = [m for m in ("reduce", "accumulate", "outer", "at", "reduceat") if callable(getattr(ours, m, None))]
-    note = f"methods: {_code_list(methods)}" if kind == "ufunc" and methods else ""
+    # the methods of a binary ufunc (a unary one's raise, in NumPy too); `at` works for some ufuncs only (the
+    # section's introduction says which), reduceat for none
+    methods = [m for m in ("reduce", "accumulate", "outer") if callable(getattr(ours, m, None))]
+    note = f"methods: {_code_list(methods)}" if kind == "ufunc" and methods and getattr(ours, "nin", 2) == 2 else ""
     return Entry(name, kind, True, params, lacks, note)
 
 
@@ -272,8 +274,10 @@ def sections() -> list[Section]:
         Section("Functions", "numpy", tuple(by_kind.get("function", ())),
                 "The functions of NumPy's main namespace."),
         Section("Universal functions", "numpy", tuple(by_kind.get("ufunc", ())),
-                "NumPy's ufuncs: elementwise with broadcasting. Their methods (`np.add.reduce`, ...) are listed "
-                "where numfn has them."),
+                "NumPy's ufuncs: elementwise with broadcasting. The methods of binary ufuncs (`np.add.reduce`, "
+                "`np.maximum.accumulate`, `np.subtract.outer`) are listed where numfn has them; `ufunc.at` works "
+                "for the ufuncs one machine operation computes (add, subtract, multiply, divide, maximum, minimum, "
+                "...), `ufunc.reduceat` for none yet."),
         Section("Types and dtype helpers", "numpy", tuple(by_kind.get("type", ())),
                 "Scalar types, dtype classes and helpers. Inside a compiled function NumPy's own types work "
                 "wherever a dtype is expected (`x.astype(np.float32)`); a ✓ means numfn.numpy also defines the "
