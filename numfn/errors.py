@@ -66,11 +66,10 @@ SUGGESTIONS: dict[str, str] = {
     "numpy.lib.stride_tricks.as_strided":
         "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
         "np.broadcast_to",
-    "numpy.linalg.norm": "Until numpy.linalg lands, the 2-norm is np.sqrt((x * x).sum(axis)) (axis=None: all "
-                         "elements), and the 1-norm np.abs(x).sum(axis)",
-    "numpy.linalg.vector_norm": "Until numpy.linalg lands, the 2-norm is np.sqrt((x * x).sum(axis))",
-    "numpy.linalg.det": "Until numpy.linalg lands, write small determinants out (2x2: a[0, 0] * a[1, 1] - "
-                        "a[0, 1] * a[1, 0]); numfn.vmap maps such a function over a stack of matrices",
+    "numpy.linalg.eig": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigh gives its "
+                        "eigenvalues (ascending) and eigenvectors",
+    "numpy.linalg.eigvals": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigvalsh gives its "
+                            "eigenvalues (ascending)",
     "numpy.fft.*": "numfn has no FFT: compute it outside the compiled function; convolutions of real arrays are "
                    "np.convolve",
     "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "

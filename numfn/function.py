@@ -189,6 +189,12 @@ class NumericalFunction:
         out = []
         renderer = _renderer(self.backend)
         for ei in schedule:
+            if ei.lowered is None:   # an extern call (numfn.extern)
+                from numfn.extern import build_extern_program
+                prog = build_extern_program(ei.kernel, self.layout.externs)
+                out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
+                progress.kernels_done(len(out))
+                continue
             prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
                                  parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
@@ -248,6 +254,7 @@ class NumericalFunction:
         """What a caller must know about the compiled code beyond the signature, stored with it in the cache: the
         pointer constants in entry order (by content hash), and with DEBUG=2 the kernel names."""
         manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
+        if self.layout.externs: manifest["externs"] = list(self.layout.externs)
         if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
         return manifest
 
@@ -258,10 +265,15 @@ class NumericalFunction:
         return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     def pointer_constants(self, manifest: dict) -> list:
-        """The arrays passed by pointer to a compiled program, in the order its manifest lists them."""
+        """The arrays passed by pointer to a compiled program, in the order its manifest lists them; then its externs
+        table, if it calls extern routines (numfn.extern)."""
         data = {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
                 if u.op is Ops.BUFFER and u.arg.category == "constant"}
-        return [data[h] for h in manifest.get("constants", [])]
+        consts = [data[h] for h in manifest.get("constants", [])]
+        if manifest.get("externs"):
+            from numfn.extern import extern_table
+            consts.append(extern_table(manifest["externs"]))
+        return consts
 
     @cached_property
     def run(self) -> Callable[[list], Any]:

@@ -17,7 +17,8 @@ EMBED_LIMIT_BYTES = 16 * 1024
 
 @dataclass(frozen=True)
 class Layout:
-    """Entry point parameters: outputs, then inputs (every input slot, used or not), then pointer constants."""
+    """Entry point parameters: outputs, then inputs (every input slot, used or not), then pointer constants, then
+    (for programs with extern calls) the externs table: the addresses of the `externs` symbols, in that order."""
     outputs: tuple[tuple[Buffer, DType], ...]
     inputs: tuple[tuple[Buffer, DType], ...]
     embedded_constants: tuple[tuple[Buffer, DType, np.ndarray], ...]
@@ -25,6 +26,7 @@ class Layout:
     intermediates: tuple[tuple[Buffer, DType, int], ...]
     arena_bytes: int
     written_inputs: frozenset = frozenset()   # inputs the program writes into (the caller's arrays change)
+    externs: tuple[str, ...] = ()
 
 
 def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
@@ -38,4 +40,5 @@ def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
     pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
     inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
     written = frozenset(u.arg for ei in schedule for u in ei.kernel.outputs if u.arg.category == "input")
-    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, written)
+    externs = tuple(dict.fromkeys(s for ei in schedule if ei.lowered is None for s in ei.kernel.symbols()))
+    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, written, externs)

@@ -97,9 +97,10 @@ _CATEGORY_ORDER = {"output": 0, "intermediate": 1, "input": 2, "constant": 3}
 
 @dataclass(frozen=True)
 class ExecItem:
-    """A kernel and the program buffers bound to its parameters."""
+    """A kernel and the program buffers bound to its parameters; or an extern call (numfn.extern.ExternKernel,
+    with `lowered` None)."""
     kernel: Kernel
-    lowered: LoweredKernel
+    lowered: LoweredKernel | None
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -107,7 +108,9 @@ class ExecItem:
 
     @property
     def op_count(self) -> int:
-        """ALU operations the kernel executes (a reduction counts one per element it combines)."""
+        """ALU operations the kernel executes (a reduction counts one per element it combines); for an extern call,
+        the routine's floating-point operations."""
+        if self.lowered is None: return self.kernel.flops
         return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else 1)
                    for u, c in self.lowered.evaluations.items() if u.op in ALU or u.op is Ops.REDUCE_AXIS)
 
@@ -195,6 +198,7 @@ class _Root:
     value: UOp
     outputs: list = field(default_factory=list)   # the function's output BUFFERs holding this value
     targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
+    alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
 
 
 def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
@@ -220,6 +224,7 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     roots = {_strip_contiguous(v): r for v, r in roots.items() if _strip_contiguous(v).op is not Ops.BUFFER
              or r.outputs}
     for r in roots.values(): r.value = _strip_contiguous(r.value)
+    externs = _prepare_externs(graph, roots)
 
     versions = _Versions(writebacks)
     fixes = 0
@@ -228,7 +233,7 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     origin: dict[UOp, UOp] = {}
     while True:
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions, origin)
+        kernels, fix = _build_kernels(roots, versions, externs, origin)
         if fix is not None:   # a write that cannot happen in place as planned: plan again with the fix
             fixes += 1
             if fixes > 10 * len(roots) + 100:
@@ -236,7 +241,8 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
             fix()
             continue
         evaluations: Counter = Counter()
-        for k in kernels: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
+        for k in kernels:
+            if k[1] is not None: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
         realized = set(roots)
         cost_memo: dict = {}
         new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
@@ -250,11 +256,12 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     # in place by later writes is needed whoever reads it)
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
     unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
-              and r.targets[0].arg not in loaded and v not in versions.chain_of]
+              and r.targets[0].arg not in loaded and v not in versions.chain_of and v.op is not Ops.RESULT
+              and r.alias is None]
     if unused:
         for v in unused: del roots[v]
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions)
+        kernels, fix = _build_kernels(roots, versions, externs)
         assert fix is None
 
     items = Schedule(ExecItem(k, lk) for k, lk in kernels)
@@ -399,24 +406,20 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
         return rebuild(value, True), loaded
 
 
-def _closure(deps: list[set[int]], start: set[int]) -> set[int]:
-    seen, stack = set(start), list(start)
-    while stack:
-        for d in deps[stack.pop()]:
-            if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
-    return seen
-
-
 def _alone(u: UOp) -> bool:
     """Roots that get a kernel of their own: a scan walks its axis in order, a scatter writes at computed places;
     memory whose values do not matter (EMPTY) gets no kernel at all."""
     return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
-def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | None = None):
+def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_Extern] = (),
+                   origin: dict | None = None):
     """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
-    planned: calling fix() changes the plan (a write from a copy, or a value realized first)."""
-    topo = {u: float(i) for i, u in enumerate(toposort(list(roots)))}
+    planned: calling fix() changes the plan (a write from a copy, or a value realized first). Extern calls
+    (`externs`) are steps of their own, ordered among the kernels by what they read and write."""
+    # an extern call's in-out inputs come right after their sources, before anything that reads its results
+    topo = {u: float(i) for i, u in enumerate(toposort([v for v, r in roots.items() if r.alias is not None] +
+                                                       list(roots)))}
     for s, copy in versions.copies.items():   # a copy is written just before the write it starts
         if copy in topo and s in topo: topo[copy] = topo[s] - 0.5
     order = sorted(roots.values(), key=lambda r: topo[r.value])
@@ -424,6 +427,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | 
     count = iter(range(len(order)))
 
     def give_home(r: _Root) -> UOp:
+        if r.alias is not None: r.targets[:1] = [give_home(roots[r.alias])]
         if not r.targets:
             first = versions.chain_of.get(r.value, r.value)
             if first.op is Ops.BUFFER: r.targets[:1] = [first]
@@ -444,22 +448,44 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | 
         assigned.add(id(r))
     home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER}
     realized = set(home)
+    # the extern call writing each RESULT (its value is never computed by a kernel), and what each call reads
+    written_by = {x.results[i]: e for e, x in enumerate(externs) for i in range(len(x.results))}
+    extern_reads = [x.reads(roots) for x in externs]
 
     # group roots of equal shape into one kernel unless one needs the other through a view or reduction;
-    # roots in one group share subexpressions and compute each other inline
+    # roots in one group share subexpressions and compute each other inline. A step is a group (an int) or an
+    # extern call (("extern", e)).
     groups: list[list[_Root]] = []
     group_of: dict[UOp, int] = {}
-    group_deps: list[set[int]] = []
+    group_deps: list[set] = []
+
+    def step_of(v: UOp):
+        return ("extern", written_by[v]) if v in written_by else group_of.get(v)
+
+    def deps(step) -> set:
+        if not isinstance(step, tuple): return group_deps[step]
+        return {step_of(v) for v in extern_reads[step[1]]} - {None}
+
+    def closure(start: set) -> set:
+        seen, stack = set(start), list(start)
+        while stack:
+            for d in deps(stack.pop()):
+                if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+        return seen
+
     for r in order:
+        if r.value.op is Ops.RESULT: continue
         direct, loaded = _classify_uses(r.value, realized - {r.value})
-        needs = {group_of[v] for v in direct | loaded}
+        needs = {step_of(v) for v in direct | loaded} - {None}
         old = versions.prev.get(r.value)
-        if old is not None and old in group_of: needs.add(group_of[old])   # the version it overwrites comes first
+        if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
+        read_by = {("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads}
         target = None
         if not _alone(r.value):
             for gi, g in enumerate(groups):
                 if g[0].value.shape != r.value.shape or _alone(g[0].value): continue
-                if gi in {group_of[v] for v in loaded} or gi in _closure(group_deps, needs - {gi}): continue
+                if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
+                if read_by & closure({gi}): continue
                 target = gi
                 break
         if target is None:
@@ -477,6 +503,10 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | 
         built = [_kernel_value(r.value, members, home, origin) for r in g]
         values.append([v for v, _ in built])
         reads.append(set().union(*(ld for _, ld in built)))
+    for e, rs in enumerate(extern_reads):   # an extern call reading a version runs before the next is written
+        for v in rs:
+            for s in versions.next_writers().get(v, ()):
+                if s in group_of: group_deps[group_of[s]].add(("extern", e))
 
     # versions: a kernel reading one runs before the next one is written; two writes cannot start from one version
     writers = versions.next_writers()
@@ -494,17 +524,28 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, origin: dict | 
             for s in writers.get(v, ()):
                 w = group_of[s]
                 if w == gi: continue
-                if w in _closure(group_deps, {gi}):   # the reader needs the new version: write a copy instead
+                if w in closure({gi}):   # the reader needs the new version: write a copy instead
                     return None, versions.copy_fix(s)
                 group_deps[w].add(gi)
 
-    # kernels run after the kernels whose buffers they read
-    ordered: list[int] = []
-    while len(ordered) < len(groups):
-        ordered.append(next(gi for gi in range(len(groups)) if gi not in ordered and group_deps[gi] <= set(ordered)))
+    # kernels and extern calls run after the kernels and calls that write what they read
+    steps = list(range(len(groups))) + [("extern", e) for e in range(len(externs))]
+    ordered: list = []
+    done: set = set()
+    while len(ordered) < len(steps):
+        step = next(s for s in steps if s not in done and deps(s) <= done)
+        ordered.append(step)
+        done.add(step)
 
     kernels, names = [], Counter()
     for gi in ordered:
+        if isinstance(gi, tuple):
+            x = externs[gi[1]]
+            name = f"X_{x.node.arg.routine}"
+            names[name] += 1
+            if names[name] > 1: name = f"{name}n{names[name] - 1}"
+            kernels.append((x.kernel(name, roots, home), None))
+            continue
         if groups[gi][0].value.op is Ops.EMPTY: continue
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
@@ -538,6 +579,85 @@ def _write_hazard(value: UOp, lowered: LoweredKernel) -> UOp | None:
         if u.op is not Ops.LOAD or u.src[0] is not buf or u.arg == "accumulate": continue
         if combine is not None or not injective or u.src[1] is not index: return value.src[1]
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# extern calls
+
+@dataclass
+class _Extern:
+    """An EXTERN node being scheduled: its RESULT nodes (every result, used or not, has a buffer), and per input
+    either its in-out copy (a root aliasing a result) or the realized value it is a view of."""
+    node: UOp
+    results: list
+    inputs: list   # per input: ("inout", wrapper root key) or ("view", value, base)
+
+    @property
+    def read_values(self) -> list[UOp]:
+        return [i[1] for i in self.inputs]
+
+    def reads(self, roots: dict) -> list[UOp]:
+        """The realized values (roots) whose buffers this call needs written first."""
+        out = []
+        for i in self.inputs:
+            if i[0] == "inout": out.append(i[1])
+            elif i[2] in roots: out.append(i[2])
+        return out
+
+    def kernel(self, name: str, roots: dict, home: dict):
+        from numfn.extern import ExternKernel, strided_view
+        results = tuple(roots[r].targets[0] for r in self.results)
+        operands = []
+        for i in self.inputs:
+            if i[0] == "inout":
+                operands.append(None)
+                continue
+            _, value, base = i
+            buf = home.get(base, base)
+            _, offset, strides = strided_view(value, lambda u, base=base: u is base)
+            operands.append((buf, offset, strides))
+        return ExternKernel(name, self.node, results, tuple(operands))
+
+
+def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
+    """Roots for every extern call: its results (a result that is an output is written there directly), its in-out
+    inputs (computed into the result's buffer), and the values its other inputs are views of (or the inputs
+    themselves, copied row-major, where the routine cannot take the view's strides)."""
+    from numfn.extern import ROUTINES, strided_view
+    externs = []
+    for node in (u for u in toposort([graph]) if u.op is Ops.EXTERN):
+        call = node.arg
+        results = [UOp(Ops.RESULT, dt, (node,), i) for i, (_, dt) in enumerate(call.results)]
+        for r in results:
+            root = roots.setdefault(r, _Root(r))
+            if len(root.outputs) > 1:   # a result returned twice: the call writes the first, a kernel copies it
+                for t in root.outputs[1:]:
+                    key = _copy(r, ("output", t.arg.number))
+                    roots[key] = _Root(key, [t], [t])
+                del root.outputs[1:]
+        inputs = []
+        for j, v in enumerate(node.src):
+            if j in call.inout:
+                key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("extern input", j, id(node)))
+                roots[key] = _Root(key, alias=results[call.inout.index(j)])
+                inputs.append(("inout", key))
+                continue
+            # passed as a view of a buffer or a realized value, or of the value under its views, realized for it;
+            # else copied row-major
+            def is_base(u: UOp) -> bool: return u.op is Ops.BUFFER or u in roots
+            base = v
+            while base.op in MOVEMENT and base.op is not Ops.PAD and not is_base(base): base = base.src[0]
+            view = None if base.op in (Ops.CONST, Ops.IOTA, Ops.PAD) else \
+                strided_view(v, lambda u, base=base, is_base=is_base: u is base or is_base(u))
+            nb = len(call.batch)
+            if view is not None and ROUTINES[call.routine].accepts(call, j, v.shape[nb:], view[2][nb:]):
+                if not is_base(base): roots.setdefault(base, _Root(base))
+                inputs.append(("view", v, base))
+            else:
+                roots.setdefault(v, _Root(v))
+                inputs.append(("view", v, v))
+        externs.append(_Extern(node, results, inputs))
+    return externs
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -718,7 +718,8 @@ def _power(base, exponent) -> Tensor:
 
 def matmul(a, b) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
-    broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses."""
+    broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
+    product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
@@ -734,6 +735,13 @@ def matmul(a, b) -> Tensor:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(n?,k),(k,m?)->(n?,m?) (size {k2} is different from {k})")
     batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    from numfn.extern import blas_product
+    res_uop = blas_product(a2.uop.cast(out), b2.uop.cast(out), batch)
+    if res_uop is not None:   # a large float product: a BLAS GEMM call
+        res = Tensor(res_uop)
+        if a.ndim == 1: res = res.reshape(res.shape[:-2] + res.shape[-1:])
+        if b.ndim == 1: res = res.reshape(res.shape[:-1])
+        return res
     au = Tensor(a2.uop.cast(out)).broadcast_to(batch + (n, k)).reshape(batch + (n, 1, k))
     bu = Tensor(b2.uop.cast(out)).broadcast_to(batch + (k, m)).swapaxes(-1, -2).reshape(batch + (1, m, k))
     prod = Tensor(au.uop.expand(batch + (n, m, k)).alu(Ops.MUL, bu.uop.expand(batch + (n, m, k))))

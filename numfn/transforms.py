@@ -5,7 +5,8 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 
 - vmap is a transformation of that graph: every node gets a leading batch axis by the batching rules in
   `batch_graph` (views shift their arguments, elementwise ops broadcast unbatched operands, reductions and scans
-  shift their axes; a matmul, being a multiply and a sum, becomes a batched matmul). The result is an ordinary
+  shift their axes; a matmul, being a multiply and a sum, becomes a batched matmul; an extern call (BLAS, LAPACK)
+  gets one more batch axis: the routine runs once per example). The result is an ordinary
   graph, fused and compiled per batch size like any signature.
 - svmap compiles the per-example program once and loops over the batch in native code: the batch size is a run
   time argument, the per-example scratch memory is reused by every iteration, large batches are split across
@@ -13,6 +14,7 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -58,6 +60,9 @@ def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
         batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
         idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
         return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), batch, *idx))
+    if op is Ops.EXTERN:   # the routine runs once more per example: one more batch axis (unbatched inputs broadcast)
+        return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a.batched(size))
+    if op is Ops.RESULT: return UOp(op, u.dtype, (x,), a)
     if op is Ops.SCATTER:   # each example writes its own row: one more index, the batch position
         domain = (size,) + u.src[1].shape
         batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
@@ -293,7 +298,7 @@ class BatchedProgram:
     def compiled(self):
         from numfn.runtime import load_or_compile
         # only the constants carry over: the batched entry has no DEBUG=2 timings
-        manifest = {"constants": self.base.manifest["constants"]}
+        manifest = {k: v for k, v in self.base.manifest.items() if k in ("constants", "externs")}
         build = lambda: (self.source, self.entry_name, manifest)   # noqa: E731
         return load_or_compile(self.base.backend, self.cache_key, 2, build)[0]
 
@@ -318,9 +323,12 @@ class BatchedProgram:
         if any(axes[slot] is None for slot in base.mutated_inputs): threads = 1
         start = time.perf_counter()
         if threads > 1:
+            from numfn.runtime.blas import single_threaded
             bounds = [size * i // threads for i in range(threads + 1)]
-            futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
-            status = max(f.result() for f in futures)
+            # extern calls on every thread at once: BLAS on one thread each, not a pool each
+            with single_threaded() if prog.manifest.get("externs") else contextlib.nullcontext():
+                futures = [_thread_pool().submit(prog.entry, lo, hi, table) for lo, hi in zip(bounds, bounds[1:])]
+                status = max(f.result() for f in futures)
         else:
             status = prog.entry(0, size, table)
         if status: raise MemoryError(f"svmap({base.name}): could not allocate scratch memory")

@@ -2,7 +2,7 @@
 
 The same node type carries every level of the compiler; the ops used separate the levels:
   tensor graph   PARAM / BUFFER / CONST / IOTA sources, movement ops, ALU ops, GATHER, REDUCE_AXIS, SCAN,
-                 CONTIGUOUS
+                 CONTIGUOUS, EXTERN / RESULT (calls of native routines)
   kernels        SINK of STORE(BUFFER, value) over a tensor graph whose leaves are BUFFERs
   loop programs  RANGE, LOAD, STORE, REDUCE (then DEFINE_ACC / ASSIGN / END after linearization)
 """
@@ -73,6 +73,9 @@ class Ops(enum.Enum):
     # program structure
     CONTIGUOUS = enum.auto()   # materialize the source in a fresh row-major buffer
     SINK = enum.auto()         # groups several results: a function's outputs, a kernel's stores
+    # a native routine numfn does not generate (BLAS, LAPACK): src = its inputs, arg = numfn.extern.ExternCall; its
+    # value is the tuple of the routine's results, RESULT(extern, arg=i) is result i (see numfn/extern.py)
+    EXTERN = enum.auto(); RESULT = enum.auto()  # noqa: E702
     CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers
     STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value[, gate])
     LOAD = enum.auto()         # loop level: (BUFFER, index)
@@ -317,6 +320,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op is Ops.EMPTY: return u.arg[0]
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
     if op is Ops.GATHER: return u.src[1].shape
+    if op is Ops.RESULT: return u.src[0].arg.results[u.arg][0]
     if op is Ops.SCATTER: return u.src[0].shape
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape

@@ -166,9 +166,10 @@ def test_unsupported_name_without_a_suggestion_still_points_at_the_page():
         f(np.arange(3))
 
 
-def test_the_2_norm_suggestion_is_what_the_issue_asks_for():
-    assert "np.sqrt((x * x).sum(axis))" in suggestion("numpy.linalg.norm")
+def test_suggestions_by_name_and_by_namespace():
+    assert "shifted slices" in suggestion("numpy.lib.stride_tricks.sliding_window_view")
     assert suggestion("numpy.random.rand") == SUGGESTIONS["numpy.random.*"]
+    assert suggestion("numpy.fft.rfft2") == SUGGESTIONS["numpy.fft.*"]
     assert suggestion("numpy.sin") == "" and suggestion("ndarray.view") == ""
 
 
@@ -187,10 +188,9 @@ def _suggested_formulas(x, counts, values, padded):
     windows = np.stack([x[..., i:x.shape[-1] - w + 1 + i] for i in range(w)], axis=-1)
     c = np.concatenate([fnp.zeros(1), np.cumsum(x)])
     moving_sum = c[w:] - c[:-w]
-    norm = np.sqrt((x * x).sum(None))
     isin = (counts[..., None] == values).any(axis=-1)
     trimmed = padded[np.cumsum(padded != 0) > 0]
-    return windows, moving_sum, norm, isin, trimmed
+    return windows, moving_sum, isin, trimmed
 
 
 def test_suggested_formulas_compute_what_numpy_computes():
@@ -200,8 +200,8 @@ def test_suggested_formulas_compute_what_numpy_computes():
     values = np.array([1, 4])
     padded = np.array([0.0, 0.0, 3.0, 0.0, -1.0, 0.0])
     got = numfn.jit(_suggested_formulas)(x, counts, values, padded)
-    want = (sliding_window_view(x, 3), sliding_window_view(x, 3).sum(axis=-1), np.linalg.norm(x),
-            np.isin(counts, values), np.trim_zeros(padded, "f"))
+    want = (sliding_window_view(x, 3), sliding_window_view(x, 3).sum(axis=-1), np.isin(counts, values),
+            np.trim_zeros(padded, "f"))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
         assert g.shape == np.shape(w)

@@ -138,8 +138,10 @@ def test_pad_under_a_function_that_does_not_map_zero_to_zero(backend):
                         np.exp(x)[::2, ::-3]), x, backend=backend)
 
 
-def test_matmul_beyond_l2_is_cache_blocked_and_exact(backend):
-    # B (4 MiB) outgrows L2: the tile loop is blocked (an outermost block loop) and results stay right
+def test_matmul_beyond_l2_is_cache_blocked_and_exact(backend, monkeypatch):
+    # B (4 MiB) outgrows L2: the tile loop is blocked (an outermost block loop) and results stay right (generated
+    # code: without BLAS, a product this large would be a GEMM call)
+    monkeypatch.setenv("NUMFN_BLAS", "none")
     a = rng.standard_normal((64, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 1024)).astype(np.float32)
     f = numfn.jit(lambda a, b: a @ b, backend=backend)

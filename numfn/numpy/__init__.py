@@ -7,9 +7,10 @@ __array_function__). Every function follows NumPy's semantics: broadcasting, dty
 Python scalars are weak), result shapes and the errors NumPy raises.
 
 The modules, one family each: ufuncs (elementwise), dtypes (scalar types, dtype helpers, constants), creation,
-manipulation (shapes, views, joining), reductions, statistics, products, signal (differences, convolution,
-interpolation, polynomials). A module lists its names in __all__; ndarray methods are added to Tensor with
-numfn.tensor.tensor_method.
+manipulation (shapes, views, joining), indexing (results of run-time length, gathers, scatters, histograms),
+reductions, statistics, products, signal (differences, convolution, interpolation, polynomials); subpackages mirror
+NumPy's: linalg (numfn.numpy.linalg for np.linalg). A module lists its names in __all__; ndarray methods are added
+to Tensor with numfn.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -53,3 +54,7 @@ def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, nam
 
 
 register(__import__(__name__, fromlist=["*"]), _np, __all__)
+
+from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
+
+register(linalg, _np.linalg, linalg.__all__)

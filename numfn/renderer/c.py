@@ -22,6 +22,7 @@ _MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops
 
 PRELUDE = """\
 #define _POSIX_C_SOURCE 199309L   /* clock_gettime, for DEBUG=2's kernel timings */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <math.h>
@@ -122,6 +123,74 @@ def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
             f"  else {prog.name}_loop({', '.join(names)}, 0, {n});", "}"]
 
 
+def batch_offset(ptr, batch: tuple[int, ...], index: str) -> list[tuple[str, int, int, int]]:
+    """The terms of a pointer's offset at flat batch index `index`: (index, divisor, modulus or 0, stride) per batch
+    axis whose stride is not 0 (axis d's index is (index / divisor) % modulus)."""
+    terms = []
+    for d, (n, stride) in enumerate(zip(batch, ptr.batch_strides)):
+        if stride == 0 or n == 1: continue
+        inner = 1
+        for m in batch[d + 1:]: inner *= m
+        terms.append((index, inner, n if d > 0 else 0, stride))
+    return terms
+
+
+def render_extern(prog) -> str:
+    """An extern call (numfn.extern.ExternProgram) as a static C function over the externs table and its buffers:
+    per batch element, its calls through the table's function pointers, every argument by reference (the Fortran
+    convention), then one hidden length per character argument."""
+    from numfn.extern import Char, Int, Ptr, Real
+    params = ["void *const *externs"] + [f"{'const ' if i >= prog.written else ''}{p.dtype.cname} *{buffer_name(p.arg)}"
+                                         for i, p in enumerate(prog.params)]
+    itype = "int64_t" if prog.int_bits == 64 else "int32_t"
+    total = 1
+    for n in prog.batch: total *= n
+    core = f"{prog.name}_loop" if prog.parallel else prog.name
+    bounds = ", int64_t start, int64_t end" if prog.parallel else ""
+    lines = [f"static void {core}({', '.join(params)}{bounds}) {{"]
+    indent = "  "
+    if total > 1:
+        lo, hi = ("start", "end") if prog.parallel else ("0", f"{total}LL")
+        lines.append(f"  for (int64_t b = {lo}; b < {hi}; b++) {{")
+        indent = "    "
+    for k, call in enumerate(prog.calls):
+        args, types, chars = [], [], 0
+        for i, a in enumerate(call.args):
+            name = f"a{k}_{i}"
+            if isinstance(a, Ptr):
+                buf = buffer_name(prog.params[a.param].arg)
+                off = [str(a.offset)] + [f"({x} / {div}LL{f' % {mod}LL' if mod else ''}) * {st}LL"
+                                         for x, div, mod, st in batch_offset(a, prog.batch, "b")] \
+                    if total > 1 else [str(a.offset)]
+                args.append(f"(void *)({buf} + {' + '.join(off)})")
+            elif isinstance(a, Int):
+                lines.append(f"{indent}{itype} {name} = {a.value};")
+                args.append(f"&{name}")
+            elif isinstance(a, Char):
+                lines.append(f"{indent}char {name} = '{a.value}';")
+                args.append(f"&{name}")
+                chars += 1
+            elif isinstance(a, Real):
+                lines.append(f"{indent}{prog.dtype.cname} {name} = {c_literal(a.value, prog.dtype)};")
+                args.append(f"&{name}")
+            types.append("void *")
+        fn_type = f"void (*)({', '.join(types + ['size_t'] * chars)})"
+        args += ["(size_t)1"] * chars
+        lines.append(f"{indent}(({fn_type})externs[{call.symbol}])({', '.join(args)});")
+    if total > 1: lines.append("  }")
+    lines.append("}")
+    if prog.parallel:   # the batch loop on the thread pool, as a parallel kernel's outer loop
+        names = ["externs"] + [buffer_name(p.arg) for p in prog.params]
+        casts = [f"({decl[:decl.rindex('*') + 1]})ctx[{i}]" for i, decl in enumerate(params)]
+        lines += [f"static void {prog.name}_body(void **ctx, int64_t start, int64_t end) {{",
+                  f"  {prog.name}_loop({', '.join(casts)}, start, end);", "}",
+                  f"static void {prog.name}(numfn_pfor pfor, {', '.join(params)}) {{",
+                  f"  void *ctx[] = {{ {', '.join(f'(void *){n_}' for n_ in names)} }};",
+                  f"  if (pfor) pfor({prog.name}_body, ctx, {total}LL);",
+                  f"  else {prog.name}_loop({', '.join(names)}, 0, {total}LL);", "}"]
+    return "\n".join(lines)
+
+
 def written(prog: Program) -> set[UOp]:
     return {u.src[0] for u in prog.uops if u.op is Ops.STORE}
 
@@ -148,8 +217,9 @@ def _expr(u: UOp, a: list[str]) -> str:
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
-    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the thread
-    pool's parallel_for or NULL. It returns 0, or 1 when the scratch arena cannot be allocated.
+    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the externs
+    table if the program calls extern routines, then the thread pool's parallel_for or NULL. It returns 0, or 1
+    when the scratch arena cannot be allocated.
 
     With `batched` (one flag per input), the entry takes `int64_t start, int64_t end` first and runs the kernels
     for every example start..end-1 of a leading batch axis: outputs and the flagged inputs advance by one
@@ -175,8 +245,10 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     params = ["void **buffers"] if batched is None else ["int64_t start", "int64_t end", "void **buffers"]
     body = [f"  {const}{dt.cname} *restrict {buffer_name(b)} = ({const}{dt.cname} *)buffers[{i}];"
             for i, (b, dt, const) in enumerate(pointers)]   # an unused input is a const void *
+    if layout.externs:   # the externs table follows the pointer constants (see numfn.extern)
+        body.append(f"  void *const *externs = (void *const *)buffers[{len(pointers)}];")
     if any(prog.parallel is not None for prog, _ in kernels):
-        body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers)}];")
+        body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers) + bool(layout.externs)}];")
     if layout.arena_bytes:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
@@ -189,7 +261,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     indent = "  " if batched is None else "    "
     if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
     for k, (prog, _) in enumerate(kernels):
-        args = ([] if prog.parallel is None else ["pfor"]) + [arg(p.arg) for p in prog.params]
+        args = ([] if prog.parallel is None else ["pfor"]) + (["externs"] if getattr(prog, "externs", False) else []) \
+            + [arg(p.arg) for p in prog.params]
         if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
         body.append(f"{indent}{prog.name}({', '.join(args)});")
         if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")

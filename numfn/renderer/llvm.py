@@ -232,6 +232,83 @@ def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
             f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
 
 
+def render_extern(prog) -> str:
+    """An extern call (numfn.extern.ExternProgram) as an internal function over the externs table and its buffers:
+    per batch element, its calls through the table's function pointers, every argument by reference (the Fortran
+    convention: stack slots filled once), then one hidden length (i64 1) per character argument."""
+    from numfn.extern import Char, Int, Ptr, Real
+    from numfn.renderer.c import batch_offset
+    itype = "i64" if prog.int_bits == 64 else "i32"
+    ftype = ltype(prog.dtype)
+    params = ["ptr %externs"] + [f"ptr %{buffer_name(p.arg)}" for p in prog.params]
+    entry, body = ["entry:"], []
+    total = 1
+    for n in prog.batch: total *= n
+    counter = 0
+    for k, call in enumerate(prog.calls):
+        args, chars = [], 0
+        for i, a in enumerate(call.args):
+            name = f"%a{k}.{i}"
+            if isinstance(a, Ptr):
+                p = prog.params[a.param]
+                off = str(a.offset)
+                if total > 1:
+                    for x, div, mod, st in batch_offset(a, prog.batch, "%b"):
+                        counter += 1
+                        t = f"%t{counter}"
+                        body.append(f"  {t}.q = sdiv i64 {x}, {div}")
+                        q = f"{t}.q"
+                        if mod:
+                            body.append(f"  {t}.r = srem i64 {q}, {mod}")
+                            q = f"{t}.r"
+                        body.append(f"  {t}.m = mul i64 {q}, {st}")
+                        body.append(f"  {t} = add i64 {off}, {t}.m")
+                        off = t
+                body.append(f"  {name} = getelementptr {storage_type(p.dtype)}, ptr %{buffer_name(p.arg)}, i64 {off}")
+            elif isinstance(a, Int):
+                entry += [f"  {name} = alloca {itype}", f"  store {itype} {a.value}, ptr {name}"]
+            elif isinstance(a, Char):
+                entry += [f"  {name} = alloca i8", f"  store i8 {ord(a.value)}, ptr {name}"]
+                chars += 1
+            elif isinstance(a, Real):
+                value = llvm_literal(a.value, prog.dtype)
+                entry += [f"  {name} = alloca {ftype}", f"  store {ftype} {value}, ptr {name}"]
+            args.append(f"ptr {name}")
+        args += ["i64 1"] * chars
+        body += [f"  %fp{k} = getelementptr inbounds ptr, ptr %externs, i64 {call.symbol}",
+                 f"  %fn{k} = load ptr, ptr %fp{k}",
+                 f"  call void %fn{k}({', '.join(args)})"]
+    lo, hi = ("%start", "%end") if prog.parallel else ("0", str(total))
+    if total > 1:
+        lines = entry + ["  br label %b.head", "b.head:", f"  %b = phi i64 [ {lo}, %entry ], [ %b.next, %b.body ]",
+                         f"  %b.more = icmp slt i64 %b, {hi}", "  br i1 %b.more, label %b.body, label %b.exit",
+                         "b.body:", *body, "  %b.next = add nsw i64 %b, 1", "  br label %b.head", "b.exit:",
+                         "  ret void"]
+    else:
+        lines = entry + body + ["  ret void"]
+    core = f"{prog.name}_loop" if prog.parallel else prog.name
+    bounds = ["i64 %start", "i64 %end"] if prog.parallel else []
+    out = [f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", *lines, "}"]
+    if prog.parallel:   # the batch loop on the thread pool, as a parallel kernel's outer loop
+        names = [p.split(" ")[-1] for p in params]
+        body = ["entry:"]
+        for i, name in enumerate(names):
+            body += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                     f"  {name} = load ptr, ptr {name}.slot"]
+        body += [f"  call void @{core}({', '.join(f'ptr {x}' for x in names)}, i64 %start, i64 %end)", "  ret void"]
+        wrap = ["entry:", f"  %ctx = alloca [{len(names)} x ptr]"]
+        for i, name in enumerate(names):
+            wrap += [f"  {name}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}",
+                     f"  store ptr {name}, ptr {name}.slot"]
+        wrap += ["  %serial = icmp eq ptr %pfor, null", "  br i1 %serial, label %alone, label %pool",
+                 "alone:", f"  call void @{core}({', '.join(f'ptr {x}' for x in names)}, i64 0, i64 {total})",
+                 "  ret void", "pool:", f"  call void %pfor(ptr @{prog.name}_body, ptr %ctx, i64 {total})",
+                 "  ret void"]
+        out += [f"define internal void @{prog.name}_body(ptr %ctx, i64 %start, i64 %end) nounwind {{", *body, "}",
+                f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
+    return "\n".join(out)
+
+
 def _clock(name: str) -> list[str]:
     """`%name` = clock_gettime(CLOCK_MONOTONIC) in nanoseconds (the timespec lives in %ts)."""
     return ["  call i32 @clock_gettime(i32 1, ptr %ts)",
@@ -273,8 +350,11 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     for i, b in enumerate(pointers):
         body += [f"  %{buffer_name(b)}.slot = getelementptr inbounds ptr, ptr %buffers, i64 {i}",
                  f"  %{buffer_name(b)} = load ptr, ptr %{buffer_name(b)}.slot"]
+    if layout.externs:   # the externs table follows the pointer constants (see numfn.extern)
+        body += [f"  %externs.slot = getelementptr inbounds ptr, ptr %buffers, i64 {len(pointers)}",
+                 "  %externs = load ptr, ptr %externs.slot"]
     if any(prog.parallel is not None for prog, _ in kernels):   # the thread pool follows the buffers
-        body += [f"  %pfor.slot = getelementptr inbounds ptr, ptr %buffers, i64 {len(pointers)}",
+        body += [f"  %pfor.slot = getelementptr inbounds ptr, ptr %buffers, i64 {len(pointers) + bool(layout.externs)}",
                  "  %pfor = load ptr, ptr %pfor.slot"]
     if layout.arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
@@ -307,7 +387,8 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
         out.insert(0, f"@{entry}_ns = global [{max(len(kernels), 1)} x i64] zeroinitializer, align 8")
         body.append("  %ts = alloca { i64, i64 }")
     for k, (prog, _) in enumerate(kernels):
-        args = ([] if prog.parallel is None else ["ptr %pfor"]) + [f"ptr {arg(p.arg)}" for p in prog.params]
+        args = ([] if prog.parallel is None else ["ptr %pfor"]) + \
+            (["ptr %externs"] if getattr(prog, "externs", False) else []) + [f"ptr {arg(p.arg)}" for p in prog.params]
         if profile: body += _clock(f"t0.{k}")
         body.append(f"  call void @{prog.name}({', '.join(args)})")
         if profile:

@@ -31,6 +31,8 @@ def set_num_threads(n: int) -> int:
     from numfn.runtime import dispatch
     module = dispatch.loaded_extension()
     if module is not None: _count = module.set_threads(_count) if _count > 1 else module.set_threads(1)
+    from numfn.runtime import blas
+    blas.set_threads(_count)   # BLAS's own pool follows numfn's (it runs while numfn's is idle)
     return _count
 
 

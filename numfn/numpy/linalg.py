@@ -1,0 +1,654 @@
+"""numfn.numpy.linalg: NumPy's linear algebra over traced arrays (np.linalg.* on traced arrays dispatches here).
+
+Decompositions and solvers call LAPACK from the compiled program (numfn/extern.py), as NumPy does: in float64
+whatever the input (NumPy computes float32 inputs in double and casts the results back, and so does numfn), on
+stacked inputs broadcast the way NumPy's gufuncs broadcast them, under vmap and svmap too. LAPACK works on
+column-major matrices: a matrix handed to it is the row-major buffer of its transpose (`_cm`), which the kernel
+filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
+that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
+through numfn.tensor.add_check. Everything else (norms, products, cross, outer, trace) is composed from the
+tracer's primitives and fuses with its surroundings.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+from numpy.linalg import LinAlgError
+from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
+
+from numfn.dtype import DType, dtypes
+from numfn.errors import unsupported
+from numfn.extern import extern, workspace
+from numfn.numpy import ufuncs as U
+from numfn.numpy.creation import arange, eye
+from numfn.numpy.manipulation import stack
+from numfn.args import normalize_axis
+from numfn.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
+from numfn.uop import UOp
+
+__all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
+           "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",
+           "multi_dot", "cross", "outer", "trace", "diagonal", "matrix_transpose", "matmul", "tensorsolve",
+           "tensorinv"]
+
+F64 = dtypes.float64
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers
+
+def _float_operands(*arrays) -> tuple[list[Tensor], DType]:
+    """The operands as float64 Tensors (what LAPACK computes in) and the result dtype NumPy gives: float32 when
+    every operand is float32, else float64 (integers and bools included)."""
+    ts = [Tensor(Tensor.lift(a).uop) for a in arrays]   # Python scalars are arrays here: strong
+    for t in ts:
+        if t.uop.dtype.kind not in "biuf": raise TypeError(f"array type {t.dtype} is unsupported in linalg")
+    single = all(t.uop.dtype is dtypes.float32 for t in ts)
+    return [t.astype(F64, copy=False) for t in ts], dtypes.float32 if single else F64
+
+
+def _int() -> DType:
+    """The dtype of LAPACK's integers (pivots, info); NumfnError when there is no LAPACK."""
+    from numfn.runtime import blas
+    iface = blas.interface()
+    if iface is None:
+        raise unsupported("numpy.linalg's decompositions without a BLAS/LAPACK library",
+                          "install scipy-openblas64 (pip install scipy-openblas64), and unset NUMFN_BLAS")
+    return dtypes.int64 if iface.int_bits == 64 else dtypes.int32
+
+
+def _stacked_2d(a: Tensor) -> None:
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+
+
+def _stacked_square(a: Tensor) -> None:
+    _stacked_2d(a)
+    if a.shape[-1] != a.shape[-2]: raise LinAlgError("Last 2 dimensions of the array must be square")
+
+
+def _cm(x: Tensor) -> Tensor:
+    """The transpose of the last two axes: a column-major matrix's row-major buffer, and back."""
+    return x.swapaxes(-1, -2)
+
+
+def _zeros(shape: tuple[int, ...], dt: DType = F64) -> Tensor:
+    return Tensor(UOp.const_like(dt, 0, tuple(shape)))
+
+
+def _full(shape: tuple[int, ...], value, dt: DType = F64) -> Tensor:
+    return Tensor(UOp.const_like(dt, value, tuple(shape)))
+
+
+def _eye(n: int, batch: tuple[int, ...] = (), dt: DType = F64) -> Tensor:
+    return eye(n, dtype=dt.np).broadcast_to(batch + (n, n))
+
+
+def _lapack(routine: str, batch: tuple[int, ...], params: tuple, inputs: list[Tensor], results: list) -> list[Tensor]:
+    """The results of a LAPACK call (see numfn.extern.extern) as Tensors."""
+    _int()
+    return [Tensor(u) for u in extern(routine, F64, batch, params, [t.uop for t in inputs], results)]
+
+
+def _check(info: Tensor, message: str) -> None:
+    """LAPACK's info > 0 becomes NumPy's LinAlgError(message) after the call."""
+    add_check(info > 0, info, lambda _: LinAlgError(message))
+
+
+def _diag(x: Tensor) -> Tensor:
+    """The main diagonals of a stack of square matrices (..., n, n) -> (..., n)."""
+    n = x.shape[-1]
+    return x.reshape(x.shape[:-2] + (n * n,))[..., ::n + 1]
+
+
+def _tri_mask(n: int, m: int, k: int, lower: bool) -> Tensor:
+    rows = Tensor(UOp.iota(n).reshape((n, 1)).expand((n, m)))
+    cols = Tensor(UOp.iota(m).reshape((1, m)).expand((n, m)))
+    return cols <= rows + k if lower else cols >= rows + k
+
+
+def _tril(x: Tensor) -> Tensor:
+    return U.where(_tri_mask(x.shape[-2], x.shape[-1], 0, True), x, 0.0)
+
+
+def _triu(x: Tensor) -> Tensor:
+    return U.where(_tri_mask(x.shape[-2], x.shape[-1], 0, False), x, 0.0)
+
+
+def _empty(batch: tuple[int, ...], *dims: int) -> bool:
+    return 0 in batch or 0 in dims
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# solving and inverting
+
+def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
+    """X (column-major: its buffer (..., k, n)) with a X = B, a (..., n, n) float64, B given column-major."""
+    if _empty(batch, n, k): return _zeros(batch + (k, n))
+    a_cm = _cm(a.broadcast_to(batch + (n, n)))
+    i = _int()
+    _, x, _, info = _lapack("gesv", batch, (n, k), [a_cm, b_cm], [((n, n), F64, 0, False), ((k, n), F64, 1, False),
+                                                                  ((n,), i, -1, False), ((), i, -1, False)])
+    _check(info, "Singular matrix")
+    return x
+
+
+def solve(a, b) -> Tensor:
+    """x with a @ x = b. b is a stack of vectors only when it is 1-D (NumPy 2), else a stack of matrices."""
+    (a, b), rt = _float_operands(a, b)
+    _stacked_square(a)
+    n = a.shape[-1]
+    if b.ndim == 1:
+        if b.shape[0] != n:
+            raise ValueError("solve1: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                             f"(m,m),(m)->(m) (size {b.shape[0]} is different from {n})")
+        batch = a.shape[:-2]
+        x = _gesv(a, b.reshape((1, n)).broadcast_to(batch + (1, n)), batch, n, 1)
+        return x[..., 0, :].astype(rt)
+    if b.shape[-2] != n:
+        raise ValueError("solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                         f"(m,m),(m,n)->(m,n) (size {b.shape[-2]} is different from {n})")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    k = b.shape[-1]
+    return _cm(_gesv(a, _cm(b.broadcast_to(batch + (n, k))), batch, n, k)).astype(rt)
+
+
+def inv(a) -> Tensor:
+    """The inverse of a (stack of) square matrices: a solve against the identity, as NumPy does."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    n, batch = a.shape[-1], a.shape[:-2]
+    return _cm(_gesv(a, _eye(n, batch), batch, n, n)).astype(rt)
+
+
+def _inv_or_nan(a: Tensor) -> Tensor:
+    """inv(a) with NaN matrices where a is singular (NumPy's inv under errstate(all='ignore'), which cond uses)."""
+    n, batch = a.shape[-1], a.shape[:-2]
+    if _empty(batch, n): return _zeros(a.shape)
+    i = _int()
+    _, x, _, info = _lapack("gesv", batch, (n, n), [_cm(a), _eye(n, batch)],
+                            [((n, n), F64, 0, False), ((n, n), F64, 1, False), ((n,), i, -1, False),
+                             ((), i, -1, False)])
+    return U.where((info > 0).reshape(batch + (1, 1)), np.nan, _cm(x))
+
+
+def tensorsolve(a, b, axes=None) -> Tensor:
+    """x with tensordot(a, x, b.ndim) = b (NumPy's tensorsolve)."""
+    a, b = Tensor.lift(a), Tensor.lift(b)
+    if axes is not None:
+        order = [i for i in range(a.ndim) if i not in [normalize_axis(k, a.ndim) for k in axes]]
+        order += [normalize_axis(k, a.ndim) for k in axes]
+        a = a.transpose(order)
+    old = a.shape[-(a.ndim - b.ndim):]
+    prod = math.prod(old)
+    if a.size != prod ** 2:
+        raise LinAlgError("Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == "
+                          "prod(a.shape[:b.ndim])")
+    return solve(a.reshape((prod, prod)), b.reshape((prod,))).reshape(old)
+
+
+def tensorinv(a, ind: int = 2) -> Tensor:
+    """The inverse of a with respect to tensordot over its first `ind` axes (NumPy's tensorinv)."""
+    a = Tensor.lift(a)
+    if ind <= 0: raise ValueError("Invalid ind argument.")
+    old = a.shape
+    inv_shape = old[ind:] + old[:ind]
+    prod = math.prod(old[ind:])
+    return inv(a.reshape((prod, -1))).reshape(inv_shape)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# determinants
+
+def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
+    n, batch = a.shape[-1], a.shape[:-2]
+    if _empty(batch, n): return _full(batch, 1.0), _zeros(batch)
+    i = _int()
+    lu, ipiv, info = _lapack("getrf", batch, (n,), [_cm(a)],
+                             [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
+    d = _diag(lu)
+    swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
+    negative = (d < 0).sum(axis=-1)
+    sign = U.where((swaps + negative) % 2 == 1, -1.0, 1.0)
+    singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
+    return U.where(singular, 0.0, sign), U.where(singular, -np.inf, U.log(abs(d)).sum(axis=-1))
+
+
+def slogdet(a) -> SlogdetResult:
+    """The sign and the log of the absolute value of the determinant, from an LU factorization (LAPACK getrf)."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    sign, logdet = _slogdet64(a)
+    return SlogdetResult(sign.astype(rt), logdet.astype(rt))
+
+
+def det(a) -> Tensor:
+    """The determinant: sign * exp(log|det|) from the LU factorization, as NumPy computes it."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    sign, logdet = _slogdet64(a)
+    return (sign * U.exp(logdet)).astype(rt)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# decompositions
+
+def cholesky(a, /, *, upper: bool = False) -> Tensor:
+    """The lower (or with upper=True, upper) Cholesky factor, from the lower (upper) triangle of a."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    if upper: return _cm(cholesky(_cm(a))).astype(rt)
+    n, batch = a.shape[-1], a.shape[:-2]
+    if _empty(batch, n): return _zeros(a.shape, rt)
+    # LAPACK sees a's buffer as a.T: the upper triangle of a.T is a's lower one, and the factor U = L.T it writes
+    # there, column-major, is L in the buffer's lower triangle (no transposing copy either way)
+    c, info = _lapack("potrf", batch, (n, "U"), [a], [((n, n), F64, 0, False), ((), _int(), -1, False)])
+    _check(info, "Matrix is not positive definite")
+    return _tril(c).astype(rt)
+
+
+def _syevd(a: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor]:
+    uplo = uplo.upper() if isinstance(uplo, str) else uplo
+    if uplo not in ("L", "U"): raise ValueError("UPLO argument must be 'L' or 'U'")
+    n, batch = a.shape[-1], a.shape[:-2]
+    if _empty(batch, n): return _zeros(batch + (n,)), _zeros(batch + (n, n))
+    jobz = "V" if vectors else "N"
+    i = _int()
+    lwork, liwork = workspace("syevd", F64, [jobz, "L", n, None, max(1, n), None, "work", -1, "iwork", -1, "int"])
+    i = _int()
+    # LAPACK reads the lower triangle of the column-major matrix it is given: a's lower triangle is the lower
+    # triangle of a.T's buffer (for UPLO='U', a's own buffer)
+    v, w, _, _, info = _lapack("syevd", batch, (n, jobz, lwork, liwork), [_cm(a) if uplo == "L" else a],
+                               [((n, n), F64, 0, False), ((n,), F64, -1, False), ((lwork,), F64, -1, True),
+                                ((liwork,), i, -1, True), ((), i, -1, False)])
+    _check(info, "Eigenvalues did not converge")
+    return w, _cm(v)
+
+
+def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix, from its lower (UPLO='L') or upper
+    triangle (LAPACK syevd, as NumPy)."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    w, v = _syevd(a, UPLO, True)
+    return EighResult(w.astype(rt), v.astype(rt))
+
+
+def eigvalsh(a, UPLO: str = "L") -> Tensor:  # noqa: N803
+    """The eigenvalues (ascending) of a symmetric matrix."""
+    (a,), rt = _float_operands(a)
+    _stacked_square(a)
+    return _syevd(a, UPLO, False)[0].astype(rt)
+
+
+def _gesdd(a: Tensor, full_matrices: bool, compute_uv: bool):
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    if _empty(batch, k):
+        u = _eye(m, batch) if full_matrices else _zeros(batch + (m, k))
+        vt = _eye(n, batch) if full_matrices else _zeros(batch + (k, n))
+        return u, _zeros(batch + (k,)), vt
+    jobz = "N" if not compute_uv else "A" if full_matrices else "S"
+    ucols, vtrows = (m, n) if jobz == "A" else (k, k)
+    ldu, ldvt = (max(1, m), max(1, vtrows)) if compute_uv else (1, 1)
+    i = _int()
+    lwork, _ = workspace("gesdd", F64, [jobz, m, n, None, max(1, m), None, None, ldu, None, ldvt, "work", -1, "iwork",
+                                        "int"])
+    i = _int()
+    u_res = ((ucols, m), F64, -1, False) if compute_uv else ((1,), F64, -1, True)
+    vt_res = ((n, vtrows), F64, -1, False) if compute_uv else ((1,), F64, -1, True)
+    _, s, u, vt, _, _, info = _lapack("gesdd", batch, (m, n, jobz, ldu, ldvt, lwork), [_cm(a)],
+                                      [((n, m), F64, 0, False), ((k,), F64, -1, False), u_res, vt_res,
+                                       ((lwork,), F64, -1, True), ((8 * k,), i, -1, True), ((), i, -1, False)])
+    _check(info, "SVD did not converge")
+    return (_cm(u) if compute_uv else None), s, (_cm(vt) if compute_uv else None)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """The singular value decomposition a = u @ diag(s) @ vh (LAPACK gesdd, as NumPy), or the singular values."""
+    (a,), rt = _float_operands(a)
+    _stacked_2d(a)
+    if hermitian and compute_uv:
+        raise unsupported("numpy.linalg.svd with hermitian=True and compute_uv=True",
+                          "NumPy orders an eigendecomposition's vectors by sorting; use hermitian=False")
+    u, s, vt = _gesdd(a, full_matrices, compute_uv)
+    if not compute_uv: return s.astype(rt)
+    return SVDResult(u.astype(rt), s.astype(rt), vt.astype(rt))
+
+
+def svdvals(x, /) -> Tensor:
+    """The singular values of x, descending."""
+    return svd(x, compute_uv=False)
+
+
+def qr(a, mode: str = "reduced"):
+    """The QR decomposition (LAPACK geqrf, then orgqr for Q), in NumPy's modes: 'reduced', 'complete', 'r', 'raw'."""
+    if mode not in ("reduced", "complete", "r", "raw"): raise ValueError(f"Unrecognized mode '{mode}'")
+    (a,), rt = _float_operands(a)
+    _stacked_2d(a)
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    if _empty(batch, k):
+        if mode == "raw": return _zeros(batch + (n, m), rt), _zeros(batch + (k,), rt)
+        r = _zeros(batch + ((k if mode in ("reduced", "r") else m), n), rt)
+        if mode == "r": return r
+        q = _zeros(batch + (m, k), rt) if mode == "reduced" else _eye(m, batch, rt)
+        return QRResult(q, r)
+    i = _int()
+    lwork, _ = workspace("geqrf", F64, [m, n, None, max(1, m), None, "work", -1, "int"])
+    h, tau, _, info = _lapack("geqrf", batch, (m, n, lwork), [_cm(a)],
+                              [((n, m), F64, 0, False), ((k,), F64, -1, False), ((lwork,), F64, -1, True),
+                               ((), i, -1, False)])
+    _check(info, "Incorrect argument found while performing QR factorization")
+    if mode == "raw": return h.astype(rt), tau.astype(rt)
+    full = _cm(h)   # (m, n): R in its upper triangle, the reflectors below
+    rows = k if mode in ("reduced", "r") else m
+    r = _triu(full[..., :rows, :] if rows <= m else full)
+    if mode == "r": return r.astype(rt)
+    q_cols = k if mode == "reduced" else m
+    reflectors = h[..., :q_cols, :] if n >= q_cols else \
+        Tensor(h.uop.pad(((0, 0),) * len(batch) + ((0, q_cols - n), (0, 0))))
+    lwork2, _ = workspace("orgqr", F64, [m, q_cols, k, None, max(1, m), None, "work", -1, "int"])
+    q, _, info2 = _lapack("orgqr", batch, (m, q_cols, k, lwork2), [reflectors, tau],
+                          [((q_cols, m), F64, 0, False), ((lwork2,), F64, -1, True), ((), i, -1, False)])
+    _check(info2, "Incorrect argument found while performing QR factorization")
+    if mode == "complete" and m > n:   # R has m rows: those below n are zero
+        r = Tensor(r.uop.pad(((0, 0),) * len(batch) + ((0, m - r.shape[-2]), (0, 0)))) if r.shape[-2] < m else r
+    return QRResult(_cm(q).astype(rt), r.astype(rt))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# least squares, pseudo-inverse, rank
+
+def lstsq(a, b, rcond=None):
+    """The least-squares solution of a @ x = b (LAPACK gelsd, as NumPy): (x, residuals, rank, singular values).
+    Residuals have NumPy's data-dependent shape: (nrhs,) where m > n and a has full rank, else (0,); numfn
+    computes the first and raises when a turns out rank-deficient (m > n)."""
+    (a, b), rt = _float_operands(a, b)
+    vector = b.ndim == 1
+    if vector: b = b.reshape(b.shape + (1,))
+    for t in (a, b):
+        if t.ndim != 2:
+            raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
+    m, n = a.shape
+    m2, nrhs = b.shape
+    if m != m2: raise LinAlgError("Incompatible dimensions")
+    rcond = float(np.finfo(np.float64).eps * max(n, m)) if rcond is None else float(rcond)
+    k, mx = min(m, n), max(m, n)
+    if k == 0:   # nothing to factor: x = 0, rank 0, no singular values
+        x = _zeros((n, nrhs), rt)
+        out = (x[:, 0] if vector else x), _zeros((0,), rt), Tensor(UOp.const(dtypes.int32, 0)), _zeros((0,), rt)
+        return out
+    cols = max(nrhs, 1)   # LAPACK needs a right-hand side: NumPy adds one where there is none
+    bb = b if nrhs else _zeros((m, 1))
+    b_cm = _cm(Tensor(bb.uop.pad(((0, mx - m), (0, 0))))) if mx > m else _cm(bb)
+    i = _int()
+    lwork, liwork = workspace("gelsd", F64, [m, n, cols, None, max(1, m), None, max(1, mx), None, rcond, "int", "work",
+                                             -1, "iwork", "int"])
+    _, x, s, rank, _, _, info = _lapack(
+        "gelsd", (), (m, n, cols, rcond, lwork, liwork), [_cm(a), b_cm],
+        [((n, m), F64, 0, False), ((cols, mx), F64, 1, False), ((k,), F64, -1, False), ((), i, -1, False),
+         ((lwork,), F64, -1, True), ((liwork,), i, -1, True), ((), i, -1, False)])
+    _check(info, "SVD did not converge in Linear Least Squares")
+    full = _cm(x)[:, :nrhs]   # (mx, nrhs)
+    sol = full[:n]
+    if m > n:
+        residuals = (full[n:] * full[n:]).sum(axis=0).astype(rt)
+        add_check(rank != n, rank, lambda r: unsupported(
+            f"numpy.linalg.lstsq of a rank-deficient matrix (rank {r} < {n} columns)",
+            "NumPy returns an empty residuals array then, an array whose shape depends on the values"))
+    else:
+        residuals = _zeros((0,), rt)
+    return (sol[:, 0] if vector else sol).astype(rt), residuals, rank.astype(np.int32), s.astype(rt)
+
+
+def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse, from the SVD with small singular values (below rcond times the largest)
+    discarded, as NumPy computes it."""
+    given = Tensor.lift(a).uop.dtype
+    (a,), rt = _float_operands(a)
+    _stacked_2d(a)
+    if rcond is not None and rtol is not None: raise ValueError("`rtol` and `rcond` can't be both set.")
+    if rcond is None: rcond = 1e-15 if rtol is None else rtol
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    if _empty(batch, m, n): return _zeros(batch + (n, m), given)   # NumPy: an empty array of a's own dtype
+    u, s, vt = _gesdd(a, False, True)
+    cutoff = Tensor.lift(rcond).astype(F64)[..., None] * s.max(axis=-1, keepdims=True)
+    large = s > cutoff
+    sinv = U.where(large, 1.0 / U.where(large, s, 1.0), 0.0)
+    return _matmul(_cm(vt), sinv[..., None] * _cm(u)).astype(rt)
+
+
+def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N803 - NumPy's name
+    """The number of singular values above the tolerance (default: the largest times max(m, n) times eps)."""
+    if rtol is not None and tol is not None: raise ValueError("`tol` and `rtol` can't be both set.")
+    A = Tensor(Tensor.lift(A).uop)
+    if A.ndim < 2: return (A != 0).max().astype(np.int64) if A.size else Tensor(UOp.const(dtypes.int64, 0))
+    s = svd(A, compute_uv=False)
+    if tol is None:
+        if rtol is None: rtol = max(A.shape[-2:]) * np.finfo(s.dtype).eps
+        else: rtol = Tensor.lift(rtol)[..., None]
+        largest = s.max(axis=-1, keepdims=True) if s.shape[-1] else _zeros(s.shape[:-1] + (1,), s.uop.dtype)
+        tol = largest * rtol
+    else:
+        tol = Tensor.lift(tol)[..., None]
+    return (s > tol).sum(axis=-1).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# norms and condition numbers
+
+def _vector_norm(x: Tensor, ord, axis: tuple[int, ...], keepdims: bool) -> Tensor:
+    if ord is None or ord == 2: return U.sqrt((x * x).sum(axis=axis, keepdims=keepdims))
+    if isinstance(ord, str): raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    a = abs(x)
+    if ord == np.inf: return a.max(axis=axis, keepdims=keepdims)
+    if ord == -np.inf: return a.min(axis=axis, keepdims=keepdims)
+    if ord == 0: return (x != 0).astype(x.dtype).sum(axis=axis, keepdims=keepdims)
+    if ord == 1: return a.sum(axis=axis, keepdims=keepdims)
+    p = float(ord)
+    return U.power(U.power(a, p).sum(axis=axis, keepdims=keepdims), 1.0 / p)
+
+
+def _matrix_norm(x: Tensor, ord, row: int, col: int, keepdims: bool) -> Tensor:
+    if ord in (2, -2, "nuc"):
+        rest = [i for i in range(x.ndim) if i not in (row, col)]
+        s = svd(x.transpose(rest + [row, col]), compute_uv=False)
+        r = s.max(axis=-1) if ord == 2 else s.min(axis=-1) if ord == -2 else s.sum(axis=-1)
+    elif ord in (None, "fro", "f"):
+        r = U.sqrt((x * x).sum(axis=(row, col)))
+    elif ord in (1, -1, np.inf, -np.inf):
+        inner, outer = (row, col) if ord in (1, -1) else (col, row)
+        sums = abs(x).sum(axis=inner)
+        outer_after = outer - 1 if outer > inner else outer
+        r = sums.max(axis=outer_after) if ord in (1, np.inf) else sums.min(axis=outer_after)
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        shape = list(x.shape)
+        shape[row] = shape[col] = 1
+        r = r.reshape(tuple(shape))
+    return r
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:
+    """NumPy's norm: vector norms over one axis, matrix norms over two (2, -2 and 'nuc' from the singular values),
+    the 2-norm of the flattened array by default."""
+    x = Tensor(Tensor.lift(x).uop)
+    if not x.uop.dtype.is_float: x = x.astype(F64)
+    if axis is None:
+        if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
+            r = U.sqrt((x * x).sum())
+            return r.reshape((1,) * x.ndim) if keepdims else r
+        axes = tuple(range(x.ndim))
+    elif not isinstance(axis, tuple):
+        try:
+            axes = (operator.index(axis),)
+        except TypeError:
+            raise TypeError("'axis' must be None, an integer or a tuple of integers") from None
+    else:
+        axes = axis
+    if len(axes) == 1:
+        return _vector_norm(x, ord, (normalize_axis(axes[0], x.ndim),), keepdims)
+    if len(axes) == 2:
+        row, col = normalize_axis(axes[0], x.ndim), normalize_axis(axes[1], x.ndim)
+        if row == col: raise ValueError("Duplicate axes given.")
+        return _matrix_norm(x, ord, row, col, keepdims)
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:
+    """The matrix norm over the last two axes (array API)."""
+    x = Tensor.lift(x)
+    _stacked_2d(x)
+    return norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
+    """The vector norm over `axis` (all axes, flattened, by default) (array API)."""
+    x = Tensor(Tensor.lift(x).uop)
+    if axis is None:
+        r = norm(x.reshape(-1), ord=ord, axis=0)
+        return r.reshape((1,) * x.ndim) if keepdims else r
+    if isinstance(axis, tuple) and len(axis) != 1:
+        axes = tuple(normalize_axis(a, x.ndim) for a in axis)
+        rest = [i for i in range(x.ndim) if i not in axes]
+        flat = x.transpose(rest + list(axes)).reshape(tuple(x.shape[i] for i in rest) + (-1,))
+        r = norm(flat, ord=ord, axis=-1)
+        if keepdims: r = r.reshape(tuple(1 if i in axes else x.shape[i] for i in range(x.ndim)))
+        return r
+    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def cond(x, p=None) -> Tensor:
+    """The condition number: the ratio of extreme singular values (p None, 2, -2), else norm(x) * norm(inv(x)),
+    with NumPy's infinity for singular matrices."""
+    x = Tensor(Tensor.lift(x).uop)
+    _stacked_2d(x)
+    if x.shape[-1] == 0 or x.shape[-2] == 0: raise LinAlgError("cond is not defined on empty arrays")
+    (x64,), rt = _float_operands(x)
+    if p is None or p in (2, -2):
+        s = svd(x64, compute_uv=False)
+        r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    else:
+        _stacked_square(x64)
+        r = norm(x64, p, axis=(-2, -1)) * norm(_inv_or_nan(x64), p, axis=(-2, -1))
+    has_nan = U.isnan(x64).max(axis=(-2, -1))
+    return U.where(U.isnan(r) & ~has_nan, np.inf, r).astype(rt)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# products and the rest
+
+def matmul(x1, x2, /) -> Tensor:
+    """The matrix product (np.linalg.matmul: np.matmul)."""
+    return _matmul(x1, x2)
+
+
+def matrix_power(a, n) -> Tensor:
+    """a raised to the integer power n by repeated squaring (n < 0: of the inverse), as NumPy does."""
+    a = Tensor(Tensor.lift(a).uop)
+    _stacked_square(a)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n == 0: return _eye(a.shape[-1], a.shape[:-2], a.uop.dtype)
+    if n < 0:
+        a, n = inv(a), -n
+    result, z = None, None
+    while n > 0:
+        z = a if z is None else _matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit: result = z if result is None else _matmul(result, z)
+    return result
+
+
+def multi_dot(arrays, *, out=None) -> Tensor:
+    """The product of a chain of matrices in the cheapest order (dynamic programming over the shapes), with
+    NumPy's treatment of 1-D first and last arguments."""
+    if out is not None: raise unsupported("the out= argument of numpy.linalg.multi_dot")
+    ts = [Tensor(Tensor.lift(a).uop) for a in arrays]
+    if len(ts) < 2: raise ValueError("Expecting at least two arrays.")
+    if len(ts) == 2:
+        from numfn.numpy.products import dot
+        return dot(ts[0], ts[1])
+    first, last = ts[0].ndim, ts[-1].ndim
+    if first == 1: ts[0] = ts[0].reshape((1, -1))
+    if last == 1: ts[-1] = ts[-1].reshape((-1, 1))
+    for t in ts:
+        if t.ndim != 2: raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
+    dims = [t.shape[0] for t in ts] + [ts[-1].shape[1]]
+    count = len(ts)
+    cost = [[0] * count for _ in range(count)]
+    split = [[0] * count for _ in range(count)]
+    for length in range(1, count):
+        for i in range(count - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if c < cost[i][j]: cost[i][j], split[i][j] = c, s
+
+    def chain(i: int, j: int) -> Tensor:
+        if i == j: return ts[i]
+        return _matmul(chain(i, split[i][j]), chain(split[i][j] + 1, j))
+    r = chain(0, count - 1)
+    if first == 1 and last == 1: return r[0, 0]
+    if first == 1: return r[0]
+    if last == 1: return r[:, 0]
+    return r
+
+
+def outer(x1, x2, /) -> Tensor:
+    """The outer product of two vectors (np.linalg.outer: 1-D arguments only)."""
+    a, b = Tensor.lift(x1), Tensor.lift(x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={a.ndim} and x2.ndim={b.ndim}.")
+    return a.reshape((-1, 1)) * b.reshape((1, -1))
+
+
+def cross(x1, x2, /, *, axis: int = -1) -> Tensor:
+    """The cross product of 3-element vectors along `axis` (np.linalg.cross), broadcasting the others."""
+    a, b = Tensor.lift(x1), Tensor.lift(x2)
+    for t in (a, b):
+        if t.ndim == 0: raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors")
+    da, db = a.shape[normalize_axis(axis, a.ndim)], b.shape[normalize_axis(axis, b.ndim)]
+    if da != 3 or db != 3:
+        raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but they are {da} and {db} "
+                         "dimensional instead.")
+    a, b = a.swapaxes(axis, -1), b.swapaxes(axis, -1)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    # NumPy puts the result's vector axis where `axis` says, counted in the broadcast result
+    return c.swapaxes(-1, normalize_axis(axis, c.ndim)) if c.ndim > 1 else c
+
+
+def diagonal(x, /, *, offset: int = 0) -> Tensor:
+    """The diagonals (offset above the main one) of the last two axes."""
+    x = Tensor.lift(x)
+    _stacked_2d(x)
+    n, m = x.shape[-2:]
+    rows = range(max(0, -offset), min(n, m - offset)) if -n < offset < m else range(0)
+    count = len(rows)
+    if count == 0: return _zeros(x.shape[:-2] + (0,), x.uop.dtype)
+    start = rows[0] * m + rows[0] + offset
+    flat = x.reshape(x.shape[:-2] + (n * m,))
+    return flat[..., start:start + (count - 1) * (m + 1) + 1:m + 1]
+
+
+def trace(x, /, *, offset: int = 0, dtype=None) -> Tensor:
+    """The sum along the diagonals of the last two axes, in the dtype sum gives (np.linalg.trace)."""
+    return diagonal(x, offset=offset).sum(axis=-1, dtype=dtype)
+
+
+def matrix_transpose(x, /) -> Tensor:
+    """The transpose of the last two axes."""
+    x = Tensor.lift(x)
+    if x.ndim < 2: raise ValueError("Input array must be at least 2-dimensional")
+    return x.swapaxes(-1, -2)
+
