@@ -36,6 +36,11 @@ def _get(*names: str) -> str | None:
     return None
 
 
+def raw(name: str) -> str | None:
+    """The value of one of numfn's variables as set (for reports such as `python -m numfn info`), None if unset."""
+    return os.environ.get(name) or None
+
+
 def flag(*names: str, default: bool = False) -> bool:
     """Whether a switch is on, read from the first of `names` that is set: 1, true, yes or on (any case) turn it
     on; 0, false, no, off or empty turn it off; unset gives `default`. Any other value is on, with a warning."""
@@ -98,6 +103,11 @@ def default_backend() -> str:
     if not raw: return "llvm"
     if raw not in BACKENDS: raise ValueError(f"NUMFN_BACKEND={raw!r}: unknown backend (choose from {BACKENDS})")
     return raw
+
+
+def progress_enabled() -> bool:
+    """NUMFN_PROGRESS (on unless 0/false/no/off): a compilation past a second prints a progress line."""
+    return flag("NUMFN_PROGRESS", default=True)
 
 
 def contained_compiles() -> bool:

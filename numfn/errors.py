@@ -40,6 +40,80 @@ def user_location() -> str:
 
 
 def unsupported(what: str, hint: str = "") -> NumfnError:
-    """The error for an operation numfn cannot trace; `what` names it, `hint` suggests an alternative."""
+    """The error for an operation numfn cannot trace; `what` names it, `hint` suggests an alternative. A NumPy
+    name (numpy.NAME, numpy.linalg.NAME, ndarray.NAME, ...) without a hint gets its entry of SUGGESTIONS, and
+    every NumPy name gets a pointer to the page listing what numfn supports."""
     msg = f"{what} is not supported inside a numfn-compiled function (at {user_location()})"
-    return NumfnError(msg + (f". {hint}" if hint else ""))
+    hint = hint or suggestion(what)
+    if hint: msg += f". {hint}"
+    if _is_numpy_name(what): msg += f"{'' if msg.endswith('.') else '.'} {COVERAGE_HINT}"
+    return NumfnError(msg)
+
+
+
+# ---- suggestions for what numfn does not implement -------------------------------------------------------------------
+
+COVERAGE_PAGE = "docs/numpy-coverage.md"
+COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.coverage --stdout)"
+
+_UNIQUE = "np.unique needs sorting, which numfn does not trace yet: compute it outside the compiled function"
+_OUTSIDE = "do this outside the compiled function: pass the values in as arguments, or convert its results after"
+
+# A NumPy name (as numfn's errors spell it: numpy.NAME, numpy.linalg.NAME, ndarray.NAME; a key ending in ".*" covers
+# a whole namespace) -> what to write instead, with what numfn supports. A name numfn comes to support never shows its
+# suggestion again (unsupported() is not called for it); `python -m numfn.coverage` lists such stale entries.
+SUGGESTIONS: dict[str, str] = {
+    "numpy.lib.stride_tricks.sliding_window_view":
+        "Use shifted slices: the windows of width w along the last axis are "
+        "np.stack([x[..., i:x.shape[-1] - w + 1 + i] for i in range(w)], axis=-1) (the Python loop unrolls while "
+        "tracing), and a moving sum is c[w:] - c[:-w] of c = np.concatenate([[0], np.cumsum(x)])",
+    "numpy.lib.stride_tricks.as_strided":
+        "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
+        "np.broadcast_to",
+    "numpy.linalg.eig": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigh gives its "
+                        "eigenvalues (ascending) and eigenvectors",
+    "numpy.linalg.eigvals": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigvalsh gives its "
+                            "eigenvalues (ascending)",
+    "numpy.fft.*": "numfn has no FFT: compute it outside the compiled function; convolutions of real arrays are "
+                   "np.convolve",
+    "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "
+                      "numfn.random.uniform(key, shape), normal, integers) or a numpy.random.Generator passed as an "
+                      "argument (its methods random, standard_normal, normal, uniform, integers)",
+    "numpy.unique": _UNIQUE, "numpy.unique_values": _UNIQUE, "numpy.unique_counts": _UNIQUE,
+    "numpy.unique_inverse": _UNIQUE, "numpy.unique_all": _UNIQUE,
+    "numpy.trim_zeros": "Select with a mask: x[np.cumsum(x != 0) > 0] is trim_zeros(x, 'f') (its length is known "
+                        "when the program runs)",
+    "numpy.vectorize": "Write the function with array operations, or write it for one element (or one example) "
+                       "and map it with numfn.vmap",
+    "numpy.frompyfunc": "Write the function with array operations, or map a per-example function with numfn.vmap",
+    "numpy.apply_along_axis": "numfn.vmap(f, in_axes=axis) maps a function of one slice over an axis",
+    "numpy.apply_over_axes": "Reductions take a tuple of axes: x.sum(axis=(0, 2), keepdims=True)",
+    "numpy.piecewise": "Choose elementwise with np.where(condition, f(x), g(x)), nested for more pieces (both sides "
+                       "are computed, as in NumPy's where), or np.select",
+    "numpy.isin": "With a few test values: (x[..., None] == values).any(axis=-1)",
+    "numpy.putmask": "np.where(mask, values, x), or x[...] = np.where(mask, values, x) to write into x",
+    "numpy.place": "x[mask] = values (as many values as true positions)",
+    "numpy.copyto": "dst[...] = src (with np.where(where, src, dst) for where=)",
+    "numpy.fill_diagonal": "i = np.arange(min(a.shape)); a[i, i] = value",
+    "numpy.cov": "For rows as variables: xc = x - x.mean(axis=1, keepdims=True); xc @ xc.T / (x.shape[1] - 1)",
+    "numpy.corrcoef": "From the covariance c: c / np.sqrt(np.outer(np.diagonal(c), np.diagonal(c)))",
+    "numpy.histogramdd": _OUTSIDE, "numpy.histogram_bin_edges": _OUTSIDE,
+    "numpy.save": _OUTSIDE, "numpy.savez": _OUTSIDE, "numpy.savetxt": _OUTSIDE, "numpy.load": _OUTSIDE,
+    "numpy.loadtxt": _OUTSIDE, "numpy.genfromtxt": _OUTSIDE, "numpy.fromfile": _OUTSIDE,
+    "numpy.array2string": _OUTSIDE, "numpy.array_repr": _OUTSIDE, "numpy.array_str": _OUTSIDE,
+    "ndarray.tofile": _OUTSIDE, "ndarray.tobytes": _OUTSIDE, "ndarray.dump": _OUTSIDE, "ndarray.dumps": _OUTSIDE,
+}
+
+
+def _is_numpy_name(what: str) -> bool:
+    return what.startswith(("numpy.", "ndarray.")) and " " not in what
+
+
+def suggestion(what: str) -> str:
+    """What to write instead of the NumPy name `what` (numpy.NAME, numpy.linalg.NAME, ndarray.NAME, ...), or ""."""
+    if what in SUGGESTIONS: return SUGGESTIONS[what]
+    namespace = what.rpartition(".")[0]
+    while namespace:
+        if namespace + ".*" in SUGGESTIONS: return SUGGESTIONS[namespace + ".*"]
+        namespace = namespace.rpartition(".")[0]
+    return ""

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from numfn import debug
+from numfn import debug, progress
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
@@ -73,6 +73,7 @@ class NumericalFunction:
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
     def _trace(self) -> tuple[UOp, TreeDef, dict]:
+        progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         params = [t.uop for t in placeholders]
@@ -147,15 +148,21 @@ class NumericalFunction:
     @cached_property
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
-        call = callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs))
+        function_graph = self.function_graph
+        progress.stage("simplifying")
+        t0 = time.perf_counter()
+        call = callify(function_graph, len(self.in_specs), len(self.mutated_inputs))
+        debug.log(1, f"simplified {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
         return call
 
     # ---- scheduling -------------------------------------------------------------------------------------------
     @cached_property
     def _scheduled(self) -> tuple[Schedule, MemoryPlan]:
+        call_graph = self.call_graph
+        progress.stage("scheduling")
         t0 = time.perf_counter()
-        out = create_schedule(self.call_graph)
+        out = create_schedule(call_graph)
         debug.log(1, f"scheduled {self.name}: {len(out[0])} kernels in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(3, lambda: f"schedule of {self.name}:\n{out[0]}\n{out[1]}")
         return out
@@ -178,6 +185,7 @@ class NumericalFunction:
     @cached_property
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
         from numfn.codegen.program import build_program
+        progress.stage("rendering kernels", len(self.kernel_items))
         t0 = time.perf_counter()
         out = []
         renderer = renderer_for(self.backend)
@@ -190,9 +198,11 @@ class NumericalFunction:
                 from numfn.extern import build_extern_program
                 prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
+                progress.kernels_done(len(out))
                 continue
             prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
+            progress.kernels_done(len(out))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
 
@@ -238,6 +248,9 @@ class NumericalFunction:
         backend's compiler fails (see runtime/contain.py), the other backend compiles the same schedule instead:
         `fallback` is then that NumericalFunction."""
         if self.fallback is not None: return self.fallback.compiled
+        if "compiled" not in self.build.__dict__:
+            _ = self.cache_key   # (the trace is part of the key)
+            progress.stage("cache lookup")
         try:
             return self.build.compiled
         except CompileError as e:
@@ -453,7 +466,9 @@ class ProgramBuild:
             llvm.prepare()
         _ = self.nf.layout
         try:
-            return self.source, self.entry_name, self.manifest
+            source, entry, manifest = self.source, self.entry_name, self.manifest
+            progress.stage(f"compiling {len(self.nf.rendered_kernels)} kernels ({self.nf.backend})")
+            return source, entry, manifest
         except NotImplementedError as e:
             raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e
 
@@ -537,10 +552,11 @@ class JitFunction(dispatcher_base()):
     This class must not define `__call__`, or calls lose the C fast path."""
 
     def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
-                 unroll: int | None = None):
+                 unroll: int | None = None, progress: bool = True):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
+        self._progress = progress
         self._backend = backend
         if unroll is not None and (not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 0):
             raise ValueError(f"unroll must be a non-negative int (the longest loop to unroll), got {unroll!r}")
@@ -573,7 +589,8 @@ class JitFunction(dispatcher_base()):
                 self._specializations[full] = nf
             if compile and full not in self._ready:
                 try:
-                    _ = nf.run   # trace, compile and load under the lock
+                    with progress.compiling(nf.name, self._progress):
+                        _ = nf.run   # trace, compile and load under the lock
                 except BaseException:
                     del self._specializations[full]   # a signature that fails to compile is not kept
                     raise
@@ -641,15 +658,17 @@ class JitFunction(dispatcher_base()):
 
 
 def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
-        unroll: int | None = None):
+        unroll: int | None = None, progress: bool = True):
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
-    placeholders; static arguments are passed to `fn` as they are and must be hashable. `unroll`: Python loops
-    whose trip count is known while tracing and at most this (default numfn.control.UNROLL, 4) run as Python,
-    their body traced once per iteration; longer ones, and loops on traced values, compile to native loops
-    (docs/control-flow.md).
+    placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
+    "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
+    most this (default numfn.control.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
+    and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
+    progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
+    every function).
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll)
-    return JitFunction(fn, static_argnums, static_argnames, backend, unroll)
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress)
+    return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress)

@@ -30,6 +30,7 @@ import numpy as np
 
 import numfn.random as nr
 from numfn.errors import NumfnError, unsupported, user_location
+from numfn.progress import other_threads_running
 from numfn.tensor import Tensor, broadcast_shapes
 
 __all__ = ["KeyedGenerator", "default_rng", "trace_guard", "generator_arguments", "RandomStateWarning"]
@@ -211,7 +212,7 @@ class trace_guard:
                     "numbers would be constants of the compiled program (NumPy gives new ones at every call). Use "
                     "numfn.random with a key argument, or pass a numpy Generator as an argument (numfn draws a new "
                     "key from it at each call)")
-            if threading.active_count() == 1: raise NumfnError(what)
+            if not other_threads_running(): raise NumfnError(what)
             # another thread may have drawn from it meanwhile: not certainly this function's doing
             warnings.warn(what + " (or another thread drew from it meanwhile)", RandomStateWarning, stacklevel=3)
 

@@ -22,7 +22,8 @@ _orc_loaded: dict[str, tuple[object, list[int]]] = {}   # the OrcJIT fallback's 
 
 
 @cache
-def _llvm():
+def binding():
+    """llvmlite's binding module, its native target initialized."""
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -32,7 +33,7 @@ def _llvm():
 @cache
 def target_machine():
     """The host's target machine: its CPU name and features decide the instructions the code may use."""
-    llvm = _llvm()
+    llvm = binding()
     target = llvm.Target.from_default_triple()
     # small code model: constants and calls are PC-relative, all within the loader's single mapping.
     # prefer-no-gather: strided loads (a batch of 3x3 matrices read element by element) become contiguous loads and
@@ -70,7 +71,7 @@ NO_VECTORIZERS = "; numfn: no vectorizers\n"   # a comment line first in a modul
 def _compile_object(source: str) -> bytes:
     """Each program gets its own LLVM context, disposed afterwards: the global context keeps every type, constant
     and name any module ever used, so compiling many functions in one process would grow without bound."""
-    llvm = _llvm()
+    llvm = binding()
     context = llvm.create_context()
     mod = None
     try:
@@ -96,10 +97,10 @@ class _OrcEngine:
     linked into its own JITDylib, so the internal kernel names of different programs never meet."""
 
     def __init__(self):
-        self.jit = _llvm().create_lljit_compiler(target_machine())
+        self.jit = binding().create_lljit_compiler(target_machine())
 
     def load(self, obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
-        builder = _llvm().JITLibraryBuilder().add_object_img(obj).add_current_process()
+        builder = binding().JITLibraryBuilder().add_object_img(obj).add_current_process()
         for s in symbols: builder = builder.export_symbol(s)
         tracker = builder.link(self.jit, symbols[0])
         return tracker, [tracker[s] for s in symbols]
