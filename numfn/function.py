@@ -144,8 +144,11 @@ class NumericalFunction:
 
     @cached_property
     def call_graph(self) -> UOp:
-        """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
-        call = callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs))
+        """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers; complex values
+        rewritten into their real and imaginary parts (codegen/complex.py)."""
+        from numfn.codegen.complex import lower_complex
+        # complex values become pairs of real ones here: the scheduler and codegen only see real types
+        call = lower_complex(callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs)))
         debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
         return call
 
@@ -395,11 +398,11 @@ def _static_spec_of(nf: NumericalFunction):
 
 def _is_number_list(x) -> bool:
     if not isinstance(x, list) or not x: return False
-    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
+    return all(isinstance(v, (bool, int, float, complex, np.generic)) or _is_number_list(v) for v in x)
 
 
 def _is_leaf(x) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
+    return isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or _is_number_list(x)
 
 
 def leaf_spec(x, where: str) -> ArgSpec:
@@ -421,6 +424,7 @@ def leaf_spec(x, where: str) -> ArgSpec:
         if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
         return ArgSpec((), dtypes.int64, True)
     if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
+    if isinstance(x, complex): return ArgSpec((), dtypes.complex128, True)
     if isinstance(x, list):
         try:
             arr = np.asarray(x)
