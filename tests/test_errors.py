@@ -137,10 +137,10 @@ def _quiet_matrix(rows):
         return np.matrix(rows)
 
 
-@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.complex128), np.ones(2, np.longdouble),
+@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.clongdouble), np.ones(2, np.longdouble),
                                  np.array(["a"]), [1, "a"], np.ma.masked_array([1.0, 2.0], mask=[0, 1]),
                                  _quiet_matrix([[1.0, 2.0]])],
-                         ids=["str", "object", "set", "complex", "longdouble", "unicode", "mixed-list", "masked",
+                         ids=["str", "object", "set", "clongdouble", "longdouble", "unicode", "mixed-list", "masked",
                               "matrix"])
 def test_bad_argument_raises_type_error_naming_it(backend, bad):
     def f(x, weights):
