@@ -114,19 +114,21 @@ def deep_recursion(limit: int = 20000):
 @dataclass
 class LoweredKernel:
     """A kernel as a loop-level graph: `sink` holds STORE(BUFFER, index, value) nodes over `ranges` (the output
-    loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting."""
+    loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting, with the loops in
+    `unrolls` unrolled (codegen/opt.py's choose_unrolls: their copies share what does not depend on them)."""
     sink: UOp
     ranges: tuple[UOp, ...]
     shape: tuple[int, ...]
     evaluations: Counter = field(default_factory=Counter)
     sequential: frozenset = frozenset()   # ranges that must run in order (a scan walks them)
+    unrolls: tuple = ()                   # (RANGE, size): the short loops the code generator unrolls
 
 
 class _Lowerer:
     def __init__(self):
         self.memo: dict = {}
         self.chain: dict[UOp, tuple[UOp, ...]] = {}
-        self.evaluations: Counter = Counter()
+        self.visits: list[tuple[UOp, tuple[UOp, ...], tuple[UOp, ...]]] = []   # (node, its loops, its index)
         self.next_range = 0
 
     def new_range(self, size: int, kind: str, parent: tuple[UOp, ...]) -> UOp:
@@ -150,8 +152,18 @@ class _Lowerer:
         if found is not None: return found
         out = self._lower(u, idx)
         self.memo[key] = out
-        if u.op is not Ops.CONST:
-            self.evaluations[u] += math.prod(r.src[0].arg for r in self.scope(*idx))
+        if u.op is not Ops.CONST: self.visits.append((u, self.scope(*idx), idx))
+        return out
+
+    def evaluations(self, unrolled: frozenset = frozenset()) -> Counter:
+        """How often each node is evaluated: the sizes of the loops it sits in multiplied, except unrolled loops
+        its index does not use (the unrolled copies compute it once)."""
+        out: Counter = Counter()
+        for u, loops, idx in self.visits:
+            if unrolled and any(r in unrolled for r in loops):
+                used = frozenset().union(*(free_ranges(i) for i in idx))
+                loops = tuple(r for r in loops if r not in unrolled or r in used)
+            out[u] += math.prod(r.src[0].arg for r in loops)
         return out
 
     def _lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
@@ -274,5 +286,8 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
             else:
                 value = lw.lower(value, tuple(idx))
             out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
-    return LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
-                         frozenset(sequential))
+    lk = LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, Counter(), frozenset(sequential))
+    from numfn.codegen.opt import choose_unrolls   # (opt builds on this module)
+    lk.unrolls = tuple(choose_unrolls(lk))
+    lk.evaluations = lw.evaluations(frozenset(r for r, _ in lk.unrolls))
+    return lk

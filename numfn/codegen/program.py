@@ -56,8 +56,10 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, pa
 def _build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool) -> Program:
     upcasts = []
     if not debug.noopt():
+        unrolls = lowered.unrolls   # chosen when lowering: the scheduler counted evaluations with them
         lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic), lowered.ranges, lowered.shape,
                                 lowered.evaluations, lowered.sequential)
+        for r, factor in unrolls: lowered = upcast(lowered, r, factor)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
         blocking = choose_block(lowered, upcasts)
