@@ -474,7 +474,8 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     if iface is None or max(n, m, k) > iface.int_max: return None
     a = _broadcast_to(a, batch + (n, k))
     b = _broadcast_to(b, batch + (k, m))
-    if not dt.is_complex and _is_transpose_of(b, a):   # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored
+    # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored
+    if not dt.is_complex and _is_transpose_of(b, a):
         upper = extern("syrk", dt, batch, (n, k), [a], [((n, n), dt, -1, False)])[0]
         rows = UOp.iota(n).reshape((n, 1)).expand((n, n))
         cols = UOp.iota(n).reshape((1, n)).expand((n, n))
