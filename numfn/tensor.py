@@ -516,6 +516,11 @@ class Tensor:
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
+        if dt.is_complex and op is Ops.MUL and axes:
+            # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
+            # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
+            u = _times_first(u, init if init is not None else UOp.const(dt, 1), axes)
+            init = None
         if dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
@@ -811,7 +816,8 @@ def _power(base, exponent) -> Tensor:
     b, e = Tensor.lift(base), Tensor.lift(exponent)
     if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
-    if b.uop.dtype.is_complex and not b.weak:   # NumPy's fast paths for complex arrays (they round differently)
+    if b.uop.dtype.is_complex and not b.weak and type(exponent) in (int, float):
+        # NumPy's fast paths for complex arrays and Python int/float exponents (they round differently)
         fast = {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(exponent), exponent))
         if fast is not None: return NUMPY_IMPLEMENTATIONS[fast](b)
     t = Tensor._elementwise("power", Ops.POW, b, e)
@@ -953,6 +959,16 @@ def warn_complex_discarded() -> None:
 def _check_complex(ufunc: str, op: Ops) -> None:
     from numfn.codegen.complex import COMPLEX_ALU
     if op not in COMPLEX_ALU: raise unsupported(f"numpy.{ufunc} of complex values")
+
+
+def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
+    """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
+    first = None
+    for a in axes:
+        here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
+        here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
+        first = here if first is None else first.alu(Ops.AND, here)
+    return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
 
 
 def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = True) -> UOp:

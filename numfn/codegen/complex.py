@@ -426,7 +426,13 @@ def clog(x: UOp, y: UOp) -> tuple[UOp, UOp]:
     h = x.alu(Ops.HYPOT, y)
     near = (h > 0.5) & (h < 2.0)
     d = _sq_minus_one(near.where(big, _c(x, 1.0)), near.where(small, _c(x, 0.0)))
-    re = near.where(_fn(Ops.LOG1P, d) * 0.5, _fn(Ops.LOG, h))
+    # parts near the largest float: |z| would overflow, log(|z| / 4) + log(4) does not; parts below the normal
+    # numbers: |z| would round to a denormal's few digits, log(|z| 2**600) - 600 log(2) keeps them all
+    huge, tiny = big > 2.0 ** 1020, big < 2.0 ** -1000
+    scale = huge.where(_c(x, 0.25), tiny.where(_c(x, 2.0 ** 600), _c(x, 1.0)))
+    shift = huge.where(_c(x, math.log(4.0)), tiny.where(_c(x, -600 * math.log(2.0)), _c(x, 0.0)))
+    far = (huge | tiny).where(_fn(Ops.LOG, (x * scale).alu(Ops.HYPOT, y * scale)) + shift, _fn(Ops.LOG, h))
+    re = near.where(_fn(Ops.LOG1P, d) * 0.5, far)
     return re, y.alu(Ops.ATAN2, x)
 
 

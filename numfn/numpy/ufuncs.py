@@ -489,7 +489,8 @@ sign = ufunc("sign", _sign, 1)
 
 def _complex_sign(z: UOp) -> UOp:
     """NumPy 2's sign of a complex number: z / |z| (0 for 0); an infinite part gives that part's sign alone, two
-    infinite parts or a NaN give NaN."""
+    infinite parts NaN; where |z| overflows with finite parts, NumPy's branch for an infinite imaginary part gives
+    0 + i sign(imag)."""
     ar, ai = _re(z), _im(z)
     h = ar.alu(Ops.HYPOT, ai)
     inf_r, inf_i = ar.alu(Ops.ABS).eq(math.inf), ai.alu(Ops.ABS).eq(math.inf)
@@ -498,9 +499,9 @@ def _complex_sign(z: UOp) -> UOp:
     sgn_i = (ai > zero).where(one, (ai < zero).where(-one, ai * zero))
     re = ar.alu(Ops.FDIV, h)
     im = ai.alu(Ops.FDIV, h)
-    both = inf_r & inf_i
-    re = both.where(nan, inf_r.where(sgn_r, inf_i.where(zero, re)))
-    im = both.where(nan, inf_r.where(zero, inf_i.where(sgn_i, im)))
+    both, h_inf = inf_r & inf_i, h.eq(math.inf)
+    re = both.where(nan, inf_r.where(sgn_r, h_inf.where(zero, re)))
+    im = both.where(nan, inf_r.where(zero, h_inf.where(sgn_i, im)))
     is_zero = h.eq(zero)
     return _cplx(is_zero.where(zero, re), is_zero.where(zero, im))
 
