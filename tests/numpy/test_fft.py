@@ -66,7 +66,7 @@ def test_fft_of_every_length_up_to_64(n):
 
 
 # primes above 64 (Bluestein), powers of two, mixed radices, a matrix-stage prime times a power of two
-LARGER = [67, 210, 1000, 61 * 32, 4096]
+LARGER = [67, 210, 61 * 32, 1024]
 
 
 @pytest.mark.parametrize("n", LARGER)
@@ -74,7 +74,7 @@ def test_fft_and_ifft_of_larger_lengths(n):
     check_fft(lambda x: (np.fft.fft(x), np.fft.ifft(x)), crand(n), n=n)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 8, 9, 30, 31, 67, 100])
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 30, 67, 100])
 def test_real_transforms_of_odd_and_even_lengths(n):
     x, spectrum = rng.standard_normal(n), crand(n // 2 + 1)
     check_fft(lambda x, s: (np.fft.rfft(x), np.fft.ihfft(x), np.fft.irfft(s, n), np.fft.hfft(s, n)), x, spectrum,
@@ -105,7 +105,16 @@ REAL_INPUT = ("rfft", "ihfft")
 
 
 @pytest.mark.parametrize("name", TRANSFORMS)
-def test_every_norm(backend, name):
+def test_every_norm(name):
+    _norms(name, "llvm")
+
+
+@pytest.mark.parametrize("name", ["fft", "irfft"])
+def test_every_norm_on_the_c_backend(name):
+    _norms(name, "c")
+
+
+def _norms(name: str, backend: str):
     fn = TRANSFORMS[name]
     x = rng.standard_normal(12) if name in REAL_INPUT else crand(12)
     check_fft(lambda x: tuple(fn(x, norm=norm) for norm in NORMS), x, n=12, backend=backend)
@@ -133,13 +142,11 @@ def test_axis():
 
 ND = [  # (label, function, keywords)
     ("fft2", np.fft.fft2, {}), ("ifft2", np.fft.ifft2, {"axes": (0, 2)}),
-    ("fftn", np.fft.fftn, {}), ("fftn-axes", np.fft.fftn, {"axes": (2, 0)}),
-    ("fftn-s", np.fft.fftn, {"s": (3, 8), "axes": (0, 1)}), ("fftn-s-1", np.fft.fftn, {"s": (-1, 4), "axes": (1, 2)}),
-    ("fftn-repeated", np.fft.fftn, {"axes": (1, 1)}), ("ifftn", np.fft.ifftn, {"axes": (0, 1, 2), "norm": "ortho"}),
-    ("rfft2", np.fft.rfft2, {}), ("rfftn", np.fft.rfftn, {"axes": (2, 0), "norm": "forward"}),
-    ("rfftn-s", np.fft.rfftn, {"s": (4, 7), "axes": (0, 1)}),
-    ("irfft2", np.fft.irfft2, {}), ("irfftn", np.fft.irfftn, {"axes": (0, 2)}),
-    ("irfftn-s", np.fft.irfftn, {"s": (3, 9), "axes": (1, 2), "norm": "ortho"}),
+    ("fftn-axes", np.fft.fftn, {"axes": (2, 0), "norm": "ortho"}), ("fftn-s", np.fft.fftn, {"s": (-1, 4),
+                                                                                           "axes": (1, 2)}),
+    ("ifftn-repeated", np.fft.ifftn, {"axes": (1, 1)}), ("rfft2", np.fft.rfft2, {}),
+    ("rfftn", np.fft.rfftn, {"s": (4, 7), "axes": (2, 0), "norm": "forward"}),
+    ("irfft2", np.fft.irfft2, {}), ("irfftn", np.fft.irfftn, {"s": (3, 9), "axes": (0, 2), "norm": "ortho"}),
 ]
 
 
@@ -165,8 +172,9 @@ def test_s_without_axes_warns_and_none_in_s_is_the_default_length():
     assert_fft_close(got, want, 8)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8,
-                                   np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+# float64 and complex128 are every other test's; int64 and uint8 convert as int32 does
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int32, np.bool_, np.complex64],
+                         ids=lambda d: np.dtype(d).name)
 def test_dtypes(dtype):
     if np.dtype(dtype).kind == "c": x = crand(24, dtype)
     elif np.dtype(dtype).kind == "b": x = rng.random(24) < 0.5
@@ -182,8 +190,8 @@ def test_dtypes(dtype):
 
 def test_views_with_negative_strides_and_transposes():
     base = crand((8, 12))
-    check_fft(lambda b: (np.fft.fft(b[::-2, 1::2]), np.fft.fft(b.T, axis=0), np.fft.rfft(b.real[:, ::-1]),
-                         np.fft.fft2(b[::-1, ::3])), base, n=12)
+    check_fft(lambda b: (np.fft.fft(b[::-2, 1::2]), np.fft.fft(b.T[::-1], axis=0), np.fft.rfft(b.real[:, ::-1])),
+              base, n=12)
 
 
 def test_size_zero_batches_and_size_one_transforms():
