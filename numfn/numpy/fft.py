@@ -35,7 +35,7 @@ import numpy as np
 from numfn.args import normalize_axis, refuse
 from numfn.codegen.complex import complex_dtype
 from numfn.dtype import DType, dtypes
-from numfn.tensor import Tensor
+from numfn.tensor import Tensor, gather
 from numfn.uop import Ops, UOp
 
 __all__ = ['fft', 'ifft', 'rfft', 'irfft', 'fft2', 'ifft2', 'rfft2', 'irfft2', 'fftn', 'ifftn', 'rfftn', 'irfftn',
@@ -480,13 +480,20 @@ def _rfft_last(x: UOp, n: int, fct: float, cdt: DType) -> UOp:
 
 
 def _mirror(u: UOp) -> tuple[UOp, UOp]:
-    """(Z[k mod h], Z[(h - k) mod h]) for k = 0..h along the last axis of Z (length h): views and selects."""
+    """(Z[k mod h], Z[(h - k) mod h]) for k = 0..h along the last axis of Z (length h): two gathers whose indices
+    are known to lie in [0, h), so the loads index the stored transform directly."""
     lead, h = u.shape[:-1], u.shape[-1]
-    keep = tuple((0, s) for s in lead)
-    first = u.shrink(keep + ((0, 1),))
-    ext = _join(u, first)                                             # Z_0 ... Z_(h-1), Z_0
-    rev = u.shrink(keep + ((1, h),)).flip((len(lead),)) if h > 1 else None
-    mir = _join(_join(first, rev), first) if rev is not None else _join(first, first)
+    shape = lead + (h + 1,)
+    nd = len(shape)
+
+    def along(axis: int, n: int) -> UOp:
+        return UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(nd))).expand(shape)
+    k = along(nd - 1, h + 1)
+    hh = UOp.const_like(dtypes.int64, h, shape)
+    lead_idx = [Tensor(along(a, n)) for a, n in enumerate(lead)]
+    t = Tensor(u)
+    ext = gather(t, lead_idx + [Tensor(k.alu(Ops.MOD, hh))]).uop
+    mir = gather(t, lead_idx + [Tensor((hh - k).alu(Ops.MOD, hh))]).uop
     return ext, mir
 
 
