@@ -231,7 +231,6 @@ class _Converter:
     # ---- branches ----
     def if_(self, s: ast.If, returns: bool = False) -> list[ast.stmt]:
         ret = "_numfn_ret"
-        known = list(self.defined)
         saved = list(self.defined)
         body = self.block(s.body)
         after_body = list(self.defined)
@@ -250,7 +249,8 @@ class _Converter:
         t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
         f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
         call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
-                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)), ast.Constant(s.lineno + self.line0)])
+                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)),
+                                    ast.Constant(s.lineno + self.line0)])
         stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
         stmts += self._unbind([n for n in outs if n not in both], s)
         self.defined += [n for n in both if n not in self.defined]

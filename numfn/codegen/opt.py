@@ -111,6 +111,8 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     nodes = toposort([lk.sink])
     reduces = [u for u in nodes if u.op is Ops.REDUCE]
     if not reduces or lk.sequential: return []
+    if any(len(r.src) > 1 for r in lk.ranges) or any(len(r.src) > 1 for red in reduces for r in red.src[1:]):
+        return []   # a loop of run-time length (numfn.codegen.narrow): LLVM vectorizes it, remainder and all
     loads = [u for red in reduces for u in toposort([red.src[0]]) if u.op is Ops.LOAD and u.src[0].op is Ops.BUFFER]
     if not loads: return []
     reduce_ranges = {r for red in reduces for r in red.src[1:]}
@@ -141,8 +143,8 @@ def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     """The short output loops whose counter is compared with constants (see the module docstring), to be upcast by
     their whole size; loops a scan walks in order are left alone. Called by lower_kernel (LoweredKernel.unrolls)."""
     nodes = toposort([lk.sink])
-    compared = {s for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
-                for s in u.src if s.op is Ops.RANGE}
+    compared = {u.src[i] for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
+                for i in (0, 1) if u.src[i].op is Ops.RANGE and u.src[1 - i].op is Ops.CONST}
     out, size = [], len(nodes)
     for r in lk.ranges:
         n = r.src[0].arg
