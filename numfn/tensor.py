@@ -520,12 +520,14 @@ class Tensor:
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        if dt.is_complex and op is Ops.MUL and axes:
+        if dt.is_complex and op is Ops.MUL and axes and all(self.shape[a] for a in axes):
             # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
             # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
             u = _times_first(u, init if init is not None else UOp.const(dt, 1), axes)
             init = None
-        if dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
+        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):   # an empty product: 1
+            u = UOp.const_like(dt, 1, tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
+        elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element

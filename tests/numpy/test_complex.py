@@ -313,6 +313,14 @@ def test_reductions_of_special_values():
                            "max": z.max(axis=0), "min": z.min(axis=1)}, {"z": z})
 
 
+def test_products_of_empty_and_masked_axes():
+    z = random_values(np.complex128, 6).reshape(2, 3) / 1e10 ** 0.5
+    check(lambda z: (np.prod(z[:0], axis=0), np.prod(z[:, :0], axis=1), z[:0].prod(), np.prod(z[:0], axis=0,
+                                                                                          initial=3j),
+                     np.prod(z, axis=1, initial=2j), np.prod(z, axis=0, where=np.array([True, False, True])),
+                     np.cumprod(z[:0], axis=0), np.sum(z[:0], axis=0)), z, backend="llvm", rtol=1e-14)
+
+
 # ---- products ----------------------------------------------------------------------------------------------------
 
 PRODUCTS = {"matmul": lambda a, b, v: a @ b, "dot": lambda a, b, v: np.dot(a, b), "vdot": lambda a, b, v: np.vdot(v, v),
