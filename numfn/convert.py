@@ -383,7 +383,7 @@ def converted(fn: Callable) -> Callable:
     """`fn` with its loops and branches converted (cached per function); `fn` itself when it cannot be."""
     code = getattr(fn, "__code__", None)
     if code is None: return fn
-    if getattr(fn, "__module__", "").startswith("numfn."): return fn   # numfn's own functions are written to trace
+    if (getattr(fn, "__module__", None) or "").startswith("numfn."): return fn   # numfn's own: written to trace
     found = _cache.get(code)
     if found is None:
         try:
@@ -410,8 +410,8 @@ def _bound(cell) -> bool:
 
 
 def _convert(fn: Callable):
-    try:
-        lines, first = inspect.getsourcelines(fn)
+    try:   # the code's own source (a function's would be its __wrapped__ function's, for a wrapper)
+        lines, first = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as e:
         raise Unconvertible(f"no source: {e}") from None
     source = textwrap.dedent("".join(lines))
@@ -420,7 +420,8 @@ def _convert(fn: Callable):
     except SyntaxError as e:
         raise Unconvertible(f"source does not parse alone: {e}") from None
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef): raise Unconvertible("not a def statement (a lambda?)")
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__code__.co_name:
+        raise Unconvertible("not a def statement (a lambda?)")
     if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)): raise Unconvertible("nothing to")
     if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
     args = fdef.args
