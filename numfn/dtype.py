@@ -10,11 +10,14 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class DType:
-    """A scalar type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float).
+    """A scalar type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'c' (complex).
 
     DTypes are singletons (one object per type), so identity comparison is equality. float16 is a storage type:
     its values live in memory and registers as their 16 bits (cname/lname are uint16_t/i16), and every operation
-    on them computes in float32 and rounds back (codegen/decompose.py), as NumPy's float16 loops do.
+    on them computes in float32 and rounds back (codegen/decompose.py), as NumPy's float16 loops do. complex64 and
+    complex128 exist at the tensor level only: codegen/complex.py rewrites every complex value into its real and
+    imaginary parts (a complex buffer is its memory: pairs of float32/float64), so kernels and renderers never see
+    them (their cname/lname would not compile).
     """
     name: str
     itemsize: int
@@ -29,6 +32,20 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def is_inexact(self) -> bool:
+        """Float or complex: the types NumPy's math functions compute in."""
+        return self.kind in "fc"
+
+    @property
+    def component(self) -> DType:
+        """The real type of a complex type's parts (float32 for complex64); a real type itself."""
+        return _COMPONENT.get(self.name, self)
 
     @property
     def is_int(self) -> bool:
@@ -49,13 +66,13 @@ class DType:
     @property
     def min(self):
         if self.kind == "b": return False
-        if self.kind == "f": return -float("inf")
+        if self.kind in "fc": return -float("inf")
         return int(np.iinfo(self.name).min)
 
     @property
     def max(self):
         if self.kind == "b": return True
-        if self.kind == "f": return float("inf")
+        if self.kind in "fc": return float("inf")
         return int(np.iinfo(self.name).max)
 
     def __repr__(self) -> str:
@@ -79,6 +96,8 @@ class dtypes:
     float16 = DType("float16", 2, "f", "uint16_t", "i16")
     float32 = DType("float32", 4, "f", "float", "float")
     float64 = DType("float64", 8, "f", "double", "double")
+    complex64 = DType("complex64", 8, "c", "complex64_is_lowered_to_floats", "complex64_is_lowered_to_floats")
+    complex128 = DType("complex128", 16, "c", "complex128_is_lowered_to_floats", "complex128_is_lowered_to_floats")
     void = DType("void", 0, "v", "void", "void")
     # index arithmetic is 64-bit everywhere: a 64-bit CPU pays nothing for it and no array can overflow it
     index = int64
@@ -100,11 +119,13 @@ class dtypes:
 
 
 dtypes.all = (dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16,
-              dtypes.uint32, dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64)
+              dtypes.uint32, dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64,
+              dtypes.complex128)
 _BY_NAME = {d.name: d for d in dtypes.all}
+_COMPONENT = {"complex64": dtypes.float32, "complex128": dtypes.float64}
 
 # A Python scalar's "weak" type (NEP 50): it adopts the dtype of the array it meets where the kind allows.
-PyScalar = (bool, int, float)
+PyScalar = (bool, int, float, complex)
 
 
 def scalar_dtype(value) -> DType:
@@ -113,6 +134,8 @@ def scalar_dtype(value) -> DType:
     if isinstance(value, (int, np.integer)): return dtypes.from_numpy(np.asarray(value).dtype)
     if isinstance(value, np.floating): return dtypes.from_numpy(value.dtype)
     if isinstance(value, float): return dtypes.float64
+    if isinstance(value, np.complexfloating): return dtypes.from_numpy(value.dtype)
+    if isinstance(value, complex): return dtypes.complex128
     raise TypeError(f"not a scalar: {value!r}")
 
 

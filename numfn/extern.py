@@ -207,7 +207,16 @@ class Routine:
 
 
 def _prefix(call: ExternCall) -> str:
-    return "s" if call.dtype is dtypes.float32 else "d"
+    return {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[call.dtype.name]
+
+
+def _element_strides(call: ExternCall, shape, strides) -> tuple[int, ...] | None:
+    """An operand's strides in elements of the call's dtype. A complex operand reaches the routine as its memory
+    (codegen/complex.py: a real array with a trailing axis of the two parts), whose strides count real lanes: its
+    complex strides are half of them, where the parts are adjacent and every element starts at an even lane."""
+    if not call.dtype.is_complex: return tuple(strides)
+    if shape[-1] != 2 or strides[-1] != 1 or any(s % 2 for s in strides[:-1]): return None
+    return tuple(s // 2 for s in strides[:-1])
 
 
 def _ptr(op: Operand, nbatch: int, shared: bool = False) -> Ptr:
@@ -217,7 +226,9 @@ def _ptr(op: Operand, nbatch: int, shared: bool = False) -> Ptr:
 def _gemm_accepts(call: ExternCall, j: int, shape, strides) -> bool:
     m, n, k = call.params
     rows, cols = (m, k) if j == 0 else (k, n)
-    return matrix_layout(rows, cols, strides[0], strides[1], 2 ** (call.int_bits - 1) - 1) is not None
+    strides = _element_strides(call, shape, strides)
+    return strides is not None and matrix_layout(rows, cols, strides[0], strides[1],
+                                                 2 ** (call.int_bits - 1) - 1) is not None
 
 
 def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
@@ -225,8 +236,10 @@ def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
     m, n, k = call.params
     nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
     a, b = ins
-    ta, lda = matrix_layout(m, k, a.strides[nb], a.strides[nb + 1], imax)
-    tb, ldb = matrix_layout(k, n, b.strides[nb], b.strides[nb + 1], imax)
+    sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
+    sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
+    ta, lda = matrix_layout(m, k, sa[0], sa[1], imax)
+    tb, ldb = matrix_layout(k, n, sb[0], sb[1], imax)
     return [Call(0, (Char(tb), Char(ta), Int(n), Int(m), Int(k), Real(1.0), _ptr(b, nb), Int(ldb), _ptr(a, nb),
                      Int(lda), Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
 
@@ -269,7 +282,8 @@ def _one(n: int) -> int:
 
 ROUTINES: dict[str, Routine] = {
     "gemm": Routine(lambda call: (_prefix(call) + "gemm",), _gemm_calls,
-                    lambda call: 2 * call.batch_size * math.prod(call.params), _gemm_accepts),
+                    lambda call: (8 if call.dtype.is_complex else 2) * call.batch_size * math.prod(call.params),
+                    _gemm_accepts),
     # X X^T (params n, k): one triangle of the symmetric result (the upper, row-major), half GEMM's work
     "syrk": Routine(lambda call: (_prefix(call) + "syrk",), _syrk_calls,
                     lambda call: call.batch_size * call.params[0] ** 2 * call.params[1], _syrk_accepts),
@@ -446,20 +460,22 @@ VECTOR_BYTES = 64
 
 
 def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
-    """a @ b as a GEMM call (a: (..., n, k), b: (..., k, m), the same float dtype, batch axes broadcasting to
-    `batch`), or None where generated code does it: small or integer products, or no BLAS."""
+    """a @ b as a GEMM call (a: (..., n, k), b: (..., k, m), the same float or complex dtype, batch axes
+    broadcasting to `batch`), or None where generated code does it: small or integer products, or no BLAS. A
+    complex multiply-add is four real ones (the thresholds count real ones)."""
     from numfn.runtime import blas
     dt = a.dtype
     n, k = a.shape[-2:]
     m = b.shape[-1]
-    if dt not in (dtypes.float32, dtypes.float64) or 0 in batch: return None
+    if dt not in (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128) or 0 in batch: return None
     narrow = m > 1 and m % (VECTOR_BYTES // dt.itemsize) != 0
-    if n * m * k < (SMALL_GEMM_MACS if narrow else GEMM_MIN_MACS): return None
+    if n * m * k * (4 if dt.is_complex else 1) < (SMALL_GEMM_MACS if narrow else GEMM_MIN_MACS): return None
     iface = blas.interface()
     if iface is None or max(n, m, k) > iface.int_max: return None
     a = _broadcast_to(a, batch + (n, k))
     b = _broadcast_to(b, batch + (k, m))
-    if _is_transpose_of(b, a):   # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored
+    # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored
+    if not dt.is_complex and _is_transpose_of(b, a):
         upper = extern("syrk", dt, batch, (n, k), [a], [((n, n), dt, -1, False)])[0]
         rows = UOp.iota(n).reshape((n, 1)).expand((n, n))
         cols = UOp.iota(n).reshape((1, n)).expand((n, n))

@@ -147,11 +147,14 @@ class NumericalFunction:
 
     @cached_property
     def call_graph(self) -> UOp:
-        """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
+        """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers; complex values
+        rewritten into their real and imaginary parts (codegen/complex.py)."""
+        from numfn.codegen.complex import lower_complex
         function_graph = self.function_graph
         progress.stage("simplifying")
         t0 = time.perf_counter()
-        call = callify(function_graph, len(self.in_specs), len(self.mutated_inputs))
+        # complex values become pairs of real ones here: the scheduler and codegen only see real types
+        call = lower_complex(callify(function_graph, len(self.in_specs), len(self.mutated_inputs)))
         debug.log(1, f"simplified {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         debug.log(5, lambda: f"call_graph of {self.name}:\n{format_graph([call])}")
         return call

@@ -413,6 +413,9 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
             raise ValueError(f"shape mismatch: value array of shape {_fmt(v.shape)} could not be broadcast to "
                              f"indexing result of shape {_fmt(shape)}")
         raise ValueError(f"could not broadcast input array from shape {_fmt(v.shape)} into shape {_fmt(shape)}")
+    if v.uop.dtype.is_complex and not (dt.is_complex or dt.is_bool):
+        from numfn.tensor import warn_complex_discarded
+        warn_complex_discarded()
     u = v.uop.cast(dt).reshape(vshape)
     return Tensor(Tensor(u)._broadcast(shape))
 
@@ -443,6 +446,12 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
     if math.prod(shape) == 0: return
     base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
     srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
+    parts = [op for op, _ in x.chain if op in (Ops.CAST, Ops.IMAG)]
+    if parts:   # x is the real or imaginary part of a complex array: the other part is written back as it is
+        if combine is not None: raise unsupported("ufunc.at on a part of a complex array")
+        old = gather(base, [Tensor(i) for i in srcs])
+        other = old.uop.alu(Ops.IMAG) if parts[0] is Ops.CAST else old.uop.cast(base.uop.dtype.component)
+        value = Tensor(value.uop.alu(Ops.COMPLEX, other) if parts[0] is Ops.CAST else other.alu(Ops.COMPLEX, value.uop))
     if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
@@ -463,6 +472,7 @@ def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
         elif op is Ops.SHRINK: idx = [i + b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.PAD: idx = [i - b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.FLIP: idx = [(n - 1) - i if a in arg else i for a, (i, n) in enumerate(zip(idx, outer))]
+        elif op in (Ops.CAST, Ops.IMAG): pass   # a part of a complex array: the same element
         elif op is Ops.GATHER: idx = [gather(Tensor(g), idx) for g in arg[1]]   # each base index, where it points
         else: raise AssertionError(f"no index map through {op.name}")
     return idx

@@ -309,12 +309,13 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         if u.op is Ops.SCAN or (u.op is Ops.CONTIGUOUS and u not in graph.src):
             v = u if u.op is Ops.SCAN else u.src[0]
             if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v))
-    graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
+    stripped = _without_contiguous(graph)
+    graph = stripped[graph]
     # values that differ only by CONTIGUOUS are one root, holding every output of them (x.contiguous() returned,
     # or a copy returned next to the value it copies)
     merged: dict[UOp, _Root] = {}
     for v, r in roots.items():
-        value = _strip_contiguous(v)
+        value = stripped[v]
         if value.op is Ops.BUFFER and not r.outputs: continue
         if value in merged: merged[value].outputs += r.outputs
         else:
@@ -323,7 +324,7 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     roots = merged
     externs = _prepare_externs(graph, roots) + _prepare_loops(graph, roots, blocks)
 
-    versions = _Versions(writebacks)
+    versions = _Versions({stripped.get(w, w) for w in writebacks})
     fixes = 0
     # kernels evaluate copies of graph nodes whose realized parts became loads; `origin` maps them back, so that a
     # value realized later is the graph's own node (a copy would hold the buffers of this round's numbering)
@@ -462,9 +463,17 @@ def _chain_down(u: UOp):
         u = u.src[0]
 
 
-def _strip_contiguous(u: UOp) -> UOp:
-    while u.op is Ops.CONTIGUOUS and not _is_copy(u): u = u.src[0]
-    return u
+def _without_contiguous(graph: UOp) -> dict[UOp, UOp]:
+    """Every node of `graph` mapped to itself with the CONTIGUOUS markers removed, in its sources too (a realized
+    value that reads another one, x.contiguous() inside y.contiguous(), must not keep the inner marker: the roots
+    are the stripped values, and a marker left in place would be a second, unrealized copy of one)."""
+    done: dict[UOp, UOp] = {}
+    for u in toposort([graph]):
+        if u.op is Ops.CONTIGUOUS and not _is_copy(u): done[u] = done[u.src[0]]
+        else:
+            src = tuple(done[s] for s in u.src)
+            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return done
 
 
 def _classify_uses(value: UOp, realized: set, memo: dict | None = None) -> tuple[set, set]:

@@ -40,13 +40,13 @@ SignatureKey = tuple[TreeDef, tuple[ArgSpec, ...], tuple]
 def _is_number_list(x) -> bool:
     # an empty list is an array too (NumPy's: float64 of shape (0,)), not an empty container passed through
     if not isinstance(x, list): return False
-    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
+    return all(isinstance(v, (bool, int, float, complex, np.generic)) or _is_number_list(v) for v in x)
 
 
 def is_leaf(x) -> bool:
     """Whether an argument value is one array leaf (an array, a NumPy or Python scalar, a list of numbers) rather
     than a container of leaves."""
-    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
+    return isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or _is_number_list(x)
 
 
 def leaf_spec(x, where: str) -> ArgSpec:
@@ -68,6 +68,7 @@ def leaf_spec(x, where: str) -> ArgSpec:
         if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
         return ArgSpec((), dtypes.int64, True)
     if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
+    if isinstance(x, complex): return ArgSpec((), dtypes.complex128, True)
     if isinstance(x, list):
         try:
             arr = np.asarray(x)

@@ -26,7 +26,15 @@ _UFUNC = {Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP
           Ops.ASIN: np.arcsin, Ops.ACOS: np.arccos, Ops.ATAN: np.arctan, Ops.SINH: np.sinh, Ops.COSH: np.cosh,
           Ops.ASINH: np.arcsinh, Ops.ACOSH: np.arccosh, Ops.ATANH: np.arctanh, Ops.EXPM1: np.expm1,
           Ops.LOG1P: np.log1p, Ops.LOG10: np.log10, Ops.CBRT: np.cbrt, Ops.RINT: np.rint, Ops.ATAN2: np.arctan2,
-          Ops.HYPOT: np.hypot}
+          Ops.HYPOT: np.hypot, Ops.IMAG: np.imag, Ops.COMPLEX: lambda re, im: _complex_from(re, im)}
+
+
+def _complex_from(re, im) -> np.ndarray:
+    """re + im*1j with both parts exactly as given (arithmetic would turn 0 * inf into NaN)."""
+    re, im = np.asarray(re), np.asarray(im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), np.result_type(re.dtype, im.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
 
 
 def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]):
@@ -44,6 +52,7 @@ def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]
         if b == 0: return None
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
         return cast_scalar(q if op is Ops.IDIV else a - q * b, dtype)
+    if op not in _UFUNC: return None   # FMA: left to the generated code
     if op is Ops.POW and dtype.is_int and values[1] < 0: return None
     if op in (Ops.SHL, Ops.SHR) and not 0 <= values[1] < src_dtypes[0].bits: return None
     args = [np.array(v, d.np)[()] for v, d in zip(values, src_dtypes)]
@@ -53,6 +62,8 @@ def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]
 
 
 def _np_cast(value, src: DType, dst: DType):
+    if src.is_complex and not dst.is_complex and not dst.is_bool:   # the real part (NumPy warns: the tracer did)
+        value, src = value.real, src.component
     with np.errstate(all="ignore"):
         if src.is_float and dst.is_int and not (math.isfinite(value) and dst.min <= value <= dst.max):
             return None   # out of range: left to the generated code, which follows NumPy's x86 behaviour
@@ -90,7 +101,9 @@ def _same_shape_const(x: UOp, value) -> UOp:
 def _identities(x: UOp) -> UOp | None:
     """Algebraic identities that hold bit-exactly for every input, NaN and signed zeros included."""
     op, src = x.op, x.src
-    if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.OR, Ops.XOR, Ops.AND) and len(src) == 2:
+    # complex arithmetic mixes the parts (z * 1 is NaN where z's imaginary part is infinite): none is an identity
+    if op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.OR, Ops.XOR, Ops.AND) and len(src) == 2 and \
+            not x.dtype.is_complex:
         a, b = src
         exact = a.dtype is x.dtype
         if op is Ops.ADD and x.dtype.is_int:

@@ -26,7 +26,7 @@ from numfn.errors import NumfnError, TracerConversionError, unsupported, user_lo
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
-_WEAK_TYPE = {"i": int, "u": int, "f": float}
+_WEAK_TYPE = {"i": int, "u": int, "f": float, "c": complex}
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -252,6 +252,7 @@ class Tensor:
         for t, d in zip(ts, cast):
             if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
             if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+        if any(d.is_complex for d in cast): _check_complex(ufunc, op)
         shape = broadcast_shapes(*(t.shape for t in ts))
         srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
         if swap: srcs.reverse()
@@ -267,6 +268,7 @@ class Tensor:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {self.uop.dtype.name}, at {user_location()})") from None
+        if cast.is_complex and op is not None: _check_complex(ufunc, op)
         u = self.uop.cast(cast)
         if op is not None: u = u.alu(op)
         return Tensor(u.cast(out), self.weak)
@@ -317,10 +319,58 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # conversions and views
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
-        """The array converted to `dtype` the way NumPy's astype converts (unsafe casting)."""
+        """The array converted to `dtype` the way NumPy's astype converts (unsafe casting; complex to real keeps
+        the real part, with NumPy's ComplexWarning)."""
         dt = as_dtype(dtype)
         if not copy and dt == self.uop.dtype: return self   # NumPy returns the array itself
+        if self.uop.dtype.is_complex and not (dt.is_complex or dt.is_bool): warn_complex_discarded()
         return Tensor(self.uop.cast(dt))
+
+    # complex numbers: .real and .imag are views (writable: x.real[...] = v and x.imag = v write into x's memory)
+    @property
+    def real(self) -> Tensor:
+        """The real part: for a complex array a view of its real lanes (writes into it change the array), for a real
+        array the array itself."""
+        return self if not self.uop.dtype.is_complex else self._component(0)
+
+    @real.setter
+    def real(self, value) -> None:
+        from numfn.indexing import setitem
+        setitem(self.real, Ellipsis, value)
+
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part: for a complex array a view of its imaginary lanes, for a real array read-only
+        zeros."""
+        if self.uop.dtype.is_complex: return self._component(1)
+        zeros = Tensor(UOp.const_like(self.uop.dtype, 0, self.shape), self.weak, "readonly")
+        return zeros
+
+    @imag.setter
+    def imag(self, value) -> None:
+        if not self.uop.dtype.is_complex: raise TypeError("array does not have imaginary part to set")
+        from numfn.indexing import setitem
+        setitem(self.imag, Ellipsis, value)
+
+    def _component(self, lane: int) -> Tensor:
+        """The view of one part of a complex array: a chain step (CAST for the real part, IMAG for the imaginary
+        one) that keeps every index where it is; writes through it replace that part only (numfn.indexing)."""
+        step = (Ops.CAST, None) if lane == 0 else (Ops.IMAG, None)
+        uop = _replay(self.uop, (step,))
+        if self.weak or (self.base is None and self.memory == "computed" and self.uop.op is Ops.CONST):
+            return Tensor(uop, self.weak)
+        base = self if self.base is None else self.base
+        view = Tensor(uop, self.weak, base.memory)
+        view.base, view.chain = base, self.chain + (step,)
+        if base._views is None: base._views = []
+        base._views.append(weakref.ref(view))
+        return view
+
+    def conj(self) -> Tensor:
+        """The complex conjugate (the array itself for real arrays, as NumPy's conjugate computes it)."""
+        return NUMPY_IMPLEMENTATIONS[np.conjugate](self)
+
+    conjugate = conj
 
     def _view(self, uop: UOp, make: Callable[[UOp], Tensor] | None = None) -> Tensor:
         """The view of this array whose value is `uop`, built from self.uop by movement ops and gathers: it shares
@@ -461,7 +511,15 @@ class Tensor:
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
+        if dt.is_complex and op is Ops.MUL and axes and all(self.shape[a] for a in axes):
+            # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
+            # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
+            u = _times_first(u, init if init is not None else UOp.const(dt, 1), axes)
+            init = None
+        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):   # an empty product: 1
+            u = UOp.const_like(dt, 1, tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
+        elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
+        else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
         return Tensor(u)
@@ -489,7 +547,7 @@ class Tensor:
         axes = normalize_axes(axis, self.ndim)
         mask = reduction_mask(where, self.shape)
         acc = as_dtype(dtype) if dtype is not None else None
-        x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_float else self.astype(np.float64)
+        x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_inexact else self.astype(np.float64)
         total = x.sum(axis=axes, keepdims=keepdims, where=where)
         if mask is None: count = Tensor(UOp.const(total.uop.dtype, math.prod(self.shape[a] for a in axes)))
         else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=keepdims)
@@ -510,6 +568,7 @@ class Tensor:
         dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
+        if dt.is_complex and op is not Ops.ADD: return Tensor(_doubling_scan(src, op, ax))
         return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
 
     # ---------------------------------------------------------------------------------------------------------
@@ -759,6 +818,10 @@ def _power(base, exponent) -> Tensor:
     b, e = Tensor.lift(base), Tensor.lift(exponent)
     if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
+    if b.uop.dtype.is_complex and not b.weak and type(exponent) in (int, float):
+        # NumPy's fast paths for complex arrays and Python int/float exponents (they round differently)
+        fast = {(int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}.get((type(exponent), exponent))
+        if fast is not None: return NUMPY_IMPLEMENTATIONS[fast](b)
     t = Tensor._elementwise("power", Ops.POW, b, e)
     ev = e.uop.arg if e.uop.op is Ops.CONST else None
     if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:
@@ -797,11 +860,21 @@ def matmul(a, b) -> Tensor:
         return res
     au = Tensor(a2.uop.cast(out)).broadcast_to(batch + (n, k)).reshape(batch + (n, 1, k))
     bu = Tensor(b2.uop.cast(out)).broadcast_to(batch + (k, m)).swapaxes(-1, -2).reshape(batch + (1, m, k))
-    prod = Tensor(au.uop.expand(batch + (n, m, k)).alu(Ops.MUL, bu.uop.expand(batch + (n, m, k))))
+    prod = Tensor(_product(au.uop.expand(batch + (n, m, k)), bu.uop.expand(batch + (n, m, k))))
     res = Tensor(prod.uop.reduce(Ops.ADD, (len(batch) + 2,)).reshape(batch + (n, m)))
     if a.ndim == 1: res = res.reshape(res.shape[:-2] + res.shape[-1:])
     if b.ndim == 1: res = res.reshape(res.shape[:-1])
     return res
+
+
+def _product(a: UOp, b: UOp) -> UOp:
+    """The elementwise products a matrix product sums. Complex ones are the textbook formula, each product rounded
+    on its own (NumPy's dot and einsum loops; so z @ conj(z) has exactly real diagonal terms), not multiply's."""
+    if not a.dtype.is_complex: return a.alu(Ops.MUL, b)
+    from numfn.codegen.complex import exact_mul
+    comp = a.dtype.component
+    ar, ai, br, bi = a.cast(comp), a.alu(Ops.IMAG), b.cast(comp), b.alu(Ops.IMAG)
+    return (exact_mul(ar, br) - exact_mul(ai, bi)).alu(Ops.COMPLEX, exact_mul(ar, bi) + exact_mul(ai, br))
 
 
 def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
@@ -847,7 +920,8 @@ def known_value(u: UOp) -> np.ndarray | None:
         elif op is Ops.SHRINK: out = src[0][tuple(slice(b, e) for b, e in v.arg)]
         elif op is Ops.FLIP: out = np.flip(src[0], v.arg)
         elif op is Ops.CAST:
-            with np.errstate(all="ignore"): out = src[0].astype(v.dtype.np)
+            x = src[0].real if v.src[0].dtype.is_complex and not (v.dtype.is_complex or v.dtype.is_bool) else src[0]
+            with np.errstate(all="ignore"): out = x.astype(v.dtype.np)
         elif op is Ops.WHERE: out = np.where(src[0], src[1], src[2])
         elif op in _UFUNC:   # tensor-level ops mean what NumPy's ufuncs do
             try:
@@ -868,9 +942,76 @@ def _same_shape(a: Tensor, b: Tensor) -> bool:
 
 
 def _replay(u: UOp, chain: tuple) -> UOp:
-    """A view's value from its base's: the chain's ops applied in turn (a GATHER's holds its arg and indices)."""
+    """A view's value from its base's: the chain's ops applied in turn (a GATHER's holds its arg and indices; CAST and
+    IMAG are the parts of a complex array)."""
     for op, arg in chain:
-        u = UOp(op, u.dtype, (u, *arg[1]), arg[0]) if op is Ops.GATHER else UOp(op, u.dtype, (u,), arg)
+        if op is Ops.GATHER: u = UOp(op, u.dtype, (u, *arg[1]), arg[0])
+        elif op in (Ops.CAST, Ops.IMAG): u = UOp(op, u.dtype.component, (u,))
+        else: u = UOp(op, u.dtype, (u,), arg)
+    return u
+
+
+def warn_complex_discarded() -> None:
+    """NumPy's warning when a complex value is converted to a real type (the imaginary part is dropped)."""
+    import warnings
+    warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                  stacklevel=3)
+
+
+def _check_complex(ufunc: str, op: Ops) -> None:
+    from numfn.codegen.complex import COMPLEX_ALU
+    if op not in COMPLEX_ALU: raise unsupported(f"numpy.{ufunc} of complex values")
+
+
+def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
+    """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
+    first = None
+    for a in axes:
+        here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
+        here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
+        first = here if first is None else first.alu(Ops.AND, here)
+    return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
+
+
+def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = True) -> UOp:
+    """A complex product (MUL) or lexicographic MAX/MIN over `axes`, by combining halves: log2(n) elementwise levels
+    per axis (REDUCE_AXIS adds the parts of complex values separately, which these ops cannot do); long levels are
+    stored, so each is a loop over its elements. Reduced axes are kept with size 1."""
+    for axis in axes:
+        while u.shape[axis] > 1:
+            n, half = u.shape[axis], u.shape[axis] // 2
+            out = _along(u, axis, 0, half).alu(op, _along(u, axis, half, 2 * half))
+            if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
+            u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
+    return u
+
+
+def _along(u: UOp, axis: int, lo: int, hi: int) -> UOp:
+    return u.shrink(tuple((lo, hi) if a == axis else (0, n) for a, n in enumerate(u.shape)))
+
+
+def _join(a: UOp, b: UOp, axis: int) -> UOp:
+    """a and b concatenated along `axis` (values kept exactly: a select between the two padded)."""
+    na, nb, ndim = a.shape[axis], b.shape[axis], len(a.shape)
+    pa = a.pad(tuple((0, nb) if i == axis else (0, 0) for i in range(ndim)))
+    pb = b.pad(tuple((na, 0) if i == axis else (0, 0) for i in range(ndim)))
+    pos = UOp.iota(na + nb).reshape(tuple(na + nb if i == axis else 1 for i in range(ndim))).expand(pa.shape)
+    return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, na, pa.shape)).alu(Ops.WHERE, pa, pb)
+
+
+def _doubling_scan(u: UOp, op: Ops, axis: int) -> UOp:
+    """The running complex product along `axis` in log2(n) steps (each combining with the value 2**k back, each
+    stored): SCAN walks one real value, not the two parts a complex product mixes."""
+    n, ndim = u.shape[axis], len(u.shape)
+    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(u.shape)
+    k = 1
+    while k < n:
+        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(u.shape))) \
+            .pad(tuple((k, 0) if a == axis else (0, 0) for a in range(ndim)))
+        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, u.shape)).alu(Ops.XOR, UOp.const_like(
+            dtypes.bool, True, u.shape))
+        u = UOp(Ops.CONTIGUOUS, u.dtype, (later.alu(Ops.WHERE, back.alu(op, u), u),))
+        k *= 2
     return u
 
 

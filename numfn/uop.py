@@ -53,10 +53,15 @@ class Ops(enum.Enum):
     CMPLT = enum.auto(); CMPLE = enum.auto(); CMPEQ = enum.auto(); CMPNE = enum.auto()  # noqa: E702
     AND = enum.auto(); OR = enum.auto(); XOR = enum.auto(); SHL = enum.auto(); SHR = enum.auto()  # noqa: E702
     ATAN2 = enum.auto(); HYPOT = enum.auto()  # noqa: E702
+    # complex numbers (tensor level only, rewritten into their parts by codegen/complex.py): COMPLEX(re, im) makes a
+    # complex value of two reals, IMAG(z) is its imaginary part (its real part is CAST(z) to the component type,
+    # NumPy's cast); every other ALU op on complex values means what NumPy's ufunc does for complex numbers
+    COMPLEX = enum.auto(); IMAG = enum.auto()  # noqa: E702
     # binary ops of the machine, produced by codegen only: C semantics (truncating, divisor never 0 or -1)
     IDIV = enum.auto(); IMOD = enum.auto(); FMOD = enum.auto()  # noqa: E702
     # ternary
     WHERE = enum.auto()
+    FMA = enum.auto()          # a * b + c rounded once (floats): complex products as NumPy computes them
     # conversions
     CAST = enum.auto(); BITCAST = enum.auto()  # noqa: E702
     # GATHER(x, i_0, ..., i_{n-1}): x[i_0[o], ..., i_{n-1}[o]] at every position o; one int64 index tensor per axis of
@@ -94,11 +99,12 @@ class Ops(enum.Enum):
 
 UNARY = frozenset({Ops.NEG, Ops.NOT, Ops.ABS, Ops.SQRT, Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS,
                    Ops.TAN, Ops.TANH, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH,
-                   Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.RINT})
+                   Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.RINT,
+                   Ops.IMAG})
 BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
                     Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT})
-TERNARY = frozenset({Ops.WHERE})
+                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT, Ops.COMPLEX})
+TERNARY = frozenset({Ops.WHERE, Ops.FMA})
 ALU = UNARY | BINARY | TERNARY
 ELEMENTWISE = ALU | {Ops.CAST, Ops.BITCAST}
 COMPARISON = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
@@ -140,6 +146,7 @@ _UNSET = object()
 def _argkey(arg):
     # floats compare by bits: CONST 0.0 and -0.0 must stay two nodes, and NaN must equal itself
     if isinstance(arg, float): return (float, arg.hex())
+    if isinstance(arg, complex): return (complex, arg.real.hex(), arg.imag.hex())
     if isinstance(arg, tuple): return tuple(_argkey(a) for a in arg)
     return arg
 
@@ -199,6 +206,8 @@ class UOp:
     def alu(self, op: Ops, *others: UOp) -> UOp:
         srcs = (self, *others)
         dtype = dtypes.bool if op in COMPARISON else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
+        if op is Ops.IMAG: dtype = self.dtype.component
+        if op is Ops.COMPLEX: dtype = dtypes.complex64 if self.dtype is dtypes.float32 else dtypes.complex128
         return UOp(op, dtype, srcs)
 
     def cast(self, dtype: DType) -> UOp:
@@ -313,6 +322,10 @@ def node_cached(fn: Callable[[UOp], Any]) -> Callable[[UOp], Any]:
 def cast_scalar(value, dtype: DType):
     """A Python value converted the way NumPy converts a scalar to `dtype` (wrapping integers)."""
     if dtype.is_bool: return bool(value)
+    if dtype.is_complex:
+        value = complex(value)
+        if dtype.itemsize == 8: return complex(float(_np_float32(value.real)), float(_np_float32(value.imag)))
+        return value
     if dtype.is_float:
         value = float(value)
         if dtype.itemsize == 2: return float(_np_float32(value, "float16"))

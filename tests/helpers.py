@@ -6,7 +6,7 @@
 
 Results are compared leaf by leaf: same container types, same dtype and shape as NumPy's (NumPy scalars count
 as 0-d arrays), exact values for integers and bools, and for floats np.testing.assert_allclose with dtype-aware
-tolerances (equal_nan=True; infinities must match exactly).
+tolerances (equal_nan=True; infinities must match exactly); complex values part by part, as floats.
 """
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def magnitude(*trees) -> float:
             a = np.asarray(leaf)
         except Exception:
             continue
-        if a.dtype.kind not in "iuf" or a.size == 0: continue
+        if a.dtype.kind not in "iufc" or a.size == 0: continue
+        if a.dtype.kind == "c": a = np.concatenate([a.real.ravel(), a.imag.ravel()])
         a = a.astype(np.float64)
         a = a[np.isfinite(a)]
         if a.size: m = max(m, float(np.abs(a).max()))
@@ -73,6 +74,11 @@ def assert_same(actual, expected, *, scale: float = 1.0, rtol: float | None = No
     assert isinstance(actual, np.ndarray), f"{path}: expected an ndarray, got {type(actual).__name__}"
     assert actual.dtype == exp.dtype, f"{path}: dtype {actual.dtype}, NumPy gives {exp.dtype}"
     assert actual.shape == exp.shape, f"{path}: shape {actual.shape}, NumPy gives {exp.shape}"
+    if exp.dtype.kind == "c":   # each part on its own: NaN and infinite parts, signed zeros
+        for part in ("real", "imag"):
+            assert_same(np.ascontiguousarray(getattr(actual, part)), np.ascontiguousarray(getattr(exp, part)),
+                        scale=scale, rtol=rtol, atol=atol, signed_zeros=signed_zeros, path=f"{path}.{part}")
+        return
     if exp.dtype.kind == "f":
         r = RTOL[exp.dtype] if rtol is None else rtol
         a = r * scale if atol is None else atol

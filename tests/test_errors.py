@@ -59,7 +59,7 @@ def test_argument_structure_is_part_of_the_signature(backend):
 
 # ---- unsupported operations: NumfnError naming the operation and the user's line -----------------------------------
 def _eig(x): return np.linalg.eig(x)           # marker: linalg.eig
-def _fft(x): return np.fft.fft(x)              # marker: fft.fft
+def _lexsort(x): return np.lexsort(x)         # marker: lexsort
 def _argsort(x): return x.argsort()            # marker: argsort
 def _packbits(x): return np.packbits(x > 0)     # marker: packbits
 def _tofile(x): return x.tofile("/dev/null")   # marker: tofile
@@ -82,11 +82,12 @@ def _calls_helper(x):
 
 
 @pytest.mark.parametrize("fn,marker,name", [
-    (_eig, "marker: linalg.eig", "eig"), (_fft, "marker: fft.fft", "fft"), (_argsort, "marker: argsort", "argsort"),
-    (_packbits, "marker: packbits", "packbits"), (_tofile, "marker: tofile", "tofile"),
+    (_eig, "marker: linalg.eig", "eig"), (_lexsort, "marker: lexsort", "lexsort"),
+    (_argsort, "marker: argsort", "argsort"), (_packbits, "marker: packbits", "packbits"),
+    (_tofile, "marker: tofile", "tofile"),
     (_sort, "marker: np.sort", "sort"), (_reduceat, "marker: add.reduceat", "reduceat"),
     (_busday, "marker: busday_count", "busday_count"), (_calls_helper, "marker: nested byteswap", "byteswap"),
-], ids=["eig", "fft", "argsort", "packbits", "tofile", "sort", "ufunc.reduceat", "busday", "nested"])
+], ids=["eig", "lexsort", "argsort", "packbits", "tofile", "sort", "ufunc.reduceat", "busday", "nested"])
 def test_unsupported_operation_names_it_and_points_at_the_line(backend, fn, marker, name):
     x = np.ones((3, 3))
     with pytest.raises(numfn.NumfnError) as info:
@@ -137,10 +138,10 @@ def _quiet_matrix(rows):
         return np.matrix(rows)
 
 
-@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.complex128), np.ones(2, np.longdouble),
+@pytest.mark.parametrize("bad", ["abc", object(), {1, 2}, np.ones(2, np.clongdouble), np.ones(2, np.longdouble),
                                  np.array(["a"]), [1, "a"], np.ma.masked_array([1.0, 2.0], mask=[0, 1]),
                                  _quiet_matrix([[1.0, 2.0]])],
-                         ids=["str", "object", "set", "complex", "longdouble", "unicode", "mixed-list", "masked",
+                         ids=["str", "object", "set", "clongdouble", "longdouble", "unicode", "mixed-list", "masked",
                               "matrix"])
 def test_bad_argument_raises_type_error_naming_it(backend, bad):
     def f(x, weights):

@@ -65,6 +65,21 @@ def test_fused_reduction_has_no_intermediate():
     assert all(b.category != "intermediate" for ei in nf.schedule for b in ei.buffers)
 
 
+def test_a_realized_value_inside_another_is_stored_once():
+    # b's marker holds a's: a is one kernel's result, read by b's kernel (16 times per element), never copied
+    def stored(v): return v.contiguous() if isinstance(v, numfn.Tensor) else v
+
+    def f(x, w):
+        a = stored(np.sin(x))
+        b = stored(a[None, :] * w[:, None])
+        return b[::-1] + 1
+
+    x, w = rng.standard_normal(100), rng.standard_normal(16)
+    out, nf = compiled(f, x, w)
+    np.testing.assert_allclose(out, (np.sin(x)[None, :] * w[:, None])[::-1] + 1, rtol=1e-15)
+    assert len(nf.schedule) == 3
+
+
 def test_intermediate_memory_is_reused():
     a = rng.standard_normal((8, 8)).astype(np.float32)
     _, nf = compiled(lambda a: (((a @ a) @ a) @ a) @ a, a)

@@ -129,13 +129,15 @@ def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
 @dataclass
 class LoweredKernel:
     """A kernel as a loop-level graph: `sink` holds STORE(BUFFER, index, value) nodes over `ranges` (the output
-    loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting."""
+    loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting, with the loops in
+    `unrolls` unrolled (codegen/opt.py's choose_unrolls: their copies share what does not depend on them)."""
     sink: UOp
     ranges: tuple[UOp, ...]
     shape: tuple[int, ...]
     evaluations: Counter = field(default_factory=Counter)
     sequential: frozenset = frozenset()   # ranges that must run in order (a scan walks them)
     realize: frozenset = frozenset()      # values a RealizeCheck decided to store while lowering
+    unrolls: tuple = ()                   # (RANGE, size): the short loops the code generator unrolls
 
 
 class RealizeCheck:
@@ -153,7 +155,7 @@ class _Lowerer:
     def __init__(self, check: RealizeCheck | None = None):
         self.memo: dict = {}
         self.chain: dict[UOp, tuple[UOp, ...]] = {}
-        self.evaluations: Counter = Counter()
+        self.visits: list[tuple[UOp, tuple[UOp, ...], tuple[UOp, ...]]] = []   # (node, its loops, its index)
         self.next_range = 0
         # with a check, lowering stops expanding values the scheduler will store: however a program repeats work
         # when everything is inlined, each value is expanded only a bounded number of times
@@ -161,6 +163,7 @@ class _Lowerer:
         self.copies: Counter = Counter()
         self.depth: dict = {}     # memo key -> elementwise operations on its longest chain (with a check only)
         self.realize: set = set()
+        self.visits: list = []    # (node, its loops, its index) per evaluation counted (see evaluations_unrolled)
 
     def new_range(self, size: int, kind: str, parent: tuple[UOp, ...]) -> UOp:
         r = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, size),), (self.next_range, kind))
@@ -177,13 +180,24 @@ class _Lowerer:
                 if len(c) > len(deepest): deepest = c
         return deepest
 
+    def evaluations_unrolled(self, unrolled: frozenset) -> Counter:
+        """How often each node is evaluated once the `unrolled` loops are unrolled: a node in such a loop whose
+        index does not use it is computed once for all the copies."""
+        out: Counter = Counter()
+        for u, loops, idx in self.visits:
+            used = frozenset().union(*(free_ranges(i) for i in idx))
+            out[u] += math.prod(r.src[0].arg for r in loops if r not in unrolled or r in used)
+        return out
+
     def _count(self, key: tuple) -> UOp | None:
         """Count a new evaluation (after hoisting: once per iteration of the loops its index depends on); with a
         check that says `u` is to be stored, return a stand-in load instead of expanding it again."""
         u, idx = key
         if u.op is Ops.CONST: return None
-        trips = math.prod(r.src[0].arg for r in self.scope(*idx))
+        loops = self.scope(*idx)
+        trips = math.prod(r.src[0].arg for r in loops)
         self.evaluations[u] += trips
+        self.visits.append((u, loops, idx))
         if self.check is None: return None
         self.copies[u] += 1
         if u in self.realize or self.check.stop(u, trips, self.copies[u]):
@@ -359,5 +373,9 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
         else:
             value = lw.lower(value, tuple(idx))
         out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
-    return LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
-                         frozenset(sequential), frozenset(lw.realize))
+    lk = LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
+                       frozenset(sequential), frozenset(lw.realize))
+    from numfn.codegen.opt import choose_unrolls   # (opt builds on this module)
+    lk.unrolls = tuple(choose_unrolls(lk))
+    if lk.unrolls: lk.evaluations = lw.evaluations_unrolled(frozenset(r for r, _ in lk.unrolls))
+    return lk

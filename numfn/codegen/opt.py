@@ -13,6 +13,12 @@ The heuristic (`choose_upcasts`) applies it where loops cannot vectorize by them
 are contiguous along an output axis but not along its own (a matmul's B[k, j], column sums). That axis is
 upcast by up to two vectors, and a second output axis by up to 4 when some load does not depend on it (the copies
 then reuse that load: a matmul's register tile).
+
+Full unrolls (`choose_unrolls`): a short output loop whose counter is compared with constants selects between
+values by position (a stack of values along a new axis: the outputs of an FFT butterfly, numfn.numpy.fft). Upcast
+by its whole size, each copy's selects fold to one value, and everything the copies share (the butterfly's loads
+and common subexpressions) is computed once per iteration of the loops around it. The choice is made when the
+kernel is lowered, so the scheduler counts evaluations as the unrolled code performs them.
 """
 from __future__ import annotations
 
@@ -120,3 +126,20 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     return [(r, f) for r, f in plan if f > 1]
 
 
+UNROLL_MAX = 16             # loops up to this size are unrolled where their counter selects between values
+UNROLL_MAX_NODES = 1 << 14  # ... as long as the kernel stays this small (graph nodes times the unroll factor)
+
+
+def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
+    """The short output loops whose counter is compared with constants (see the module docstring), to be upcast by
+    their whole size; loops a scan walks in order are left alone. Called by lower_kernel (LoweredKernel.unrolls)."""
+    nodes = toposort([lk.sink])
+    compared = {u.src[i] for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
+                for i in (0, 1) if u.src[i].op is Ops.RANGE and u.src[1 - i].op is Ops.CONST}
+    out, size = [], len(nodes)
+    for r in lk.ranges:
+        n = r.src[0].arg
+        if r in compared and 1 < n <= UNROLL_MAX and r not in lk.sequential and size * n <= UNROLL_MAX_NODES:
+            out.append((r, n))
+            size *= n
+    return out

@@ -54,8 +54,10 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     steps, reduction trees) make deep graphs."""
     upcasts = []
     if not debug.noopt():
+        unrolls = lowered.unrolls   # chosen when lowering: the scheduler counted evaluations with them
         lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,
                                 lowered.shape, lowered.evaluations, lowered.sequential)
+        for r, factor in unrolls: lowered = upcast(lowered, r, factor)
         lowered = narrow(lowered)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)

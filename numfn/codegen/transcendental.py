@@ -725,6 +725,7 @@ def _atan2_64(y: UOp, x: UOp) -> UOp:
     den = (both_inf | both_zero).where(_d(1.0), ax)
     a = _atan_ratio(num, den)
     a = _sign_of(x).ne(0).where(_d(PI_HI) - (a - PI_LO), a)
+    a = (ax.eq(0.0) & (ay > 0.0)).where(_d(math.pi / 2), a)   # x = -0: pi/2 itself, not pi - pi/2 (an ulp high)
     return _xor_sign(a, _sign_of(y))
 
 

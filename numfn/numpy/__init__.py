@@ -9,8 +9,8 @@ Python scalars are weak), result shapes and the errors NumPy raises.
 The modules, one family each: ufuncs (elementwise), dtypes (scalar types, dtype helpers, constants), creation,
 manipulation (shapes, views, joining), indexing (results of run-time length, gathers, scatters, histograms),
 reductions, statistics, products, signal (differences, convolution, interpolation, polynomials); subpackages mirror
-NumPy's: linalg (numfn.numpy.linalg for np.linalg). A module lists its names in __all__; ndarray methods are added
-to Tensor with numfn.tensor.tensor_method.
+NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft (numfn.numpy.fft for np.fft). A module lists its names in
+__all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -58,3 +58,7 @@ register(__import__(__name__, fromlist=["*"]), _np, __all__)
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 
 register(linalg, _np.linalg, linalg.__all__)
+
+from numfn.numpy import fft  # noqa: E402 - np.fft.NAME(tensor) runs numfn.numpy.fft.NAME
+
+register(fft, _np.fft, fft.__all__)

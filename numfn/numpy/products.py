@@ -98,9 +98,10 @@ def inner(a, b, /) -> Tensor:
 
 
 def vdot(a, b, /) -> Tensor:
-    """The dot product of the flattened arrays (of equal size)."""
+    """The dot product of the flattened arrays (of equal size), the first one conjugated."""
     a, b = _strong(a).reshape(-1), _strong(b)
     if b.size != a.size: raise ValueError(f"cannot reshape array of size {b.size} into shape ({a.size},)")
+    if a.uop.dtype.is_complex: a = a.conj()   # vdot conjugates its first argument
     return matmul(a, b.reshape(-1))
 
 

@@ -48,7 +48,11 @@ def _squared_deviations(t: Tensor, axes, dtype, keepdims, where, mean, count, na
     dev = t - m
     if nan_mask is not None:   # NumPy subtracts into the array itself, in its dtype, and zeroes the NaN places
         dev = Tensor(nan_mask.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, 0, t.shape), dev.astype(t.dtype).uop))
-    total = (dev * dev).sum(axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    if dev.uop.dtype.is_complex:   # NumPy squares the parts and adds them: |dev|**2, a real value
+        re, im = dev.real, dev.imag
+        sq, dtype = re * re + im * im, None if dtype is None else as_dtype(dtype).component
+    else: sq = dev * dev
+    total = sq.sum(axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     if isinstance(count, Tensor) and not keepdims: count = count.reshape(total.shape)
     return total, count
 
@@ -66,7 +70,7 @@ def _var(t: Tensor, axis, dtype, ddof, keepdims, where, mean, correction) -> Ten
     _check_axis_of_0d(t, axis)
     axes = normalize_axes(axis, t.ndim)
     mask = reduction_mask(where, t.shape)
-    if dtype is None and not t.uop.dtype.is_float: dtype = dtypes.float64
+    if dtype is None and not t.uop.dtype.is_inexact: dtype = dtypes.float64
     if mask is None: count = math.prod(t.shape[a] for a in axes)
     else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=True)
     total, count = _squared_deviations(t, axes, dtype, keepdims, where, mean, count)

@@ -49,6 +49,8 @@ __all__ = [
     # functions built from ufuncs
     'where', 'clip', 'isclose', 'allclose', 'array_equal', 'array_equiv', 'nan_to_num', 'round', 'around', 'fix',
     'real', 'imag', 'sinc',
+    # complex numbers
+    'angle', 'iscomplexobj', 'isrealobj', 'iscomplex', 'isreal',
 ]
 
 _NO_VALUE = np._NoValue
@@ -317,6 +319,8 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     for t, d in zip(ts, cast):
         if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
         if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+    if any(d.is_complex for d in cast) and name not in _COMPLEX_UFUNCS:
+        raise unsupported(f"numpy.{name} of complex values")
     shape = broadcast_shapes(*(t.shape for t in ts))
     if not getattr(kernel, "native_float16", False):   # NumPy's float16 loops compute in float32, rounding once
         cast = tuple(dtypes.float32 if d is dtypes.float16 else d for d in cast)
@@ -356,6 +360,21 @@ def _op(op: Ops) -> Callable:
 
 
 def _c(like: UOp, value) -> UOp: return UOp.const(like.dtype, value)
+
+
+# the ufuncs with complex loops numfn implements (codegen/complex.py computes them); NumPy's other complex loops
+# (the inverse trigonometric and hyperbolic functions) are refused
+_COMPLEX_UFUNCS = frozenset({
+    'absolute', 'add', 'conjugate', 'cos', 'cosh', 'divide', 'equal', 'exp', 'exp2', 'expm1', 'float_power', 'fmax',
+    'fmin', 'greater', 'greater_equal', 'isfinite', 'isinf', 'isnan', 'less', 'less_equal', 'log', 'log10', 'log1p',
+    'log2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'maximum', 'minimum', 'multiply', 'negative',
+    'not_equal', 'positive', 'power', 'reciprocal', 'rint', 'sign', 'sin', 'sinh', 'sqrt', 'square', 'subtract',
+    'tan', 'tanh', 'true_divide'})
+
+
+def _re(z: UOp) -> UOp: return z.cast(z.dtype.component)
+def _im(z: UOp) -> UOp: return z.alu(Ops.IMAG)
+def _cplx(re: UOp, im: UOp) -> UOp: return re.alu(Ops.COMPLEX, im)
 
 
 def _isnan(x: UOp) -> UOp: return x.ne(x)
@@ -465,6 +484,7 @@ def _sign(t, dtype=None):
         raise TypeError(f"numpy.sign is not supported for bool (at {user_location()})")
 
     def kernel(x):
+        if x.dtype.is_complex: return _complex_sign(x)
         one, zero = _c(x, 1), _c(x, 0)
         neg = _c(x, -1 if not x.dtype.is_unsigned else 0)
         return (x > zero).where(one, (x < zero).where(neg, x.eq(zero).where(zero, x)))
@@ -474,9 +494,32 @@ def _sign(t, dtype=None):
 sign = ufunc("sign", _sign, 1)
 
 
+def _complex_sign(z: UOp) -> UOp:
+    """NumPy 2's sign of a complex number: z / |z| (0 for 0); an infinite part gives that part's sign alone, two
+    infinite parts NaN; where |z| overflows with finite parts, NumPy's branch for an infinite imaginary part gives
+    0 + i sign(imag)."""
+    ar, ai = _re(z), _im(z)
+    h = ar.alu(Ops.HYPOT, ai)
+    inf_r, inf_i = ar.alu(Ops.ABS).eq(math.inf), ai.alu(Ops.ABS).eq(math.inf)
+    zero, one, nan = _c(ar, 0.0), _c(ar, 1.0), _c(ar, math.nan)
+    sgn_r = (ar > zero).where(one, (ar < zero).where(-one, ar * zero))
+    sgn_i = (ai > zero).where(one, (ai < zero).where(-one, ai * zero))
+    re = ar.alu(Ops.FDIV, h)
+    im = ai.alu(Ops.FDIV, h)
+    both, h_inf = inf_r & inf_i, h.eq(math.inf)
+    re = both.where(nan, inf_r.where(sgn_r, h_inf.where(zero, re)))
+    im = both.where(nan, inf_r.where(zero, h_inf.where(sgn_i, im)))
+    is_zero = h.eq(zero)
+    return _cplx(is_zero.where(zero, re), is_zero.where(zero, im))
+
+
 def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
     def compute(t, dtype=None):
         if dtype is not None: raise unsupported(f"the dtype= argument of numpy.{name}")
+        if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
+            re, im = Tensor(_re(t.uop), t.weak), Tensor(_im(t.uop), t.weak)
+            a, b = compute(re), compute(im)
+            return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop), t.weak)
         if not t.uop.dtype.is_float:
             _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
             return full_like(t, otherwise, dtype=np.bool_)
@@ -514,7 +557,7 @@ expm1 = _make("expm1", _op(Ops.EXPM1), 1)
 log1p = _make("log1p", _op(Ops.LOG1P), 1)
 log10 = _make("log10", _op(Ops.LOG10), 1)
 cbrt = _make("cbrt", _op(Ops.CBRT), 1)
-rint = _make("rint", lambda x: x.alu(Ops.RINT) if x.dtype.is_float else x, 1)
+rint = _make("rint", lambda x: x.alu(Ops.RINT) if x.dtype.is_inexact else x, 1)
 arctan2 = atan2 = _make("arctan2", _op(Ops.ATAN2), 2, scan_op=Ops.ATAN2)
 hypot = _make("hypot", _op(Ops.HYPOT), 2, scan_op=Ops.HYPOT, reorderable=True)
 fabs = _make("fabs", _op(Ops.ABS), 1)
@@ -523,11 +566,28 @@ float_power = _make("float_power", _op(Ops.POW), 2, scan_op=Ops.POW)
 
 def _reciprocal(x: UOp) -> UOp:
     if x.dtype.is_float: return _c(x, 1.0).alu(Ops.FDIV, x)
+    if x.dtype.is_complex: return _complex_reciprocal(x)
     # NumPy's integer loop computes 1.0 / x in double and converts back (1, -1, 0, and x86's conversion of inf)
     return UOp.const(dtypes.float64, 1.0).alu(Ops.FDIV, x.cast(dtypes.float64)).cast(x.dtype)
 
 
 reciprocal = _make("reciprocal", _reciprocal, 1)
+
+
+def _complex_reciprocal(z: UOp) -> UOp:
+    """NumPy's reciprocal of a complex number (not its division): the ratio of the smaller part to the larger,
+    r, then 1/d and -r/d (or r/d and -1/d) with d the larger part plus the smaller times r."""
+    from numfn.codegen.complex import exact_mul
+    ar, ai = _re(z), _im(z)
+    first = ai.alu(Ops.ABS) <= ar.alu(Ops.ABS)
+    r1 = ai.alu(Ops.FDIV, ar)
+    d1 = ar + exact_mul(ai, r1)
+    r2 = ar.alu(Ops.FDIV, ai)
+    d2 = exact_mul(ar, r2) + ai
+    one = _c(ar, 1.0)
+    re = first.where(one.alu(Ops.FDIV, d1), r2.alu(Ops.FDIV, d2))
+    im = first.where((-r1).alu(Ops.FDIV, d1), (-one).alu(Ops.FDIV, d2))
+    return _cplx(re, im)
 
 
 def _signbit(x: UOp) -> UOp:
@@ -673,7 +733,7 @@ fmod = _make("fmod", _fmod, 2)
 
 def _fminmax(op: Ops) -> Callable:
     def kernel(a: UOp, b: UOp) -> UOp:
-        if not a.dtype.is_float: return a.alu(op, b)
+        if not a.dtype.is_inexact: return a.alu(op, b)
         # the non-NaN operand wins; on ties (+0 and -0) the first, as NumPy's loops
         keep = (a >= b if op is Ops.MAX else a <= b) | _isnan(b)
         return keep.where(a, b)
@@ -737,7 +797,7 @@ def _bitwise_count(x: UOp) -> UOp:
 
 
 bitwise_count = _make("bitwise_count", _bitwise_count, 1)
-conjugate = conj = _make("conjugate", lambda x: x, 1)
+conjugate = conj = _make("conjugate", lambda x: _cplx(_re(x), -_im(x)) if x.dtype.is_complex else x, 1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -749,7 +809,7 @@ def _promote(*xs: Tensor):
     kinds = [t.uop.dtype.kind for t in xs if t.weak]
     if not strong: return result_type(*(t.uop.dtype for t in xs))
     dt = result_type(*strong)
-    rep = {"b": False, "i": 0, "u": 0, "f": 0.0}
+    rep = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
     return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
 
 
@@ -855,6 +915,9 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None) -> Tenso
     """NaN replaced by `nan`, infinities by `posinf`/`neginf` (default: the dtype's largest finite values)."""
     t = _strong(x)
     dt = t.uop.dtype
+    if dt.is_complex:   # each part on its own
+        parts = [nan_to_num(p, copy, nan, posinf, neginf) for p in (t.real, t.imag)]
+        return Tensor(parts[0].uop.alu(Ops.COMPLEX, parts[1].uop))
     if not dt.is_float: return t
     fi = np.finfo(dt.np)
     big = float(fi.max) if posinf is None else posinf
@@ -869,13 +932,17 @@ def round(a, decimals: int = 0, out=None) -> Tensor:  # noqa: A001 - NumPy's nam
     t = _strong(a)
     dt = t.uop.dtype
     d = int(decimals)
+    if dt.is_complex:   # NumPy rounds the two parts on their own
+        parts = [round(p, decimals) for p in (t.real, t.imag)]
+        res = Tensor(parts[0].uop.alu(Ops.COMPLEX, parts[1].uop))
+        return res if out is None else _store_into("round", res, out)
     if dt.is_bool and d == 0: res = rint(t)    # float16, as NumPy's rint of bools
     elif dt.is_bool:
         raise TypeError(f"Cannot cast ufunc '{'multiply' if d > 0 else 'divide'}' output from dtype('float64') to "
                         "dtype('bool') with casting rule 'same_kind'")
-    elif not dt.is_float and d >= 0: res = t
+    elif not dt.is_inexact and d >= 0: res = t
     else:
-        x = t if dt.is_float else t.astype(np.float64)
+        x = t if dt.is_inexact else t.astype(np.float64)
         f = 10.0 ** builtins.abs(d)
         y = rint(x * f) / f if d >= 0 else rint(x / f) * f
         res = y.astype(dt, copy=False)
@@ -896,14 +963,46 @@ def fix(x, out=None) -> Tensor:
 
 
 def real(val) -> Tensor:
-    """The real part: the array itself for real arrays."""
-    return T(val)
+    """The real part: a view of a complex array's real parts (val.real), the array itself for real arrays."""
+    return T(val).real
 
 
 def imag(val) -> Tensor:
-    """The imaginary part: zeros of the array's dtype for real arrays."""
-    t = T(val)
-    return full_like(t, 0)
+    """The imaginary part: a view of a complex array's imaginary parts (val.imag), zeros for real arrays."""
+    return T(val).imag
+
+
+def angle(z, deg: bool = False) -> Tensor:
+    """The argument of complex numbers, arctan2(imag, real) (in degrees with deg=True); 0 or pi for real ones."""
+    t = T(z)
+    if not t.uop.dtype.is_inexact: t = t.astype(np.float64)
+    a = arctan2(t.imag, t.real) if t.uop.dtype.is_complex else arctan2(full_like(t, 0), t)
+    return a * (180.0 / math.pi) if deg else a
+
+
+def iscomplexobj(x) -> bool:
+    """Whether x has a complex dtype (known while tracing: a Python bool)."""
+    if isinstance(x, Tensor): return x.uop.dtype.is_complex
+    return bool(np.iscomplexobj(x))
+
+
+def isrealobj(x) -> bool:
+    """Whether x does not have a complex dtype (a Python bool)."""
+    return not iscomplexobj(x)
+
+
+def iscomplex(x) -> Tensor:
+    """Elementwise: a nonzero imaginary part (False everywhere for real arrays)."""
+    t = T(x)
+    if not t.uop.dtype.is_complex: return full_like(t, False, dtype=np.bool_)
+    return not_equal(t.imag, 0)
+
+
+def isreal(x) -> Tensor:
+    """Elementwise: a zero imaginary part (True everywhere for real arrays)."""
+    t = T(x)
+    if not t.uop.dtype.is_complex: return full_like(t, True, dtype=np.bool_)
+    return equal(t.imag, 0)
 
 
 def sinc(x) -> Tensor:

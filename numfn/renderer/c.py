@@ -18,7 +18,7 @@ _MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops
          Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan",
          Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh",
          Ops.EXPM1: "expm1", Ops.LOG1P: "log1p", Ops.LOG10: "log10", Ops.CBRT: "cbrt", Ops.RINT: "rint",
-         Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
+         Ops.ATAN2: "atan2", Ops.HYPOT: "hypot", Ops.FMA: "fma"}
 
 PRELUDE = """\
 #define _POSIX_C_SOURCE 199309L   /* clock_gettime, for DEBUG=2's kernel timings */
@@ -171,6 +171,11 @@ def render_extern(prog) -> str:
                 lines.append(f"{indent}char {name} = '{a.value}';")
                 args.append(f"&{name}")
                 chars += 1
+            elif isinstance(a, Real) and prog.dtype.is_complex:   # a complex scalar: its two parts
+                comp, v = prog.dtype.component, complex(a.value)
+                lines.append(f"{indent}{comp.cname} {name}[2] = {{ {c_literal(v.real, comp)}, "
+                             f"{c_literal(v.imag, comp)} }};")
+                args.append(name)
             elif isinstance(a, Real):
                 lines.append(f"{indent}{prog.dtype.cname} {name} = {c_literal(a.value, prog.dtype)};")
                 args.append(f"&{name}")

@@ -23,7 +23,8 @@ _ICMP_S = {Ops.CMPLT: "slt", Ops.CMPLE: "sle", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _ICMP_U = {Ops.CMPLT: "ult", Ops.CMPLE: "ule", Ops.CMPEQ: "eq", Ops.CMPNE: "ne"}
 _INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
               Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
-              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10"}
+              Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10",
+              Ops.FMA: "fma"}
 _LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh",
          Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh", Ops.EXPM1: "expm1",
          Ops.LOG1P: "log1p", Ops.CBRT: "cbrt", Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
@@ -314,6 +315,12 @@ def render_extern(prog) -> str:
             elif isinstance(a, Char):
                 entry += [f"  {name} = alloca i8", f"  store i8 {ord(a.value)}, ptr {name}"]
                 chars += 1
+            elif isinstance(a, Real) and prog.dtype.is_complex:   # a complex scalar: its two parts
+                comp, v = prog.dtype.component, complex(a.value)
+                ct = ltype(comp)
+                entry += [f"  {name} = alloca [2 x {ct}]", f"  store {ct} {llvm_literal(v.real, comp)}, ptr {name}",
+                          f"  {name}.im = getelementptr inbounds {ct}, ptr {name}, i64 1",
+                          f"  store {ct} {llvm_literal(v.imag, comp)}, ptr {name}.im"]
             elif isinstance(a, Real):
                 value = llvm_literal(a.value, prog.dtype)
                 entry += [f"  {name} = alloca {ftype}", f"  store {ftype} {value}, ptr {name}"]
