@@ -155,7 +155,7 @@ class _Lowerer:
     def __init__(self, check: RealizeCheck | None = None):
         self.memo: dict = {}
         self.chain: dict[UOp, tuple[UOp, ...]] = {}
-        self.visits: list[tuple[UOp, tuple[UOp, ...], tuple[UOp, ...]]] = []   # (node, its loops, its index)
+        self.evaluations: Counter = Counter()
         self.next_range = 0
         # with a check, lowering stops expanding values the scheduler will store: however a program repeats work
         # when everything is inlined, each value is expanded only a bounded number of times
