@@ -186,7 +186,7 @@ def test_the_runtime_maps_what_it_compiles(tmp_path, monkeypatch, backend):
 
 
 def _target_machine(codemodel: str, reloc: str):
-    llvm = _llvm()._llvm()
+    llvm = _llvm().binding()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
                                         opt=3, reloc=reloc, codemodel=codemodel)
@@ -194,7 +194,7 @@ def _target_machine(codemodel: str, reloc: str):
 
 def compile_with(source: str, codemodel: str = "small", reloc: str = "pic", optimize: bool = True) -> bytes:
     """Object code for LLVM IR `source` under a code model (numfn's is small, PIC)."""
-    llvm = _llvm()._llvm()
+    llvm = _llvm().binding()
     tm = _target_machine(codemodel, reloc)
     with _llvm()._lock:
         mod = llvm.parse_assembly(source)
