@@ -299,14 +299,22 @@ class NumericalFunction:
         return run
 
     def _check_writable(self, leaves: list, slot: int) -> None:
-        """An argument the function writes into must be a writeable NumPy array, as NumPy requires."""
+        """An argument the function writes into must be a writeable NumPy array, as NumPy requires, sharing no
+        memory with another argument (numfn traced them as separate arrays: NumPy would let writes through one
+        show through the other)."""
         leaf = leaves[slot]
-        if isinstance(leaf, np.ndarray) and leaf.flags.writeable: return
-        args, kwargs = unflatten(self.in_tree, list(leaves))
-        where = argument_leaf_names(self.fn, args, kwargs)[slot]
-        if isinstance(leaf, np.ndarray): raise ValueError(f"assignment destination is read-only (argument {where})")
-        raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
-                        f"{type(leaf).__name__}")
+        if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
+            others = [i for i, x in enumerate(leaves) if i != slot and isinstance(x, np.ndarray) and x.size and
+                      leaf.size and np.may_share_memory(leaf, x) and np.shares_memory(leaf, x)]
+            if not others: return
+        names = argument_leaf_names(self.fn, *unflatten(self.in_tree, list(leaves)))
+        where = names[slot]
+        if not isinstance(leaf, np.ndarray):
+            raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
+                            f"{type(leaf).__name__}")
+        if not leaf.flags.writeable: raise ValueError(f"assignment destination is read-only (argument {where})")
+        raise unsupported(f"writing into argument {where}, which shares memory with argument {names[others[0]]}",
+                          "numfn compiles the function for separate arrays; pass a copy of one of them")
 
     @cached_property
     def __call__(self) -> Callable:  # type: ignore[override]

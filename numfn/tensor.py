@@ -664,9 +664,9 @@ def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
     p = Tensor(Tensor(p.uop.cast(dtypes.int64))._broadcast(shape)).reshape(-1)
     n = f.size
     if n == 0: f, p = Tensor(UOp.const(dtypes.bool, False)), Tensor(UOp.const(dtypes.int64, 0))
-    elif n > 1:   # reduced in the program: whether any failed, and the payload at the first that did
+    elif n > 1:   # reduced in the program, in one pass: the first position that failed (n if none), its payload
         first = Tensor(f.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(dtypes.int64, n, (n,)))).min()
-        f, p = f.max(), gather(p, [first])
+        f, p = first < n, gather(p, [first])
     check = Check(f.uop.reshape(()), p.uop.reshape(()), error)
     if not any(c.failed is check.failed and c.payload is check.payload for c in record.checks):   # once is enough
         record.checks.append(check)

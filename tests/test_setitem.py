@@ -265,3 +265,13 @@ def test_a_jitted_function_that_writes_called_from_another(backend):
         return y
 
     check_mutates(outer, rand((4,), np.float64, RNG), backend=backend)
+
+
+def test_writing_an_argument_that_shares_memory_with_another_is_refused(backend):
+    def f(a, b):
+        a[:] = b * 2
+
+    a = np.arange(5.0)
+    with pytest.raises(numfn.NumfnError, match="shares memory with argument 'b'"):
+        numfn.jit(f, backend=backend)(a[:4], a[1:])
+    np.testing.assert_array_equal(a, np.arange(5.0))   # nothing was written
