@@ -2,52 +2,59 @@
  * numfn's sorting routines: np.sort and np.argsort on a batch of rows (numfn.numpy.sorting calls them through the
  * extern-call mechanism, numfn/extern.py).
  *
- *   numfn_sort_<t>(T *data, const int64_t *rows, const int64_t *n, int64_t *status)
+ *   numfn_sort_<t>(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row)
  *       sorts each of the `rows` contiguous rows of `n` elements of `data` in place;
- *   numfn_argsort_<t>(const T *keys, int64_t *index, const int64_t *rows, const int64_t *n, int64_t *status)
+ *   numfn_argsort_<t>(const T *keys, int64_t *index, uint64_t *scratch, const int64_t *rows, const int64_t *n,
+ *                     const int64_t *scratch_row)
  *       writes, per row, the positions that sort the row of `keys`.
  *
- * Every argument is passed by reference (the convention of numfn's extern calls). `status` becomes 0, or 1 when
- * scratch memory could not be allocated (the caller raises MemoryError). <t> is one of u8 (also bool), i8, u16, i16,
- * f16, u32, i32, f32, u64, i64, f64.
+ * Every argument is passed by reference (the convention of numfn's extern calls). <t> is one of u8 (also bool),
+ * i8, u16, i16, f16, u32, i32, f32, u64, i64, f64. `scratch` holds `scratch_row` elements per row (sort: of T;
+ * argsort: uint64 words), planned by the caller like any intermediate buffer: rows longer than NETWORK_MAX need n
+ * (sort), 2n (argsort of keys up to 32 bits) or 4n (64-bit keys); shorter rows need none. With less, a row is
+ * sorted in place by insertion (never outside the buffers, whatever the caller passes).
  *
  * The order is NumPy's: ascending, stable (equal elements keep their order), NaNs last; -0.0 and +0.0 are equal
  * (they keep their order too), and so are all NaNs, whatever their sign and payload. Every element is sorted by a
  * key: an unsigned integer whose order is that order (the sign bit flipped for signed integers; for floats the
- * usual order-preserving bit pattern, with every zero mapped to +0.0's key and every NaN to one key above +inf's).
+ * usual order-preserving bit pattern, with every zero mapped to +0.0's key and every NaN to np.nan's key, the
+ * largest).
  *
- * Algorithms, by row length:
+ * Algorithms, by row length n:
  *   n <= 64      sorting networks (Batcher's odd-even merge sort, keeping only the comparators that matter for n
  *                elements), applied to 8 rows at a time with one row per vector lane, so each comparator is a
- *                vector min and max; stable because argsort compares (key, position) pairs, and for value sorts
- *                only equal keys of different bits (zeros, NaNs) could tell, which are put back in input order;
- *   longer       LSD radix sort on the keys' bytes (stable), skipping the bytes all keys share. Values carry
- *                their own bits, so -0.0 and NaN payloads come out exactly where a stable sort puts them.
- * Argsort sorts (key << 32 | position) for keys of 32 bits or less and (key, position) pairs otherwise.
- * (Measured on AVX-512 hardware: merge sort, tried for medium lengths, lost to the radix sort from 100 elements
- * and to the 64-wide network below that.)
+ *                vector min and max (compiled for AVX-512 and AVX2 too, chosen at run time). Stable: argsort
+ *                compares (key, position) pairs, and a value sort puts the elements whose bits differ from their
+ *                key's value (-0.0, NaNs other than np.nan's) back in input order among their equals;
+ *   n <= 192     merge sort (argsort: n <= 1024): blocks of 64 sorted by the networks (the blocks of several
+ *                rows, or of one row, in the lanes), then branch-free merges;
+ *   longer       LSD radix sort on the keys' bytes, skipping the bytes all keys share.
+ * Merge and radix sorts move the values themselves (their keys computed again where compared), so -0.0 and NaN
+ * payloads come out exactly where a stable sort puts them. Argsort sorts items: key << 32 | position for keys of
+ * 32 bits or less, (key, position) pairs otherwise.
  *
  * Batches of rows run on numfn's thread pool (pool.c) when they are large enough; one row runs on one thread.
- * Scratch memory (the radix sorts') is allocated per chunk of rows and freed before returning.
  */
 #include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "numfn_native.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define UNUSED __attribute__((unused))
+#define ALIGNED __attribute__((aligned(64)))   /* lane rows on cache lines: split accesses defeat store forwarding */
 #else
 #define UNUSED
+#define ALIGNED
 #endif
 
-#define NETWORK_MAX 64        /* rows this long or shorter: sorting networks; longer ones: radix sort */
-#define LANES 8               /* rows a network sorts at once */
+#define NETWORK_MAX 64        /* rows this long or shorter: sorting networks */
+#define MERGE_MAX_VALUES 192  /* ... then merge sort up to this length for values, */
+#define MERGE_MAX_ITEMS 1024  /* and for argsort's items; longer rows: radix sort (measured) */
 #define PARALLEL_MIN 32768    /* elements: smaller batches run on the calling thread */
 
-/* ---- keys -------------------------------------------------------------------------------------------------- */
+/* ---- keys --------------------------------------------------------------------------------------------------- */
 
 static inline uint8_t key_u8(uint8_t x) { return x; }
 static inline uint8_t key_i8(int8_t x) { return (uint8_t)((uint8_t)x ^ 0x80u); }
@@ -133,21 +140,26 @@ static inline int odd_f64(double x)
     return b == 0x8000000000000000ull || ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull &&
                                           b != 0x7ff8000000000000ull);
 }
-static inline int odd_none(int64_t x) { (void)x; return 0; }
+static inline int odd_none(uint64_t x) { (void)x; return 0; }
+
+/* argsort's items: small keys as one uint64 (key << 32 | position); wide keys as a pair */
+typedef uint64_t item32;
+typedef struct { uint64_t key; int64_t pos; } item64;
+static inline uint64_t key_item32(item32 x) { return x; }
+static inline uint64_t key_item64(item64 x) { return x.key; }
 
 /* ---- sorting networks ------------------------------------------------------------------------------------------
- * Batcher's odd-even merge sort for 32 elements, pruned per length n: a comparator (i, j), i < j, whose j >= n is
- * dropped. That is exact: with n elements followed by copies of the largest key, every comparator puts the smaller
- * value at the lower position, so the copies never move and comparators that touch them do nothing. */
+ * Batcher's odd-even merge sort for the next power of two >= n, pruned to n: a comparator (i, j), i < j, whose
+ * j >= n is dropped. That is exact: with n elements followed by copies of the largest key, every comparator puts
+ * the smaller value at the lower position, so the copies never move and comparators that touch them do nothing. */
 
 typedef struct { uint8_t i, j; } comparator;
 
-#define NETWORK_SLOTS 544     /* comparators of Batcher's network for 64 elements: 543 */
+#define NETWORK_SLOTS 544     /* comparators of the network for 64 elements: 543 */
 static comparator network[NETWORK_MAX + 1][NETWORK_SLOTS];
 static int network_count[NETWORK_MAX + 1];
 static pthread_once_t network_once = PTHREAD_ONCE_INIT;
 
-/* Batcher's network for `size` (a power of two) elements, pruned to the comparators below n */
 static int batcher(comparator *out, int size, int n)
 {
     int count = 0;
@@ -180,16 +192,17 @@ static void build_networks(void)
 #define TARGET_AVX2 __attribute__((target("avx2,fma,bmi2,popcnt")))
 static int cpu_level(void)   /* 2: AVX-512, 1: AVX2, 0: baseline */
 {
-    static int level = -1;
-    if (level < 0) {
+    static int level = -1;   /* every thread computes the same value: a race on it is harmless */
+    int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
+    if (l < 0) {
         __builtin_cpu_init();
-        int l = 0;
+        l = 0;
         if (__builtin_cpu_supports("avx2")) l = 1;
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) l = 2;
-        level = l;
+        __atomic_store_n(&level, l, __ATOMIC_RELAXED);
     }
-    return level;
+    return l;
 }
 #else
 #define HAVE_VARIANTS 0
@@ -198,22 +211,212 @@ static int cpu_level(void)   /* 2: AVX-512, 1: AVX2, 0: baseline */
 static int cpu_level(void) { return 0; }
 #endif
 
-/* ---- one long row: LSD radix sort ---------------------------------------------------------------------------------
- * VALUE_SORTS(t, T, K, KEY) defines rsort_t(a, tmp, n), the radix sort of n values of type T (keys of type K) with
- * n elements of scratch; argsort's (key, position) items use it too (item64), or rsort_item32_key. */
+#define NETWORK_DISPATCH(name, call_args)                                                                           \
+    do {                                                                                                            \
+        int level_ = cpu_level();                                                                                   \
+        if (HAVE_VARIANTS && level_ == 2) name##_avx512 call_args;                                                  \
+        else if (HAVE_VARIANTS && level_ == 1) name##_avx2 call_args;                                               \
+        else name##_base call_args;                                                                                 \
+    } while (0)
 
-#define RADIX_HIST(K, count, KEYEXPR)                                                                               \
-    for (int64_t i_ = 0; i_ < n; i_++) {                                                                            \
-        K k_ = (KEYEXPR);                                                                                           \
-        for (int d_ = 0; d_ < (int)sizeof(K); d_++) count[d_][(k_ >> (8 * d_)) & 255]++;                           \
-    }
+/* A network sorts as many rows at once as one vector holds keys (32 bytes: measured faster than 64 on AVX-512
+ * hardware that splits 512-bit operations, and the width AVX2 has): LANES(K) lanes. */
+#define LANES(K) ((int)(32 / sizeof(K)))
 
-#define VALUE_SORTS(t, T, K, KEY)                                                                                   \
-UNUSED static void rsort_##t(T *a, T *tmp, int64_t n)                                                                      \
+/* One comparator on the lanes: lo, hi = min, max. Through local copies: the two rows could alias as far as the
+ * compiler knows (i == j), which would keep it from vectorizing. */
+#define COMPARE_EXCHANGE(K, v, c)                                                                                   \
+    do {                                                                                                            \
+        K x_[LANES(K)], y_[LANES(K)], lo_[LANES(K)], hi_[LANES(K)];                                                 \
+        memcpy(x_, v[(c).i], sizeof(x_));                                                                           \
+        memcpy(y_, v[(c).j], sizeof(y_));                                                                           \
+        for (int l = 0; l < LANES(K); l++) {                                                                        \
+            lo_[l] = x_[l] < y_[l] ? x_[l] : y_[l];                                                                 \
+            hi_[l] = x_[l] < y_[l] ? y_[l] : x_[l];                                                                 \
+        }                                                                                                           \
+        memcpy(v[(c).i], lo_, sizeof(lo_));                                                                         \
+        memcpy(v[(c).j], hi_, sizeof(hi_));                                                                         \
+    } while (0)
+
+/* the same on (key, position) pairs, compared lexicographically */
+#define PAIR_LANES LANES(uint64_t)
+#define COMPARE_EXCHANGE_PAIRS(v, w, c)                                                                             \
+    do {                                                                                                            \
+        uint64_t x_[PAIR_LANES], y_[PAIR_LANES], xi_[PAIR_LANES], yi_[PAIR_LANES];                                  \
+        uint64_t lo_[PAIR_LANES], hi_[PAIR_LANES], loi_[PAIR_LANES], hii_[PAIR_LANES];                              \
+        memcpy(x_, v[(c).i], sizeof(x_));                                                                           \
+        memcpy(y_, v[(c).j], sizeof(y_));                                                                           \
+        memcpy(xi_, w[(c).i], sizeof(xi_));                                                                         \
+        memcpy(yi_, w[(c).j], sizeof(yi_));                                                                         \
+        for (int l = 0; l < PAIR_LANES; l++) {                                                                      \
+            int swap = (y_[l] < x_[l]) | ((y_[l] == x_[l]) & (yi_[l] < xi_[l]));                                    \
+            lo_[l] = swap ? y_[l] : x_[l];                                                                          \
+            hi_[l] = swap ? x_[l] : y_[l];                                                                          \
+            loi_[l] = swap ? yi_[l] : xi_[l];                                                                       \
+            hii_[l] = swap ? xi_[l] : yi_[l];                                                                       \
+        }                                                                                                           \
+        memcpy(v[(c).i], lo_, sizeof(lo_));                                                                         \
+        memcpy(v[(c).j], hi_, sizeof(hi_));                                                                         \
+        memcpy(w[(c).i], loi_, sizeof(loi_));                                                                       \
+        memcpy(w[(c).j], hii_, sizeof(hii_));                                                                       \
+    } while (0)
+
+/* NETWORK_VALUES: net_t(a, n, stride, lanes) sorts `lanes` <= LANES(K) rows of n <= NETWORK_MAX values, row l at
+ * a + l * stride, keys in lane arrays v[position][lane]. A row holding values whose bits differ from their key's
+ * value gets each run of equal keys back in input order. */
+#define NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, TARGET, suffix)                                                    \
+TARGET static void net_##t##suffix(T *a, int64_t n, int64_t stride, int64_t lanes)                                 \
+{                                                                                                                   \
+    K v[NETWORK_MAX][LANES(K)] ALIGNED;                                                                             \
+    T raw[NETWORK_MAX][LANES(K)];                                                                                   \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < LANES(K); l++) raw[p][l] = a[(l < lanes ? l : 0) * stride + p];                         \
+    int odd = 0;                                                                                                    \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < LANES(K); l++) {                                                                        \
+            v[p][l] = KEY(raw[p][l]);                                                                               \
+            odd |= ODD(raw[p][l]);                                                                                  \
+        }                                                                                                           \
+    const comparator *c = network[n];                                                                               \
+    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(K, v, c[q]);                                        \
+    for (int l = 0; l < lanes; l++) {                                                                               \
+        T *row = a + l * stride;                                                                                    \
+        if (!odd) {                                                                                                 \
+            for (int64_t p = 0; p < n; p++) row[p] = (T)UNKEY(v[p][l]);                                             \
+            continue;                                                                                               \
+        }                                                                                                           \
+        for (int64_t p = 0; p < n; p++) {   /* the first of each run of equal keys places the run */                \
+            if (p > 0 && v[p - 1][l] == v[p][l]) continue;                                                          \
+            int64_t o = p;                                                                                          \
+            for (int64_t i = 0; i < n; i++) if (KEY(raw[i][l]) == v[p][l]) row[o++] = raw[i][l];                    \
+        }                                                                                                           \
+    }                                                                                                               \
+}
+
+/* NETWORK_ARGS32: anet_t(a, out, n, lanes), argsort of rows of keys of 32 bits or less, (key, position) compared
+ * as one uint64 */
+#define NETWORK_ARGS32(t, T, KEY, TARGET, suffix)                                                                   \
+TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
+{                                                                                                                   \
+    uint64_t v[NETWORK_MAX][LANES(uint64_t)] ALIGNED;                                                               \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < LANES(uint64_t); l++)                                                                   \
+            v[p][l] = ((uint64_t)KEY(a[(l < lanes ? l : 0) * n + p]) << 32) | (uint64_t)p;                          \
+    const comparator *c = network[n];                                                                               \
+    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(uint64_t, v, c[q]);                                 \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)(v[p][l] & 0xffffffffu);                          \
+}
+
+/* NETWORK_ARGS64: the same for 64-bit keys, as pairs */
+#define NETWORK_ARGS64(t, T, KEY, TARGET, suffix)                                                                   \
+TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
+{                                                                                                                   \
+    uint64_t v[NETWORK_MAX][PAIR_LANES] ALIGNED, w[NETWORK_MAX][PAIR_LANES] ALIGNED;                                \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < PAIR_LANES; l++) {                                                                      \
+            v[p][l] = KEY(a[(l < lanes ? l : 0) * n + p]);                                                          \
+            w[p][l] = (uint64_t)p;                                                                                  \
+        }                                                                                                           \
+    const comparator *c = network[n];                                                                               \
+    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE_PAIRS(v, w, c[q]);                                  \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)w[p][l];                                          \
+}
+
+/* NETWORK_ITEMS64: net_item64(a, n, stride, lanes) sorts rows of (key, position) pairs in place */
+#define NETWORK_ITEMS64(TARGET, suffix)                                                                             \
+TARGET static void net_item64##suffix(item64 *a, int64_t n, int64_t stride, int64_t lanes)                         \
+{                                                                                                                   \
+    uint64_t v[NETWORK_MAX][PAIR_LANES] ALIGNED, w[NETWORK_MAX][PAIR_LANES] ALIGNED;                                \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < PAIR_LANES; l++) {                                                                      \
+            item64 x = a[(l < lanes ? l : 0) * stride + p];                                                         \
+            v[p][l] = x.key;                                                                                        \
+            w[p][l] = (uint64_t)x.pos;                                                                              \
+        }                                                                                                           \
+    const comparator *c = network[n];                                                                               \
+    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE_PAIRS(v, w, c[q]);                                  \
+    for (int64_t p = 0; p < n; p++)                                                                                 \
+        for (int l = 0; l < lanes; l++) {                                                                           \
+            a[l * stride + p].key = v[p][l];                                                                        \
+            a[l * stride + p].pos = (int64_t)w[p][l];                                                               \
+        }                                                                                                           \
+}
+
+/* ---- longer rows: merge and radix sorts -------------------------------------------------------------------------
+ * ROW_SORTS(t, T, K, KEY) defines, for values of type T with keys of type K (net_t must exist):
+ *   isort_t(a, n)             stable insertion sort, without scratch (only where the caller gave too little)
+ *   blocks_t(a, n, stride, lanes)   sorts the blocks of NETWORK_MAX of `lanes` rows with the networks
+ *   merges_t(a, tmp, n)       merges a row's sorted blocks (tmp: n elements)
+ *   rsort_t(a, tmp, n)        LSD radix sort (tmp: n elements)
+ *   sort_rows_t(a, tmp, n, stride, tmp_stride, lanes)   sorts `lanes` rows by the best of these for n */
+
+#define ROW_SORTS(t, T, K, KEY)                                                                                     \
+UNUSED static void isort_##t(T *a, int64_t n)                                                                       \
+{                                                                                                                   \
+    for (int64_t i = 1; i < n; i++) {                                                                               \
+        T v = a[i];                                                                                                 \
+        K k = KEY(v);                                                                                               \
+        int64_t j = i;                                                                                              \
+        while (j > 0 && KEY(a[j - 1]) > k) { a[j] = a[j - 1]; j--; }                                               \
+        a[j] = v;                                                                                                   \
+    }                                                                                                               \
+}                                                                                                                   \
+static void blocks_##t(T *a, int64_t n, int64_t stride, int64_t lanes)                                              \
+{                                                                                                                   \
+    if (lanes * 2 < LANES(K)) {   /* few rows: the blocks of one row fill the lanes */                              \
+        int64_t full = n / NETWORK_MAX;                                                                             \
+        for (int64_t r = 0; r < lanes; r++) {                                                                       \
+            T *row = a + r * stride;                                                                                \
+            for (int64_t b = 0; b < full; b += LANES(K))                                                            \
+                NETWORK_DISPATCH(net_##t, (row + b * NETWORK_MAX, NETWORK_MAX, NETWORK_MAX,                         \
+                                           full - b < LANES(K) ? full - b : LANES(K)));                             \
+            if (n % NETWORK_MAX)                                                                                    \
+                NETWORK_DISPATCH(net_##t, (row + full * NETWORK_MAX, n % NETWORK_MAX, NETWORK_MAX, 1));             \
+        }                                                                                                           \
+        return;                                                                                                     \
+    }                                                                                                               \
+    for (int64_t b = 0; b < n; b += NETWORK_MAX)   /* block b of every row at once */                               \
+        NETWORK_DISPATCH(net_##t, (a + b, n - b < NETWORK_MAX ? n - b : NETWORK_MAX, stride, lanes));               \
+}                                                                                                                   \
+static inline void merge_##t(const T *src, T *dst, int64_t lo, int64_t mid, int64_t hi)                            \
+{                                                                                                                   \
+    int64_t i = lo, j = mid, o = lo;                                                                                \
+    if (mid >= hi || KEY(src[mid - 1]) <= KEY(src[mid])) {   /* already in order */                                 \
+        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(T));                                                  \
+        return;                                                                                                     \
+    }                                                                                                               \
+    while (i < mid && j < hi) {   /* branch-free: which side comes next is unpredictable */                         \
+        T x = src[i], y = src[j];                                                                                   \
+        int right = KEY(y) < KEY(x);                                                                                \
+        dst[o++] = right ? y : x;                                                                                   \
+        j += right;                                                                                                 \
+        i += !right;                                                                                                \
+    }                                                                                                               \
+    if (i < mid) memcpy(dst + o, src + i, (size_t)(mid - i) * sizeof(T));                                           \
+    if (j < hi) memcpy(dst + o, src + j, (size_t)(hi - j) * sizeof(T));                                             \
+}                                                                                                                   \
+static void merges_##t(T *a, T *tmp, int64_t n)                                                                     \
+{                                                                                                                   \
+    T *src = a, *dst = tmp;                                                                                         \
+    for (int64_t w = NETWORK_MAX; w < n; w *= 2) {                                                                  \
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {                                                                 \
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                            \
+            merge_##t(src, dst, lo, mid, hi);                                                                       \
+        }                                                                                                           \
+        T *s = src; src = dst; dst = s;                                                                             \
+    }                                                                                                               \
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(T));                                                            \
+}                                                                                                                   \
+static void rsort_##t(T *a, T *tmp, int64_t n)                                                                      \
 {                                                                                                                   \
     int64_t count[sizeof(K)][256];                                                                                  \
     memset(count, 0, sizeof(count));                                                                                \
-    RADIX_HIST(K, count, KEY(a[i_]))                                                                                \
+    for (int64_t i = 0; i < n; i++) {                                                                               \
+        K k = KEY(a[i]);                                                                                            \
+        for (int d = 0; d < (int)sizeof(K); d++) count[d][(k >> (8 * d)) & 255]++;                                  \
+    }                                                                                                               \
     K first = KEY(a[0]);                                                                                            \
     T *src = a, *dst = tmp;                                                                                         \
     for (int d = 0; d < (int)sizeof(K); d++) {                                                                      \
@@ -228,16 +431,28 @@ UNUSED static void rsort_##t(T *a, T *tmp, int64_t n)                           
         T *s = src; src = dst; dst = s;                                                                             \
     }                                                                                                               \
     if (src != a) memcpy(a, src, (size_t)n * sizeof(T));                                                            \
+}                                                                                                                   \
+UNUSED static void sort_rows_##t(T *a, T *tmp, int64_t n, int64_t stride, int64_t tmp_stride, int64_t lanes)        \
+{                                                                                                                   \
+    if (n <= NETWORK_MAX) {                                                                                         \
+        NETWORK_DISPATCH(net_##t, (a, n, stride, lanes));                                                           \
+    } else if (tmp_stride < n) {                                                                                    \
+        for (int64_t r = 0; r < lanes; r++) isort_##t(a + r * stride, n);                                           \
+    } else if (n <= MERGE_MAX_VALUES) {                                                                             \
+        blocks_##t(a, n, stride, lanes);                                                                            \
+        for (int64_t r = 0; r < lanes; r++) merges_##t(a + r * stride, tmp + r * tmp_stride, n);                    \
+    } else {                                                                                                        \
+        for (int64_t r = 0; r < lanes; r++) rsort_##t(a + r * stride, tmp + r * tmp_stride, n);                     \
+    }                                                                                                               \
 }
 
-/* argsort items: small keys as one uint64 (key << 32 | position); wide keys as a pair */
-typedef uint64_t item32;
-typedef struct { uint64_t key; int64_t pos; } item64;
-static inline uint64_t key_item64(item64 x) { return x.key; }
+/* argsort items (key << 32 | position): their networks and row sorts; the radix sort only over the key's bytes
+ * (the positions below them are in order already) */
+NETWORK_VALUES(item32, item32, uint64_t, key_item32, key_item32, odd_none, , _base)
+NETWORK_VALUES(item32, item32, uint64_t, key_item32, key_item32, odd_none, TARGET_AVX2, _avx2)
+NETWORK_VALUES(item32, item32, uint64_t, key_item32, key_item32, odd_none, TARGET_AVX512, _avx512)
+ROW_SORTS(item32, item32, uint64_t, key_item32)
 
-VALUE_SORTS(item64, item64, uint64_t, key_item64)
-
-/* radix sort of items over only the bytes that hold keys (the positions below them are already in order) */
 static void rsort_item32_key(item32 *a, item32 *tmp, int64_t n, int key_bytes)
 {
     int64_t count[4][256];
@@ -262,251 +477,121 @@ static void rsort_item32_key(item32 *a, item32 *tmp, int64_t n, int key_bytes)
     if (src != a) memcpy(a, src, (size_t)n * sizeof(item32));
 }
 
-/* ---- networks over 8 rows at a time ------------------------------------------------------------------------------
- * NETWORK_SORT(t, T, K, KEY, UNKEY, ODD, target, suffix): sorts rows r0 .. r0 + lanes - 1 (lanes <= LANES) of
- * length n <= NETWORK_MAX, keys in lane arrays v[position][lane]. Rows holding elements whose bits differ from
- * their key's value (-0.0, NaNs with other bits than np.nan's) get them back in input order. */
-
-#define NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, TARGET, suffix)                                                    \
-TARGET static void net_##t##suffix(T *a, int64_t n, int64_t lanes)                                                 \
-{                                                                                                                   \
-    K v[NETWORK_MAX][LANES];                                                                                        \
-    T raw[NETWORK_MAX][LANES];                                                                                      \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < LANES; l++) raw[p][l] = a[(l < lanes ? l : 0) * n + p];                                 \
-    int odd = 0;                                                                                                    \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < LANES; l++) {                                                                           \
-            v[p][l] = KEY(raw[p][l]);                                                                               \
-            odd |= ODD(raw[p][l]);                                                                                  \
-        }                                                                                                           \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) {                                                                    \
-        K x[LANES], y[LANES], lo[LANES], hi[LANES];                                                                 \
-        memcpy(x, v[c[q].i], sizeof(x));                                                                            \
-        memcpy(y, v[c[q].j], sizeof(y));                                                                            \
-        for (int l = 0; l < LANES; l++) {                                                                           \
-            lo[l] = x[l] < y[l] ? x[l] : y[l];                                                                      \
-            hi[l] = x[l] < y[l] ? y[l] : x[l];                                                                      \
-        }                                                                                                           \
-        memcpy(v[c[q].i], lo, sizeof(lo));                                                                          \
-        memcpy(v[c[q].j], hi, sizeof(hi));                                                                          \
-    }                                                                                                               \
-    if (odd) {   /* equal keys of different bits: each run of equal keys gets its elements in input order */        \
-        for (int l = 0; l < lanes; l++) {                                                                           \
-            T row[NETWORK_MAX];                                                                                     \
-            memcpy(row, a + l * n, (size_t)n * sizeof(T));                                                          \
-            for (int64_t p = 0; p < n; p++) {                                                                       \
-                int64_t start = p;                                                                                  \
-                while (start > 0 && v[start - 1][l] == v[p][l]) start--;                                            \
-                if (start != p) continue;   /* the first of its run: place the run's elements */                    \
-                int64_t o = p;                                                                                      \
-                for (int64_t i = 0; i < n; i++) if (KEY(row[i]) == v[p][l]) a[l * n + o++] = row[i];                \
-            }                                                                                                       \
-        }                                                                                                           \
-        return;                                                                                                     \
-    }                                                                                                               \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < lanes; l++) {                                                                           \
-            T x = (T)UNKEY(v[p][l]);                                                                                \
-            a[l * n + p] = x;                                                                                       \
-        }                                                                                                           \
-}
-
-/* argsort networks: (key, position) compared as one uint64 (keys of 32 bits or less) or as pairs */
-#define NETWORK_ARGS32(t, T, KEY, TARGET, suffix)                                                                   \
-TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
-{                                                                                                                   \
-    uint64_t v[NETWORK_MAX][LANES];                                                                                 \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < LANES; l++) v[p][l] = ((uint64_t)KEY(a[(l < lanes ? l : 0) * n + p]) << 32) | (uint64_t)p; \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) {                                                                    \
-        uint64_t x[LANES], y[LANES], lo[LANES], hi[LANES];                                                          \
-        memcpy(x, v[c[q].i], sizeof(x));                                                                            \
-        memcpy(y, v[c[q].j], sizeof(y));                                                                            \
-        for (int l = 0; l < LANES; l++) {                                                                           \
-            lo[l] = x[l] < y[l] ? x[l] : y[l];                                                                      \
-            hi[l] = x[l] < y[l] ? y[l] : x[l];                                                                      \
-        }                                                                                                           \
-        memcpy(v[c[q].i], lo, sizeof(lo));                                                                          \
-        memcpy(v[c[q].j], hi, sizeof(hi));                                                                          \
-    }                                                                                                               \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)(v[p][l] & 0xffffffffu);                          \
-}
-
-#define NETWORK_ARGS64(t, T, KEY, TARGET, suffix)                                                                   \
-TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
-{                                                                                                                   \
-    uint64_t v[NETWORK_MAX][LANES], w[NETWORK_MAX][LANES];                                                          \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < LANES; l++) {                                                                           \
-            v[p][l] = KEY(a[(l < lanes ? l : 0) * n + p]);                                                          \
-            w[p][l] = (uint64_t)p;                                                                                  \
-        }                                                                                                           \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) {                                                                    \
-        uint64_t x[LANES], y[LANES], xi[LANES], yi[LANES], lo[LANES], hi[LANES], loi[LANES], hii[LANES];           \
-        memcpy(x, v[c[q].i], sizeof(x));                                                                            \
-        memcpy(y, v[c[q].j], sizeof(y));                                                                            \
-        memcpy(xi, w[c[q].i], sizeof(xi));                                                                          \
-        memcpy(yi, w[c[q].j], sizeof(yi));                                                                          \
-        for (int l = 0; l < LANES; l++) {                                                                           \
-            int swap = (y[l] < x[l]) | ((y[l] == x[l]) & (yi[l] < xi[l]));                                          \
-            lo[l] = swap ? y[l] : x[l];                                                                             \
-            hi[l] = swap ? x[l] : y[l];                                                                             \
-            loi[l] = swap ? yi[l] : xi[l];                                                                          \
-            hii[l] = swap ? xi[l] : yi[l];                                                                          \
-        }                                                                                                           \
-        memcpy(v[c[q].i], lo, sizeof(lo));                                                                          \
-        memcpy(v[c[q].j], hi, sizeof(hi));                                                                          \
-        memcpy(w[c[q].i], loi, sizeof(loi));                                                                        \
-        memcpy(w[c[q].j], hii, sizeof(hii));                                                                        \
-    }                                                                                                               \
-    for (int64_t p = 0; p < n; p++)                                                                                 \
-        for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)w[p][l];                                          \
-}
+/* (key, position) pairs */
+NETWORK_ITEMS64(, _base)
+NETWORK_ITEMS64(TARGET_AVX2, _avx2)
+NETWORK_ITEMS64(TARGET_AVX512, _avx512)
+ROW_SORTS(item64, item64, uint64_t, key_item64)
 
 /* ---- the routines -------------------------------------------------------------------------------------------- */
+
+#define GROUP 32              /* rows per unit of work: a multiple of every LANES(K) */
 
 typedef struct {
     void *data;          /* sort: the rows, sorted in place; argsort: the keys */
     int64_t *index;      /* argsort's result */
-    int64_t rows, n;
-    int64_t status;      /* set to 1 when scratch memory was not available */
+    void *scratch;
+    int64_t rows, n, scratch_row;
 } job;
 
-/* Run body over the groups of LANES rows (what a network sorts at once): on the thread pool for a large batch. */
+/* Run body over the groups of GROUP rows: on the thread pool for a large batch. */
 static void run_rows(numfn_body body, job *j)
 {
     void *ctx[1] = {j};
-    int64_t groups = (j->rows + LANES - 1) / LANES;
-    if (j->rows > LANES && j->rows * j->n >= PARALLEL_MIN) numfn_parallel_for(body, ctx, groups);
+    int64_t groups = (j->rows + GROUP - 1) / GROUP;
+    pthread_once(&network_once, build_networks);
+    if (groups > 1 && j->rows * j->n >= PARALLEL_MIN) numfn_parallel_for(body, ctx, groups);
     else body(ctx, 0, groups);
 }
 
-static void fail(job *j) { __atomic_store_n(&j->status, 1, __ATOMIC_RELAXED); }
-
-#define NETWORK_DISPATCH(name, call_args)                                                                           \
-    do {                                                                                                            \
-        int level_ = cpu_level();                                                                                   \
-        if (HAVE_VARIANTS && level_ == 2) name##_avx512 call_args;                                                  \
-        else if (HAVE_VARIANTS && level_ == 1) name##_avx2 call_args;                                               \
-        else name##_base call_args;                                                                                 \
-    } while (0)
-
 #define SORT_ROUTINE(t, T, K, KEY, UNKEY, ODD)                                                                      \
-VALUE_SORTS(t, T, K, KEY)                                                                                           \
 NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, , _base)                                                                   \
 NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, TARGET_AVX2, _avx2)                                                        \
 NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, TARGET_AVX512, _avx512)                                                    \
+ROW_SORTS(t, T, K, KEY)                                                                                             \
 static void sort_body_##t(void **ctx, int64_t g0, int64_t g1)                                                       \
 {                                                                                                                   \
     job *j = (job *)ctx[0];                                                                                         \
-    int64_t n = j->n, r0 = g0 * LANES, r1 = g1 * LANES < j->rows ? g1 * LANES : j->rows;                            \
-    T *a = (T *)j->data;                                                                                            \
-    if (n <= NETWORK_MAX) {                                                                                         \
-        for (int64_t r = r0; r < r1; r += LANES)                                                                    \
-            NETWORK_DISPATCH(net_##t, (a + r * n, n, r1 - r < LANES ? r1 - r : LANES));                             \
-        return;                                                                                                     \
-    }                                                                                                               \
-    T *tmp = (T *)malloc((size_t)n * sizeof(T));                                                                    \
-    if (tmp == NULL) { fail(j); return; }                                                                           \
-    for (int64_t r = r0; r < r1; r++) {                                                                             \
-        rsort_##t(a + r * n, tmp, n);                                                                               \
-    }                                                                                                               \
-    free(tmp);                                                                                                      \
+    int64_t n = j->n, room = j->scratch_row, r1 = g1 * GROUP < j->rows ? g1 * GROUP : j->rows;                      \
+    T *a = (T *)j->data, *tmp = (T *)j->scratch;                                                                    \
+    for (int64_t r = g0 * GROUP; r < r1; r += LANES(K))                                                             \
+        sort_rows_##t(a + r * n, tmp + r * room, n, n, room, r1 - r < LANES(K) ? r1 - r : LANES(K));                \
 }                                                                                                                   \
-void numfn_sort_##t(T *data, const int64_t *rows, const int64_t *n, int64_t *status)                               \
+void numfn_sort_##t(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row)        \
 {                                                                                                                   \
-    *status = 0;                                                                                                    \
     if (*rows <= 0 || *n <= 1) return;                                                                              \
-    pthread_once(&network_once, build_networks);                                                                    \
-    job j = {data, NULL, *rows, *n, 0};                                                                             \
+    job j = {data, NULL, scratch, *rows, *n, *scratch_row};                                                         \
     run_rows(sort_body_##t, &j);                                                                                    \
-    *status = j.status;                                                                                             \
 }
 
-/* argsort of keys of 32 bits or less: items key << 32 | position (rows longer than 2**32 take the pairs) */
-#define ARGSORT_ROUTINE32(t, T, KEY)                                                                                \
-NETWORK_ARGS32(t, T, KEY, , _base)                                                                                  \
-NETWORK_ARGS32(t, T, KEY, TARGET_AVX2, _avx2)                                                                       \
-NETWORK_ARGS32(t, T, KEY, TARGET_AVX512, _avx512)                                                                   \
+/* argsort without scratch: a stable insertion sort of the positions */
+#define ARGSORT_FALLBACK(t, T, KEY)                                                                                 \
+static void iargsort_##t(const T *a, int64_t *out, int64_t n)                                                       \
+{                                                                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                                               \
+        int64_t j = i;                                                                                              \
+        while (j > 0 && KEY(a[out[j - 1]]) > KEY(a[i])) { out[j] = out[j - 1]; j--; }                              \
+        out[j] = i;                                                                                                 \
+    }                                                                                                               \
+}
+
+/* Argsort bodies: rows up to NETWORK_MAX by the argsort networks; longer ones build items in their scratch (items,
+ * then as many for the merge or radix sort), sort them, and write the positions out. Items are key << 32 | position
+ * for keys of 32 bits or less (rows longer than 2**32 take pairs), (key, position) pairs for 64-bit keys. */
+#define ARGSORT_ROUTINE(t, T, KEY, WIDE)                                                                            \
+ARGSORT_FALLBACK(t, T, KEY)                                                                                         \
 static void argsort_body_##t(void **ctx, int64_t g0, int64_t g1)                                                    \
 {                                                                                                                   \
     job *j = (job *)ctx[0];                                                                                         \
-    int64_t n = j->n, r0 = g0 * LANES, r1 = g1 * LANES < j->rows ? g1 * LANES : j->rows;                            \
+    int64_t n = j->n, room = j->scratch_row, r1 = g1 * GROUP < j->rows ? g1 * GROUP : j->rows;                      \
     const T *a = (const T *)j->data;                                                                                \
     int64_t *out = j->index;                                                                                        \
-    if (n <= NETWORK_MAX) {                                                                                         \
-        for (int64_t r = r0; r < r1; r += LANES)                                                                    \
-            NETWORK_DISPATCH(anet_##t, (a + r * n, out + r * n, n, r1 - r < LANES ? r1 - r : LANES));               \
-        return;                                                                                                     \
-    }                                                                                                               \
-    if (n > 0xffffffffLL) {                                                                                         \
-        item64 *items = (item64 *)malloc(2 * (size_t)n * sizeof(item64));                                           \
-        if (items == NULL) { fail(j); return; }                                                                     \
-        for (int64_t r = r0; r < r1; r++) {                                                                         \
-            const T *x = a + r * n;                                                                                 \
-            for (int64_t i = 0; i < n; i++) { items[i].key = KEY(x[i]); items[i].pos = i; }                         \
-            rsort_item64(items, items + n, n);                                                                      \
-            for (int64_t i = 0; i < n; i++) out[r * n + i] = items[i].pos;                                          \
+    uint64_t *scratch = (uint64_t *)j->scratch;                                                                     \
+    int pairs = (WIDE) || n > 0xffffffffLL;                                                                         \
+    int lanes = pairs ? PAIR_LANES : LANES(uint64_t);                                                               \
+    for (int64_t r = g0 * GROUP; r < r1; r += lanes) {                                                              \
+        int64_t count = r1 - r < lanes ? r1 - r : lanes;                                                            \
+        if (n <= NETWORK_MAX) {                                                                                     \
+            NETWORK_DISPATCH(anet_##t, (a + r * n, out + r * n, n, count));                                         \
+        } else if (room < (pairs ? 4 : 2) * n) {                                                                    \
+            for (int64_t i = r; i < r + count; i++) iargsort_##t(a + i * n, out + i * n, n);                        \
+        } else if (pairs) {                                                                                         \
+            for (int64_t i = r; i < r + count; i++) {                                                               \
+                item64 *items = (item64 *)(scratch + i * room);                                                     \
+                for (int64_t p = 0; p < n; p++) { items[p].key = KEY(a[i * n + p]); items[p].pos = p; }             \
+            }                                                                                                       \
+            if (n <= MERGE_MAX_ITEMS) blocks_item64((item64 *)(scratch + r * room), n, room / 2, count);            \
+            for (int64_t i = r; i < r + count; i++) {                                                               \
+                item64 *items = (item64 *)(scratch + i * room);                                                     \
+                if (n <= MERGE_MAX_ITEMS) merges_item64(items, items + n, n);                                       \
+                else rsort_item64(items, items + n, n);                                                             \
+                for (int64_t p = 0; p < n; p++) out[i * n + p] = items[p].pos;                                      \
+            }                                                                                                       \
+        } else {                                                                                                    \
+            for (int64_t i = r; i < r + count; i++) {                                                               \
+                item32 *items = scratch + i * room;                                                                 \
+                for (int64_t p = 0; p < n; p++) items[p] = ((uint64_t)KEY(a[i * n + p]) << 32) | (uint64_t)p;       \
+            }                                                                                                       \
+            if (n <= MERGE_MAX_ITEMS) blocks_item32(scratch + r * room, n, room, count);                            \
+            for (int64_t i = r; i < r + count; i++) {                                                               \
+                item32 *items = scratch + i * room;                                                                 \
+                if (n <= MERGE_MAX_ITEMS) merges_item32(items, items + n, n);                                       \
+                else rsort_item32_key(items, items + n, n, (int)sizeof(KEY(a[0])));                                 \
+                for (int64_t p = 0; p < n; p++) out[i * n + p] = (int64_t)(items[p] & 0xffffffffu);                 \
+            }                                                                                                       \
         }                                                                                                           \
-        free(items);                                                                                                \
-        return;                                                                                                     \
     }                                                                                                               \
-    item32 *items = (item32 *)malloc(2 * (size_t)n * sizeof(item32));                                               \
-    if (items == NULL) { fail(j); return; }                                                                         \
-    for (int64_t r = r0; r < r1; r++) {                                                                             \
-        const T *x = a + r * n;                                                                                     \
-        for (int64_t i = 0; i < n; i++) items[i] = ((uint64_t)KEY(x[i]) << 32) | (uint64_t)i;                       \
-        rsort_item32_key(items, items + n, n, (int)sizeof(KEY(x[0])));                                              \
-        for (int64_t i = 0; i < n; i++) out[r * n + i] = (int64_t)(items[i] & 0xffffffffu);                         \
-    }                                                                                                               \
-    free(items);                                                                                                    \
-}
-
-/* argsort of 64-bit keys: (key, position) pairs */
-#define ARGSORT_ROUTINE64(t, T, KEY)                                                                                \
-NETWORK_ARGS64(t, T, KEY, , _base)                                                                                  \
-NETWORK_ARGS64(t, T, KEY, TARGET_AVX2, _avx2)                                                                       \
-NETWORK_ARGS64(t, T, KEY, TARGET_AVX512, _avx512)                                                                   \
-static void argsort_body_##t(void **ctx, int64_t g0, int64_t g1)                                                    \
+}                                                                                                                   \
+void numfn_argsort_##t(const T *keys, int64_t *index, uint64_t *scratch, const int64_t *rows, const int64_t *n,     \
+                       const int64_t *scratch_row)                                                                  \
 {                                                                                                                   \
-    job *j = (job *)ctx[0];                                                                                         \
-    int64_t n = j->n, r0 = g0 * LANES, r1 = g1 * LANES < j->rows ? g1 * LANES : j->rows;                            \
-    const T *a = (const T *)j->data;                                                                                \
-    int64_t *out = j->index;                                                                                        \
-    if (n <= NETWORK_MAX) {                                                                                         \
-        for (int64_t r = r0; r < r1; r += LANES)                                                                    \
-            NETWORK_DISPATCH(anet_##t, (a + r * n, out + r * n, n, r1 - r < LANES ? r1 - r : LANES));               \
-        return;                                                                                                     \
-    }                                                                                                               \
-    item64 *items = (item64 *)malloc(2 * (size_t)n * sizeof(item64));                                               \
-    if (items == NULL) { fail(j); return; }                                                                         \
-    for (int64_t r = r0; r < r1; r++) {                                                                             \
-        const T *x = a + r * n;                                                                                     \
-        for (int64_t i = 0; i < n; i++) { items[i].key = KEY(x[i]); items[i].pos = i; }                             \
-        rsort_item64(items, items + n, n);                                                                          \
-        for (int64_t i = 0; i < n; i++) out[r * n + i] = items[i].pos;                                              \
-    }                                                                                                               \
-    free(items);                                                                                                    \
-}
-
-#define ARGSORT_ENTRY(t, T)                                                                                         \
-void numfn_argsort_##t(const T *keys, int64_t *index, const int64_t *rows, const int64_t *n, int64_t *status)      \
-{                                                                                                                   \
-    *status = 0;                                                                                                    \
     if (*rows <= 0 || *n <= 0) return;                                                                              \
     if (*n == 1) {                                                                                                  \
         memset(index, 0, (size_t)*rows * sizeof(int64_t));                                                         \
         return;                                                                                                     \
     }                                                                                                               \
-    pthread_once(&network_once, build_networks);                                                                    \
-    job j = {(void *)keys, index, *rows, *n, 0};                                                                    \
+    job j = {(void *)keys, index, scratch, *rows, *n, *scratch_row};                                                \
     run_rows(argsort_body_##t, &j);                                                                                 \
-    *status = j.status;                                                                                             \
 }
 
 SORT_ROUTINE(u8, uint8_t, uint8_t, key_u8, unkey_u8, odd_none)
@@ -521,26 +606,36 @@ SORT_ROUTINE(u64, uint64_t, uint64_t, key_u64, unkey_u64, odd_none)
 SORT_ROUTINE(i64, int64_t, uint64_t, key_i64, unkey_i64, odd_none)
 SORT_ROUTINE(f64, double, uint64_t, key_f64, unkey_f64, odd_f64)
 
-ARGSORT_ROUTINE32(u8, uint8_t, key_u8)
-ARGSORT_ROUTINE32(i8, int8_t, key_i8)
-ARGSORT_ROUTINE32(u16, uint16_t, key_u16)
-ARGSORT_ROUTINE32(i16, int16_t, key_i16)
-ARGSORT_ROUTINE32(f16, uint16_t, key_f16)
-ARGSORT_ROUTINE32(u32, uint32_t, key_u32)
-ARGSORT_ROUTINE32(i32, int32_t, key_i32)
-ARGSORT_ROUTINE32(f32, float, key_f32)
-ARGSORT_ROUTINE64(u64, uint64_t, key_u64)
-ARGSORT_ROUTINE64(i64, int64_t, key_i64)
-ARGSORT_ROUTINE64(f64, double, key_f64)
+/* argsort networks: keys of 32 bits or less as one uint64 with their position, 64-bit keys as pairs */
+#define ARGSORT_NETWORKS32(t, T, KEY)                                                                               \
+NETWORK_ARGS32(t, T, KEY, , _base)                                                                                  \
+NETWORK_ARGS32(t, T, KEY, TARGET_AVX2, _avx2)                                                                       \
+NETWORK_ARGS32(t, T, KEY, TARGET_AVX512, _avx512)
+#define ARGSORT_NETWORKS64(t, T, KEY)                                                                               \
+NETWORK_ARGS64(t, T, KEY, , _base)                                                                                  \
+NETWORK_ARGS64(t, T, KEY, TARGET_AVX2, _avx2)                                                                       \
+NETWORK_ARGS64(t, T, KEY, TARGET_AVX512, _avx512)
 
-ARGSORT_ENTRY(u8, uint8_t)
-ARGSORT_ENTRY(i8, int8_t)
-ARGSORT_ENTRY(u16, uint16_t)
-ARGSORT_ENTRY(i16, int16_t)
-ARGSORT_ENTRY(f16, uint16_t)
-ARGSORT_ENTRY(u32, uint32_t)
-ARGSORT_ENTRY(i32, int32_t)
-ARGSORT_ENTRY(f32, float)
-ARGSORT_ENTRY(u64, uint64_t)
-ARGSORT_ENTRY(i64, int64_t)
-ARGSORT_ENTRY(f64, double)
+ARGSORT_NETWORKS32(u8, uint8_t, key_u8)
+ARGSORT_NETWORKS32(i8, int8_t, key_i8)
+ARGSORT_NETWORKS32(u16, uint16_t, key_u16)
+ARGSORT_NETWORKS32(i16, int16_t, key_i16)
+ARGSORT_NETWORKS32(f16, uint16_t, key_f16)
+ARGSORT_NETWORKS32(u32, uint32_t, key_u32)
+ARGSORT_NETWORKS32(i32, int32_t, key_i32)
+ARGSORT_NETWORKS32(f32, float, key_f32)
+ARGSORT_NETWORKS64(u64, uint64_t, key_u64)
+ARGSORT_NETWORKS64(i64, int64_t, key_i64)
+ARGSORT_NETWORKS64(f64, double, key_f64)
+
+ARGSORT_ROUTINE(u8, uint8_t, key_u8, 0)
+ARGSORT_ROUTINE(i8, int8_t, key_i8, 0)
+ARGSORT_ROUTINE(u16, uint16_t, key_u16, 0)
+ARGSORT_ROUTINE(i16, int16_t, key_i16, 0)
+ARGSORT_ROUTINE(f16, uint16_t, key_f16, 0)
+ARGSORT_ROUTINE(u32, uint32_t, key_u32, 0)
+ARGSORT_ROUTINE(i32, int32_t, key_i32, 0)
+ARGSORT_ROUTINE(f32, float, key_f32, 0)
+ARGSORT_ROUTINE(u64, uint64_t, key_u64, 1)
+ARGSORT_ROUTINE(i64, int64_t, key_i64, 1)
+ARGSORT_ROUTINE(f64, double, key_f64, 1)
