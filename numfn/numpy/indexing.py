@@ -285,7 +285,7 @@ def bincount(x, weights=None, minlength=0) -> Tensor:
 
 def digitize(x, bins, right=False) -> Tensor:
     """The index of the bin each x falls in (bins increasing or decreasing), as NumPy's digitize."""
-    from numfn.numpy.signal import _count_not_above
+    from numfn.numpy.sorting import searchsorted
     b, v = T(bins), T(x)
     if b.ndim != 1: raise ValueError("object too deep for desired array")
     known = b.known()
@@ -295,11 +295,9 @@ def digitize(x, bins, right=False) -> Tensor:
         if not (increasing or decreasing): raise ValueError("bins must be monotonically increasing or decreasing")
     else:
         increasing = True
-    if not increasing:
-        return b.shape[0] - digitize(v, b[::-1], right=right)
-    if right:   # searchsorted 'left': the count of elements < x
-        return b.shape[0] - _count_not_above(-b[::-1], -v)
-    return _count_not_above(b, v)
+    side = "left" if right else "right"
+    if not increasing: return b.shape[0] - searchsorted(b[::-1], v, side=side)
+    return searchsorted(b, v, side=side)
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
@@ -374,8 +372,8 @@ def _bins(t: Tensor, bins, rng) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     dt = result_type(t.uop.dtype, edges.uop.dtype)
     x = t.astype(dt)
     e = edges.astype(dt)
-    from numfn.numpy.signal import _count_not_above
-    k = _count_not_above(e, x) - 1                        # the last edge <= x
+    from numfn.numpy.sorting import searchsorted
+    k = searchsorted(e, x, side="right") - 1              # the last edge <= x
     keep = (x >= e[0]) & (x <= e[-1])
     k = Tensor((x == e[-1]).uop.alu(Ops.WHERE, UOp.const_like(I64, nb - 1, k.shape), k.uop))
     k = Tensor((k < 0).uop.alu(Ops.WHERE, UOp.const_like(I64, 0, k.shape), k.uop))
