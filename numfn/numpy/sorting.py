@@ -256,18 +256,23 @@ def lexsort(keys, axis=-1) -> Tensor:
     if not ks: raise TypeError("need sequence of keys with len > 0 in lexsort")
     shape = ks[0].shape
     if any(k.shape != shape for k in ks): raise ValueError("all keys need to be the same shape")
-    if axis is None:
-        ks, axis = [k.reshape(-1) for k in ks], 0
-    if len(shape) == 0 and axis is not None:
+    if axis is None: raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    if len(shape) == 0:
         normalize_axis(axis, 1)
         return Tensor(UOp.const_like(I64, 0, ()))
     ax = normalize_axis(axis, ks[0].ndim)
-    from numfn.numpy.indexing import take_along_axis
     order = argsort(ks[0], axis=ax)
     for k in ks[1:]:
-        step = argsort(take_along_axis(k, order, ax), axis=ax)
-        order = take_along_axis(order, step, ax)
+        order = _take_along(order, argsort(_take_along(k, order, ax), axis=ax), ax)
     return order
+
+
+def _take_along(x: Tensor, idx: Tensor, axis: int) -> Tensor:
+    """take_along_axis for indices in range by construction (positions from a sort): a gather, no checks."""
+    if x.size == 0: return Tensor(UOp.const_like(x.uop.dtype, 0, idx.shape))
+    coords = [Tensor(UOp.iota(n).reshape(tuple(n if b == a else 1 for b in range(x.ndim)))) if a != axis else idx
+              for a, n in enumerate(x.shape)]
+    return gather(x, coords)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -237,9 +237,9 @@ class _Rows:
         """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""
         idx = T(idx).astype(np.int64)
         shape = broadcast_shapes(idx.shape, self.shape)
+        if 0 in shape: return Tensor(UOp.const_like(self.s.uop.dtype, 0, shape))
         lead = len(shape) - len(self.shape)
         coords = [Tensor(UOp.iota(k).reshape(tuple(k if j == lead + i else 1 for j in range(len(shape)))))
-                  if k else Tensor(UOp.const_like(dtypes.int64, 0, (1,) * len(shape)))
                   for i, k in enumerate(self.shape)]
         return gather(self.s, coords + [idx])
 
