@@ -12,6 +12,7 @@ native code and runs it; later calls with that signature run the native code dir
 from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
 from numfn import random  # noqa: F401 - numfn.random: keys and random numbers generated inside kernels
+from numfn.control import cond, fori_loop, scan, switch, while_loop
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
@@ -21,4 +22,5 @@ from numfn.transforms import svmap, vmap
 
 __version__ = "0.1.0"
 __all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
-           "dtypes", "NumfnError", "TracerConversionError", "__version__"]
+           "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan", "cond", "switch",
+           "__version__"]

@@ -58,41 +58,54 @@ class Length(Tensor):
 
 
 class DynTensor(Tensor):
-    """A traced array whose first axis has a run-time length (see the module docstring)."""
-    __slots__ = ("length", "source", "mask")
+    """A traced array some of whose axes have a run-time length (see the module docstring): `lengths` holds one
+    0-d int64 graph per axis of run-time length, None for the others; the value (`uop`) is stored at the bound
+    shape with the elements first along each such axis. A window (a slice with traced bounds) is a view of the
+    array it was sliced from (`base`, `chain`): writes into it write into that array."""
+    __slots__ = ("lengths", "source", "mask")
     runtime_length = True
 
-    def __init__(self, compact: UOp, length: UOp, source: UOp | None = None, mask: UOp | None = None,
-                 weak: bool = False):
+    def __init__(self, compact: UOp, length: UOp | None = None, source: UOp | None = None,
+                 mask: UOp | None = None, weak: bool = False, *, lengths: tuple | None = None):
         super().__init__(compact, weak)
-        self.length, self.source, self.mask = length, source, mask
+        self.lengths = tuple(lengths) if lengths is not None else (length,) + (None,) * (len(compact.shape) - 1)
+        self.source, self.mask = source, mask
 
     # ---- what it is -------------------------------------------------------------------------------------------
+    @property
+    def length(self) -> UOp | None:
+        """The run-time length of the first axis (None when that axis is static)."""
+        return self.lengths[0]
+
     @property
     def bound(self) -> int:
         return self.uop.shape[0]
 
     @property
     def shape(self) -> tuple:
-        return (Length(self.length),) + self.uop.shape[1:]
+        return tuple(n if ln is None else Length(ln) for n, ln in zip(self.uop.shape, self.lengths))
 
     @property
     def size(self) -> Tensor:
-        return Length(self.length.alu(Ops.MUL, UOp.const(I64, math.prod(self.uop.shape[1:]))))
+        total = UOp.const(I64, math.prod(n for n, ln in zip(self.uop.shape, self.lengths) if ln is None))
+        for ln in self.lengths:
+            if ln is not None: total = total.alu(Ops.MUL, ln)
+        return Length(total)
 
     @property
     def ndim(self) -> int:
         return len(self.uop.shape)
 
     def __len__(self) -> int:
+        if self.lengths[0] is None: return self.uop.shape[0]
         Length(self.length).__index__()
 
     def __repr__(self) -> str:
-        return f"DynTensor(shape=(run-time <= {self.bound}, {', '.join(map(str, self.uop.shape[1:]))}), " \
-               f"dtype={self.uop.dtype.name})"
+        dims = ", ".join(str(n) if ln is None else f"run-time <= {n}" for n, ln in zip(self.uop.shape, self.lengths))
+        return f"DynTensor(shape=({dims}), dtype={self.uop.dtype.name})"
 
     def compact(self) -> Tensor:
-        """The compacted value at the bound (elements past `length` are unspecified)."""
+        """The value at the bound shape (elements past a run-time length are unspecified)."""
         return Tensor(self.uop)
 
     def valid_rows(self) -> Tensor:
@@ -103,8 +116,7 @@ class DynTensor(Tensor):
 
     def valid(self) -> Tensor:
         """True at the positions (of the bound shape) that hold elements."""
-        shape = self.uop.shape
-        return Tensor(self.valid_rows().uop.reshape((self.bound,) + (1,) * (len(shape) - 1)).expand(shape))
+        return valid_mask(self.uop.shape, dict(enumerate(self.lengths)))
 
     def selection(self) -> tuple[Tensor, Tensor, int]:
         """(values, where, k): the elements as values over an index space of k leading axes and a bool array of
@@ -120,17 +132,31 @@ class DynTensor(Tensor):
         return _map(lambda t: t.astype(dtype, copy=copy), [self])
 
     def copy(self, order="C") -> DynTensor:
-        return self
+        return DynTensor(self.uop, source=self.source, mask=self.mask, weak=self.weak, lengths=self.lengths)
+
+    def transpose(self, *axes) -> DynTensor:
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
+        order = tuple(range(self.ndim))[::-1] if not axes else tuple(normalize_axes(a, self.ndim)[0] for a in axes)
+        if sorted(order) != list(range(self.ndim)): raise ValueError("axes don't match array")
+        return _made(self, Tensor(self.uop).transpose(order).uop, tuple(self.lengths[a] for a in order))
+
+    @property
+    def T(self) -> DynTensor:
+        return self.transpose()
 
     def __getitem__(self, index):
         return getitem(self, index)
 
     def __setitem__(self, index, value):
-        raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
-                          "assign through the mask instead: x[mask] = v")
+        if self.base is None:
+            raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
+                              "assign through the mask instead: x[mask] = v")
+        from numfn.indexing import setitem
+        setitem(self, index, value)
 
     def _inplace(self, ufunc, symbol, compute, x):
-        return NotImplemented   # a selection is a copy no other name sees: y += 1 rebinds y, as NumPy's result
+        # a selection is a copy no other name sees: y += 1 rebinds y, as NumPy's result; a window writes through
+        return NotImplemented if self.base is None else Tensor._inplace(self, ufunc, symbol, compute, x)
 
     def __iter__(self):
         self.__len__()
@@ -139,14 +165,38 @@ class DynTensor(Tensor):
         if name in _METHODS:
             return functools.partial(_METHODS[name], self)
         if not name.startswith("_") and name not in _OWN and hasattr(np.ndarray, name):
-            raise unsupported(f"ndarray.{name} on an array selected by values (x[mask], nonzero, ...), whose length "
-                              "is only known at run time", _HINT)
+            raise unsupported(f"ndarray.{name} on an array whose length is only known at run time (x[mask], "
+                              "nonzero, a slice with traced bounds)", _HINT)
         return object.__getattribute__(self, name)
 
 
+def valid_mask(shape: tuple[int, ...], lengths: dict) -> Tensor:
+    """True at the positions of an array of bound `shape` inside the run-time `lengths` ({axis: length or None})."""
+    out = None
+    for a, ln in lengths.items():
+        if ln is None: continue
+        n = shape[a]
+        i = UOp.iota(n) if n else UOp.const_like(I64, 0, (0,))
+        here = Tensor(i.alu(Ops.CMPLT, ln.reshape((1,)).expand((n,)))).reshape(
+            tuple(n if b == a else 1 for b in range(len(shape))))
+        out = here if out is None else out & here
+    if out is None: return Tensor(UOp.const_like(dtypes.bool, True, shape))
+    return Tensor(out._broadcast(shape))
+
+
+def _made(like: Tensor, uop: UOp, lengths: tuple, weak: bool | None = None) -> Tensor:
+    """An array of value `uop` with these run-time lengths: a DynTensor (a view of `like`'s memory when `like` is a
+    window and `uop` is built from it by movement ops), or a plain Tensor when every length is static."""
+    weak = like.weak if weak is None else weak
+    if all(ln is None for ln in lengths): return Tensor(uop, weak)
+    if like.base is not None:
+        return like._view(uop, lambda u: DynTensor(u, weak=weak, lengths=lengths))
+    return DynTensor(uop, weak=weak, lengths=lengths)
+
+
 _HINT = "keep the mask and use where= or np.where(mask, x, 0) instead"
-_OWN = {"shape", "size", "ndim", "dtype", "astype", "copy", "T", "itemsize", "nbytes", "compact", "valid",
-        "valid_rows", "runtime_length",
+_OWN = {"shape", "size", "ndim", "dtype", "astype", "copy", "T", "transpose", "itemsize", "nbytes", "compact",
+        "valid", "valid_rows", "runtime_length", "lengths",
         "selection", "bound", "length", "source", "mask", "uop", "weak", "memory", "base", "chain", "known",
         "pyvalue", "rebind", "flatten", "ravel"}
 
@@ -184,55 +234,66 @@ def _compacted(flat: UOp, flat_mask: UOp, count: int, rest: tuple[int, ...]) -> 
 # elementwise operations
 
 def _map(fn, operands: list) -> Tensor:
-    """fn (an elementwise computation on plain Tensors) over operands of which some are DynTensors: computed on
-    the compacted forms (and on the mask's space when every selected operand shares one mask)."""
-    dyns = [o for o in operands if isinstance(o, DynTensor)]
-    ref = dyns[0]
-    rank = ref.ndim
-    compact, lazy = [], True
-    for o in operands:
-        if isinstance(o, DynTensor):
-            if o.length is not ref.length or o.bound != ref.bound: o = _aligned(o, ref)
-            if o.mask is not ref.mask or o.source is None: lazy = False
-            compact.append(Tensor(o.uop, o.weak))
-            continue
-        t = Tensor.lift(o)
-        if t.ndim > rank:
-            raise unsupported("combining an array selected by values (x[mask]) with an array of more dimensions",
-                              _HINT)
-        if t.ndim == rank and t.shape[0] != 1:   # a full first axis: NumPy needs it to be exactly as long
-            n = t.shape[0]
-            add_check(Tensor(ref.length) != n, Tensor(ref.length),
-                      lambda v, n=n, s=t.shape: ValueError(f"operands could not be broadcast together with shapes "
-                                                           f"({v},) {s}"))
-            lazy = False
-            t = Tensor(t.uop.pad(((0, max(ref.bound - n, 0)),) + ((0, 0),) * (t.ndim - 1))
-                       .shrink(((0, ref.bound),) + tuple((0, s) for s in t.shape[1:])))
-        compact.append(t)
+    """fn (an elementwise computation on plain Tensors) over operands of which some are DynTensors, broadcasting
+    as NumPy does: an axis of run-time length meets the same length (checked when the program runs, unless it is
+    the same value), size 1 (broadcast) or a static size (checked equal). Computed at the bound shape (and on the
+    mask's space when every operand of run-time length is a selection by one mask)."""
+    ts = [o if isinstance(o, DynTensor) else Tensor.lift(o) for o in operands]
+    rank = max(t.ndim for t in ts)
+    # per result axis: the first operand's run-time length and bound on it
+    ref: dict[int, tuple[UOp, int]] = {}
+    for t in ts:
+        if not isinstance(t, DynTensor): continue
+        for a, ln in enumerate(t.lengths):
+            if ln is not None: ref.setdefault(a + rank - t.ndim, (ln, t.uop.shape[a]))
+    compact = [_fitted(t, rank, ref) for t in ts]
     out = fn(*compact)
-    if out.shape[:1] != (ref.bound,) or out.ndim != rank:
-        raise unsupported("this operation on an array selected by values (x[mask])", _HINT)
-    source = None
-    if lazy and ref.source is not None:
-        k = len(ref.mask.shape)
-        args = []
-        for o in operands:
-            if isinstance(o, DynTensor): args.append(Tensor(o.source, o.weak))
-            else:
-                t = Tensor.lift(o)
-                t = t if t.ndim < rank else t.reshape(t.shape[1:])   # a size-1 first axis
-                args.append(Tensor(t.uop, t.weak).reshape((1,) * k + t.shape) if t.ndim else t)
-        source = fn(*args).uop
-    return DynTensor(out.uop, ref.length, source, ref.mask if source is not None else None, out.weak)
+    lengths = tuple(ref[a][0] if a in ref else None for a in range(out.ndim)) if out.ndim == rank else None
+    if lengths is None or any(out.uop.shape[a] != ref[a][1] for a in ref):
+        raise unsupported("this operation on an array whose length is only known at run time", _HINT)
+    dyns = [t for t in ts if isinstance(t, DynTensor)]
+    first = dyns[0]
+    # the selection's lazy form: every run-time operand selected by one mask along its only run-time axis, 0
+    lazy = first.source is not None and all(
+        d.source is not None and d.mask is first.mask and d.ndim == rank and d.lengths[0] is first.length
+        for d in dyns) and all(isinstance(t, DynTensor) or t.ndim < rank or t.shape[0] == 1 for t in ts) and \
+        set(ref) == {0}
+    if not lazy: return DynTensor(out.uop, weak=out.weak, lengths=lengths)
+    k = len(first.mask.shape)
+    args = []
+    for t in ts:
+        if isinstance(t, DynTensor): args.append(Tensor(t.source, t.weak))
+        else:
+            t = t if t.ndim < rank else t.reshape(t.shape[1:])   # a size-1 first axis
+            args.append(Tensor(t.uop, t.weak).reshape((1,) * k + t.shape) if t.ndim else t)
+    source = fn(*args).uop
+    return DynTensor(out.uop, first.length, source, first.mask, out.weak)
+
+
+def _fitted(t: Tensor, rank: int, ref: dict) -> Tensor:
+    """Operand t of an elementwise operation of `rank` axes whose run-time axes are `ref` ({axis: (length,
+    bound)}): its value at the bounds, with NumPy's broadcast error (when the program runs) where its size there
+    differs from the run-time length."""
+    u, off = t.uop, rank - t.ndim
+    lengths = t.lengths if isinstance(t, DynTensor) else (None,) * t.ndim
+    for a in range(t.ndim):
+        if a + off not in ref: continue
+        length, bound = ref[a + off]
+        n, mine = u.shape[a], lengths[a]
+        if mine is None and n == 1: continue   # broadcast
+        if mine is not length:
+            have = Tensor(mine) if mine is not None else _i64(n)
+            add_check(have != Tensor(length), have,
+                      lambda v, b=bound: ValueError(f"operands could not be broadcast together (an axis of length "
+                                                    f"{v} against one of run-time length)"))
+        if n < bound: u = u.pad(tuple((0, bound - n) if b == a else (0, 0) for b in range(t.ndim)))
+        elif n > bound: u = u.shrink(tuple((0, bound) if b == a else (0, m) for b, m in enumerate(u.shape)))
+    return Tensor(u, t.weak)
 
 
 def _aligned(o: DynTensor, ref: DynTensor) -> DynTensor:
     """o at ref's bound, its length checked equal to ref's when the program runs (NumPy's broadcast error)."""
-    add_check(Tensor(o.length) != Tensor(ref.length), Tensor(o.length),
-              lambda v: ValueError(f"operands could not be broadcast together with shapes of lengths {v} and another"))
-    u = o.uop
-    if o.bound < ref.bound: u = u.pad(((0, ref.bound - o.bound),) + ((0, 0),) * (o.ndim - 1))
-    elif o.bound > ref.bound: u = u.shrink(((0, ref.bound),) + tuple((0, s) for s in u.shape[1:]))
+    u = _fitted(o, o.ndim, {0: (ref.length, ref.bound)}).uop
     return DynTensor(u, ref.length)
 
 
@@ -244,22 +305,46 @@ def elementwise(fn, operands) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # reductions
 
+def _selection(y: DynTensor) -> bool:
+    """Whether y is a selection by a mask with its lazy form (only its first axis has a run-time length)."""
+    return y.source is not None and all(ln is None for ln in y.lengths[1:])
+
+
+def _plain(uop: UOp, lengths: tuple, weak: bool = False) -> Tensor:
+    """A computed array (no view) of value `uop` with these run-time lengths (a Tensor when all are static)."""
+    return Tensor(uop, weak) if all(ln is None for ln in lengths) else DynTensor(uop, weak=weak, lengths=lengths)
+
+
+def _left(y: DynTensor, axes: tuple, keepdims: bool) -> tuple:
+    """The run-time lengths of y's axes that a reduction over `axes` leaves."""
+    if keepdims: return tuple(None if a in axes else ln for a, ln in enumerate(y.lengths))
+    return tuple(ln for a, ln in enumerate(y.lengths) if a not in axes)
+
+
 def reduce(fn, y: DynTensor, axis=None, keepdims: bool = False, empty_error: str | None = None, **kw):
-    """fn(array, axis=, keepdims=, where=, **kw), a reduction that takes where=, applied to y: over the first axis it
-    sees y's elements only; `empty_error` names the reduction that raises for no elements (max, min)."""
+    """fn(array, axis=, keepdims=, where=, **kw), a reduction that takes where=, applied to y: along axes of
+    run-time length it sees y's elements only; `empty_error` names the reduction that raises for no elements (max,
+    min). Axes of run-time length it does not reduce keep their lengths."""
     if kw.get("where") is not None:
-        raise unsupported("where= on an array selected by values (x[mask])", "combine the two masks instead")
+        raise unsupported("where= on an array whose length is only known at run time", "combine the two masks instead")
     kw.pop("where", None)
     axes = normalize_axes(axis, y.ndim)
-    if 0 not in axes:   # the length stays: reduce the other axes of both forms
+    left = _left(y, axes, keepdims)
+    if not any(y.lengths[a] is not None for a in axes):   # the lengths stay: reduce the other axes of both forms
         compact = fn(y.compact(), axis=axes, keepdims=keepdims, **kw)
-        if y.source is None: return DynTensor(compact.uop, y.length)
+        if not _selection(y): return _plain(compact.uop, left)
         k = len(y.mask.shape)
         source = fn(Tensor(y.source), axis=tuple(a + k - 1 for a in axes), keepdims=keepdims, **kw)
         return DynTensor(compact.uop, y.length, source.uop, y.mask)
     if empty_error is not None:
-        add_check(Tensor(y.length) == 0, 0, lambda _: ValueError(f"zero-size array to reduction operation "
-                                                                f"{empty_error} which has no identity"))
+        count = _i64(math.prod(y.uop.shape[a] for a in axes if y.lengths[a] is None))
+        for a in axes:
+            if y.lengths[a] is not None: count = count * Tensor(y.lengths[a])
+        add_check(count == 0, 0, lambda _: ValueError(f"zero-size array to reduction operation {empty_error} which "
+                                                      "has no identity"))
+    if not _selection(y):
+        out = fn(y.compact(), axis=axes, keepdims=keepdims, where=y.valid(), **kw)
+        return _plain(out.uop, left)
     values, where, k = y.selection()
     inner = tuple(range(k)) + tuple(a + k - 1 for a in axes if a)
     out = fn(values, axis=inner, keepdims=False, where=where, **kw)
@@ -282,17 +367,20 @@ def _extreme(name: str, op: Ops):
 def _arg_extreme(name: str):
     def method(y: DynTensor, axis=None, out=None, *, keepdims=False):
         from numfn.numpy import reductions
-        if axis is not None and 0 not in normalize_axes(axis, y.ndim):
-            return DynTensor(getattr(reductions, name)(y.compact(), axis=axis, keepdims=keepdims).uop, y.length)
         if y.ndim > 1 and axis is None:
-            raise unsupported(f"{name} of a multi-dimensional array selected by values over every axis", _HINT)
-        add_check(Tensor(y.length) == 0, 0, lambda _: ValueError(f"attempt to get {name} of an empty sequence"))
+            raise unsupported(f"{name} over every axis of a multi-dimensional array whose length is only known at "
+                              "run time", _HINT)
+        ax = 0 if axis is None else normalize_axes(axis, y.ndim)[0]
+        left = _left(y, (ax,), keepdims)
+        if y.lengths[ax] is None:
+            return _plain(getattr(reductions, name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
+        add_check(Tensor(y.lengths[ax]) == 0, 0, lambda _: ValueError(f"attempt to get {name} of an empty sequence"))
         dt = y.uop.dtype
         if dt.is_float: fill = -math.inf if name == "argmax" else math.inf
         else: fill = dt.min if name == "argmax" else dt.max
         filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, y.uop.shape)))
         # positions past the length hold the fill, after every element: ties go to the first element anyway
-        return getattr(reductions, name)(filled, axis=0, keepdims=keepdims)
+        return _plain(getattr(reductions, name)(filled, axis=ax, keepdims=keepdims).uop, left)
     return method
 
 
@@ -315,11 +403,12 @@ def _numpy_reduction(name: str, empty_error: str | None = None):
 def _cumulative(name: str):
     def method(y: DynTensor, axis=None, dtype=None, out=None):
         if y.ndim > 1 and axis is None:
-            raise unsupported(f"{name} of a multi-dimensional array selected by values over every axis", _HINT)
+            raise unsupported(f"{name} over every axis of a multi-dimensional array whose length is only known at "
+                              "run time", _HINT)
         fn = getattr(Tensor, name)
-        # along the first axis the compacted prefix is exactly NumPy's result; past the length nothing matters
+        # along an axis the prefix before a run-time length is exactly NumPy's result; past it nothing matters
         out_ = fn(y.compact(), axis=0 if axis is None else axis, dtype=dtype)
-        return DynTensor(out_.uop, y.length)
+        return DynTensor(out_.uop, lengths=y.lengths)
     return method
 
 
@@ -359,23 +448,64 @@ NUMPY = {
     "ravel": lambda y, order="C": _flat(y), "shape": lambda y: y.shape, "ndim": lambda y: y.ndim,
     "size": lambda y, axis=None: y.size if axis is None else y.shape[axis],
     "asarray": lambda y, dtype=None, **kw: y if dtype is None else y.astype(dtype),
-    "copy": lambda y, *a, **kw: y,
+    "copy": lambda y, *a, **kw: y.copy(), "transpose": lambda y, axes=None: y.transpose(axes or ()),
 }
 ELEMENTWISE_OK = {"where", "clip", "astype", "array"}
+
+
+def matmul(a, b) -> Tensor:
+    """NumPy's matmul (and dot) of 1-D and 2-D operands of which some have run-time lengths: a multiply and a sum
+    over the shared axis that sees its elements only (the scheduler fuses them)."""
+    from numfn.dtype import resolve_ufunc
+    a = a if isinstance(a, DynTensor) else Tensor.lift(a)
+    b = b if isinstance(b, DynTensor) else Tensor.lift(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
+    if a.ndim > 2 or b.ndim > 2:
+        raise unsupported("a product of arrays of more than two dimensions whose length is only known at run time",
+                          _HINT)
+    _, out = resolve_ufunc("matmul", (a.uop.dtype, b.uop.dtype))
+    a2 = (a[None, :] if a.ndim == 1 else a).astype(out.np)
+    b2 = (b[:, None] if b.ndim == 1 else b).astype(out.np)
+    res = (a2[:, :, None] * b2[None, :, :]).sum(axis=1, dtype=out.np)
+    if a.ndim == 1: res = res[0]
+    if b.ndim == 1: res = res[..., 0]
+    return res
+
+
+def _outer(a, b, out=None):
+    for x in (a, b):
+        if x.ndim != 1: raise unsupported("numpy.outer of arrays of several dimensions of run-time length", _HINT)
+    return a[:, None] * b[None, :]
+
+
+def _dot(a, b, out=None):
+    a = a if isinstance(a, DynTensor) else Tensor.lift(a)
+    b = b if isinstance(b, DynTensor) else Tensor.lift(b)
+    if a.ndim == 0 or b.ndim == 0: return a * b
+    return matmul(a, b)
+
+
+# products: any of their arguments may have run-time lengths
+PRODUCTS = {"matmul": lambda a, b, **kw: matmul(a, b), "dot": _dot, "outer": _outer,
+            "inner": lambda a, b: _dot(a, b) if a.ndim <= 1 and b.ndim <= 1 else _dot(a, b.T),
+            "vdot": lambda a, b: _dot(a, b)}
 
 
 def guard(name: str, fn):
     """numfn.numpy's function `fn`, refusing DynTensor arguments unless it knows them (NUMPY, or elementwise)."""
     special = NUMPY.get(name)
+    product = PRODUCTS.get(name)
 
     @functools.wraps(fn)
     def guarded(*args, **kwargs):
         if any(isinstance(a, DynTensor) or (isinstance(a, (list, tuple)) and any(isinstance(e, DynTensor) for e in a))
                for a in (*args, *kwargs.values())):
             if special is not None and args and isinstance(args[0], DynTensor): return special(*args, **kwargs)
+            if product is not None: return product(*args, **kwargs)
             if name not in ELEMENTWISE_OK:
-                raise unsupported(f"numpy.{name} on an array selected by values (x[mask], nonzero, ...), whose "
-                                  "length is only known at run time", _HINT)
+                raise unsupported(f"numpy.{name} on an array whose length is only known at run time (x[mask], "
+                                  "nonzero, a slice with traced bounds)", _HINT)
         return fn(*args, **kwargs)
     guarded.__wrapped__ = fn
     return guarded
@@ -385,16 +515,23 @@ def guard(name: str, fn):
 # indexing
 
 def getitem(y: DynTensor, index):
-    """y[index]: the first index element applies to the run-time-length axis (checked against the length when
-    the program runs), the rest to the static axes."""
-    if not isinstance(index, tuple): index = (index,)
-    if not index: return y
-    first, rest = index[0], index[1:]
-    if first is Ellipsis:
-        if rest and not any(i is Ellipsis for i in rest): return _map(lambda t: t[(slice(None),) + rest], [y])
-        return y
-    if rest: y = _map(lambda t: t[(slice(None),) + rest], [y])
-    if isinstance(first, slice): return _slice(y, first)
+    """y[index]. Along an axis of run-time length an integer is checked against the length when the program runs,
+    and a slice is clamped to it (a window of run-time length); a boolean or integer array indexes the first axis
+    of a selection (a selection of it, or gathered elements). The result of a window is a view of its memory."""
+    index = index if isinstance(index, tuple) else (index,)
+    first = index[0] if index else None
+    if y.length is not None and isinstance(first, (Tensor, np.ndarray, list)) and not (
+            isinstance(first, Tensor) and first.ndim == 0 and first.uop.dtype.is_int):
+        return _select_rows(y, first, index[1:])
+    from numfn.indexing import gathered
+    return gathered(y, items(y, index), not any(i is Ellipsis for i in index))
+
+
+def _select_rows(y: DynTensor, first, rest: tuple):
+    """y[first, *rest] for an array `first` along the run-time first axis."""
+    if rest: y = getitem(y, (slice(None),) + rest)
+    if y.ndim > 1 and any(ln is not None for ln in y.lengths[1:]):
+        raise unsupported("an index array into an array with several axes of run-time length", _HINT)
     t = Tensor.lift(first)
     if isinstance(first, DynTensor) or t.uop.dtype.is_bool:   # y[y > 0]: a selection of the selection
         if not isinstance(first, DynTensor) or first.ndim != 1:
@@ -404,7 +541,7 @@ def getitem(y: DynTensor, index):
     if not t.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
     n = Tensor(y.length)
     i = Tensor(t.uop.cast(I64))
-    add_check((i < -n) | (i >= n), i, lambda v, ln=n: IndexError(f"index {v} is out of bounds for axis 0"))
+    add_check((i < -n) | (i >= n), i, lambda v: IndexError(f"index {v} is out of bounds for axis 0"))
     i = Tensor((i < 0).uop.alu(Ops.WHERE, (i + n).uop, i.uop))
     idx = [i.reshape(i.shape + (1,) * (y.ndim - 1))]
     idx += [Tensor(UOp.iota(s).reshape((1,) * (i.ndim + a) + (s,) + (1,) * (y.ndim - 2 - a))) for a, s in
@@ -412,32 +549,88 @@ def getitem(y: DynTensor, index):
     return gather(y.compact(), idx)
 
 
-def _slice(y: DynTensor, s: slice) -> DynTensor:
-    """y[start:stop:step] with NumPy's clamping of the bounds to the run-time length."""
-    step = 1 if s.step is None else int(s.step)
-    if step == 0: raise ValueError("slice step cannot be zero")
-    n = Tensor(y.length)
+def items(y: DynTensor, index) -> list:
+    """The index items (numfn.indexing.Item) of `index` over y's bound shape: an axis of run-time length becomes a
+    window (a slice clamped to the length, or all of it) or a traced integer checked against the length."""
+    from numfn.indexing import Item, _static_slice, normalize, window
+    index = index if isinstance(index, tuple) else (index,)
+    used = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if used > y.ndim:
+        raise IndexError(f"too many indices for array: array is {y.ndim}-dimensional, but {used} were indexed")
+    if sum(i is Ellipsis for i in index) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded: list = []
+    for i in index:
+        if i is Ellipsis: expanded += [slice(None)] * (y.ndim - used)
+        else: expanded.append(i)
+    if not any(i is Ellipsis for i in index): expanded += [slice(None)] * (y.ndim - used)
+    out, axis = [], 0
+    for i in expanded:
+        if i is None:
+            out.append(Item("none"))
+            continue
+        n, ln = y.uop.shape[axis], y.lengths[axis]
+        if ln is None:
+            it = normalize((n,), (i,))[0]
+            out.append(Item(it.kind, axis, it.start, it.step, it.count, it.value))
+        elif isinstance(i, slice):
+            out.append(window(_static_slice(i), DynLength(ln, n), axis))
+        elif isinstance(i, (int, np.integer)) or (isinstance(i, Tensor) and i.ndim == 0 and i.uop.dtype.is_int):
+            k, length = Tensor(Tensor.lift(i).uop.cast(I64)), Tensor(ln)
+            add_check((k < -length) | (k >= length), k,
+                      lambda v, a=axis: IndexError(f"index {v} is out of bounds for axis {a}"))
+            out.append(Item("int", axis, value=_where(k < 0, k + length, k)))
+        else:
+            raise unsupported("this index along an axis whose length is only known at run time",
+                              "index it with integers or slices")
+        axis += 1
+    return out
+
+
+class DynLength(Tensor):
+    """A run-time length with its static bound (what a slice of an axis of run-time length is clamped to)."""
+    __slots__ = ("bound",)
+
+    def __init__(self, length: UOp, bound: int):
+        super().__init__(length)
+        self.bound = bound
+
+
+def slice_span(start, stop, step: int, n) -> tuple[Tensor, Tensor]:
+    """(first element, count) of slice(start, stop, step) of an axis of n elements (n an int or a 0-d int64 Tensor)
+    with Python's clamping of the bounds, as 0-d int64 Tensors computed when the program runs."""
+    n = Tensor(n.uop) if isinstance(n, Tensor) else _i64(n)
 
     def bound(v, default: Tensor) -> Tensor:
         if v is None: return default
-        v = Tensor.lift(v).astype(np.int64)
+        v = Tensor(Tensor.lift(v).uop.cast(I64))
         v = _where(v < 0, v + n, v)
         lo, hi = (_i64(0), n) if step > 0 else (_i64(-1), n - 1)
         return _where(v < lo, lo, _where(v > hi, hi, v))
 
-    start = bound(s.start, _i64(0) if step > 0 else n - 1)
-    stop = bound(s.stop, n if step > 0 else _i64(-1))
-    span = stop - start
-    count = (span + (step - 1 if step > 0 else step + 1)) // step
-    count = _where(count < 0, _i64(0), count)
-    limit = len(range(0, y.bound, abs(step)))
-    i = Tensor(UOp.iota(limit)) if limit else Tensor(UOp.const_like(I64, 0, (0,)))
-    pos = start + i * step
-    pos = _where(pos < 0, _i64(0), pos)   # positions past the count are never read: any in-range one will do
-    idx = [pos.reshape((limit,) + (1,) * (y.ndim - 1))]
-    idx += [Tensor(UOp.iota(m).reshape((1,) * (a + 1) + (m,) + (1,) * (y.ndim - 2 - a)))
-            for a, m in enumerate(y.uop.shape[1:])]
-    return DynTensor(gather(y.compact(), idx).uop, count.uop)
+    first = bound(start, _i64(0) if step > 0 else n - 1)
+    last = bound(stop, n if step > 0 else _i64(-1))
+    count = (last - first + (step - 1 if step > 0 else step + 1)) // step
+    return first, _where(count < 0, _i64(0), count)
+
+
+def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:
+    """`value` as assigned into a region of bound `shape` whose axes in `lengths` have run-time lengths: cast to dt
+    and broadcast, an axis of it meeting a run-time length either size 1 or that length (checked when the program
+    runs, NumPy's ValueError otherwise); the result at the bound shape."""
+    from numfn.indexing import assignable
+    if not isinstance(value, Tensor) and np.ndim(value) == 0: return assignable(value, dt, shape)
+    v = value if isinstance(value, DynTensor) else Tensor.lift(value)
+    rank = len(shape)
+    while v.ndim > rank and v.uop.shape[0] == 1 and (not isinstance(v, DynTensor) or v.lengths[0] is None):
+        v = _plain(v.uop.reshape(v.uop.shape[1:]), v.lengths[1:] if isinstance(v, DynTensor) else (), v.weak)
+    if v.ndim > rank:
+        raise ValueError(f"could not broadcast input array from {v.ndim} dimensions into {rank} dimensions")
+    off = rank - v.ndim
+    ref = {a: (lengths[a], shape[a]) for a in lengths}
+    mine = v.lengths if isinstance(v, DynTensor) else (None,) * v.ndim
+    for a, ln in enumerate(mine):   # a run-time length of the value where the region's axis is static
+        if ln is not None and a + off not in ref: ref[a + off] = (_i64(shape[a + off]).uop, shape[a + off])
+    return assignable(_fitted(v, rank, ref), dt, shape)
 
 
 def take(x: Tensor, indices: list) -> DynTensor:

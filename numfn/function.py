@@ -17,7 +17,8 @@ import hashlib
 import inspect
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
 from collections.abc import Callable
 from typing import Any
@@ -30,9 +31,11 @@ from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
-from numfn.schedule import MemoryPlan, Schedule, callify, create_schedule
+from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
+                            program_steps)
 from numfn.errors import unsupported
 from numfn.indexing import identity_indices
+from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.tensor import Check, Tensor, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
@@ -84,14 +87,16 @@ class NumericalFunction:
             if isinstance(where, int): args.insert(where, value)
             else: kwargs[where] = value
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
-            out = self.fn(*args, **kwargs)
+            # Python loops and branches on traced values become numfn's (numfn.convert)
+            out = converted(self.fn)(*args, **kwargs)
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
         ts = [Tensor.lift(leaf) for leaf in leaves]
         values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
-        record.cut = [i for i, t in enumerate(ts) if t.runtime_length]
-        values += [ts[i].length for i in record.cut]
+        record.cut = [(i, a) for i, t in enumerate(ts) if t.runtime_length
+                      for a, length in enumerate(t.lengths) if length is not None]
+        values += [ts[i].lengths[a] for i, a in record.cut]
         # the fixups: every output is materialized in a fresh row-major buffer, so an output that is a view
         # (x.T, x[:2]) or an input itself (x) is copied, never aliased
         outs = [UOp(Ops.CONTIGUOUS, u.dtype, (u,)) for u in values]
@@ -118,9 +123,9 @@ class NumericalFunction:
         return tuple(self._trace[2].mutated)
 
     @cached_property
-    def cut_outputs(self) -> tuple[int, ...]:
-        """Outputs whose first axis has a run-time length (x[mask], nonzero): stored at a bound, their lengths are
-        hidden outputs after the checks', and the dispatcher returns each cut to its length."""
+    def cut_outputs(self) -> tuple[tuple[int, int], ...]:
+        """(output, axis) for every axis of an output that has a run-time length (x[mask], nonzero, x[:n]): stored at
+        its bound, its length is a hidden output after the checks', and the dispatcher cuts the output to it."""
         return tuple(self._trace[2].cut)
 
     @cached_property
@@ -179,17 +184,30 @@ class NumericalFunction:
         t0 = time.perf_counter()
         out = []
         renderer = _renderer(self.backend)
-        for ei in self.schedule:
+        names: Counter = Counter()
+        for ei in self.kernel_items:
+            name = ei.kernel.name   # kernels inside loops are named like the others: made unique here
+            names[name] += 1
+            if names[name] > 1: name = f"{name}_{names[name] - 1}"
             if ei.lowered is None:   # an extern call (numfn.extern)
                 from numfn.extern import build_extern_program
-                prog = build_extern_program(ei.kernel, self.layout.externs)
+                prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 continue
-            prog = build_program(ei.kernel.name, ei.kernel.buffers, ei.lowered,
-                                 parallel=ei.op_count >= PARALLEL_MIN_OPS)
+            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
+
+    @cached_property
+    def kernel_items(self) -> tuple[ExecItem, ...]:
+        """The schedule's kernels and extern calls, those inside loops and branches too, in program order."""
+        return tuple(ei for ei in all_items(self.schedule) if not isinstance(ei.kernel, LoopKernel))
+
+    @cached_property
+    def steps(self) -> list:
+        """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps)."""
+        return program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)})
 
     @cached_property
     def entry_name(self) -> str:
@@ -199,7 +217,7 @@ class NumericalFunction:
     def _source_template(self) -> str:
         return _renderer(self.backend).render_program(
             ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout,
-            profile=self.profile)
+            profile=self.profile, steps=self.steps)
 
     @cached_property
     def source(self) -> str:
@@ -293,7 +311,7 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
-            for k, i in enumerate(cut): outs[i] = outs[i][:int(outs[lengths_at + k])]
+            for k, (i, a) in enumerate(cut): outs[i] = outs[i][(slice(None),) * a + (slice(int(outs[lengths_at + k])),)]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -515,6 +533,7 @@ class JitFunction(dispatcher_base()):
         self.fn = fn
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        nums, names = _static_both_ways(fn, nums, names)
         self._static = (tuple(sorted(nums)), tuple(names))
         self._backend = backend
         self._specializations: dict = {}
@@ -575,9 +594,12 @@ class JitFunction(dispatcher_base()):
         for slot, new in zip(nf.mutated_inputs, outs[len(outs) - len(nf.mutated_inputs):]):
             leaves[slot][...] = new   # the callee wrote into this argument: the caller's array changes
         lengths_at = nout + 2 * len(nf.checks)
-        for k, i in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+        lengths: dict[int, list] = {}
+        for k, (i, a) in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
+            lengths.setdefault(i, [None] * outs[i].ndim)[a] = outs[lengths_at + k].uop
+        for i, ls in lengths.items():
             from numfn.dynamic import DynTensor
-            outs[i] = DynTensor(outs[i].uop, outs[lengths_at + k].uop)
+            outs[i] = DynTensor(outs[i].uop, lengths=tuple(ls))
         return unflatten(nf.out_tree, outs[:nout])
 
     @property
@@ -587,6 +609,20 @@ class JitFunction(dispatcher_base()):
 
     def __repr__(self) -> str:
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
+
+
+def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
+    """Static arguments named by position also by name and the other way round (as JAX does): an argument is
+    static however the caller passes it."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = tuple(dict.fromkeys([*nums, *(positional.index(n) for n in names if n in positional)]))
+    names = tuple(dict.fromkeys([*names, *(positional[k] for k in nums
+                                            if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY)]))
+    return nums, names
 
 
 def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None):

@@ -31,12 +31,13 @@ from numfn.uop import Ops, UOp
 @dataclass(frozen=True)
 class Item:
     """One normalized index element. `axis` is the axis of x it consumes (None for `none` and `bool`)."""
-    kind: str                 # "none", "slice", "int", "array", "bool"
+    kind: str                 # "none", "slice", "window", "int", "array", "bool"
     axis: int | None = None
-    start: int = 0            # slice: first element, step (never 0) and count
+    start: int = 0            # slice: first element, step (never 0) and count; window: step and bound (count)
     step: int = 1
     count: int = 0
-    value: Any = None         # int: the index (wrapped); array: a Tensor of int64 (wrapped); bool: True/False
+    value: Any = None         # int: the index (wrapped; a 0-d int64 Tensor when traced); array: a Tensor of int64
+    #                           (wrapped); bool: True/False; window: (first element, run-time count), 0-d Tensors
 
 
 _VALID = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are " \
@@ -77,11 +78,16 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         elif i is None: items.append(Item("none"))
         elif isinstance(i, (bool, np.bool_)): items.append(Item("bool", value=bool(i)))
         elif isinstance(i, slice):
-            start, stop, step = i.indices(shape[axis])
-            items.append(Item("slice", axis, start, step, len(range(start, stop, step))))
+            i = _static_slice(i)
+            if any(isinstance(v, Tensor) for v in (i.start, i.stop)): items.append(window(i, shape[axis], axis))
+            else:
+                start, stop, step = i.indices(shape[axis])
+                items.append(Item("slice", axis, start, step, len(range(start, stop, step))))
             axis += 1
         elif arr is not None:
-            items.append(Item("array", axis, value=_wrap(arr, shape[axis], axis)))
+            if arr.ndim == 0 and arr.uop.dtype.is_int:   # a traced integer: an integer index, as NumPy's 0-d arrays
+                items.append(Item("int", axis, value=_wrap(arr, shape[axis], axis)))
+            else: items.append(Item("array", axis, value=_wrap(arr, shape[axis], axis)))
             axis += 1
         else:
             n = shape[axis]
@@ -92,6 +98,34 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         items.append(Item("slice", axis, 0, 1, shape[axis]))
         axis += 1
     return items
+
+
+def _static_slice(s: slice) -> slice:
+    """The slice with bounds known while tracing as Python ints; traced ones stay Tensors (0-d integers)."""
+    parts = []
+    for v in (s.start, s.stop, s.step):
+        if isinstance(v, Tensor):
+            if v.ndim or not (v.uop.dtype.is_int or v.uop.dtype.is_bool):
+                raise TypeError("slice indices must be integers or None or have an __index__ method")
+            known = _known(v.uop)
+            if known is not None: v = int(known)
+        elif v is not None and not isinstance(v, (int, np.integer)):
+            raise TypeError("slice indices must be integers or None or have an __index__ method")
+        parts.append(v)
+    if isinstance(parts[2], Tensor):
+        raise unsupported("a slice whose step is a traced value", "give the step as a Python int")
+    return slice(*parts)
+
+
+def window(s: slice, n, axis: int) -> Item:
+    """The item of a slice with traced bounds of an axis of size n (an int, or a 0-d int64 Tensor: a run-time
+    length): a window of run-time count, at most `count` (the bound) long."""
+    from numfn.dynamic import slice_span
+    step = 1 if s.step is None else int(s.step)
+    if step == 0: raise ValueError("slice step cannot be zero")
+    start, count = slice_span(s.start, s.stop, step, n)
+    return Item("window", axis, 0, step, len(range(0, n if isinstance(n, int) else n.bound, abs(step))),
+                (start, count))
 
 
 def _as_tuple(index) -> tuple:
@@ -161,7 +195,13 @@ def _known(u: UOp) -> np.ndarray | None:
 
 
 def is_basic(items: list[Item]) -> bool:
-    return all(it.kind in ("none", "slice", "int") for it in items)
+    """Whether the items make a view by movement ops alone (no traced value among them)."""
+    return all(it.kind in ("none", "slice") or (it.kind == "int" and not isinstance(it.value, Tensor)) for it in items)
+
+
+def is_view(items: list[Item]) -> bool:
+    """Whether NumPy's result of these items is a view (basic indexing, traced ints and bounds included)."""
+    return all(it.kind in ("none", "slice", "int", "window") for it in items)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -204,9 +244,11 @@ def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
     return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
 
 
-def region(shape: tuple[int, ...], items: list[Item]) -> tuple[tuple[int, ...], list[Tensor]]:
+def region(shape: tuple[int, ...], items: list[Item], lengths: dict | None = None) \
+        -> tuple[tuple[int, ...], list[Tensor]]:
     """The shape of x[index] and, for every axis of x, the index tensor (broadcastable to that shape) saying which
-    element of x each result element is."""
+    element of x each result element is. Windows give axes of run-time length: their bound in the shape, their
+    length (a 0-d int64 UOp) in `lengths` by result axis."""
     adv = [k for k, it in enumerate(items) if it.kind in ("int", "array", "bool")]
     adv_shapes = [_adv_shape(items[k]) for k in adv]
     try:
@@ -229,6 +271,7 @@ def region(shape: tuple[int, ...], items: list[Item]) -> tuple[tuple[int, ...], 
             continue
         if it.kind == "int": continue
         at[k] = len(out)
+        if it.kind == "window" and lengths is not None: lengths[len(out)] = it.value[1].uop
         out.append(1 if it.kind == "none" else it.count)
     rank = len(out)
     indices: list[Tensor] = []
@@ -239,7 +282,13 @@ def region(shape: tuple[int, ...], items: list[Item]) -> tuple[tuple[int, ...], 
             lead = b_at + len(b) - v.ndim
             indices.append(v.reshape((1,) * lead + v.shape + (1,) * (rank - b_at - len(b))))
         elif it.kind == "int":
-            indices.append(Tensor(UOp.const_like(dtypes.int64, it.value, (1,) * rank)))
+            if isinstance(it.value, Tensor): indices.append(it.value.reshape((1,) * rank))
+            else: indices.append(Tensor(UOp.const_like(dtypes.int64, it.value, (1,) * rank)))
+        elif it.kind == "window":
+            start = it.value[0]
+            pos = (Tensor(UOp.iota(it.count)) * it.step + start) if it.count else \
+                Tensor(UOp.const_like(dtypes.int64, 0, (0,)))
+            indices.append(pos.reshape(tuple(it.count if a == at[k] else 1 for a in range(rank))))
         else:
             r = UOp.iota(it.count) if it.count else UOp.const_like(dtypes.int64, 0, (0,))
             u = r.alu(Ops.MUL, UOp.const_like(dtypes.int64, it.step, r.shape)) \
@@ -272,13 +321,28 @@ def getitem(x: Tensor, index) -> Tensor:
     if leading:
         return dynamic.take(getitem(x, (slice(None),) * len(leading) + _as_tuple(index)[len(leading):]), leading)
     items = normalize(x.shape, index)
+    # NumPy gives a scalar (a copy) where integers pick a single element, unless an Ellipsis keeps it an array
+    scalar = not (isinstance(index, tuple) and any(i is Ellipsis for i in index))
     if is_basic(items):
         view = basic_view(x.uop, items)
-        # NumPy gives a scalar (a copy) where integers pick a single element, unless an Ellipsis keeps it an array
-        if view.shape == () and not (isinstance(index, tuple) and Ellipsis in index): return Tensor(view, x.weak)
+        if view.shape == () and scalar: return Tensor(view, x.weak)
         return x._view(view)
-    shape, indices = region(x.shape, items)
-    return Tensor(gather(x, [Tensor(i._broadcast(shape)) for i in indices]).uop)
+    return gathered(x, items, scalar)
+
+
+def gathered(x: Tensor, items: list[Item], scalar: bool = True) -> Tensor:
+    """x[items] by a GATHER: a view of x's memory where NumPy's result is one (traced integers and slice bounds),
+    with run-time lengths where windows give them (numfn.dynamic.DynTensor)."""
+    from numfn.dynamic import DynTensor
+    lengths: dict = {}
+    shape, indices = region(x.uop.shape, items, lengths)
+    view = is_view(items)
+    g = gather(Tensor(x.uop), [Tensor(i._broadcast(shape)) for i in indices], window=view)
+    rank = len(shape)
+    lens = tuple(lengths.get(a) for a in range(rank))
+    make = (lambda u: DynTensor(u, weak=x.weak, lengths=lens)) if lengths else (lambda u: Tensor(u, x.weak))
+    if view and not (rank == 0 and scalar): return x._view(g.uop, make)
+    return make(g.uop)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -293,17 +357,27 @@ def setitem(x: Tensor, index, value) -> None:
         view = getitem(x, (slice(None),) * mask.ndim + rest)
         setitem(x, (slice(None),) * mask.ndim + rest, _masked_update(view, mask, value))
         return
-    items = normalize(x.shape, index)
-    shape, indices = region(x.shape, items)
+    from numfn import dynamic
+    dyn = isinstance(x, dynamic.DynTensor)
+    items = dynamic.items(x, index) if dyn else normalize(x.shape, index)
     if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
         return   # x[i] op= v: the view x[i] was updated in place already; storing it again changes nothing
-    v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
-    if x.base is None and x.memory in ("computed", "input") and all(
+    if is_view(items) and not is_basic(items) and isinstance(value, Tensor) and value.uop is gathered(x, items).uop:
+        return   # the same for a view through traced indices or bounds
+    lengths: dict = {}
+    shape, indices = region(x.uop.shape, items, lengths)
+    gate = dynamic.valid_mask(shape, lengths) if lengths else None
+    if dyn:   # a window: only its elements (inside its run-time lengths) are written
+        inside = gather(x.valid(), [Tensor(i._broadcast(shape)) for i in indices])
+        gate = inside if gate is None else gate & inside
+    if lengths or isinstance(value, dynamic.DynTensor): v = dynamic.fit(value, x.uop.dtype, shape, lengths)
+    else: v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
+    if not dyn and gate is None and x.base is None and x.memory in ("computed", "input") and all(
             it.kind == "slice" and it.start == 0 and it.step == 1 for it in items):
         x.rebind(v.uop)   # the whole array: its new value (no memory is written until it is stored)
         return
     injective = all(it.kind != "array" or _unique(it.value) for it in items)
-    write(x, shape, indices, v, injective)
+    write(x, shape, indices, v, injective, gate=gate)
 
 
 def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
@@ -360,8 +434,9 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
                           "It is a constant of the compiled program; copy it first (y = x.copy()) or pass it as "
                           "an argument")
-    if base.memory == "readonly" or any(op in (Ops.EXPAND, Ops.GATHER) for op, _ in x.chain):
-        raise ValueError("assignment destination is read-only")
+    if base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and arg[0] != "window")
+                                        for op, arg in x.chain):
+        raise ValueError("assignment destination is read-only")   # a broadcast, a diagonal
     if math.prod(shape) == 0: return
     base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
     srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
@@ -385,6 +460,7 @@ def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
         elif op is Ops.SHRINK: idx = [i + b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.PAD: idx = [i - b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.FLIP: idx = [(n - 1) - i if a in arg else i for a, (i, n) in enumerate(zip(idx, outer))]
+        elif op is Ops.GATHER: idx = [gather(Tensor(g), idx) for g in arg[1]]   # each base index, where it points
         else: raise AssertionError(f"no index map through {op.name}")
     return idx
 

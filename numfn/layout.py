@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numfn.dtype import DType
-from numfn.schedule import MemoryPlan, Schedule
+from numfn.schedule import MemoryPlan, Schedule, all_items
 from numfn.uop import Buffer, UOp
 
 # Captured constants up to this size are embedded in the program as static arrays; larger ones are passed by
@@ -40,5 +40,6 @@ def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
     pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
     inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
     written = frozenset(u.arg for ei in schedule for u in ei.kernel.outputs if u.arg.category == "input")
-    externs = tuple(dict.fromkeys(s for ei in schedule if ei.lowered is None for s in ei.kernel.symbols()))
+    externs = tuple(dict.fromkeys(s for ei in all_items(schedule) if ei.lowered is None
+                                  and hasattr(ei.kernel, "symbols") for s in ei.kernel.symbols()))
     return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, written, externs)

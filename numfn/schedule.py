@@ -18,9 +18,11 @@ out of the column loop), and a matmul followed by bias and relu is one kernel.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from numfn.codegen.lower import LoweredKernel, deep_recursion, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
@@ -201,11 +203,13 @@ class _Root:
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
 
 
-def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
+def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
     """Fuse the CALL's body into kernels and order them; returns the schedule and the intermediate memory plan.
 
     The body's SINK holds the outputs (bound to CALL.arg's output buffers), then values with no buffer of their
-    own: checks' arrays are outputs too; writes into arguments are SCATTER chains on input buffers."""
+    own: checks' arrays are outputs too; writes into arguments are SCATTER chains on input buffers. Intermediate
+    buffers are numbered from `first`; loops' inner schedules take fresh blocks of numbers from `blocks`."""
+    blocks = itertools.count(1) if blocks is None else blocks
     body, bindings = call.src[0], call.src[1:]
     params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
     graph = split_reductions(substitute(body, params))
@@ -224,7 +228,7 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     roots = {_strip_contiguous(v): r for v, r in roots.items() if _strip_contiguous(v).op is not Ops.BUFFER
              or r.outputs}
     for r in roots.values(): r.value = _strip_contiguous(r.value)
-    externs = _prepare_externs(graph, roots)
+    externs = _prepare_externs(graph, roots) + _prepare_loops(graph, roots, blocks)
 
     versions = _Versions(writebacks)
     fixes = 0
@@ -233,7 +237,7 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     origin: dict[UOp, UOp] = {}
     while True:
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions, externs, origin)
+        kernels, fix = _build_kernels(roots, versions, externs, origin, first)
         if fix is not None:   # a write that cannot happen in place as planned: plan again with the fix
             fixes += 1
             if fixes > 10 * len(roots) + 100:
@@ -257,11 +261,11 @@ def create_schedule(call: UOp) -> tuple[Schedule, MemoryPlan]:
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
     unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
               and r.targets[0].arg not in loaded and v not in versions.chain_of and v.op is not Ops.RESULT
-              and r.alias is None]
+              and r.alias is None and not r.outputs]
     if unused:
         for v in unused: del roots[v]
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions, externs)
+        kernels, fix = _build_kernels(roots, versions, externs, first=first)
         assert fix is None
 
     items = Schedule(ExecItem(k, lk) for k, lk in kernels)
@@ -412,8 +416,8 @@ def _alone(u: UOp) -> bool:
     return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
-def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_Extern] = (),
-                   origin: dict | None = None):
+def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list = (),
+                   origin: dict | None = None, first: int = 0):
     """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
     planned: calling fix() changes the plan (a write from a copy, or a value realized first). Extern calls
     (`externs`) are steps of their own, ordered among the kernels by what they read and write."""
@@ -424,7 +428,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_
         if copy in topo and s in topo: topo[copy] = topo[s] - 0.5
     order = sorted(roots.values(), key=lambda r: topo[r.value])
     # every realized value without a home gets an intermediate buffer; versions of one memory share their chain's
-    count = iter(range(len(order)))
+    count = iter(range(first, first + len(order)))
 
     def give_home(r: _Root) -> UOp:
         if r.alias is not None: r.targets[:1] = [give_home(roots[r.alias])]
@@ -541,7 +545,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list[_
     for gi in ordered:
         if isinstance(gi, tuple):
             x = externs[gi[1]]
-            name = f"X_{x.node.arg.routine}"
+            name = x.name_hint()
             names[name] += 1
             if names[name] > 1: name = f"{name}n{names[name] - 1}"
             kernels.append((x.kernel(name, roots, home), None))
@@ -595,6 +599,9 @@ class _Extern:
     @property
     def read_values(self) -> list[UOp]:
         return [i[1] for i in self.inputs]
+
+    def name_hint(self) -> str:
+        return f"X_{self.node.arg.routine}"
 
     def reads(self, roots: dict) -> list[UOp]:
         """The realized values (roots) whose buffers this call needs written first."""
@@ -661,6 +668,159 @@ def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# loops and branches
+
+@dataclass(frozen=True)
+class LoopKernel:
+    """A loop or branch of the program (numfn.control.Region), as a step of a schedule. While loops: `inits` were
+    written into the state buffers (`state`, the homes of the LOOP's results) before it; each iteration runs
+    `cond` (which writes the bool `flag`), then `body`, which writes each state value in place or into its `next`
+    buffer; then each state buffer and its next buffer swap (pointers). Branches: the int64 `flag` (the index)
+    picks one of `bodies`, which writes the results into `state`. `reads`: the captured values' buffers."""
+    name: str
+    kind: str
+    state: tuple[UOp, ...]
+    next: tuple[UOp | None, ...]
+    flag: UOp
+    cond: Schedule | None
+    bodies: tuple[Schedule, ...]
+    reads: tuple[UOp, ...]
+    shape: tuple[int, ...] = ()
+
+    @property
+    def schedules(self) -> tuple[Schedule, ...]:
+        return ((self.cond,) if self.cond is not None else ()) + self.bodies
+
+    @property
+    def outputs(self) -> tuple[UOp, ...]:
+        return tuple(dict.fromkeys((*self.state, *(n for n in self.next if n is not None))))
+
+    @property
+    def inputs(self) -> tuple[UOp, ...]:
+        outs = set(self.outputs)
+        return tuple(dict.fromkeys(u for u in (*self.reads, self.flag) if u not in outs))
+
+    @property
+    def buffers(self) -> tuple[UOp, ...]:
+        """Every buffer the loop touches, its kernels' intermediates included (they live while it runs)."""
+        inner = [u for sched in self.schedules for ei in sched for u in ei.kernel.buffers]
+        return tuple(dict.fromkeys((*self.outputs, *self.inputs, *inner)))
+
+    @property
+    def flops(self) -> int:
+        return sum(ei.op_count for sched in self.schedules for ei in sched)
+
+
+@dataclass
+class _Loop:
+    """A LOOP node being scheduled: its RESULT nodes (every one has a buffer), the roots that write the initial state
+    into them (while loops), and the realized values it reads (captures; a branch's index and operands)."""
+    node: UOp
+    results: list
+    inits: list
+    values: list
+    blocks: Any          # fresh blocks of intermediate numbers for its inner schedules
+    built: dict = field(default_factory=dict)
+
+    def reads(self, roots: dict) -> list[UOp]:
+        return self.inits + [v for v in self.values if v in roots]
+
+    def name_hint(self) -> str:
+        return "L" if self.node.arg.kind == "while" else "B"
+
+    def kernel(self, name: str, roots: dict, home: dict) -> LoopKernel:
+        state = tuple(roots[r].targets[0] for r in self.results)
+        bound = tuple(home.get(v, v) if v.op is not Ops.CONST else v for v in self.node.src)
+        key = (state, bound)
+        if key not in self.built: self.built[key] = _loop_kernel(name, self.node.arg, state, bound, self.blocks)
+        return self.built[key]
+
+
+def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
+    """Roots for every loop and branch: its results (in intermediate buffers: a loop swaps them; a result that is
+    an output is copied there after it), the initial state (computed into the results' buffers) and the values it
+    reads."""
+    loops = []
+    for node in (u for u in toposort([graph]) if u.op is Ops.LOOP):
+        region = node.arg
+        results = [UOp(Ops.RESULT, dt, (node,), k) for k, (_, dt) in enumerate(region.results)]
+        for r in results:
+            root = roots.setdefault(r, _Root(r))
+            for t in root.outputs:   # the loop's buffers are its own: outputs are copies of them
+                key = _copy(r, ("output", t.arg.number))
+                roots[key] = _Root(key, [t], [t])
+            root.outputs = []
+        inits, values = [], []
+        reads = node.src
+        if region.kind == "while":
+            for k, v in enumerate(node.src[:len(region.state)]):
+                key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("loop state", k, id(node)))
+                roots[key] = _Root(key, alias=results[k])
+                inits.append(key)
+            reads = node.src[len(region.state):]
+        for v in reads:
+            if v.op not in (Ops.BUFFER, Ops.CONST):
+                roots.setdefault(v, _Root(v))
+            values.append(v)
+        loops.append(_Loop(node, results, inits, values, blocks))
+    return loops
+
+
+BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)
+
+
+def _loop_kernel(name: str, region, state: tuple[UOp, ...], bound: tuple[UOp, ...], blocks) -> LoopKernel:
+    """The schedules of a region's sub-graphs, their placeholders bound to the state buffers and to the buffers of
+    the values the LOOP reads (`bound`, its sources' buffers in order)."""
+    numbers = (next(blocks) * BLOCK for _ in iter(int, 1))
+    if region.kind == "while":
+        n = len(region.state)
+        slots = {k: b for k, b in enumerate(state)}
+        slots.update({n + j: b for j, b in enumerate(bound[n:])})
+        flag = UOp(Ops.BUFFER, dtypes.bool, (), Buffer("intermediate", next(numbers), ()))
+        cond, _ = _sub_schedule(region.cond, region.tag, slots, [flag], next(numbers), blocks)
+        body_sink = region.bodies[0]
+        # a state value the body writes in place (a chain of writes on its own placeholder) needs no next buffer
+        in_place = [_writes_in_place(v, region.tag, k) for k, v in enumerate(body_sink.src)]
+        nexts = tuple(None if in_place[k] else UOp(Ops.BUFFER, b.dtype, (), Buffer("intermediate", next(numbers),
+                                                                                    b.arg.shape))
+                      for k, b in enumerate(state))
+        body, _ = _sub_schedule(body_sink, region.tag, slots, list(nexts), next(numbers), blocks, in_place)
+        return LoopKernel(name, "while", state, nexts, flag, cond, (body,), tuple(dict.fromkeys(
+            b for b in bound[n:] if b.op is Ops.BUFFER)))
+    n = len(region.state)
+    slots = {k: b for k, b in enumerate(bound[1:1 + n])}
+    slots.update({n + j: b for j, b in enumerate(bound[1 + n:])})
+    bodies = tuple(_sub_schedule(b, region.tag, slots, list(state), next(numbers), blocks)[0] for b in region.bodies)
+    reads = tuple(dict.fromkeys(b for b in bound[1:] if b.op is Ops.BUFFER))
+    return LoopKernel(name, "cond", state, (None,) * len(state), bound[0], None, bodies, reads)
+
+
+def _writes_in_place(v: UOp, tag: int, k: int) -> bool:
+    while v.op is Ops.SCATTER: v = v.src[0]
+    return v.op is Ops.CARRY and v.arg[0] == tag and v.arg[1] == k
+
+
+def _sub_schedule(sink: UOp, tag: int, slots: dict[int, UOp], outputs: list, first: int, blocks,
+                  in_place: list[bool] | None = None) -> tuple[Schedule, MemoryPlan]:
+    """A region's sub-graph scheduled as a program of its own: its placeholders are the buffers in `slots`; its
+    results go to `outputs` (None: written in place, into the buffer of the placeholder its writes start from)."""
+    in_place = in_place or [False] * len(sink.src)
+    params = {}
+    order = sorted(slots)
+    for u in toposort([sink]):
+        if u.op is Ops.CARRY and u.arg[0] == tag:
+            params[u] = UOp(Ops.PARAM, u.dtype, (), (order.index(u.arg[1]), u.shape))
+    body = substitute(sink, params)
+    outs = [UOp(Ops.CONTIGUOUS, v.dtype, (v,)) for v, ip in zip(body.src, in_place) if not ip]
+    writes = [v for v, ip in zip(body.src, in_place) if ip]
+    graph = UOp(Ops.SINK, dtypes.void, tuple(outs + writes))
+    bindings = tuple(slots[k] for k in order)
+    call = UOp(Ops.CALL, dtypes.void, (graph, *bindings), tuple(o.arg for o, ip in zip(outputs, in_place) if not ip))
+    return create_schedule(call, first, blocks)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # memory planning
 
 ALIGNMENT = 64
@@ -679,6 +839,30 @@ class MemoryPlan:
                f"{self.naive_bytes} bytes without reuse)"
 
 
+def all_items(items) -> list[ExecItem]:
+    """The items of a schedule and of the schedules inside its loops and branches, in program order."""
+    out = []
+    for ei in items:
+        out.append(ei)
+        if isinstance(ei.kernel, LoopKernel):
+            for sched in ei.kernel.schedules: out += all_items(sched)
+    return out
+
+
+def program_steps(items, index: dict) -> list:
+    """The outline renderers follow: each item as its number in the flat kernel list (`index`: ExecItem -> int), a
+    loop as ("loop", LoopKernel, (cond steps, body steps)), a branch as ("branch", LoopKernel, (steps per branch)).
+    `index` is keyed by the items' ids."""
+    out: list = []
+    for ei in items:
+        k = ei.kernel
+        if isinstance(k, LoopKernel):
+            parts = tuple(program_steps(s, index) for s in k.schedules)
+            out.append(("loop" if k.kind == "while" else "branch", k, parts))
+        else: out.append(index[id(ei)])
+    return out
+
+
 def plan_memory(items: Schedule) -> MemoryPlan:
     life: dict[Buffer, list[int]] = {}
     nbytes: dict[Buffer, int] = {}
@@ -687,6 +871,12 @@ def plan_memory(items: Schedule) -> MemoryPlan:
             if u.arg.category != "intermediate": continue
             life.setdefault(u.arg, [step, step])[1] = step
             nbytes[u.arg] = max(1, u.arg.size * u.dtype.itemsize)
+    for ei in items:   # a loop's state buffer and its next one swap: after the loop either may hold the state
+        if not isinstance(ei.kernel, LoopKernel): continue
+        for cur, nxt in zip(ei.kernel.state, ei.kernel.next):
+            if nxt is None or cur.arg not in life: continue
+            span = [min(life[cur.arg][0], life[nxt.arg][0]), max(life[cur.arg][1], life[nxt.arg][1])]
+            life[cur.arg] = life[nxt.arg] = span
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
     offsets = {}
     for buf in sorted(life, key=lambda b: (-nbytes[b], b.number)):

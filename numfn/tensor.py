@@ -110,6 +110,8 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
+        from numfn.convert import is_unbound
+        if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------
@@ -189,7 +191,7 @@ class Tensor:
                          and self.uop.op is not Ops.PARAM):
             return NotImplemented
         result = compute(self, x)
-        if result.shape != self.shape:
+        if not _same_shape(result, self):
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
                              f"shape {result.shape}")
         if result.dtype != self.dtype:
@@ -322,27 +324,35 @@ class Tensor:
         if not copy and dt == self.uop.dtype: return self   # NumPy returns the array itself
         return Tensor(self.uop.cast(dt))
 
-    def _view(self, uop: UOp) -> Tensor:
-        """The view of this array whose value is `uop`, built from self.uop by movement ops: it shares memory with
-        this array's base, so writes into either show through the other (see numfn.indexing). Where NumPy would
-        copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing."""
+    def _view(self, uop: UOp, make: Callable[[UOp], Tensor] | None = None) -> Tensor:
+        """The view of this array whose value is `uop`, built from self.uop by movement ops and gathers: it shares
+        memory with this array's base, so writes into either show through the other (see numfn.indexing). Where
+        NumPy would copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing.
+        `make` builds the view object from its value (a window of run-time length: numfn.dynamic)."""
+        make = make or (lambda v: Tensor(v, self.weak))
         ops, u = [], uop
         while u is not self.uop:
-            if u.op is Ops.GATHER: ops.append((u.op, u.src[1:]))   # a read-only view (diagonal)
+            # a gather: a window of run-time length (writable) or a diagonal (read-only), by its arg
+            if u.op is Ops.GATHER: ops.append((u.op, (u.arg, u.src[1:])))
             elif u.op in MOVEMENT: ops.append((u.op, u.arg))
-            else: return Tensor(uop, self.weak)
+            else: return make(uop)
             u = u.src[0]
         base = self if self.base is None else self.base
-        view = Tensor(uop, self.weak, base.memory)
+        view = make(uop)
+        view.memory = base.memory
         view.base, view.chain = base, self.chain + tuple(reversed(ops))
-        if any(op is Ops.RESHAPE for op, _ in ops) and not _strided(view): return Tensor(uop, self.weak)
+        if any(op is Ops.RESHAPE for op, _ in ops) and not _strided(view): return make(uop)
         if base._views is None: base._views = []
         base._views.append(weakref.ref(view))
         return view
 
-    def rebind(self, uop: UOp) -> None:
-        """Give this base array a new value (a new version of its memory): its live views now read it too."""
+    def rebind(self, uop: UOp, record: bool = True) -> None:
+        """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
+        body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
+        record = getattr(_trace_state, "record", None) if record else None
+        if record is not None and record.rebinds is not None and id(self) not in record.rebinds:
+            record.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
         self.uop = uop
         alive = []
         for ref in self._views or ():
@@ -644,6 +654,9 @@ class TraceRecord:
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
     cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
+    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
+    rebinds: dict | None = None
+    regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
 
 
 def _record_int_limit(slot: int, dt: DType) -> None:
@@ -673,15 +686,52 @@ def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
 
 
 class recording_trace:
-    """Context manager active while a function is traced: yields its TraceRecord."""
+    """Context manager active while a function is traced: yields its TraceRecord. `region=True` records a loop body
+    or branch inside a trace: its own checks and the arrays it rebinds, the argument limits shared with the
+    enclosing record."""
+
+    def __init__(self, region: bool = False):
+        self.region = region
 
     def __enter__(self) -> TraceRecord:
         self.previous = getattr(_trace_state, "record", None)
-        _trace_state.record = TraceRecord()
-        return _trace_state.record
+        record = TraceRecord()
+        if self.region:
+            if self.previous is None: raise RuntimeError("a region is traced inside a trace")
+            record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
+        _trace_state.record = record
+        return record
 
     def __exit__(self, *exc) -> None:
         _trace_state.record = self.previous
+
+
+class observing_rebinds:
+    """Context manager: yields a dict that collects the arrays rebound (written) while it is active, as a region's
+    record does, while checks and everything else still go to the current record."""
+
+    def __enter__(self) -> dict:
+        self.record = _trace_state.record
+        self.outer = self.record.rebinds
+        self.record.rebinds = {}
+        return self.record.rebinds
+
+    def __exit__(self, *exc) -> None:
+        seen, self.record.rebinds = self.record.rebinds, self.outer
+        if self.outer is not None:   # an enclosing region keeps each array's value from before it began
+            for k, v in seen.items(): self.outer.setdefault(k, v)
+
+
+def new_region_tag() -> int:
+    """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
+    counter = _trace_state.record.regions
+    counter[0] += 1
+    return counter[0]
+
+
+def tracing() -> bool:
+    """Whether this thread is tracing a function."""
+    return getattr(_trace_state, "record", None) is not None
 
 
 def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
@@ -720,6 +770,9 @@ def matmul(a, b) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
+    if getattr(a, "runtime_length", False) or getattr(b, "runtime_length", False):
+        from numfn import dynamic
+        return dynamic.matmul(a, b)
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
@@ -751,11 +804,12 @@ def matmul(a, b) -> Tensor:
     return res
 
 
-def gather(x: Tensor, indices: Sequence) -> Tensor:
+def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
     """x[i_0, ..., i_{n-1}] at every position of the indices' broadcast shape (the GATHER primitive): one integer
     index (array or int) per axis of x. Indices outside [0, n) are clamped into it, so native code never reads
     outside x: callers wrap negative indices and check bounds first where NumPy raises. Clamping costs nothing
-    where the indices' bounds prove them in range (ranges, and index arithmetic on them)."""
+    where the indices' bounds prove them in range (ranges, and index arithmetic on them). `window`: the gather
+    reads a slice of run-time bounds (a writable view, numfn.dynamic), not a diagonal (a read-only one)."""
     x = Tensor.lift(x)
     if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
     ts = [Tensor.lift(i) for i in indices]
@@ -770,7 +824,7 @@ def gather(x: Tensor, indices: Sequence) -> Tensor:
         if hi > n - 1: u = u.alu(Ops.MIN, UOp.const(dtypes.int64, max(n - 1, 0)))
         srcs.append(Tensor(u)._broadcast(shape))
     if math.prod(shape) == 0 or x.size == 0: return Tensor(UOp.const_like(x.uop.dtype, 0, shape))
-    return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs)))
+    return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs), "window" if window else None))
 
 
 KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
@@ -805,10 +859,18 @@ def known_value(u: UOp) -> np.ndarray | None:
     return done[u]
 
 
+def _same_shape(a: Tensor, b: Tensor) -> bool:
+    """Whether two arrays have one shape (run-time lengths: the same length values)."""
+    la, lb = getattr(a, "lengths", None), getattr(b, "lengths", None)
+    if la is None and lb is None: return a.shape == b.shape
+    return a.uop.shape == b.uop.shape and la is not None and lb is not None and \
+        all(x is y for x, y in zip(la, lb))
+
+
 def _replay(u: UOp, chain: tuple) -> UOp:
-    """A view's value from its base's: the chain's ops applied in turn (a GATHER's arg holds its indices)."""
+    """A view's value from its base's: the chain's ops applied in turn (a GATHER's holds its arg and indices)."""
     for op, arg in chain:
-        u = UOp(op, u.dtype, (u, *arg)) if op is Ops.GATHER else UOp(op, u.dtype, (u,), arg)
+        u = UOp(op, u.dtype, (u, *arg[1]), arg[0]) if op is Ops.GATHER else UOp(op, u.dtype, (u,), arg)
     return u
 
 

@@ -277,7 +277,8 @@ class BatchedProgram:
     def _template(self) -> str:
         base = self.base
         return _renderer(base.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in base.rendered_kernels], base.layout, self.batched)
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in base.rendered_kernels], base.layout, self.batched,
+            steps=base.steps)
 
     @cached_property
     def entry_name(self) -> str:

@@ -76,6 +76,9 @@ class Ops(enum.Enum):
     # a native routine numfn does not generate (BLAS, LAPACK): src = its inputs, arg = numfn.extern.ExternCall; its
     # value is the tuple of the routine's results, RESULT(extern, arg=i) is result i (see numfn/extern.py)
     EXTERN = enum.auto(); RESULT = enum.auto()  # noqa: E702
+    # LOOP(*state, *captures): a loop or a branch (arg = numfn.control.Region, whose sub-graphs read CARRY(tag, k,
+    # shape) placeholders); its value is the tuple of the region's results, RESULT(loop, k) is result k
+    LOOP = enum.auto(); CARRY = enum.auto()  # noqa: E702
     CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers
     STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value[, gate])
     LOAD = enum.auto()         # loop level: (BUFFER, index)
@@ -321,6 +324,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...] | None:
     if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
     if op is Ops.GATHER: return u.src[1].shape
     if op is Ops.RESULT: return u.src[0].arg.results[u.arg][0]
+    if op is Ops.CARRY: return u.arg[2]
     if op is Ops.SCATTER: return u.src[0].shape
     if not u.src or u.src[0].shape is None: return None
     s = u.src[0].shape
@@ -342,6 +346,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
     if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
     if op is Ops.IOTA: return (0, max(u.arg - 1, 0))
+    if op is Ops.CARRY and len(u.arg) > 3 and u.arg[3] is not None: return u.arg[3]   # a loop index's range
     if op is Ops.BUFFER and u.arg.data is not None and u.arg.size and (dt.is_int or dt.is_bool):   # captured data
         return (u.arg.data.min().item(), u.arg.data.max().item())
     if op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.FLIP, Ops.SHRINK): return u.src[0].bounds
@@ -362,6 +367,11 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if op is Ops.NEG:
         a0, a1 = u.src[0].bounds
         return _clip((-a1, -a0), full)
+    if op is Ops.MOD and const_divisor(u) is not None and const_divisor(u) > 0:   # NumPy's: the divisor's sign
+        return (0, const_divisor(u) - 1)
+    if op is Ops.FLOORDIV and const_divisor(u) is not None and const_divisor(u) > 0:
+        (a0, a1), c = u.src[0].bounds, const_divisor(u)
+        return (a0 // c, a1 // c) if a0 != dt.min and a1 != dt.max else full
     if op is Ops.IDIV and u.src[1].op is Ops.CONST and u.src[1].arg > 0:
         (a0, a1), c = u.src[0].bounds, u.src[1].arg
         return (_tdiv(a0, c), _tdiv(a1, c))
@@ -396,6 +406,13 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
         (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
         return (a0 or b0, a1 or b1)
     return full
+
+
+def const_divisor(u: UOp):
+    """The divisor of a tensor-level division or modulo when it is one constant (seen through broadcasting)."""
+    d = u.src[1]
+    while d.op in (Ops.RESHAPE, Ops.EXPAND): d = d.src[0]
+    return d.arg if d.op is Ops.CONST and d.dtype.is_int else None
 
 
 def _clip(b, full):

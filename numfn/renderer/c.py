@@ -215,7 +215,7 @@ def _expr(u: UOp, a: list[str]) -> str:
 
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
-                   batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
+                   batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
     `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the externs
     table if the program calls extern routines, then the thread pool's parallel_for or NULL. It returns 0, or 1
@@ -226,7 +226,10 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
     example per iteration, everything else (unflagged inputs, constants, the scratch arena) is shared.
 
     With `profile` (DEBUG=2), the entry adds the nanoseconds each kernel took to the exported array
-    `<entry>_ns` (one int64 per kernel)."""
+    `<entry>_ns` (one int64 per kernel).
+
+    `steps` (numfn.program_steps) says in which order the kernels run, with loops and branches around some of
+    them; None runs each kernel once, in order."""
     out = [PRELUDE]
     if profile:
         out.append("#include <time.h>\n"
@@ -260,12 +263,41 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
 
     indent = "  " if batched is None else "    "
     if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
-    for k, (prog, _) in enumerate(kernels):
+
+    def call(k: int, indent: str) -> None:
+        prog = kernels[k][0]
         args = ([] if prog.parallel is None else ["pfor"]) + (["externs"] if getattr(prog, "externs", False) else []) \
             + [arg(p.arg) for p in prog.params]
         if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
         body.append(f"{indent}{prog.name}({', '.join(args)});")
         if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")
+
+    def run(items: list, indent: str) -> None:
+        for item in items:
+            if isinstance(item, int):
+                call(item, indent)
+                continue
+            kind, loop, parts = item
+            flag = buffer_name(loop.flag.arg)
+            if kind == "loop":   # while (cond) { body; swap each state buffer with its next }
+                body.append(f"{indent}for (;;) {{")
+                run(parts[0], indent + "  ")
+                body.append(f"{indent}  if (!{flag}[0]) break;")
+                run(parts[1], indent + "  ")
+                for cur, nxt in zip(loop.state, loop.next):
+                    if nxt is None: continue
+                    a, b_ = buffer_name(cur.arg), buffer_name(nxt.arg)
+                    body.append(f"{indent}  {{ {cur.dtype.cname} *t = {a}; {a} = {b_}; {b_} = t; }}")
+                body.append(f"{indent}}}")
+            else:   # a branch: the index picks one
+                body.append(f"{indent}switch ({flag}[0]) {{")
+                for k, part in enumerate(parts):
+                    body.append(f"{indent}{'default' if k == len(parts) - 1 else f'case {k}'}: {{")
+                    run(part, indent + "  ")
+                    body.append(f"{indent}  break; }}")
+                body.append(f"{indent}}}")
+
+    run(list(range(len(kernels))) if steps is None else steps, indent)
     if batched is not None: body.append("  }")
     if layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")

@@ -309,6 +309,16 @@ def render_extern(prog) -> str:
     return "\n".join(out)
 
 
+def _loops(steps) -> list:
+    """Every loop and branch of an outline of steps, nested ones too."""
+    out = []
+    for item in steps or ():
+        if isinstance(item, int): continue
+        out.append(item)
+        for part in item[2]: out += _loops(part)
+    return out
+
+
 def _clock(name: str) -> list[str]:
     """`%name` = clock_gettime(CLOCK_MONOTONIC) in nanoseconds (the timespec lives in %ts)."""
     return ["  call i32 @clock_gettime(i32 1, ptr %ts)",
@@ -321,12 +331,13 @@ def _clock(name: str) -> list[str]:
 
 
 def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
-                   batched: tuple[bool, ...] | None = None, profile: bool = False) -> str:
+                   batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
     """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr buffers)` (the
     outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be
     allocated. With `batched` (one flag per input) the entry takes
     `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer). With
-    `profile` (DEBUG=2), each kernel's nanoseconds are added to the exported global `<entry>_ns`."""
+    `profile` (DEBUG=2), each kernel's nanoseconds are added to the exported global `<entry>_ns`. `steps`: the order
+    of the kernels with loops and branches around some of them (see the C renderer)."""
     declares: set[str] = set()
     funcs = []
     for _, src in kernels:
@@ -365,10 +376,17 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
                  "fail:", "  ret i32 1", "run:"]
         for buf, _, offset in layout.intermediates:
             body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
+    # buffers a loop swaps live in stack slots: each use loads the pointer the slot holds then
+    swapped = {b.arg for item in _loops(steps) for pair in zip(item[1].state, item[1].next) if pair[1] is not None
+               for b in pair}
+    for buf in sorted(swapped, key=lambda b: b.number):
+        name = buffer_name(buf)
+        body += [f"  %{name}.var = alloca ptr", f"  store ptr %{name}, ptr %{name}.var"]
+    uses = iter(range(1 << 62))
     constants = {buffer_name(b) for b, _, _ in layout.embedded_constants}
     if batched is not None:
         body += ["  br label %batch.head", "batch.head:",
-                 f"  %b = phi i64 [ %start, %{'run' if layout.arena_bytes else 'entry'} ], [ %b.next, %batch.body ]",
+                 f"  %b = phi i64 [ %start, %{'run' if layout.arena_bytes else 'entry'} ], [ %b.next, %batch.latch ]",
                  "  %b.more = icmp slt i64 %b, %end", "  br i1 %b.more, label %batch.body, label %batch.exit",
                  "batch.body:"]
         dtypes_of = dict((*layout.outputs, *layout.inputs))
@@ -380,26 +398,72 @@ def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layou
 
     def arg(buf) -> str:
         name = buffer_name(buf)
+        if buf in swapped:
+            v = f"%{name}.u{next(uses)}"
+            body.append(f"  {v} = load ptr, ptr %{name}.var")
+            return v
         return f"@{name}" if name in constants else f"%{name}.at" if buf in advancing else f"%{name}"
 
     if profile:
         declares.add("declare i32 @clock_gettime(i32, ptr)")
         out.insert(0, f"@{entry}_ns = global [{max(len(kernels), 1)} x i64] zeroinitializer, align 8")
         body.append("  %ts = alloca { i64, i64 }")
-    for k, (prog, _) in enumerate(kernels):
+
+    def call(k: int) -> None:
+        prog = kernels[k][0]
+        t = next(uses)
         args = ([] if prog.parallel is None else ["ptr %pfor"]) + \
             (["ptr %externs"] if getattr(prog, "externs", False) else []) + [f"ptr {arg(p.arg)}" for p in prog.params]
-        if profile: body += _clock(f"t0.{k}")
+        if profile: body.extend(_clock(f"t0.{t}"))
         body.append(f"  call void @{prog.name}({', '.join(args)})")
         if profile:
-            body += _clock(f"t1.{k}")
-            body += [f"  %dt.{k} = sub i64 %t1.{k}, %t0.{k}",
-                     f"  %slot.{k} = getelementptr inbounds i64, ptr @{entry}_ns, i64 {k}",
-                     f"  %old.{k} = load i64, ptr %slot.{k}",
-                     f"  %new.{k} = add i64 %old.{k}, %dt.{k}",
-                     f"  store i64 %new.{k}, ptr %slot.{k}"]
+            body.extend(_clock(f"t1.{t}"))
+            body.extend([f"  %dt.{t} = sub i64 %t1.{t}, %t0.{t}",
+                         f"  %slot.{t} = getelementptr inbounds i64, ptr @{entry}_ns, i64 {k}",
+                         f"  %old.{t} = load i64, ptr %slot.{t}",
+                         f"  %new.{t} = add i64 %old.{t}, %dt.{t}",
+                         f"  store i64 %new.{t}, ptr %slot.{t}"])
+
+    def flag_value(loop) -> str:
+        f, n = arg(loop.flag.arg), next(uses)
+        st = storage_type(loop.flag.dtype)
+        body.append(f"  %flag.{n} = load {st}, ptr {f}")
+        return f"%flag.{n}"
+
+    def run(items: list) -> None:
+        for item in items:
+            if isinstance(item, int):
+                call(item)
+                continue
+            kind, loop, parts = item
+            n = next(uses)
+            if kind == "loop":   # while (cond) { body; swap each state buffer with its next }
+                body.extend([f"  br label %loop{n}.head", f"loop{n}.head:"])
+                run(parts[0])
+                f = flag_value(loop)
+                body.extend([f"  %go.{n} = icmp ne i8 {f}, 0", f"  br i1 %go.{n}, label %loop{n}.body, "
+                             f"label %loop{n}.exit", f"loop{n}.body:"])
+                run(parts[1])
+                for cur, nxt in zip(loop.state, loop.next):
+                    if nxt is None: continue
+                    a, b_ = buffer_name(cur.arg), buffer_name(nxt.arg)
+                    body.extend([f"  %sw{n}.{a} = load ptr, ptr %{a}.var", f"  %sw{n}.{b_} = load ptr, ptr %{b_}.var",
+                                 f"  store ptr %sw{n}.{b_}, ptr %{a}.var", f"  store ptr %sw{n}.{a}, ptr %{b_}.var"])
+                body.extend([f"  br label %loop{n}.head", f"loop{n}.exit:"])
+            else:   # a branch: the index picks one (the last takes any other)
+                f = flag_value(loop)
+                cases = " ".join(f"i64 {k}, label %br{n}.{k}" for k in range(len(parts) - 1))
+                body.append(f"  switch i64 {f}, label %br{n}.{len(parts) - 1} [ {cases} ]")
+                for k, part in enumerate(parts):
+                    body.append(f"br{n}.{k}:")
+                    run(part)
+                    body.append(f"  br label %br{n}.end")
+                body.append(f"br{n}.end:")
+
+    run(list(range(len(kernels))) if steps is None else steps)
     if batched is not None:
-        body += ["  %b.next = add nsw i64 %b, 1", "  br label %batch.head", "batch.exit:"]
+        body += ["  br label %batch.latch", "batch.latch:", "  %b.next = add nsw i64 %b, 1", "  br label %batch.head",
+                 "batch.exit:"]
     if layout.arena_bytes: body.append("  call void @free(ptr %arena)")
     body.append("  ret i32 0")
     out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")

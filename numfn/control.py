@@ -1,0 +1,767 @@
+"""Loops and branches as program structure: fori_loop, while_loop, scan, cond, switch.
+
+Inside a traced function these do not unroll: the body is traced once into a *region* and becomes one LOOP node
+of the graph, which the compiled program runs as a native loop (or branch) around the body's kernels. Outside a
+trace (called with NumPy values) they run as the Python they describe.
+
+A region is closed: its sub-graphs (the condition, the body, the branches) see only placeholders, CARRY(tag, k):
+the first ones stand for the loop's state (or a branch's operands), the rest for the values from outside the
+region that its sub-graphs use (captures: they are the LOOP node's sources, computed outside the loop, so
+loop-invariant work is hoisted by construction). The LOOP node's value is the tuple of the region's results,
+RESULT(loop, k) is result k.
+
+State is pytrees of arrays, as in JAX. Beyond what the body returns, an array from outside that the body writes
+into (`out[i] = ...`, `acc += ...`) is state too: its value after the loop is the loop's (found by tracing the body
+once, then again with those arrays as placeholders). A Python scalar in the state takes the type the body gives
+it (`total = 0; total = total + x.sum()` makes a float64 state), as it would in NumPy after one iteration; any
+other change of shape or dtype across an iteration is an error naming the value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from numfn.dtype import DType, dtypes
+from numfn.errors import NumfnError, user_location
+from numfn.pytree import flatten, unflatten
+from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, recording_trace, tracing
+from numfn.uop import Ops, UOp, format_graph
+
+I64, BOOL = dtypes.int64, dtypes.bool
+
+
+@dataclass(frozen=True, eq=False)
+class Region:
+    """What a LOOP node runs. kind "while": while cond(state): state = body(state), results the final state;
+    kind "cond": one of `bodies` (chosen by the first source: a bool for two branches, an int64 index for a
+    switch) computes the results from the operands. Sub-graphs are SINKs over CARRY(tag, k) placeholders: k <
+    len(state) the state (or operands), the rest the captured outer values (the LOOP's sources after the state).
+    `names` say what each state value is in the user's code (for errors and debugging)."""
+    kind: str
+    tag: int
+    state: tuple[tuple[tuple[int, ...], DType], ...]
+    cond: UOp | None
+    bodies: tuple[UOp, ...]
+    results: tuple[tuple[tuple[int, ...], DType], ...]
+    names: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:   # the sub-graphs, whole: the cache key and printing see everything the loop does
+        parts = [f"{self.kind} region {self.tag}"]
+        if self.cond is not None: parts.append("cond:\n" + _indent(format_graph([self.cond])))
+        for i, b in enumerate(self.bodies): parts.append(f"body {i}:\n" + _indent(format_graph([b])))
+        return "\n".join(parts)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.tag, self.state, self.cond, self.bodies))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Region) and (self.kind, self.tag, self.state, self.cond, self.bodies) == \
+            (other.kind, other.tag, other.state, other.cond, other.bodies)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.split("\n"))
+
+
+def placeholder(tag: int, k: int, shape: tuple[int, ...], dtype: DType, bounds: tuple | None = None) -> UOp:
+    """Placeholder k of region `tag`; `bounds` ((lo, hi) of an integer) hold wherever this one is read (a loop
+    index inside the body: lower <= i < upper)."""
+    return UOp(Ops.CARRY, dtype, (), (tag, k, tuple(shape), bounds))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# closing sub-graphs over their captures
+
+def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp, UOp]) -> list[UOp]:
+    """`roots` with every outer value they use (a maximal subgraph not reading this region's placeholders)
+    replaced by a placeholder numbered from `first_capture` on; `captures` (outer value -> placeholder) is
+    extended, so several sub-graphs of one region share their captures."""
+    inner: dict[UOp, UOp] = {}
+    for u in toposort_many(roots):
+        if u.op is Ops.CARRY and u.arg[0] == tag:
+            inner[u] = u
+            continue
+        if not any(s in inner for s in u.src) or u.op is Ops.SINK:
+            if u.op is Ops.SINK: inner[u] = UOp(u.op, u.dtype, tuple(_captured(s, inner, tag, first_capture,
+                                                                                 captures) for s in u.src), u.arg)
+            continue
+        inner[u] = UOp(u.op, u.dtype, tuple(_captured(s, inner, tag, first_capture, captures) for s in u.src), u.arg)
+    return [_captured(r, inner, tag, first_capture, captures) for r in roots]
+
+
+def _captured(u: UOp, inner: dict, tag: int, first: int, captures: dict) -> UOp:
+    if u in inner: return inner[u]
+    if _constant(u): return u   # constants (and ranges, and views of them) stay where they are used: no memory
+    if u not in captures: captures[u] = placeholder(tag, first + len(captures), u.shape, u.dtype)
+    return captures[u]
+
+
+def _constant(u: UOp) -> bool:
+    return all(v.op in (Ops.CONST, Ops.IOTA) or (v.src and v.op not in (Ops.REDUCE_AXIS, Ops.SCAN, Ops.GATHER,
+                                                                       Ops.SCATTER, Ops.LOOP, Ops.RESULT, Ops.EXTERN))
+               for v in u.toposort())
+
+
+def toposort_many(roots: Sequence[UOp]) -> list[UOp]:
+    from numfn.uop import toposort
+    return toposort(list(roots))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tracing a region
+
+def _as_state(x, what: str) -> Tensor:
+    if isinstance(x, Tensor): return x
+    try:
+        return Tensor.lift(x)
+    except TypeError:
+        raise TypeError(f"{what} must be arrays or numbers, got {type(x).__name__} (at {user_location()})") from None
+
+
+def _spec(t: Tensor, name: str) -> tuple[tuple[int, ...], DType]:
+    if t.runtime_length:
+        raise NumfnError(f"{name}: an array of run-time length (x[mask], nonzero) as loop state (at "
+                         f"{user_location()}); keep the mask and use np.where instead")
+    return (t.shape, t.uop.dtype)
+
+
+def _name(t: Tensor) -> str:
+    return f"an array of shape {t.shape} written in the loop"
+
+
+@dataclass
+class _Traced:
+    """A sub-graph traced: the values it returned, the outer arrays it rebinds (implicit state), its checks."""
+    values: list
+    rebinds: dict
+    checks: list
+
+
+def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
+    with recording_trace(region=True) as rec:
+        try:
+            values = fn(*args)
+        except BaseException:   # outer arrays the body wrote get their values back
+            for t, old in rec.rebinds.values():
+                if t.base is None: t.rebind(old, record=False)
+            raise
+    return _Traced(values, rec.rebinds, rec.checks)
+
+
+def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str]) -> list | None:
+    """The state's types after one iteration: None when `new` matches them, else the promoted types (a Python
+    scalar in the state takes the type the body gives it). Any other change is an error naming the value."""
+    out, changed = [], False
+    for t, n, (shape, dt), name in zip(state, new, specs, names):
+        if n.shape != shape:
+            raise NumfnError(f"{name} changes shape from {shape} to {n.shape} in the loop body (at "
+                             f"{user_location()}); the state of a loop keeps its shape")
+        nd = n.uop.dtype
+        if nd is dt:
+            out.append((shape, dt))
+            continue
+        if t.weak:   # a Python scalar: after one iteration NumPy gives it the body's type
+            out.append((shape, nd))
+            changed = True
+            continue
+        raise NumfnError(f"{name} changes dtype from {dt.name} to {nd.name} in the loop body (at {user_location()}); "
+                         f"give it its final dtype before the loop (for example x = x.astype(np.{nd.name}))")
+    return out if changed else None
+
+
+def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
+                 body_bounds: dict[int, tuple[int, int]] | None = None) -> list[Tensor]:
+    """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
+    returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
+    it writes into join the state; their final values are rebound to them. Checks inside the body (an index out
+    of bounds) are state too: whether one failed, and its payload, raised after the call. `body_bounds`: integer
+    state values' bounds inside the body (a loop index)."""
+    extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
+    types: dict[int, DType] = {}                  # state values whose type the body changed (promoted scalars)
+    n_checks = 0                                  # checks the body makes: two state values each, last
+    body_bounds = body_bounds or {}
+    for _ in range(16):
+        tag = new_region_tag()
+        flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * n_checks
+        state = init + extra + flags
+        all_names = names + [_name(t) for t in extra] + ["a check's flag", "a check's payload"] * n_checks
+        specs = [(t.shape, types.get(k, t.uop.dtype)) for k, t in enumerate(state)]
+        for t, name in zip(state, all_names): _spec(t, name)
+        ph = [Tensor(placeholder(tag, k, s, d), weak=state[k].weak and k not in types) for k, (s, d) in
+              enumerate(specs)]
+        ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(k)), weak=p.weak) for k, ((s, d), p) in
+                   enumerate(zip(specs, ph))]
+        outer = [t.uop for t in extra]
+        for t, p in zip(extra, ph_body[len(init):]): t.rebind(p.uop, record=False)   # the body sees the state
+        c = b = None
+        try:
+            c = _trace(lambda *a: [_as_state(cond_fn(*a), "a loop condition")], ph[:len(init)])
+            for t, p in zip(extra, ph[len(init):]): t.rebind(p.uop, record=False)
+            for t, p in zip(extra, ph_body[len(init):]): t.rebind(p.uop, record=False)
+            b = _trace(lambda *a: [_as_state(v, "loop state") for v in body_fn(*a)], ph_body[:len(init)])
+            found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
+                     if t.base is None and not any(t is e for e in extra)]
+            written = [t.uop for t in extra]
+        finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
+            for tr in (c, b):
+                for t, old in tr.rebinds.values() if tr is not None else ():
+                    if t.base is None: t.rebind(old, record=False)
+            for t, old in zip(extra, outer): t.rebind(old, record=False)
+        if found:
+            extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
+            continue
+        if len(b.values) != len(init):
+            raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
+                             f"{user_location()})")
+        if c.checks:
+            raise NumfnError(f"a value check (an index out of bounds, ...) in a loop condition is not supported (at "
+                             f"{user_location()}); compute the condition from values checked before")
+        if len(b.checks) != n_checks:   # the body checks values: their flags become state
+            n_checks = len(b.checks)
+            continue
+        new = list(b.values) + [Tensor(u) for u in written]
+        for k, chk in enumerate(b.checks):   # failed so far, and the payload of the first failure
+            seen, payload = ph_body[len(init) + len(extra) + 2 * k], ph_body[len(init) + len(extra) + 2 * k + 1]
+            new += [seen | Tensor(chk.failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, chk.payload))]
+        settled = _settle(state, new, specs, all_names)
+        if settled is None: break
+        types = {k: d for k, (_, d) in enumerate(settled) if d is not specs[k][1] or k in types}
+    else:
+        raise NumfnError(f"the loop's state does not settle (at {user_location()})")
+    pred = c.values[0]
+    if pred.shape != (): raise ValueError(f"the loop condition must be a scalar, got an array of shape {pred.shape}")
+    captures: dict[UOp, UOp] = {}
+    sink = lambda us: UOp(Ops.SINK, dtypes.void, tuple(us))   # noqa: E731
+    cond_root = close(tag, [sink([pred.uop.cast(BOOL)])], len(specs), captures)[0]
+    body = close(tag, [sink([v.uop.cast(d) for v, (_, d) in zip(new, specs)])], len(specs), captures)[0]
+    region = Region("while", tag, tuple(specs), cond_root, (body,), tuple(specs), tuple(all_names))
+    srcs = tuple(t.uop.cast(d) for t, (_, d) in zip(state, specs)) + tuple(captures)
+    loop = UOp(Ops.LOOP, dtypes.void, srcs, region)
+    results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=state[k].weak and k not in types)
+               for k, (_, d) in enumerate(specs)]
+    for t, r in zip(extra, results[len(init):]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
+    at = len(init) + len(extra)
+    for k, chk in enumerate(b.checks): add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
+    return results[:len(init)]
+
+
+def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Tensor],
+                  names: Sequence[str] = ()) -> list[Tensor]:
+    """The results of branches[index](*operands) (index an int64 0-d value in range) as results of one LOOP node
+    of kind "cond". The branches' results must have one structure and shape; each takes the dtype the branches'
+    values promote to (NumPy's rules). `names`: the results' names, for errors. Arrays from outside that a branch
+    writes into become results too (the other branches give their old value)."""
+    tag = new_region_tag()
+    specs = [(t.shape, t.uop.dtype) for t in operands]
+    ph = [Tensor(placeholder(tag, k, s, d), weak=operands[k].weak) for k, (s, d) in enumerate(specs)]
+    traced, written = [], []
+    for fn in branches:
+        try:
+            traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], ph))
+            for t, old in traced[-1].rebinds.values():
+                if t.base is None and not any(t is w for w, _ in written): written.append((t, old))
+        finally:
+            for t, old in traced[-1].rebinds.values() if traced else ():
+                if t.base is None: t.rebind(old, record=False)
+    if any(tr.checks for tr in traced):
+        raise NumfnError(f"a value check (an index out of bounds, ...) inside a branch is not supported yet (at "
+                         f"{user_location()})")
+    counts = {len(tr.values) for tr in traced}
+    if len(counts) != 1:
+        raise NumfnError(f"the branches return different numbers of values ({sorted(counts)}) (at {user_location()})")
+    # what each branch leaves in the arrays it writes (the others leave their old value): traced once more, now
+    # that every written array is known, so each branch's graph holds its own final values
+    values: list[list[UOp]] = []
+    for fn in branches:
+        with recording_trace(region=True) as rec:
+            out = [_as_state(v, "a branch's result") for v in fn(*ph)]
+            finals = [t.uop for t, _ in written]
+        for t, old in written: t.rebind(old, record=False)
+        for t, old in rec.rebinds.values():
+            if t.base is None: t.rebind(old, record=False)
+        values.append([o.uop for o in out] + finals)
+    n = len(values[0])
+    results = []
+    from numfn.numpy.ufuncs import _promote
+    for k in range(n):
+        vs = [Tensor(v[k], weak=traced[i].values[k].weak if k < len(traced[i].values) else False)
+              for i, v in enumerate(values)]
+        if len({v.shape for v in vs}) != 1:   # broadcasting would give a shape no path of the Python code gives
+            what = repr(names[k]) if names and len(names) == len(traced[0].values) and k < len(names) else \
+                f"result {k}"
+            raise NumfnError(f"the branches give {what} different shapes {[v.shape for v in vs]} (at "
+                             f"{user_location()}); a compiled branch needs one shape for each value (broadcast them "
+                             "with numpy.broadcast_to, or compute both and pick with numpy.where)")
+        results.append((vs[0].shape, _promote(*vs)))
+    captures: dict[UOp, UOp] = {}
+    bodies = []
+    for v in values:
+        outs = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
+        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(outs))], len(specs), captures)[0])
+    region = Region("cond", tag, tuple(specs), None, tuple(bodies), tuple(results))
+    srcs = (index.uop.cast(I64),) + tuple(t.uop for t in operands) + tuple(captures)
+    node = UOp(Ops.LOOP, dtypes.void, srcs, region)
+    out = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
+    for (t, _), r in zip(written, out[n - len(written):]): t.rebind(r.uop)
+    return out[:n - len(written)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the public primitives
+
+def _traced(*trees) -> bool:
+    return tracing() or any(isinstance(x, Tensor) for t in trees for x in flatten(t)[0])
+
+
+def _leaves(tree, what: str) -> tuple[list[Tensor], Any]:
+    leaves, tdef = flatten(tree)
+    return [_as_state(x, what) for x in leaves], tdef
+
+
+def _same_structure(tree, expected, what: str):
+    leaves, tdef = flatten(tree)
+    if tdef != expected:
+        raise NumfnError(f"{what} returns a structure {tdef!r} where the loop's state is {expected!r} (at "
+                         f"{user_location()})")
+    return leaves
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """`val = init_val; for i in range(lower, upper): val = body_fun(i, val)`, returning val: a native loop in a
+    compiled function (lower and upper may be traced values), a Python loop otherwise."""
+    if not _traced(lower, upper, init_val):
+        val = init_val
+        for i in range(int(lower), int(upper)): val = body_fun(i, val)
+        return val
+    state, tdef = _leaves(init_val, "the loop state")
+    lo, hi = Tensor.lift(lower), Tensor.lift(upper)
+    for v, name in ((lo, "lower"), (hi, "upper")):
+        if v.ndim or not (v.uop.dtype.is_int or v.uop.dtype.is_bool):
+            raise TypeError(f"fori_loop's {name} bound must be an integer scalar (at {user_location()})")
+    lo = Tensor(lo.uop.cast(I64), weak=lo.weak)
+    # inside the body lower <= i < upper: bounds that spare index checks (x[i] with upper <= len(x))
+    bounds = {0: (int(lower), int(upper) - 1)} if isinstance(lower, int) and isinstance(upper, int) and \
+        lower < upper else None
+
+    def body(i, *vals):
+        new = _same_structure(body_fun(i, unflatten(tdef, list(vals))), tdef, "the loop body")
+        return [i + 1, *new]
+
+    out = while_region(lambda i, *vals: i < hi, body, [lo, *state],
+                       ["the loop index"] + [f"loop state {k}" for k in range(len(state))], bounds)
+    return unflatten(tdef, out[1:])
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """`val = init_val; while cond_fun(val): val = body_fun(val)`, returning val: a native loop in a compiled
+    function (cond_fun returns a traced bool), a Python loop otherwise."""
+    if not _traced(init_val):
+        val = init_val
+        while cond_fun(val): val = body_fun(val)
+        return val
+    state, tdef = _leaves(init_val, "the loop state")
+    out = while_region(lambda *vals: cond_fun(unflatten(tdef, list(vals))),
+                       lambda *vals: _same_structure(body_fun(unflatten(tdef, list(vals))), tdef, "the loop body"),
+                       state, [f"loop state {k}" for k in range(len(state))])
+    return unflatten(tdef, out)
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+    """JAX's scan: `carry = init; for x in xs: carry, y = f(carry, x)`, returning (carry, the ys stacked), as a
+    native loop in a compiled function. xs: a pytree of arrays with a common leading length (or None with
+    `length`); `reverse` walks them from the end (the ys keep the order of the xs)."""
+    x_leaves, x_tree = flatten(xs)
+    if not _traced(init, xs):
+        n = length if length is not None else (len(x_leaves[0]) if x_leaves else 0)
+        carry, ys = init, []
+        order = range(n - 1, -1, -1) if reverse else range(n)
+        for i in order:
+            carry, y = f(carry, unflatten(x_tree, [x[i] for x in x_leaves]) if x_leaves else None)
+            ys.append(y)
+        if reverse: ys.reverse()
+        y_leaves = [flatten(y)[0] for y in ys]
+        stacked = [np.stack([yl[k] for yl in y_leaves]) for k in range(len(y_leaves[0]))] if ys else []
+        return carry, (unflatten(flatten(ys[0])[1], stacked) if ys else None)
+    xs_t = [Tensor.lift(x) for x in x_leaves]
+    lengths = {x.shape[0] for x in xs_t if x.ndim}
+    if length is not None: lengths.add(int(length))
+    if len(lengths) != 1:
+        raise ValueError(f"scan needs xs with one leading length (and length= to match), got {sorted(lengths)}")
+    n = lengths.pop()
+    state, c_tree = _leaves(init, "the scan's carry")
+
+    def step(i, carry_leaves):
+        idx = (n - 1) - i if reverse else i
+        x = unflatten(x_tree, [t[idx] for t in xs_t]) if xs_t else None
+        carry, y = f(unflatten(c_tree, list(carry_leaves)), x)
+        return _same_structure(carry, c_tree, "the scan's function"), y
+
+    # the ys' structure and shapes: one trace of the step on placeholders (thrown away)
+    tag = new_region_tag()
+    ph = [Tensor(placeholder(tag, k, t.shape, t.uop.dtype), weak=t.weak) for k, t in enumerate(state)]
+    with recording_trace(region=True) as rec:
+        _, y = step(Tensor(placeholder(tag, len(ph), (), I64), weak=True), ph)
+    for t, old in rec.rebinds.values():
+        if t.base is None: t.rebind(old, record=False)
+    y_leaves, y_tree = flatten(y)
+    y_specs = [(Tensor.lift(v).shape, Tensor.lift(v).uop.dtype) for v in y_leaves]
+    from numfn import numpy as fnp
+    ys = [fnp.empty((n,) + s, dtype=d.np) for s, d in y_specs]
+
+    def body(i, carry_leaves):
+        carry, y = step(i, carry_leaves)
+        idx = (n - 1) - i if reverse else i
+        for buf, v in zip(ys, flatten(y)[0]): buf[idx] = v
+        return carry
+
+    out = fori_loop(0, n, body, list(state))
+    return unflatten(c_tree, out), unflatten(y_tree, ys)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """true_fun(*operands) if pred else false_fun(*operands): in a compiled function with a traced pred, a branch
+    of the program (only the chosen side runs); otherwise Python's if."""
+    if not isinstance(pred, Tensor):
+        return true_fun(*operands) if pred else false_fun(*operands)
+    p = Tensor.lift(pred)
+    if p.ndim: raise ValueError(f"cond's predicate must be a scalar, got an array of shape {p.shape}")
+    return switch(p.astype(np.bool_).astype(np.int64), [false_fun, true_fun], *operands)
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """branches[index](*operands), index clamped into range (as JAX does): a branch of the compiled program for a
+    traced index; otherwise a Python call."""
+    if not branches: raise ValueError("switch needs at least one branch")
+    if not isinstance(index, Tensor):
+        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+    i = Tensor.lift(index)
+    if i.ndim: raise ValueError(f"switch's index must be a scalar, got an array of shape {i.shape}")
+    i = i.astype(np.int64)
+    from numfn.numpy import clip
+    i = clip(i, 0, len(branches) - 1)
+    o_leaves, o_tree = flatten(list(operands))
+    ops = [_as_state(x, "a branch operand") for x in o_leaves]
+    res_tree = []
+
+    def wrap(fn):
+        def run(*vals):
+            out = fn(*unflatten(o_tree, list(vals)))
+            leaves, tdef = flatten(out)
+            res_tree.append(tdef)
+            return leaves
+        return run
+
+    out = branch_region(i, [wrap(b) for b in branches], ops)
+    trees = set(res_tree)
+    if len(trees) != 1:
+        raise NumfnError(f"the branches return different structures: {sorted(map(repr, trees))} (at "
+                         f"{user_location()})")
+    return unflatten(res_tree[0], out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what converted Python code calls (numfn.convert): a statement runs as Python, or as a loop or branch
+
+UNROLL = 4   # a converted loop with at most this many iterations known while tracing runs as Python (unrolled)
+_unroll = __import__("threading").local()
+
+
+def unroll_limit() -> int:
+    return getattr(_unroll, "limit", UNROLL)
+
+
+class unrolling:
+    """Context manager: converted loops of at most `limit` static iterations unroll while it is active (jit's
+    unroll= option)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+
+    def __enter__(self):
+        self.previous = getattr(_unroll, "limit", None)
+        if self.limit is not None: _unroll.limit = int(self.limit)
+
+    def __exit__(self, *exc):
+        if self.previous is None: _unroll.__dict__.pop("limit", None)
+        else: _unroll.limit = self.previous
+
+
+def _is_traced(x) -> bool:
+    return any(isinstance(v, Tensor) for v in flatten(x)[0])
+
+
+def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], list] | None:
+    """The carried values as state leaves (arrays and numbers) and their tree, or None when one cannot be carried
+    by a native loop (a list, None, an object: the loop then runs as Python, or fails naming it)."""
+    from numfn.convert import _UNBOUND
+    leaves, trees = [], []
+    for v, name in zip(state, names):
+        if v is _UNBOUND: return None
+        ls, tdef = flatten(v)
+        if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls): return None
+        leaves += [_as_state(x, name) for x in ls]
+        trees.append(tdef)
+    return leaves, trees
+
+
+def _carriable(v) -> bool:
+    from numfn.convert import is_unbound
+    return not is_unbound(v) and all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray))
+                                     for x in flatten(v)[0])
+
+
+def _local_slots(state: tuple, fresh: set[int]) -> list[int]:
+    """The state slots a native loop does not carry: values still unbound, and those bound in the body (`fresh`:
+    unbound when the loop began) to something a loop cannot carry (a list, an object)."""
+    from numfn.convert import is_unbound
+    return [k for k, v in enumerate(state) if is_unbound(v) or (k in fresh and not _carriable(v))]
+
+
+class _Slots:
+    """A statement's state with some slots left out of a native region: `inner` fills them back (unbound) for the
+    Python function of a body or branch, `outer` drops them from what it gives, `after` marks them undefined."""
+
+    def __init__(self, names: tuple, local: list[int]):
+        self.names, self.local = names, set(local)
+        self.kept = [k for k in range(len(names)) if k not in self.local]
+
+    def outer(self, values) -> list:
+        values = list(values)
+        return [values[k] for k in self.kept]
+
+    def inner(self, kept_values) -> list:
+        from numfn.convert import _UNBOUND
+        full = [_UNBOUND] * len(self.names)
+        for k, v in zip(self.kept, kept_values): full[k] = v
+        return full
+
+    def after(self, kept_values, why: str) -> tuple:
+        from numfn.convert import undefined
+        full = self.inner(kept_values)
+        for k in self.local: full[k] = undefined(self.names[k], why)
+        return tuple(full)
+
+
+def _unflatten_state(leaves: list, trees: list) -> list:
+    out, at = [], 0
+    for tdef in trees:
+        out.append(unflatten(tdef, leaves[at:at + tdef.num_leaves]))
+        at += tdef.num_leaves
+    return out
+
+
+def _refuse_python_state(names: tuple, state: tuple, line: int, what: str):
+    from numfn.convert import _UNBOUND
+    bad = [n for n, v in zip(names, state) if v is _UNBOUND or not all(
+        isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in flatten(v)[0])]
+    raise NumfnError(f"{what} at line {line} runs as a compiled loop, but it changes {', '.join(map(repr, bad))}, "
+                     f"which is not an array or a number (a list, None, an object) (at {user_location()}); "
+                     "keep arrays in the loop's variables, or make the loop short and static so it unrolls")
+
+
+def run_for_range(start, stop, step, body, state, names, flags, line):
+    """`for i in range(start, stop, step)` of converted code: Python (unrolled) when the trip count is static and
+    short, or when nothing in it is traced; else a native loop (the body's break flag ends it). A long static loop
+    over Python variables runs its first iteration as Python to find out: it stays Python if that iteration left
+    its variables Python values and wrote into no array, else the rest is a native loop."""
+    step = 1 if step is None else step
+    static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+    if static and step == 0: raise ValueError("range() arg 3 must not be zero")
+    if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
+        return _python_for(start, stop, step, body, state, flags)
+    from numfn.convert import is_unbound
+    f: list = [False] * len(flags)
+    fresh = {k for k, v in enumerate(state) if is_unbound(v)}
+    # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
+    # when some are bound only inside the loop (that binds them: the native loop then carries them)
+    if static and (not _is_traced(state) or fresh):
+        if not range(start, stop, step): return tuple(state)
+        with observing_rebinds() as wrote:
+            out = body(start, *f, *state)
+        f, state = list(out[:len(flags)]), tuple(out[len(flags):])
+        start += step
+        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
+        if not wrote and not _is_traced(out): return _python_for(start, stop, step, body, state, flags)
+    if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
+    slots = _Slots(names, _local_slots(state, fresh))
+    carried = _loop_state(tuple(slots.outer(state)), tuple(slots.outer(names)), line)
+    if carried is None:
+        if static: return _python_for(start, stop, step, body, state, flags)
+        _refuse_python_state(tuple(slots.outer(names)), tuple(slots.outer(state)), line, "a for loop")
+    leaves, trees = carried
+    kept_names = tuple(slots.outer(names))
+    n_flags = len(flags)
+    lo = Tensor.lift(start).astype(np.int64)
+    hi = Tensor.lift(stop).astype(np.int64)
+    st = Tensor.lift(step).astype(np.int64)
+    if static: lo = Tensor(lo.uop, weak=True)   # a Python int index (NEP 50: weak)
+    up = step > 0 if isinstance(step, (int, np.integer)) else None
+    init = [lo] + [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
+
+    def more(i, *rest):
+        if up is None: going = ((st > 0) & (i < hi)) | ((st < 0) & (i > hi))   # a traced step: its sign decides
+        else: going = (i < hi) if up else (i > hi)
+        return going & ~rest[0] if n_flags else going
+
+    def step_body(i, *rest):
+        f, vals = list(rest[:n_flags]), _unflatten_state(list(rest[n_flags:]), trees)
+        out = body(i, *f, *slots.inner(vals))
+        new_flags, new_vals = list(out[:n_flags]), slots.outer(out[n_flags:])
+        new_leaves = []
+        for v, tdef, name in zip(new_vals, trees, kept_names):
+            ls, t2 = flatten(v)
+            if t2 != tdef:
+                raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
+                                 "after an iteration")
+            new_leaves += [_as_state(x, name) for x in ls]
+        return [i + st] + [Tensor.lift(x) for x in new_flags] + new_leaves
+
+    # the index's range inside the body (spares index checks: x[i] with stop <= len(x))
+    bounds = {0: (start, max(start, stop - 1)) if step > 0 else (min(start, stop + 1), start)} if static else None
+    out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
+                       bounds)
+    return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
+
+
+def _compiled_loop_local(line: int) -> str:
+    return (f"it is assigned inside the loop at line {line}, which runs compiled, and only there; assign it "
+            "before the loop to read it after")
+
+
+def _zero_step(_) -> BaseException:
+    return ValueError("range() arg 3 must not be zero")
+
+
+def _leaf_names(names, trees) -> list[str]:
+    return [f"{n!r}" if t.num_leaves == 1 else f"{n!r}[{k}]" for n, t in zip(names, trees)
+            for k in range(t.num_leaves)]
+
+
+def _python_for(start, stop, step, body, state, flags):
+    vals = tuple(state)
+    f = [False] * len(flags)
+    for i in range(int(start), int(stop), int(step)):
+        out = body(i, *f, *vals)
+        f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        if f and _truth(f[0]): break
+    return vals
+
+
+def _truth(x) -> bool:
+    return bool(x)
+
+
+def run_while(cond, body, state, names, flags, line):
+    """`while test:` of converted code: Python while the test is a Python value; once it is traced (or after a
+    few iterations whose state holds arrays), a native loop from the state reached."""
+    from numfn.convert import is_unbound
+    vals = tuple(state)
+    fresh = {k for k, v in enumerate(vals) if is_unbound(v)}
+    f = [False] * len(flags)
+    peeled = 0
+    while True:
+        test = cond(*f, *vals)
+        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return vals
+        if isinstance(test, Tensor) or (tracing() and peeled >= unroll_limit() and _is_traced(vals)):
+            break
+        if not _truth(test): return vals
+        out = body(*f, *vals)
+        f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        peeled += 1
+    slots = _Slots(names, _local_slots(vals, fresh))
+    kept_names = tuple(slots.outer(names))
+    carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
+    if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
+    leaves, trees = carried
+    leaves = [Tensor(t.uop, weak=t.weak) for t in leaves]
+    n_flags = len(flags)
+    init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
+
+    def more(*rest):
+        t = Tensor.lift(cond(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees))))
+        return t.astype(np.bool_) & ~rest[0] if n_flags else t.astype(np.bool_)
+
+    def step_body(*rest):
+        out = body(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees)))
+        new = [Tensor.lift(x) for x in out[:n_flags]]
+        for v, tdef, name in zip(slots.outer(out[n_flags:]), trees, kept_names):
+            ls, t2 = flatten(v)
+            if t2 != tdef:
+                raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
+                                 "after an iteration")
+            new += [_as_state(x, name) for x in ls]
+        return new
+
+    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees))
+    return slots.after(_unflatten_state(out[n_flags:], trees), _compiled_loop_local(line))
+
+
+def run_if(test, then, orelse, state, names, both, line):
+    """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one."""
+    if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
+    t = Tensor.lift(test)
+    if t.ndim and t.size != 1:
+        raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                         "a.all()")
+    from numfn.convert import is_unbound
+    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it
+    ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v)])
+    outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])
+    carried = _loop_state(tuple(ins.outer(state)), ("",) * len(ins.kept), line)
+    if carried is None:
+        raise NumfnError(f"a branch at line {line} on a traced value reads a variable that is not an array or a "
+                         f"number (at {user_location()})")
+    leaves, trees = carried
+    out_trees = []
+
+    def branch(fn):
+        def run(*vals):
+            out = outs.outer(fn(*ins.inner(_unflatten_state(list(vals), trees))))
+            if any(is_unbound(v) for v in out):
+                raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
+                                 f"{user_location()})")
+            ls, tdef = flatten(tuple(out))
+            out_trees.append(tdef)
+            if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls):
+                raise NumfnError(f"a branch at line {line} on a traced value gives {', '.join(map(repr, names))} "
+                                 f"a value that is not an array or a number (at {user_location()})")
+            return ls
+        return run
+
+    index = t.reshape(()).astype(np.bool_).astype(np.int64)
+    out_names = tuple(outs.outer(names))
+    out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
+    if len(set(out_trees)) != 1:
+        raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
+                         f"different structures (at {user_location()})")
+    return outs.after(unflatten(out_trees[0], out),
+                      f"only one side of the branch at line {line} assigns it, and which side runs is decided by a "
+                      "traced value; assign it before the if (or on both sides)")
+
+
+def logical(kind: str, thunks) -> Any:
+    """`a and b` / `a or b` of converted code: Python's on Python values; on a traced one, elementwise logic
+    (both sides are then computed)."""
+    value = thunks[0]()
+    for thunk in thunks[1:]:
+        if isinstance(value, Tensor):
+            other = Tensor.lift(thunk()).astype(np.bool_)
+            value = value.astype(np.bool_) & other if kind == "and" else value.astype(np.bool_) | other
+            continue
+        if (kind == "and" and not _truth(value)) or (kind == "or" and _truth(value)): return value
+        value = thunk()
+    return value
+
+
+def logical_not(x) -> Any:
+    return ~Tensor.lift(x).astype(np.bool_) if isinstance(x, Tensor) else not x
+
+
+def not_flags(brk, cont) -> Any:
+    return logical_not(logical("or", [lambda: brk, lambda: cont]))
+
+
+__all__ = ["fori_loop", "while_loop", "scan", "cond", "switch", "Region", "unrolling"]

@@ -1,0 +1,536 @@
+"""Python control flow on traced values, converted to numfn's loops and branches before tracing.
+
+A tracer only sees values, so `for i in range(n):` would unroll n copies of its body and `if x.sum() > 0:` could
+not be traced at all. Before numfn traces a function it rewrites the function's source (its AST, as TensorFlow's
+AutoGraph does) so that each `for ... in range(...)`, `while` and `if` statement calls a small runtime function
+instead, handing it the statement's parts as nested functions:
+
+    for i in range(a, b):          ->   def _body(i, (x, y)): ...; return (x, y)
+        <body>                          (x, y) = _numfn.for_range(a, b, None, _body, (x, y), ...)
+
+The runtime functions (`Runtime`) decide when the statement runs: as plain Python when nothing in it is traced
+(or a loop's trip count is small and known: unrolled), or as numfn.control's native loops and branches. The
+variables a statement carries are the names it assigns that exist before it; arrays written through indexing
+(`out[i] = v`) need no name: the loop finds them itself (numfn.control).
+
+Also converted: `return` inside `if` (the rest of the function moves into the branches, so every path ends in one
+return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop).
+Not converted (a clear error when the loop runs natively): `return` inside a loop, `else:` clauses of loops,
+`yield`, `global`/`nonlocal` assignment inside a converted statement.
+
+The converted function is compiled once per Python function and cached; `NUMFN_DEBUG=4` prints its source. A
+function whose source cannot be read (a lambda typed at a prompt, a builtin) is traced as it is.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import linecache
+import sys
+import textwrap
+import weakref
+from collections import Counter
+from collections.abc import Callable
+
+from numfn import debug
+
+_RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class Unconvertible(Exception):
+    """The function cannot be converted (no source, or syntax the converter does not handle): trace it as is."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# names a piece of code assigns and reads
+
+def _assigned(nodes: list[ast.stmt]) -> list[str]:
+    """Names bound by `nodes` (assignments, augmented assignments, for targets, with-as, walrus), in order, not
+    looking into nested function definitions."""
+    out: list[str] = []
+
+    def add_target(t):
+        if isinstance(t, ast.Name): out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts: add_target(e)
+        elif isinstance(t, ast.Starred): add_target(t.value)
+
+    class V(ast.NodeVisitor):
+        def visit_FunctionDef(self, node):   # the converter's own helpers are not the user's variables
+            if not node.name.startswith("_numfn"): out.append(node.name)
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Lambda(self, node): pass
+
+        def visit_ClassDef(self, node): out.append(node.name)
+
+        def visit_Assign(self, node):
+            for t in node.targets: add_target(t)
+            self.visit(node.value)
+
+        def visit_AugAssign(self, node):
+            add_target(node.target)
+            self.visit(node.value)
+
+        def visit_AnnAssign(self, node):
+            if node.value is not None: add_target(node.target)
+
+        def visit_For(self, node):
+            add_target(node.target)
+            self.generic_visit(node)
+
+        def visit_NamedExpr(self, node):
+            add_target(node.target)
+            self.visit(node.value)
+
+        def visit_With(self, node):
+            for item in node.items:
+                if item.optional_vars is not None: add_target(item.optional_vars)
+            self.generic_visit(node)
+
+    for n in nodes: V().visit(n)
+    return list(dict.fromkeys(out))
+
+
+def _reads(node: ast.AST) -> Counter:
+    """How many times `node` reads each name (nested functions included: they may read it too)."""
+    return Counter(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _contains(nodes, kinds) -> ast.AST | None:
+    """The first node of one of `kinds` in `nodes`, not looking into nested functions (nor, for break/continue,
+    into nested loops)."""
+    loops = (ast.For, ast.While, ast.AsyncFor)
+    for node in nodes:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, kinds): return n
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)): continue
+            if n is not node and isinstance(n, loops) and kinds in ((ast.Break,), (ast.Continue,),
+                                                                     (ast.Break, ast.Continue)):
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the rewriting
+
+class _Converter:
+    """Rewrites a function body's statements; `defined` tracks the names bound so far (parameters first)."""
+
+    def __init__(self, params: list[str], function: ast.FunctionDef, line0: int):
+        self.line0 = line0             # the source file's line of the function's first line, less one
+        self.defined: list[str] = list(params)
+        self.reads = _reads(function)   # how often the function reads each name (counted before any rewriting)
+        self.counter = 0
+
+    def fresh(self, what: str) -> str:
+        self.counter += 1
+        return f"_numfn_{what}{self.counter}"
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.If) and _contains(s.body + s.orelse, (ast.Return,)):
+                # `if c: ... return a` with code after it: the rest joins each branch, so every path returns
+                rest = stmts[i + 1:]
+                body = s.body + ([] if _ends_in_return(s.body) else rest)
+                orelse = s.orelse + ([] if _ends_in_return(s.orelse) else rest)
+                lifted = ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse or [ast.Pass()])
+                ast.copy_location(lifted, s)
+                out += self.statement(lifted, returns=True)
+                return out
+            out += self.statement(s)
+        return out
+
+    def statement(self, s: ast.stmt, returns: bool = False) -> list[ast.stmt]:
+        if isinstance(s, ast.For) and _is_range(s): return self.for_range(s)
+        if isinstance(s, ast.While): return self.while_(s)
+        if isinstance(s, ast.If): return self.if_(s, returns)
+        if isinstance(s, (ast.For, ast.With)):
+            s.body = self.block(s.body)
+            if isinstance(s, ast.For): s.orelse = self.block(s.orelse)
+        self.defined += _assigned([s])
+        return [s]
+
+    # ---- loops ----
+    def _carried(self, loop: ast.stmt) -> list[str]:
+        """The names a loop carries: those its body assigns that exist before it or are read outside it (those
+        start unbound: as in Python, they are visible after a loop that ran). A temporary of the body is not
+        carried: a compiled loop would keep it in memory from one iteration to the next."""
+        known = set(self.defined)
+        inside = _reads(loop)
+        return [n for n in _assigned(loop.body) if n in known or self.reads[n] > inside[n]]
+
+    def _unbind(self, names: list[str], at: ast.stmt) -> list[ast.stmt]:
+        """`if unbound(n): del n` for each of `names` not surely bound before the statement, so that a name a
+        statement did not bind stays unbound after it (Python's NameError), not bound to a marker."""
+        known = set(self.defined)
+        out = []
+        for n in names:
+            if n in known: continue
+            test = _call(f"{_RT}.unbound", [_load(n)])
+            out.append(ast.copy_location(ast.If(test=test, body=[ast.Delete([ast.Name(n, ast.Del())])], orelse=[]),
+                                         at))
+        return out
+
+    def for_range(self, s: ast.For) -> list[ast.stmt]:
+        if s.orelse: return self._unconverted(s, "a for loop with an else: clause")
+        if not isinstance(s.target, ast.Name): return self._unconverted(s, "a for loop whose target is not a name")
+        if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
+        args = s.iter.args
+        start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
+        target = s.target.id
+        self.defined.append(target)
+        body_stmts, flags = self._loop_flags(s.body)
+        carried = self._carried(s)
+        saved = list(self.defined)
+        self.defined += flags
+        new_body = self.block(body_stmts)
+        self.defined = saved
+        fn = self.fresh("body")
+        body_def = _def(fn, [target] + flags + carried, new_body, [_load(n) for n in flags + carried], s)
+        call = _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None),
+                                          ast.Name(fn, ast.Load()), _tuple(carried, defaults=True),
+                                          ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
+                                          ast.Constant(s.lineno + self.line0)])
+        assign = _assign(carried, call, s) if carried else ast.Expr(call)
+        return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
+
+    def while_(self, s: ast.While) -> list[ast.stmt]:
+        if s.orelse: return self._unconverted(s, "a while loop with an else: clause")
+        if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
+        body_stmts, flags = self._loop_flags(s.body)
+        carried = self._carried(s)
+        saved = list(self.defined)
+        self.defined += flags
+        new_body = self.block(body_stmts)
+        self.defined = saved
+        cond_fn, body_fn = self.fresh("cond"), self.fresh("body")
+        cond_def = _def(cond_fn, flags + carried, [], _test(s.test), s)
+        body_def = _def(body_fn, flags + carried, new_body, [_load(n) for n in flags + carried], s)
+        call = _call(f"{_RT}.while_", [_load(cond_fn), _load(body_fn), _tuple(carried, defaults=True),
+                                       ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
+                                       ast.Constant(s.lineno + self.line0)])
+        assign = _assign(carried, call, s) if carried else ast.Expr(call)
+        return [cond_def, body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
+
+    def _loop_flags(self, body: list[ast.stmt]) -> tuple[list[ast.stmt], list[str]]:
+        """The body with break/continue turned into flags: statements after one are guarded by `if not flag`, and
+        a break ends the loop (the runtime tests the break flag with the loop's condition)."""
+        if not _contains(body, (ast.Break, ast.Continue)): return body, []
+        brk, cont = self.fresh("break"), self.fresh("continue")
+        guarded = _guard(body, brk, cont)
+        reset = ast.Assign(targets=[ast.Name(cont, ast.Store())], value=ast.Constant(False))
+        return [ast.copy_location(reset, body[0])] + guarded, [brk, cont]
+
+    # ---- branches ----
+    def if_(self, s: ast.If, returns: bool = False) -> list[ast.stmt]:
+        ret = "_numfn_ret"
+        known = list(self.defined)
+        saved = list(self.defined)
+        body = self.block(s.body)
+        after_body = list(self.defined)
+        self.defined = list(saved)
+        orelse = self.block(s.orelse)
+        after_else = list(self.defined)
+        self.defined = saved
+        if returns:   # every path returns: the returned value is the branch's result
+            body, orelse = _returning(body, ret), _returning(orelse, ret)
+        # every name either side assigns goes in and comes out: one a side does not bind keeps its value from
+        # before (unbound if it had none: Python's NameError on a later read, or on a traced test an error naming
+        # the branch)
+        outs = list(dict.fromkeys(_assigned(body + orelse) + ([ret] if returns else [])))
+        both = [n for n in outs if (n in after_body and n in after_else) or n == ret]
+        true_fn, false_fn = self.fresh("then"), self.fresh("else")
+        t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
+        f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
+        call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
+                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)), ast.Constant(s.lineno + self.line0)])
+        stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
+        stmts += self._unbind([n for n in outs if n not in both], s)
+        self.defined += [n for n in both if n not in self.defined]
+        if returns: stmts.append(ast.copy_location(ast.Return(ast.Name(ret, ast.Load())), s))
+        return stmts
+
+    def _unconverted(self, s: ast.stmt, why: str) -> list[ast.stmt]:
+        """A statement left to Python: it runs as written (it unrolls, or fails clearly if a traced value decides
+        it); inside, loops and branches are still converted."""
+        s.body = self.block(s.body)
+        self.defined += _assigned([s])
+        marker = ast.Expr(_call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)]))
+        return [ast.copy_location(marker, s), s]
+
+
+class _Logic(ast.NodeTransformer):
+    """`a and b`, `a or b`, `not a` in a test: runtime calls that are Python's on Python values and elementwise
+    logic on traced ones (Python's would need the value of the traced array); `b` still runs only when needed."""
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        thunks = [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                           kwarg=None, defaults=[]), v) for v in node.values]
+        return ast.copy_location(_call(f"{_RT}.{'and_' if isinstance(node.op, ast.And) else 'or_'}", thunks), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not): return node
+        return ast.copy_location(_call(f"{_RT}.not_", [node.operand]), node)
+
+    def visit_Lambda(self, node):
+        return node
+
+
+def _test(expr: ast.expr) -> ast.expr:
+    return _Logic().visit(expr)
+
+
+def _is_range(s: ast.For) -> bool:
+    it = s.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
+        not it.keywords and 1 <= len(it.args) <= 3 and not any(isinstance(a, ast.Starred) for a in it.args)
+
+
+def _ends_in_return(stmts: list[ast.stmt]) -> bool:
+    if not stmts: return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return): return True
+    if isinstance(last, ast.If): return _ends_in_return(last.body) and _ends_in_return(last.orelse)
+    return False
+
+
+def _returning(stmts: list[ast.stmt], ret: str) -> list[ast.stmt]:
+    """`return v` statements of a branch (at its end, or at the end of nested branches) as `ret = v`."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            out.append(ast.copy_location(ast.Assign(targets=[ast.Name(ret, ast.Store())],
+                                                    value=s.value or ast.Constant(None)), s))
+            return out
+        out.append(s)
+    # a path that falls off the end of the function returns None
+    return out + [ast.Assign(targets=[ast.Name(ret, ast.Store())], value=ast.Constant(None))]
+
+
+def _guard(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
+    """Statements with break/continue replaced by setting flags, and what follows a statement that may set one
+    run only if neither is set."""
+    out: list[ast.stmt] = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, (ast.Break, ast.Continue)):
+            flag = brk if isinstance(s, ast.Break) else cont
+            set_flag = ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True))
+            out.append(ast.copy_location(set_flag, s))
+            break
+        if isinstance(s, ast.If) and _contains([s], (ast.Break, ast.Continue)):
+            s.body, s.orelse = _guard(s.body, brk, cont), _guard(s.orelse, brk, cont)
+            out.append(s)
+            rest = _guard(stmts[i + 1:], brk, cont)
+            if rest:   # the rest of the body runs when no flag was set (a branch itself, when the flags are traced)
+                test = _call(f"{_RT}.not_flags", [ast.Name(brk, ast.Load()), ast.Name(cont, ast.Load())])
+                out.append(ast.copy_location(ast.If(test=test, body=rest, orelse=[]), s))
+            break
+        out.append(s)
+    return out
+
+
+def _def(name: str, params: list[str], body: list[ast.stmt], result, at: ast.AST) -> ast.FunctionDef:
+    """def name(*params): body; return result (a list of expressions is a tuple)."""
+    value = ast.Tuple([*result], ast.Load()) if isinstance(result, list) else result
+    return ast.copy_location(_function(name, params, [*body, ast.Return(value)]), at)
+
+
+def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    return ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
+                                                         vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                         defaults=[]),
+                           body=body, decorator_list=[], returns=None, **extra)
+
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def _call(dotted: str, args: list) -> ast.Call:
+    obj, attr = dotted.split(".")
+    return ast.Call(func=ast.Attribute(ast.Name(obj, ast.Load()), attr, ast.Load()), args=args, keywords=[])
+
+
+def _tuple(names: list[str], defaults: bool = False) -> ast.expr:
+    """A tuple of the names' current values (with `defaults`, a name not bound yet counts as unbound)."""
+    if not defaults: return ast.Tuple([_load(n) for n in names], ast.Load())
+    return ast.Tuple([_call(f"{_RT}.value", [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None,
+                                                                          kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                                                          defaults=[]), _load(n))])
+                      for n in names], ast.Load())
+
+
+def _assign(names: list[str], value: ast.expr, at: ast.AST) -> ast.stmt:
+    """names = value, where the runtime's value is a tuple (of one, for one name)."""
+    target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+    return ast.copy_location(ast.Assign(targets=[target], value=value), at)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# converting a function
+
+def converted(fn: Callable) -> Callable:
+    """`fn` with its loops and branches converted (cached per function); `fn` itself when it cannot be."""
+    code = getattr(fn, "__code__", None)
+    if code is None: return fn
+    if getattr(fn, "__module__", "").startswith("numfn."): return fn   # numfn's own functions are written to trace
+    found = _cache.get(code)
+    if found is None:
+        try:
+            found = _convert(fn)
+        except Unconvertible as e:
+            debug.log(1, f"numfn traces {getattr(fn, '__qualname__', fn)} without converting its control flow ({e})")
+            found = None
+        _cache[code] = found if found is not None else False
+    if not found: return fn
+    factory, names = found
+    cells = [c.cell_contents if _bound(c) else None for c in (fn.__closure__ or ())]
+    new = factory(Runtime(), *cells)
+    functools.update_wrapper(new, fn, updated=())
+    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return new
+
+
+def _bound(cell) -> bool:
+    try:
+        _ = cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _convert(fn: Callable):
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise Unconvertible(f"no source: {e}") from None
+    source = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise Unconvertible(f"source does not parse alone: {e}") from None
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, ast.FunctionDef): raise Unconvertible("not a def statement (a lambda?)")
+    if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)): raise Unconvertible("nothing to")
+    if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
+    args = fdef.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] + \
+        [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    conv = _Converter(params, fdef, first - 1)
+    fdef.body = conv.block(fdef.body)
+    fdef.decorator_list = []
+    free = list(fn.__code__.co_freevars)
+    factory = _function("_numfn_factory", [_RT] + free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.increment_lineno(module, first - 1)
+    filename = fn.__code__.co_filename
+    debug.log(4, lambda: f"converted {fn.__qualname__}:\n{ast.unparse(fdef)}")
+    namespace: dict = {}
+    exec(compile(module, filename, "exec"), fn.__globals__, namespace)   # noqa: S102 - the user's own code
+    linecache.checkcache(filename)
+    return namespace["_numfn_factory"], free
+
+
+class Runtime:
+    """What converted code calls: each statement decides, when it runs, to run as Python or as numfn's loops and
+    branches (see numfn.control)."""
+
+    @staticmethod
+    def value(get):
+        try:
+            return get()
+        except (NameError, UnboundLocalError):
+            return _UNBOUND
+
+    @staticmethod
+    def unbound(x) -> bool:
+        return x is _UNBOUND
+
+    @staticmethod
+    def and_(*thunks):
+        from numfn.control import logical
+        return logical("and", thunks)
+
+    @staticmethod
+    def or_(*thunks):
+        from numfn.control import logical
+        return logical("or", thunks)
+
+    @staticmethod
+    def not_(x):
+        from numfn.control import logical_not
+        return logical_not(x)
+
+    @staticmethod
+    def not_flags(brk, cont):
+        from numfn.control import not_flags
+        return not_flags(brk, cont)
+
+    @staticmethod
+    def unconverted(why: str, line: int) -> None:
+        debug.log(2, f"line {line}: {why}: left to Python")
+
+    @staticmethod
+    def for_range(start, stop, step, body, state, names, flags, line):
+        from numfn.control import run_for_range
+        return run_for_range(start, stop, step, body, state, names, flags, line)
+
+    @staticmethod
+    def while_(cond, body, state, names, flags, line):
+        from numfn.control import run_while
+        return run_while(cond, body, state, names, flags, line)
+
+    @staticmethod
+    def if_(test, then, orelse, state, names, both, line):
+        from numfn.control import run_if
+        return run_if(test, then, orelse, state, names, both, line)
+
+
+class _Unbound:
+    """A variable not bound yet when a converted statement runs (bound inside it). Using it raises
+    UnboundLocalError: a body that reads a variable an earlier iteration was to bind."""
+    __slots__ = ("_why",)
+
+    def __init__(self, why: str = "a variable is read before it is assigned"):
+        self._why = why
+
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+    def _fail(self, *args, **kwargs):
+        raise UnboundLocalError(self._why)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"): raise AttributeError(name)
+        self._fail()
+
+
+for _m in ("bool", "index", "int", "float", "complex", "len", "iter", "getitem", "setitem", "array", "call", "neg",
+           "pos", "abs", "invert", "lt", "le", "gt", "ge", "matmul", "rmatmul", *(
+               f"{r}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                                     "lshift", "rshift") for r in ("", "r", "i"))):
+    setattr(_Unbound, f"__{_m}__", _Unbound._fail)
+del _m
+
+_UNBOUND = _Unbound()
+
+
+def undefined(name: str, why: str) -> _Unbound:
+    """The value of `name` after a compiled statement that binds it on some paths only: reading it raises an
+    UnboundLocalError saying why."""
+    return _Unbound(f"{name!r} has no value here: {why}")
+
+
+def is_unbound(x) -> bool:
+    return isinstance(x, _Unbound)

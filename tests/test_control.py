@@ -1,0 +1,584 @@
+"""Control flow: Python loops and branches over traced values (converted to native loops and branches) and the
+explicit primitives (numfn.fori_loop, while_loop, scan, cond, switch), against the same code run by NumPy."""
+import numpy as np
+import pytest
+
+import numfn
+from helpers import check, check_mutates
+
+RNG = np.random.default_rng(14)
+
+
+def native_steps(jf) -> list[str]:
+    """The kinds of loops and branches in the last compiled program ("loop", "branch"), outermost first."""
+    out = []
+
+    def walk(steps):
+        for s in steps:
+            if isinstance(s, tuple):
+                out.append(s[0])
+                for part in s[2]: walk(part)
+    walk(jf.specializations[-1].steps)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# converted Python loops
+
+def heat(u, steps):
+    for _t in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def test_for_range_static_trip_count_is_a_native_loop(backend):
+    u = np.sin(np.linspace(0, 3, 50))
+    jf = numfn.jit(heat, static_argnums=(1,), backend=backend)
+    check(heat, u, 100, backend=backend, jitted=jf)
+    assert native_steps(jf) == ["loop"]
+    # a few iterations unroll instead (no loop overhead, fused across iterations)
+    check(heat, u, 3, backend=backend, jitted=jf)
+    assert native_steps(jf) == []
+
+
+def running(x, n):
+    acc = np.zeros_like(x[0])
+    for i in range(n):
+        acc = acc * 0.5 + x[i % x.shape[0]]
+    return acc
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 19])
+def test_for_range_traced_trip_count(backend, n):
+    x = RNG.standard_normal((5, 3))
+    jf = numfn.jit(running, backend=backend)
+    check(running, x, np.int64(n), backend=backend, jitted=jf)
+    assert native_steps(jf) == ["loop"]
+
+
+def ranges(x, a, b, s):
+    acc = x * 0
+    for i in range(a, b, s):
+        acc = acc + i * x
+    return acc
+
+
+@pytest.mark.parametrize("a,b,s", [(0, 10, 3), (10, 0, -3), (5, 5, 1), (3, -4, -1), (0, 9, 100), (2, 1, 1)])
+def test_for_range_traced_start_stop_step(a, b, s):
+    jf = numfn.jit(ranges)
+    check(ranges, np.arange(3.0), np.int64(a), np.int64(b), np.int64(s), backend="llvm", jitted=jf)
+
+
+def test_range_step_zero_raises_like_python():
+    with pytest.raises(ValueError, match="zero"):
+        numfn.jit(ranges)(np.arange(3.0), np.int64(0), np.int64(3), np.int64(0))
+
+
+def newton_sqrt(x):
+    y = x * 1.0
+    err = 1.0
+    while err > 1e-12:
+        y_new = 0.5 * (y + x / y)
+        err = np.abs(y_new - y).max()
+        y = y_new
+    return y
+
+
+def test_while_traced_condition(backend):
+    jf = numfn.jit(newton_sqrt, backend=backend)
+    check(newton_sqrt, np.array([2.0, 9.0, 0.5, 1e6]), backend=backend, jitted=jf)
+    assert "loop" in native_steps(jf)
+    check(newton_sqrt, np.array([1.0]), backend=backend, jitted=jf)   # converges at once
+
+
+def collatz(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("n", [1, 6, 27, 97])
+def test_while_with_branch_on_integers(n):
+    jf = numfn.jit(collatz)
+    got = jf(np.int64(n))
+    assert got == collatz(n) and got.dtype == np.int64
+
+
+def first_negative(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            break
+        acc = acc + x[i]
+    return acc
+
+
+def skip_negative(x):
+    acc = 0.0
+    count = 0
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            continue
+        acc = acc + x[i]
+        count += 1
+    return acc, count
+
+
+def search(x, target):
+    i = 0
+    while i < x.shape[0]:
+        if x[i] == target:
+            break
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("x", [[1., 2, 3, -1, 5, 6, 7], [-1.0, 2, 3, 4, 5], [1.0, 2, 3, 4, 5, 6], []])
+def test_break_and_continue(backend, x):
+    x = np.array(x)
+    check(first_negative, x, backend=backend)
+    check(skip_negative, x, backend=backend)
+
+
+@pytest.mark.parametrize("target", [0, 3, 9, 12])
+def test_break_in_while(target):
+    check(search, np.arange(0, 12, 3), np.int64(target), backend="llvm")
+
+
+def nested(a, b):
+    out = np.zeros((a.shape[0], b.shape[1]))
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            s = 0.0
+            for k in range(a.shape[1]):
+                s = s + a[i, k] * b[k, j]
+            out[i, j] = s
+    return out
+
+
+def test_nested_loops_writing_by_loop_index(backend):
+    a, b = RNG.standard_normal((6, 5)), RNG.standard_normal((5, 7))
+    jf = numfn.jit(nested, backend=backend)
+    check(nested, a, b, backend=backend, jitted=jf)
+    assert native_steps(jf)[:2] == ["loop", "loop"]
+
+
+def prefix_in_place(x):
+    for i in range(1, x.shape[0]):
+        x[i] = x[i] + x[i - 1]
+
+
+def rows_in_place(m):
+    for i in range(1, m.shape[0]):
+        m[i, :] = m[i, :] * 0.5 + m[i - 1, :]
+    return m.sum()
+
+
+def test_loops_writing_into_arguments(backend):
+    check_mutates(prefix_in_place, np.arange(10.0), backend=backend)
+    check_mutates(rows_in_place, RNG.standard_normal((8, 4)), backend=backend)
+
+
+def masked_in_loop(x):
+    for i in range(6):
+        x[x > i] -= 1.0
+    return x
+
+
+def test_masked_writes_inside_a_loop(backend):
+    check_mutates(masked_in_loop, RNG.uniform(0, 8, 30), backend=backend)
+
+
+def promote(x):
+    acc = 0                     # a Python int that becomes float64 after the first iteration
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+    n = 0
+    for _i in range(x.shape[0]):
+        n = n + 1               # stays an integer
+    return acc, n
+
+
+def test_loop_variable_type_settles_like_numpy():
+    check(promote, np.linspace(0, 1, 9), backend="llvm")
+    check(promote, np.arange(9, dtype=np.int32), backend="llvm")
+
+
+def python_state_loop(x):
+    parts = []
+    for i in range(6):
+        parts.append(x[i] * i)
+    return np.stack(parts)
+
+
+def test_loop_building_python_list_unrolls():
+    check(python_state_loop, np.arange(8.0), backend="llvm")
+
+
+def zero_trip(x, n):
+    y = x + 1
+    for _i in range(n):
+        y = y * 2
+    z = x * 0
+    while n > 100:
+        z = z + 1
+        n = n - 1
+    return y, z
+
+
+def test_zero_trip_loops():
+    check(zero_trip, np.arange(4.0), np.int64(0), backend="llvm")
+    check(zero_trip, np.arange(4.0), np.int64(-3), backend="llvm")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# converted branches
+
+def branch_return(x):
+    if x.sum() > 0:
+        return x * 2
+    return -x
+
+
+def branch_assign(x, t):
+    if x.max() > t:
+        y = x - t
+        z = 1
+    elif x.min() < -t:
+        y = x + t
+        z = 2
+    else:
+        y = x * 0
+        z = 3
+    return y, z
+
+
+def branch_no_else(x):
+    y = x
+    if x[0] > 0:
+        y = y * 10
+    return y
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_if_with_traced_condition(backend, sign):
+    x = sign * np.arange(1.0, 5.0)
+    jf = numfn.jit(branch_return, backend=backend)
+    check(branch_return, x, backend=backend, jitted=jf)
+    assert native_steps(jf) == ["branch"]
+    check(branch_no_else, x, backend=backend)
+
+
+@pytest.mark.parametrize("t", [0.5, 2.5, 10.0])
+def test_elif_chain(t):
+    x = np.array([-3.0, 1.0, 2.0])
+    jf = numfn.jit(branch_assign)
+    for v in (x, -x, x / 10):
+        check(branch_assign, v, t, backend="llvm", jitted=jf)
+
+
+def clip_loop(x, lo, hi):
+    for i in range(x.shape[0]):
+        if x[i] < lo:
+            x[i] = lo
+        elif x[i] > hi:
+            x[i] = hi
+
+
+def test_branch_writes_inside_loop(backend):
+    check_mutates(clip_loop, RNG.standard_normal(20) * 3, -1.0, 1.0, backend=backend)
+
+
+def bool_ops(x, y):
+    if x.sum() > 0 and y.sum() > 0:
+        r = 1
+    elif not (x.max() > 1 or y.max() > 1):
+        r = 2
+    else:
+        r = 3
+    return r
+
+
+@pytest.mark.parametrize("xs,ys", [(1, 1), (1, -1), (-1, -1), (0.1, -0.1), (-0.1, 0.1)])
+def test_and_or_not_on_traced_tests(xs, ys):
+    jf = numfn.jit(bool_ops)
+    check(bool_ops, np.full(3, xs), np.full(3, ys), backend="llvm", jitted=jf)
+
+
+def static_branch(x, mode):
+    if mode == "double":
+        return x * 2
+    return x + 1
+
+
+def test_static_condition_stays_python():
+    jf = numfn.jit(static_branch, static_argnums=(1,))
+    check(static_branch, np.ones(3), "double", backend="llvm", jitted=jf)
+    assert native_steps(jf) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# errors name the variable and the line
+
+def changes_shape(x):
+    y = x
+    for _i in range(x.shape[0]):
+        y = np.concatenate([y, x])
+    return y
+
+
+def branch_shapes(x):
+    if x.sum() > 0:
+        y = x
+    else:
+        y = x[:1]
+    return y
+
+
+def test_loop_state_changing_shape_is_refused():
+    with pytest.raises(numfn.NumfnError, match=r"'y'.*shape|shape.*'y'"):
+        numfn.jit(changes_shape)(np.ones(6))
+
+
+def test_branches_of_different_shapes_are_refused():
+    with pytest.raises(numfn.NumfnError, match="shape"):
+        numfn.jit(branch_shapes)(np.ones(3))
+
+
+def out_of_bounds_in_loop(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + x[i]
+    return acc
+
+
+def test_index_check_inside_a_loop():
+    jf = numfn.jit(out_of_bounds_in_loop)
+    assert jf(np.arange(5.0), np.int64(5)) == 10.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        jf(np.arange(5.0), np.int64(6))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the explicit primitives
+
+def test_fori_loop(backend):
+    def f(x, n):
+        return numfn.fori_loop(0, n, lambda i, c: (c[0] + i * x, c[1] * 1.5), (x * 0, x + 1))
+    x = np.arange(4.0)
+    jf = numfn.jit(f, backend=backend)
+    for n in (0, 1, 10):
+        got = jf(x, np.int64(n))
+        want = (sum(i * x for i in range(n)) + 0 * x, (x + 1) * 1.5 ** n)
+        np.testing.assert_allclose(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1])
+    # called outside a trace it is a Python loop
+    assert numfn.fori_loop(0, 4, lambda i, c: c + i, 0) == 6
+
+
+def test_while_loop():
+    def f(x):
+        return numfn.while_loop(lambda c: c[0] < 100, lambda c: (c[0] * 2, c[1] + 1), (x, np.int64(0)))
+    for v in (1.0, 3.0, 200.0):
+        y, k = numfn.jit(f)(np.float64(v))
+        y2, k2 = v, 0
+        while y2 < 100: y2, k2 = y2 * 2, k2 + 1
+        assert (y, k) == (y2, k2)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan(reverse):
+    xs = RNG.standard_normal((9, 2))
+
+    def f(xs):
+        return numfn.scan(lambda c, x: (c + x, c * x), np.zeros(2), xs, reverse=reverse)
+    got_c, got_y = numfn.jit(f)(xs)
+    c, ys = np.zeros(2), []
+    for x in (xs[::-1] if reverse else xs):
+        c, y = c + x, c * x
+        ys.append(y)
+    if reverse: ys.reverse()
+    np.testing.assert_allclose(got_c, c)
+    np.testing.assert_allclose(got_y, np.stack(ys))
+
+
+def test_cond_and_switch(backend):
+    def f(x, k):
+        a = numfn.cond(x.sum() > 0, lambda v: v * 2, lambda v: v - 1, x)
+        b = numfn.switch(k, [lambda v: v, lambda v: v * 10, lambda v: -v], x)
+        return a, b
+    jf = numfn.jit(f, backend=backend)
+    x = np.arange(3.0)
+    for k, sign in ((0, 1), (1, -1), (2, 1), (7, -1), (-5, 1)):   # switch clamps the index, as JAX does
+        a, b = jf(sign * x, np.int64(k))
+        np.testing.assert_allclose(a, sign * x * 2 if (sign * x).sum() > 0 else sign * x - 1)
+        np.testing.assert_allclose(b, [sign * x, sign * x * 10, -sign * x][min(max(k, 0), 2)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# slices whose bounds are traced values (loop variables): windows of run-time length
+
+def lu_nopivot(a):
+    a = a.copy()
+    n = a.shape[0]
+    for k in range(n - 1):
+        a[k + 1:, k] = a[k + 1:, k] / a[k, k]
+        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+    return a
+
+
+def cholesky(a):
+    n = a.shape[0]
+    L = np.zeros_like(a)
+    for j in range(n):
+        s = a[j, j] - np.dot(L[j, :j], L[j, :j])
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            L[i, j] = (a[i, j] - np.dot(L[i, :j], L[j, :j])) / L[j, j]
+    return L
+
+
+def forward_substitution(L, b):
+    x = np.zeros_like(b)
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def spd(n):
+    m = RNG.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_factorizations_with_loop_dependent_slices(backend, n):
+    a = spd(n)
+    check(lu_nopivot, a, backend=backend, scale=10.0 * n)
+    check(cholesky, a, backend=backend, scale=10.0 * n)
+    check(forward_substitution, np.linalg.cholesky(a), RNG.standard_normal(n), backend=backend, scale=10.0 * n)
+
+
+def windows(x, k):
+    w = x[k:, :k]
+    return (x[:k].sum(), x[k::-1, 0], x[k:1:-2].max(axis=0), x[-k:].mean(axis=1), np.cumsum(x[:k, 1])[-1],
+            w.T @ w, np.argmax(w, axis=0), w.max(axis=1), x[1:k, k:] * 2, x[:k][::-1] + x[-k:])
+
+
+def test_slices_with_traced_bounds(backend):
+    x = RNG.standard_normal((6, 6))
+    jf = numfn.jit(windows, backend=backend)
+    for k in (2, 3, 5):
+        check(windows, x, np.int64(k), backend=backend, jitted=jf)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        jf(x, np.int64(1))   # x[1:1:-2] is empty
+
+
+def window_views(a, k):
+    row = a[k, k:]          # a view: writing into it writes into a
+    row *= 2
+    col = a[k:, 0]
+    col[1:] = -1.0
+    a[:k, :k] += 100
+    return a[k:].sum()
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_windows_are_views(backend, k):
+    check_mutates(window_views, np.arange(16.0).reshape(4, 4), np.int64(k), backend=backend)
+
+
+def window_errors(x, k):
+    return x[:k] + x[:3]
+
+
+def test_window_shape_mismatch_raises_like_numpy():
+    jf = numfn.jit(window_errors)
+    np.testing.assert_allclose(jf(np.arange(5.0), np.int64(3)), np.arange(3.0) * 2)
+    with pytest.raises(ValueError, match="broadcast"):
+        jf(np.arange(5.0), np.int64(2))
+
+
+def sums_of_shrinking_prefixes(x):
+    acc = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        acc = acc + x[:n - i].sum()
+    return acc
+
+
+def test_loop_over_shrinking_windows(backend):
+    check(sums_of_shrinking_prefixes, np.arange(10.0), backend=backend, scale=1000.0)
+
+
+# ---- names bound on some paths only: Python's rules, or an error saying why ---------------------------------------
+def _bound_in_one_branch(x, flag):
+    if flag:
+        y = x + 1
+    if flag:
+        return y * 2
+    return x
+
+
+def _last_of_short_loop(x):
+    for i in range(3):
+        last = x[i] * 2
+    return last
+
+
+def _last_of_long_loop(x):
+    for i in range(50):
+        last = x[i] * 2
+        x = x + 1
+    return last
+
+
+def _last_of_traced_loop(x, n):
+    for i in range(n):
+        last = x * i
+        x = x + 1
+    return last
+
+
+def _one_sided_traced(x):
+    if x.sum() > 0:
+        y = x + 1
+    return y
+
+
+def _never_bound(x):
+    for i in range(0):
+        z = x
+    return z
+
+
+def _python_temporary(x, n):
+    for i in range(n):
+        pair = [x, x]
+        x = pair[0] + 1
+    return x
+
+
+def test_names_bound_inside_statements_follow_python():
+    x = np.arange(60.0)
+    f = numfn.jit(_bound_in_one_branch, static_argnames="flag")   # static by name, passed by position
+    np.testing.assert_array_equal(f(x[:3], True), _bound_in_one_branch(x[:3], True))
+    np.testing.assert_array_equal(f(x[:3], False), _bound_in_one_branch(x[:3], False))
+    assert numfn.jit(_last_of_short_loop)(x) == _last_of_short_loop(x)
+    assert numfn.jit(_last_of_long_loop)(x) == _last_of_long_loop(x)     # first iteration binds it; then a loop
+    np.testing.assert_array_equal(numfn.jit(_python_temporary)(x[:4], 5), _python_temporary(x[:4], 5))
+    with pytest.raises(UnboundLocalError):
+        numfn.jit(_never_bound)(x)
+
+
+@pytest.mark.parametrize("fn,args,words", [
+    (_one_sided_traced, (np.ones(3),), "only one side of the branch"),
+    (_last_of_traced_loop, (np.ones(3), 4), "inside the loop at line"),
+])
+def test_names_bound_on_some_traced_paths_are_refused_saying_why(fn, args, words):
+    with pytest.raises(UnboundLocalError, match=words):
+        numfn.jit(fn)(*args)
