@@ -14,9 +14,10 @@ searchsorted needs no sort: a branch-free binary search of ceil(log2(n + 1)) gat
 searched for, so it vectorizes and fuses with what surrounds it (digitize, histogram and interp use it).
 
 unique sorts, marks the positions that differ from their predecessor and selects them: an array of run-time length
-(numfn.dynamic.DynTensor) whose returned value is cut to its length after the call. Sorting such an array (sort of
-x[mask]) sorts its bound with the positions past its length filled by the largest value: a stable sort keeps them
-after every element.
+(numfn.dynamic.DynTensor) whose returned value is cut to its length after the call. Sorting such an array (x[mask],
+a window x[k:]) along an axis of run-time length sorts its bound with the positions past the length filled by the
+dtype's last value in sort order: a stable sort keeps them after every element. Their methods sort and partition
+work in place too (a window writes into the array it views); searchsorted searches the elements of such an `a` only.
 """
 from __future__ import annotations
 
@@ -131,8 +132,9 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None) -> Tensor:
     return _sorted(T(a), axis, True)
 
 
-def _kth(kth, n: int) -> None:
-    """NumPy's checks of partition's kth (ints or a sequence of them, each in [-n, n))."""
+def _kth(kth, n: int | None) -> list[int]:
+    """NumPy's checks of partition's kth (ints or a sequence of them, each in [-n, n); n None: checked later), the
+    kth values."""
     if isinstance(kth, Tensor):
         known = kth.known()
         if known is None:
@@ -141,8 +143,10 @@ def _kth(kth, n: int) -> None:
     k = np.asarray(kth)
     if k.ndim > 1: raise ValueError("kth array must have dimension <= 1")
     if k.dtype.kind not in "iu" or k.dtype == np.bool_: raise TypeError("Partition index must be integer")
-    for v in k.reshape(-1).tolist():
-        if not -n <= v < n: raise ValueError(f"kth(={v}) out of bounds ({n})")
+    values = [int(v) for v in k.reshape(-1).tolist()]
+    for v in values:
+        if n is not None and not -n <= v < n: raise ValueError(f"kth(={v}) out of bounds ({n})")
+    return values
 
 
 def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
@@ -182,29 +186,31 @@ def _before(x: Tensor, y: Tensor) -> Tensor:
     return (x < y) | ((y != y) & (x == x))
 
 
-def _count_prefix(probe, n: int, shape: tuple[int, ...], take) -> Tensor:
+def _count_prefix(probe, n: int, shape: tuple[int, ...], take, limit=None) -> Tensor:
     """For each position of `shape`: the length of the longest prefix of a sorted array of n elements whose every
     element satisfies `take(element)` (a predicate that holds on a prefix), found by a branch-free binary search:
-    ceil(log2(n + 1)) steps of one gather (`probe(positions)`) each."""
+    ceil(log2(n + 1)) steps of one gather (`probe(positions)`) each. `limit`: the array's run-time length (<= n)."""
     pos = Tensor(UOp.const_like(I64, 0, shape))
+    limit = n if limit is None else limit
     step = 1 << max(n.bit_length() - 1, 0)   # the largest power of two <= n; the steps reach 2 * step - 1 >= n
     while step and n:
         cand = pos + step
         at = Tensor(cand.uop.alu(Ops.MIN, UOp.const_like(I64, n, shape))) - 1
-        ok = (cand <= n) & take(probe(at))
+        ok = (cand <= limit) & take(probe(at))
         pos = Tensor(ok.uop.alu(Ops.WHERE, cand.uop, pos.uop))
         step >>= 1
     return pos
 
 
-def _search(a: Tensor, v: Tensor, right: bool, sorter: Tensor | None = None) -> Tensor:
-    """searchsorted on Tensors of one dtype: a 1-D, ascending in NumPy's order (through `sorter` if given)."""
+def _search(a: Tensor, v: Tensor, right: bool, sorter: Tensor | None = None, limit=None) -> Tensor:
+    """searchsorted on Tensors of one dtype: a 1-D, ascending in NumPy's order (through `sorter` if given), its first
+    `limit` elements (a run-time length) if given."""
     n = a.shape[0]
     if sorter is None: probe = lambda i: gather(a, [i])  # noqa: E731
     else: probe = lambda i: gather(a, [gather(sorter, [i])])  # noqa: E731
     if right: take = lambda e: ~_before(v, e)  # noqa: E731 - the elements <= v
     else: take = lambda e: _before(e, v)  # noqa: E731 - the elements < v
-    return _count_prefix(probe, n, v.shape, take)
+    return _count_prefix(probe, n, v.shape, take, limit)
 
 
 def _side(side) -> bool:
@@ -220,8 +226,14 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     """Where each of v would be inserted into the ascending 1-D `a` to keep it sorted: before equal elements
     (side='left') or after them ('right'); `sorter` sorts `a` (a[sorter] is ascending). Compared in the common dtype
     of a and v, in NumPy's order (NaN last). A sorter entry outside [0, len(a)) is NumPy's ValueError, raised after
-    the call (NumPy raises it only where its search reads that entry; numfn checks them all)."""
+    the call (NumPy raises it only where its search reads that entry; numfn checks them all). `a` and `v` may have
+    run-time lengths (x[mask], windows): the search sees a's elements, the result has v's lengths."""
     right = _side(side)
+    limit = v_lengths = None
+    if isinstance(a, dynamic.DynTensor):
+        if a.ndim == 1: limit = Tensor(a.length)
+        a = a.compact()
+    if isinstance(v, dynamic.DynTensor): v, v_lengths = v.compact(), v.lengths
     at, vt = T(a), T(v)
     at, vt = Tensor(at.uop), Tensor(vt.uop)   # NumPy converts both to arrays: no weak scalars here
     if at.ndim != 1:
@@ -231,6 +243,9 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     at, vt = at.astype(dt), vt.astype(dt)
     s = None
     if sorter is not None:
+        if limit is not None or isinstance(sorter, dynamic.DynTensor):
+            raise unsupported("numpy.searchsorted with sorter= and an array of run-time length",
+                              "search a[sorter] (np.take(a, sorter)) instead")
         s = Tensor(T(sorter).uop)
         if s.ndim != 1: raise TypeError("could not parse sorter argument")
         if not s.uop.dtype.is_int: raise TypeError("sorter must only contain integers")
@@ -241,7 +256,8 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
             if lo < 0 or hi >= at.shape[0]:
                 add_check(((s < 0) | (s >= at.shape[0])).any(), 0,
                           lambda _: ValueError("Sorter index out of range."))
-    return _search(at, vt, right, s)
+    out = _search(at, vt, right, s, limit)
+    return out if v_lengths is None else dynamic.DynTensor(out.uop, lengths=v_lengths)
 
 
 def lexsort(keys, axis=-1) -> Tensor:
@@ -438,24 +454,29 @@ def _searchsorted_method(self, v, side="left", sorter=None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# arrays of run-time length (x[mask]): sorted at their bound, the positions past the length last
+# arrays of run-time length (x[mask], windows x[k:]): sorted at their bound, the positions past a length last
 
 def _largest(dt: DType):
     if dt.is_float: return math.nan
     return dt.max
 
 
+def filled(y: dynamic.DynTensor) -> Tensor:
+    """y's value at its bound shape with every position past a run-time length holding the dtype's last value in
+    NumPy's sort order (NaN for floats, the maximum for integers): a stable sort keeps them after y's elements, and a
+    sort of values cannot tell an equal element from them."""
+    dt = y.uop.dtype
+    return Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, _largest(dt), y.uop.shape)))
+
+
 def _dyn_sorted(y: dynamic.DynTensor, axis, arg: bool) -> dynamic.DynTensor:
     if axis is None:
-        if y.ndim > 1: raise unsupported("sorting a multi-dimensional array selected by values, flattened",
+        if y.ndim > 1: raise unsupported("sorting a multi-dimensional array of run-time length, flattened",
                                          dynamic._HINT)
         axis = 0
     axis = normalize_axis(axis, y.ndim)
-    if axis != 0:   # the length stays: sort the other axes of the compacted form
-        return dynamic.DynTensor(_sorted(y.compact(), axis, arg).uop, y.length)
-    dt = y.uop.dtype
-    filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, _largest(dt), y.uop.shape)))
-    return dynamic.DynTensor(_sorted(filled, 0, arg).uop, y.length)
+    t = filled(y) if y.lengths[axis] is not None else y.compact()
+    return dynamic.DynTensor(_sorted(t, axis, arg).uop, lengths=y.lengths)
 
 
 def _dyn_sort(y, axis=-1, kind=None, order=None, *, stable=None):
@@ -470,5 +491,48 @@ def _dyn_argsort(y, axis=-1, kind=None, order=None, *, stable=None):
     return _dyn_sorted(y, axis, True)
 
 
-dynamic.NUMPY.update({"sort": _dyn_sort, "argsort": _dyn_argsort, "unique": unique, "unique_values": unique_values,
-                      "unique_counts": unique_counts, "unique_inverse": unique_inverse, "unique_all": unique_all})
+def _dyn_partition(y, kth, axis=-1, kind="introselect", order=None, arg: bool = False):
+    if kind != "introselect": raise ValueError(f"select kind must be 'introselect' (got {kind!r})")
+    _check_order(order)
+    ax = 0 if axis is None else normalize_axis(axis, y.ndim)
+    length = y.lengths[ax] if axis is not None or y.ndim == 1 else None
+    if length is None: _kth(kth, y.uop.shape[ax])
+    else:   # NumPy checks kth against the length, known when the program runs
+        ks = _kth(kth, None)
+        if ks:
+            k, n = T(np.array(ks, np.int64)), Tensor(length)
+            add_check((k < -n) | (k >= n), k, lambda v: ValueError(f"kth(={v}) out of bounds"))
+    return _dyn_sorted(y, axis, arg)
+
+
+def _dyn_in_place(y: dynamic.DynTensor, value: dynamic.DynTensor) -> None:
+    """y becomes `value` (of y's shape and lengths): a window writes into the array it views; a selection (x[mask])
+    is a copy no other name sees, so it takes the new value and forgets its lazy form."""
+    if y.base is not None:
+        y[...] = value
+        return
+    y.rebind(value.uop)
+    y.source = y.mask = None
+
+
+def _dyn_sort_method(y, axis=-1, kind=None, order=None, *, stable=None) -> None:
+    if axis is None: raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    _dyn_in_place(y, _dyn_sort(y, axis, kind, order, stable=stable))
+
+
+def _dyn_partition_method(y, kth, axis=-1, kind="introselect", order=None) -> None:
+    if axis is None: raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    _dyn_in_place(y, _dyn_partition(y, kth, axis, kind, order))
+
+
+dynamic.NUMPY.update({"sort": _dyn_sort, "argsort": _dyn_argsort, "partition": _dyn_partition,
+                      "argpartition": lambda y, kth, axis=-1, kind="introselect", order=None:
+                          _dyn_partition(y, kth, axis, kind, order, True),
+                      "unique": unique, "unique_values": unique_values, "unique_counts": unique_counts,
+                      "unique_inverse": unique_inverse, "unique_all": unique_all})
+# searchsorted takes arrays of run-time length as `a` or `v` itself (see there)
+dynamic.ELEMENTWISE_OK.add("searchsorted")
+# their ndarray methods (numfn.dynamic refuses the others)
+dynamic._METHODS.update({"sort": _dyn_sort_method, "argsort": _dyn_argsort, "partition": _dyn_partition_method,
+                         "argpartition": dynamic.NUMPY["argpartition"],
+                         "searchsorted": lambda y, v, side="left", sorter=None: searchsorted(y, v, side, sorter)})

@@ -196,40 +196,37 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 # ---- order statistics: median, percentile, quantile ------------------------------------------------------------
 class _Rows:
     """An array's reduced axes sorted, as rows: `s` (kept shape + (m,)), and per row the count `n` of elements that
-    count (an int, or an int64 Tensor of the kept shape: non-NaN elements, or the length of an array of run-time
-    length), which are the row's first n (NaNs and the positions past a run-time length sort last)."""
+    count (an int, or an int64 Tensor of the kept shape: non-NaN elements, or the elements inside run-time lengths),
+    which are the row's first n (NaNs, and the positions past a run-time length, sort last). `lengths`: the run-time
+    lengths of the kept axes (an array of run-time length keeps those of the axes it does not reduce)."""
 
-    def __init__(self, a, axis, skip_nan: bool, what: str):
+    def __init__(self, a, axis, skip_nan: bool):
         from numfn import dynamic
-        from numfn.numpy.sorting import _largest, _sort_last
+        from numfn.numpy.sorting import _sort_last, filled
         t = a if isinstance(a, dynamic.DynTensor) else T(a)
         self.dtype = t.uop.dtype
         if self.dtype.kind not in "biuf": raise TypeError("a must be an array of real numbers")
-        if isinstance(t, dynamic.DynTensor):
-            if t.ndim != 1:
-                raise unsupported(f"{what} of a multi-dimensional array selected by values", dynamic._HINT)
-            if axis is not None: normalize_axes(axis, 1)
-            self.ndim, self.axes, self.kept = 1, (0,), ()
-            filled = Tensor(t.valid().uop.alu(Ops.WHERE, t.uop, UOp.const_like(self.dtype, _largest(self.dtype),
-                                                                                 t.uop.shape)))
-            rows = filled
-            self.n = Tensor(t.length)
-            self.m = t.bound
-            valid = t.valid()
-        else:
-            self.ndim = t.ndim
-            self.axes = normalize_axes(axis, t.ndim)
-            self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
-            kept_shape = tuple(t.shape[i] for i in self.kept)
-            self.m = math.prod(t.shape[i] for i in self.axes)
-            rows = t.transpose(self.kept + self.axes).reshape(kept_shape + (self.m,))
-            self.n = self.m
-            valid = None
+        self.ndim = t.ndim
+        self.axes = normalize_axes(axis, t.ndim)
+        self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
+        bound = t.uop.shape
+        kept_shape = tuple(bound[i] for i in self.kept)
+        self.m = math.prod(bound[i] for i in self.axes)
+        dyn = isinstance(t, dynamic.DynTensor)
+        self.lengths = tuple(t.lengths[i] for i in self.kept) if dyn else (None,) * len(self.kept)
+        lengths = tuple(t.lengths[i] for i in self.axes) if dyn else ()
+        # the positions past a run-time length fill with the dtype's last value in sort order: they sort last
+        value = filled(t) if any(ln is not None for ln in lengths) else Tensor(t.uop)
+        rows = value.transpose(self.kept + self.axes).reshape(kept_shape + (self.m,))
+        self.shape = kept_shape
+        self.n = self.m
+        if any(ln is not None for ln in lengths):   # the product of the reduced axes' sizes, at run time
+            count = Tensor(UOp.const(dtypes.int64, math.prod(bound[i] for i in self.axes if t.lengths[i] is None)))
+            for ln in lengths:
+                if ln is not None: count = count * Tensor(ln)
+            self.n = Tensor(count._broadcast(kept_shape))
         if skip_nan and self.dtype.is_float:
-            ok = rows == rows
-            if valid is not None: ok = ok & valid
-            self.n = ok.sum(axis=-1, dtype=np.int64)
-        self.shape = rows.shape[:-1]
+            self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
         self.s = _sort_last(rows, False)
         self.static = isinstance(self.n, int)
 
@@ -248,13 +245,20 @@ class _Rows:
         return self.pick(Tensor.lift(self.n) - 1)
 
     def finish(self, result: Tensor, qdims: int, keepdims: bool) -> Tensor:
-        """The result (q's axes, then the kept axes) with keepdims' axes of size 1 where the reduced ones were."""
-        if not keepdims: return result
-        qshape = result.shape[:qdims]
-        full = list(qshape)
-        kept = iter(result.shape[qdims:])
-        for i in range(self.ndim): full.append(1 if i in self.axes else next(kept))
-        return result.reshape(tuple(full))
+        """The result (q's axes, then the kept axes) with keepdims' axes of size 1 where the reduced ones were, and
+        the kept axes' run-time lengths."""
+        lengths = (None,) * qdims + self.lengths
+        if keepdims:
+            full, kept = list(result.shape[:qdims]), iter(zip(result.shape[qdims:], self.lengths))
+            lengths = [None] * qdims
+            for i in range(self.ndim):
+                size, length = (1, None) if i in self.axes else next(kept)
+                full.append(size)
+                lengths.append(length)
+            result = result.reshape(tuple(full))
+        if all(ln is None for ln in lengths): return result
+        from numfn import dynamic
+        return dynamic.DynTensor(result.uop, lengths=tuple(lengths))
 
 
 def _nan_to(result: Tensor, where: Tensor, value: Tensor) -> Tensor:
@@ -277,7 +281,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> 
 
 
 def _median(a, axis, keepdims, skip_nan: bool) -> Tensor:
-    r = _Rows(a, axis, skip_nan, "median")
+    r = _Rows(a, axis, skip_nan)
     from numfn.numpy.manipulation import stack
     from numfn.numpy.ufuncs import isnan, where
     if r.static and r.m == 0:   # the mean of nothing: NaN (NumPy warns)
@@ -364,7 +368,7 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     if skip_nan and not isinstance(a, dynamic.DynTensor) and T(a).size == 0:
         # NumPy: nanmean of the empty array (NaN, or an empty result), whatever q
         return nanmean(a, axis, keepdims=keepdims)
-    r = _Rows(a, axis, skip_nan, "quantile")
+    r = _Rows(a, axis, skip_nan)
     if r.static and r.m == 0: raise IndexError("index -1 is out of bounds for axis 0 with size 0")
     from numfn.numpy.ufuncs import ceil, floor, isnan, rint, where
     qdims = qt.ndim

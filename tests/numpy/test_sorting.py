@@ -445,6 +445,44 @@ def test_arrays_of_run_time_length():
         numfn.jit(f, backend="llvm")(np.full(9, -5.0), np.zeros(4, int))
 
 
+def test_windows_of_run_time_length():
+    """Slices with traced bounds: sorted along an axis of run-time length (its elements only) or a static one (the
+    lengths stay), medians and quantiles over or along such axes, sorted in place (writing the array they view)."""
+    def f(x, k):
+        w, v = x[:, k:], x[k:]
+        return (np.sort(w, axis=1), np.argsort(w, axis=1, kind="stable"), np.sort(w, axis=0), np.argsort(v, axis=0),
+                np.median(w, axis=1), np.median(w, axis=0), np.median(w), np.percentile(w, [20, 80], axis=1),
+                np.nanquantile(w, 0.3, axis=1, keepdims=True), np.quantile(v, 0.7, axis=0, keepdims=True),
+                np.nanmedian(w, axis=(0, 1)), np.searchsorted(np.sort(x[0, k:]), x[1, k:]))
+    x = data(np.float64, (6, 9), np.random.default_rng(18))
+    x[3] = np.where(np.isnan(x[3]), 0.5, x[3])   # a row without NaN
+    jf = check(f, x, 2, backend="llvm")
+    check(f, x, 5, backend="llvm", jitted=jf)
+
+    def in_place(x, k):
+        x[k:].sort(axis=0)
+        x[0, k:].sort()
+    check_mutates(in_place, data(np.int32, (5, 7), np.random.default_rng(19)), 2, backend="llvm")
+
+
+def test_selection_methods():
+    """x[mask]: sorted in place (it is a copy no other name sees), argsort, partition, searchsorted as `a` (its
+    elements only) and as `v` (the result keeps its length); partition's kth checked against the length."""
+    def f(x):
+        y = x[x > 0]
+        y.sort()
+        return (y, y.argsort(kind="stable"), np.partition(y, 2)[2], np.searchsorted(y, np.array([0.1, 0.5, 2.0])),
+                np.searchsorted(np.sort(x[0]), y, side="right"), y.searchsorted(0.7), np.argpartition(y, -1)[-1])
+    x = np.random.default_rng(20).standard_normal((6, 8))
+    check(f, x, backend="llvm")
+    one = -np.abs(x)
+    one[0, 0] = 1.0   # one element selected: kth 2 is out of bounds, as NumPy says
+    with pytest.raises(ValueError, match="out of bounds"):
+        f(one)
+    with pytest.raises(ValueError, match="out of bounds"):
+        numfn.jit(f, backend="llvm")(one)
+
+
 # ---- transformations -------------------------------------------------------------------------------------------------
 def test_vmap_and_svmap_sort_more_rows():
     rng = np.random.default_rng(17)
