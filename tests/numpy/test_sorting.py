@@ -67,25 +67,28 @@ def stable_argsort(x, axis=-1):
 
 
 # ---- sort and argsort: every dtype through every algorithm of the native routine ---------------------------------
-# lengths: a batch of rows for the networks (5), one row to the network limit (64) and past it (70: merge sort),
-# a batch of medium rows (200: radix for values, merge for argsort), long rows (1500, 3000: radix)
-SHAPES = [(3, 5), (64,), (70,), (2, 200), (1500,), (3000,)]
+# lengths: a batch of rows for the networks in registers (5, padded to 8; 13, padded to 16; 29, padded to 32 with
+# AVX-512), one row to the network limit (64) and past it (70: merge sort of a block of 64 and one of 6), a batch
+# of medium rows (200: radix for values, merge for argsort), long rows (1500, 3000: radix)
+SHAPES = [(3, 5), (64,), (70,), (2, 200), (1500,), (3000,), (9, 13), (5, 29)]
 
 
-def _table(a, b, c, d, e, f):
+def _table(a, b, c, d, e, f, g, h):
     return (np.sort(a), np.argsort(a), np.sort(a, axis=0), np.argsort(a, axis=0), np.sort(a, axis=None),
             np.argsort(a, axis=None, kind="stable"), np.sort(a[::-1, ::2]), a.argsort(axis=0),
             np.sort(b), np.argsort(b), np.sort(c, kind="quicksort"), np.argsort(c, stable=True),
             np.sort(d), np.argsort(d), np.sort(d, axis=0), np.argsort(d.T, axis=0),
-            np.sort(e), np.argsort(e), np.sort(f[::-1]), np.argsort(f, kind="heapsort"))
+            np.sort(e), np.argsort(e), np.sort(f[::-1]), np.argsort(f, kind="heapsort"),
+            np.sort(g), np.argsort(g), np.sort(h), np.argsort(h))
 
 
-def _expected_table(a, b, c, d, e, f):
+def _expected_table(a, b, c, d, e, f, g, h):
     return (stable_sort(a), stable_argsort(a), stable_sort(a, 0), stable_argsort(a, 0), stable_sort(a, None),
             stable_argsort(a, None), stable_sort(a[::-1, ::2]), stable_argsort(a, 0),
             stable_sort(b), stable_argsort(b), stable_sort(c), stable_argsort(c),
             stable_sort(d), stable_argsort(d), stable_sort(d, 0), stable_argsort(d.T, 0),
-            stable_sort(e), stable_argsort(e), stable_sort(f[::-1]), stable_argsort(f))
+            stable_sort(e), stable_argsort(e), stable_sort(f[::-1]), stable_argsort(f),
+            stable_sort(g), stable_argsort(g), stable_sort(h), stable_argsort(h))
 
 
 @pytest.mark.parametrize("backend", ["llvm"])

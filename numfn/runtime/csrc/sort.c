@@ -22,8 +22,9 @@
  *
  * Algorithms, by row length n:
  *   n <= 64      sorting networks (Batcher's odd-even merge sort, keeping only the comparators that matter for n
- *                elements), applied to 8 rows at a time with one row per vector lane, so each comparator is a
- *                vector min and max (compiled for AVX-512 and AVX2 too, chosen at run time). Stable: argsort
+ *                elements), applied to as many rows at a time as a 32-byte vector has lanes, one row per lane, so
+ *                each comparator is a vector min and max (compiled for AVX-512 and AVX2 too, chosen at run time);
+ *                short rows of 32- and 64-bit keys in registers by written-out networks (see there). Stable: argsort
  *                compares (key, position) pairs, and a value sort puts the elements whose bits differ from their
  *                key's value (-0.0, NaNs other than np.nan's) back in input order among their equals;
  *   n <= 192     merge sort (argsort: n <= 1024): blocks of 64 sorted by the networks (the blocks of several
@@ -50,6 +51,7 @@
 #endif
 
 #define NETWORK_MAX 64        /* rows this long or shorter: sorting networks */
+#define MERGE_BLOCK 64        /* merge sorts start from blocks this long, sorted by the networks (measured) */
 #define MERGE_MAX_VALUES 192  /* ... then merge sort up to this length for values, */
 #define MERGE_MAX_ITEMS 1024  /* and for argsort's items; longer rows: radix sort (measured) */
 #define PARALLEL_MIN 32768    /* elements: smaller batches run on the calling thread */
@@ -261,11 +263,152 @@ static int cpu_level(void) { return 0; }
         memcpy(w[(c).j], hii_, sizeof(hii_));                                                                       \
     } while (0)
 
+/* ---- register networks --------------------------------------------------------------------------------------
+ * Short rows of 32- and 64-bit keys (5 to 16 elements; to 32 with AVX-512's 32 vector registers) sort in vector
+ * registers by networks written out below (Batcher's for 8, 16 and 32, as batcher() computes them): no comparator
+ * table and no memory traffic between comparators, about 3x faster than the table-driven loop (10^5 rows of 16
+ * float64). A shorter row is padded with the largest key, which every comparator leaves at the end; (key, position)
+ * pairs take twice the registers: up to 16. Only the AVX2 and AVX-512 variants have them, and not for 8- and
+ * 16-bit keys: each written-out network costs seconds of compile time (GCC's and clang's vector extensions; other
+ * compilers use the tables). REGISTERS_<variant>: the longest row a variant sorts in registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define REGISTER_NETWORKS 1
+typedef uint8_t vec_uint8_t __attribute__((vector_size(32)));
+typedef uint16_t vec_uint16_t __attribute__((vector_size(32)));
+typedef uint32_t vec_uint32_t __attribute__((vector_size(32)));
+typedef uint64_t vec_uint64_t __attribute__((vector_size(32)));
+#else
+#define REGISTER_NETWORKS 0
+#endif
+#define REGISTER_MIN 5
+#define REGISTERS_base 0
+#define REGISTERS_avx2 16
+#define REGISTERS_avx512 32
+#define REGISTER_PAIRS_MAX 16
+
+#define BATCHER8(X, V)                                                                                              \
+    X(V, 0, 1) X(V, 2, 3) X(V, 4, 5) X(V, 6, 7) X(V, 0, 2) X(V, 1, 3) X(V, 4, 6) X(V, 5, 7) X(V, 1, 2) X(V, 5, 6)   \
+    X(V, 0, 4) X(V, 1, 5) X(V, 2, 6) X(V, 3, 7) X(V, 2, 4) X(V, 3, 5) X(V, 1, 2) X(V, 3, 4) X(V, 5, 6)
+#define BATCHER16(X, V)                                                                                             \
+    X(V, 0, 1) X(V, 2, 3) X(V, 4, 5) X(V, 6, 7) X(V, 8, 9) X(V, 10, 11) X(V, 12, 13) X(V, 14, 15) X(V, 0, 2)        \
+    X(V, 1, 3) X(V, 4, 6) X(V, 5, 7) X(V, 8, 10) X(V, 9, 11) X(V, 12, 14) X(V, 13, 15) X(V, 1, 2) X(V, 5, 6)        \
+    X(V, 9, 10) X(V, 13, 14) X(V, 0, 4) X(V, 1, 5) X(V, 2, 6) X(V, 3, 7) X(V, 8, 12) X(V, 9, 13) X(V, 10, 14)       \
+    X(V, 11, 15) X(V, 2, 4) X(V, 3, 5) X(V, 10, 12) X(V, 11, 13) X(V, 1, 2) X(V, 3, 4) X(V, 5, 6) X(V, 9, 10)       \
+    X(V, 11, 12) X(V, 13, 14) X(V, 0, 8) X(V, 1, 9) X(V, 2, 10) X(V, 3, 11) X(V, 4, 12) X(V, 5, 13) X(V, 6, 14)     \
+    X(V, 7, 15) X(V, 4, 8) X(V, 5, 9) X(V, 6, 10) X(V, 7, 11) X(V, 2, 4) X(V, 3, 5) X(V, 6, 8) X(V, 7, 9)           \
+    X(V, 10, 12) X(V, 11, 13) X(V, 1, 2) X(V, 3, 4) X(V, 5, 6) X(V, 7, 8) X(V, 9, 10) X(V, 11, 12) X(V, 13, 14)
+
+#define BATCHER32(X, V)                                                                                             \
+    X(V, 0, 1) X(V, 2, 3) X(V, 4, 5) X(V, 6, 7) X(V, 8, 9) X(V, 10, 11) X(V, 12, 13) X(V, 14, 15) X(V, 16, 17)      \
+    X(V, 18, 19) X(V, 20, 21) X(V, 22, 23) X(V, 24, 25) X(V, 26, 27) X(V, 28, 29) X(V, 30, 31) X(V, 0, 2)           \
+    X(V, 1, 3) X(V, 4, 6) X(V, 5, 7) X(V, 8, 10) X(V, 9, 11) X(V, 12, 14) X(V, 13, 15) X(V, 16, 18) X(V, 17, 19)    \
+    X(V, 20, 22) X(V, 21, 23) X(V, 24, 26) X(V, 25, 27) X(V, 28, 30) X(V, 29, 31) X(V, 1, 2) X(V, 5, 6)             \
+    X(V, 9, 10) X(V, 13, 14) X(V, 17, 18) X(V, 21, 22) X(V, 25, 26) X(V, 29, 30) X(V, 0, 4) X(V, 1, 5) X(V, 2, 6)   \
+    X(V, 3, 7) X(V, 8, 12) X(V, 9, 13) X(V, 10, 14) X(V, 11, 15) X(V, 16, 20) X(V, 17, 21) X(V, 18, 22)             \
+    X(V, 19, 23) X(V, 24, 28) X(V, 25, 29) X(V, 26, 30) X(V, 27, 31) X(V, 2, 4) X(V, 3, 5) X(V, 10, 12)             \
+    X(V, 11, 13) X(V, 18, 20) X(V, 19, 21) X(V, 26, 28) X(V, 27, 29) X(V, 1, 2) X(V, 3, 4) X(V, 5, 6) X(V, 9, 10)   \
+    X(V, 11, 12) X(V, 13, 14) X(V, 17, 18) X(V, 19, 20) X(V, 21, 22) X(V, 25, 26) X(V, 27, 28) X(V, 29, 30)         \
+    X(V, 0, 8) X(V, 1, 9) X(V, 2, 10) X(V, 3, 11) X(V, 4, 12) X(V, 5, 13) X(V, 6, 14) X(V, 7, 15) X(V, 16, 24)      \
+    X(V, 17, 25) X(V, 18, 26) X(V, 19, 27) X(V, 20, 28) X(V, 21, 29) X(V, 22, 30) X(V, 23, 31) X(V, 4, 8)           \
+    X(V, 5, 9) X(V, 6, 10) X(V, 7, 11) X(V, 20, 24) X(V, 21, 25) X(V, 22, 26) X(V, 23, 27) X(V, 2, 4) X(V, 3, 5)    \
+    X(V, 6, 8) X(V, 7, 9) X(V, 10, 12) X(V, 11, 13) X(V, 18, 20) X(V, 19, 21) X(V, 22, 24) X(V, 23, 25)             \
+    X(V, 26, 28) X(V, 27, 29) X(V, 1, 2) X(V, 3, 4) X(V, 5, 6) X(V, 7, 8) X(V, 9, 10) X(V, 11, 12) X(V, 13, 14)     \
+    X(V, 17, 18) X(V, 19, 20) X(V, 21, 22) X(V, 23, 24) X(V, 25, 26) X(V, 27, 28) X(V, 29, 30) X(V, 0, 16)          \
+    X(V, 1, 17) X(V, 2, 18) X(V, 3, 19) X(V, 4, 20) X(V, 5, 21) X(V, 6, 22) X(V, 7, 23) X(V, 8, 24) X(V, 9, 25)     \
+    X(V, 10, 26) X(V, 11, 27) X(V, 12, 28) X(V, 13, 29) X(V, 14, 30) X(V, 15, 31) X(V, 8, 16) X(V, 9, 17)           \
+    X(V, 10, 18) X(V, 11, 19) X(V, 12, 20) X(V, 13, 21) X(V, 14, 22) X(V, 15, 23) X(V, 4, 8) X(V, 5, 9)             \
+    X(V, 6, 10) X(V, 7, 11) X(V, 12, 16) X(V, 13, 17) X(V, 14, 18) X(V, 15, 19) X(V, 20, 24) X(V, 21, 25)           \
+    X(V, 22, 26) X(V, 23, 27) X(V, 2, 4) X(V, 3, 5) X(V, 6, 8) X(V, 7, 9) X(V, 10, 12) X(V, 11, 13) X(V, 14, 16)    \
+    X(V, 15, 17) X(V, 18, 20) X(V, 19, 21) X(V, 22, 24) X(V, 23, 25) X(V, 26, 28) X(V, 27, 29) X(V, 1, 2)           \
+    X(V, 3, 4) X(V, 5, 6) X(V, 7, 8) X(V, 9, 10) X(V, 11, 12) X(V, 13, 14) X(V, 15, 16) X(V, 17, 18) X(V, 19, 20)   \
+    X(V, 21, 22) X(V, 23, 24) X(V, 25, 26) X(V, 27, 28) X(V, 29, 30)
+
+/* one comparator on registers r: lo, hi = min, max (branch-free masks: unsigned vector min/max is not in AVX2) */
+#define REGISTER_CE(V, a, b)                                                                                        \
+    {                                                                                                               \
+        V m_ = (V)(r[b] < r[a]);                                                                                    \
+        V lo_ = (r[b] & m_) | (r[a] & ~m_);                                                                         \
+        r[b] = (r[a] & m_) | (r[b] & ~m_);                                                                          \
+        r[a] = lo_;                                                                                                 \
+    }
+/* on (key, position) pairs in registers k and q, compared lexicographically */
+#define REGISTER_CE_PAIRS(V, a, b)                                                                                  \
+    {                                                                                                               \
+        V m_ = (V)((k[b] < k[a]) | ((k[b] == k[a]) & (q[b] < q[a])));                                               \
+        V lo_ = (k[b] & m_) | (k[a] & ~m_), lq_ = (q[b] & m_) | (q[a] & ~m_);                                       \
+        k[b] = (k[a] & m_) | (k[b] & ~m_);                                                                          \
+        q[b] = (q[a] & m_) | (q[b] & ~m_);                                                                          \
+        k[a] = lo_;                                                                                                 \
+        q[a] = lq_;                                                                                                 \
+    }
+
+/* Sort the lane arrays v[position][lane] of keys K (n positions, padded to the network's size with the largest
+ * key) in registers when n suits a written-out network, else by the comparator table. */
+#if REGISTER_NETWORKS
+/* the lane arrays' first SIZE rows through network NET in registers (constant sizes: the copies become register
+ * loads and stores) */
+#define REGISTER_SORT(V, v, SIZE, NET)                                                                              \
+    {                                                                                                               \
+        V r[SIZE];                                                                                                  \
+        memcpy(r, v, SIZE * sizeof(r[0]));                                                                          \
+        NET(REGISTER_CE, V)                                                                                         \
+        memcpy(v, r, SIZE * sizeof(r[0]));                                                                          \
+    }
+#define REGISTER_SORT_PAIRS(v, w, SIZE, NET)                                                                        \
+    {                                                                                                               \
+        vec_uint64_t k[SIZE], q[SIZE];                                                                              \
+        memcpy(k, v, SIZE * sizeof(k[0]));                                                                          \
+        memcpy(q, w, SIZE * sizeof(q[0]));                                                                          \
+        NET(REGISTER_CE_PAIRS, vec_uint64_t)                                                                        \
+        memcpy(v, k, SIZE * sizeof(k[0]));                                                                          \
+        memcpy(w, q, SIZE * sizeof(q[0]));                                                                          \
+    }
+#define SORT_LANES(K, v, n, suffix)                                                                                 \
+    do {                                                                                                            \
+        if (sizeof(K) >= 4 && (n) >= REGISTER_MIN && (n) <= REGISTERS##suffix) {                                    \
+            int size_ = (n) <= 8 ? 8 : (n) <= 16 ? 16 : 32;                                                         \
+            for (int64_t p = (n); p < size_; p++) memset(v[p], 0xff, sizeof(v[p]));                                 \
+            if (size_ == 8) REGISTER_SORT(vec_##K, v, 8, BATCHER8)                                                  \
+            else if (size_ == 16) REGISTER_SORT(vec_##K, v, 16, BATCHER16)                                          \
+            else REGISTER_SORT(vec_##K, v, 32, BATCHER32)                                                           \
+        } else {                                                                                                    \
+            const comparator *c = network[n];                                                                       \
+            for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(K, v, c[q]);                                \
+        }                                                                                                           \
+    } while (0)
+/* the same on (key, position) pairs: keys v, positions w. The padding's position is the largest too: a real key
+ * can be the largest (UINT64_MAX), and its position must keep it before the padding. */
+#define SORT_LANE_PAIRS(v, w, n, suffix)                                                                            \
+    do {                                                                                                            \
+        if (REGISTERS##suffix && (n) >= REGISTER_MIN && (n) <= REGISTER_PAIRS_MAX) {                                \
+            int size_ = (n) <= 8 ? 8 : 16;                                                                          \
+            for (int64_t p = (n); p < size_; p++)                                                                   \
+                for (int l = 0; l < PAIR_LANES; l++) v[p][l] = w[p][l] = ~(uint64_t)0;                              \
+            if (size_ == 8) REGISTER_SORT_PAIRS(v, w, 8, BATCHER8)                                                  \
+            else REGISTER_SORT_PAIRS(v, w, 16, BATCHER16)                                                           \
+        } else {                                                                                                    \
+            const comparator *c = network[n];                                                                       \
+            for (int q_ = 0; q_ < network_count[n]; q_++) COMPARE_EXCHANGE_PAIRS(v, w, c[q_]);                      \
+        }                                                                                                           \
+    } while (0)
+#else
+#define SORT_LANES(K, v, n, suffix)                                                                                 \
+    do {                                                                                                            \
+        const comparator *c = network[n];                                                                           \
+        for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(K, v, c[q]);                                    \
+    } while (0)
+#define SORT_LANE_PAIRS(v, w, n, suffix)                                                                            \
+    do {                                                                                                            \
+        const comparator *c = network[n];                                                                           \
+        for (int q_ = 0; q_ < network_count[n]; q_++) COMPARE_EXCHANGE_PAIRS(v, w, c[q_]);                          \
+    } while (0)
+#endif
+
 /* NETWORK_VALUES: net_t(a, n, stride, lanes) sorts `lanes` <= LANES(K) rows of n <= NETWORK_MAX values, row l at
  * a + l * stride, keys in lane arrays v[position][lane]. A row holding values whose bits differ from their key's
  * value gets each run of equal keys back in input order. */
 #define NETWORK_VALUES(t, T, K, KEY, UNKEY, ODD, TARGET, suffix)                                                    \
-TARGET static void net_##t##suffix(T *a, int64_t n, int64_t stride, int64_t lanes)                                 \
+TARGET static void net_##t##suffix(T *a, int64_t n, int64_t stride, int64_t lanes)                                  \
 {                                                                                                                   \
     K v[NETWORK_MAX][LANES(K)] ALIGNED;                                                                             \
     T raw[NETWORK_MAX][LANES(K)];                                                                                   \
@@ -277,8 +420,7 @@ TARGET static void net_##t##suffix(T *a, int64_t n, int64_t stride, int64_t lane
             v[p][l] = KEY(raw[p][l]);                                                                               \
             odd |= ODD(raw[p][l]);                                                                                  \
         }                                                                                                           \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(K, v, c[q]);                                        \
+    SORT_LANES(K, v, n, suffix);                                                                                    \
     for (int l = 0; l < lanes; l++) {                                                                               \
         T *row = a + l * stride;                                                                                    \
         if (!odd) {                                                                                                 \
@@ -296,21 +438,20 @@ TARGET static void net_##t##suffix(T *a, int64_t n, int64_t stride, int64_t lane
 /* NETWORK_ARGS32: anet_t(a, out, n, lanes), argsort of rows of keys of 32 bits or less, (key, position) compared
  * as one uint64 */
 #define NETWORK_ARGS32(t, T, KEY, TARGET, suffix)                                                                   \
-TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
+TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                             \
 {                                                                                                                   \
     uint64_t v[NETWORK_MAX][LANES(uint64_t)] ALIGNED;                                                               \
     for (int64_t p = 0; p < n; p++)                                                                                 \
         for (int l = 0; l < LANES(uint64_t); l++)                                                                   \
             v[p][l] = ((uint64_t)KEY(a[(l < lanes ? l : 0) * n + p]) << 32) | (uint64_t)p;                          \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE(uint64_t, v, c[q]);                                 \
+    SORT_LANES(uint64_t, v, n, suffix);                                                                             \
     for (int64_t p = 0; p < n; p++)                                                                                 \
         for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)(v[p][l] & 0xffffffffu);                          \
 }
 
 /* NETWORK_ARGS64: the same for 64-bit keys, as pairs */
 #define NETWORK_ARGS64(t, T, KEY, TARGET, suffix)                                                                   \
-TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                            \
+TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t lanes)                             \
 {                                                                                                                   \
     uint64_t v[NETWORK_MAX][PAIR_LANES] ALIGNED, w[NETWORK_MAX][PAIR_LANES] ALIGNED;                                \
     for (int64_t p = 0; p < n; p++)                                                                                 \
@@ -318,15 +459,14 @@ TARGET static void anet_##t##suffix(const T *a, int64_t *out, int64_t n, int64_t
             v[p][l] = KEY(a[(l < lanes ? l : 0) * n + p]);                                                          \
             w[p][l] = (uint64_t)p;                                                                                  \
         }                                                                                                           \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE_PAIRS(v, w, c[q]);                                  \
+    SORT_LANE_PAIRS(v, w, n, suffix);                                                                               \
     for (int64_t p = 0; p < n; p++)                                                                                 \
         for (int l = 0; l < lanes; l++) out[l * n + p] = (int64_t)w[p][l];                                          \
 }
 
 /* NETWORK_ITEMS64: net_item64(a, n, stride, lanes) sorts rows of (key, position) pairs in place */
 #define NETWORK_ITEMS64(TARGET, suffix)                                                                             \
-TARGET static void net_item64##suffix(item64 *a, int64_t n, int64_t stride, int64_t lanes)                         \
+TARGET static void net_item64##suffix(item64 *a, int64_t n, int64_t stride, int64_t lanes)                          \
 {                                                                                                                   \
     uint64_t v[NETWORK_MAX][PAIR_LANES] ALIGNED, w[NETWORK_MAX][PAIR_LANES] ALIGNED;                                \
     for (int64_t p = 0; p < n; p++)                                                                                 \
@@ -335,8 +475,7 @@ TARGET static void net_item64##suffix(item64 *a, int64_t n, int64_t stride, int6
             v[p][l] = x.key;                                                                                        \
             w[p][l] = (uint64_t)x.pos;                                                                              \
         }                                                                                                           \
-    const comparator *c = network[n];                                                                               \
-    for (int q = 0; q < network_count[n]; q++) COMPARE_EXCHANGE_PAIRS(v, w, c[q]);                                  \
+    SORT_LANE_PAIRS(v, w, n, suffix);                                                                               \
     for (int64_t p = 0; p < n; p++)                                                                                 \
         for (int l = 0; l < lanes; l++) {                                                                           \
             a[l * stride + p].key = v[p][l];                                                                        \
@@ -347,7 +486,7 @@ TARGET static void net_item64##suffix(item64 *a, int64_t n, int64_t stride, int6
 /* ---- longer rows: merge and radix sorts -------------------------------------------------------------------------
  * ROW_SORTS(t, T, K, KEY) defines, for values of type T with keys of type K (net_t must exist):
  *   isort_t(a, n)             stable insertion sort, without scratch (only where the caller gave too little)
- *   blocks_t(a, n, stride, lanes)   sorts the blocks of NETWORK_MAX of `lanes` rows with the networks
+ *   blocks_t(a, n, stride, lanes)   sorts the blocks of MERGE_BLOCK of `lanes` rows with the networks
  *   merges_t(a, tmp, n)       merges a row's sorted blocks (tmp: n elements)
  *   rsort_t(a, tmp, n)        LSD radix sort (tmp: n elements)
  *   sort_rows_t(a, tmp, n, stride, tmp_stride, lanes)   sorts `lanes` rows by the best of these for n */
@@ -359,28 +498,28 @@ UNUSED static void isort_##t(T *a, int64_t n)                                   
         T v = a[i];                                                                                                 \
         K k = KEY(v);                                                                                               \
         int64_t j = i;                                                                                              \
-        while (j > 0 && KEY(a[j - 1]) > k) { a[j] = a[j - 1]; j--; }                                               \
+        while (j > 0 && KEY(a[j - 1]) > k) { a[j] = a[j - 1]; j--; }                                                \
         a[j] = v;                                                                                                   \
     }                                                                                                               \
 }                                                                                                                   \
 static void blocks_##t(T *a, int64_t n, int64_t stride, int64_t lanes)                                              \
 {                                                                                                                   \
     if (lanes * 2 < LANES(K)) {   /* few rows: the blocks of one row fill the lanes */                              \
-        int64_t full = n / NETWORK_MAX;                                                                             \
+        int64_t full = n / MERGE_BLOCK;                                                                             \
         for (int64_t r = 0; r < lanes; r++) {                                                                       \
             T *row = a + r * stride;                                                                                \
             for (int64_t b = 0; b < full; b += LANES(K))                                                            \
-                NETWORK_DISPATCH(net_##t, (row + b * NETWORK_MAX, NETWORK_MAX, NETWORK_MAX,                         \
+                NETWORK_DISPATCH(net_##t, (row + b * MERGE_BLOCK, MERGE_BLOCK, MERGE_BLOCK,                         \
                                            full - b < LANES(K) ? full - b : LANES(K)));                             \
-            if (n % NETWORK_MAX)                                                                                    \
-                NETWORK_DISPATCH(net_##t, (row + full * NETWORK_MAX, n % NETWORK_MAX, NETWORK_MAX, 1));             \
+            if (n % MERGE_BLOCK)                                                                                    \
+                NETWORK_DISPATCH(net_##t, (row + full * MERGE_BLOCK, n % MERGE_BLOCK, MERGE_BLOCK, 1));             \
         }                                                                                                           \
         return;                                                                                                     \
     }                                                                                                               \
-    for (int64_t b = 0; b < n; b += NETWORK_MAX)   /* block b of every row at once */                               \
-        NETWORK_DISPATCH(net_##t, (a + b, n - b < NETWORK_MAX ? n - b : NETWORK_MAX, stride, lanes));               \
+    for (int64_t b = 0; b < n; b += MERGE_BLOCK)   /* block b of every row at once */                               \
+        NETWORK_DISPATCH(net_##t, (a + b, n - b < MERGE_BLOCK ? n - b : MERGE_BLOCK, stride, lanes));               \
 }                                                                                                                   \
-static inline void merge_##t(const T *src, T *dst, int64_t lo, int64_t mid, int64_t hi)                            \
+static inline void merge_##t(const T *src, T *dst, int64_t lo, int64_t mid, int64_t hi)                             \
 {                                                                                                                   \
     int64_t i = lo, j = mid, o = lo;                                                                                \
     if (mid >= hi || KEY(src[mid - 1]) <= KEY(src[mid])) {   /* already in order */                                 \
@@ -400,7 +539,7 @@ static inline void merge_##t(const T *src, T *dst, int64_t lo, int64_t mid, int6
 static void merges_##t(T *a, T *tmp, int64_t n)                                                                     \
 {                                                                                                                   \
     T *src = a, *dst = tmp;                                                                                         \
-    for (int64_t w = NETWORK_MAX; w < n; w *= 2) {                                                                  \
+    for (int64_t w = MERGE_BLOCK; w < n; w *= 2) {                                                                  \
         for (int64_t lo = 0; lo < n; lo += 2 * w) {                                                                 \
             int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                            \
             merge_##t(src, dst, lo, mid, hi);                                                                       \
@@ -517,7 +656,7 @@ static void sort_body_##t(void **ctx, int64_t g0, int64_t g1)                   
     for (int64_t r = g0 * GROUP; r < r1; r += LANES(K))                                                             \
         sort_rows_##t(a + r * n, tmp + r * room, n, n, room, r1 - r < LANES(K) ? r1 - r : LANES(K));                \
 }                                                                                                                   \
-void numfn_sort_##t(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row)        \
+void numfn_sort_##t(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row)         \
 {                                                                                                                   \
     if (*rows <= 0 || *n <= 1) return;                                                                              \
     job j = {data, NULL, scratch, *rows, *n, *scratch_row};                                                         \
@@ -530,7 +669,7 @@ static void iargsort_##t(const T *a, int64_t *out, int64_t n)                   
 {                                                                                                                   \
     for (int64_t i = 0; i < n; i++) {                                                                               \
         int64_t j = i;                                                                                              \
-        while (j > 0 && KEY(a[out[j - 1]]) > KEY(a[i])) { out[j] = out[j - 1]; j--; }                              \
+        while (j > 0 && KEY(a[out[j - 1]]) > KEY(a[i])) { out[j] = out[j - 1]; j--; }                               \
         out[j] = i;                                                                                                 \
     }                                                                                                               \
 }
@@ -587,7 +726,7 @@ void numfn_argsort_##t(const T *keys, int64_t *index, uint64_t *scratch, const i
 {                                                                                                                   \
     if (*rows <= 0 || *n <= 0) return;                                                                              \
     if (*n == 1) {                                                                                                  \
-        memset(index, 0, (size_t)*rows * sizeof(int64_t));                                                         \
+        memset(index, 0, (size_t)*rows * sizeof(int64_t));                                                          \
         return;                                                                                                     \
     }                                                                                                               \
     job j = {(void *)keys, index, scratch, *rows, *n, *scratch_row};                                                \
