@@ -10,6 +10,7 @@ The first call with a new signature (shapes and dtypes of the arguments) traces 
 native code and runs it; later calls with that signature run the native code directly.
 """
 from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
+from numfn import indexing  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
 from numfn import random  # noqa: F401 - numfn.random: keys and random numbers generated inside kernels
 from numfn.control import cond, fori_loop, scan, switch, while_loop
@@ -19,8 +20,8 @@ from numfn.function import JitFunction, NumericalFunction, jit
 from numfn.runtime.threads import set_num_threads
 from numfn.tensor import Tensor
 from numfn.transforms import svmap, vmap
+from numfn.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
            "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan", "cond", "switch",
            "__version__"]

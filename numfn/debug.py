@@ -1,31 +1,31 @@
-"""Debugging switches, read from the environment when used (so tests and users may change them at run time).
+"""Debugging output, at the level NUMFN_DEBUG (or DEBUG) sets, read when used (see numfn.config).
 
-DEBUG=1 compile events and timings, 2 per-kernel timings, 3 the schedule, 4 generated source, 5 UOp graphs.
-NUMFN_BACKEND=llvm|c chooses the default backend; NOOPT=1 turns kernel optimizations off.
+1 compile events and timings, 2 per-kernel timings, 3 the schedule, 4 generated source, 5 UOp graphs.
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 
+from numfn import config
+
 
 def level() -> int:
-    try:
-        return int(os.environ.get("DEBUG", "0") or 0)
-    except ValueError:
-        return 0
+    """The debug level: NUMFN_DEBUG, else DEBUG (0 when unset)."""
+    return config.debug_level()
 
 
 def log(at: int, message: str | Callable[[], str]) -> None:
-    """Print `message` (or its thunk's result, computed only when printed) to stderr when DEBUG >= at."""
-    if level() >= at:
+    """Print `message` (or its thunk's result, computed only when printed) to stderr when the level is >= at."""
+    if config.debug_level() >= at:
         print(message() if callable(message) else message, file=sys.stderr, flush=True)
 
 
 def default_backend() -> str:
-    return os.environ.get("NUMFN_BACKEND", "llvm") or "llvm"
+    """NUMFN_BACKEND: llvm unless set."""
+    return config.default_backend()
 
 
 def noopt() -> bool:
-    return os.environ.get("NOOPT", "0") not in ("", "0")
+    """NUMFN_NOOPT (or NOOPT): kernel optimizations off."""
+    return config.noopt()

@@ -1,20 +1,27 @@
 """NumericalFunction (one compiled specialization of a Python function) and the jit dispatcher.
 
 A NumericalFunction is a frozen dataclass whose stages are cached properties, each computed from the previous
-one on first access:
+one on first access (docs/internals.md draws the chain):
 
   function_graph    trace the function on Tensor.empty placeholders: SINK of the outputs
   call_graph        symbolic simplification, then CALL(body with PARAMs, *buffers)
   schedule          kernels in execution order (a tuple of ExecItems); `memory` is the intermediate arena plan
   rendered_kernels  each kernel lowered to loops, optimized and rendered for the backend
-  source            the whole program: constants, kernels, one public entry point
-  compiled          native code for the source (C compiler + cffi, or LLVM JIT)
-  __call__          the dispatcher: validate arguments, allocate outputs, call native code, return arrays
+  build             the whole program around one entry point (a ProgramBuild: source, cache key, manifest,
+                    compiled code); svmap's batched entry is a ProgramBuild of the same function too
+  compiled          the loaded native code, from the disk cache or compiled now
+  fast_registration what the C dispatcher needs to call it (None when calls cannot take the fast path)
+  run               the Python path: arguments in, outputs allocated, native entry called
+
+A warm start (the program in the disk cache) traces and then loads: everything after the trace that a call needs
+(pointer constants' order, the scratch arena's size, the operation count) comes from the manifest stored with the
+code, so cold and warm processes decide alike.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
+import sys
 import threading
 import time
 from collections import Counter
@@ -30,37 +37,24 @@ from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
-from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization
+from numfn.runtime import extensions
+from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
+from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
 from numfn.errors import unsupported
 from numfn.indexing import identity_indices
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
+from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
 from numfn.tensor import Check, Tensor, add_check, recording_trace
-from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, toposort
-
-BACKENDS = ("c", "llvm")
-# ALU operations below which a kernel runs on one thread: waking the pool costs about as much as this much work
-PARALLEL_MIN_OPS = 1 << 18
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    """What a signature records of one array argument: shape and dtype. `weak` marks a Python scalar (it
-    promotes like one, NEP 50)."""
-    shape: tuple[int, ...]
-    dtype: DType
-    weak: bool = False
-
-    def __repr__(self) -> str:
-        return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 
 @dataclass(frozen=True)
 class RenderedKernel:
     name: str
-    program: Any     # codegen.program.Program
+    program: Any     # codegen.program.KernelProgram
     source: str
 
 
@@ -81,11 +75,7 @@ class NumericalFunction:
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         params = [t.uop for t in placeholders]
-        args, kwargs = unflatten(self.in_tree, placeholders)
-        args, kwargs = list(args), dict(kwargs)
-        for where, value in self.statics:
-            if isinstance(where, int): args.insert(where, value)
-            else: kwargs[where] = value
+        args, kwargs = self._arguments(placeholders)
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
             # Python loops and branches on traced values become numfn's (numfn.convert)
             out = converted(self.fn)(*args, **kwargs)
@@ -148,6 +138,12 @@ class NumericalFunction:
         return self._trace[1]
 
     @cached_property
+    def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
+        """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
+        outs = self.function_graph.src
+        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
+
+    @cached_property
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers."""
         call = callify(self.function_graph, len(self.in_specs), len(self.mutated_inputs))
@@ -183,7 +179,7 @@ class NumericalFunction:
         from numfn.codegen.program import build_program
         t0 = time.perf_counter()
         out = []
-        renderer = _renderer(self.backend)
+        renderer = renderer_for(self.backend)
         names: Counter = Counter()
         for ei in self.kernel_items:
             name = ei.kernel.name   # kernels inside loops are named like the others: made unique here
@@ -209,82 +205,69 @@ class NumericalFunction:
         """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps)."""
         return program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)})
 
-    @cached_property
-    def entry_name(self) -> str:
-        return entry_name_for(self._source_template)
-
-    @cached_property
-    def _source_template(self) -> str:
-        return _renderer(self.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in self.rendered_kernels], self.layout,
-            profile=self.profile, steps=self.steps)
-
-    @cached_property
-    def source(self) -> str:
-        """The whole program's source text: constants, kernels, and the public entry point."""
-        src = self._source_template.replace(ENTRY_PLACEHOLDER, self.entry_name)
-        debug.log(4, lambda: f"source of {self.name}:\n{src}")
-        return src
-
     # ---- native code ------------------------------------------------------------------------------------------
     @cached_property
     def cache_key(self) -> str:
         """The disk cache key of this program: the traced graph (which holds everything the function computes,
         captured constants included), the signature, backend, options, target CPU and numfn's own source. Equal
         keys mean equal programs, so a warm start skips scheduling, rendering and compiling."""
-        from numfn.runtime import build_id, target_description
         from numfn.runtime.cache import cache_key
+        from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
                          f"noopt={debug.noopt()} profile={self.profile}", repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
 
     @cached_property
+    def build(self) -> ProgramBuild:
+        """The whole program behind its one entry point: source, cache key, manifest, compiled code."""
+        return ProgramBuild(self)
+
+    @property
+    def source(self) -> str:
+        """The whole program's source text: constants, kernels, and the public entry point."""
+        return self.build.source
+
+    @property
+    def entry_name(self) -> str:
+        return self.build.entry_name
+
+    @property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.NativeProgram), from the disk cache or compiled now."""
-        from numfn.runtime import load_or_compile
-        t0 = time.perf_counter()
-        prog, compiled = load_or_compile(self.backend, self.cache_key, 0, lambda: (self.source, self.entry_name,
-                                                                                  self.manifest))
-        debug.log(1, f"{'compiled' if compiled else 'loaded'} {self.name} ({self.backend}) "
-                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        return prog
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
+        return self.build.compiled
 
-    @cached_property
+    @property
     def manifest(self) -> dict:
-        """What a caller must know about the compiled code beyond the signature, stored with it in the cache: the
-        pointer constants in entry order (by content hash), and with DEBUG=2 the kernel names."""
-        manifest = {"constants": [b.data_hash for b, _, _ in self.layout.pointer_constants]}
-        if self.layout.externs: manifest["externs"] = list(self.layout.externs)
-        if self.profile: manifest["kernels"] = [k.name for k in self.rendered_kernels]
-        return manifest
+        """What a caller must know about the compiled code beyond the signature (see ProgramBuild.manifest)."""
+        return self.build.compiled.manifest
+
+    @property
+    def pointer_constants(self) -> tuple[np.ndarray, ...]:
+        """The arrays passed by pointer to the compiled program, in its entry's order."""
+        return self.build.pointer_constants
 
     @cached_property
-    def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
-        """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
-        outs = self.function_graph.src
-        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
-
-    def pointer_constants(self, manifest: dict) -> list:
-        """The arrays passed by pointer to a compiled program, in the order its manifest lists them; then its externs
-        table, if it calls extern routines (numfn.extern)."""
-        data = {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
+    def constant_arrays(self) -> dict[str, np.ndarray]:
+        """The captured arrays of the trace by content hash (what manifests name pointer constants by)."""
+        return {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
                 if u.op is Ops.BUFFER and u.arg.category == "constant"}
-        consts = [data[h] for h in manifest.get("constants", [])]
-        if manifest.get("externs"):
-            from numfn.extern import extern_table
-            consts.append(extern_table(manifest["externs"]))
-        return consts
+
+    @cached_property
+    def fast_registration(self) -> tuple | None:
+        """The arguments of the C dispatcher's `_register` for this program, or None when its calls can never take
+        the fast path (keyword, nested or static arguments); see numfn.runtime.dispatch.registration."""
+        return registration(self)
 
     @cached_property
     def run(self) -> Callable[[list], Any]:
-        """The dispatcher over flat argument leaves (already matched to this signature)."""
+        """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
         prog = self.compiled
         entry = prog.entry
         out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
         in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
-        consts = self.pointer_constants(prog.manifest)
+        consts = self.pointer_constants
         out_tree, name = self.out_tree, self.name
         limits = sorted(self.int_limits.items())
         timings = prog.timings() if self.profile else None
@@ -316,6 +299,16 @@ class NumericalFunction:
 
         return run
 
+    def _arguments(self, leaves: list) -> tuple[list, dict]:
+        """The function's arguments for array leaves of this signature: the leaves in their structure, with the
+        static arguments put back in their places."""
+        args, kwargs = unflatten(self.in_tree, leaves)
+        args, kwargs = list(args), dict(kwargs)
+        for where, value in self.statics:
+            if isinstance(where, int): args.insert(where, value)
+            else: kwargs[where] = value
+        return args, kwargs
+
     def _check_writable(self, leaves: list, slot: int) -> None:
         """An argument the function writes into must be a writeable NumPy array, as NumPy requires, sharing no
         memory with another argument (numfn traced them as separate arrays: NumPy would let writes through one
@@ -325,7 +318,10 @@ class NumericalFunction:
             others = [i for i, x in enumerate(leaves) if i != slot and isinstance(x, np.ndarray) and x.size and
                       leaf.size and np.may_share_memory(leaf, x) and np.shares_memory(leaf, x)]
             if not others: return
-        names = argument_leaf_names(self.fn, *unflatten(self.in_tree, list(leaves)))
+        args, kwargs = self._arguments(list(leaves))
+        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
+                  tuple(w for w, _ in self.statics if isinstance(w, str)))
+        names = argument_leaf_names(self.fn, tuple(args), kwargs, static)
         where = names[slot]
         if not isinstance(leaf, np.ndarray):
             raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
@@ -335,24 +331,125 @@ class NumericalFunction:
                           "numfn compiles the function for separate arrays; pass a copy of one of them")
 
     @cached_property
-    def __call__(self) -> Callable:  # type: ignore[override]
-        """Calling the NumericalFunction with arguments of its signature runs the native code."""
-        def call(*args, **kwargs):
-            key, leaves, _ = _signature(self.fn, args, kwargs, _static_spec_of(self))
-            mine = (self.in_tree, self.in_specs, self.statics)
-            if key != mine:
-                raise TypeError(f"{self.name} was specialized for {_describe(mine)}, called with {_describe(key)}")
-            return self.run(leaves)
-        return call
+    def key(self) -> tuple:
+        """The signature key this NumericalFunction was made for (see numfn.signature)."""
+        return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
+
+    def __call__(self, *args, **kwargs):
+        """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
+        signature, about 10 us, and raises TypeError when it differs). Calls through the JitFunction are the fast
+        path: the C dispatcher matches arguments against its compiled specializations without computing one."""
+        nums = tuple(w for w, _ in self.statics if isinstance(w, int))
+        names = tuple(w for w, _ in self.statics if isinstance(w, str))
+        key, leaves, statics = signature(self.fn, args, kwargs, (nums, names))
+        if key != self.key:
+            raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
+                            f"called with {describe(key[0], key[1], statics)}")
+        return self.run(leaves)
+
+
+@dataclass(frozen=True, eq=False)
+class ProgramBuild:
+    """The native program of a NumericalFunction's kernels behind one entry point, as stages: `template` (the
+    rendered program with a placeholder entry name) -> `entry_name` -> `source` -> `cache_key` -> `manifest` ->
+    `compiled` -> `pointer_constants`.
+
+    `batched` None is the plain entry `int entry(void **buffers)` (jit). A tuple (one flag per input: does it
+    advance with the batch?) is svmap's entry `int entry(int64 start, int64 end, void **buffers)`, which loops
+    over examples start..end-1 in native code around the same kernels."""
+    nf: NumericalFunction
+    batched: tuple[bool, ...] | None = None
+
+    @property
+    def nints(self) -> int:
+        """How many int64 arguments the entry takes before the buffer table."""
+        return 0 if self.batched is None else 2
+
+    @cached_property
+    def template(self) -> str:
+        nf = self.nf
+        return renderer_for(nf.backend).render_program(
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in nf.rendered_kernels], nf.layout, self.batched,
+            profile=nf.profile and self.batched is None, steps=nf.steps)
+
+    @cached_property
+    def entry_name(self) -> str:
+        """The entry point's symbol: named after the program's content, so equal programs share it (and different
+        ones never clash in one process)."""
+        return "numfn_" + hashlib.sha256(self.template.encode()).hexdigest()[:20]
+
+    @cached_property
+    def source(self) -> str:
+        src = self.template.replace(ENTRY_PLACEHOLDER, self.entry_name)
+        what = self.nf.name if self.batched is None else f"svmap({self.nf.name})"
+        debug.log(4, lambda: f"source of {what}:\n{src}")
+        return src
+
+    @cached_property
+    def cache_key(self) -> str:
+        if self.batched is None: return self.nf.cache_key
+        from numfn.runtime.cache import cache_key
+        return cache_key("numfn-batched", self.nf.cache_key, repr(self.batched))
+
+    @cached_property
+    def manifest(self) -> dict:
+        """What a caller must know about the compiled code beyond the signature, stored with it in the cache (a
+        warm start reads it instead of scheduling): `constants`, the pointer constants in entry order by content
+        hash; `arena_bytes`, the scratch arena's size; `ops`, the ALU operations of one run; `externs`, the library
+        routines it calls (numfn.extern), if any; with DEBUG=2 (plain entry only) `kernels`, the kernel names its
+        timings are reported under."""
+        nf = self.nf
+        manifest = {"constants": [b.data_hash for b, _, _ in nf.layout.pointer_constants],
+                    "arena_bytes": int(nf.memory.arena_bytes), "ops": int(sum(ei.op_count for ei in nf.schedule))}
+        if nf.layout.externs: manifest["externs"] = list(nf.layout.externs)
+        if nf.profile and self.batched is None: manifest["kernels"] = [k.name for k in nf.rendered_kernels]
+        return manifest
+
+    @cached_property
+    def compiled(self) -> Any:
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
+        from numfn.runtime import load_or_compile, write_perf_map
+        nf = self.nf
+        t0 = time.perf_counter()
+        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
+                                         lambda: (self.source, self.entry_name, self.manifest), self._fits)
+        label = nf.name if self.batched is None else f"svmap({nf.name})"
+        debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
+                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
+        return prog
+
+    def _fits(self, manifest: dict) -> str | None:
+        """Why a cached manifest cannot belong to this program (None: it can)."""
+        if not set(manifest["constants"]) <= self.nf.constant_arrays.keys(): return "unknown pointer constants"
+        if self.nf.profile and self.batched is None and "kernels" not in manifest: return "no kernel names"
+        return None
+
+    @cached_property
+    def pointer_constants(self) -> tuple[np.ndarray, ...]:
+        """The arrays passed by pointer to the compiled program, in the order its manifest lists them; then its
+        externs table, if it calls library routines (numfn.extern)."""
+        data, manifest = self.nf.constant_arrays, self.compiled.manifest
+        consts = tuple(data[h] for h in manifest["constants"])
+        if manifest.get("externs"):
+            from numfn.extern import extern_table
+            consts += (extern_table(manifest["externs"]),)
+        return consts
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+BACKENDS = ("c", "llvm")
 
 
-def entry_name_for(template: str) -> str:
-    """The entry point's symbol: named after the program's content, so equal programs share it (and different
-    ones never clash in the process-wide JIT)."""
-    return "numfn_" + hashlib.sha256(template.encode()).hexdigest()[:20]
+def renderer_for(backend: str):
+    """The renderer module of a backend: numfn.renderer.c or numfn.renderer.llvm (imported on first use)."""
+    if backend == "c":
+        from numfn.renderer import c
+        return c
+    if backend == "llvm":
+        from numfn.renderer import llvm
+        return llvm
+    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
 
 
 def _writeback(last: UOp, param: UOp) -> UOp:
@@ -387,133 +484,6 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
     debug.log(2, "\n".join(lines))
 
 
-def _renderer(backend: str):
-    if backend == "c":
-        from numfn.renderer import c
-        return c
-    if backend == "llvm":
-        from numfn.renderer import llvm
-        return llvm
-    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
-
-
-def _describe(key) -> str:
-    tree, specs, statics = key
-    return f"arguments {tree!r} of {', '.join(map(repr, specs)) or 'no arrays'}" + \
-        (f" with static {dict(statics)}" if statics else "")
-
-
-def _static_spec_of(nf: NumericalFunction):
-    nums = tuple(w for w, _ in nf.statics if isinstance(w, int))
-    return nums, tuple(w for w, _ in nf.statics if isinstance(w, str))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# signatures
-
-def _is_number_list(x) -> bool:
-    if not isinstance(x, list) or not x: return False
-    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
-
-
-def _is_leaf(x) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
-
-
-def leaf_spec(x, where: str) -> ArgSpec:
-    """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
-    if isinstance(x, Tensor): return ArgSpec(x.shape, x.uop.dtype, x.weak)   # a call inside a traced function
-    if isinstance(x, (np.ndarray, np.generic)):   # before float: np.float64 subclasses float, but is a strong scalar
-        if type(x) is not np.ndarray and isinstance(x, (np.matrix, np.ma.MaskedArray)):
-            # their operators mean something else (matrix `*` is a matrix product; masks propagate): tracing them
-            # as plain arrays would give answers NumPy does not
-            raise TypeError(f"argument {where}: numfn computes on plain arrays, not {type(x).__name__}; convert it "
-                            "with np.asarray if its values alone are meant")
-        try:
-            # byte order is storage, not type: a big-endian float64 array is a float64 input (swapped when run)
-            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype.newbyteorder("=")))
-        except TypeError as e:
-            raise TypeError(f"argument {where}: {e}") from None
-    if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)
-    if isinstance(x, int):
-        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
-        return ArgSpec((), dtypes.int64, True)
-    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
-    if isinstance(x, list):
-        try:
-            arr = np.asarray(x)
-        except ValueError:   # NumPy refuses ragged nesting
-            arr = np.empty(0, object)
-        if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
-        return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
-    raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "
-                    "them (tuple, list, dict)")
-
-
-def _leaf_paths(tree: Any, prefix: str) -> list[str]:
-    paths: list[str] = []
-
-    def walk(x, p):
-        if _is_leaf(x) or not isinstance(x, (tuple, list, dict)):
-            if x is not None: paths.append(p)
-            return
-        items = sorted(x.items(), key=lambda kv: repr(kv[0])) if isinstance(x, dict) else enumerate(x)
-        if isinstance(x, dict) and all(isinstance(k, str) for k in x): items = sorted(x.items())
-        for k, v in items: walk(v, f"{p}[{k!r}]")
-
-    walk(tree, prefix)
-    return paths
-
-
-def _signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):
-    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static values)."""
-    static_nums, static_names = static
-    statics = []
-    if static_nums or static_names:
-        dyn_args = []
-        for i, a in enumerate(args):
-            if i in static_nums: statics.append((i, _hashable(a, f"static argument {i}")))
-            else: dyn_args.append(a)
-        dyn_kwargs = {}
-        for k, v in kwargs.items():
-            if k in static_names: statics.append((k, _hashable(v, f"static argument {k!r}")))
-            else: dyn_kwargs[k] = v
-        args, kwargs = tuple(dyn_args), dyn_kwargs
-    leaves, tree = flatten((tuple(args), kwargs), is_leaf=_is_leaf)
-    try:
-        specs = tuple(leaf_spec(x, "?") for x in leaves)
-    except (TypeError, OverflowError):   # the error again, now naming the argument (too slow for every call)
-        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs)): leaf_spec(x, p)
-        raise
-    return (tree, specs, tuple(statics)), leaves, tuple(statics)
-
-
-def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
-    """How error messages name each leaf of a call's arguments, in flattening order: `'x'`, `'params'['w']`, `2[0]`
-    (a positional argument without a parameter name)."""
-    names = _arg_names(fn, args, kwargs)
-    return [p for i, a in enumerate(args) for p in _leaf_paths(a, names[i])] + \
-        [p for k, v in sorted(kwargs.items()) for p in _leaf_paths(v, repr(k))]
-
-
-def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
-    try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    return [repr(params[i]) if i < len(params) else str(i) for i in range(len(args))]
-
-
-def _hashable(v, what: str):
-    try:
-        hash(v)
-    except TypeError:
-        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
-                        f"got {type(v).__name__}") from None
-    return v
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
@@ -521,7 +491,7 @@ class JitFunction(dispatcher_base()):
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
     arguments' shapes, dtypes and static values, and runs its native code.
 
-    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built once and kept in the disk cache): a
+    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built with the package): a
     call with plain positional arrays and scalars of a signature seen before goes straight to native code. Any
     other call (keyword or static arguments, containers, a new signature) takes `_dispatch_miss`, which computes
     the signature in Python, compiles if needed, and registers the fast path for next time. `out=` passes
@@ -531,12 +501,11 @@ class JitFunction(dispatcher_base()):
     def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
-        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        nums, names = _static_both_ways(fn, nums, names)
+        nums, names = _static_both_ways(fn, *static_spec(static_argnums, static_argnames))
         self._static = (tuple(sorted(nums)), tuple(names))
         self._backend = backend
-        self._specializations: dict = {}
+        self._specializations: dict = {}   # (signature key, backend, profile) -> NumericalFunction
+        self._ready: set = set()           # the keys of those whose native code is loaded
         self._lock = threading.Lock()
 
     @property
@@ -546,32 +515,34 @@ class JitFunction(dispatcher_base()):
     def specialize(self, *args, **kwargs) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         args, kwargs = generator_arguments(args, kwargs, draw=False)
-        key, _, statics = _signature(self.fn, args, kwargs, self._static)
+        key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
     def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
-        """The NumericalFunction for a signature key (see `_signature`), made on first use; with `compile`, its
+        """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
         full = (key, self.backend, debug.level() >= 2)
         nf = self._specializations.get(full)
-        if nf is None or (compile and "run" not in nf.__dict__):
-            with self._lock:
-                nf = self._specializations.get(full)
-                if nf is None:
-                    nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
-                    self._specializations[full] = nf
-                if compile:
-                    try:
-                        _ = nf.run   # trace, compile and load under the lock
-                    except BaseException:
-                        del self._specializations[full]   # a signature that fails to compile is not kept
-                        raise
+        if nf is not None and (not compile or full in self._ready): return nf
+        with self._lock:
+            nf = self._specializations.get(full)
+            if nf is None:
+                extensions.warn_missing()   # once per process, if numfn was installed without them
+                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
+                self._specializations[full] = nf
+            if compile and full not in self._ready:
+                try:
+                    _ = nf.run   # trace, compile and load under the lock
+                except BaseException:
+                    del self._specializations[full]   # a signature that fails to compile is not kept
+                    raise
+                self._ready.add(full)
         return nf
 
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
         args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
-        key, leaves, statics = _signature(self.fn, args, kwargs, self._static)
+        key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
             return self._splice(key, statics, leaves)
@@ -582,7 +553,6 @@ class JitFunction(dispatcher_base()):
     def _splice(self, key, statics, leaves: list):
         """This function's own trace for the arguments' signature, with its inputs bound to the caller's traced
         values: the call becomes part of the caller's graph (and fuses with it), and is traced only once."""
-        from numfn.schedule import substitute
         nf = self.specialization(key, statics, compile=False)
         sink = nf.function_graph
         bound = {u: Tensor.lift(leaves[u.arg[0]]).uop for u in sink.toposort() if u.op is Ops.PARAM}
@@ -601,6 +571,24 @@ class JitFunction(dispatcher_base()):
             from numfn.dynamic import DynTensor
             outs[i] = DynTensor(outs[i].uop, lengths=tuple(ls))
         return unflatten(nf.out_tree, outs[:nout])
+
+    # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
+    def __reduce__(self):
+        # the module attribute this function is published under (the usual @jit), when it is this object: the
+        # receiving process imports the module; otherwise the Python function and the options, which rebuild it
+        # there (its compiled code then comes from the disk cache, like any warm start)
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        found: Any = module
+        for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
+            found = getattr(found, part, None)
+        if found is self: return self.__qualname__
+        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend)
+
+    def __copy__(self) -> JitFunction:
+        return self   # immutable as far as its callers can tell, like a Python function
+
+    def __deepcopy__(self, memo) -> JitFunction:
+        return self
 
     @property
     def specializations(self) -> tuple[NumericalFunction, ...]:

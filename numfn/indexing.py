@@ -24,7 +24,7 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, known_value
+from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
 from numfn.uop import Ops, UOp
 
 
@@ -309,6 +309,7 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
     return ()
 
 
+@tensor_method("__getitem__")
 def getitem(x: Tensor, index) -> Tensor:
     """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
     whose number is only known at run time), an array of run-time length (numfn.dynamic)."""
@@ -348,6 +349,7 @@ def gathered(x: Tensor, items: list[Item], scalar: bool = True) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # assignment
 
+@tensor_method("__setitem__")
 def setitem(x: Tensor, index, value) -> None:
     """x[index] = value: NumPy's broadcasting and (unsafe) casting of the value, written into x's memory."""
     if x.weak: raise TypeError(f"'{type(x.pyvalue).__name__}' object does not support item assignment")

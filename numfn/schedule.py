@@ -27,7 +27,7 @@ from typing import Any
 from numfn.codegen.lower import LoweredKernel, deep_recursion, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
 from numfn.symbolic import symbolic
-from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, toposort
+from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
@@ -40,7 +40,7 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
     """CALL(body, *buffers): the simplified function graph with captured constants turned into PARAMs (slots after
     the inputs), bound to the input and constant BUFFERs in slot order. CALL.arg holds the output buffers: one for
     every entry of the graph's SINK but the last `writes` (writes into inputs, which have their inputs' buffers)."""
-    body = graph_rewrite(function_graph, symbolic)
+    body = graph_rewrite(function_graph, symbolic, name="callify: symbolic")
     consts = [u for u in toposort([body]) if u.op is Ops.BUFFER and u.arg.category == "constant"]
     params, bindings = {}, []
     for i, u in enumerate(consts):
@@ -55,17 +55,6 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
                   UOp(Ops.BUFFER, dtypes.void, (), Buffer("input", i, ())) for i in range(input_count)]
     outputs = tuple(Buffer("output", i, o.shape) for i, o in enumerate(body.src[:len(body.src) - writes]))
     return UOp(Ops.CALL, dtypes.void, (body, *input_bufs, *bindings), outputs)
-
-
-def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    """`root` with every node in `mapping` replaced (sources rebuilt bottom-up)."""
-    done: dict[UOp, UOp] = {}
-    for u in toposort([root]):
-        if u in mapping: done[u] = mapping[u]
-        else:
-            src = tuple(done[s] for s in u.src)
-            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-    return done[root]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,13 +6,12 @@ nodes; `symbolic` is the rule set graph_rewrite uses on whole graphs (before cal
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar
+from numfn.uop import ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar, node_cached
 
 # ---------------------------------------------------------------------------------------------------------------
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
@@ -144,7 +143,7 @@ def _fold_views(x: UOp) -> UOp | None:
 # ---------------------------------------------------------------------------------------------------------------
 # integer index expressions: affine canonical form
 
-@functools.lru_cache(maxsize=1 << 16)
+@node_cached
 def affine(u: UOp) -> tuple[tuple[tuple[UOp, int], ...], int]:
     """u as (((atom, coefficient), ...), constant): a sum of atoms (RANGEs, loads, divisions...) times integers."""
     if u.op is Ops.CONST: return ((), int(u.arg))
@@ -171,7 +170,7 @@ def _merge(ta, tb, sign):
     return tuple((a, m) for a, m in d.items() if m)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@node_cached
 def _order_key(u: UOp) -> tuple:
     if u.op is Ops.RANGE: return (0, u.arg[0])
     if u.op is Ops.DEFINE_VAR: return (1, u.arg[0])

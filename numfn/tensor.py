@@ -176,10 +176,6 @@ class Tensor:
     def item(self, *a): self._concrete(".item()")
     def tolist(self): self._concrete(".tolist()")
 
-    def __setitem__(self, key, value):
-        from numfn.indexing import setitem
-        setitem(self, key, value)
-
     # ---------------------------------------------------------------------------------------------------------
     # in-place operators
     def _inplace(self, ufunc: str, symbol: str, compute, x) -> Tensor:
@@ -199,8 +195,7 @@ class Tensor:
                 raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {result.dtype!r} to {self.dtype!r} with "
                                 "casting rule 'same_kind'")
             result = result.astype(self.dtype)
-        from numfn.indexing import setitem
-        setitem(self, Ellipsis, result)
+        self[...] = result   # numfn.indexing's __setitem__
         return self
 
     def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
@@ -438,10 +433,6 @@ class Tensor:
         it = iter(self.shape)
         return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
 
-    def __getitem__(self, index) -> Tensor:
-        from numfn.indexing import getitem
-        return getitem(self, index)
-
     # ---------------------------------------------------------------------------------------------------------
     # reductions
     def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None, where=None) -> Tensor:
@@ -560,7 +551,8 @@ NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
 
 
 def tensor_method(name: str):
-    """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way)."""
+    """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way, and
+    numfn.indexing `__getitem__` and `__setitem__`: this module imports neither)."""
     def register(fn):
         setattr(Tensor, name, fn)
         return fn

@@ -17,22 +17,22 @@ from __future__ import annotations
 import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from functools import cached_property, update_wrapper
+from functools import update_wrapper
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from numfn import debug
-from numfn.function import (ENTRY_PLACEHOLDER, ArgSpec, JitFunction, NumericalFunction, _is_leaf, _renderer,
-                            argument_leaf_names, entry_name_for, leaf_spec, raise_failed_checks)
+from numfn.function import JitFunction, NumericalFunction, ProgramBuild, raise_failed_checks
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
-from numfn.runtime.threads import thread_count
+from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.args import normalize_axis
 from numfn.errors import unsupported
+from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor, add_check
-from numfn.uop import ELEMENTWISE, Ops, UOp, toposort
+from numfn.uop import ELEMENTWISE, Ops, UOp, fold
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -42,33 +42,53 @@ def _broadcast_batch(u: UOp, batched: bool, size: int) -> UOp:
     return u if batched else u.reshape((1,) + u.shape).expand((size,) + u.shape)
 
 
-def _batch_node(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
-    """`u` with a leading batch axis, given its sources (each with or without one)."""
-    x = srcs[0][0] if srcs else None
-    op, a = u.op, u.arg
-    if op in ELEMENTWISE or op is Ops.CONTIGUOUS:
-        return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a)
-    if op in (Ops.RESHAPE, Ops.EXPAND): return UOp(op, u.dtype, (x,), (size,) + a)
-    if op is Ops.PERMUTE: return UOp(op, u.dtype, (x,), (0,) + tuple(i + 1 for i in a))
-    if op is Ops.PAD: return UOp(op, u.dtype, (x,), ((0, 0),) + a)
-    if op is Ops.SHRINK: return UOp(op, u.dtype, (x,), ((0, size),) + a)
-    if op is Ops.FLIP: return UOp(op, u.dtype, (x,), tuple(i + 1 for i in a))
-    if op is Ops.REDUCE_AXIS: return UOp(op, u.dtype, (x,), (a[0], tuple(i + 1 for i in a[1])))
-    if op is Ops.SCAN: return UOp(op, u.dtype, (x,), (a[0], a[1] + 1))
-    if op is Ops.GATHER:   # the batch axis is one more gathered axis, indexed by the batch position
-        shape = (size,) + u.shape
-        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
-        idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
-        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), batch, *idx))
-    if op is Ops.EXTERN:   # the routine runs once more per example: one more batch axis (unbatched inputs broadcast)
-        return UOp(op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), a.batched(size))
-    if op is Ops.RESULT: return UOp(op, u.dtype, (x,), a)
-    if op is Ops.SCATTER:   # each example writes its own row: one more index, the batch position
-        domain = (size,) + u.src[1].shape
-        batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
-        rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
-        return UOp(op, u.dtype, (_broadcast_batch(x, srcs[0][1], size), rest[0], batch, *rest[1:]), a)
-    raise NotImplementedError(f"vmap has no batching rule for {op.name}")
+def _batch_elementwise(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    return UOp(u.op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), u.arg)
+
+
+def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # the batch axis is one more gathered axis, indexed by the batch position
+    shape = (size,) + u.shape
+    batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
+    idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+    return UOp(u.op, u.dtype, (_broadcast_batch(*srcs[0], size), batch, *idx))
+
+
+def _batch_scatter(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # each example writes its own row: one more index, the batch position
+    domain = (size,) + u.src[1].shape
+    batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
+    rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
+    return UOp(u.op, u.dtype, (_broadcast_batch(*srcs[0], size), rest[0], batch, *rest[1:]), u.arg)
+
+
+def _batch_extern(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    # the routine runs once more per example: one more batch axis (unbatched inputs broadcast)
+    return UOp(u.op, u.dtype, tuple(_broadcast_batch(s, b, size) for s, b in srcs), u.arg.batched(size))
+
+
+def _batch_view(new_arg: Callable[[Any, int], Any]):
+    """The rule of a movement op: its one (batched) source, its argument shifted past the batch axis."""
+    return lambda u, srcs, size: UOp(u.op, u.dtype, (srcs[0][0],), new_arg(u.arg, size))
+
+
+# op -> rule(node, its sources as (value, batched) pairs with at least one batched, batch size): the node with a
+# leading batch axis. A new primitive needs its rule here (vmap raises NotImplementedError naming it otherwise).
+BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
+    **{op: _batch_elementwise for op in (*ELEMENTWISE, Ops.CONTIGUOUS)},
+    Ops.RESHAPE: _batch_view(lambda a, size: (size,) + a),
+    Ops.EXPAND: _batch_view(lambda a, size: (size,) + a),
+    Ops.PERMUTE: _batch_view(lambda a, size: (0,) + tuple(i + 1 for i in a)),
+    Ops.PAD: _batch_view(lambda a, size: ((0, 0),) + a),
+    Ops.SHRINK: _batch_view(lambda a, size: ((0, size),) + a),
+    Ops.FLIP: _batch_view(lambda a, size: tuple(i + 1 for i in a)),
+    Ops.REDUCE_AXIS: _batch_view(lambda a, size: (a[0], tuple(i + 1 for i in a[1]))),
+    Ops.SCAN: _batch_view(lambda a, size: (a[0], a[1] + 1)),
+    Ops.GATHER: _batch_gather,
+    Ops.SCATTER: _batch_scatter,
+    Ops.EXTERN: _batch_extern,
+    Ops.RESULT: _batch_view(lambda a, size: a),
+}
 
 
 def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
@@ -76,23 +96,18 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
 
     `inputs` maps each PARAM slot to (its value, whether that value has a leading batch axis of `size`). Returns
     (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
-    done: dict[UOp, tuple[UOp, bool]] = {}
-    for u in toposort([sink]):
-        if u.op is Ops.SINK: continue
-        if u.op is Ops.PARAM:
-            done[u] = inputs[u.arg[0]]
-            continue
-        srcs = [done[s] for s in u.src]
+    def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
+        if u.op is Ops.SINK: return None
+        if u.op is Ops.PARAM: return inputs[u.arg[0]]
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
-            done[u] = (u if src == u.src else UOp(u.op, u.dtype, src, u.arg), False)
-        else:
-            done[u] = (_batch_node(u, srcs, size), True)
-    outs = []
-    for o in sink.src:
-        value, batched = done[o.src[0] if o.op is Ops.CONTIGUOUS else o]
-        outs.append((value, batched))
-    return outs
+            return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
+        rule = BATCHING_RULES.get(u.op)
+        if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
+        return rule(u, list(srcs), size), True
+
+    done = fold([sink], visit)
+    return [done[o.src[0] if o.op is Ops.CONTIGUOUS else o] for o in sink.src]
 
 
 def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
@@ -129,7 +144,7 @@ def _leaf_axes(spec, args: tuple, kwargs: dict, what: str) -> list:
 
 
 def _leaf_or_tensor(x) -> bool:
-    return isinstance(x, Tensor) or _is_leaf(x)
+    return isinstance(x, Tensor) or is_leaf(x)
 
 
 def _batch_size(leaves: list, axes: list, names: list[str]) -> int:
@@ -262,53 +277,26 @@ def _thread_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-# work (ALU operations over the whole batch) below which splitting across threads costs more than it saves
-PARALLEL_MIN_OPS = 200_000
+class BatchedEntry:
+    """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time:
+    base's kernels behind svmap's entry point (a ProgramBuild with `batched` flags, the stage chain jit's programs
+    go through too). Only the entry point is its own; the trace, schedule and kernels are base's."""
 
+    def __init__(self, base: NumericalFunction, batched: tuple[bool, ...]):
+        self.base, self.batched = base, batched
+        self.build = ProgramBuild(base, batched)
 
-@dataclass(frozen=True, eq=False)
-class BatchedProgram:
-    """The program of `base` (a per-example NumericalFunction) inside a native loop over a batch given at run time.
-    It reuses base's trace, schedule and kernels; only the entry point and the dispatcher are its own."""
-    base: NumericalFunction
-    batched: tuple[bool, ...]    # per input: does it advance with the batch (in_axes not None)?
-
-    @cached_property
-    def _template(self) -> str:
-        base = self.base
-        return _renderer(base.backend).render_program(
-            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in base.rendered_kernels], base.layout, self.batched,
-            steps=base.steps)
-
-    @cached_property
-    def entry_name(self) -> str:
-        return entry_name_for(self._template)
-
-    @cached_property
+    @property
     def source(self) -> str:
-        src = self._template.replace(ENTRY_PLACEHOLDER, self.entry_name)
-        debug.log(4, lambda: f"source of svmap({self.base.name}):\n{src}")
-        return src
+        return self.build.source
 
-    @cached_property
-    def cache_key(self) -> str:
-        from numfn.runtime.cache import cache_key
-        return cache_key("numfn-batched", self.base.cache_key, repr(self.batched))
-
-    @cached_property
+    @property
     def compiled(self):
-        from numfn.runtime import load_or_compile
-        # only the constants carry over: the batched entry has no DEBUG=2 timings
-        manifest = {k: v for k, v in self.base.manifest.items() if k in ("constants", "externs")}
-        build = lambda: (self.source, self.entry_name, manifest)   # noqa: E731
-        return load_or_compile(self.base.backend, self.cache_key, 2, build)[0]
-
-    @cached_property
-    def ops_per_example(self) -> int:
-        return max(1, sum(ei.op_count for ei in self.base.schedule))
+        return self.build.compiled
 
     def run(self, leaves: list, axes: list, size: int, out_axes: list):
-        prog, base = self.compiled, self.base
+        build, base = self.build, self.base
+        prog = build.compiled
         for slot in base.mutated_inputs: base._check_writable(leaves, slot)
         outs = [np.empty((size,) + shape, dt.np) for shape, dt in base.out_specs]
         ins, views = [], []
@@ -317,9 +305,9 @@ class BatchedProgram:
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
             views.append(a)
             ins.append(np.ascontiguousarray(a))
-        table = pointer_table((*outs, *ins, *base.pointer_constants(prog.manifest)))
+        table = pointer_table((*outs, *ins, *build.pointer_constants))
         threads = min(thread_count(), size)
-        if threads < 2 or size * self.ops_per_example < PARALLEL_MIN_OPS: threads = 1
+        if threads < 2 or size * max(1, prog.manifest["ops"]) < PARALLEL_MIN_OPS: threads = 1
         # examples writing into one shared argument (in_axes None) write in turn, as a Python loop would
         if any(axes[slot] is None for slot in base.mutated_inputs): threads = 1
         start = time.perf_counter()
@@ -352,7 +340,7 @@ class SvmapFunction(_Mapped):
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0):
         super().__init__(fn, in_axes, out_axes)
-        self._programs: dict = {}
+        self._entries: dict = {}
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
@@ -363,20 +351,20 @@ class SvmapFunction(_Mapped):
                                              "nonzero)", "each example's length may differ: return a mask instead")
         out_axes = self._out_axes(nf.out_tree)
         if any(ax is None for ax in out_axes): raise ValueError("svmap needs an integer out_axes for every output")
-        prog = self.program(nf, tuple(ax is not None for ax in axes))
-        return prog.run(leaves, axes, size, out_axes)
+        return self.entry(nf, tuple(ax is not None for ax in axes)).run(leaves, axes, size, out_axes)
 
-    def program(self, nf: NumericalFunction, batched: tuple[bool, ...]) -> BatchedProgram:
+    def entry(self, nf: NumericalFunction, batched: tuple[bool, ...]) -> BatchedEntry:
+        """The batched entry of per-example function `nf` with these batched inputs, made on first use."""
         key = (nf, batched)
-        prog = self._programs.get(key)
-        if prog is None:
-            prog = self._programs.setdefault(key, BatchedProgram(nf, batched))
-        return prog
+        found = self._entries.get(key)
+        if found is None:
+            found = self._entries.setdefault(key, BatchedEntry(nf, batched))
+        return found
 
     @property
-    def programs(self) -> tuple[BatchedProgram, ...]:
-        """The compiled batched programs, one per per-example signature."""
-        return tuple(self._programs.values())
+    def entries(self) -> tuple[BatchedEntry, ...]:
+        """The batched entries made so far, one per per-example signature (and set of batched inputs)."""
+        return tuple(self._entries.values())
 
 
 def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
@@ -388,4 +376,4 @@ def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
     return SvmapFunction(fn, in_axes, out_axes)
 
 
-__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedProgram", "batch_graph"]
+__all__ = ["vmap", "svmap", "VmapFunction", "SvmapFunction", "BatchedEntry", "batch_graph", "BATCHING_RULES"]

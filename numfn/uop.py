@@ -12,11 +12,13 @@ import enum
 import inspect
 import itertools
 import math
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Iterable
 
+from numfn import debug
 from numfn.dtype import DType, dtypes
 
 
@@ -145,7 +147,7 @@ def _argkey(arg):
 class UOp:
     """One IR node. Hash-consed: building the same (op, dtype, src, arg) twice returns the same object, so
     identity is structural equality and graphs are DAGs with sharing."""
-    __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "__weakref__")
+    __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "_memo", "__weakref__")
     _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
     op: Ops
     dtype: DType
@@ -158,7 +160,7 @@ class UOp:
         if found is not None: return found
         self = object.__new__(cls)
         for name, value in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", _UNSET),
-                            ("_bounds", None)):
+                            ("_bounds", None), ("_memo", None)):
             object.__setattr__(self, name, value)
         UOp._interned[key] = self
         return self
@@ -289,6 +291,23 @@ class UOp:
 
     @property
     def vmax(self): return self.bounds[1]
+
+
+def node_cached(fn: Callable[[UOp], Any]) -> Callable[[UOp], Any]:
+    """Memoize a function of one node on the node itself, so results live exactly as long as the node: a cache
+    keyed by nodes in a module would keep every graph it ever saw alive (nodes are hash-consed, so equal nodes
+    share the result anyway)."""
+    def cached(u: UOp) -> Any:
+        memo = u._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(u, "_memo", memo)
+        found = memo.get(cached, _UNSET)
+        if found is _UNSET: found = memo[cached] = fn(u)
+        return found
+    cached.__name__, cached.__qualname__, cached.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    cached.__wrapped__ = fn   # type: ignore[attr-defined]
+    return cached
 
 
 def cast_scalar(value, dtype: DType):
@@ -460,6 +479,35 @@ def toposort(roots: Iterable[UOp]) -> list[UOp]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# walking and rebuilding graphs: the one walker every pass that rebuilds a graph uses
+
+def fold(roots: Iterable[UOp], visit: Callable[[UOp, tuple], Any]) -> dict[UOp, Any]:
+    """{node: visit(node, results of its sources)} for every node reachable from `roots`, sources first.
+    Iterative (graphs of any depth), and each shared node is visited once."""
+    results: dict[UOp, Any] = {}
+    for u in toposort(roots):
+        results[u] = visit(u, tuple(results[s] for s in u.src))
+    return results
+
+
+def rebuild(root: UOp, visit: Callable[[UOp, tuple[UOp, ...]], UOp | None]) -> UOp:
+    """The graph below `root` rebuilt bottom-up: each node, given its sources' new nodes, becomes
+    `visit(node, new_sources)`, or, when that returns None, the node itself over the new sources (the same object
+    when no source changed, so an unchanged graph comes back as itself)."""
+    def step(u: UOp, src: tuple[UOp, ...]) -> UOp:
+        new = visit(u, src)
+        if new is not None: return new
+        return u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return fold([root], step)[root]
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """`root` with every node in `mapping` replaced by its value (the replacements are taken as they are), and
+    everything above them rebuilt."""
+    return rebuild(root, lambda u, src: mapping.get(u))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # patterns
 
 class UPat:
@@ -536,12 +584,24 @@ class PatternMatcher:
         return None
 
 
-def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
+def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, name: str | None = None) -> UOp:
     """Rewrite the graph bottom-up until no rule of `pm` applies anywhere (sources first, then the node; a
-    replacement is itself rewritten). Iterative, so graphs of any depth are fine."""
+    replacement is itself rewritten). Iterative, so graphs of any depth are fine. With `name`, DEBUG=5 logs the
+    pass: its name, how many rewrites applied, the node counts before and after, and the time it took."""
+    if name is None or debug.level() < 5: return _graph_rewrite(root, pm, ctx)[0]
+    t0 = time.perf_counter()
+    before = len(toposort([root]))
+    out, rewrites = _graph_rewrite(root, pm, ctx)
+    debug.log(5, f"graph_rewrite {name}: {rewrites} rewrites, {before} -> {len(toposort([out]))} nodes in "
+                 f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+    return out
+
+
+def _graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any) -> tuple[UOp, int]:
     done: dict[UOp, UOp] = {}
     stack: list[tuple[UOp, int, Any]] = [(root, 0, None)]
     budget = 100_000 + 100 * len(toposort([root]))   # rules that never converge must fail, not eat all memory
+    rewrites = 0
     while stack:
         node, state, extra = stack.pop()
         if node in done: continue
@@ -552,6 +612,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
             new_src = tuple(done[s] for s in node.src)
             rebuilt = node if new_src == node.src else UOp(node.op, node.dtype, new_src, node.arg)
             replacement = pm.rewrite(rebuilt, ctx)
+            if replacement is not None: rewrites += 1
             if replacement is None:
                 if rebuilt is not node and rebuilt in done: done[node] = done[rebuilt]
                 else:
@@ -567,7 +628,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
                 stack.append((replacement, 0, None))
         else:  # the replacement has been rewritten
             done[node] = done[extra]
-    return done[root]
+    return done[root], rewrites
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -19,3 +19,12 @@ def _have_c_compiler() -> bool:
 def backend(request) -> str:
     if request.param == "c" and not _have_c_compiler(): pytest.skip("no C compiler")
     return request.param
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_perf_map_left_behind():
+    """Tests that set NUMFN_DEBUG>=1 make numfn write a perf map (/tmp/perf-<pid>.map): remove this process's."""
+    path = f"/tmp/perf-{os.getpid()}.map"
+    existed = os.path.exists(path)
+    yield
+    if not existed and os.path.exists(path): os.remove(path)

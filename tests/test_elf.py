@@ -1,6 +1,7 @@
-"""The ELF relocatable-object loader (numfn.runtime.elf): real numfn programs compiled by LLVM, loaded by it and by
-OrcJIT, must compute the same as NumPy and bit for bit the same as each other; hand-written IR covers sections
-and relocations numfn programs rarely produce; corrupt objects must raise ElfLoadError and never crash."""
+"""The ELF relocatable-object loader (numfn.runtime.elf): every program numfn generates, with llvmlite, clang and gcc,
+uses only the relocations it supports and computes what NumPy does (and, for LLVM, bit for bit what OrcJIT's copy
+does); hand-written IR covers the data sections and process symbols numfn programs rarely use; objects of other
+code models are refused (and the fallbacks run them); corrupt objects raise ElfLoadError and never crash."""
 from __future__ import annotations
 
 import ctypes
@@ -106,12 +107,17 @@ def _assert_identical(a, b):
         assert x.tobytes() == y.tobytes()
 
 
-def relocation_types(code: bytes) -> set[str]:
-    """The names of the relocation types in the mapped sections of an object."""
+def relocation_types(code: bytes) -> set[int]:
+    """The relocation type numbers in the mapped sections of an object, read without the loader's checks."""
     sections = elf._parse_sections(code)
-    for s in sections: s.loaded = elf._needed(s)
-    symtab, syms = elf._parse_symbols(code, sections)
-    return {elf._RELOCS[r[2]][0] for r in elf._parse_relocations(code, sections, symtab, len(syms))}
+    out = set()
+    for rs in sections:
+        if rs.type == 4 and 0 < rs.info < len(sections) and elf._needed(sections[rs.info]):
+            out |= {info & 0xFFFFFFFF for _, info, _ in struct.iter_unpack("<QQq", code[rs.offset:rs.offset + rs.size])}
+    return out
+
+
+SUPPORTED = set(elf._RELOCS)
 
 
 # ---- real numfn programs ------------------------------------------------------------------------------------------
@@ -126,12 +132,57 @@ def test_program_matches_numpy_and_orcjit(programs, name):
     _assert_identical(ours, p.run(orc_address))
 
 
-def test_relocations_seen_in_numfn_programs(programs):
-    """numfn compiles for LLVM's JIT code model, on x86-64 the large one (PIC): data through 64-bit GOT-relative
-    offsets (GOTPC64, GOTOFF64), libm and libc functions through GOT slots (GOT64). Should that change, the other
-    code models below are covered too."""
-    seen = set().union(*(relocation_types(p.obj) for p in programs.values()))
-    assert seen and seen <= {name for name, _ in elf._RELOCS.values()}, seen
+# Every kind of code the generators emit: each program above, and the variants that change what a program contains:
+# libm calls (NOOPT=1 keeps them), DEBUG=2's timing counters (writable data, clock_gettime), svmap's batched entry
+# (a loop around the kernels), parallel kernels (a body function handed to the pool by address).
+VARIANTS = ["noopt", "profile", "batched"]
+VARIANT_PROGRAMS = ["libm_f64", "pointer_constant", "large_vectorized", "several_kernels"]   # their features, varied
+
+
+def _variant_sources(backend: str, name: str, variant: str, monkeypatch) -> tuple[str, str]:
+    """(source, entry name) of program `name` in a variant, for a backend."""
+    import dataclasses
+    from numfn.function import ProgramBuild
+    fn, args = PROGRAMS[name]
+    if variant == "noopt": monkeypatch.setenv("NOOPT", "1")
+    nf = numfn.jit(fn, backend=backend).specialize(*args)
+    if variant == "profile": nf = dataclasses.replace(nf, profile=True)
+    build = ProgramBuild(nf, (True,) * len(args)) if variant == "batched" else nf.build
+    source, entry = build.source, build.entry_name
+    monkeypatch.delenv("NOOPT", raising=False)
+    return source, entry
+
+
+@pytest.mark.parametrize("compiler", ["llvmlite", "clang", "gcc"])
+def test_every_program_numfn_generates_uses_supported_relocations(compiler, monkeypatch):
+    """The loader's promise: what numfn's backends emit, it loads. Every program above, and the variants of those
+    covering every feature, compiled as numfn compiles them (llvmlite with numfn's target machine; clang and gcc with
+    the C backend's flags), contain only PC32, PLT32 and GOTPCREL(X) relocations, load, and export their entry."""
+    import shutil
+    from numfn.runtime import clang
+    if compiler != "llvmlite":
+        if shutil.which(compiler) is None: pytest.skip(f"no {compiler}")
+        monkeypatch.setenv("NUMFN_CC", compiler)
+    seen: set[int] = set()
+    cases = [(name, "plain") for name in PROGRAMS] + [(n, v) for n in VARIANT_PROGRAMS for v in VARIANTS]
+    for name, variant in cases:
+        source, entry = _variant_sources("llvm" if compiler == "llvmlite" else "c", name, variant, monkeypatch)
+        obj = _llvm().compile_object(source) if compiler == "llvmlite" else clang.compile_object(source)
+        types = relocation_types(obj)
+        assert types <= SUPPORTED, (name, variant, types - SUPPORTED)
+        seen |= types
+        assert elf.load_object(obj, [entry]).address(entry)
+    assert {elf._PC32, elf._PLT32} <= seen, seen   # libm calls and constants: the loader's tests are not idle
+
+
+def test_the_runtime_maps_what_it_compiles(tmp_path, monkeypatch, backend):
+    """Through numfn itself, programs end up mapped by this loader (a refusal would fall back silently)."""
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("libm_f64", "pointer_constant", "large_vectorized"):
+        fn, args = PROGRAMS[name]
+        nf = numfn.jit(fn, backend=backend).specialize(*args)
+        assert isinstance(nf.compiled.keepalive, elf.LoadedObject), name
+        assert_same(nf.run(list(args)), fn(*args), scale=magnitude(args) * 4)
 
 
 def _target_machine(codemodel: str, reloc: str):
@@ -141,8 +192,8 @@ def _target_machine(codemodel: str, reloc: str):
                                         opt=3, reloc=reloc, codemodel=codemodel)
 
 
-def compile_with(source: str, codemodel: str, reloc: str = "pic", optimize: bool = True) -> bytes:
-    """Object code for LLVM IR `source` under another code model than numfn's."""
+def compile_with(source: str, codemodel: str = "small", reloc: str = "pic", optimize: bool = True) -> bytes:
+    """Object code for LLVM IR `source` under a code model (numfn's is small, PIC)."""
     llvm = _llvm()._llvm()
     tm = _target_machine(codemodel, reloc)
     with _llvm()._lock:
@@ -155,38 +206,28 @@ def compile_with(source: str, codemodel: str, reloc: str = "pic", optimize: bool
         return tm.emit_object(mod)
 
 
-# (code model, relocation model) -> relocation types that must appear. Only numfn's own configuration (small, PIC)
-# pins them: which relocations LLVM picks for the others changes between releases (llvmlite 0.50's medium model no
-# longer emits GOTPC32/GOTOFF64 for these programs), and numfn never emits those; for them the loader must only
-# compute the same numbers.
-CODE_MODELS = {
-    ("small", "pic"): {"R_X86_64_PC32", "R_X86_64_PLT32"},
-    ("medium", "pic"): set(),
-    ("large", "static"): set(),
-}
+@pytest.mark.parametrize("model", [("large", "static"), ("large", "pic")], ids=lambda m: "-".join(m))
+def test_other_code_models_are_refused_and_run_by_the_fallback(programs, model):
+    """Code models numfn does not use bring absolute and 64-bit GOT relocations: refused with ElfLoadError, which
+    the LLVM runtime answers by linking the object with OrcJIT."""
+    p = programs["libm_f64"]
+    obj = compile_with(p.nf.source, *model)
+    assert relocation_types(obj) - SUPPORTED
+    with pytest.raises(elf.ElfLoadError, match="unsupported relocation type"):
+        elf.load_object(obj, [p.entry_name])
+    entry = p.entry_name + "_" + "_".join(model)   # its own name: the runtime shares loads by entry name
+    obj = compile_with(p.nf.source.replace(p.entry_name, entry), *model)
+    keep, (address,) = _llvm().load_object(obj, [entry])
+    assert not isinstance(keep, elf.LoadedObject)
+    assert_same(p.run(address), p.expected(), scale=magnitude(p.args) * 4)
 
 
-@pytest.mark.parametrize("model", list(CODE_MODELS), ids=lambda m: "-".join(m))
-def test_other_code_models(programs, model):
-    """The same programs compiled for other code models: 32-bit PC-relative data references, PLT calls to libm
-    through stubs, absolute 64-bit addresses."""
-    seen = set()
-    for name in ("libm_f64", "fmod_f32", "scratch_arena", "embedded_constant", "large_vectorized"):
-        p = programs[name]
-        obj = compile_with(p.nf.source, *model)
-        seen |= relocation_types(obj)
-        loaded = elf.load_object(obj, [p.entry_name])
-        assert_same(p.run(loaded.address(p.entry_name)), p.expected(), scale=magnitude(p.args) * 4)
-    assert CODE_MODELS[model] <= seen, seen
-
-
-# ---- hand-written IR: data sections, GOT references to process symbols, unwind tables ------------------------------
+# ---- hand-written IR: data sections, process symbols through the GOT, unwind tables ---------------------------------
 
 FEATURES_IR = """
 @counter = global i64 0, align 8
 @table = global [4 x i64] [i64 1, i64 2, i64 3, i64 40], align 16
 @ro = internal constant [4 x double] [double 1.5, double 2.5, double 3.5, double 4.5], align 32
-@fptrs = constant [2 x ptr] [ptr @sin, ptr @twice], align 8
 @big_aligned = internal global [64 x i8] zeroinitializer, align 4096
 
 declare double @sin(double)
@@ -221,13 +262,6 @@ define ptr @aligned_address() nounwind {
   ret ptr @big_aligned
 }
 
-define double @via_table(i64 %i, double %x) nounwind {
-  %p = getelementptr [2 x ptr], ptr @fptrs, i64 0, i64 %i
-  %f = load volatile ptr, ptr %p
-  %y = call double %f(double %x)
-  ret double %y
-}
-
 define double @ro_element(i64 %i) nounwind {
   %p = getelementptr [4 x double], ptr @ro, i64 0, i64 %i
   %v = load volatile double, ptr %p
@@ -246,9 +280,6 @@ define double @malloc_roundtrip(double %x) uwtable {
 }
 """
 
-ALL_MODELS = [("jitdefault", "pic"), ("small", "pic"), ("medium", "pic"), ("large", "pic"), ("large", "static"),
-              ("small", "static")]
-
 
 def _fn(loaded, name: str, restype, *argtypes):
     return ctypes.CFUNCTYPE(restype, *argtypes)(loaded.address(name))
@@ -256,40 +287,38 @@ def _fn(loaded, name: str, restype, *argtypes):
 
 def _check_features(loaded):
     libc = ctypes.CDLL(None)
-    sin = ctypes.cast(libc.sin, ctypes.c_void_p).value
     malloc = ctypes.cast(libc.malloc, ctypes.c_void_p).value
-    assert _fn(loaded, "malloc_address", ctypes.c_void_p)() == malloc
+    assert _fn(loaded, "malloc_address", ctypes.c_void_p)() == malloc   # a GOT slot holding a process symbol
     assert _fn(loaded, "bump", ctypes.c_int64)() == 1
     assert _fn(loaded, "bump", ctypes.c_int64)() == 2
     assert _fn(loaded, "table_sum", ctypes.c_int64)() == 41
     assert _fn(loaded, "aligned_address", ctypes.c_void_p)() % 4096 == 0
-    via = _fn(loaded, "via_table", ctypes.c_double, ctypes.c_int64, ctypes.c_double)
-    assert via(0, 0.5) == np.sin(0.5) and via(1, 0.5) == 1.0
     ro = _fn(loaded, "ro_element", ctypes.c_double, ctypes.c_int64)
     assert [ro(i) for i in range(4)] == [1.5, 2.5, 3.5, 4.5]
     assert _fn(loaded, "malloc_roundtrip", ctypes.c_double, ctypes.c_double)(0.25) == np.sin(0.25) + 0.5
-    # the object's pointer table holds the process's sin: absolute relocations (R_X86_64_64) in loaded data
-    assert ctypes.c_void_p.from_address(loaded.address("fptrs")).value == sin
 
 
-@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda m: "-".join(m))
-def test_data_sections_and_process_symbols(model):
-    obj = compile_with(FEATURES_IR, *model, optimize=False)
-    loaded = elf.load_object(obj, ["bump", "via_table"])
+def test_data_sections_and_process_symbols():
+    obj = compile_with(FEATURES_IR, optimize=False)
+    assert relocation_types(obj) == {elf._PC32, elf._PLT32, elf._REX_GOTPCRELX}
+    loaded = elf.load_object(obj, ["bump", "table_sum"])
     _check_features(loaded)
-    assert loaded.symbols() == sorted(["counter", "table", "fptrs", "bump", "table_sum", "malloc_address",
-                                       "aligned_address", "via_table", "ro_element", "malloc_roundtrip"])
+    assert loaded.symbols() == sorted(["counter", "table", "bump", "table_sum", "malloc_address", "aligned_address",
+                                       "ro_element", "malloc_roundtrip"])
 
 
-def test_relocation_coverage():
-    """Between them, the code models use every relocation type LLVM emits for such code."""
-    seen = set().union(*(relocation_types(compile_with(FEATURES_IR, *m, optimize=False)) for m in ALL_MODELS))
-    assert {"R_X86_64_64", "R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_REX_GOTPCRELX", "R_X86_64_GOTPC64",
-            "R_X86_64_GOTOFF64", "R_X86_64_GOT64", "R_X86_64_GOTPC32"} <= seen, seen
+def test_got_relocations_without_relaxation_hints():
+    """R_X86_64_GOTPCREL (no relaxation hint) is handled like GOTPCRELX: through the slot."""
+    obj = compile_with(FEATURES_IR, optimize=False)
+    for entry in _rela_entries(obj):
+        if struct.unpack_from("<Q", obj, entry + 8)[0] & 0xFFFFFFFF == elf._REX_GOTPCRELX:
+            obj = _set_reloc_type(obj, entry, elf._GOTPCREL)
+    assert elf._GOTPCREL in relocation_types(obj) and elf._REX_GOTPCRELX not in relocation_types(obj)
+    _check_features(elf.load_object(obj, []))
 
 
 def test_unwind_tables_are_skipped():
-    obj = compile_with(FEATURES_IR, "small", "pic", optimize=False)
+    obj = compile_with(FEATURES_IR, optimize=False)
     names = [s.name for s in elf._parse_sections(obj)]
     assert ".eh_frame" in names and ".rela.eh_frame" in names
     loaded = elf.load_object(obj, [])
@@ -309,7 +338,7 @@ def _maps(lo: int, hi: int) -> list[tuple[int, int, str]]:
 
 def test_memory_protection():
     """Code is read+execute, constants and the GOT read-only, data read+write; nothing writable and executable."""
-    obj = compile_with(FEATURES_IR, "small", "pic", optimize=False)
+    obj = compile_with(FEATURES_IR, optimize=False)
     loaded = elf.load_object(obj, [])
     maps = _maps(loaded.base, loaded.base + loaded.size)
     assert maps and all(p != "rwx" for _, _, p in maps), maps
@@ -325,7 +354,7 @@ def test_memory_protection():
 
 
 def test_same_object_twice_gives_independent_copies():
-    obj = compile_with(FEATURES_IR, "jitdefault", "pic", optimize=False)
+    obj = compile_with(FEATURES_IR, optimize=False)
     a, b = elf.load_object(obj, ["bump"]), elf.load_object(obj, ["bump"])
     assert a.address("bump") != b.address("bump")
     bump_a, bump_b = _fn(a, "bump", ctypes.c_int64), _fn(b, "bump", ctypes.c_int64)
@@ -375,9 +404,9 @@ def test_unknown_process_symbol():
          "define double @f(double %x) nounwind {\n  %y = call double @numfn_no_such_function(double %x)\n" \
          "  ret double %y\n}\n"
     with pytest.raises(elf.ElfLoadError, match="numfn_no_such_function"):
-        elf.load_object(compile_with(ir, "jitdefault"), ["f"])
+        elf.load_object(compile_with(ir), ["f"])
     weak = ir.replace("declare double", "declare extern_weak double")
-    assert elf.load_object(compile_with(weak, "jitdefault"), ["f"]).address("f")   # an unresolved weak is null
+    assert elf.load_object(compile_with(weak), ["f"]).address("f")   # an unresolved weak is null
 
 
 # ---- corrupt and unsupported objects ------------------------------------------------------------------------------
@@ -400,25 +429,32 @@ def _set_reloc_type(code: bytes, entry: int, rtype: int) -> bytes:
     return _patch(code, entry + 8, "<Q", (info >> 32) << 32 | rtype)
 
 
-def test_unknown_relocation_type(programs):
+@pytest.mark.parametrize("rtype", [0, 1, 3, 5, 10, 11, 16, 24, 25, 26, 27, 29, 37, 200])
+def test_other_relocation_types_are_refused(programs, rtype):
+    # NONE, 64, GOT32, COPY, 32, 32S, DTPMOD64 (TLS), PC64, GOTOFF64, GOTPC32, GOT64, GOTPC64, IRELATIVE, nonsense
     obj = programs["libm_f64"].obj
-    for rtype in (5, 16, 37, 200):     # COPY, DTPMOD64 (TLS), IRELATIVE, nonsense
-        with pytest.raises(elf.ElfLoadError, match="unsupported relocation type"):
-            elf.load_object(_set_reloc_type(obj, _rela_entries(obj)[0], rtype), [])
+    with pytest.raises(elf.ElfLoadError, match="unsupported relocation type"):
+        elf.load_object(_set_reloc_type(obj, _rela_entries(obj)[0], rtype), [])
+
+
+def test_common_symbols_are_refused(programs):
+    """A COMMON symbol (an uninitialized global under -fcommon) has no section: refused, not given space."""
+    p = programs["sin_sum"]
+    sections = elf._parse_sections(p.obj)
+    symtab = next(s for s in sections if s.type == 2)
+    names = [s.name for s in elf._parse_symbols(p.obj, sections)[1]]
+    entry = symtab.offset + 24 * names.index(p.entry_name)
+    with pytest.raises(elf.ElfLoadError, match="COMMON"):
+        elf.load_object(_patch(p.obj, entry + 6, "<H", 0xFFF2), [p.entry_name])
 
 
 def test_overflowing_relocation_raises(programs):
-    """An absolute 32-bit or PC-relative 32-bit reference to a symbol out of range is an error, never a truncated
-    value."""
+    """A PC-relative 32-bit reference out of range is an error, never a truncated value."""
     obj = programs["libm_f64"].obj
-    entries = _rela_entries(obj)
-    # any relocation will do: retyped and given a huge addend it must overflow its 32-bit field
-    rel = entries[0]
-    for rtype in (10, 11):            # R_X86_64_32, R_X86_64_32S
+    rel = _rela_entries(obj)[0]
+    for rtype in (elf._PC32, elf._PLT32, elf._REX_GOTPCRELX):   # 1 TB away
         with pytest.raises(elf.ElfLoadError, match="does not fit"):
             elf.load_object(_patch(_set_reloc_type(obj, rel, rtype), rel + 16, "<q", 2 ** 40), [])
-    with pytest.raises(elf.ElfLoadError, match="does not fit"):   # PC32 to 1 TB away
-        elf.load_object(_patch(_set_reloc_type(obj, rel, 2), rel + 16, "<q", 2 ** 40), [])
 
 
 def test_rel_sections_and_skipped_targets(programs):
@@ -525,15 +561,3 @@ def test_concurrent_loads(programs):
 
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(work, names))
-
-
-def test_load_time(programs):
-    import time
-    p = programs["softmax"]
-    elf.load_object(p.obj, [p.entry_name])
-    times = []
-    for _ in range(50):
-        t0 = time.perf_counter()
-        elf.load_object(p.obj, [p.entry_name])
-        times.append(time.perf_counter() - t0)
-    assert sorted(times)[len(times) // 2] < 2e-3    # typically ~0.1 ms; lenient for loaded machines

@@ -134,7 +134,7 @@ def test_svmap_compiles_once_for_every_batch_size():
         m = rng.standard_normal((n, 3, 3))
         np.testing.assert_allclose(f(m), np.stack([det3(a) * 2.0 for a in m]), rtol=1e-12)
     assert numfn.runtime.compile_count - before <= 1   # 0 when an earlier run left it in the disk cache
-    assert len(f.programs) == 1
+    assert len(f.entries) == 1
 
 
 def test_svmap_is_bitwise_equal_to_a_loop_over_the_jitted_function():
@@ -151,7 +151,7 @@ def test_svmap_scratch_memory_does_not_grow_with_the_batch():
     f = numfn.svmap(lambda a: (a @ a.T) @ a)
     small, large = rng.standard_normal((2, 8, 8)), rng.standard_normal((5000, 8, 8))
     f(small)
-    prog = f.programs[0]
+    prog = f.entries[0]
     arena = prog.base.memory.arena_bytes
     assert 0 < arena < 8 * 8 * 8 * 4   # a few per-example products, independent of the batch
     np.testing.assert_allclose(f(large), np.stack([(a @ a.T) @ a for a in large]), rtol=1e-10)

@@ -12,7 +12,7 @@ import heapq
 
 from numfn.codegen.lower import free_ranges
 from numfn.dtype import DType, dtypes
-from numfn.uop import Ops, UOp, cast_scalar, toposort
+from numfn.uop import Ops, UOp, cast_scalar, rebuild, toposort
 
 
 def reduce_identity(op: Ops, dt: DType):
@@ -26,23 +26,22 @@ def reduce_identity(op: Ops, dt: DType):
 def expand_reduces(sink: UOp) -> UOp:
     """REDUCE(value, *ranges) -> an accumulator: DEFINE_ACC before the loops, acc = op(acc, value) in the
     innermost loop (ASSIGN), and a read of the accumulator after the loops (LOAD(acc, ASSIGN))."""
-    done: dict[UOp, UOp] = {}
     count = 0
-    for u in toposort([sink]):
-        src = tuple(done[s] for s in u.src)
-        if u.op is Ops.REDUCE:
-            value, ranges = src[0], src[1:]
-            outer = tuple(sorted(free_ranges(value).difference(ranges), key=lambda r: r.arg[0]))
-            acc = UOp(Ops.DEFINE_ACC, u.dtype, outer, (cast_scalar(reduce_identity(u.arg, u.dtype), u.dtype), count))
-            count += 1
-            current = UOp(Ops.LOAD, u.dtype, (acc, *ranges))
-            # the ranges are sources of the ASSIGN, so it stays in its loops even if its value stops depending on
-            # them (x * 0 folds to 0, and the product of an empty axis must still be 1)
-            update = UOp(Ops.ASSIGN, dtypes.void, (acc, current.alu(u.arg, value), *ranges))
-            done[u] = UOp(Ops.LOAD, u.dtype, (acc, update))
-        else:
-            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-    return done[sink]
+
+    def expand(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+        nonlocal count
+        if u.op is not Ops.REDUCE: return None
+        value, ranges = src[0], src[1:]
+        outer = tuple(sorted(free_ranges(value).difference(ranges), key=lambda r: r.arg[0]))
+        acc = UOp(Ops.DEFINE_ACC, u.dtype, outer, (cast_scalar(reduce_identity(u.arg, u.dtype), u.dtype), count))
+        count += 1
+        current = UOp(Ops.LOAD, u.dtype, (acc, *ranges))
+        # the ranges are sources of the ASSIGN, so it stays in its loops even if its value stops depending on
+        # them (x * 0 folds to 0, and the product of an empty axis must still be 1)
+        update = UOp(Ops.ASSIGN, dtypes.void, (acc, current.alu(u.arg, value), *ranges))
+        return UOp(Ops.LOAD, u.dtype, (acc, update))
+
+    return rebuild(sink, expand)
 
 
 def loop_chains(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp
+from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp, node_cached
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -87,16 +87,13 @@ def cmp_lt_const(i: UOp, c: int) -> UOp:
     return i.alu(Ops.CMPLT, UOp.const(i.dtype, c))
 
 
-def free_ranges(u: UOp, _cache: dict = {}) -> frozenset:  # noqa: B006 - a cache keyed by hash-consed nodes
-    found = _cache.get(u)
-    if found is not None: return found
+@node_cached
+def free_ranges(u: UOp) -> frozenset:
     if u.op is Ops.RANGE: out = frozenset([u])
     elif u.op is Ops.REDUCE: out = free_ranges(u.src[0]).difference(u.src[1:])
     elif u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is Ops.ASSIGN:
         out = free_ranges(u.src[0])   # the accumulator read after its loops: outside them
     else: out = frozenset().union(*(free_ranges(s) for s in u.src)) if u.src else frozenset()
-    if len(_cache) > 200_000: _cache.clear()
-    _cache[u] = out
     return out
 
 

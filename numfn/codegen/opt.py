@@ -21,7 +21,7 @@ import math
 from numfn.codegen.lower import LoweredKernel, free_ranges
 from numfn.dtype import dtypes
 from numfn.symbolic import add, affine, mul, symbolic
-from numfn.uop import Ops, UOp, graph_rewrite, toposort
+from numfn.uop import Ops, UOp, graph_rewrite, substitute, toposort
 
 VECTOR_BYTES = 64   # AVX-512; a wider upcast than the registers hold only costs spills
 
@@ -34,8 +34,8 @@ def upcast(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
     stores = []
     for u in range(factor):
         value = add(mul(outer, factor), u) if n // factor > 1 else UOp.const(dtypes.index, u)
-        stores += [_substitute(st, r, value) for st in lk.sink.src]
-    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic)
+        stores += [substitute(st, {r: value}) for st in lk.sink.src]
+    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic, name="opt: symbolic")
     ranges = tuple(outer if x is r else x for x in lk.ranges if not (x is r and n // factor == 1))
     sequential = frozenset(outer if x is r else x for x in lk.sequential)
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, sequential)
@@ -49,8 +49,8 @@ def block(lk: LoweredKernel, r: UOp, inner: int) -> LoweredKernel:
     rid = min(x.arg[0] for x in lk.ranges) - 1
     rb = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // inner),), (rid, "loop"))
     ri = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, inner),), r.arg)
-    stores = [_substitute(st, r, add(mul(rb, inner), ri)) for st in lk.sink.src]
-    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic)
+    stores = [substitute(st, {r: add(mul(rb, inner), ri)}) for st in lk.sink.src]
+    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic, name="opt: symbolic")
     ranges = (rb,) + tuple(ri if x is r else x for x in lk.ranges)
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, lk.sequential)
 
@@ -75,15 +75,6 @@ def choose_block(lk: LoweredKernel, upcasts: list[tuple[UOp, int]]) -> tuple[UOp
     if panel * tiles <= L2_BYTES: return None
     inner = _largest_divisor(tiles, max(1, BLOCK_BYTES // panel))
     return (r, inner) if inner < tiles else None
-
-
-def _substitute(root: UOp, old: UOp, new: UOp) -> UOp:
-    done: dict[UOp, UOp] = {old: new}
-    for u in toposort([root]):
-        if u in done: continue
-        src = tuple(done.get(s, s) for s in u.src)
-        done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-    return done[root]
 
 
 def _stride(index: UOp, r: UOp) -> int | None:

@@ -14,7 +14,7 @@ from numfn.uop import Ops, UOp, format_node, graph_rewrite
 
 
 @dataclass(frozen=True)
-class Program:
+class KernelProgram:
     """One kernel ready to render: its parameters (BUFFER nodes, written ones first) and its instructions.
 
     `parallel` is the outermost loop when the kernel may split it across threads: the renderer runs that loop
@@ -46,28 +46,29 @@ class Program:
         return "\n".join(lines)
 
 
-def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool = False) -> Program:
+def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
+                  parallel: bool = False) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
     the kernel allows it (see `splittable_loop`)."""
     with deep_recursion():   # unrolled computations (gcd's fixed steps, reduction trees) make deep graphs
         return _build_program(name, params, lowered, parallel)
 
 
-def _build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool) -> Program:
+def _build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool) -> KernelProgram:
     upcasts = []
     if not debug.noopt():
-        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic), lowered.ranges, lowered.shape,
-                                lowered.evaluations, lowered.sequential)
+        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,
+                                lowered.shape, lowered.evaluations, lowered.sequential)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
         blocking = choose_block(lowered, upcasts)
         if blocking is not None: lowered = block(lowered, *blocking)
-    sink = graph_rewrite(lowered.sink, symbolic)
+    sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
-    sink = graph_rewrite(sink, rules)
+    sink = graph_rewrite(sink, rules, name="kernel: decompositions")
     uops = tuple(linearize(sink))
-    return Program(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
+    return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from numfn.codegen.program import Program
+from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.renderer import buffer_name, half_bits, range_name
@@ -52,7 +52,7 @@ def _bitcast(x: str, src: DType, dst: DType) -> str:
     return f"((union {{ {src.cname} a; {dst.cname} b; }}){{ .a = {x} }}).b"
 
 
-def render_kernel(prog: Program) -> str:
+def render_kernel(prog: KernelProgram) -> str:
     """A kernel as a static C function. A parallel kernel is three: `K_loop` runs its outer loop over [start, end),
     `K_body` unpacks the buffers for the thread pool, and `K(pfor, ...)` hands `K_body` to the pool (or runs
     `K_loop` over the whole range when there is no pool)."""
@@ -111,7 +111,7 @@ def render_kernel(prog: Program) -> str:
     return "\n".join(lines)
 
 
-def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
     names = [buffer_name(p.arg) for p in prog.params]
     casts = [f"({decl.rsplit(' *restrict', 1)[0]} *)ctx[{i}]" for i, decl in enumerate(params)]
     n = c_literal(prog.parallel.src[0].arg, dtypes.index)
@@ -191,30 +191,52 @@ def render_extern(prog) -> str:
     return "\n".join(lines)
 
 
-def written(prog: Program) -> set[UOp]:
+def written(prog: KernelProgram) -> set[UOp]:
     return {u.src[0] for u in prog.uops if u.op is Ops.STORE}
 
 
-def _expr(u: UOp, a: list[str]) -> str:
-    op = u.op
-    if op is Ops.SHL and u.dtype.kind == "i":   # left-shifting a negative value is undefined in C: shift bits
+def _infix(symbol: str):
+    return lambda u, a: f"({a[0]} {symbol} {a[1]})"
+
+
+def _shl(u: UOp, a: list[str]) -> str:
+    if u.dtype.kind == "i":   # left-shifting a negative value is undefined in C: shift bits
         return f"(({u.dtype.cname})((u{u.dtype.cname}){a[0]} << {a[1]}))"
-    if op in _INFIX: return f"({a[0]} {_INFIX[op]} {a[1]})"
-    if op is Ops.NEG: return f"(-{a[0]})"
-    if op in (Ops.MAX, Ops.MIN):
-        cmp = ">=" if op is Ops.MAX else "<="
+    return f"({a[0]} << {a[1]})"
+
+
+def _max_min(cmp: str):
+    def rule(u: UOp, a: list[str]) -> str:
         nan = f" || {a[0]} != {a[0]}" if u.dtype.is_float else ""   # a NaN operand propagates, like np.maximum
         return f"(({a[0]} {cmp} {a[1]}{nan}) ? {a[0]} : {a[1]})"
-    if op is Ops.WHERE: return f"({a[0]} ? {a[1]} : {a[2]})"
-    if op is Ops.CAST: return f"({u.dtype.cname})({a[0]})"
-    if op is Ops.BITCAST: return _bitcast(a[0], u.src[0].dtype, u.dtype)
-    if op in _MATH:
-        fn = _MATH[op] + ("f" if u.dtype is dtypes.float32 else "")
-        return f"{fn}({', '.join(a)})"
-    raise NotImplementedError(f"C renderer: {op.name}")
+    return rule
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+def _math(name: str):
+    return lambda u, a: f"{name}{'f' if u.dtype is dtypes.float32 else ''}({', '.join(a)})"
+
+
+# op -> rule(node, its operands as C expressions): the node's value as a C expression
+EXPRESSIONS = {
+    **{op: _infix(symbol) for op, symbol in _INFIX.items()},
+    **{op: _math(name) for op, name in _MATH.items()},
+    Ops.SHL: _shl,
+    Ops.NEG: lambda u, a: f"(-{a[0]})",
+    Ops.MAX: _max_min(">="),
+    Ops.MIN: _max_min("<="),
+    Ops.WHERE: lambda u, a: f"({a[0]} ? {a[1]} : {a[2]})",
+    Ops.CAST: lambda u, a: f"({u.dtype.cname})({a[0]})",
+    Ops.BITCAST: lambda u, a: _bitcast(a[0], u.src[0].dtype, u.dtype),
+}
+
+
+def _expr(u: UOp, a: list[str]) -> str:
+    rule = EXPRESSIONS.get(u.op)
+    if rule is None: raise NotImplementedError(f"C renderer: {u.op.name}")
+    return rule(u, a)
+
+
+def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
     `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the externs

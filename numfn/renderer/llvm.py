@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from numfn.codegen.program import Program
+from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.renderer import buffer_name, half_bits, range_name
@@ -77,42 +77,80 @@ class _Function:
         self.block = name
 
 
-def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
-    op, dt = u.op, u.dtype
-    a = [f.ref(s) for s in u.src]
+def _unsupported(u: UOp) -> NotImplementedError:
+    return NotImplementedError(f"LLVM renderer: {u.op.name} on {u.dtype.name}")
+
+
+def _arith(float_op: str | None, int_op: str | None):
+    """A binary instruction: `float_op` on floats (with `contract`, and `reassoc` on reduction steps), `int_op` on
+    integers and bools."""
+    def rule(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+        if u.dtype.is_float and float_op is not None:
+            flags = "reassoc contract " if reassociate else "contract " if u.op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
+            return f"{float_op} {flags}{t} {a[0]}, {a[1]}"
+        if not u.dtype.is_float and int_op is not None: return f"{int_op} {t} {a[0]}, {a[1]}"
+        raise _unsupported(u)
+    return rule
+
+
+def _signed(signed: str, unsigned: str):
+    """An integer instruction that depends on signedness (bools are unsigned)."""
+    def rule(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+        if u.dtype.is_float: raise _unsupported(u)
+        sdt = u.src[0].dtype
+        return f"{unsigned if sdt.is_unsigned or sdt.is_bool else signed} {t} {a[0]}, {a[1]}"
+    return rule
+
+
+def _compare(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
     sdt = u.src[0].dtype
-    t = ltype(sdt)
-    if op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE):
-        if sdt.is_float: return f"fcmp {_FCMP[op]} {t} {a[0]}, {a[1]}"
-        table = _ICMP_U if (sdt.is_unsigned or sdt.is_bool) else _ICMP_S
-        return f"icmp {table[op]} {t} {a[0]}, {a[1]}"
-    if op is Ops.WHERE: return f"select i1 {a[0]}, {ltype(dt)} {a[1]}, {ltype(dt)} {a[2]}"
-    if dt.is_float:
-        if op in _FLOAT_BIN:
-            flags = "reassoc contract " if reassociate else "contract " if op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
-            return f"{_FLOAT_BIN[op]} {flags}{t} {a[0]}, {a[1]}"
-        if op is Ops.NEG: return f"fneg {t} {a[0]}"
-        if op in _INTRINSIC:
-            name = f"llvm.{_INTRINSIC[op]}.{'f32' if dt is dtypes.float32 else 'f64'}"
-            f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
-            return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
-        if op in _LIBM:
-            name = _LIBM[op] + ("f" if dt is dtypes.float32 else "")
-            f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
-            return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
-    else:
-        if op in _INT_BIN: return f"{_INT_BIN[op]} {t} {a[0]}, {a[1]}"
-        unsigned = sdt.is_unsigned or sdt.is_bool
-        if op is Ops.IDIV: return f"{'udiv' if unsigned else 'sdiv'} {t} {a[0]}, {a[1]}"
-        if op is Ops.IMOD: return f"{'urem' if unsigned else 'srem'} {t} {a[0]}, {a[1]}"
-        if op is Ops.SHR: return f"{'lshr' if unsigned else 'ashr'} {t} {a[0]}, {a[1]}"
-        if op is Ops.NEG: return f"sub {t} 0, {a[0]}"
-        if op in (Ops.MAX, Ops.MIN):
-            kind = ("u" if unsigned else "s") + ("max" if op is Ops.MAX else "min")
-            name = f"llvm.{kind}.{t}"
-            f.declares.add(f"declare {t} @{name}({t}, {t})")
-            return f"call {t} @{name}({t} {a[0]}, {t} {a[1]})"
-    raise NotImplementedError(f"LLVM renderer: {op.name} on {dt.name}")
+    if sdt.is_float: return f"fcmp {_FCMP[u.op]} {t} {a[0]}, {a[1]}"
+    table = _ICMP_U if (sdt.is_unsigned or sdt.is_bool) else _ICMP_S
+    return f"icmp {table[u.op]} {t} {a[0]}, {a[1]}"
+
+
+def _neg(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+    return f"fneg {t} {a[0]}" if u.dtype.is_float else f"sub {t} 0, {a[0]}"
+
+
+def _call(f: _Function, name: str, t: str, a: list[str]) -> str:
+    f.declares.add(f"declare {t} @{name}({', '.join([t] * len(a))})")
+    return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
+
+
+def _intrinsic(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+    """An LLVM intrinsic on floats; MAX and MIN also on integers (smax/umax, smin/umin)."""
+    if u.dtype.is_float:
+        return _call(f, f"llvm.{_INTRINSIC[u.op]}.{'f32' if u.dtype is dtypes.float32 else 'f64'}", t, a)
+    if u.op not in (Ops.MAX, Ops.MIN): raise _unsupported(u)
+    sdt = u.src[0].dtype
+    kind = ("u" if sdt.is_unsigned or sdt.is_bool else "s") + ("max" if u.op is Ops.MAX else "min")
+    return _call(f, f"llvm.{kind}.{t}", t, a)
+
+
+def _libm(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+    if not u.dtype.is_float: raise _unsupported(u)
+    return _call(f, _LIBM[u.op] + ("f" if u.dtype is dtypes.float32 else ""), t, a)
+
+
+# op -> rule(function state, node, operands, the operands' LLVM type, reassociate?): the instruction computing it
+ALU_RULES = {
+    **{op: _arith(_FLOAT_BIN.get(op), _INT_BIN.get(op)) for op in {*_FLOAT_BIN, *_INT_BIN}},
+    Ops.IDIV: _signed("sdiv", "udiv"),
+    Ops.IMOD: _signed("srem", "urem"),
+    Ops.SHR: _signed("ashr", "lshr"),
+    **{op: _compare for op in _FCMP},
+    Ops.NEG: _neg,
+    Ops.WHERE: lambda f, u, a, t, reassociate: f"select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}",
+    **{op: _intrinsic for op in _INTRINSIC},
+    **{op: _libm for op in _LIBM},
+}
+
+
+def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
+    rule = ALU_RULES.get(u.op)
+    if rule is None: raise _unsupported(u)
+    return rule(f, u, [f.ref(s) for s in u.src], ltype(u.src[0].dtype), reassociate)
 
 
 def _cast(f: _Function, u: UOp) -> str:
@@ -128,7 +166,7 @@ def _cast(f: _Function, u: UOp) -> str:
     return f"{'zext' if (src.is_unsigned or src.is_bool) else 'sext'} {ts} {x} to {td}"
 
 
-def render_kernel(prog: Program) -> str:
+def render_kernel(prog: KernelProgram) -> str:
     """A kernel as an internal LLVM function, preceded by declarations of the intrinsics it calls (the program
     hoists and deduplicates them)."""
     f = _Function(set())
@@ -209,7 +247,7 @@ def render_kernel(prog: Program) -> str:
     return "\n".join(out)
 
 
-def _parallel_wrappers(prog: Program, params: list[str]) -> list[str]:
+def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
     """`K_body(ctx, start, end)` unpacks the buffers for the thread pool; `K(pfor, ...)` hands it to the pool, or
     runs `K_loop` over the whole range when `pfor` is null (no pool)."""
     names = ["%" + buffer_name(p.arg) for p in prog.params]
@@ -330,7 +368,7 @@ def _clock(name: str) -> list[str]:
             f"  %{name} = add i64 %{name}.sn, %{name}.n"]
 
 
-def render_program(entry: str, kernels: list[tuple[Program, str]], layout: Layout,
+def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
     """The module: constants as internal globals, kernels, and the public entry `i32 entry(ptr buffers)` (the
     outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be

@@ -6,11 +6,10 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass, field
-import functools
 from typing import Any
 
 from numfn import debug
@@ -20,8 +19,9 @@ _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offse
 
 
 @dataclass
-class NativeProgram:
-    """A loaded program: the entry point's `address`, `entry(*ints, buffers) -> status` to call it from Python
+class LoadedCode:
+    """A compiled program mapped into this process (what `compile_program` and `load_cached` return): the entry
+    point's `address`, `entry(*ints, buffers) -> status` to call it from Python
     (buffers: a pointer table, see numfn.runtime.native.pointer_table), and `manifest`: what a caller needs to
     know about the code (its entry name, the order of its pointer constants by content hash), stored with the
     code in the cache. `keepalive` holds what keeps the code mapped."""
@@ -46,60 +46,40 @@ class NativeProgram:
 compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
 
 
-@functools.cache
-def build_id() -> str:
-    """A hash of numfn's own source code: generated programs depend on it, so the cache must too (a changed
-    compiler never loads code an older one made, even at the same version number)."""
-    from numfn import __version__
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha256(__version__.encode())
-    for dirpath, dirnames, filenames in sorted(os.walk(root)):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith((".py", ".c")):
-                with open(os.path.join(dirpath, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read())
-    return h.hexdigest()
-
-
-@functools.cache
-def target_description(backend: str) -> str:
-    """What native code depends on besides its source: compiler and version, target CPU and its features."""
-    if backend == "llvm":
-        from numfn.runtime import llvm
-        return llvm.target_description()
-    from numfn.runtime import clang
-    return "|".join([clang.compiler_identity(), " ".join(clang.CFLAGS), cpu_description()])
-
-
-@functools.cache
-def cpu_description() -> str:
-    """The CPU model and feature flags, which code compiled for the host CPU depends on."""
-    # -march=native makes the code depend on the CPU: its model name and flags
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [line for line in f if line.startswith(("model name", "flags"))][:2]
-        return "".join(lines)
-    except OSError:
-        import platform
-        return platform.processor() or platform.machine()
-
-
 def _pack(manifest: dict, code: bytes) -> bytes:
     head = json.dumps(manifest, sort_keys=True).encode()
     return len(head).to_bytes(4, "little") + head + code
 
 
-def _unpack(payload: bytes) -> tuple[dict, bytes] | None:
+def _unpack(payload: bytes) -> tuple[Any, bytes] | None:
     try:
         n = int.from_bytes(payload[:4], "little")
         return json.loads(payload[4:4 + n]), payload[4 + n:]
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 
-def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
-    """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry)."""
+_MANIFEST_FIELDS = {"entry": str, "constants": list, "arena_bytes": int, "ops": int}
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """Why a manifest read from the cache cannot describe a program numfn made, or None. The checksum proves the
+    bytes are what was written, not that they were written by this numfn's rules."""
+    if not isinstance(manifest, dict): return "the manifest is not an object"
+    for name, kind in _MANIFEST_FIELDS.items():
+        value = manifest.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool): return f"manifest field {name!r} is {value!r}"
+    if not manifest["entry"].isidentifier(): return f"entry {manifest['entry']!r} is not a symbol name"
+    if manifest["arena_bytes"] < 0 or manifest["ops"] < 0: return "negative sizes in the manifest"
+    if not all(isinstance(h, str) for h in manifest["constants"]): return "constants are not content hashes"
+    kernels = manifest.get("kernels", [])
+    if not isinstance(kernels, list) or not all(isinstance(k, str) for k in kernels): return "bad kernel names"
+    return None
+
+
+def load_cached(backend: str, key: str, nints: int, accept=None) -> LoadedCode | None:
+    """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry). `accept(manifest)`
+    may refuse an entry whose manifest does not fit the caller (it returns why, or None)."""
     from numfn.runtime.cache import default_cache
     cache_ = default_cache()
     if cache_ is None: return None
@@ -107,6 +87,10 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
     unpacked = _unpack(payload) if payload is not None else None
     if unpacked is None: return None
     manifest, code = unpacked
+    problem = manifest_problem(manifest) or (accept(manifest) if accept is not None else None)
+    if problem is not None:   # written by something else than this numfn: compiled again, and replaced
+        debug.log(1, f"cache entry {key[:12]} is unusable ({problem}); compiling it again")
+        return None
     debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
     try:
         return _load(backend, code, manifest, nints)
@@ -115,17 +99,18 @@ def load_cached(backend: str, key: str, nints: int) -> NativeProgram | None:
         return None
 
 
-def load_or_compile(backend: str, key: str, nints: int, build) -> tuple[NativeProgram, bool]:
+def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> tuple[LoadedCode, bool]:
     """The program cached under `key`, else the one `build()` describes, as (source, entry, manifest), compiled
-    now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule."""
-    prog = load_cached(backend, key, nints)
+    now and cached; and whether it was compiled. `build` runs only on a miss: it is what needs the schedule.
+    `accept`: see load_cached."""
+    prog = load_cached(backend, key, nints, accept)
     if prog is not None: return prog, False
     source, entry, manifest = build()
     return compile_program(backend, source, entry, nints, key, manifest), True
 
 
 def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: str | None = None,
-                    manifest: dict | None = None) -> NativeProgram:
+                    manifest: dict | None = None) -> LoadedCode:
     """Compile `source` and load it; with a `key`, store the code (and `manifest`) in the disk cache."""
     global compile_count
     compile_count += 1
@@ -152,7 +137,7 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     return prog
 
 
-def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgram:
+def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
     entry = manifest["entry"]
     symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
     if backend == "c" and code[16:18] == _ET_DYN:
@@ -166,4 +151,32 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> NativeProgra
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
-    return NativeProgram(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+    return LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+
+
+_perf_lock = threading.Lock()
+
+
+def perf_map_path() -> str:
+    """Where Linux `perf` looks for the names of JIT-compiled code in this process (its fixed convention)."""
+    return f"/tmp/perf-{os.getpid()}.map"
+
+
+def write_perf_map(code: LoadedCode, label: str) -> None:
+    """Append the functions of a program just loaded to the perf map, so `perf report` names generated code:
+    `<start> <size> numfn <label>` for the entry point (`label` names the Python function and its signature) and
+    `... numfn <label> <function>` for the program's other functions (kernels the compiler kept apart, parallel
+    loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other loaders list the
+    entry alone (size unknown: 1). A map that cannot be written is skipped with a DEBUG=1 message."""
+    from numfn.runtime.elf import LoadedObject
+    entry = code.manifest["entry"]
+    if isinstance(code.keepalive, LoadedObject):
+        lines = [f"{address:x} {max(size, 1):x} numfn {label}{'' if name == entry else ' ' + name}\n"
+                 for name, address, size in code.keepalive.functions]
+    else:
+        lines = [f"{code.address:x} 1 numfn {label}\n"]
+    try:
+        with _perf_lock, open(perf_map_path(), "a") as f:
+            f.write("".join(lines))
+    except OSError as e:
+        debug.log(1, f"cannot write the perf map {perf_map_path()}: {e}")

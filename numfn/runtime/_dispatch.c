@@ -31,8 +31,8 @@
  * GIL released (`release_gil=True`) cannot free it under the running call. Everything else happens with the GIL
  * held.
  *
- * The buffer table ends with one more slot: the address of `numfn_parallel_for` (the thread pool below), or NULL
- * when threads are off. Compiled kernels with a large parallel outer loop hand it their loop body.
+ * The buffer table ends with one more slot: the thread pool's `numfn_parallel_for` (numfn.runtime._numfn_native,
+ * built separately so kernels keep their threads without this module), or NULL when threads are off.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,7 +41,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <pthread.h>
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
@@ -53,133 +52,9 @@ enum { KIND_ARRAY = 0, KIND_FLOAT = 1, KIND_INT = 2, KIND_BOOL = 3 };
 
 typedef int (*entry_fn)(void **);
 
-/* ---- the thread pool ------------------------------------------------------------------------------------------
- *
- * numfn_parallel_for(body, ctx, n) runs body(ctx, start, end) over [0, n) split into contiguous chunks, a few per
- * thread, which the caller's thread and `nworkers` persistent background threads take from a shared counter: a
- * worker that wakes late (a descheduled CPU, another library's spinning threads) finds less or nothing left,
- * instead of holding the region back by a whole part. One parallel region runs at a time; a call
- * that finds the pool busy (another Python thread's call, or a region inside a region) runs the whole range itself,
- * so the pool never oversubscribes the cores. Between regions a worker spins for a while (a wake-up through the
- * condition variable takes tens of microseconds, as long as a whole small kernel), then sleeps on it.
- */
-#define SPIN_ROUNDS 20000   /* about 50-100 us of polling before a thread sleeps */
-typedef void (*body_fn)(void **ctx, int64_t start, int64_t end);
-
-static struct {
-    pthread_mutex_t region;      /* held by the caller of the running region */
-    pthread_mutex_t m;           /* guards everything below */
-    pthread_cond_t wake, done;
-    int nworkers, started;
-    unsigned long generation;    /* a new region bumps it */
-    body_fn body;
-    void **ctx;
-    int64_t n;
-    int chunks, pending;         /* chunks of the region; workers still in it */
-    int next;                    /* the next chunk to take */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          0, 0, 0, NULL, NULL, 0, 0, 0, 0};
-
-#define CHUNKS_PER_THREAD 16
-
-/* Take chunks of the current region until none is left. */
-static void run_chunks(body_fn body, void **ctx, int64_t n, int chunks)
-{
-    int c;
-    while ((c = __atomic_fetch_add(&pool.next, 1, __ATOMIC_RELAXED)) < chunks) {
-        int64_t lo = n / chunks * c + (c < n % chunks ? c : n % chunks);
-        int64_t hi = lo + n / chunks + (c < n % chunks ? 1 : 0);
-        if (lo < hi) body(ctx, lo, hi);
-    }
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-static void *pool_worker(void *arg)
-{
-    (void)arg;
-    unsigned long seen = 0;
-    for (;;) {
-        for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen; spin++)
-            cpu_relax();
-        pthread_mutex_lock(&pool.m);
-        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.m);
-        seen = pool.generation;
-        body_fn body = pool.body;
-        void **ctx = pool.ctx;
-        int64_t n = pool.n;
-        int chunks = pool.chunks;
-        pthread_mutex_unlock(&pool.m);
-        run_chunks(body, ctx, n, chunks);
-        pthread_mutex_lock(&pool.m);
-        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) pthread_cond_signal(&pool.done);
-        pthread_mutex_unlock(&pool.m);
-    }
-    return NULL;
-}
-
-/* Start workers up to `nworkers` (they are never stopped: fewer threads later just leaves some idle). */
-static int pool_start(int nworkers)
-{
-    pthread_mutex_lock(&pool.m);
-    while (pool.started < nworkers) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int err = pthread_create(&t, &attr, pool_worker, (void *)(intptr_t)(pool.started + 1));
-        pthread_attr_destroy(&attr);
-        if (err != 0) break;
-        pool.started++;
-    }
-    pool.nworkers = nworkers < pool.started ? nworkers : pool.started;
-    pthread_mutex_unlock(&pool.m);
-    return pool.nworkers;
-}
-
-void numfn_parallel_for(body_fn body, void **ctx, int64_t n)
-{
-    if (pool.nworkers == 0 || n < 2 || pthread_mutex_trylock(&pool.region) != 0) {
-        body(ctx, 0, n);
-        return;
-    }
-    int64_t chunks = (int64_t)(pool.nworkers + 1) * CHUNKS_PER_THREAD;
-    if (chunks > n) chunks = n;
-    pthread_mutex_lock(&pool.m);
-    pool.body = body;
-    pool.ctx = ctx;
-    pool.n = n;
-    pool.chunks = (int)chunks;
-    __atomic_store_n(&pool.next, 0, __ATOMIC_RELAXED);
-    pool.pending = pool.started;   /* every started worker wakes and reports, whether it took a chunk or not */
-    __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.m);
-    run_chunks(body, ctx, n, (int)chunks);
-    for (int spin = 0; spin < SPIN_ROUNDS && __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0; spin++)
-        cpu_relax();
-    pthread_mutex_lock(&pool.m);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.m);
-    pthread_mutex_unlock(&pool.m);
-    pthread_mutex_unlock(&pool.region);
-}
-
-/* In a child process made by fork() the workers do not exist: start over with none. */
-static void pool_after_fork_child(void)
-{
-    pthread_mutex_init(&pool.region, NULL);
-    pthread_mutex_init(&pool.m, NULL);
-    pthread_cond_init(&pool.wake, NULL);
-    pthread_cond_init(&pool.done, NULL);
-    pool.nworkers = pool.started = pool.pending = 0;
-}
-
-static void *parallel_for_slot = NULL;   /* what the buffer table's last slot gets: numfn_parallel_for or NULL */
+/* The buffer table's last slot: what `numfn.runtime._numfn_native` says (its pool's parallel_for, or NULL when
+   threads are off), read at every call; NULL when that module is unavailable (see `_use_pool`). */
+static void *volatile *pool_slot = NULL;
 
 typedef struct {
     int kind;
@@ -565,7 +440,7 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
         }
     }
     for (j = 0; j < nconsts; j++) table[nouts + nargs + j] = e->const_ptrs[j];
-    table[ntable - 1] = parallel_for_slot;
+    table[ntable - 1] = pool_slot != NULL ? *pool_slot : NULL;
 
     /* the call */
     int status;
@@ -1049,43 +924,30 @@ static PyTypeObject DispatcherType = {
 };
 
 static PyObject *
-module_set_threads(PyObject *module, PyObject *arg)
+module_use_pool(PyObject *module, PyObject *capsule)
 {
     (void)module;
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    if (n < 1) n = 1;
-    if (n > 1024) n = 1024;
-    int workers;
-    Py_BEGIN_ALLOW_THREADS
-    workers = pool_start((int)n - 1);
-    Py_END_ALLOW_THREADS
-    parallel_for_slot = workers > 0 ? (void *)numfn_parallel_for : NULL;
-    return PyLong_FromLong(workers + 1);
-}
-
-static PyObject *
-module_parallel_for_address(PyObject *module, PyObject *unused)
-{
-    (void)module;
-    (void)unused;
-    return PyLong_FromVoidPtr(parallel_for_slot);
+    if (capsule == Py_None) {
+        pool_slot = NULL;
+        Py_RETURN_NONE;
+    }
+    void *p = PyCapsule_GetPointer(capsule, "numfn.runtime._numfn_native.pool_slot");
+    if (p == NULL) return NULL;
+    pool_slot = (void *volatile *)p;
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
-    {"set_threads", module_set_threads, METH_O,
-     "set_threads(n)\n--\n\nUse n threads (the caller's and n - 1 pool workers) for parallel kernels; 1 turns the "
-     "pool off. Returns the number of threads in use."},
-    {"parallel_for_address", module_parallel_for_address, METH_NOARGS,
-     "parallel_for_address()\n--\n\nThe address compiled programs get in their buffer table's last slot: the "
-     "thread pool's parallel_for, or 0 when threads are off."},
+    {"_use_pool", module_use_pool, METH_O,
+     "_use_pool(capsule)\n--\n\nRead the thread pool's slot from `numfn.runtime._numfn_native.pool_slot` (None: no "
+     "pool, programs run serially)."},
     {NULL, NULL, 0, NULL}
 };
 
 static struct PyModuleDef dispatch_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "numfn.runtime._numfn_dispatch",
-    .m_doc = "numfn's fast call path: the Dispatcher base type, and the thread pool of parallel kernels.",
+    .m_doc = "numfn's fast call path: the Dispatcher base type.",
     .m_size = -1,
     .m_methods = module_methods,
 };
@@ -1095,11 +957,6 @@ PyInit__numfn_dispatch(void)
 {
     import_array();
     init_canonical_types();
-    static int atfork_done = 0;
-    if (!atfork_done) {
-        pthread_atfork(NULL, NULL, pool_after_fork_child);
-        atfork_done = 1;
-    }
     if (str_out == NULL) {
         str_out = PyUnicode_InternFromString("out");
         if (str_out == NULL) return NULL;

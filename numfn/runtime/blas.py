@@ -31,7 +31,8 @@ import re
 import threading
 from dataclasses import dataclass
 
-from numfn import debug
+from numfn import config, debug
+from numfn.runtime import threads
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class BlasInterface:
 
 
 def _disabled() -> bool:
-    return os.environ.get("NUMFN_BLAS", "").strip().lower() in ("0", "none", "off", "no", "false")
+    return config.blas_disabled()
 
 
 def _from_pkgconfig(package: str) -> BlasInterface | None:
@@ -229,3 +230,6 @@ def int_dtype():
     import numpy as np
     iface = interface()
     return np.dtype(np.int64 if iface is None or iface.int_bits == 64 else np.int32)
+
+
+threads.on_change(set_threads)   # the library's thread count follows numfn's (numfn.set_num_threads)

@@ -94,7 +94,6 @@ _STALE_TMP_NS = 3600 * 10**9
 _HEX_DIGITS = frozenset("0123456789abcdef")
 _POSIX = hasattr(os, "getuid")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 
 class CacheWarning(UserWarning):
@@ -459,31 +458,28 @@ def _extract(payload: bytes, name: str) -> str:
     return path
 
 
+# numfn.config reads the environment; imported when used, so that importing this module stays stdlib-only
+
 def cache_directory() -> str:
     """The configured cache directory: $NUMFN_CACHE_DIR, else $XDG_CACHE_HOME/numfn, else ~/.cache/numfn."""
-    configured = os.environ.get("NUMFN_CACHE_DIR")
-    if configured: return os.path.abspath(os.path.expanduser(configured))
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg): return os.path.join(xdg, "numfn")
-    return os.path.join(os.path.expanduser("~"), ".cache", "numfn")
+    from numfn import config
+    return config.cache_directory()
 
 
 def cache_disabled() -> bool:
-    """Whether NUMFN_DISABLE_CACHE turns the cache off (1, true, yes or on)."""
-    return os.environ.get("NUMFN_DISABLE_CACHE", "").strip().lower() in _TRUE_WORDS
+    """Whether NUMFN_DISABLE_CACHE turns the cache off (see numfn.config.flag)."""
+    from numfn import config
+    return config.cache_disabled()
 
 
 def _max_bytes_from_env() -> int:
-    raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
-    if not raw: return DEFAULT_MAX_BYTES
+    from numfn import config
     try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        _warn(f"ignoring NUMFN_CACHE_MAX_BYTES={raw!r}: not a byte count; using {DEFAULT_MAX_BYTES}")
+        value = config.cache_max_bytes()
+    except ValueError as e:
+        _warn(f"ignoring {e}; using {DEFAULT_MAX_BYTES}")
         return DEFAULT_MAX_BYTES
-    return value
+    return DEFAULT_MAX_BYTES if value is None else value
 
 
 _instances: dict[tuple[str, int], DiskCache] = {}

@@ -9,19 +9,26 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
+import sys
 import tempfile
-from functools import cache
 
+from numfn import config
 from numfn.errors import NumfnError
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
 
 
-@cache
 def find_compiler() -> tuple[str, ...]:
-    """The C compiler command: $NUMFN_CC, else clang, else cc, else gcc."""
-    env = os.environ.get("NUMFN_CC")
-    if env: return tuple(shlex.split(env))
+    """The C compiler command: $NUMFN_CC, else clang, else cc, else gcc. NumfnError when there is none, or when
+    NUMFN_CC names a program that does not exist."""
+    env = config.c_compiler()
+    if env:
+        cmd = tuple(shlex.split(env))
+        if not cmd or shutil.which(cmd[0]) is None:
+            raise NumfnError(f"NUMFN_CC={env!r} names no C compiler that exists (an executable file or a command on "
+                             "PATH); unset it to use clang or cc")
+        return cmd
     for name in ("clang", "cc", "gcc"):
         path = shutil.which(name)
         if path: return (path,)
@@ -62,8 +69,27 @@ def _compiler_output(args: list[str], stdin: bytes | None, what: str) -> bytes:
     cmd = find_compiler()
     with tempfile.TemporaryDirectory(prefix="numfn-cc-") as tmp:
         out = os.path.join(tmp, "out")
-        proc = subprocess.run([*cmd, *CFLAGS, *args, "-o", out], input=stdin, capture_output=True)
+        try:
+            proc = subprocess.run([*cmd, *CFLAGS, *args, "-o", out], input=stdin, capture_output=True,
+                                  preexec_fn=_die_with_parent())
+        except OSError as e:   # removed or not executable since it was found
+            raise NumfnError(f"cannot run the C compiler {' '.join(cmd)}: {e}") from None
         if proc.returncode != 0:
             raise NumfnError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
         with open(out, "rb") as f:
             return f.read()
+
+
+def _die_with_parent():
+    """A preexec_fn that makes the compiler die with the process that started it (Linux: a parent-death signal),
+    so a killed Python process leaves no compiler running; None elsewhere."""
+    if not sys.platform.startswith("linux"): return None
+    import ctypes
+    prctl = ctypes.CDLL(None, use_errno=True).prctl   # resolved here: the child only calls it
+    parent = os.getpid()
+
+    def in_child():
+        prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+        if os.getppid() != parent: os._exit(1)   # the parent died before the signal was armed
+
+    return in_child

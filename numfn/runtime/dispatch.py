@@ -1,8 +1,8 @@
-"""The fast call path: a C base type (`_numfn_dispatch.Dispatcher`, built from `_dispatch.c` on first use and kept
-in the disk cache) that runs registered native entries when a call's positional arguments match one, and calls
+"""The fast call path: a C base type (`_numfn_dispatch.Dispatcher`, built with the package from `_dispatch.c`)
+that runs registered native entries when a call's positional arguments match one, and calls
 `self._dispatch_miss(*args, **kwargs)` otherwise.
 
-    Base = dispatcher_base()          # the C Dispatcher, or PyDispatcher without a C compiler
+    Base = dispatcher_base()          # the C Dispatcher, or PyDispatcher without the extension
     class JitFunction(Base):
         def _dispatch_miss(self, *args, **kwargs):
             ...                         # find or compile the specialization, then
@@ -15,37 +15,20 @@ Python path decides what they mean) of the registered dtype, native byte order, 
 Python scalars. Keyword arguments other than `out=` miss. `out=` takes preallocated outputs: see `check_out`, which
 states the same rules for the Python path.
 
-Environment: ``NUMFN_NO_DISPATCH_EXT=1`` makes `dispatcher_base()` return `PyDispatcher` (every call takes the Python
-path). The C compiler is the C backend's (``$NUMFN_CC``, else clang, cc or gcc).
+Without the extension (no C compiler when numfn was installed, or ``NUMFN_NO_DISPATCH_EXT=1``) `dispatcher_base()`
+is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions warns once.
 """
 from __future__ import annotations
 
 import functools
-import importlib.machinery
-import importlib.util
-import os
-import sys
-import tempfile
-import threading
-import warnings
-from typing import Any
-from numfn.runtime.native import private_library_file
+from numfn.runtime import extensions, threads
 
-__all__ = ["dispatcher_base", "load_extension", "PyDispatcher", "DispatchWarning", "register_specialization",
-           "fast_arg_specs", "result_builder", "check_out", "MODULE_NAME", "SOURCE", "BUILD_FLAGS",
-           "RELEASE_GIL_BYTES"]
+__all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "registration", "fast_arg_specs",
+           "result_builder", "check_out", "RELEASE_GIL_BYTES"]
 
-MODULE_NAME = "numfn.runtime._numfn_dispatch"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dispatch.c")
-BUILD_FLAGS = ("-O2", "-fPIC", "-shared")
 # entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
 # ~50 ns that releasing and taking it back costs, and other threads get to run meanwhile
 RELEASE_GIL_BYTES = 1 << 16
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-
-
-class DispatchWarning(UserWarning):
-    """Issued (once) when the fast call extension cannot be built or loaded: calls then take the Python path."""
 
 
 class PyDispatcher:
@@ -70,111 +53,10 @@ class PyDispatcher:
         return 0
 
 
-# ---- building and loading ----------------------------------------------------------------------------------------
-
-_lock = threading.Lock()
-_module: Any = None
-_failed = False
-load_seconds: float | None = None   # how long the last successful load_extension took (build included)
-built = False                       # whether this process compiled the extension (rather than loading it)
-
-
-def _disabled() -> bool:
-    return os.environ.get("NUMFN_NO_DISPATCH_EXT", "").strip().lower() in _TRUE_WORDS
-
-
 def dispatcher_base() -> type:
-    """The base type of numfn's jit functions: `_numfn_dispatch.Dispatcher` (built on first use, then loaded from
-    the disk cache), or `PyDispatcher` when NUMFN_NO_DISPATCH_EXT=1 or when the extension cannot be built (then with
-    one DispatchWarning per process)."""
-    global _failed
-    if _disabled() or _failed: return PyDispatcher
-    if _module is not None: return _module.Dispatcher
-    try:
-        return load_extension().Dispatcher
-    except Exception as e:  # no compiler, a failed build or load: the Python path still works
-        with _lock:
-            first, _failed = not _failed, True
-        if first:
-            warnings.warn(f"numfn: the fast call extension is unavailable ({e}); calls take the slower Python path",
-                          DispatchWarning, stacklevel=2)
-        return PyDispatcher
-
-
-def _key_parts(source: bytes, compiler: str) -> tuple:
-    import numpy
-    # the interpreter's version and ABI (its extension suffix names the ABI tag, e.g. cpython-311-x86_64-linux-gnu)
-    return ("numfn-dispatch-extension", source, sys.version, sys.implementation.cache_tag or "",
-            " ".join(importlib.machinery.EXTENSION_SUFFIXES), getattr(sys, "abiflags", ""), numpy.__version__,
-            compiler, " ".join(BUILD_FLAGS))
-
-
-def load_extension():
-    """The `_numfn_dispatch` module: loaded from the disk cache, or compiled from `_dispatch.c` and stored there.
-    Raises when there is no C compiler or the build fails."""
-    global _module, load_seconds, built
-    import time
-    with _lock:
-        if _module is not None: return _module
-        t0 = time.perf_counter()
-        from numfn.runtime import clang
-        from numfn.runtime.cache import cache_key, default_cache
-        with open(SOURCE, "rb") as f:
-            source = f.read()
-        compiler = clang.compiler_identity()   # raises NumfnError without a compiler
-        key = cache_key(*_key_parts(source, compiler))
-        cache = default_cache()
-        path = cache.get_path(key, ".so") if cache is not None else None
-        if path is None:
-            code = _compile(source)
-            built = True
-            if cache is not None and cache.put(key, code): path = cache.get_path(key, ".so")
-            if path is None: path = private_library_file(code, "_numfn_dispatch")
-        module = _load(path)
-        from numfn.runtime.threads import thread_count
-        module.set_threads(thread_count())
-        _module, load_seconds = module, time.perf_counter() - t0
-        return module
-
-
-def loaded_extension():
-    """The extension module if it is loaded (it is once numfn is imported, unless unavailable), else None."""
-    return _module if not _disabled() else None
-
-
-def _compile(source: bytes) -> bytes:
-    """The extension's shared library built from `source`, as bytes."""
-    import subprocess
-    import sysconfig
-
-    import numpy
-    from numfn.errors import NumfnError
-    from numfn.runtime import clang
-    cmd = clang.find_compiler()
-    extra = ("-undefined", "dynamic_lookup") if sys.platform == "darwin" else ()
-    with tempfile.TemporaryDirectory(prefix="numfn-dispatch-") as tmp:
-        src, out = os.path.join(tmp, "_dispatch.c"), os.path.join(tmp, "_numfn_dispatch.so")
-        with open(src, "wb") as f:
-            f.write(source)
-        args = [*cmd, *BUILD_FLAGS, *extra, "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
-                src, "-o", out]
-        try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise NumfnError(f"cannot run the C compiler {' '.join(cmd)}: {e}") from None
-        if proc.returncode != 0:
-            raise NumfnError(f"building the fast call extension failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
-        with open(out, "rb") as f:
-            return f.read()
-
-
-def _load(path: str):
-    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, path)
-    spec = importlib.util.spec_from_file_location(MODULE_NAME, path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    sys.modules.setdefault(MODULE_NAME, module)
-    return module
+    """The base type of numfn's jit functions: `_numfn_dispatch.Dispatcher`, or `PyDispatcher` without the
+    extension."""
+    return extensions.dispatch.Dispatcher if extensions.dispatch is not None else PyDispatcher
 
 
 # ---- what numfn registers ------------------------------------------------------------------------------------------
@@ -193,7 +75,7 @@ def fast_arg_specs(nf) -> tuple | None:
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
     if keywords.kind != "dict" or keywords.children: return None
-    limits = getattr(nf, "int_limits", {})   # Python ints the function narrows: other values must raise
+    limits = nf.int_limits   # Python ints the function narrows: other values must raise
     specs = []
     for slot, s in enumerate(nf.in_specs):
         if s.weak:
@@ -224,32 +106,27 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     """Register NumericalFunction `nf` (compiling it if need be) on `dispatcher` so that calls with its signature
     take the fast path. Returns False, registering nothing, when its calls cannot (see `fast_arg_specs`).
     `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
-    # computed once per NumericalFunction (like its cached properties): calls that can never take the fast path
-    # (keyword arguments, lists, subclasses) miss every time, and each miss registers again
-    found = nf.__dict__.get("_fast_registration", _MISSING)
-    if found is _MISSING:
-        found = _registration(nf)
-        nf.__dict__["_fast_registration"] = found
+    found = nf.fast_registration
     if found is None: return False
+    threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
     address, specs, outs, consts, keepalive, builder, big = found
     dispatcher._register(address, specs, outs, consts, keepalive, builder, big if release_gil is None else
                          bool(release_gil))
     return True
 
 
-_MISSING = object()
-
-
-def _registration(nf) -> tuple | None:
+def registration(nf) -> tuple | None:
+    """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
+    constants, keepalive, builder, release_gil), or None when its calls cannot take the fast path. What it needs
+    beyond the signature comes from the compiled program's manifest, so a warm process decides as a cold one."""
     specs = fast_arg_specs(nf)
     if specs is None: return None
     prog = nf.compiled
     outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in nf.out_specs)
-    consts = tuple(nf.pointer_constants(prog.manifest))
     nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
-    nbytes += getattr(nf.memory, "arena_bytes", 0) if "_scheduled" in nf.__dict__ else 0
-    return (prog.address, specs, outs, consts, prog, result_builder(nf.out_tree, len(outs)),
+    nbytes += prog.manifest["arena_bytes"]
+    return (prog.address, specs, outs, nf.pointer_constants, prog, result_builder(nf.out_tree, len(outs)),
             nbytes >= RELEASE_GIL_BYTES)
 
 

@@ -1,25 +1,34 @@
-"""A small in-process loader for the ELF64 x86-64 relocatable objects (ET_REL) that LLVM emits for numfn programs.
+"""A small in-process loader for the ELF64 x86-64 relocatable objects (ET_REL) numfn's backends emit.
 
-Why: loading a cached object through llvmlite's OrcJIT costs ~19 ms just to import llvmlite.binding, far more than
-a warm start may take. Objects of numfn programs are simple: a few code and constant sections, calls to libm and
-libc, no thread-local storage, no constructors, no C++ exceptions. This module maps such an object into memory,
-applies its relocations and hands out symbol addresses, using only the standard library and ctypes.
+Why: loading a cached object through llvmlite's OrcJIT costs ~19 ms just to import llvmlite.binding, and linking a
+C object into a shared library costs more than compiling it; a warm start should pay neither. This loader maps an
+object into memory, applies its relocations and hands out symbol addresses, using only the standard library and
+ctypes.
 
     obj = load_object(code, ["numfn_entry"])
     addr = obj.address("numfn_entry")       # valid as long as `obj` is referenced
+
+It handles what numfn's programs are, and nothing else: position-independent code for the small code model
+(llvmlite with numfn's target machine, clang and gcc with `-fPIC`), which references its own code and data
+PC-relatively (R_X86_64_PC32), calls libm and libc through the PLT (R_X86_64_PLT32), and, should a compiler choose
+to, reaches a symbol through a GOT slot (R_X86_64_GOTPCREL, GOTPCRELX, REX_GOTPCRELX: no instruction relaxation,
+always through the slot). Every other relocation type, thread-local storage, COMMON symbols, constructors,
+indirect functions and extended section numbering raise ElfLoadError, which numfn's callers answer by linking the
+object another way (OrcJIT for the LLVM backend, a shared library for the C backend). tests/test_elf.py checks that
+every program numfn generates with llvmlite, clang and gcc uses only these relocations.
 
 Memory: every part of an object lives in one anonymous mapping (so 32-bit PC-relative references between parts
 always reach), laid out as three page-aligned segments, each protected as its contents need once written:
 
     base -> | code sections ... | PLT stubs |                 read + execute
             | read-only data ...| GOT       |                 read only (the GOT is filled at load time, like RELRO)
-            | writable data ... | bss, common symbols (zero) |  read + write
+            | writable data ... | bss (zero) |                 read + write
 
 The mapping is writable while it is filled and never writable and executable at once (W^X). External symbols
-(libm, libc) are found with dlsym in the process's global scope and reached through the GOT; calls to them go
-through 8-byte PLT stubs `jmp *slot(%rip)` because a shared library may be more than 2 GB away. Objects with
-absolute 32-bit relocations (non-PIC small code model) are mapped below 2 GB (MAP_32BIT) so those reach too.
-Unwind tables (.eh_frame) are not loaded or registered: numfn code is nounwind, and nothing unwinds through it.
+(libm, libc) are found with dlsym in the process's global scope; calls to them go through 8-byte PLT stubs
+`jmp *slot(%rip)` reading a GOT slot, because a shared library may be more than 2 GB away. Unwind tables (.eh_frame)
+are not loaded: numfn code is nounwind, and nothing unwinds through it. Every offset, size, index and relocated
+value is checked against the file and the image before it is used: a malformed object raises, never crashes.
 
 Lifetime: the mapping is unmapped when its LoadedObject is garbage collected, so whoever calls the code must keep
 the LoadedObject referenced (mappings still alive at interpreter shutdown are left to the OS). Thread safety:
@@ -45,43 +54,29 @@ _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")   # Elf64_Ehdr
 _SHDR = struct.Struct("<IIQQQQIIQQ")         # Elf64_Shdr
 _SYM = struct.Struct("<IBBHQQ")              # Elf64_Sym
 _RELA = struct.Struct("<QQq")                # Elf64_Rela
-_U32, _I32, _U64 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<Q")
+_I32, _U64 = struct.Struct("<i"), struct.Struct("<Q")
 
 _ET_REL, _EM_X86_64 = 1, 62
 _SHT_PROGBITS, _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 3, 4, 8, 9
 _SHT_CONSTRUCTORS = (14, 15, 16)             # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
 _SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR, _SHF_TLS = 0x1, 0x2, 0x4, 0x400
-_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON, _SHN_XINDEX = 0, 0xFF00, 0xFFF1, 0xFFF2, 0xFFFF
-_SHN_X86_64_LCOMMON = 0xFF02
+_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_XINDEX = 0, 0xFF00, 0xFFF1, 0xFFFF
 _STB_LOCAL, _STB_WEAK = 0, 2
-_STT_SECTION, _STT_TLS, _STT_GNU_IFUNC = 3, 6, 10
+_STT_FUNC, _STT_TLS, _STT_GNU_IFUNC = 2, 6, 10
 
-_NONE, _R64, _PC32, _GOT32, _PLT32 = 0, 1, 2, 3, 4
-_GOTPCREL, _R32, _R32S, _PC64, _GOTOFF64, _GOTPC32, _GOT64 = 9, 10, 11, 24, 25, 26, 27
-_GOTPCREL64, _GOTPC64, _GOTPLT64, _PLTOFF64, _SIZE32, _SIZE64 = 28, 29, 30, 31, 32, 33
-_GOTPCRELX, _REX_GOTPCRELX = 41, 42
+_PC32, _PLT32, _GOTPCREL, _GOTPCRELX, _REX_GOTPCRELX = 2, 4, 9, 41, 42
 
-# supported relocation type -> (name, width of the field in bytes)
-_RELOCS = {
-    _NONE: ("R_X86_64_NONE", 0), _R64: ("R_X86_64_64", 8), _PC32: ("R_X86_64_PC32", 4),
-    _GOT32: ("R_X86_64_GOT32", 4), _PLT32: ("R_X86_64_PLT32", 4), _GOTPCREL: ("R_X86_64_GOTPCREL", 4),
-    _R32: ("R_X86_64_32", 4), _R32S: ("R_X86_64_32S", 4), _PC64: ("R_X86_64_PC64", 8),
-    _GOTOFF64: ("R_X86_64_GOTOFF64", 8), _GOTPC32: ("R_X86_64_GOTPC32", 4), _GOT64: ("R_X86_64_GOT64", 8),
-    _GOTPCREL64: ("R_X86_64_GOTPCREL64", 8), _GOTPC64: ("R_X86_64_GOTPC64", 8),
-    _GOTPLT64: ("R_X86_64_GOTPLT64", 8), _PLTOFF64: ("R_X86_64_PLTOFF64", 8), _SIZE32: ("R_X86_64_SIZE32", 4),
-    _SIZE64: ("R_X86_64_SIZE64", 8), _GOTPCRELX: ("R_X86_64_GOTPCRELX", 4),
-    _REX_GOTPCRELX: ("R_X86_64_REX_GOTPCRELX", 4),
-}
-_GOT_RELOCS = frozenset((_GOT32, _GOTPCREL, _GOT64, _GOTPCREL64, _GOTPLT64, _GOTPCRELX, _REX_GOTPCRELX))
-_PLT_RELOCS = frozenset((_PLT32, _PLTOFF64))
+# supported relocation type -> name (every one patches a signed 32-bit field)
+_RELOCS = {_PC32: "R_X86_64_PC32", _PLT32: "R_X86_64_PLT32", _GOTPCREL: "R_X86_64_GOTPCREL",
+           _GOTPCRELX: "R_X86_64_GOTPCRELX", _REX_GOTPCRELX: "R_X86_64_REX_GOTPCRELX"}
+_GOT_RELOCS = frozenset((_GOTPCREL, _GOTPCRELX, _REX_GOTPCRELX))
 
-_GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
 _PLT_STUB = 8              # ff 25 <disp32>: jmp *slot(%rip), then ud2 as padding
 _MAX_IMAGE = 1 << 28       # far more than any numfn program; keeps every internal distance within 32 bits
 _MAX_ALIGN = 1 << 16
 
 _PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4
-_MAP_PRIVATE, _MAP_ANONYMOUS, _MAP_32BIT = 0x02, 0x20, 0x40
+_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
 
 
 def supported() -> bool:
@@ -232,13 +227,15 @@ def _parse_relocations(data: bytes, sections: list[_Section], symtab: int, nsyms
             raise ElfLoadError(f"malformed relocation section {rs.name}")
         for offset, info, addend in _RELA.iter_unpack(data[rs.offset:rs.offset + rs.size]):
             rtype, sym = info & 0xFFFFFFFF, info >> 32
-            known = _RELOCS.get(rtype)
-            if known is None: raise ElfLoadError(f"unsupported relocation type {rtype} in {rs.name}")
+            name = _RELOCS.get(rtype)
+            if name is None:
+                raise ElfLoadError(f"unsupported relocation type {rtype} in {rs.name} (numfn's code uses "
+                                   f"{', '.join(_RELOCS.values())})")
             if sym >= nsyms: raise ElfLoadError(f"relocation against symbol {sym} of {nsyms}")
-            if target.type == _SHT_NOBITS and rtype != _NONE:
+            if target.type == _SHT_NOBITS:
                 raise ElfLoadError(f"relocation in section {target.name}, which has no contents")
-            if offset > target.size or known[1] > target.size - offset:
-                raise ElfLoadError(f"{known[0]} at {offset:#x} outside section {target.name}")
+            if offset > target.size or 4 > target.size - offset:
+                raise ElfLoadError(f"{name} at {offset:#x} outside section {target.name}")
             relocs.append((target, offset, rtype, sym, addend))
     return relocs
 
@@ -258,13 +255,16 @@ def _place(offset: int, sections: list[_Section]) -> int:
 
 class LoadedObject:
     """An object file mapped into the process. `address(name)` gives the absolute address of a global symbol it
-    defines. The code stays mapped while this object is referenced and is unmapped when it is garbage collected."""
+    defines; `functions` lists (name, address, size) of every function in it, local ones included (for profilers).
+    The code stays mapped while this object is referenced and is unmapped when it is garbage collected."""
 
-    __slots__ = ("_exports", "_mapping", "_munmap", "base", "size", "__weakref__")
+    __slots__ = ("_exports", "_mapping", "_munmap", "base", "size", "functions", "__weakref__")
 
-    def __init__(self, exports: dict[str, int], mapping: tuple[int, int], munmap, base: int, size: int):
+    def __init__(self, exports: dict[str, int], mapping: tuple[int, int], munmap, base: int, size: int,
+                 functions: tuple[tuple[str, int, int], ...] = ()):
         self._exports, self._mapping, self._munmap = exports, mapping, munmap
         self.base, self.size = base, size   # the start and length of the loaded image, for debugging
+        self.functions = functions
 
     def address(self, name: str) -> int:
         """The absolute address of global symbol `name` defined in the object."""
@@ -315,11 +315,13 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     for _, _, rtype, si, _ in relocs:
         if rtype in _GOT_RELOCS:
             got.setdefault(si, len(got))
-        elif rtype in _PLT_RELOCS and si and syms[si].shndx == _SHN_UNDEF and syms[si].name != _GOT_SYMBOL:
+        elif rtype == _PLT32 and si and syms[si].shndx == _SHN_UNDEF:
             got.setdefault(si, len(got))
             plt.setdefault(si, len(plt))
     for s in syms:
         if s.shndx == _SHN_XINDEX: raise ElfLoadError("extended section indices are not supported")
+        if s.shndx != _SHN_UNDEF and s.shndx >= _SHN_LORESERVE and s.shndx != _SHN_ABS:
+            raise ElfLoadError(f"symbol {s.name}: section index {s.shndx:#x} (a COMMON symbol?) is not supported")
         if s.type == _STT_TLS: raise ElfLoadError(f"thread-local symbol {s.name} is not supported")
         if s.shndx != _SHN_UNDEF and s.type == _STT_GNU_IFUNC:
             raise ElfLoadError(f"indirect function {s.name} is not supported")
@@ -343,22 +345,14 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     rw_start = _align(ro_end, page)
     image_end = _place(rw_start, rw_secs)     # past this, everything is zero: the fresh mapping already is
     end = _place(image_end, bss_secs)
-    commons: dict[int, int] = {}              # COMMON symbols (-fcommon globals) get zeroed space like .bss
-    for i, s in enumerate(syms):
-        if s.shndx in (_SHN_COMMON, _SHN_X86_64_LCOMMON):
-            a = max(s.value, 1)
-            if a & (a - 1) or a > _MAX_ALIGN or s.size > _MAX_IMAGE: raise ElfLoadError(f"bad common {s.name}")
-            commons[i] = end = _align(end, a)
-            end += s.size
     if end > _MAX_IMAGE: raise ElfLoadError(f"object too large to load ({end} bytes)")
     size = max(_align(end, page), page)
-    align = max([page] + [s.align for s in sections if s.loaded] + [max(syms[i].value, 1) for i in commons])
+    align = max([page] + [s.align for s in sections if s.loaded])
 
     # symbol offsets within the image (None: not defined in it) and the process symbols the object needs
     def offset_of(i: int) -> int | None:
         s = syms[i]
         if s.shndx == _SHN_UNDEF or s.shndx == _SHN_ABS: return None
-        if i in commons: return commons[i]
         if s.shndx >= _SHN_LORESERVE or s.shndx >= len(sections): raise ElfLoadError(f"symbol {s.name}: bad section")
         sec = sections[s.shndx]
         if not sec.loaded:
@@ -380,7 +374,7 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     external: dict[int, int] = {}
     for i in referenced:
         s = syms[i]
-        if i == 0 or s.shndx != _SHN_UNDEF or s.name == _GOT_SYMBOL: continue
+        if i == 0 or s.shndx != _SHN_UNDEF: continue
         addr = _lookup(libc, s.name)
         if addr is None:
             if s.bind != _STB_WEAK: raise ElfLoadError(f"undefined symbol {s.name!r} not found in the process")
@@ -390,11 +384,7 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
 
     # map, fill, relocate, protect
     length = size + (align - page)
-    flags = _MAP_PRIVATE | _MAP_ANONYMOUS
-    if any(r[2] in (_R32, _R32S) for r in relocs):
-        # absolute 32-bit addresses (non-PIC small code model) need the object in the low 2 GB
-        flags |= _MAP_32BIT
-    raw = libc.mmap(None, length, _PROT_READ | _PROT_WRITE, flags, -1, 0)
+    raw = libc.mmap(None, length, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
     if raw is None or raw == 2 ** 64 - 1:
         raise ElfLoadError(f"mmap of {length} bytes failed (errno {libc.get_errno()})")
     try:
@@ -407,7 +397,6 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
         def address(i: int) -> int:
             if i == 0: return 0
             if i in external: return external[i]
-            if syms[i].name == _GOT_SYMBOL and syms[i].shndx == _SHN_UNDEF: return got_addr
             off = offsets[i]
             return syms[i].value if off is None else base + off    # None here: SHN_ABS
 
@@ -418,8 +407,14 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
             disp = got_start + 8 * got[si] - (at + 6)
             image[at:at + _PLT_STUB] = b"\xff\x25" + _I32.pack(disp) + b"\x0f\x0b"
         for target, offset, rtype, si, addend in relocs:
-            _relocate(image, target.addr + offset, base + target.addr + offset, rtype, si, addend, address, syms,
-                      got, plt, got_addr, base + plt_start)
+            place = base + target.addr + offset
+            if rtype in _GOT_RELOCS: value = got_addr + 8 * got[si]   # always through the slot: no relaxation
+            elif rtype == _PLT32 and si in plt: value = base + plt_start + _PLT_STUB * plt[si]
+            else: value = address(si)                                  # PC32, and PLT32 to the object's own code
+            value += addend - place
+            if not -2 ** 31 <= value < 2 ** 31:
+                raise ElfLoadError(f"{_RELOCS[rtype]}: value {value:#x} does not fit in a signed 32-bit field")
+            _I32.pack_into(image, target.addr + offset, value)
         if image: libc.memmove(base, bytes(image), len(image))
         if code_end and libc.mprotect(base, _align(code_end, page), _PROT_READ | _PROT_EXEC):
             raise ElfLoadError(f"mprotect(PROT_EXEC) failed (errno {libc.get_errno()})")
@@ -428,45 +423,8 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     except BaseException:
         libc.munmap(raw, length)
         raise
-    return LoadedObject({name: address(i) for name, i in exports.items()}, (raw, length), libc.munmap, base, size)
-
-
-def _relocate(image: bytearray, at: int, place: int, rtype: int, si: int, addend: int, address, syms, got, plt,
-              got_addr: int, plt_addr: int) -> None:
-    """Apply one relocation (x86-64 psABI, "Relocation Types"): S symbol, A addend, P place, GOT the GOT's address,
-    G the symbol's slot offset in it, L its PLT stub (or the symbol itself when it is in the object)."""
-    if rtype == _NONE: return
-    if rtype in _GOT_RELOCS:
-        g = 8 * got[si]
-        if rtype in (_GOTPCREL, _GOTPCRELX, _REX_GOTPCRELX):   # no instruction relaxation: always via the slot
-            return _put32s(image, at, g + got_addr + addend - place, rtype)
-        if rtype == _GOTPCREL64: return _U64.pack_into(image, at, (g + got_addr + addend - place) & _MASK64)
-        if rtype == _GOT32: return _put32u(image, at, g + addend, rtype)
-        return _U64.pack_into(image, at, (g + addend) & _MASK64)          # GOT64, GOTPLT64
-    if rtype == _GOTPC32: return _put32s(image, at, got_addr + addend - place, rtype)
-    if rtype == _GOTPC64: return _U64.pack_into(image, at, (got_addr + addend - place) & _MASK64)
-    if rtype == _SIZE32: return _put32u(image, at, syms[si].size + addend, rtype)
-    if rtype == _SIZE64: return _U64.pack_into(image, at, (syms[si].size + addend) & _MASK64)
-    s = plt_addr + _PLT_STUB * plt[si] if rtype in _PLT_RELOCS and si in plt else address(si)
-    if rtype == _R64: _U64.pack_into(image, at, (s + addend) & _MASK64)
-    elif rtype in (_PC32, _PLT32): _put32s(image, at, s + addend - place, rtype)
-    elif rtype == _R32: _put32u(image, at, s + addend, rtype)
-    elif rtype == _R32S: _put32s(image, at, s + addend, rtype)
-    elif rtype == _PC64: _U64.pack_into(image, at, (s + addend - place) & _MASK64)
-    elif rtype in (_GOTOFF64, _PLTOFF64): _U64.pack_into(image, at, (s + addend - got_addr) & _MASK64)
-    else: raise ElfLoadError(f"relocation type {rtype} is not handled")     # unreachable: _RELOCS lists them all
-
-
-_MASK64 = 2 ** 64 - 1
-
-
-def _put32s(image: bytearray, at: int, value: int, rtype: int) -> None:
-    if not -2 ** 31 <= value < 2 ** 31:
-        raise ElfLoadError(f"{_RELOCS[rtype][0]}: value {value:#x} does not fit in a signed 32-bit field")
-    _I32.pack_into(image, at, value)
-
-
-def _put32u(image: bytearray, at: int, value: int, rtype: int) -> None:
-    if not 0 <= value < 2 ** 32:
-        raise ElfLoadError(f"{_RELOCS[rtype][0]}: value {value:#x} does not fit in an unsigned 32-bit field")
-    _U32.pack_into(image, at, value)
+    functions = tuple((s.name, base + sections[s.shndx].addr + s.value, s.size) for s in syms
+                      if s.type == _STT_FUNC and s.name and 0 < s.shndx < len(sections) and sections[s.shndx].loaded
+                      and s.value + s.size <= sections[s.shndx].size)
+    return LoadedObject({name: address(i) for name, i in exports.items()}, (raw, length), libc.munmap, base, size,
+                        functions)

@@ -2,16 +2,20 @@
 object code, and load it into the process. Needs no system compiler.
 
 Object code is loaded by numfn's own ELF loader (runtime/elf.py) where it applies (Linux x86-64), so a warm start
-from the disk cache never imports llvmlite (19 ms); elsewhere, and for any object that loader refuses, it is
-linked with llvmlite's OrcJIT.
+from the disk cache never imports llvmlite (19 ms), and code is unmapped when the last function using it goes;
+elsewhere, and for any object that loader refuses, it is linked with llvmlite's OrcJIT (and stays).
 """
 from __future__ import annotations
 
 import threading
+import weakref
 from functools import cache
 
 _lock = threading.Lock()
-_loaded: dict[str, tuple[object, int]] = {}   # entry name -> (mapping, address): code stays mapped for good
+# entry name -> code loaded by numfn's ELF loader, while something (a NumericalFunction, a dispatcher entry) uses it:
+# the mapping goes when its last user does
+_loaded: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_orc_loaded: dict[str, tuple[object, list[int]]] = {}   # the OrcJIT fallback's programs stay linked for good
 
 
 @cache
@@ -36,32 +40,30 @@ def target_machine():
                                         codemodel="small")
 
 
-def target_description() -> str:
-    """What generated code depends on besides its source, without importing llvmlite.binding: the llvmlite
-    release (which fixes the LLVM version), the machine, and the CPU model and feature flags LLVM's host detection
-    reads."""
-    import platform
-
-    import llvmlite
-
-    from numfn.runtime import cpu_description
-    return "|".join(["llvmlite " + llvmlite.__version__, platform.machine(), cpu_description()])
-
-
 def compile_object(source: str) -> bytes:
-    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`."""
+    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`.
+
+    Each program gets its own LLVM context, disposed afterwards: the global context keeps every type, constant and
+    name any module ever used, so compiling many functions in one process would grow without bound."""
     llvm = _llvm()
-    with _lock:   # LLVM contexts are not thread-safe
-        mod = llvm.parse_assembly(source)
-        mod.verify()
-        tm = target_machine()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        return tm.emit_object(mod)
+    with _lock:   # the target machine is shared, and LLVM's pass builders are not thread-safe
+        context = llvm.create_context()
+        mod = None
+        try:
+            mod = llvm.parse_assembly(source, context=context)
+            mod.verify()
+            tm = target_machine()
+            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+            pto.loop_unrolling = True
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+            pb.close()
+            return tm.emit_object(mod)
+        finally:
+            if mod is not None: mod.close()
+            context.close()
 
 
 class _OrcEngine:
@@ -85,22 +87,22 @@ def _orc() -> _OrcEngine:
 
 def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
     """Load object code into the process: (what keeps it mapped, the addresses of `symbols`, the entry first).
-    Loading the same entry again returns the first load (equal entry names mean equal programs)."""
-    with _lock:
-        found = _loaded.get(symbols[0])
-        if found is None:
-            found = _load(obj, symbols)
-            _loaded[symbols[0]] = found   # kept for the process's lifetime: a dispatcher may hold the address
-    return found
-
-
-def _load(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
+    Loading an entry that is still loaded returns that load (equal entry names mean equal programs)."""
     from numfn.runtime import elf
-    if elf.supported():
-        try:
-            mapping = elf.load_object(obj, symbols)
+    with _lock:
+        mapping = _loaded.get(symbols[0])
+        if mapping is not None and all(s in mapping for s in symbols):
             return mapping, [mapping.address(s) for s in symbols]
-        except elf.ElfLoadError as e:
-            from numfn import debug
-            debug.log(1, f"ELF loader refused {symbols[0]} ({e}); linking it with OrcJIT")
-    return _orc().load(obj, symbols)
+        found = _orc_loaded.get(symbols[0])
+        if found is not None: return found
+        if elf.supported():
+            try:
+                mapping = elf.load_object(obj, symbols)
+                _loaded[symbols[0]] = mapping
+                return mapping, [mapping.address(s) for s in symbols]
+            except elf.ElfLoadError as e:
+                from numfn import debug
+                debug.log(1, f"ELF loader refused {symbols[0]} ({e}); linking it with OrcJIT")
+        # an OrcJIT dylib cannot be unlinked safely while a dispatcher may hold its addresses: it stays
+        found = _orc_loaded[symbols[0]] = _orc().load(obj, symbols)
+        return found

@@ -1,0 +1,144 @@
+"""numfn's environment variables: every one is read here, switches with one parser (`flag`).
+
+| variable | meaning |
+|---|---|
+| `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times per call, 3 schedules, 4 source, 5 graphs |
+| `NUMFN_NOOPT` (or `NOOPT`) | switch: no kernel optimizations (no upcasts; libm calls for math functions) |
+| `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |
+| `NUMFN_CC` | the C compiler command of the C backend (default: clang, else cc, else gcc) |
+| `NUMFN_THREADS` | threads for parallel kernels and svmap (default: the CPUs this process may use; 1: none) |
+| `NUMFN_CACHE_DIR` | the disk cache's directory (default: `$XDG_CACHE_HOME/numfn`, else `~/.cache/numfn`) |
+| `NUMFN_DISABLE_CACHE` | switch: no disk cache |
+| `NUMFN_CACHE_MAX_BYTES` | the disk cache's size cap in bytes (default 1 GiB) |
+| `NUMFN_BLAS` | `none` (or a switch's off value): no BLAS/LAPACK (products are generated code) |
+| `NUMFN_NO_DISPATCH_EXT` | switch, read at import: do not load the fast call extension |
+| `NUMFN_NO_NATIVE_EXT` | switch, read at import: do not load the thread pool extension |
+
+A switch is on for 1, true, yes or on, off for 0, false, no, off or empty (any case); another value is on, with a
+warning. `NUMFN_DEBUG` and `NUMFN_NOOPT` take precedence over the short names `DEBUG` and `NOOPT`, which are kept
+because they are what people type. Everything but the two extension switches is read when used, so tests and
+users may change it at run time.
+"""
+from __future__ import annotations
+
+import os
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+BACKENDS = ("llvm", "c")
+
+
+def _get(*names: str) -> str | None:
+    """The value of the first of `names` that is set (an empty value counts as unset for all but the last)."""
+    for i, name in enumerate(names):
+        raw = os.environ.get(name)
+        if raw is not None and (raw.strip() or i == len(names) - 1): return raw
+    return None
+
+
+def flag(*names: str, default: bool = False) -> bool:
+    """Whether a switch is on, read from the first of `names` that is set: 1, true, yes or on (any case) turn it
+    on; 0, false, no, off or empty turn it off; unset gives `default`. Any other value is on, with a warning."""
+    raw = _get(*names)
+    if raw is None: return default
+    word = raw.strip().lower()
+    if word in FALSE_WORDS: return False
+    if word not in TRUE_WORDS: _warn(f"{names[0]}={raw!r} is not a switch value (1/0, true/false, yes/no, on/off); "
+                                     "taken as on")
+    return True
+
+
+def _warn(message: str) -> None:
+    import warnings
+    warnings.warn(f"numfn: {message}", RuntimeWarning, stacklevel=3)
+
+
+# ---- debugging ------------------------------------------------------------------------------------------------------
+
+def debug_level() -> int:
+    """NUMFN_DEBUG, else DEBUG: 0 (nothing) to 5 (graphs); 0 for a value that is not a whole number."""
+    raw = _get("NUMFN_DEBUG", "DEBUG")
+    try:
+        return int(raw or 0)
+    except ValueError:
+        return 0
+
+
+def noopt() -> bool:
+    """NUMFN_NOOPT, else NOOPT: kernel optimizations off."""
+    return flag("NUMFN_NOOPT", "NOOPT")
+
+
+# ---- compilation ----------------------------------------------------------------------------------------------------
+
+def default_backend() -> str:
+    """NUMFN_BACKEND: the backend of jit functions that do not name one (llvm unless set)."""
+    raw = (os.environ.get("NUMFN_BACKEND") or "").strip().lower()
+    if not raw: return "llvm"
+    if raw not in BACKENDS: raise ValueError(f"NUMFN_BACKEND={raw!r}: unknown backend (choose from {BACKENDS})")
+    return raw
+
+
+def c_compiler() -> str | None:
+    """NUMFN_CC: the C compiler command (with arguments), or None to search for clang, cc and gcc."""
+    return os.environ.get("NUMFN_CC") or None
+
+
+def blas_disabled() -> bool:
+    """NUMFN_BLAS=none (or 0, off, no, false): numfn calls no BLAS/LAPACK library."""
+    return (os.environ.get("NUMFN_BLAS") or "").strip().lower() in FALSE_WORDS - {""} | {"none"}
+
+
+# ---- the disk cache -------------------------------------------------------------------------------------------------
+
+def cache_directory() -> str:
+    """NUMFN_CACHE_DIR, else $XDG_CACHE_HOME/numfn (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
+    ~/.cache/numfn."""
+    configured = os.environ.get("NUMFN_CACHE_DIR")
+    if configured: return os.path.abspath(os.path.expanduser(configured))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg): return os.path.join(xdg, "numfn")
+    return os.path.join(os.path.expanduser("~"), ".cache", "numfn")
+
+
+def cache_disabled() -> bool:
+    """NUMFN_DISABLE_CACHE: no disk cache."""
+    return flag("NUMFN_DISABLE_CACHE")
+
+
+def cache_max_bytes() -> int | None:
+    """NUMFN_CACHE_MAX_BYTES: the cache's size cap (None when unset: the cache's default, 1 GiB). ValueError, naming
+    the variable, when it is not a byte count."""
+    raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
+    if not raw: return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0: raise ValueError(f"NUMFN_CACHE_MAX_BYTES={raw!r} is not a byte count")
+    return value
+
+
+# ---- threads --------------------------------------------------------------------------------------------------------
+
+def threads() -> int | None:
+    """NUMFN_THREADS: the number of threads for parallel kernels and svmap (1: none); None when unset or invalid."""
+    raw = os.environ.get("NUMFN_THREADS", "").strip()
+    if not raw: return None
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        _warn(f"ignoring NUMFN_THREADS={raw!r}: not a whole number")
+        return None
+
+
+# ---- native extensions (read once, at import) ------------------------------------------------------------------
+
+def no_native_extension() -> bool:
+    """NUMFN_NO_NATIVE_EXT: do not load the thread pool extension (simulates an install without a C compiler)."""
+    return flag("NUMFN_NO_NATIVE_EXT")
+
+
+def no_dispatch_extension() -> bool:
+    """NUMFN_NO_DISPATCH_EXT: do not load the fast call extension; every call takes the Python path."""
+    return flag("NUMFN_NO_DISPATCH_EXT")

@@ -1,0 +1,174 @@
+"""Signatures: what selects a specialization of a jit function.
+
+A call's signature is the key `(argument structure, one ArgSpec per array leaf, static values)`: equal keys
+mean the same NumericalFunction. `signature()` computes it from a call's arguments (the Python path of every
+call that misses the C dispatcher); the other helpers say how errors name arguments.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numfn.dtype import DType, dtypes
+from numfn.pytree import TreeDef, flatten
+from numfn.tensor import Tensor
+
+__all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "static_key", "argument_leaf_names",
+           "describe", "static_spec"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What a signature records of one array argument: shape and dtype. `weak` marks a Python scalar (it
+    promotes like one, NEP 50)."""
+    shape: tuple[int, ...]
+    dtype: DType
+    weak: bool = False
+
+    def __repr__(self) -> str:
+        return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+# (argument structure, array specs, static keys as (position or name, static_key(value)) pairs)
+SignatureKey = tuple[TreeDef, tuple[ArgSpec, ...], tuple]
+
+
+def _is_number_list(x) -> bool:
+    # an empty list is an array too (NumPy's: float64 of shape (0,)), not an empty container passed through
+    if not isinstance(x, list): return False
+    return all(isinstance(v, (bool, int, float, np.generic)) or _is_number_list(v) for v in x)
+
+
+def is_leaf(x) -> bool:
+    """Whether an argument value is one array leaf (an array, a NumPy or Python scalar, a list of numbers) rather
+    than a container of leaves."""
+    return isinstance(x, (np.ndarray, np.generic, bool, int, float)) or _is_number_list(x)
+
+
+def leaf_spec(x, where: str) -> ArgSpec:
+    """The ArgSpec of one argument leaf; TypeError naming the argument when it is not array-like."""
+    if isinstance(x, Tensor): return ArgSpec(x.shape, x.uop.dtype, x.weak)   # a call inside a traced function
+    if isinstance(x, (np.ndarray, np.generic)):   # before float: np.float64 subclasses float, but is a strong scalar
+        if type(x) is not np.ndarray and isinstance(x, (np.matrix, np.ma.MaskedArray)):
+            # their operators mean something else (matrix `*` is a matrix product; masks propagate): tracing them
+            # as plain arrays would give answers NumPy does not
+            raise TypeError(f"argument {where}: numfn computes on plain arrays, not {type(x).__name__}; convert it "
+                            "with np.asarray if its values alone are meant")
+        try:
+            # byte order is storage, not type: a big-endian float64 array is a float64 input (swapped when run)
+            return ArgSpec(x.shape, dtypes.from_numpy(x.dtype.newbyteorder("=")))
+        except TypeError as e:
+            raise TypeError(f"argument {where}: {e}") from None
+    if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)
+    if isinstance(x, int):
+        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
+        return ArgSpec((), dtypes.int64, True)
+    if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
+    if isinstance(x, list):
+        try:
+            arr = np.asarray(x)
+        except ValueError:   # NumPy refuses ragged nesting
+            arr = np.empty(0, object)
+        if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
+        return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
+    raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "
+                    "them (tuple, list, dict)")
+
+
+def static_spec(static_argnums=(), static_argnames=()) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The (positions, names) of static arguments, normalized from jit's options."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    return tuple(sorted(nums)), names
+
+
+def signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):
+    """(key, leaves, statics) for a call: the key is (argument structure, leaf specs, static keys); `leaves` are
+    the array leaves in flattening order; `statics` the (position or name, value) pairs of static arguments.
+
+    A static argument is keyed by its type and value (see `static_key`): f(x, 2) and f(x, 2.0) trace different
+    programs, as do 0.0 and -0.0, while NaN selects one specialization however often it is passed."""
+    static_nums, static_names = static
+    statics, keys = [], []
+    dyn_args, dyn_kwargs = args, kwargs
+    if static_nums or static_names:
+        dyn_args, dyn_kwargs = [], {}
+        for i, a in enumerate(args):
+            if i in static_nums:
+                statics.append((i, a))
+                keys.append((i, static_key(a, f"static argument {i}")))
+            else: dyn_args.append(a)
+        for k, v in kwargs.items():
+            if k in static_names:
+                statics.append((k, v))
+                keys.append((k, static_key(v, f"static argument {k!r}")))
+            else: dyn_kwargs[k] = v
+    leaves, tree = flatten((tuple(dyn_args), dyn_kwargs), is_leaf=is_leaf)
+    try:
+        specs = tuple(leaf_spec(x, "?") for x in leaves)
+    except (TypeError, OverflowError):   # the error again, now naming the argument (too slow for every call)
+        for x, p in zip(leaves, argument_leaf_names(fn, args, kwargs, static)): leaf_spec(x, p)
+        raise
+    return (tree, specs, tuple(keys)), leaves, tuple(statics)
+
+
+def static_key(v, what: str = "static argument") -> Any:
+    """What selects a specialization for static argument value `v`: its type with its value, floats (Python and
+    NumPy) by their bit pattern, so 2 and 2.0 differ, 0.0 and -0.0 differ, and NaN equals itself; tuples and
+    frozensets element by element. Any other value must be hashable and is keyed by `==`."""
+    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+        return type(v), np.asarray(v).tobytes()
+    if isinstance(v, tuple):
+        return type(v), tuple(static_key(x, what) for x in v)
+    if isinstance(v, frozenset):
+        return type(v), frozenset(static_key(x, what) for x in v)
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{what} must be hashable (it selects a specialization by value), "
+                        f"got {type(v).__name__}") from None
+    return type(v), v
+
+
+def _leaf_paths(tree: Any, prefix: str) -> list[str]:
+    paths: list[str] = []
+
+    def walk(x, p):
+        if is_leaf(x) or not isinstance(x, (tuple, list, dict)):
+            if x is not None: paths.append(p)
+            return
+        items = sorted(x.items(), key=lambda kv: repr(kv[0])) if isinstance(x, dict) else enumerate(x)
+        if isinstance(x, dict) and all(isinstance(k, str) for k in x): items = sorted(x.items())
+        for k, v in items: walk(v, f"{p}[{k!r}]")
+
+    walk(tree, prefix)
+    return paths
+
+
+def argument_leaf_names(fn: Callable, args: tuple, kwargs: dict, static=((), ())) -> list[str]:
+    """How error messages name each leaf of a call's array arguments, in flattening order: `'x'`, `'params'['w']`,
+    `2[0]` (a positional argument without a parameter name). `args` and `kwargs` are the call's own; the static
+    ones (`static`: positions and names, as for `signature`) are skipped."""
+    static_nums, static_names = static
+    names = _arg_names(fn, args, kwargs)
+    return [p for i, a in enumerate(args) if i not in static_nums for p in _leaf_paths(a, names[i])] + \
+        [p for k, v in sorted(kwargs.items()) if k not in static_names for p in _leaf_paths(v, repr(k))]
+
+
+def _arg_names(fn: Callable, args: tuple, kwargs: dict) -> list[str]:
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [repr(params[i]) if i < len(params) else str(i) for i in range(len(args))]
+
+
+def describe(tree: TreeDef, specs: tuple[ArgSpec, ...], statics: tuple) -> str:
+    """A signature in words, for error messages: the argument structure, array specs and static values."""
+    return f"arguments {tree!r} of {', '.join(map(repr, specs)) or 'no arrays'}" + \
+        (f" with static {dict(statics)}" if statics else "")
