@@ -495,10 +495,7 @@ NATIVE_PREFIX = "numfn_"
 
 
 def _native_module():
-    try:
-        from numfn.runtime import extensions
-    except ImportError:
-        return None
+    from numfn.runtime import extensions
     return extensions.native
 
 

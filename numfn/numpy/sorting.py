@@ -48,11 +48,8 @@ NETWORK_MAX = 64
 def _require_native() -> None:
     from numfn.extern import native_routines
     if native_routines() is None:
-        try:
-            from numfn.runtime.extensions import problems
-            why = "; ".join(problems())
-        except ImportError:
-            why = ""
+        from numfn.runtime.extensions import problems
+        why = "; ".join(problems())
         raise unsupported("sorting (numpy.sort, argsort, median, percentile, unique, ...) without numfn's native "
                           "extension", "reinstall numfn where a C compiler is available to build it" +
                           (f" ({why})" if why else ""))
