@@ -12,9 +12,10 @@
 
 void numfn_pool_init(void);
 
-/* sort.c's routines, two per element type */
+/* sort.c's routines, three per element type */
 #define SORT_ROUTINES(t, T) {"numfn_sort_" #t, (void *)numfn_sort_##t},                                             \
-                            {"numfn_argsort_" #t, (void *)numfn_argsort_##t},
+                            {"numfn_argsort_" #t, (void *)numfn_argsort_##t},                                       \
+                            {"numfn_select_" #t, (void *)numfn_select_##t},
 
 const numfn_routine numfn_routines[] = {
     {"numfn_parallel_for", (void *)numfn_parallel_for},

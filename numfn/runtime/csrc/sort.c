@@ -627,10 +627,12 @@ ROW_SORTS(item64, item64, uint64_t, key_item64)
 #define GROUP 32              /* rows per unit of work: a multiple of every LANES(K) */
 
 typedef struct {
-    void *data;          /* sort: the rows, sorted in place; argsort: the keys */
+    void *data;          /* sort and select: the rows, changed in place; argsort: the keys */
     int64_t *index;      /* argsort's result */
     void *scratch;
     int64_t rows, n, scratch_row;
+    const int64_t *kth;  /* select's positions, ascending */
+    int64_t nkth;
 } job;
 
 /* Run body over the groups of GROUP rows: on the thread pool for a large batch. */
@@ -659,7 +661,7 @@ static void sort_body_##t(void **ctx, int64_t g0, int64_t g1)                   
 void numfn_sort_##t(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row)         \
 {                                                                                                                   \
     if (*rows <= 0 || *n <= 1) return;                                                                              \
-    job j = {data, NULL, scratch, *rows, *n, *scratch_row};                                                         \
+    job j = {data, NULL, scratch, *rows, *n, *scratch_row, NULL, 0};                                                \
     run_rows(sort_body_##t, &j);                                                                                    \
 }
 
@@ -729,7 +731,7 @@ void numfn_argsort_##t(const T *keys, int64_t *index, uint64_t *scratch, const i
         memset(index, 0, (size_t)*rows * sizeof(int64_t));                                                          \
         return;                                                                                                     \
     }                                                                                                               \
-    job j = {(void *)keys, index, scratch, *rows, *n, *scratch_row};                                                \
+    job j = {(void *)keys, index, scratch, *rows, *n, *scratch_row, NULL, 0};                                       \
     run_rows(argsort_body_##t, &j);                                                                                 \
 }
 
@@ -744,6 +746,101 @@ SORT_ROUTINE(f32, float, uint32_t, key_f32, unkey_f32, odd_f32)
 SORT_ROUTINE(u64, uint64_t, uint64_t, key_u64, unkey_u64, odd_none)
 SORT_ROUTINE(i64, int64_t, uint64_t, key_i64, unkey_i64, odd_none)
 SORT_ROUTINE(f64, double, uint64_t, key_f64, unkey_f64, odd_f64)
+
+/* ---- select: NumPy's partition ----------------------------------------------------------------------------------
+ *   numfn_select_<t>(T *data, const int64_t *kth, const int64_t *rows, const int64_t *n, const int64_t *nkth)
+ * puts, in each row of n elements, the element a sort would put at each of the nkth positions kth (ascending,
+ * distinct, in [0, n)) there, the smaller ones (in sort order: NaNs last) before it and the larger ones after it:
+ * np.partition, and what median and quantiles read. Rows up to NETWORK_MAX long are sorted by the networks; longer
+ * ones by introselect from the last kth down (each one's left part holds the earlier ones): quickselect around the
+ * median of three (Hoare's partition, which splits runs of equal keys evenly), insertion sort below SELECT_SMALL
+ * elements, heapsort when the ranges stop shrinking (after 2 log2(n) rounds). No scratch. */
+#define SELECT_SMALL 16
+
+#define SELECT_ROUTINE(t, T, K, KEY)                                                                                \
+static void sift_##t(T *a, int64_t root, int64_t n)                                                                 \
+{                                                                                                                   \
+    T v = a[root];                                                                                                  \
+    K k = KEY(v);                                                                                                   \
+    for (int64_t child; (child = 2 * root + 1) < n; root = child) {                                                 \
+        if (child + 1 < n && KEY(a[child]) < KEY(a[child + 1])) child++;                                            \
+        if (KEY(a[child]) <= k) break;                                                                              \
+        a[root] = a[child];                                                                                         \
+    }                                                                                                               \
+    a[root] = v;                                                                                                    \
+}                                                                                                                   \
+static void heapsort_##t(T *a, int64_t n)                                                                           \
+{                                                                                                                   \
+    for (int64_t i = n / 2 - 1; i >= 0; i--) sift_##t(a, i, n);                                                     \
+    for (int64_t end = n - 1; end > 0; end--) {                                                                     \
+        T top = a[0];                                                                                               \
+        a[0] = a[end];                                                                                              \
+        a[end] = top;                                                                                               \
+        sift_##t(a, 0, end);                                                                                        \
+    }                                                                                                               \
+}                                                                                                                   \
+static void select_row_##t(T *a, int64_t n, const int64_t *kth, int64_t nkth)                                       \
+{                                                                                                                   \
+    int64_t hi = n - 1;   /* the range [lo, hi] holding kth; above hi everything is placed already */               \
+    for (int64_t q = nkth - 1; q >= 0; q--) {                                                                       \
+        int64_t k = kth[q], lo = 0;                                                                                 \
+        if (k < 0 || k > hi) continue;                                                                              \
+        int rounds = 2;                                                                                             \
+        for (int64_t m = hi + 1; m > 1; m >>= 1) rounds += 2;                                                       \
+        while (hi - lo + 1 > SELECT_SMALL) {                                                                        \
+            if (rounds-- == 0) { heapsort_##t(a + lo, hi - lo + 1); lo = hi; break; }                               \
+            int64_t mid = lo + (hi - lo) / 2;   /* order a[lo] <= a[mid] <= a[hi]: sentinels for the scans */       \
+            T x;                                                                                                    \
+            if (KEY(a[mid]) < KEY(a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                                \
+            if (KEY(a[hi]) < KEY(a[mid])) {                                                                         \
+                x = a[hi]; a[hi] = a[mid]; a[mid] = x;                                                              \
+                if (KEY(a[mid]) < KEY(a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                            \
+            }                                                                                                       \
+            K pivot = KEY(a[mid]);                                                                                  \
+            int64_t i = lo, j = hi;                                                                                 \
+            for (;;) {                                                                                              \
+                do i++; while (KEY(a[i]) < pivot);                                                                  \
+                do j--; while (KEY(a[j]) > pivot);                                                                  \
+                if (i >= j) break;                                                                                  \
+                x = a[i]; a[i] = a[j]; a[j] = x;                                                                    \
+            }                                                                                                       \
+            /* [lo, j] <= pivot <= [j + 1, hi] */                                                                   \
+            if (k <= j) hi = j;                                                                                     \
+            else lo = j + 1;                                                                                        \
+        }                                                                                                           \
+        if (lo < hi) isort_##t(a + lo, hi - lo + 1);                                                                \
+        hi = k - 1;                                                                                                 \
+    }                                                                                                               \
+}                                                                                                                   \
+static void select_body_##t(void **ctx, int64_t g0, int64_t g1)                                                     \
+{                                                                                                                   \
+    job *j = (job *)ctx[0];                                                                                         \
+    int64_t n = j->n, r1 = g1 * GROUP < j->rows ? g1 * GROUP : j->rows;                                             \
+    T *a = (T *)j->data;                                                                                            \
+    for (int64_t r = g0 * GROUP; r < r1; r += LANES(K)) {                                                           \
+        int64_t lanes = r1 - r < LANES(K) ? r1 - r : LANES(K);                                                      \
+        if (n <= NETWORK_MAX) NETWORK_DISPATCH(net_##t, (a + r * n, n, n, lanes));                                  \
+        else for (int64_t i = r; i < r + lanes; i++) select_row_##t(a + i * n, n, j->kth, j->nkth);                 \
+    }                                                                                                               \
+}                                                                                                                   \
+void numfn_select_##t(T *data, const int64_t *kth, const int64_t *rows, const int64_t *n, const int64_t *nkth)      \
+{                                                                                                                   \
+    if (*rows <= 0 || *n <= 1 || *nkth <= 0) return;                                                               \
+    job j = {data, NULL, NULL, *rows, *n, 0, kth, *nkth};                                                           \
+    run_rows(select_body_##t, &j);                                                                                  \
+}
+
+SELECT_ROUTINE(u8, uint8_t, uint8_t, key_u8)
+SELECT_ROUTINE(i8, int8_t, uint8_t, key_i8)
+SELECT_ROUTINE(u16, uint16_t, uint16_t, key_u16)
+SELECT_ROUTINE(i16, int16_t, uint16_t, key_i16)
+SELECT_ROUTINE(f16, uint16_t, uint16_t, key_f16)
+SELECT_ROUTINE(u32, uint32_t, uint32_t, key_u32)
+SELECT_ROUTINE(i32, int32_t, uint32_t, key_i32)
+SELECT_ROUTINE(f32, float, uint32_t, key_f32)
+SELECT_ROUTINE(u64, uint64_t, uint64_t, key_u64)
+SELECT_ROUTINE(i64, int64_t, uint64_t, key_i64)
+SELECT_ROUTINE(f64, double, uint64_t, key_f64)
 
 /* argsort networks: keys of 32 bits or less as one uint64 with their position, 64-bit keys as pairs */
 #define ARGSORT_NETWORKS32(t, T, KEY)                                                                               \
