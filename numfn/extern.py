@@ -284,6 +284,7 @@ def _one(n: int) -> int:
 
 # numfn's sorts (numfn/runtime/csrc/sort.c), params (n, scratch per row): rows of n elements, any number of leading
 # axes of rows. sort: results data (..., n) <- input 0, scratch; argsort: input keys, results index, scratch.
+# select (below): np.partition of such rows around given positions.
 _SORT_SUFFIX = {dtypes.bool: "u8", dtypes.uint8: "u8", dtypes.int8: "i8", dtypes.uint16: "u16", dtypes.int16: "i16",
                 dtypes.float16: "f16", dtypes.uint32: "u32", dtypes.int32: "i32", dtypes.float32: "f32",
                 dtypes.uint64: "u64", dtypes.int64: "i64", dtypes.float64: "f64"}
@@ -306,9 +307,19 @@ def _sort_routine(kind: str) -> Routine:
     return Routine(names, calls, flops, library="native", rows=True)
 
 
+def _select_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+    n, nkth = call.params
+    rows = math.prod(call.results[0][0][:-1])
+    nb = len(call.batch)
+    return [Call(0, (_ptr(outs[0], nb), _ptr(ins[1], nb), Int(rows), Int(n), Int(nkth)))]
+
+
 ROUTINES: dict[str, Routine] = {
     "sort": _sort_routine("sort"),
     "argsort": _sort_routine("argsort"),
+    # np.partition, params (n, nkth): results data (..., n) <- input 0; input 1: the kth positions (nkth,), ascending
+    "select": Routine(lambda call: (f"{NATIVE_PREFIX}select_{_SORT_SUFFIX[call.dtype]}",), _select_calls,
+                      lambda call: 2 * call.batch_size * math.prod(call.results[0][0]), library="native", rows=True),
     "gemm": Routine(lambda call: (_prefix(call) + "gemm",), _gemm_calls,
                     lambda call: 2 * call.batch_size * math.prod(call.params), _gemm_accepts),
     # X X^T (params n, k): one triangle of the symmetric result (the upper, row-major), half GEMM's work

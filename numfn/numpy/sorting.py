@@ -82,6 +82,25 @@ def _sort_last(t: Tensor, arg: bool) -> Tensor:
     return Tensor(out.reshape(shape))
 
 
+# partitions around at most this many positions use the native select; more sort
+SELECT_MAX = 64
+
+
+def _select_last(t: Tensor, kth: list[int]) -> Tensor:
+    """t partitioned along its last axis around the positions `kth` (in [0, n)): each holds what a sort puts there,
+    smaller elements (in NumPy's order, NaNs last) before it and larger ones after (NumPy's partition)."""
+    dt = t.uop.dtype
+    shape = t.shape
+    n, rows = shape[-1], math.prod(shape[:-1])
+    ks = sorted(set(kth))
+    if rows == 0 or n <= 1 or not ks: return Tensor(t.uop)
+    _require_native()
+    from numfn.extern import extern
+    positions = Tensor.lift(np.array(ks, np.int64)).uop
+    out, = extern("select", dt, (), (n, len(ks)), [t.uop.reshape((rows, n)), positions], [((rows, n), dt, 0, False)])
+    return Tensor(out.reshape(shape))
+
+
 def _along(t: Tensor, axis: int, fn) -> Tensor:
     """fn (a function of the last axis) applied along `axis`."""
     last = t.ndim - 1
@@ -153,9 +172,12 @@ def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
     if axis is None: t, axis = t.reshape(-1), 0
     if t.ndim == 0:
         normalize_axis(axis, 0)   # NumPy's AxisError for the default axis of a 0-d array
-    _kth(kth, t.shape[normalize_axis(axis, t.ndim)])
-    # a full sort puts every element where partition may put it
-    return _sorted(t, axis, arg)
+    ax = normalize_axis(axis, t.ndim)
+    n = t.shape[ax]
+    ks = _kth(kth, n)
+    if arg or len(set(ks)) > SELECT_MAX:   # a full sort puts every element where partition may put it
+        return _sorted(t, axis, arg)
+    return _along(t, ax, lambda x: _select_last(x, [k % n for k in ks]))
 
 
 def partition(a, kth, axis=-1, kind="introselect", order=None) -> Tensor:

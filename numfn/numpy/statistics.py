@@ -227,12 +227,27 @@ class _Rows:
             self.n = Tensor(count._broadcast(kept_shape))
         if skip_nan and self.dtype.is_float:
             self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
-        self.s = _sort_last(rows, False)
+        self.rows, self.s = rows, None
         self.static = isinstance(self.n, int)
+
+    def order(self, *positions) -> None:
+        """Make the rows readable at `positions` (index arrays, as `pick` takes them): where every one is known
+        while tracing (a static count and static q), the native select puts just those positions in place (NumPy's
+        partition: linear time); else the rows are sorted."""
+        from numfn.numpy.sorting import SELECT_MAX, _select_last, _sort_last
+        if self.s is not None: return
+        known = [T(p).known() for p in positions] if self.static else [None]
+        if all(k is not None for k in known):
+            kth = sorted({int(v) for k in known for v in np.ravel(k) if 0 <= v < self.m})
+            if 0 < len(kth) <= SELECT_MAX:
+                self.s = _select_last(self.rows, kth)
+                return
+        self.s = _sort_last(self.rows, False)
 
     def pick(self, idx) -> Tensor:
         """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""
         idx = T(idx).astype(np.int64)
+        self.order()   # sorted, unless `order` was told the positions
         shape = broadcast_shapes(idx.shape, self.shape)
         if 0 in shape: return Tensor(UOp.const_like(self.s.uop.dtype, 0, shape))
         lead = len(shape) - len(self.shape)
@@ -288,13 +303,15 @@ def _median(a, axis, keepdims, skip_nan: bool) -> Tensor:
         mean_dt = Tensor(UOp.const_like(r.dtype, 0, (1,))).mean().uop.dtype
         return r.finish(Tensor(UOp.const_like(mean_dt, math.nan, r.shape)), 0, keepdims)
     n = Tensor.lift(r.n)
+    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    r.order((n - 1) // 2, n // 2, *([n - 1] if nan_check else []))
     lo, hi = r.pick((n - 1) // 2), r.pick(n // 2)
     one = stack([lo], axis=-1).mean(axis=-1)            # NumPy: the mean of the middle element(s)
     two = stack([lo, hi], axis=-1).mean(axis=-1)
     if r.static: res = one if r.m % 2 else two
     else: res = where(n % 2 == 1, one, two)
     if not r.static: res = _nan_to(res, n == 0, Tensor(UOp.const(res.uop.dtype, math.nan)))   # the mean of nothing
-    if r.dtype.is_float and not skip_nan:
+    if nan_check:
         last = r.last()
         res = _nan_to(res, isnan(last), last)
     return r.finish(res, 0, keepdims)
@@ -384,6 +401,9 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     def last_index() -> Tensor:
         return count - 1
 
+    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    last_position = [last_index()] if nan_check else []
+
     if method in _DISCRETE or (method == "linear" and not qdt.is_float):
         if method == "lower": vi = floor((n - 1) * qb).astype(np.int64)
         elif method == "higher": vi = ceil((n - 1) * qb).astype(np.int64)
@@ -397,6 +417,7 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
             if method == "closest_observation": at_prev = at_prev & (prev % 2 == 1)
             vi = where(at_prev, prev, prev + 1).astype(np.int64)
             vi = where(vi < 0, 0, vi)
+        r.order(vi, *last_position)
         res = r.pick(vi)
     else:
         if method == "linear": vi = (n - 1) * qb
@@ -418,17 +439,17 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
         # index -1 is the last element that counts
         prev = where(prev < 0, last_index(), prev)
         nxt = where(nxt < 0, last_index(), nxt)
+        r.order(prev, nxt, *last_position)
         below, above_v = r.pick(prev), r.pick(nxt)
         if weak: gamma = Tensor(gamma.uop, weak=True)   # NumPy: float(gamma)
         res = _lerp(below, above_v, gamma)
     if not r.static and not skip_nan:   # an empty array of run-time length: NumPy's IndexError
         add_check(r.n == 0, 0, lambda _: IndexError("index -1 is out of bounds for axis 0 with size 0"))
-    if r.dtype.is_float:
-        if skip_nan:
-            res = _nan_to(res, (r.n == 0).reshape((1,) * qdims + r.shape), Tensor(UOp.const(r.dtype, math.nan)))
-        else:
-            last = r.last()
-            res = _nan_to(res, isnan(last), last)
+    if skip_nan and r.dtype.is_float:
+        res = _nan_to(res, (r.n == 0).reshape((1,) * qdims + r.shape), Tensor(UOp.const(r.dtype, math.nan)))
+    elif nan_check:
+        last = r.last()
+        res = _nan_to(res, isnan(last), last)
     return r.finish(res, qdims, keepdims)
 
 
