@@ -753,18 +753,50 @@ SORT_ROUTINE(f64, double, uint64_t, key_f64, unkey_f64, odd_f64)
  * distinct, in [0, n)) there, the smaller ones (in sort order: NaNs last) before it and the larger ones after it:
  * np.partition, and what median and quantiles read. Rows up to NETWORK_MAX long are sorted by the networks; longer
  * ones by introselect from the last kth down (each one's left part holds the earlier ones): quickselect around the
- * median of three (Hoare's partition, which splits runs of equal keys evenly), insertion sort below SELECT_SMALL
- * elements, heapsort when the ranges stop shrinking (after 2 log2(n) rounds). No scratch. */
+ * median of three (Hoare's partition, which splits runs of equal elements evenly), insertion sort below
+ * SELECT_SMALL elements, heapsort when the ranges stop shrinking (after 2 log2(n) rounds). No scratch.
+ * Elements compare by LESS: the values themselves where the C order is the sort order (integers; float32 and
+ * float64 once a first pass has moved the NaNs to the end of the row, where every kth among them is in place), the
+ * keys otherwise (float16). */
 #define SELECT_SMALL 16
+#define SELECT_BOUNDS 128
 
-#define SELECT_ROUTINE(t, T, K, KEY)                                                                                \
+/* Boundaries of a row being partitioned: positions B such that nothing before B is larger than anything from B
+ * to the end of the range partitioned (as introselect finds them, NumPy keeps them too), ascending. The next
+ * position to place needs only the range between the boundaries around it. When the list is full, new ones are
+ * dropped (the ranges are then longer, never wrong). */
+typedef struct {
+    int64_t at[SELECT_BOUNDS];
+    int count;
+} bounds;
+
+static void bounds_add(bounds *b, int64_t x)
+{
+    int i = b->count;
+    if (i == SELECT_BOUNDS) return;
+    while (i > 0 && b->at[i - 1] > x) i--;
+    if (i > 0 && b->at[i - 1] == x) return;
+    memmove(b->at + i + 1, b->at + i, (size_t)(b->count - i) * sizeof(int64_t));
+    b->at[i] = x;
+    b->count++;
+}
+
+/* the boundaries around position k: lo <= k < hi (the list starts as {0, end}, and k < end) */
+static void bounds_around(const bounds *b, int64_t k, int64_t *lo, int64_t *hi)
+{
+    int i = 1;
+    while (b->at[i] <= k) i++;
+    *lo = b->at[i - 1];
+    *hi = b->at[i];
+}
+
+#define SELECT_ROUTINE(t, T, LESS, FLOAT)                                                                           \
 static void sift_##t(T *a, int64_t root, int64_t n)                                                                 \
 {                                                                                                                   \
     T v = a[root];                                                                                                  \
-    K k = KEY(v);                                                                                                   \
     for (int64_t child; (child = 2 * root + 1) < n; root = child) {                                                 \
-        if (child + 1 < n && KEY(a[child]) < KEY(a[child + 1])) child++;                                            \
-        if (KEY(a[child]) <= k) break;                                                                              \
+        if (child + 1 < n && LESS(a[child], a[child + 1])) child++;                                                 \
+        if (!LESS(v, a[child])) break;                                                                              \
         a[root] = a[child];                                                                                         \
     }                                                                                                               \
     a[root] = v;                                                                                                    \
@@ -779,37 +811,61 @@ static void heapsort_##t(T *a, int64_t n)                                       
         sift_##t(a, 0, end);                                                                                        \
     }                                                                                                               \
 }                                                                                                                   \
-static void select_row_##t(T *a, int64_t n, const int64_t *kth, int64_t nkth)                                       \
+static void insertion_##t(T *a, int64_t n)                                                                          \
 {                                                                                                                   \
-    int64_t hi = n - 1;   /* the range [lo, hi] holding kth; above hi everything is placed already */               \
+    for (int64_t i = 1; i < n; i++) {                                                                               \
+        T v = a[i];                                                                                                 \
+        int64_t j = i;                                                                                              \
+        while (j > 0 && LESS(v, a[j - 1])) { a[j] = a[j - 1]; j--; }                                               \
+        a[j] = v;                                                                                                   \
+    }                                                                                                               \
+}                                                                                                                   \
+static void select_row_##t(T *a, int64_t n, const int64_t *kth, int64_t nkth)                                      \
+{                                                                                                                   \
+    int64_t end = n;   /* [0, end) still to partition: the NaNs past it are in place */                             \
+    if (FLOAT) {   /* NaNs to the end (all equal in sort order): the rest compares as C compares */                 \
+        int64_t i = 0, j = n - 1;                                                                                   \
+        for (;;) {                                                                                                  \
+            while (i <= j && a[i] == a[i]) i++;                                                                     \
+            while (j > i && a[j] != a[j]) j--;                                                                      \
+            if (i >= j) break;                                                                                      \
+            T x = a[i]; a[i] = a[j]; a[j] = x;                                                                      \
+        }                                                                                                           \
+        end = i;                                                                                                    \
+    }                                                                                                               \
+    bounds b = {{0, end}, 2};                                                                                       \
     for (int64_t q = nkth - 1; q >= 0; q--) {                                                                       \
-        int64_t k = kth[q], lo = 0;                                                                                 \
-        if (k < 0 || k > hi) continue;                                                                              \
+        int64_t k = kth[q];                                                                                         \
+        if (k < 0 || k >= end) continue;                                                                            \
+        int64_t lo, hi;                                                                                             \
+        bounds_around(&b, k, &lo, &hi);                                                                             \
+        hi--;                                                                                                       \
         int rounds = 2;                                                                                             \
-        for (int64_t m = hi + 1; m > 1; m >>= 1) rounds += 2;                                                       \
+        for (int64_t m = hi - lo + 1; m > 1; m >>= 1) rounds += 2;                                                  \
         while (hi - lo + 1 > SELECT_SMALL) {                                                                        \
             if (rounds-- == 0) { heapsort_##t(a + lo, hi - lo + 1); lo = hi; break; }                               \
             int64_t mid = lo + (hi - lo) / 2;   /* order a[lo] <= a[mid] <= a[hi]: sentinels for the scans */       \
             T x;                                                                                                    \
-            if (KEY(a[mid]) < KEY(a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                                \
-            if (KEY(a[hi]) < KEY(a[mid])) {                                                                         \
+            if (LESS(a[mid], a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                                     \
+            if (LESS(a[hi], a[mid])) {                                                                              \
                 x = a[hi]; a[hi] = a[mid]; a[mid] = x;                                                              \
-                if (KEY(a[mid]) < KEY(a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                            \
+                if (LESS(a[mid], a[lo])) { x = a[mid]; a[mid] = a[lo]; a[lo] = x; }                                 \
             }                                                                                                       \
-            K pivot = KEY(a[mid]);                                                                                  \
+            T pivot = a[mid];                                                                                       \
             int64_t i = lo, j = hi;                                                                                 \
             for (;;) {                                                                                              \
-                do i++; while (KEY(a[i]) < pivot);                                                                  \
-                do j--; while (KEY(a[j]) > pivot);                                                                  \
+                do i++; while (LESS(a[i], pivot));                                                                  \
+                do j--; while (LESS(pivot, a[j]));                                                                  \
                 if (i >= j) break;                                                                                  \
                 x = a[i]; a[i] = a[j]; a[j] = x;                                                                    \
             }                                                                                                       \
-            /* [lo, j] <= pivot <= [j + 1, hi] */                                                                   \
+            /* [lo, j] <= pivot <= [j + 1, hi]: a boundary the positions still to come may use */                   \
+            bounds_add(&b, j + 1);                                                                                  \
             if (k <= j) hi = j;                                                                                     \
             else lo = j + 1;                                                                                        \
         }                                                                                                           \
-        if (lo < hi) isort_##t(a + lo, hi - lo + 1);                                                                \
-        hi = k - 1;                                                                                                 \
+        if (lo < hi) insertion_##t(a + lo, hi - lo + 1);                                                            \
+        bounds_add(&b, k);   /* a[k] is in place: nothing before it is larger */                                    \
     }                                                                                                               \
 }                                                                                                                   \
 static void select_body_##t(void **ctx, int64_t g0, int64_t g1)                                                     \
@@ -817,30 +873,32 @@ static void select_body_##t(void **ctx, int64_t g0, int64_t g1)                 
     job *j = (job *)ctx[0];                                                                                         \
     int64_t n = j->n, r1 = g1 * GROUP < j->rows ? g1 * GROUP : j->rows;                                             \
     T *a = (T *)j->data;                                                                                            \
-    for (int64_t r = g0 * GROUP; r < r1; r += LANES(K)) {                                                           \
-        int64_t lanes = r1 - r < LANES(K) ? r1 - r : LANES(K);                                                      \
+    for (int64_t r = g0 * GROUP; r < r1; r += LANES(T)) {                                                           \
+        int64_t lanes = r1 - r < LANES(T) ? r1 - r : LANES(T);                                                      \
         if (n <= NETWORK_MAX) NETWORK_DISPATCH(net_##t, (a + r * n, n, n, lanes));                                  \
         else for (int64_t i = r; i < r + lanes; i++) select_row_##t(a + i * n, n, j->kth, j->nkth);                 \
     }                                                                                                               \
 }                                                                                                                   \
 void numfn_select_##t(T *data, const int64_t *kth, const int64_t *rows, const int64_t *n, const int64_t *nkth)      \
 {                                                                                                                   \
-    if (*rows <= 0 || *n <= 1 || *nkth <= 0) return;                                                               \
+    if (*rows <= 0 || *n <= 1 || *nkth <= 0) return;                                                                \
     job j = {data, NULL, NULL, *rows, *n, 0, kth, *nkth};                                                           \
     run_rows(select_body_##t, &j);                                                                                  \
 }
 
-SELECT_ROUTINE(u8, uint8_t, uint8_t, key_u8)
-SELECT_ROUTINE(i8, int8_t, uint8_t, key_i8)
-SELECT_ROUTINE(u16, uint16_t, uint16_t, key_u16)
-SELECT_ROUTINE(i16, int16_t, uint16_t, key_i16)
-SELECT_ROUTINE(f16, uint16_t, uint16_t, key_f16)
-SELECT_ROUTINE(u32, uint32_t, uint32_t, key_u32)
-SELECT_ROUTINE(i32, int32_t, uint32_t, key_i32)
-SELECT_ROUTINE(f32, float, uint32_t, key_f32)
-SELECT_ROUTINE(u64, uint64_t, uint64_t, key_u64)
-SELECT_ROUTINE(i64, int64_t, uint64_t, key_i64)
-SELECT_ROUTINE(f64, double, uint64_t, key_f64)
+#define LESS_C(x, y) ((x) < (y))
+#define LESS_F16(x, y) (key_f16(x) < key_f16(y))
+SELECT_ROUTINE(u8, uint8_t, LESS_C, 0)
+SELECT_ROUTINE(i8, int8_t, LESS_C, 0)
+SELECT_ROUTINE(u16, uint16_t, LESS_C, 0)
+SELECT_ROUTINE(i16, int16_t, LESS_C, 0)
+SELECT_ROUTINE(f16, uint16_t, LESS_F16, 0)
+SELECT_ROUTINE(u32, uint32_t, LESS_C, 0)
+SELECT_ROUTINE(i32, int32_t, LESS_C, 0)
+SELECT_ROUTINE(f32, float, LESS_C, 1)
+SELECT_ROUTINE(u64, uint64_t, LESS_C, 0)
+SELECT_ROUTINE(i64, int64_t, LESS_C, 0)
+SELECT_ROUTINE(f64, double, LESS_C, 1)
 
 /* argsort networks: keys of 32 bits or less as one uint64 with their position, 64-bit keys as pairs */
 #define ARGSORT_NETWORKS32(t, T, KEY)                                                                               \
