@@ -142,6 +142,7 @@ class _Traced:
 
 def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
     with recording_trace(region=True) as rec:
+        rec.born.update(id(a) for a in args)   # the region's placeholders are its own: writes into them are state
         try:
             values = fn(*args)
         except BaseException:   # outer arrays the body wrote get their values back
@@ -570,26 +571,31 @@ def run_for_range(start, stop, step, body, state, names, flags, line):
     step = 1 if step is None else step
     static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     if static and step == 0: raise ValueError("range() arg 3 must not be zero")
-    if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
-        return _python_for(start, stop, step, body, state, flags)
     from numfn.convert import is_unbound
     f: list = [False] * len(flags)
     fresh = {k for k, v in enumerate(state) if is_unbound(v)}
+    if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
+        state, f, start = _python_for(start, stop, step, body, state, flags)
+        if start is None: return state
     # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
     # when some are bound only inside the loop (that binds them: the native loop then carries them)
-    if static and (not _is_traced(state) or fresh):
+    elif static and (not _is_traced(state) or fresh):
         if not range(start, stop, step): return tuple(state)
         with observing_rebinds() as wrote:
             out = body(start, *f, *state)
         f, state = list(out[:len(flags)]), tuple(out[len(flags):])
         start += step
         if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
-        if not wrote and not _is_traced(out): return _python_for(start, stop, step, body, state, flags)
+        if not wrote and not _is_traced(out):
+            state, f, start = _python_for(start, stop, step, body, state, flags, f)
+            if start is None: return state
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
     slots = _Slots(names, _local_slots(state, fresh))
     carried = _loop_state(tuple(slots.outer(state)), tuple(slots.outer(names)), line)
     if carried is None:
-        if static: return _python_for(start, stop, step, body, state, flags)
+        if static and not any(isinstance(x, Tensor) for x in f):
+            state, f2, _ = _python_for(start, stop, step, body, state, flags, f)
+            if f2 is None: return state
         _refuse_python_state(tuple(slots.outer(names)), tuple(slots.outer(state)), line, "a for loop")
     leaves, trees = carried
     kept_names = tuple(slots.outer(names))
@@ -640,14 +646,17 @@ def _leaf_names(names, trees) -> list[str]:
             for k in range(t.num_leaves)]
 
 
-def _python_for(start, stop, step, body, state, flags):
+def _python_for(start, stop, step, body, state, flags, f=None):
+    """The loop as Python from `start`: (state, None, None) at its end, or (state, flags, next index) when a
+    traced value decided a break (the rest must then be a native loop that stops where the flag says)."""
     vals = tuple(state)
-    f = [False] * len(flags)
+    f = [False] * len(flags) if f is None else f
     for i in range(int(start), int(stop), int(step)):
         out = body(i, *f, *vals)
         f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        if f and isinstance(f[0], Tensor): return vals, f, i + int(step)
         if f and _truth(f[0]): break
-    return vals
+    return vals, None, None
 
 
 def _truth(x) -> bool:
@@ -665,7 +674,8 @@ def run_while(cond, body, state, names, flags, line):
     while True:
         test = cond(*f, *vals)
         if f and not isinstance(f[0], Tensor) and _truth(f[0]): return vals
-        if isinstance(test, Tensor) or (tracing() and peeled >= unroll_limit() and _is_traced(vals)):
+        if isinstance(test, Tensor) or (f and isinstance(f[0], Tensor)) or \
+                (tracing() and peeled >= unroll_limit() and _is_traced(vals)):
             break
         if not _truth(test): return vals
         out = body(*f, *vals)

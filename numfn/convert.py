@@ -231,7 +231,6 @@ class _Converter:
     # ---- branches ----
     def if_(self, s: ast.If, returns: bool = False) -> list[ast.stmt]:
         ret = "_numfn_ret"
-        known = list(self.defined)
         saved = list(self.defined)
         body = self.block(s.body)
         after_body = list(self.defined)
@@ -250,7 +249,8 @@ class _Converter:
         t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
         f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
         call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
-                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)), ast.Constant(s.lineno + self.line0)])
+                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)),
+                                    ast.Constant(s.lineno + self.line0)])
         stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
         stmts += self._unbind([n for n in outs if n not in both], s)
         self.defined += [n for n in both if n not in self.defined]
@@ -383,7 +383,7 @@ def converted(fn: Callable) -> Callable:
     """`fn` with its loops and branches converted (cached per function); `fn` itself when it cannot be."""
     code = getattr(fn, "__code__", None)
     if code is None: return fn
-    if getattr(fn, "__module__", "").startswith("numfn."): return fn   # numfn's own functions are written to trace
+    if (getattr(fn, "__module__", None) or "").startswith("numfn."): return fn   # numfn's own: written to trace
     found = _cache.get(code)
     if found is None:
         try:
@@ -410,8 +410,8 @@ def _bound(cell) -> bool:
 
 
 def _convert(fn: Callable):
-    try:
-        lines, first = inspect.getsourcelines(fn)
+    try:   # the code's own source (a function's would be its __wrapped__ function's, for a wrapper)
+        lines, first = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as e:
         raise Unconvertible(f"no source: {e}") from None
     source = textwrap.dedent("".join(lines))
@@ -420,7 +420,8 @@ def _convert(fn: Callable):
     except SyntaxError as e:
         raise Unconvertible(f"source does not parse alone: {e}") from None
     fdef = tree.body[0] if tree.body else None
-    if not isinstance(fdef, ast.FunctionDef): raise Unconvertible("not a def statement (a lambda?)")
+    if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__code__.co_name:
+        raise Unconvertible("not a def statement (a lambda?)")
     if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)): raise Unconvertible("nothing to")
     if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
     args = fdef.args

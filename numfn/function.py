@@ -608,8 +608,8 @@ def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, t
         return nums, names
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     nums = tuple(dict.fromkeys([*nums, *(positional.index(n) for n in names if n in positional)]))
-    names = tuple(dict.fromkeys([*names, *(positional[k] for k in nums
-                                            if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY)]))
+    by_name = [positional[k] for k in nums if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY]
+    names = tuple(dict.fromkeys([*names, *by_name]))
     return nums, names
 
 

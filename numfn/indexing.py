@@ -374,8 +374,9 @@ def setitem(x: Tensor, index, value) -> None:
         gate = inside if gate is None else gate & inside
     if lengths or isinstance(value, dynamic.DynTensor): v = dynamic.fit(value, x.uop.dtype, shape, lengths)
     else: v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
-    if not dyn and gate is None and x.base is None and x.memory in ("computed", "input") and all(
-            it.kind == "slice" and it.start == 0 and it.step == 1 for it in items):
+    whole = not dyn and gate is None and tuple(shape) == tuple(x.shape) and all(
+        it.kind == "slice" and it.start == 0 and it.step == 1 for it in items)
+    if whole and x.base is None and x.memory in ("computed", "input"):
         x.rebind(v.uop)   # the whole array: its new value (no memory is written until it is stored)
         return
     injective = all(it.kind != "array" or _unique(it.value) for it in items)

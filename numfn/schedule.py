@@ -152,8 +152,24 @@ def _element_cost(u: UOp, realized, memo: dict) -> int:
     return c
 
 
+def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
+    """Whether `u` is a little integer or boolean arithmetic on positions (IOTA), constants and scalars (a window's
+    indices and its mask `i < length`): recomputed wherever it is used, never stored, so that kernels see the
+    expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays."""
+    if u in memo: return memo[u]
+    if u.op in (Ops.CONST, Ops.IOTA): out = True
+    elif u.op is Ops.BUFFER or u in realized: out = u.size == 1
+    elif not (u.dtype.is_int or u.dtype is dtypes.bool) or budget <= 0: out = False
+    elif u.op in MOVEMENT or u.op in ELEMENTWISE:
+        out = all(_index_arithmetic(s, realized, memo, budget - 1) for s in u.src)
+    else: out = False
+    memo[u] = out
+    return out
+
+
 def _should_realize(u: UOp, evaluations: int, realized, cost_memo) -> bool:
     if u.op in (Ops.BUFFER, Ops.CONST, Ops.IOTA) or u.op in MOVEMENT or u in realized or u.size == 0: return False
+    if _index_arithmetic(u, realized, cost_memo.setdefault(("index",), {})): return False   # its own memo
     extra = evaluations - u.size
     if extra <= 0: return False
     if u.op is Ops.REDUCE_AXIS: return True
@@ -190,6 +206,8 @@ class _Root:
     outputs: list = field(default_factory=list)   # the function's output BUFFERs holding this value
     targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
+    keep: bool = False         # stored so that a write can happen in place (see _write_hazard): never dropped
+    last: bool = False         # its kernel runs after every other (it writes an argument's memory back)
 
 
 def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
@@ -250,7 +268,7 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
     unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
               and r.targets[0].arg not in loaded and v not in versions.chain_of and v.op is not Ops.RESULT
-              and r.alias is None and not r.outputs]
+              and r.alias is None and not r.outputs and not r.keep]
     if unused:
         for v in unused: del roots[v]
         versions.plan(roots)
@@ -278,6 +296,7 @@ class _Versions:
         self.output_copies: set[UOp] = set()   # copies of versions into outputs that are not their chain's home
         self.prev: dict[UOp, UOp] = {}        # SCATTER -> the version it overwrites (its old value, or its copy)
         self.chain_of: dict[UOp, UOp] = {}    # every version (first ones too) -> the first version of its chain
+        self.solo: set[UOp] = set()           # roots that get kernels of their own (they read different versions)
 
     def plan(self, roots: dict[UOp, _Root]) -> None:
         """Make every SCATTER and the version it overwrites a root, and give each chain one home buffer (the
@@ -317,6 +336,14 @@ class _Versions:
                     roots[copy] = _Root(copy, extra, list(extra))
                     self.output_copies.add(copy)
                 roots[v].targets = [home] if home is not None else []
+            if first.op is not Ops.BUFFER and _is_copy(first) and first.src[0].op is Ops.BUFFER and \
+                    chain[-1] in self.in_place:
+                # writes into an argument that had to start from a copy: the last version goes back into the
+                # argument's memory, after everything that reads the argument as it was
+                back = _copy(chain[-1], ("argument", first.src[0].arg.number))
+                roots[back] = _Root(back, [], [first.src[0]], last=True)
+                self.output_copies.add(back)
+                self.solo.add(back)
 
     def next_writers(self) -> dict[UOp, list[UOp]]:
         out: dict[UOp, list[UOp]] = {}
@@ -383,6 +410,9 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
         if key in memo: return memo[key]
         if u is not value and u in home and not (elementwise and u in inline):
             out = home[u]
+            loaded.add(u)
+        elif u.op is Ops.BUFFER:   # an input's memory, read as it is before any write into it
+            out = u
             loaded.add(u)
         else:
             keeps = elementwise and u.op in ELEMENTWISE
@@ -474,9 +504,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
         read_by = {("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads}
         target = None
-        if not _alone(r.value):
+        if not _alone(r.value) and r.value not in versions.solo:
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or _alone(g[0].value): continue
+                if g[0].value.shape != r.value.shape or _alone(g[0].value) or g[0].value in versions.solo: continue
                 if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
                 if read_by & closure({gi}): continue
                 target = gi
@@ -488,6 +518,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         groups[target].append(r)
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
+    for gi, g in enumerate(groups):
+        if any(r.last for r in g):
+            group_deps[gi] |= (set(range(len(groups))) | {("extern", e) for e in range(len(externs))}) - {gi}
 
     # the kernels' values, and which realized values (so which versions of memory) each loads
     values, reads = [], []
@@ -509,8 +542,10 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     for gi, rs in enumerate(reads):
         for v in rs:
             if v in versions.chain_of: chain_reads.setdefault((gi, versions.chain_of[v]), set()).add(v)
-    for vs in chain_reads.values():
-        if len(vs) > 1:   # one kernel needs two versions of one memory: the writes after the oldest use a copy
+    for (gi, _), vs in chain_reads.items():
+        if len(vs) > 1 and len(groups[gi]) > 1:   # a kernel of several values reading two versions: split it
+            return None, lambda g=groups[gi]: versions.solo.update(r.value for r in g)
+        if len(vs) > 1:   # one value needs two versions of one memory: the writes after the oldest use a copy
             return None, versions.copy_fix(writers[min(vs, key=lambda u: topo[u])][0])
     for gi, rs in enumerate(reads):
         for v in rs:
@@ -544,10 +579,10 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
         lowered = lower_kernel(ast)
-        hazard = _write_hazard(groups[gi][0].value, lowered)
+        hazard = _write_hazard(groups[gi][0].value, lowered, stores[0].src[1])
         if hazard is not None:
             if hazard in roots: return None, versions.copy_fix(groups[gi][0].value)
-            return None, lambda h=hazard: roots.setdefault(h, _Root(h))
+            return None, lambda h=hazard: roots.setdefault(h, _Root(h, keep=True))
         kind = "S" if any(r.value.op is Ops.SCAN for r in groups[gi]) else \
             "W" if any(r.value.op is Ops.SCATTER for r in groups[gi]) else \
             "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
@@ -558,20 +593,90 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     return kernels, None
 
 
-def _write_hazard(value: UOp, lowered: LoweredKernel) -> UOp | None:
+def _write_hazard(value: UOp, lowered: LoweredKernel, kernel_value: UOp | None = None) -> UOp | None:
     """A scatter kernel may read the memory it writes only where it writes it, and only when no two of its writes
-    meet (then each read comes before the write at its place). Otherwise the value it writes (or its indices) must
-    be computed first: that source is returned, to be realized."""
+    meet (then each read comes before the write at its place). Otherwise part of the value it writes (or its
+    indices) must be computed first: that part is returned, to be realized. The part is as small as possible: in
+    `a[k+1:, k+1:] -= np.outer(a[k+1:, k], a[k, k+1:])` the column and the row are stored first (they are read
+    at other places than the ones written), and the update itself stays one kernel reading and writing `a`."""
     if value.op is not Ops.SCATTER: return None
     store = lowered.sink.src[0]
     buf, index = store.src[0], store.src[1]
     combine, injective, _ = value.arg
     if any(u.op is Ops.LOAD and u.src[0] is buf for u in toposort([index])):   # x[f(x)] = ...
         return next(s for s in value.src[2:] if any(u.op is Ops.BUFFER or u.op is Ops.SCATTER for u in s.toposort()))
-    for u in toposort([store.src[2]]):
-        if u.op is not Ops.LOAD or u.src[0] is not buf or u.arg == "accumulate": continue
-        if combine is not None or not injective or u.src[1] is not index: return value.src[1]
+    index = _simplified(index)
+    bad = [u for u in toposort([store.src[2]]) if u.op is Ops.LOAD and u.src[0] is buf and u.arg != "accumulate"
+           and (combine is not None or not injective or _simplified(u.src[1]) is not index)]
+    if not bad: return None
+    if combine is not None or not injective or kernel_value is None: return value.src[1]
+    part = _first_read_elsewhere(kernel_value, buf, index, lowered)
+    return value.src[1] if part is None else _graph_node(kernel_value, value).get(part, value.src[1])
+
+
+def _graph_node(kernel_value: UOp, value: UOp) -> dict[UOp, UOp]:
+    """The graph node each node of a kernel's value stands for (the kernel's value is the graph's with realized
+    values replaced by their buffers: walked side by side)."""
+    out: dict[UOp, UOp] = {}
+    stack = [(kernel_value, value)]
+    while stack:
+        k, g = stack.pop()
+        if k in out: continue
+        out[k] = g
+        if k.op is Ops.BUFFER and g.op is not Ops.BUFFER: continue   # realized: a load of its buffer
+        if len(k.src) == len(g.src): stack.extend(zip(k.src, g.src))
+    return out
+
+
+def _first_read_elsewhere(kernel_value: UOp, buf: UOp, index: UOp, lowered: LoweredKernel) -> UOp | None:
+    """In a scatter kernel's value (SCATTER(buf, values, *indices), realized values as buffers), a small node to
+    store first that reads `buf` at places other than the element being written: each view of `buf` (a chain of
+    movement ops and gathers on it) is lowered at the kernel's index; one whose load is not at `index` is read
+    elsewhere, and the smallest node between it and the value (the view before a broadcast, a reduction's
+    result) is returned. None when none is found (the whole value is then stored first)."""
+    values = kernel_value.src[1]
+    views = (*MOVEMENT, Ops.GATHER)
+    parents: dict[UOp, UOp] = {}
+    for u in toposort([values]):
+        for s in u.src: parents.setdefault(s, u)
+    on_buf: dict[UOp, bool] = {}
+    for u in toposort([values]):   # views of buf: movement and gathers down to buf itself
+        on_buf[u] = u is buf or (u.op in views and on_buf.get(u.src[0], False))
+    tops = [u for u in on_buf if on_buf[u] and u is not buf and not on_buf.get(parents.get(u), False)]
+    for top in tops:
+        path, u = [top], top
+        while u in parents and u is not values:
+            u = parents[u]
+            path.append(u)
+        same_place = top.shape == values.shape and all(p.op in ELEMENTWISE for p in path[1:]) and \
+            _loads_at(top, buf, lowered, values.shape) == {index}
+        if same_place: continue
+        below = [top]
+        while below[-1].src and below[-1].src[0] is not buf: below.append(below[-1].src[0])
+        return min((p for p in below + path if p.op is not Ops.BUFFER), key=lambda p: p.size)
     return None
+
+
+def _loads_at(view: UOp, buf: UOp, lowered: LoweredKernel, shape: tuple[int, ...]) -> set:
+    """The indices at which `view`, lowered at the kernel's own loop index, loads `buf`."""
+    from numfn.codegen.lower import _Lowerer
+    lw = _Lowerer()
+    idx, chain = [], []
+    for n in shape:   # the same ranges as lower_kernel made (UOps are interned)
+        if n == 1: idx.append(UOp.const(dtypes.index, 0))
+        else:
+            r = lw.new_range(n, "loop", tuple(chain))
+            chain.append(r)
+            idx.append(r)
+    with deep_recursion():
+        low = lw.lower(view, tuple(idx))
+    return {_simplified(u.src[1]) for u in toposort([low]) if u.op is Ops.LOAD and u.src[0] is buf}
+
+
+def _simplified(index: UOp) -> UOp:
+    """An index expression in the codegen's canonical form (two ways of writing one index compare equal)."""
+    from numfn.symbolic import symbolic
+    return graph_rewrite(index, symbolic)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Tensor:
         self.base: Tensor | None = None
         self.chain: tuple = ()
         self._views: list | None = None
+        record = getattr(_trace_state, "record", None)
+        if record is not None and record.born is not None: record.born.add(id(self))
 
     # ---------------------------------------------------------------------------------------------------------
     # creation
@@ -164,8 +166,9 @@ class Tensor:
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
-            "Express data-dependent choices with numfn.numpy.where(condition, a, b) instead of Python if/while, "
-            "and return arrays instead of converting them to Python numbers.")
+            "if/while/for-range statements on traced values compile (docs/control-flow.md), but not conditional "
+            "expressions, nor code whose source numfn cannot read; choose elementwise with "
+            "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
 
     def __bool__(self): self._concrete("using an array as a Python bool (if, while, and, or, not)")
     def __float__(self): self._concrete("float()")
@@ -346,7 +349,8 @@ class Tensor:
         body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
         record = getattr(_trace_state, "record", None) if record else None
-        if record is not None and record.rebinds is not None and id(self) not in record.rebinds:
+        if record is not None and record.rebinds is not None and id(self) not in record.rebinds and \
+                (record.born is None or id(self) not in record.born):
             record.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
         self.uop = uop
         alive = []
@@ -648,6 +652,7 @@ class TraceRecord:
     cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
     # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
     rebinds: dict | None = None
+    born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
     regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
 
 
@@ -691,11 +696,14 @@ class recording_trace:
         if self.region:
             if self.previous is None: raise RuntimeError("a region is traced inside a trace")
             record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
+            record.born = set()
         _trace_state.record = record
         return record
 
     def __exit__(self, *exc) -> None:
+        born = _trace_state.record.born
         _trace_state.record = self.previous
+        if born and self.previous is not None and self.previous.born is not None: self.previous.born |= born
 
 
 class observing_rebinds:

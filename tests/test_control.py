@@ -463,6 +463,29 @@ def test_factorizations_with_loop_dependent_slices(backend, n):
     check(forward_substitution, np.linalg.cholesky(a), RNG.standard_normal(n), backend=backend, scale=10.0 * n)
 
 
+def cholesky_by_columns(a):
+    n = a.shape[0]
+    L = np.zeros_like(a)
+    for j in range(n):
+        L[j, j] = np.sqrt(a[j, j] - L[j, :j] @ L[j, :j])
+        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def test_window_loops_run_over_the_window_only(backend):
+    """Large enough that the updates are split across threads: the loops over a window run to its run-time length
+    (numfn.codegen.narrow), in every thread's part, and the update reads and writes the matrix in one kernel."""
+    from numfn.codegen.narrow import is_narrowed
+    a = spd(520)
+    jf = numfn.jit(lu_nopivot, backend=backend)
+    np.testing.assert_allclose(jf(a), lu_nopivot(a), rtol=1e-9, atol=1e-9 * 520)
+    programs = [k.program for k in jf.specializations[-1].rendered_kernels]
+    assert any(any(is_narrowed(u) for u in p.uops) and p.parallel is not None for p in programs)
+    c = numfn.jit(cholesky_by_columns, backend=backend)
+    np.testing.assert_allclose(c(a[:70, :70]), cholesky_by_columns(a[:70, :70]), rtol=1e-10)
+    np.testing.assert_allclose(c(a[:1, :1]), cholesky_by_columns(a[:1, :1]))
+
+
 def windows(x, k):
     w = x[k:, :k]
     return (x[:k].sum(), x[k::-1, 0], x[k:1:-2].max(axis=0), x[-k:].mean(axis=1), np.cumsum(x[:k, 1])[-1],
@@ -551,13 +574,13 @@ def _one_sided_traced(x):
 
 
 def _never_bound(x):
-    for i in range(0):
+    for _ in range(0):
         z = x
     return z
 
 
 def _python_temporary(x, n):
-    for i in range(n):
+    for _ in range(n):
         pair = [x, x]
         x = pair[0] + 1
     return x

@@ -226,3 +226,21 @@ def test_updating_a_captured_numpy_array_with_a_traced_value_is_refused(backend)
 
     with pytest.raises(numfn.NumfnError, match=r"updating a NumPy array in place"):
         numfn.jit(f, backend=backend)(np.ones((2, 3)))
+
+
+def _read_then_write_argument(x):
+    total = x.sum()                # reads the caller's values before the write below changes them
+    first = x[:2] * 1.0
+    x[:2] = x[:2] * 2.0 - 1.0
+    return total, first, x.sum()
+
+
+def _both_versions_in_one_value(x):
+    before = x * 1.0
+    x[:2] = x[:2] * 2.0 - 1.0
+    return before + x          # one kernel reads the argument before and after the write
+
+
+def test_reads_of_an_argument_run_before_writes_into_it(backend):
+    check_mutates(_read_then_write_argument, np.linspace(-1.0, 2.0, 6), backend=backend)
+    check_mutates(_both_versions_in_one_value, np.linspace(-1.0, 2.0, 6), backend=backend)

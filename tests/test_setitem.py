@@ -275,3 +275,22 @@ def test_writing_an_argument_that_shares_memory_with_another_is_refused(backend)
     with pytest.raises(numfn.NumfnError, match="shares memory with argument 'b'"):
         numfn.jit(f, backend=backend)(a[:4], a[1:])
     np.testing.assert_array_equal(a, np.arange(5.0))   # nothing was written
+
+
+def _write_empty_prefixes(x):
+    y = x.copy()
+    y[:0] = y[:0] * 2.0 - 1.0     # an empty region starting at 0 is not the whole array
+    y[:0, :] = 5.0
+    y[3:3] += 1.0
+    x[:0] = 7.0                   # the argument keeps its shape and values
+    return y, x
+
+
+def test_writes_into_empty_regions_change_nothing(backend):
+    x = rand((4, 3), np.float64, RNG)
+    got_x = x.copy()
+    got = numfn.jit(_write_empty_prefixes, backend=backend)(got_x)
+    want_x = x.copy()
+    want = _write_empty_prefixes(want_x)
+    for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got_x, want_x)

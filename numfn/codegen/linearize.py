@@ -102,7 +102,8 @@ def linearize(sink: UOp) -> list[UOp]:
 
         deps: dict[UOp, set] = {}
         for item in here + blocks:
-            inner = members[item] if item in members else [item]
+            # a loop depends on what its body uses and on its own end (a run-time end is computed before it)
+            inner = members[item] + [item] if item in members else [item]
             found = set()
             for m in inner:
                 for src in m.src:

@@ -96,6 +96,8 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     nodes = toposort([lk.sink])
     reduces = [u for u in nodes if u.op is Ops.REDUCE]
     if not reduces or lk.sequential: return []
+    if any(len(r.src) > 1 for r in lk.ranges) or any(len(r.src) > 1 for red in reduces for r in red.src[1:]):
+        return []   # a loop of run-time length (numfn.codegen.narrow): LLVM vectorizes it, remainder and all
     loads = [u for red in reduces for u in toposort([red.src[0]]) if u.op is Ops.LOAD and u.src[0].op is Ops.BUFFER]
     if not loads: return []
     reduce_ranges = {r for red in reduces for r in red.src[1:]}

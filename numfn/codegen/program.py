@@ -7,6 +7,7 @@ from numfn import debug
 from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel, deep_recursion
+from numfn.codegen.narrow import narrow
 from numfn.codegen.opt import block, choose_block, choose_upcasts, upcast
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
@@ -59,6 +60,7 @@ def _build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, p
     if not debug.noopt():
         lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,
                                 lowered.shape, lowered.evaluations, lowered.sequential)
+        lowered = narrow(lowered)
         upcasts = choose_upcasts(lowered)
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
         blocking = choose_block(lowered, upcasts)

@@ -75,7 +75,8 @@ def render_kernel(prog: KernelProgram) -> str:
         pad = "  " * indent
         if u.op is Ops.RANGE:
             names[u] = range_name(u)
-            lo, hi = ("start", "end") if u is prog.parallel else ("0", ref(u.src[0]))
+            lo, hi = ("start", "end") if u is prog.parallel else ("0", ref(u.src[-1]))
+            if u is prog.parallel and len(u.src) > 1: hi = f"(end < {ref(u.src[1])} ? end : {ref(u.src[1])})"
             lines.append(f"{pad}for (int64_t {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
             indent += 1
             continue

@@ -180,11 +180,17 @@ def render_kernel(prog: KernelProgram) -> str:
         op = u.op
         if op is Ops.RANGE:
             r = range_name(u)
+            hi = "%end" if u is prog.parallel else f.ref(u.src[-1])
+            if u is prog.parallel and len(u.src) > 1:   # a thread's part of a loop of run-time length
+                below = f.fresh("lt")
+                f.emit(f"{below} = icmp slt i64 %end, {f.ref(u.src[1])}")
+                hi = f.fresh("hi")
+                f.emit(f"{hi} = select i1 {below}, i64 %end, i64 {f.ref(u.src[1])}")
             pre = f.block
             f.emit(f"br label %{r}.head")
             f.label(f"{r}.head")
             f.names[u] = f"%{r}"
-            lo, hi = ("%start", "%end") if u is prog.parallel else ("0", f.ref(u.src[0]))
+            lo = "%start" if u is prog.parallel else "0"
             f.emit(f"%{r} = phi i64 [ {lo}, %{pre} ], [ %{r}.next, %{r}.latch ]")
             f.emit(f"%{r}.cond = icmp slt i64 %{r}, {hi}")
             f.emit(f"br i1 %{r}.cond, label %{r}.body, label %{r}.exit")
