@@ -202,7 +202,7 @@ class _Rows:
 
     def __init__(self, a, axis, skip_nan: bool):
         from numfn import dynamic
-        from numfn.numpy.sorting import _sort_last, filled
+        from numfn.numpy.sorting import filled
         t = a if isinstance(a, dynamic.DynTensor) else T(a)
         self.dtype = t.uop.dtype
         if self.dtype.kind not in "biuf": raise TypeError("a must be an array of real numbers")
