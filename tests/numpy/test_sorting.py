@@ -197,13 +197,18 @@ def _assert_partitioned(values: np.ndarray, x: np.ndarray, kths, axis: int) -> N
 
 
 def test_partition_contract(backend):
+    """Rows of 80 and more take the native select's quickselect (float16 by keys, float32 after moving its NaNs to
+    the end, integers directly); 7 and fewer, the networks; argpartition sorts."""
     rng = np.random.default_rng(7)
     x = data(np.float64, (5, 80), rng)
     xi = data(np.int16, (7, 6), rng)
-    f = numfn.jit(lambda x, xi: (np.partition(x, 3), np.partition(x, [0, -1, 40], axis=1), np.partition(xi, 2, axis=0),
-                                 np.argpartition(x, 10), np.argpartition(xi, (1, 4)), np.partition(x, 7, axis=None),
-                                 np.argpartition(xi, -1, axis=None)), backend=backend)
-    p1, p2, p3, a1, a2, p4, a3 = f(x, xi)
+    xh, xf, xu = data(np.float16, (3, 100), rng), data(np.float32, (2, 300), rng), data(np.uint8, (4, 90), rng)
+    f = numfn.jit(lambda x, xi, xh, xf, xu: (
+        np.partition(x, 3), np.partition(x, [0, -1, 40], axis=1), np.partition(xi, 2, axis=0), np.argpartition(x, 10),
+        np.argpartition(xi, (1, 4)), np.partition(x, 7, axis=None), np.argpartition(xi, -1, axis=None),
+        np.partition(xh, [5, 50, 99]), np.partition(xf, 150), np.partition(xf, [0, 299], axis=-1),
+        np.partition(xu, [3, 89])), backend=backend)
+    p1, p2, p3, a1, a2, p4, a3, p5, p6, p7, p8 = f(x, xi, xh, xf, xu)
     _assert_partitioned(p1, x, [3], 1)
     _assert_partitioned(p2, x, [0, -1, 40], 1)
     _assert_partitioned(p3, xi, [2], 0)
@@ -211,7 +216,11 @@ def test_partition_contract(backend):
     _assert_partitioned(np.take_along_axis(xi, a2, 1), xi, [1, 4], 1)
     _assert_partitioned(p4, x.ravel(), [7], 0)
     _assert_partitioned(xi.ravel()[a3], xi.ravel(), [-1], 0)
-    assert a1.dtype == np.int64 and p3.dtype == np.int16
+    _assert_partitioned(p5, xh, [5, 50, 99], 1)
+    _assert_partitioned(p6, xf, [150], 1)
+    _assert_partitioned(p7, xf, [0, 299], 1)
+    _assert_partitioned(p8, xu, [3, 89], 1)
+    assert a1.dtype == np.int64 and p3.dtype == np.int16 and p5.dtype == np.float16
 
 
 # ---- searchsorted ----------------------------------------------------------------------------------------------
