@@ -48,6 +48,27 @@ def flag(*names: str, default: bool = False) -> bool:
     return True
 
 
+class overriding:
+    """Context manager: environment variable `name` set to `value` while it is active (numfn's own tools run
+    programs under other settings: the fuzzer with NOOPT on and off); the previous value comes back after."""
+
+    def __init__(self, name: str, value: str):
+        self.name, self.value = name, value
+
+    def __enter__(self) -> None:
+        self.old = os.environ.get(self.name)
+        os.environ[self.name] = self.value
+
+    def __exit__(self, *exc) -> None:
+        if self.old is None: os.environ.pop(self.name, None)
+        else: os.environ[self.name] = self.old
+
+
+def set_default(name: str, value: str) -> None:
+    """Set environment variable `name` for this process unless the user set it (a command's own default)."""
+    os.environ.setdefault(name, value)
+
+
 def _warn(message: str) -> None:
     import warnings
     warnings.warn(f"numfn: {message}", RuntimeWarning, stacklevel=3)
@@ -77,6 +98,11 @@ def default_backend() -> str:
     if not raw: return "llvm"
     if raw not in BACKENDS: raise ValueError(f"NUMFN_BACKEND={raw!r}: unknown backend (choose from {BACKENDS})")
     return raw
+
+
+def contained_compiles() -> bool:
+    """NUMFN_CONTAIN (on unless 0): LLVM compiles in a forked compile server (numfn/runtime/contain.py)."""
+    return flag("NUMFN_CONTAIN", default=True)
 
 
 def c_compiler() -> str | None:

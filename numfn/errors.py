@@ -13,6 +13,10 @@ class NumfnError(Exception):
     """An operation numfn cannot compile, with where it happened in the user's code."""
 
 
+class CompileError(NumfnError):
+    """A native compiler failed on a generated program (an LLVM fatal error, a C compiler's error or crash)."""
+
+
 class TracerConversionError(NumfnError, TypeError):
     """A traced value was used where Python needs a concrete value (if/while, float(), int(), np.asarray)."""
 

@@ -20,7 +20,6 @@ code, so cold and warm processes decide alike.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import sys
 import threading
 import time
@@ -42,8 +41,9 @@ from numfn.runtime.dispatch import check_out, dispatcher_base, register_speciali
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
-from numfn.errors import unsupported
+from numfn.errors import CompileError, unsupported
 from numfn.indexing import identity_indices
+from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
@@ -68,6 +68,7 @@ class NumericalFunction:
     statics: tuple = ()
     backend: str = "c"
     profile: bool = False   # DEBUG=2: time every kernel of every call
+    unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
@@ -76,7 +77,7 @@ class NumericalFunction:
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
         params = [t.uop for t in placeholders]
         args, kwargs = self._arguments(placeholders)
-        with recording_trace() as record, tracing_numpy(), trace_guard(self.fn):
+        with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll):
             # Python loops and branches on traced values become numfn's (numfn.convert)
             out = converted(self.fn)(*args, **kwargs)
         leaves, tree = flatten(out)
@@ -233,18 +234,44 @@ class NumericalFunction:
 
     @property
     def compiled(self) -> Any:
-        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
-        return self.build.compiled
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now. When the
+        backend's compiler fails (see runtime/contain.py), the other backend compiles the same schedule instead:
+        `fallback` is then that NumericalFunction."""
+        if self.fallback is not None: return self.fallback.compiled
+        try:
+            return self.build.compiled
+        except CompileError as e:
+            if self.__dict__.get("_is_fallback"): raise
+            return self._compile_fallback(e)
+
+    fallback = None   # the NumericalFunction of the other backend, when this one's compiler failed
+
+    def _compile_fallback(self, error: CompileError) -> Any:
+        other = "c" if self.backend == "llvm" else "llvm"
+        debug.log(1, f"the {self.backend} backend failed to compile {self.name}; trying the {other} backend. "
+                     f"{self.backend}: {error}")
+        fb = NumericalFunction(self.fn, self.in_tree, self.in_specs, self.statics, other, self.profile, self.unroll)
+        fb.__dict__["_is_fallback"] = True
+        for stage in ("_trace", "call_graph", "_scheduled", "schedule", "memory", "layout"):   # backend-independent
+            if stage in self.__dict__: fb.__dict__[stage] = self.__dict__[stage]
+        try:
+            prog = fb.compiled
+        except CompileError as e2:
+            raise CompileError(f"{self.name} could not be compiled: the {self.backend} backend failed ({error}), "
+                               f"and so did the {other} backend ({e2})") from None
+        object.__setattr__(self, "fallback", fb)
+        return prog
 
     @property
     def manifest(self) -> dict:
         """What a caller must know about the compiled code beyond the signature (see ProgramBuild.manifest)."""
-        return self.build.compiled.manifest
+        return self.compiled.manifest
 
     @property
     def pointer_constants(self) -> tuple[np.ndarray, ...]:
         """The arrays passed by pointer to the compiled program, in its entry's order."""
-        return self.build.pointer_constants
+        _ = self.compiled   # compiled first: a backend that failed hands its program to the other one
+        return (self.fallback or self).build.pointer_constants
 
     @cached_property
     def constant_arrays(self) -> dict[str, np.ndarray]:
@@ -411,13 +438,24 @@ class ProgramBuild:
         from numfn.runtime import load_or_compile, write_perf_map
         nf = self.nf
         t0 = time.perf_counter()
-        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints,
-                                         lambda: (self.source, self.entry_name, self.manifest), self._fits)
+        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints, self._build, self._fits)
         label = nf.name if self.batched is None else f"svmap({nf.name})"
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
         return prog
+
+    def _build(self) -> tuple[str, str, dict]:
+        """What compiling needs: (source, entry name, manifest). A renderer that cannot express the schedule is a
+        failure of this backend (CompileError); errors of tracing or scheduling are the program's."""
+        if self.nf.backend == "llvm":
+            from numfn.runtime import llvm
+            llvm.prepare()
+        _ = self.nf.layout
+        try:
+            return self.source, self.entry_name, self.manifest
+        except NotImplementedError as e:
+            raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e
 
     def _fits(self, manifest: dict) -> str | None:
         """Why a cached manifest cannot belong to this program (None: it can)."""
@@ -498,12 +536,15 @@ class JitFunction(dispatcher_base()):
     preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
     This class must not define `__call__`, or calls lose the C fast path."""
 
-    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None):
+    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
+                 unroll: int | None = None):
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
-        nums, names = _static_both_ways(fn, *static_spec(static_argnums, static_argnames))
-        self._static = (tuple(sorted(nums)), tuple(names))
+        self._static = static_spec(static_argnums, static_argnames, fn)
         self._backend = backend
+        if unroll is not None and (not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 0):
+            raise ValueError(f"unroll must be a non-negative int (the longest loop to unroll), got {unroll!r}")
+        self._unroll = unroll
         self._specializations: dict = {}   # (signature key, backend, profile) -> NumericalFunction
         self._ready: set = set()           # the keys of those whose native code is loaded
         self._lock = threading.Lock()
@@ -528,7 +569,7 @@ class JitFunction(dispatcher_base()):
             nf = self._specializations.get(full)
             if nf is None:
                 extensions.warn_missing()   # once per process, if numfn was installed without them
-                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2])
+                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2], self._unroll)
                 self._specializations[full] = nf
             if compile and full not in self._ready:
                 try:
@@ -582,7 +623,7 @@ class JitFunction(dispatcher_base()):
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend)
+        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function
@@ -599,26 +640,16 @@ class JitFunction(dispatcher_base()):
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
 
-def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
-    """Static arguments named by position also by name and the other way round (as JAX does): an argument is
-    static however the caller passes it."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return nums, names
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    nums = tuple(dict.fromkeys([*nums, *(positional.index(n) for n in names if n in positional)]))
-    by_name = [positional[k] for k in nums if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY]
-    names = tuple(dict.fromkeys([*names, *by_name]))
-    return nums, names
-
-
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None):
+def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
+        unroll: int | None = None):
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
-    placeholders; static arguments are passed to `fn` as they are and must be hashable.
+    placeholders; static arguments are passed to `fn` as they are and must be hashable. `unroll`: Python loops
+    whose trip count is known while tracing and at most this (default numfn.control.UNROLL, 4) run as Python,
+    their body traced once per iteration; longer ones, and loops on traced values, compile to native loops
+    (docs/control-flow.md).
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend)
-    return JitFunction(fn, static_argnums, static_argnames, backend)
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll)
+    return JitFunction(fn, static_argnums, static_argnames, backend, unroll)

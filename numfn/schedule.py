@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from numfn.codegen.lower import LoweredKernel, deep_recursion, kernel_domain, lower_kernel
+from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
 from numfn.symbolic import symbolic
 from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
@@ -140,16 +140,26 @@ def _fmt_bytes(n: int) -> str:
 
 def _element_cost(u: UOp, realized, memo: dict) -> int:
     """Estimated ALU work to compute one element of `u` inside a consumer (realized values cost a load)."""
-    if u in memo: return memo[u]
-    if u.op in (Ops.CONST, Ops.IOTA): c = 0
-    # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
-    elif u.op in (Ops.BUFFER, Ops.REDUCE_AXIS) or u in realized: c = 1
-    elif u.op in MOVEMENT: c = _element_cost(u.src[0], realized, memo)
-    else:
-        own = TRANSCENDENTAL_COST if u.op in TRANSCENDENTAL else 1
-        c = own + sum(_element_cost(s, realized, memo) for s in u.src)
-    memo[u] = c
-    return c
+    stack = [u]   # iterative (post-order): chains of operations can be a hundred thousand deep
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        leaf = x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER, Ops.REDUCE_AXIS) or x in realized
+        srcs = () if leaf else x.src[:1] if x.op in MOVEMENT else x.src
+        missing = [s for s in srcs if s not in memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        if x.op in (Ops.CONST, Ops.IOTA): c = 0
+        # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
+        elif leaf: c = 1
+        elif x.op in MOVEMENT: c = memo[x.src[0]]
+        else: c = (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else 1) + sum(memo[s] for s in srcs)
+        memo[x] = c
+    return memo[u]
 
 
 def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
@@ -167,13 +177,81 @@ def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     return out
 
 
-def _should_realize(u: UOp, evaluations: int, realized, cost_memo) -> bool:
-    if u.op in (Ops.BUFFER, Ops.CONST, Ops.IOTA) or u.op in MOVEMENT or u in realized or u.size == 0: return False
-    if _index_arithmetic(u, realized, cost_memo.setdefault(("index",), {})): return False   # its own memo
+def _realizable(u: UOp, realized, index_memo: dict | None = None) -> bool:
+    return not (u.op in (Ops.BUFFER, Ops.CONST, Ops.IOTA, Ops.EMPTY) or u.op in MOVEMENT or u in realized
+                or u.size == 0 or _index_arithmetic(u, realized, {} if index_memo is None else index_memo))
+
+
+def _should_realize(u: UOp, evaluations: int, realized, cost_memo, copies: int = 1) -> bool:
+    if not _realizable(u, realized, cost_memo.setdefault(("index",), {})): return False   # (its own memo)
+    # a value inlined at more than MAX_COPIES distinct places of one kernel multiplies the program's size,
+    # whatever the evaluation counts say (values hoisted out of loops are evaluated few times each)
+    if copies > MAX_COPIES and u.op is not Ops.REDUCE_AXIS: return True
     extra = evaluations - u.size
     if extra <= 0: return False
     if u.op is Ops.REDUCE_AXIS: return True
     return extra * _element_cost(u, realized, cost_memo) > RECOMPUTE_LIMIT * u.size
+
+
+# A value inlined at more distinct indices of one kernel than this is stored (bounds code size)
+MAX_COPIES = 32
+# Kernels compute chains of at most MAX_KERNEL_DEPTH elementwise operations per element, and at most MAX_KERNEL_OPS
+# operations in all: LLVM's time grows faster than a loop body's length (a chain of 800 operations compiles at
+# 0.8 ms an operation, 2000 at 3 ms; 400 independent ones in one loop at 1.1 ms, 3200 at 2.3 ms), so a longer chain
+# is cut by storing a value in the middle, and realized values are not grouped into one kernel beyond either bound
+MAX_KERNEL_DEPTH = 256
+MAX_KERNEL_OPS = 1024
+
+
+class _RealizeCheck(RealizeCheck):
+    """The realization rule applied while kernels are lowered (codegen.lower.RealizeCheck): a value is stored as
+    soon as its evaluations so far make `_should_realize` true, and from then on is not expanded again, so the
+    analysis of a program that inlines everything costs time bounded by its size times a constant, however many
+    times that program would repeat work (stencils of stencils: 5**steps)."""
+    max_depth = MAX_KERNEL_DEPTH
+
+    def __init__(self, realized: set, origin: dict):
+        self.realized, self.origin = set(realized), origin
+        self.evaluations: Counter = Counter()
+        self.cost_memo: dict = {}
+
+    def stop(self, u: UOp, trips: int, copies: int) -> bool:
+        u = self.origin.get(u, u)
+        self.evaluations[u] += trips
+        # only a value evaluated at several indices can multiply work; one evaluated once per iteration of loops
+        # larger than itself (a pad's border, a broadcast) is decided after the round, with the costs it leaves
+        if copies < 2: return False
+        return self._decided(u, _should_realize(u, self.evaluations[u], self.realized, self.cost_memo, copies))
+
+    def cut(self, u: UOp) -> bool:
+        u = self.origin.get(u, u)
+        return self._decided(u, _realizable(u, self.realized))
+
+    def _decided(self, u: UOp, realize: bool) -> bool:
+        if realize:   # values above it now cost a load of it, not its recomputation
+            self.realized.add(u)
+            self.cost_memo.clear()
+        return realize
+
+
+def _chain_depth(u: UOp, realized: set, memo: dict) -> int:
+    """Elementwise operations on the longest chain of `u`'s kernel value (values in `realized` are loads)."""
+    stack = list(u.src)
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if x in realized:
+            memo[x] = 0
+            continue
+        missing = [s for s in x.src if s not in memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        memo[x] = max((memo[s] for s in x.src), default=0) + (x.op in ELEMENTWISE)
+    return max((memo[s] for s in u.src), default=0) + (u.op in ELEMENTWISE)
 
 
 # A reduction of at least SPLIT_MIN_ELEMENTS elements into at most SPLIT_MAX_OUTPUTS results is split in two: partial
@@ -232,9 +310,17 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
             v = u if u.op is Ops.SCAN else u.src[0]
             if v.op not in (Ops.BUFFER, Ops.CONST): roots.setdefault(v, _Root(v))
     graph = substitute(graph, {u: u.src[0] for u in toposort([graph]) if u.op is Ops.CONTIGUOUS})
-    roots = {_strip_contiguous(v): r for v, r in roots.items() if _strip_contiguous(v).op is not Ops.BUFFER
-             or r.outputs}
-    for r in roots.values(): r.value = _strip_contiguous(r.value)
+    # values that differ only by CONTIGUOUS are one root, holding every output of them (x.contiguous() returned,
+    # or a copy returned next to the value it copies)
+    merged: dict[UOp, _Root] = {}
+    for v, r in roots.items():
+        value = _strip_contiguous(v)
+        if value.op is Ops.BUFFER and not r.outputs: continue
+        if value in merged: merged[value].outputs += r.outputs
+        else:
+            r.value = value
+            merged[value] = r
+    roots = merged
     externs = _prepare_externs(graph, roots) + _prepare_loops(graph, roots, blocks)
 
     versions = _Versions(writebacks)
@@ -244,19 +330,22 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     origin: dict[UOp, UOp] = {}
     while True:
         versions.plan(roots)
-        kernels, fix = _build_kernels(roots, versions, externs, origin, first)
+        kernels, fix = _build_kernels(roots, versions, externs, origin, _RealizeCheck(set(roots), origin),
+                                      first)
         if fix is not None:   # a write that cannot happen in place as planned: plan again with the fix
             fixes += 1
             if fixes > 10 * len(roots) + 100:
                 raise RuntimeError("the scheduler cannot order the writes of this program")
             fix()
             continue
+        # the values to store: those decided while the kernels were lowered (see _RealizeCheck), then those whose
+        # evaluations say so once they are stored
+        lowered = [lk for _, lk in kernels if lk is not None]   # (extern calls have no loops)
+        new = list(dict.fromkeys(origin.get(u, u) for lk in lowered for u in lk.realize))
         evaluations: Counter = Counter()
-        for k in kernels:
-            if k[1] is not None: evaluations.update({origin.get(u, u): n for u, n in k[1].evaluations.items()})
-        realized = set(roots)
-        cost_memo: dict = {}
-        new = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
+        for lk in lowered: evaluations.update({origin.get(u, u): n for u, n in lk.evaluations.items()})
+        realized, cost_memo = set(roots) | set(new), {}
+        new += [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         new = [u for u in new if u not in roots]
@@ -268,7 +357,8 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     loaded = {u.arg for k, _ in kernels for u in k.inputs}
     unused = [v for v, r in roots.items() if r.targets[0].arg.category == "intermediate"
               and r.targets[0].arg not in loaded and v not in versions.chain_of and v.op is not Ops.RESULT
-              and r.alias is None and not r.outputs and not r.keep]
+              and r.alias is None and not r.outputs and not r.keep
+              and not _alone(v)]   # a scan has a kernel of its own even when it is empty
     if unused:
         for v in unused: del roots[v]
         versions.plan(roots)
@@ -377,10 +467,12 @@ def _strip_contiguous(u: UOp) -> UOp:
     return u
 
 
-def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
+def _classify_uses(value: UOp, realized: set, memo: dict | None = None) -> tuple[set, set]:
     """Realized values `value` reaches through elementwise ops only (so at its own index: they can be computed
     inline in the same kernel) and those it reaches through a view or a reduction (they must be loaded). A
-    SCATTER does not read its old value (it writes on top of it in its buffer)."""
+    SCATTER does not read its old value (it writes on top of it in its buffer). `memo` keeps each value's
+    findings: a realized value reached through elementwise ops contributes what its own walk found, so a chain of
+    realized values is walked once, not once per value above it."""
     direct, loaded = set(), set()
     # the root's own op counts: the sources of a root that is a view (a.T) or a reduction are not at its index
     srcs = value.src[1:] if value.op is Ops.SCATTER else value.src
@@ -389,12 +481,17 @@ def _classify_uses(value: UOp, realized: set) -> tuple[set, set]:
         u, elementwise = stack.pop()
         if (u, elementwise) in seen: continue
         seen.add((u, elementwise))
-        if u in realized:
+        if u in realized and u is not value:
             (direct if elementwise else loaded).add(u)
             if not elementwise: continue
+            if memo is not None and u in memo and u.op is not Ops.SCATTER:
+                direct |= memo[u][0]
+                loaded |= memo[u][1]
+                continue
         if u.op is Ops.BUFFER: continue
         keeps = elementwise and u.op in ELEMENTWISE
         stack.extend((s, keeps) for s in u.src)
+    if memo is not None: memo[value] = (direct, loaded)
     return direct - loaded, loaded
 
 
@@ -405,9 +502,26 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
     memo: dict = {}
     loaded: set = set()
 
-    def rebuild(u: UOp, elementwise: bool) -> UOp:
-        key = (u, elementwise)
-        if key in memo: return memo[key]
+    def sources(u: UOp, elementwise: bool) -> list:
+        """The (node, reached through elementwise ops only) pairs `u` is rebuilt from; [] when it is a load."""
+        if u is not value and u in home and not (elementwise and u in inline): return []
+        keeps = elementwise and u.op in ELEMENTWISE
+        srcs = u.src[1:] if u is value and u.op is Ops.SCATTER else u.src   # a SCATTER's old value is in its buffer
+        return [(s, keeps) for s in srcs]
+
+    stack = [(value, True)]   # iterative (post-order): chains of operations can be a hundred thousand deep
+    while stack:
+        key = stack[-1]
+        if key in memo:
+            stack.pop()
+            continue
+        u, elementwise = key
+        needs = sources(u, elementwise)
+        missing = [k for k in needs if k not in memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
         if u is not value and u in home and not (elementwise and u in inline):
             out = home[u]
             loaded.add(u)
@@ -415,18 +529,20 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
             out = u
             loaded.add(u)
         else:
-            keeps = elementwise and u.op in ELEMENTWISE
-            srcs = u.src
-            if u is value and u.op is Ops.SCATTER: srcs = u.src[1:]   # the old value is in the buffer already
-            src = tuple(rebuild(s, keeps) for s in srcs)
+            src = tuple(memo[k] for k in needs)
             if u is value and u.op is Ops.SCATTER: src = (home[u],) + src   # (its own buffer, not read)
             out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
             if out is not u and origin is not None: origin[out] = origin.get(u, u)
         memo[key] = out
-        return out
+    return memo[(value, True)], loaded
 
-    with deep_recursion():
-        return rebuild(value, True), loaded
+
+def _closure(deps: list[set[int]], start: set[int]) -> set[int]:
+    seen, stack = set(start), list(start)
+    while stack:
+        for d in deps[stack.pop()]:
+            if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+    return seen
 
 
 def _alone(u: UOp) -> bool:
@@ -436,7 +552,7 @@ def _alone(u: UOp) -> bool:
 
 
 def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list = (),
-                   origin: dict | None = None, first: int = 0):
+                   origin: dict | None = None, check: RealizeCheck | None = None, first: int = 0):
     """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
     planned: calling fix() changes the plan (a write from a copy, or a value realized first). Extern calls
     (`externs`) are steps of their own, ordered among the kernels by what they read and write."""
@@ -481,6 +597,12 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     groups: list[list[_Root]] = []
     group_of: dict[UOp, int] = {}
     group_deps: list[set] = []
+    # kernel size: chains of elementwise operations through members computed inline stay within MAX_KERNEL_DEPTH,
+    # and the members' operations together within MAX_KERNEL_OPS (LLVM's time grows faster than a loop body)
+    group_ops: list[int] = []
+    member_depth: dict[UOp, int] = {}
+    depth_memo: dict = {}
+    uses_memo: dict = {}
 
     def step_of(v: UOp):
         return ("extern", written_by[v]) if v in written_by else group_of.get(v)
@@ -498,15 +620,19 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
 
     for r in order:
         if r.value.op is Ops.RESULT: continue
-        direct, loaded = _classify_uses(r.value, realized - {r.value})
+        depth = _chain_depth(r.value, realized, depth_memo)
+        direct, loaded = _classify_uses(r.value, realized, uses_memo)
         needs = {step_of(v) for v in direct | loaded} - {None}
         old = versions.prev.get(r.value)
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
         read_by = {("extern", e) for e, reads in enumerate(extern_reads) if r.value in reads}
-        target = None
+        target, path = None, depth
         if not _alone(r.value) and r.value not in versions.solo:
             for gi, g in enumerate(groups):
-                if g[0].value.shape != r.value.shape or _alone(g[0].value) or g[0].value in versions.solo: continue
+                if g[0].value.shape != r.value.shape or _alone(g[0].value) or g[0].value in versions.solo:
+                    continue
+                path = depth + max((member_depth[v] for v in direct if group_of.get(v) == gi), default=0)
+                if path > MAX_KERNEL_DEPTH or group_ops[gi] + depth > MAX_KERNEL_OPS: continue
                 if gi in {group_of.get(v) for v in loaded} or gi in closure(needs - {gi}): continue
                 if read_by & closure({gi}): continue
                 target = gi
@@ -514,7 +640,10 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         if target is None:
             groups.append([])
             group_deps.append(set())
-            target = len(groups) - 1
+            group_ops.append(0)
+            target, path = len(groups) - 1, depth
+        group_ops[target] += depth
+        member_depth[r.value] = path
         groups[target].append(r)
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
@@ -578,7 +707,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
-        lowered = lower_kernel(ast)
+        lowered = lower_kernel(ast, check)
         hazard = _write_hazard(groups[gi][0].value, lowered, stores[0].src[1])
         if hazard is not None:
             if hazard in roots: return None, versions.copy_fix(groups[gi][0].value)
@@ -668,8 +797,7 @@ def _loads_at(view: UOp, buf: UOp, lowered: LoweredKernel, shape: tuple[int, ...
             r = lw.new_range(n, "loop", tuple(chain))
             chain.append(r)
             idx.append(r)
-    with deep_recursion():
-        low = lw.lower(view, tuple(idx))
+    low = lw.lower(view, tuple(idx))
     return {_simplified(u.src[1]) for u in toposort([low]) if u.op is Ops.LOAD and u.src[0] is buf}
 
 

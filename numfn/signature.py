@@ -79,11 +79,30 @@ def leaf_spec(x, where: str) -> ArgSpec:
                     "them (tuple, list, dict)")
 
 
-def static_spec(static_argnums=(), static_argnames=()) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """The (positions, names) of static arguments, normalized from jit's options."""
+def static_spec(static_argnums=(), static_argnames=(), fn: Callable | None = None) -> tuple[tuple[int, ...],
+                                                                                              tuple[str, ...]]:
+    """The (positions, names) of static arguments, normalized from jit's options. With `fn`, an argument named
+    static by position is static by name too and the other way round (as JAX does): static however it is
+    passed."""
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-    return tuple(sorted(nums)), names
+    if fn is not None: nums, names = _static_both_ways(fn, nums, names)
+    return tuple(sorted(nums)), tuple(names)
+
+
+def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, tuple]:
+    """`nums` and `names` completed from `fn`'s signature (each position's name, each name's position)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = tuple(dict.fromkeys([*nums, *(positional.index(n) for n in names if n in positional)]))
+    by_name = [positional[k] for k in nums if 0 <= k < len(positional) and params[k].kind != params[k].POSITIONAL_ONLY]
+    names = tuple(dict.fromkeys([*names, *by_name]))
+    return nums, names
+
+
 
 
 def signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):

@@ -32,7 +32,8 @@ from numfn.args import normalize_axis
 from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.tensor import Tensor, add_check
-from numfn.uop import ELEMENTWISE, Ops, UOp, fold
+from numfn.dtype import dtypes
+from numfn.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -72,6 +73,85 @@ def _batch_view(new_arg: Callable[[Any, int], Any]):
     return lambda u, srcs, size: UOp(u.op, u.dtype, (srcs[0][0],), new_arg(u.arg, size))
 
 
+def _batch_loop(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
+    """A loop or branch region with a batch axis: its sub-graphs are batched like the function's graph (their
+    placeholders take the batch axis where their sources have it), and every state value and result gets the axis
+    (an unbatched one is broadcast). A while loop whose condition differs between examples runs until it is false
+    for every example, and an example whose condition is already false keeps its state (as JAX's vmap of a
+    while_loop does). A branch chosen per example computes every branch and takes each example's own."""
+    from numfn.control import Region, placeholder
+    region, tag = u.arg, u.arg.tag
+    first = 1 if region.kind == "cond" else 0        # a cond's first source is the branch index
+    n = len(region.state)
+    inputs = srcs[first:]                            # what the placeholders stand for: state (operands), captures
+    values = [_broadcast_batch(s, b, size) if k < n else s for k, (s, b) in enumerate(inputs)]
+    batched = [k < n or b for k, (_, b) in enumerate(inputs)]
+    subs = ([region.cond] if region.cond is not None else []) + list(region.bodies)
+    bounds = {c.arg[1]: c.arg[3] for sub in subs for c in toposort([sub]) if c.op is Ops.CARRY and c.arg[0] == tag}
+    carries: dict[UOp, tuple[UOp, bool]] = {}
+    state_ph = []
+    for sub in subs:
+        for c in toposort([sub]):
+            if c.op is Ops.CARRY and c.arg[0] == tag and c not in carries:
+                k = c.arg[1]
+                carries[c] = (placeholder(tag, k, ((size,) if batched[k] else ()) + c.arg[2], c.dtype, c.arg[3]),
+                              batched[k])
+    for k, (shape, dt) in enumerate(region.state):
+        state_ph.append(placeholder(tag, k, (size,) + shape, dt, bounds.get(k)))
+
+    def batch(sink: UOp) -> list[UOp]:   # the SINK's values, each with the batch axis
+        return [_broadcast_batch(v, b, size) for v, b in _batch_subgraph(sink, carries, size)]
+
+    state = tuple(((size,) + s, d) for s, d in region.state)
+    results = tuple(((size,) + s, d) for s, d in region.results)
+    sink = lambda us: UOp(Ops.SINK, dtypes.void, tuple(us))   # noqa: E731
+    if region.kind == "while":
+        (pred, pred_batched), = _batch_subgraph(region.cond, carries, size)
+        body = batch(region.bodies[0])
+        if pred_batched:   # examples whose condition is false keep their state; the loop runs while any is true
+            body = [_where_batch(pred, v, cur) for v, cur in zip(body, state_ph)]
+            pred = UOp.const(dtypes.int32, 0).alu(Ops.CMPLT,
+                                                  pred.cast(dtypes.int32).reduce(Ops.MAX, (0,)).reshape(()))
+        new = Region("while", tag, state, sink([pred]), (sink(body),), results, region.names)
+        return UOp(Ops.LOOP, u.dtype, tuple(values), new)
+    index, index_batched = srcs[0]
+    bodies = [batch(b) for b in region.bodies]
+    if not index_batched:
+        new = Region("cond", tag, state, None, tuple(sink(b) for b in bodies), results, region.names)
+        return UOp(Ops.LOOP, u.dtype, (index, *values), new)
+    # each example its own branch: every branch is computed, and the index (one more captured value) picks
+    idx = placeholder(tag, len(inputs), (size,), index.dtype)
+    chosen = bodies[-1]   # the last branch is the default (a switch's index is clamped already)
+    for i in reversed(range(len(bodies) - 1)):
+        hit = idx.alu(Ops.CMPEQ, UOp.const(index.dtype, i))
+        chosen = [_where_batch(hit, a, b) for a, b in zip(bodies[i], chosen)]
+    new = Region("cond", tag, state, None, (sink(chosen),), results, region.names)
+    # (one body: whatever the scalar index, the program runs it)
+    return UOp(Ops.LOOP, u.dtype, (index.reduce(Ops.MAX, (0,)).reshape(()), *values, index), new)
+
+
+def _where_batch(pred: UOp, a: UOp, b: UOp) -> UOp:
+    """where(pred, a, b) for a per-example pred (shape (size,)) and batched a and b."""
+    p = pred.reshape(pred.shape + (1,) * (len(a.shape) - 1)).expand(a.shape)
+    return p.alu(Ops.WHERE, a, b)
+
+
+def _batch_subgraph(sink: UOp, carries: dict[UOp, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
+    """The values of a region's SINK with its placeholders replaced by batched ones (see batch_graph)."""
+    def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
+        if u.op is Ops.SINK: return None
+        if u in carries: return carries[u]
+        if not any(b for _, b in srcs):
+            src = tuple(s for s, _ in srcs)
+            return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
+        rule = BATCHING_RULES.get(u.op)
+        if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
+        return rule(u, list(srcs), size), True
+
+    done = fold([sink], visit)
+    return [done[v] for v in sink.src]
+
+
 # op -> rule(node, its sources as (value, batched) pairs with at least one batched, batch size): the node with a
 # leading batch axis. A new primitive needs its rule here (vmap raises NotImplementedError naming it otherwise).
 BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
@@ -88,6 +168,7 @@ BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
     Ops.SCATTER: _batch_scatter,
     Ops.EXTERN: _batch_extern,
     Ops.RESULT: _batch_view(lambda a, size: a),
+    Ops.LOOP: _batch_loop,
 }
 
 

@@ -179,7 +179,7 @@ class UOp:
     # ---- shapes (tensor-level nodes only; loop-level nodes have shape None) ----
     @property
     def shape(self) -> tuple[int, ...] | None:
-        if self._shape is _UNSET: object.__setattr__(self, "_shape", _infer_shape(self))
+        if self._shape is _UNSET: _fill_bottom_up(self, "_shape", _UNSET, _infer_shape)
         return self._shape
 
     @property
@@ -283,7 +283,7 @@ class UOp:
     # ---- value bounds of integer expressions (used by index simplification) ----
     @property
     def bounds(self) -> tuple[Any, Any]:
-        if self._bounds is None: object.__setattr__(self, "_bounds", _bounds(self))
+        if self._bounds is None: _fill_bottom_up(self, "_bounds", None, _bounds)
         return self._bounds
 
     @property
@@ -331,6 +331,23 @@ def _np_float32(value: float, name: str = "float32"):
     import numpy as np
     with np.errstate(over="ignore"):
         return np.dtype(name).type(value)
+
+
+def _fill_bottom_up(root: UOp, slot: str, unset: Any, compute: Callable[[UOp], Any]) -> None:
+    """Set the cached attribute `slot` of `root` to compute(root), computing it for the sources first: compute may
+    read its sources' attribute, and a chain of a hundred thousand nodes must not recurse that deep."""
+    stack = [root]
+    while stack:
+        u = stack[-1]
+        if getattr(u, slot) is not unset:
+            stack.pop()
+            continue
+        missing = [s for s in u.src if getattr(s, slot) is unset]
+        if missing:
+            stack.extend(missing)
+            continue
+        object.__setattr__(u, slot, compute(u))
+        stack.pop()
 
 
 def _infer_shape(u: UOp) -> tuple[int, ...] | None:

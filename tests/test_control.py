@@ -605,3 +605,51 @@ def test_names_bound_inside_statements_follow_python():
 def test_names_bound_on_some_traced_paths_are_refused_saying_why(fn, args, words):
     with pytest.raises(UnboundLocalError, match=words):
         numfn.jit(fn)(*args)
+
+
+# ---- vmap and svmap of functions with loops and branches --------------------------------------------------------
+def count_up(x, n):
+    total = x * 0.0
+    for i in range(n):
+        total = total + x * i
+    return total
+
+
+def sign_branch(x):
+    if x.sum() > 0:
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    return y
+
+
+@pytest.mark.parametrize("mapper", ["vmap", "svmap"])
+def test_mapped_loops_and_branches_follow_each_example(mapper):
+    """A mapped while loop runs until every example is done (each example stops where its own loop would), a
+    trip count per example, a branch per example."""
+    m = getattr(numfn, mapper)
+    a = RNG.uniform(0.5, 1e4, (5, 3))
+    a[2] = 1.0   # an example that converges at once
+    got = m(newton_sqrt)(a)
+    np.testing.assert_allclose(got, np.stack([newton_sqrt(r) for r in a]), rtol=1e-12)
+    x = RNG.standard_normal((4, 3))
+    n = np.array([0, 1, 5, 2], dtype=np.int64)
+    np.testing.assert_allclose(m(count_up)(x, n), np.stack([count_up(r, k) for r, k in zip(x, n)]), rtol=1e-12)
+    x[1] = -np.abs(x[1])
+    x[0] = np.abs(x[0])
+    np.testing.assert_allclose(m(sign_branch)(x), np.stack([sign_branch(r) for r in x]), rtol=1e-12)
+
+
+def test_unroll_option_decides_which_static_loops_unroll():
+    def f(x):
+        for i in range(6):
+            x = x * 0.5 + i
+        return x
+    x = np.arange(3.0)
+    native = numfn.jit(f)                  # 6 > UNROLL: a native loop
+    unrolled = numfn.jit(f, unroll=10)
+    np.testing.assert_allclose(native(x), f(x))
+    np.testing.assert_allclose(unrolled(x), f(x))
+    assert native_steps(native) == ["loop"] and native_steps(unrolled) == []
+    with pytest.raises(ValueError, match="unroll"):
+        numfn.jit(f, unroll=-1)

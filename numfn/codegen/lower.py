@@ -12,14 +12,12 @@ The lowering also counts how often each tensor node would be evaluated once loop
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp, node_cached
+from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -87,25 +85,45 @@ def cmp_lt_const(i: UOp, c: int) -> UOp:
     return i.alu(Ops.CMPLT, UOp.const(i.dtype, c))
 
 
-@node_cached
+_free_ranges_cache: dict = {}
+
+
 def free_ranges(u: UOp) -> frozenset:
-    if u.op is Ops.RANGE: out = frozenset([u])
-    elif u.op is Ops.REDUCE: out = free_ranges(u.src[0]).difference(u.src[1:])
-    elif u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is Ops.ASSIGN:
-        out = free_ranges(u.src[0])   # the accumulator read after its loops: outside them
-    else: out = frozenset().union(*(free_ranges(s) for s in u.src)) if u.src else frozenset()
-    return out
+    """The RANGEs an expression depends on (an accumulator read after its loops does not depend on them).
+    Iterative: index and value expressions can be as deep as the traced program."""
+    cache = _free_ranges_cache
+    found = cache.get(u)
+    if found is not None: return found
+    done: dict[UOp, frozenset] = {}
+    stack = [u]
+    while stack:
+        x = stack[-1]
+        if x in done or x in cache:
+            stack.pop()
+            continue
+        needed = _free_range_sources(x)
+        missing = [s for s in needed if s not in done and s not in cache]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        if x.op is Ops.RANGE: out = frozenset([x])
+        else:
+            parts = [done[s] if s in done else cache[s] for s in needed]
+            out = frozenset().union(*parts) if parts else frozenset()
+            if x.op is Ops.REDUCE: out = out.difference(x.src[1:])
+        done[x] = out
+    if len(cache) + len(done) > 200_000: cache.clear()
+    cache.update(done)
+    return done[u]
 
 
-@contextmanager
-def deep_recursion(limit: int = 20000):
-    """Graphs can be as deep as a Python loop makes them; recursive walks get room for that."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
+    if u.op is Ops.RANGE: return ()
+    if u.op is Ops.REDUCE: return u.src[:1]
+    if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC and u.src[-1].op is Ops.ASSIGN:
+        return u.src[:1]   # the accumulator read after its loops: outside them
+    return u.src
 
 
 @dataclass
@@ -117,14 +135,32 @@ class LoweredKernel:
     shape: tuple[int, ...]
     evaluations: Counter = field(default_factory=Counter)
     sequential: frozenset = frozenset()   # ranges that must run in order (a scan walks them)
+    realize: frozenset = frozenset()      # values a RealizeCheck decided to store while lowering
+
+
+class RealizeCheck:
+    """What the scheduler decides while a kernel is lowered (see schedule._RealizeCheck). `stop(u, trips, copies)`
+    is told that `u` is evaluated once more, `trips` times (the iterations of the loops its index depends on), at
+    the kernel's `copies`-th distinct index, and says whether it is to be stored instead; `cut(u)` whether `u` may
+    be stored to cut a chain of `max_depth` elementwise operations."""
+    max_depth: int
+
+    def stop(self, u: UOp, trips: int, copies: int) -> bool: raise NotImplementedError
+    def cut(self, u: UOp) -> bool: raise NotImplementedError
 
 
 class _Lowerer:
-    def __init__(self):
+    def __init__(self, check: RealizeCheck | None = None):
         self.memo: dict = {}
         self.chain: dict[UOp, tuple[UOp, ...]] = {}
         self.evaluations: Counter = Counter()
         self.next_range = 0
+        # with a check, lowering stops expanding values the scheduler will store: however a program repeats work
+        # when everything is inlined, each value is expanded only a bounded number of times
+        self.check = check
+        self.copies: Counter = Counter()
+        self.depth: dict = {}     # memo key -> elementwise operations on its longest chain (with a check only)
+        self.realize: set = set()
 
     def new_range(self, size: int, kind: str, parent: tuple[UOp, ...]) -> UOp:
         r = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, size),), (self.next_range, kind))
@@ -141,17 +177,60 @@ class _Lowerer:
                 if len(c) > len(deepest): deepest = c
         return deepest
 
+    def _count(self, key: tuple) -> UOp | None:
+        """Count a new evaluation (after hoisting: once per iteration of the loops its index depends on); with a
+        check that says `u` is to be stored, return a stand-in load instead of expanding it again."""
+        u, idx = key
+        if u.op is Ops.CONST: return None
+        trips = math.prod(r.src[0].arg for r in self.scope(*idx))
+        self.evaluations[u] += trips
+        if self.check is None: return None
+        self.copies[u] += 1
+        if u in self.realize or self.check.stop(u, trips, self.copies[u]):
+            self.realize.add(u)
+            self.depth[key] = 0
+            return UOp(Ops.LOAD, u.dtype, (_stand_in(u), linear_index(idx, u.shape)))
+        return None
+
     def lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
+        """`u` evaluated at `idx`. `_lower` is a generator that yields the (node, index) pairs it needs and is
+        sent their lowered values; this driver runs them with an explicit stack, so a chain of a hundred
+        thousand operations needs no deep recursion."""
         key = (u, idx)
         found = self.memo.get(key)
         if found is not None: return found
-        out = self._lower(u, idx)
-        self.memo[key] = out
-        if u.op is not Ops.CONST:
-            self.evaluations[u] += math.prod(r.src[0].arg for r in self.scope(*idx))
-        return out
+        found = self._count(key)
+        if found is not None:
+            self.memo[key] = found
+            return found
+        tracking = self.check is not None
+        stack = [[key, self._lower(u, idx), 0]]   # (memo key, generator, deepest chain among what it needed)
+        value = None
+        while stack:
+            frame = stack[-1]
+            try:
+                need = frame[1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                key, value = frame[0], done.value
+                self.memo[key] = value
+                if tracking:
+                    depth = frame[2] + (key[0].op in ELEMENTWISE)
+                    if depth >= self.check.max_depth and self.check.cut(key[0]):
+                        self.realize.add(key[0])   # stored: the chains above it start again from a load
+                        depth = 0
+                    self.depth[key] = depth
+                    if stack: stack[-1][2] = max(stack[-1][2], depth)
+                continue
+            value = self.memo.get(need)
+            if value is None:
+                value = self._count(need)
+                if value is not None: self.memo[need] = value
+            if value is None: stack.append([need, self._lower(*need), 0])
+            elif tracking: frame[2] = max(frame[2], self.depth.get(need, 0))
+        return value
 
-    def _lower(self, u: UOp, idx: tuple[UOp, ...]) -> UOp:
+    def _lower(self, u: UOp, idx: tuple[UOp, ...]):
         op, src = u.op, u.src
         if op is Ops.CONST: return u
         if op is Ops.IOTA: return idx[0]
@@ -159,17 +238,17 @@ class _Lowerer:
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
             return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
-        if op is Ops.RESHAPE: return self.lower(src[0], reshape_index(idx, u.shape, src[0].shape))
+        if op is Ops.RESHAPE: return (yield src[0], reshape_index(idx, u.shape, src[0].shape))
         if op is Ops.PERMUTE:
             inner = [ZERO] * len(idx)
             for i, a in enumerate(u.arg): inner[a] = idx[i]
-            return self.lower(src[0], tuple(inner))
+            return (yield src[0], tuple(inner))
         if op is Ops.EXPAND:
-            return self.lower(src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)))
-        if op is Ops.SHRINK: return self.lower(src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
+            return (yield src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)))
+        if op is Ops.SHRINK: return (yield src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
         if op is Ops.FLIP:
-            return self.lower(src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
-                                            for a, (i, n) in enumerate(zip(idx, u.shape))))
+            return (yield src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
+                                        for a, (i, n) in enumerate(zip(idx, u.shape))))
         if op is Ops.PAD:
             # outside the source the value is 0; inside, the index is clamped into range so every load stays in
             # bounds whatever the mask says (a clamped axis the source only broadcasts disappears again)
@@ -181,7 +260,7 @@ class _Lowerer:
                 valid = land(valid, here)
                 inner.append(i)
             if valid.op is Ops.CONST and not valid.arg: return UOp.const(u.dtype, 0)
-            value = self.lower(src[0], tuple(inner))
+            value = yield src[0], tuple(inner)
             return value if valid is TRUE else valid.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
         if op is Ops.REDUCE_AXIS:
             rop, axes = u.arg
@@ -195,12 +274,17 @@ class _Lowerer:
                     parent = self.chain[r]
                     inner[a] = r
                     ranges.append(r)
-            value = self.lower(src[0], tuple(inner))
+            value = yield src[0], tuple(inner)
             return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
         if op in ELEMENTWISE:
-            return UOp(op, u.dtype, tuple(self.lower(s, idx) for s in src), u.arg)
-        if op is Ops.GATHER: return self.lower(src[0], tuple(self.lower(i, idx) for i in src[1:]))
-        if op is Ops.CONTIGUOUS: return self.lower(src[0], idx)
+            values = []
+            for s in src: values.append((yield s, idx))
+            return UOp(op, u.dtype, tuple(values), u.arg)
+        if op is Ops.GATHER:
+            at = []
+            for i in src[1:]: at.append((yield i, idx))
+            return (yield src[0], tuple(at))
+        if op is Ops.CONTIGUOUS: return (yield src[0], idx)
         raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
 
 
@@ -218,8 +302,7 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
     lw = _Lowerer()
     ranges = tuple(lw.new_range(n, "loop", ()) if n > 1 else ZERO for n in v.shape)
-    with deep_recursion():
-        loaded = lw.lower(v, ranges)
+    loaded = lw.lower(v, ranges)
     loads = [u for u in loaded.toposort() if u.op is Ops.LOAD]
     if len(loads) != 1: return None
     terms, _ = affine(loads[0].src[1])
@@ -228,11 +311,17 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     return tuple(coef.get(r, 0) if r is not ZERO else 0 for r in ranges)
 
 
-def lower_kernel(ast: UOp) -> LoweredKernel:
-    """Lower a kernel AST: SINK(STORE(BUFFER, value), ...) where every value has the same shape."""
+def _stand_in(u: UOp) -> UOp:
+    """The memory a value the scheduler decided to store would have: a load of it stands in for its expansion."""
+    return UOp(Ops.BUFFER, u.dtype, (), Buffer("intermediate", -1, u.shape))
+
+
+def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
+    """Lower a kernel AST: SINK(STORE(BUFFER, value), ...) where every value has the same shape. With a `check`,
+    the values it decides to store are in `realize` of the result (and the kernel is only good for counting)."""
     stores = ast.src
     shape = kernel_domain(stores[0].src[1])
-    lw = _Lowerer()
+    lw = _Lowerer(check)
     idx, ranges = [], []
     for n in shape:
         if n == 1: idx.append(ZERO)
@@ -242,34 +331,33 @@ def lower_kernel(ast: UOp) -> LoweredKernel:
             idx.append(r)
     sequential = set()
     out = []
-    with deep_recursion():
-        for st in stores:
-            buf, value = st.src
-            index = linear_index(tuple(idx), shape)
-            if value.op is Ops.SCATTER:
-                # the kernel runs over the written values; the old version is in the buffer already
-                combine, injective, gated = value.arg
-                srcs = value.src[2:-1] if gated else value.src[2:]
-                index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in srcs), buf.arg.shape)
-                gate = (lw.lower(value.src[-1], tuple(idx)),) if gated else ()
-                value = lw.lower(value.src[1], tuple(idx))
-                if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
-                if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
-                out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
-                continue
-            if value.op is Ops.SCAN:
-                rop, axis = value.arg
-                i = idx[axis]
-                sequential.add(i)
-                prev_idx = tuple(add(j, -1) if a == axis else j for a, j in enumerate(idx))
-                prev = UOp(Ops.LOAD, buf.dtype, (buf, i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
-                                                 .alu(Ops.WHERE, ZERO, linear_index(prev_idx, shape))))
-                first = i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
-                # any binary op: the first element is x itself (no identity needed, and -0.0 stays -0.0)
-                x = lw.lower(value.src[0], tuple(idx))
-                value = first.alu(Ops.WHERE, x, prev.alu(rop, x))
-            else:
-                value = lw.lower(value, tuple(idx))
-            out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
+    for st in stores:
+        buf, value = st.src
+        index = linear_index(tuple(idx), shape)
+        if value.op is Ops.SCATTER:
+            # the kernel runs over the written values; the old version is in the buffer already
+            combine, injective, gated = value.arg
+            srcs = value.src[2:-1] if gated else value.src[2:]
+            index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in srcs), buf.arg.shape)
+            gate = (lw.lower(value.src[-1], tuple(idx)),) if gated else ()
+            value = lw.lower(value.src[1], tuple(idx))
+            if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
+            if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
+            out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
+            continue
+        if value.op is Ops.SCAN:
+            rop, axis = value.arg
+            i = idx[axis]
+            sequential.add(i)
+            prev_idx = tuple(add(j, -1) if a == axis else j for a, j in enumerate(idx))
+            prev = UOp(Ops.LOAD, buf.dtype, (buf, i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
+                                             .alu(Ops.WHERE, ZERO, linear_index(prev_idx, shape))))
+            first = i.alu(Ops.CMPLT, UOp.const(dtypes.index, 1))
+            # any binary op: the first element is x itself (no identity needed, and -0.0 stays -0.0)
+            x = lw.lower(value.src[0], tuple(idx))
+            value = first.alu(Ops.WHERE, x, prev.alu(rop, x))
+        else:
+            value = lw.lower(value, tuple(idx))
+        out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
     return LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
-                         frozenset(sequential))
+                         frozenset(sequential), frozenset(lw.realize))

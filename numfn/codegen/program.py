@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from numfn import debug
 from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
-from numfn.codegen.lower import LoweredKernel, deep_recursion
+from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.narrow import narrow
 from numfn.codegen.opt import block, choose_block, choose_upcasts, upcast
 from numfn.codegen.transcendental import transcendental
@@ -50,12 +50,8 @@ class KernelProgram:
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
                   parallel: bool = False) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
-    the kernel allows it (see `splittable_loop`)."""
-    with deep_recursion():   # unrolled computations (gcd's fixed steps, reduction trees) make deep graphs
-        return _build_program(name, params, lowered, parallel)
-
-
-def _build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool) -> KernelProgram:
+    the kernel allows it (see `splittable_loop`). Every pass is iterative: unrolled computations (gcd's fixed
+    steps, reduction trees) make deep graphs."""
     upcasts = []
     if not debug.noopt():
         lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,

@@ -138,9 +138,13 @@ class ufunc:
         return final[0] if self.nout == 1 else tuple(final)
 
     # ---- methods ----
-    def _binary_only(self, method: str) -> None:
+    def _binary_only(self, method: str, *arrays) -> None:
         if self.nin != 2 or self.nout != 1:
             raise ValueError(f"{method} only supported for binary functions")
+        if builtins.any(isinstance(a, Tensor) and a.runtime_length for a in arrays):   # its shape is not an int
+            raise unsupported(f"numpy.{self.__name__}.{method} on an array selected by values (x[mask], nonzero, "
+                              "...), whose length is only known at run time",
+                              "np.sum, np.prod, np.max, np.min, np.cumsum and np.cumprod read such arrays")
 
     def _combine(self, a: Tensor, b: Tensor, dt: DType) -> Tensor:
         """a op b computed in dtype dt (the reduction's type)."""
@@ -151,7 +155,7 @@ class ufunc:
         ufunc.reduce: `initial` is combined first, `where=` masks elements out (they count as `initial`, or as the
         ufunc's identity). Ufuncs NumPy does not call reorderable (subtract, divide, ...) reduce one axis only,
         left to right."""
-        self._binary_only("reduce")
+        self._binary_only("reduce", array)
         a = T(array)
         axes = normalize_axes(axis, a.ndim)
         name = self.__name__
@@ -222,7 +226,7 @@ class ufunc:
 
     def accumulate(self, array, axis: int = 0, dtype=None, out=None):
         """The running reduction along one axis, as NumPy's ufunc.accumulate."""
-        self._binary_only("accumulate")
+        self._binary_only("accumulate", array)
         a = T(array)
         if a.ndim == 0: raise TypeError("cannot accumulate on a scalar")
         ax = normalize_axis(axis, a.ndim)
@@ -244,8 +248,8 @@ class ufunc:
 
     def outer(self, A, B, /, **kwargs):
         """op(a, b) for every pair of an element a of A and b of B: shape A.shape + B.shape."""
-        self._binary_only("outer")
-        a, b = T(A), T(B)
+        self._binary_only("outer", A, B)
+        a, b = _strong(A), _strong(B)   # NumPy makes arrays of both: a Python scalar is not weak here
         return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
 
     def at(self, a, indices, b=None):
@@ -299,6 +303,9 @@ def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
 def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     """NumPy's ufunc machinery for `kernel`: resolve the loop (NEP 50 promotion, dtype=), cast and broadcast the
     operands, and call kernel(*uops) in the loop's dtypes; its result(s) are cast to the output dtypes."""
+    if builtins.any(isinstance(x, Tensor) and x.runtime_length for x in operands):   # x[mask]: keeps its length
+        from numfn import dynamic
+        return dynamic.elementwise(lambda *ts: _apply(name, kernel, ts, dtype), operands)
     ts = [T(x) for x in operands]
     try:
         wtypes = tuple(t._wtype() for t in ts) if not builtins.all(t.weak for t in ts) else \

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 from numfn import config
-from numfn.errors import NumfnError
+from numfn.errors import CompileError, NumfnError
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c99")
 
@@ -75,7 +75,7 @@ def _compiler_output(args: list[str], stdin: bytes | None, what: str) -> bytes:
         except OSError as e:   # removed or not executable since it was found
             raise NumfnError(f"cannot run the C compiler {' '.join(cmd)}: {e}") from None
         if proc.returncode != 0:
-            raise NumfnError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
+            raise CompileError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.decode(errors='replace')}")
         with open(out, "rb") as f:
             return f.read()
 

@@ -11,6 +11,9 @@ import threading
 import weakref
 from functools import cache
 
+from numfn import debug
+from numfn.errors import CompileError
+
 _lock = threading.Lock()
 # entry name -> code loaded by numfn's ELF loader, while something (a NumericalFunction, a dispatcher entry) uses it:
 # the mapping goes when its last user does
@@ -41,29 +44,51 @@ def target_machine():
 
 
 def compile_object(source: str) -> bytes:
-    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`.
-
-    Each program gets its own LLVM context, disposed afterwards: the global context keeps every type, constant and
-    name any module ever used, so compiling many functions in one process would grow without bound."""
-    llvm = _llvm()
-    with _lock:   # the target machine is shared, and LLVM's pass builders are not thread-safe
-        context = llvm.create_context()
-        mod = None
+    """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`; in the compile
+    server where there is one (runtime/contain.py), so an LLVM fatal error raises CompileError."""
+    from numfn.runtime import contain
+    with _lock:   # LLVM contexts are not thread-safe; a server is forked holding this lock and never takes it
         try:
-            mod = llvm.parse_assembly(source, context=context)
-            mod.verify()
-            tm = target_machine()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pto.loop_unrolling = True
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
-            pb.close()
-            return tm.emit_object(mod)
-        finally:
-            if mod is not None: mod.close()
-            context.close()
+            return contain.run(_compile_object, source, target_machine)
+        except CompileError as e:
+            # LLVM's instruction selection has crashed on vectors its own vectorizers made (reduce.add of
+            # smax(scmp(<4 x i32>, 0), 0), from np.maximum(np.sign(n), 0).sum()): the same code unvectorized
+            debug.log(1, f"LLVM failed: {e}\ncompiling again without its vectorizers")
+            return contain.run(_compile_object, NO_VECTORIZERS + source, target_machine)
+
+
+def prepare() -> None:
+    """About to compile: start the compile server now, so it initializes LLVM while the caller schedules and
+    renders (on another core)."""
+    from numfn.runtime import contain
+    contain.start(_compile_object, target_machine)
+
+
+NO_VECTORIZERS = "; numfn: no vectorizers\n"   # a comment line first in a module: compile it unvectorized
+
+
+def _compile_object(source: str) -> bytes:
+    """Each program gets its own LLVM context, disposed afterwards: the global context keeps every type, constant
+    and name any module ever used, so compiling many functions in one process would grow without bound."""
+    llvm = _llvm()
+    context = llvm.create_context()
+    mod = None
+    try:
+        mod = llvm.parse_assembly(source, context=context)
+        mod.verify()
+        tm = target_machine()
+        vectorize = not source.startswith(NO_VECTORIZERS)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = vectorize
+        pto.slp_vectorization = vectorize
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        pb.close()
+        return tm.emit_object(mod)
+    finally:
+        if mod is not None: mod.close()
+        context.close()
 
 
 class _OrcEngine:
