@@ -15,10 +15,12 @@ output written by the routine is the caller's output array itself).
 
 Generated code reaches the routines through a table of function pointers: the entry point's buffer table holds,
 after the pointer constants, the address of the program's "externs table", whose slots hold the routines'
-addresses in the order the program's manifest lists their symbols. numfn fills it when it loads a program (dlsym on
-the BLAS library, numfn.runtime.blas), so compiled code never depends on the dynamic linker, and cached code loads
-in any process. A new kind of extern routine (numfn's own native routines, for one) is a new entry in ROUTINES and
-a new source of addresses in `extern_table`.
+addresses in the order the program's manifest lists their symbols. numfn fills it when it loads a program, so
+compiled code never depends on the dynamic linker, and cached code loads in any process. Routines come from two
+libraries (a Routine's `library`): "blas" (BLAS/LAPACK, Fortran names resolved by dlsym on the library that
+numfn.runtime.blas finds) and "native" (numfn's own routines, such as the sorts of numfn.numpy.sorting: C functions
+named numfn_*, compiled into numfn's native extension, whose addresses the extension lists in its routine table).
+Every argument is passed by reference in both.
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ class ExternCall:
     `params` (the routine's integers, characters and constants). `results`: (shape, dtype) per result, shapes
     including the batch axes except for `shared` results (scratch all batch elements reuse); `inout[i]`: the input
     whose value result i starts from, or -1. `library`: the identity of the library called (its version decides
-    LAPACK's workspace sizes: part of the cache key through the graph); `int_bits`: its integer width."""
+    LAPACK's workspace sizes; the build of numfn's native extension for its own routines: part of the cache key
+    through the graph); `int_bits`: its integer width."""
     routine: str
     dtype: DType
     batch: tuple[int, ...]
@@ -55,11 +58,13 @@ class ExternCall:
         return math.prod(self.batch)
 
     def batched(self, size: int) -> ExternCall:
-        """This call with a leading batch axis of `size` (vmap's batching rule)."""
+        """This call with a leading batch axis of `size` (vmap's batching rule). A routine over rows (`Routine.rows`)
+        takes the batch as more rows: one call, every result one axis longer."""
         results = tuple((shape if shared else (size,) + shape, dt)
                         for (shape, dt), shared in zip(self.results, self.shared))
-        return ExternCall(self.routine, self.dtype, (size,) + self.batch, self.params, results, self.inout,
-                          self.shared, self.library, self.int_bits)
+        batch = self.batch if ROUTINES[self.routine].rows else (size,) + self.batch
+        return ExternCall(self.routine, self.dtype, batch, self.params, results, self.inout, self.shared,
+                          self.library, self.int_bits)
 
     @property
     def int_dtype(self) -> DType:
@@ -73,14 +78,19 @@ class ExternCall:
 def extern(routine: str, dtype: DType, batch: tuple[int, ...], params: tuple, inputs: list[UOp],
            results: list[tuple[tuple[int, ...], DType, int, bool]]) -> list[UOp]:
     """The RESULT nodes of a new extern call. `inputs` have shape batch + their core shape; `results` are (core shape,
-    dtype, in-out input or -1, shared) per result. The library is numfn.runtime.blas's."""
-    from numfn.runtime import blas
-    iface = blas.interface()
+    dtype, in-out input or -1, shared) per result. The library is the routine's (numfn.runtime.blas's, or numfn's
+    native extension)."""
     batch = tuple(batch)
     for u in inputs: assert u.shape[:len(batch)] == batch, (routine, u.shape, batch)
+    if ROUTINES[routine].library == "native":
+        identity, int_bits = native_identity(), 64
+    else:
+        from numfn.runtime import blas
+        iface = blas.interface()
+        identity, int_bits = iface.identity, iface.int_bits
     shapes = tuple(((shape if shared else batch + tuple(shape)), dt) for shape, dt, _, shared in results)
     call = ExternCall(routine, dtype, batch, tuple(params), shapes, tuple(r[2] for r in results),
-                      tuple(r[3] for r in results), iface.identity, iface.int_bits)
+                      tuple(r[3] for r in results), identity, int_bits)
     node = UOp(Ops.EXTERN, dtypes.void, tuple(inputs), call)
     return [UOp(Ops.RESULT, dt, (node,), i) for i, (_, dt) in enumerate(shapes)]
 
@@ -198,12 +208,17 @@ class Call:
 
 @dataclass(frozen=True)
 class Routine:
-    """An extern routine: the library functions it calls (`names(call)`, Fortran names), whether input j may be
-    passed with given core strides (`accepts`), the argument lists (`calls`) and its operation count (`flops`)."""
+    """An extern routine: the library functions it calls (`names(call)`: Fortran names for BLAS/LAPACK, symbols of
+    numfn's native extension for `library` "native"), whether input j may be passed with given core strides
+    (`accepts`), the argument lists (`calls`) and its operation count (`flops`). `rows`: the routine works on any
+    number of independent rows (the leading core axes of its operands and results), so vmap's batch is more rows
+    of one call rather than a loop of calls."""
     names: Callable[[ExternCall], tuple[str, ...]]
     calls: Callable
     flops: Callable[[ExternCall], int]
     accepts: Callable = lambda call, j, shape, strides: strides == contiguous_strides(shape)
+    library: str = "blas"
+    rows: bool = False
 
 
 def _prefix(call: ExternCall) -> str:
@@ -280,7 +295,44 @@ def _one(n: int) -> int:
     return max(1, n)
 
 
+# numfn's sorts (numfn/runtime/csrc/sort.c), params (n, scratch per row): rows of n elements, any number of leading
+# axes of rows. sort: results data (..., n) <- input 0, scratch; argsort: input keys, results index, scratch.
+# select (below): np.partition of such rows around given positions.
+_SORT_SUFFIX = {dtypes.bool: "u8", dtypes.uint8: "u8", dtypes.int8: "i8", dtypes.uint16: "u16", dtypes.int16: "i16",
+                dtypes.float16: "f16", dtypes.uint32: "u32", dtypes.int32: "i32", dtypes.float32: "f32",
+                dtypes.uint64: "u64", dtypes.int64: "i64", dtypes.float64: "f64"}
+
+
+def _sort_routine(kind: str) -> Routine:
+    def names(call: ExternCall) -> tuple[str, ...]:
+        return (f"{NATIVE_PREFIX}{kind}_{_SORT_SUFFIX[call.dtype]}",)
+
+    def calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+        n, room = call.params
+        rows = math.prod(call.results[0][0][:-1])
+        nb = len(call.batch)
+        data = [_ptr(outs[0], nb)] if kind == "sort" else [_ptr(ins[0], nb), _ptr(outs[0], nb)]
+        return [Call(0, (*data, _ptr(outs[1], nb), Int(rows), Int(n), Int(room)))]
+
+    def flops(call: ExternCall) -> int:
+        n = call.params[0]
+        return call.batch_size * math.prod(call.results[0][0]) * max(1, n.bit_length())
+    return Routine(names, calls, flops, library="native", rows=True)
+
+
+def _select_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+    n, nkth = call.params
+    rows = math.prod(call.results[0][0][:-1])
+    nb = len(call.batch)
+    return [Call(0, (_ptr(outs[0], nb), _ptr(ins[1], nb), Int(rows), Int(n), Int(nkth)))]
+
+
 ROUTINES: dict[str, Routine] = {
+    "sort": _sort_routine("sort"),
+    "argsort": _sort_routine("argsort"),
+    # np.partition, params (n, nkth): results data (..., n) <- input 0; input 1: the kth positions (nkth,), ascending
+    "select": Routine(lambda call: (f"{NATIVE_PREFIX}select_{_SORT_SUFFIX[call.dtype]}",), _select_calls,
+                      lambda call: 2 * call.batch_size * math.prod(call.results[0][0]), library="native", rows=True),
     "gemm": Routine(lambda call: (_prefix(call) + "gemm",), _gemm_calls,
                     lambda call: (8 if call.dtype.is_complex else 2) * call.batch_size * math.prod(call.params),
                     _gemm_accepts),
@@ -372,9 +424,11 @@ class ExternKernel:
 
     def symbols(self) -> tuple[str, ...]:
         """The library symbols this call uses."""
+        routine = ROUTINES[self.call.routine]
+        if routine.library == "native": return routine.names(self.call)
         from numfn.runtime import blas
         iface = blas.interface()
-        return tuple(iface.fortran(n) for n in ROUTINES[self.call.routine].names(self.call))
+        return tuple(iface.fortran(n) for n in routine.names(self.call))
 
     @property
     def flops(self) -> int:
@@ -431,10 +485,22 @@ PARALLEL_MIN_FLOPS = 1 << 18
 
 @cache
 def _table_array(symbols: tuple[str, ...]) -> np.ndarray:
-    from numfn.runtime import blas
-    table = np.array(blas.addresses(list(symbols)), dtype=np.uint64)
-    table.flags.writeable = False
-    return table
+    # numfn's own routines are named numfn_* (no BLAS/LAPACK symbol is): from the native extension's table
+    addresses = dict.fromkeys(symbols, 0)
+    native = [s for s in symbols if s.startswith(NATIVE_PREFIX)]
+    if native:
+        table = native_routines()
+        missing = [s for s in native if s not in table]
+        if missing: raise RuntimeError(f"this program calls numfn's native routines {missing}, which this build of "
+                                       "its native extension does not have")
+        for s in native: addresses[s] = table[s]
+    others = [s for s in symbols if not s.startswith(NATIVE_PREFIX)]
+    if others:
+        from numfn.runtime import blas
+        addresses.update(zip(others, blas.addresses(others)))
+    array = np.array([addresses[s] for s in symbols], dtype=np.uint64)
+    array.flags.writeable = False
+    return array
 
 
 def extern_table(symbols) -> np.ndarray:
@@ -444,7 +510,41 @@ def extern_table(symbols) -> np.ndarray:
 
 
 __all__ = ["ExternCall", "extern", "ExternKernel", "ExternProgram", "build_extern_program", "extern_table",
-           "strided_view", "matrix_layout", "ROUTINES", "workspace"]
+           "strided_view", "matrix_layout", "ROUTINES", "workspace", "native_routines", "native_identity"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# numfn's native routines
+
+NATIVE_PREFIX = "numfn_"
+
+
+def _native_module():
+    from numfn.runtime import extensions
+    return extensions.native
+
+
+def native_routines() -> dict[str, int] | None:
+    """The routines of numfn's native extension, {symbol: address}, or None where the extension is unavailable
+    (numfn installed without a C compiler, or NUMFN_NO_NATIVE_EXT=1)."""
+    module = _native_module()
+    return None if module is None else _routine_table(module)
+
+
+@cache
+def _routine_table(module) -> dict[str, int]:
+    return dict(module.routines())
+
+
+@cache
+def native_identity() -> str:
+    """The build of numfn's native extension (a hash of its shared object): programs calling its routines depend on
+    it, through the graph's ExternCall, so the cache key does too."""
+    import hashlib
+    module = _native_module()
+    if module is None: return "unavailable"
+    with open(module.__file__, "rb") as f:
+        return "numfn-native " + hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ Python scalars are weak), result shapes and the errors NumPy raises.
 
 The modules, one family each: ufuncs (elementwise), dtypes (scalar types, dtype helpers, constants), creation,
 manipulation (shapes, views, joining), indexing (results of run-time length, gathers, scatters, histograms),
-reductions, statistics, products, signal (differences, convolution, interpolation, polynomials); subpackages mirror
-NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft (numfn.numpy.fft for np.fft). A module lists its names in
-__all__; ndarray methods are added to Tensor with numfn.tensor.tensor_method.
+reductions, statistics, products, signal (differences, convolution, interpolation, polynomials), sorting
+(sort, searchsorted, unique); subpackages mirror NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft
+(numfn.numpy.fft for np.fft). A module lists its names in __all__; ndarray methods are added to Tensor with
+numfn.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -20,19 +21,20 @@ import numpy as _np
 
 from numfn import dynamic
 from numfn.numpy import (creation, dtypes, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
-                         reductions, signal, statistics, ufuncs)
+                         reductions, signal, sorting, statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.dtypes import *  # noqa: F401,F403
 from numfn.numpy.indexing import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
 from numfn.numpy.signal import *  # noqa: F401,F403
+from numfn.numpy.sorting import *  # noqa: F401,F403
 from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.tensor import NUMPY_IMPLEMENTATIONS
 
-_MODULES = (creation, dtypes, indexing, manipulation, products, reductions, signal, statistics, ufuncs)
+_MODULES = (creation, dtypes, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 

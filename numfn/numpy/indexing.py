@@ -284,22 +284,47 @@ def bincount(x, weights=None, minlength=0) -> Tensor:
 
 
 def digitize(x, bins, right=False) -> Tensor:
-    """The index of the bin each x falls in (bins increasing or decreasing), as NumPy's digitize."""
-    from numfn.numpy.signal import _count_not_above
+    """The index of the bin each x falls in (bins increasing or decreasing, which NumPy decides from their values:
+    computed bins take both searches and the one their values call for), as NumPy's digitize."""
+    from numfn.numpy.sorting import searchsorted
     b, v = T(bins), T(x)
     if b.ndim != 1: raise ValueError("object too deep for desired array")
+    side = "left" if right else "right"
     known = b.known()
-    if known is not None and known.size > 1:
-        d = np.diff(known)
-        increasing, decreasing = bool((d >= 0).all()), bool((d <= 0).all())
-        if not (increasing or decreasing): raise ValueError("bins must be monotonically increasing or decreasing")
-    else:
-        increasing = True
-    if not increasing:
-        return b.shape[0] - digitize(v, b[::-1], right=right)
-    if right:   # searchsorted 'left': the count of elements < x
-        return b.shape[0] - _count_not_above(-b[::-1], -v)
-    return _count_not_above(b, v)
+    if known is not None:
+        direction = _monotonicity(known)
+        if direction == 0: raise ValueError("bins must be monotonically increasing or decreasing")
+        if direction > 0: return searchsorted(b, v, side=side)
+        return b.shape[0] - searchsorted(b[::-1], v, side=side)
+    increasing = _increasing(b)
+    up, down = searchsorted(b, v, side=side), b.shape[0] - searchsorted(b[::-1], v, side=side)
+    return Tensor(increasing.uop.alu(Ops.WHERE, up.uop, down.uop))
+
+
+def _monotonicity(b: np.ndarray) -> int:
+    """NumPy's test of digitize's bins: 1 increasing, -1 decreasing, 0 neither. The direction is that of bins[0] to
+    the first element that differs from it (all equal: increasing; NaN compares false: decreasing), then every
+    later pair must not go the other way."""
+    differ = np.nonzero(~(b[1:] == b[0]))[0] if b.size > 1 else np.zeros(0, int)
+    if differ.size == 0: return 1
+    i = int(differ[0]) + 1
+    lo, hi = b[i:-1], b[i + 1:]
+    if b[0] < b[i]: return 0 if (lo > hi).any() else 1
+    return 0 if (lo < hi).any() else -1
+
+
+def _increasing(b: Tensor) -> Tensor:
+    """_monotonicity for computed bins: whether they increase, NumPy's ValueError (after the call) if neither."""
+    n = b.shape[0]
+    if n < 2: return Tensor(UOp.const(dtypes.bool, True))
+    from numfn.numpy.reductions import argmax
+    differ = ~(b[1:] == b[0])
+    i = argmax(differ) + 1
+    up = (b[0] < gather(b, [i])) | ~differ.any()
+    later = Tensor(UOp.iota(n - 1)) >= i
+    bad = Tensor(up.uop.alu(Ops.WHERE, (later & (b[:-1] > b[1:])).any().uop, (later & (b[:-1] < b[1:])).any().uop))
+    add_check(bad, 0, lambda _: ValueError("bins must be monotonically increasing or decreasing"))
+    return up
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
@@ -374,8 +399,8 @@ def _bins(t: Tensor, bins, rng) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     dt = result_type(t.uop.dtype, edges.uop.dtype)
     x = t.astype(dt)
     e = edges.astype(dt)
-    from numfn.numpy.signal import _count_not_above
-    k = _count_not_above(e, x) - 1                        # the last edge <= x
+    from numfn.numpy.sorting import searchsorted
+    k = searchsorted(e, x, side="right") - 1              # the last edge <= x
     keep = (x >= e[0]) & (x <= e[-1])
     k = Tensor((x == e[-1]).uop.alu(Ops.WHERE, UOp.const_like(I64, nb - 1, k.shape), k.uop))
     k = Tensor((k < 0).uop.alu(Ops.WHERE, UOp.const_like(I64, 0, k.shape), k.uop))

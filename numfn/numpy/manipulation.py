@@ -542,8 +542,8 @@ def _fill_value(value, dt) -> Tensor:
 
 def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
     """NumPy's pad for the modes constant, edge, reflect and symmetric (reflect_type even or odd), wrap, linear_ramp,
-    maximum, minimum, mean and empty (zeros here). Axes are padded one after the other, each from the array padded
-    along the axes before it, as NumPy does (which decides the corners)."""
+    maximum, minimum, mean, median and empty (zeros here). Axes are padded one after the other, each from the array
+    padded along the axes before it, as NumPy does (which decides the corners)."""
     t = _strong(array)
     if isinstance(pad_width, dict):
         seq = [(0, 0)] * t.ndim
@@ -559,7 +559,6 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
     if mode not in _PAD_KEYWORDS: raise ValueError(f"mode '{mode}' is not supported")
     extra = set(kwargs) - _PAD_KEYWORDS[mode]
     if extra: raise ValueError(f"unsupported keyword arguments for mode '{mode}': {extra}")
-    if mode == "median": raise unsupported("numpy.pad with mode='median'", "it needs sorting; use 'mean' or 'edge'")
     out_shape = tuple(b + n + e for n, (b, e) in zip(t.shape, widths))
     dt = t.uop.dtype
     if mode == "empty": mode, kwargs = "constant", {}   # NumPy leaves the padding undefined: zeros here
@@ -580,7 +579,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
     if mode == "linear_ramp":
         ends = _pairs(kwargs.get("end_values", 0), t.ndim)
         pad_one = lambda cur, ax, b, e, p=ends: _pad_ramp(cur, ax, b, e, p[ax])
-    elif mode in ("maximum", "minimum", "mean"):
+    elif mode in ("maximum", "minimum", "mean", "median"):
         lengths = _pairs(kwargs.get("stat_length"), t.ndim, as_index=True)
         pad_one = lambda cur, ax, b, e, p=lengths: _pad_stat(cur, ax, b, e, p[ax], mode)
     else:
@@ -629,8 +628,8 @@ def _pad_ramp(cur: Tensor, axis: int, b: int, e: int, pair) -> Tensor:
 
 
 def _pad_stat(cur: Tensor, axis: int, b: int, e: int, lengths, mode: str) -> Tensor:
-    """The maximum, minimum or mean of the first (last) stat_length elements, repeated over the pad (means rounded
-    half to even for integer arrays)."""
+    """The maximum, minimum, mean or median of the first (last) stat_length elements, repeated over the pad (means
+    and medians rounded half to even for integer arrays)."""
     n = cur.shape[axis]
     lo, hi = (n if v is None or v > n else int(v) for v in lengths)
     if (lo == 0 or hi == 0) and mode in ("maximum", "minimum"):
@@ -639,7 +638,11 @@ def _pad_stat(cur: Tensor, axis: int, b: int, e: int, lengths, mode: str) -> Ten
     def stat(chunk: Tensor) -> Tensor:
         if mode == "maximum": return chunk.max(axis=axis, keepdims=True)
         if mode == "minimum": return chunk.min(axis=axis, keepdims=True)
-        m = chunk.mean(axis=axis, keepdims=True)
+        if mode == "median":
+            from numfn.numpy.statistics import median
+            m = median(chunk, axis=axis, keepdims=True)
+        else:
+            m = chunk.mean(axis=axis, keepdims=True)
         return _round_half_even(m).astype(cur.dtype) if cur.uop.dtype.is_int else m.astype(cur.dtype)
 
     left = stat(_along(cur, axis, 0, lo))

@@ -2,8 +2,8 @@
 convolve, correlate, interp, polyval, polyder, polyint.
 
 All are compositions of views, elementwise ops, reductions and GATHER: a convolution reads `a` at `k + j` through a
-gather (a sliding window, nothing copied) and sums over j; interp searches xp with a branch-free binary search of
-gathers, which vectorizes over x.
+gather (a sliding window, nothing copied) and sums over j; interp searches xp with numfn.numpy.sorting.searchsorted,
+a branch-free binary search of gathers, which vectorizes over x (and sorts xp with the native sort for period=).
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis
 from numfn.dtype import dtypes, result_type
-from numfn.errors import unsupported
 from numfn.numpy.manipulation import concatenate
 from numfn.tensor import Tensor, gather
 from numfn.uop import Ops, UOp
@@ -245,43 +244,7 @@ def convolve(a, v, mode="full") -> Tensor:
     return _sliding_dot(a, v[::-1], md)
 
 
-# ---- interpolation --------------------------------------------------------------------------------------------
-# period= needs xp sorted; until numfn has a sort, a rank sort (quadratic in len(xp)) does it for short xp
-_RANK_SORT_LIMIT = 4096
-
-
-def _count_not_above(xp: Tensor, x: Tensor) -> Tensor:
-    """For each x, the number of leading elements of the increasing xp that are <= x (searchsorted 'right'): a
-    branch-free binary search of ceil(log2(n + 1)) gather steps, elementwise in x."""
-    n = xp.shape[0]
-    pos = Tensor(UOp.const_like(dtypes.int64, 0, x.shape))
-    step = 1 << max(n.bit_length() - 1, 0)   # the largest power of two <= n; the steps reach 2 * step - 1 >= n
-    while step:
-        cand = pos + step
-        probe = gather(xp, [Tensor._elementwise("minimum", Ops.MIN, cand - 1, n - 1)])
-        take = (cand <= n) & (probe <= x)
-        pos = Tensor(take.uop.alu(Ops.WHERE, cand.uop, pos.uop))
-        step >>= 1
-    return pos
-
-
-def _rank_sort(xp: Tensor, fp: Tensor) -> tuple[Tensor, Tensor]:
-    """xp sorted (stably) with fp in the same order, by counting ranks: O(n^2), for short xp only."""
-    n = xp.shape[0]
-    if n > _RANK_SORT_LIMIT:
-        raise unsupported(f"interp with period= and {n} sample points (more than {_RANK_SORT_LIMIT})",
-                          "numfn sorts xp for period= by ranks until it has a sort; sort xp and fp before the call "
-                          "and use np.interp without period=")
-    i = Tensor(UOp.iota(n))
-    xi, xj = xp.reshape(n, 1), xp.reshape(1, n)
-    before = (xj < xi) | ((xj == xi) & (i.reshape(1, n) < i.reshape(n, 1)))
-    rank = before.sum(axis=1)                                   # rank[i]: where element i goes
-    at = rank.reshape(1, n) == i.reshape(n, 1)                  # at[r, i]: element i has rank r
-    zero = UOp.const_like(dtypes.float64, 0.0, (n, n))
-    pick = lambda v: Tensor(at.uop.alu(Ops.WHERE, v.reshape(1, n)._broadcast((n, n)), zero)).sum(axis=1)
-    return pick(xp), pick(fp)
-
-
+# ---- interpolation ----------------------------------------------------------------------------------------------
 def interp(x, xp, fp, left=None, right=None, period=None) -> Tensor:
     """Piecewise-linear interpolation of the points (xp, fp) at x, in float64: xp must increase (NumPy does not
     check it either); `left`/`right` (default fp[0]/fp[-1]) beyond the ends; with `period`, x and xp are taken
@@ -304,8 +267,10 @@ def interp(x, xp, fp, left=None, right=None, period=None) -> Tensor:
     xpt, fpt = xps.astype(np.float64), fps.astype(np.float64)
     if period is not None:
         from numfn.numpy.ufuncs import remainder
+        from numfn.numpy.sorting import argsort
         xt, xpt = remainder(xt, period), remainder(xpt, period)
-        xpt, fpt = _rank_sort(xpt, fpt)
+        order = argsort(xpt)
+        xpt, fpt = gather(xpt, [order]), gather(fpt, [order])
         xpt = concatenate([xpt[-1:] - period, xpt, xpt[:1] + period])
         fpt = concatenate([fpt[-1:], fpt, fpt[:1]])
     n = xpt.shape[0]
@@ -316,7 +281,8 @@ def interp(x, xp, fp, left=None, right=None, period=None) -> Tensor:
     if n == 1:
         x0, f0 = xpt[0], fpt[0]
         return where(xt < x0, lval, where(xt > x0, rval, f0))
-    j = _count_not_above(xpt, xt) - 1            # the segment [xp[j], xp[j+1]) holding x; -1 left of xp[0]
+    from numfn.numpy.sorting import searchsorted
+    j = searchsorted(xpt, xt, side="right") - 1  # the segment [xp[j], xp[j+1]) holding x; -1 left of xp[0]
     jc = Tensor._elementwise("maximum", Ops.MAX, Tensor._elementwise("minimum", Ops.MIN, j, n - 2), 0)
     x0, x1 = gather(xpt, [jc]), gather(xpt, [jc + 1])
     f0, f1 = gather(fpt, [jc]), gather(fpt, [jc + 1])

@@ -1,8 +1,12 @@
-"""Statistics: var, std, average and the NaN-ignoring nanmean, nanvar, nanstd.
+"""Statistics: var, std, average, median, percentile, quantile and the NaN-ignoring nanmean, nanvar, nanstd,
+nanmedian, nanpercentile, nanquantile.
 
 Each follows the order of operations of NumPy's own implementation (the mean accumulated in `dtype` and divided
 into it, deviations in the array's dtype, the squared deviations summed in `dtype`), so the result dtypes, and the
-values up to summation order, are NumPy's. Medians, percentiles and quantiles need sorting and are not here yet.
+values up to summation order, are NumPy's. Medians and quantiles sort the reduced axes (numfn.numpy.sorting's native
+sort; NumPy partitions, which puts the same values at the positions read) and then compute NumPy's indices, weights
+and interpolation with NumPy's formulas in NumPy's dtypes, so their values are NumPy's exactly. The NaN-ignoring
+versions read each row's first n elements, n being its count of non-NaN values (NaNs sort last).
 """
 from __future__ import annotations
 
@@ -12,12 +16,14 @@ import numpy as np
 
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
-from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
+from numfn.errors import unsupported
+from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
 
 T = Tensor.lift
 
-__all__ = ['var', 'std', 'average', 'nanmean', 'nanvar', 'nanstd']
+__all__ = ['var', 'std', 'average', 'nanmean', 'nanvar', 'nanstd', 'median', 'percentile', 'quantile', 'nanmedian',
+           'nanpercentile', 'nanquantile']
 
 
 def _ddof(ddof, correction):
@@ -189,3 +195,280 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     """sqrt(nanvar(...)) with nanvar's arguments."""
     refuse("nanstd", out=out)
     return _sqrt_into(_nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction))
+
+
+# ---- order statistics: median, percentile, quantile ------------------------------------------------------------
+class _Rows:
+    """An array's reduced axes sorted, as rows: `s` (kept shape + (m,)), and per row the count `n` of elements that
+    count (an int, or an int64 Tensor of the kept shape: non-NaN elements, or the elements inside run-time lengths),
+    which are the row's first n (NaNs, and the positions past a run-time length, sort last). `lengths`: the run-time
+    lengths of the kept axes (an array of run-time length keeps those of the axes it does not reduce)."""
+
+    def __init__(self, a, axis, skip_nan: bool):
+        from numfn import dynamic
+        from numfn.numpy.sorting import filled
+        t = a if isinstance(a, dynamic.DynTensor) else T(a)
+        self.dtype = t.uop.dtype
+        if self.dtype.kind not in "biuf": raise TypeError("a must be an array of real numbers")
+        self.ndim = t.ndim
+        self.axes = normalize_axes(axis, t.ndim)
+        self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
+        bound = t.uop.shape
+        kept_shape = tuple(bound[i] for i in self.kept)
+        self.m = math.prod(bound[i] for i in self.axes)
+        dyn = isinstance(t, dynamic.DynTensor)
+        self.lengths = tuple(t.lengths[i] for i in self.kept) if dyn else (None,) * len(self.kept)
+        lengths = tuple(t.lengths[i] for i in self.axes) if dyn else ()
+        # the positions past a run-time length fill with the dtype's last value in sort order: they sort last
+        value = filled(t) if any(ln is not None for ln in lengths) else Tensor(t.uop)
+        rows = value.transpose(self.kept + self.axes).reshape(kept_shape + (self.m,))
+        self.shape = kept_shape
+        self.n = self.m
+        if any(ln is not None for ln in lengths):   # the product of the reduced axes' sizes, at run time
+            count = Tensor(UOp.const(dtypes.int64, math.prod(bound[i] for i in self.axes if t.lengths[i] is None)))
+            for ln in lengths:
+                if ln is not None: count = count * Tensor(ln)
+            self.n = Tensor(count._broadcast(kept_shape))
+        if skip_nan and self.dtype.is_float:
+            self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
+        self.rows, self.s = rows, None
+        self.static = isinstance(self.n, int)
+
+    def order(self, *positions) -> None:
+        """Make the rows readable at `positions` (index arrays, as `pick` takes them): where every one is known
+        while tracing (a static count and static q), the native select puts just those positions in place (NumPy's
+        partition: linear time); else the rows are sorted."""
+        from numfn.numpy.sorting import SELECT_MAX, _select_last, _sort_last
+        if self.s is not None: return
+        known = [T(p).known() for p in positions] if self.static else [None]
+        if all(k is not None for k in known):
+            kth = sorted({int(v) for k in known for v in np.ravel(k) if 0 <= v < self.m})
+            if 0 < len(kth) <= SELECT_MAX:
+                self.s = _select_last(self.rows, kth)
+                return
+        self.s = _sort_last(self.rows, False)
+
+    def pick(self, idx) -> Tensor:
+        """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""
+        idx = T(idx).astype(np.int64)
+        self.order()   # sorted, unless `order` was told the positions
+        shape = broadcast_shapes(idx.shape, self.shape)
+        if 0 in shape: return Tensor(UOp.const_like(self.s.uop.dtype, 0, shape))
+        lead = len(shape) - len(self.shape)
+        coords = [Tensor(UOp.iota(k).reshape(tuple(k if j == lead + i else 1 for j in range(len(shape)))))
+                  for i, k in enumerate(self.shape)]
+        return gather(self.s, coords + [idx])
+
+    def last(self) -> Tensor:
+        """Each row's last element that counts."""
+        return self.pick(Tensor.lift(self.n) - 1)
+
+    def finish(self, result: Tensor, qdims: int, keepdims: bool) -> Tensor:
+        """The result (q's axes, then the kept axes) with keepdims' axes of size 1 where the reduced ones were, and
+        the kept axes' run-time lengths."""
+        lengths = (None,) * qdims + self.lengths
+        if keepdims:
+            full, kept = list(result.shape[:qdims]), iter(zip(result.shape[qdims:], self.lengths))
+            lengths = [None] * qdims
+            for i in range(self.ndim):
+                size, length = (1, None) if i in self.axes else next(kept)
+                full.append(size)
+                lengths.append(length)
+            result = result.reshape(tuple(full))
+        if all(ln is None for ln in lengths): return result
+        from numfn import dynamic
+        return dynamic.DynTensor(result.uop, lengths=tuple(lengths))
+
+
+def _nan_to(result: Tensor, where: Tensor, value: Tensor) -> Tensor:
+    from numfn.numpy.ufuncs import where as where_
+    return where_(where, value.astype(result.uop.dtype), result)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+    """The median along `axis` (None: of everything): the middle element, or the mean of the two middle ones (in
+    mean's dtype: float64 for integers); NaN where the slice holds a NaN. overwrite_input= is accepted (numfn never
+    changes the input)."""
+    refuse("median", out=out)
+    return _median(a, axis, keepdims, False)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+    """The median of the non-NaN elements; NaN for a slice without any (where NumPy warns)."""
+    refuse("nanmedian", out=out)
+    return _median(a, axis, keepdims, True)
+
+
+def _median(a, axis, keepdims, skip_nan: bool) -> Tensor:
+    r = _Rows(a, axis, skip_nan)
+    from numfn.numpy.manipulation import stack
+    from numfn.numpy.ufuncs import isnan, where
+    if r.static and r.m == 0:   # the mean of nothing: NaN (NumPy warns)
+        mean_dt = Tensor(UOp.const_like(r.dtype, 0, (1,))).mean().uop.dtype
+        return r.finish(Tensor(UOp.const_like(mean_dt, math.nan, r.shape)), 0, keepdims)
+    n = Tensor.lift(r.n)
+    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    r.order((n - 1) // 2, n // 2, *([n - 1] if nan_check else []))
+    lo, hi = r.pick((n - 1) // 2), r.pick(n // 2)
+    one = stack([lo], axis=-1).mean(axis=-1)            # NumPy: the mean of the middle element(s)
+    two = stack([lo, hi], axis=-1).mean(axis=-1)
+    if r.static: res = one if r.m % 2 else two
+    else: res = where(n % 2 == 1, one, two)
+    if not r.static: res = _nan_to(res, n == 0, Tensor(UOp.const(res.uop.dtype, math.nan)))   # the mean of nothing
+    if nan_check:
+        last = r.last()
+        res = _nan_to(res, isnan(last), last)
+    return r.finish(res, 0, keepdims)
+
+
+# NumPy's quantile methods: the virtual index of q among n sorted elements, and how the weight of the next element
+# is adjusted ('discrete' methods index an element; the others interpolate between two)
+_ALPHA_BETA = {"interpolated_inverted_cdf": (0, 1), "hazen": (0.5, 0.5), "weibull": (0, 0),
+               "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+_DISCRETE = ("inverted_cdf", "closest_observation", "lower", "higher", "nearest")
+_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen",
+            "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+               weights=None) -> Tensor:
+    """The q-th percentiles (q in [0, 100]) along `axis`, by NumPy's `method` (default 'linear'); q's axes come
+    first in the result. weights= (method 'inverted_cdf' only) is not supported."""
+    refuse("percentile", out=out)
+    return _quantile(a, q, axis, method, keepdims, weights, True, False)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+             weights=None) -> Tensor:
+    """The q-th quantiles (q in [0, 1]) along `axis`, by NumPy's `method` (default 'linear')."""
+    refuse("quantile", out=out)
+    return _quantile(a, q, axis, method, keepdims, weights, False, False)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+                  weights=None) -> Tensor:
+    """percentile of the non-NaN elements; NaN for a slice without any."""
+    refuse("nanpercentile", out=out)
+    return _quantile(a, q, axis, method, keepdims, weights, True, True)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+                weights=None) -> Tensor:
+    """quantile of the non-NaN elements; NaN for a slice without any."""
+    refuse("nanquantile", out=out)
+    return _quantile(a, q, axis, method, keepdims, weights, False, True)
+
+
+def _q_values(q, percent: bool) -> tuple[Tensor, bool]:
+    """q as NumPy's quantile code sees it (divided by 100 for percentiles), checked to lie in [0, 1], and whether it
+    was a Python scalar (NumPy then interpolates with a weak Python float)."""
+    weak = type(q) in (int, float)
+    what = "Percentiles must be in the range [0, 100]" if percent else "Quantiles must be in the range [0, 1]"
+    if isinstance(q, Tensor):
+        qt = Tensor(q.uop)
+        if percent: qt = Tensor._elementwise("true_divide", Ops.FDIV, qt, 100)
+        if qt.size: add_check(~((qt >= 0) & (qt <= 1)).all(), 0, lambda _: ValueError(what))
+        return qt, False
+    qn = np.asanyarray(q)
+    if qn.dtype.kind not in "biuf": raise TypeError(f"q must be real numbers, not {qn.dtype}")
+    if percent: qn = np.true_divide(qn, 100)
+    if qn.size and not ((qn >= 0) & (qn <= 1)).all(): raise ValueError(what)
+    return Tensor(Tensor.lift(qn).uop), weak
+
+
+def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bool) -> Tensor:
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+        raise unsupported("weights= of numpy.quantile and numpy.percentile")
+    qt, weak = _q_values(q, percent)
+    if qt.ndim > 2: raise ValueError("q must be a scalar or 1d")
+    if method not in _METHODS:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: dict_keys({list(_METHODS)!r})")
+    from numfn import dynamic
+    if skip_nan and not isinstance(a, dynamic.DynTensor) and T(a).size == 0:
+        # NumPy: nanmean of the empty array (NaN, or an empty result), whatever q
+        return nanmean(a, axis, keepdims=keepdims)
+    r = _Rows(a, axis, skip_nan)
+    if r.static and r.m == 0: raise IndexError("index -1 is out of bounds for axis 0 with size 0")
+    from numfn.numpy.ufuncs import ceil, floor, isnan, rint, where
+    qdims = qt.ndim
+    qdt = qt.uop.dtype
+    # the counts as NumPy's Python ints meet q: weak, converted to q's dtype
+    if r.static: n = Tensor.lift(r.n)
+    else:
+        n = Tensor(r.n.uop).astype(qdt if qdt.is_float else np.int64)
+        n = n.reshape((1,) * qdims + n.shape)
+    qb = qt.reshape(qt.shape + (1,) * len(r.shape))   # q's axes first, then the kept ones
+    count = Tensor.lift(r.n) if r.static else Tensor(r.n.uop).reshape((1,) * qdims + r.shape)
+
+    def last_index() -> Tensor:
+        return count - 1
+
+    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    last_position = [last_index()] if nan_check else []
+
+    if method in _DISCRETE or (method == "linear" and not qdt.is_float):
+        if method == "lower": vi = floor((n - 1) * qb).astype(np.int64)
+        elif method == "higher": vi = ceil((n - 1) * qb).astype(np.int64)
+        elif method == "nearest": vi = rint((n - 1) * qb).astype(np.int64)
+        elif method == "linear": vi = ((n - 1) * qb).astype(np.int64)
+        else:
+            index = n * qb - 1 - (0.5 if method == "closest_observation" else 0)
+            prev = floor(index)
+            gamma = index - prev
+            at_prev = gamma == 0
+            if method == "closest_observation": at_prev = at_prev & (prev % 2 == 1)
+            vi = where(at_prev, prev, prev + 1).astype(np.int64)
+            vi = where(vi < 0, 0, vi)
+        r.order(vi, *last_position)
+        res = r.pick(vi)
+    else:
+        if method == "linear": vi = (n - 1) * qb
+        elif method == "midpoint": vi = 0.5 * (floor((n - 1) * qb) + ceil((n - 1) * qb))
+        elif method == "averaged_inverted_cdf": vi = n * qb - 1
+        else:
+            alpha, beta = _ALPHA_BETA[method]
+            vi = n * qb + (alpha + qb * (1 - alpha - beta)) - 1
+        vdt = vi.uop.dtype
+        top = last_index().astype(vdt) if not r.static else r.m - 1
+        floor_vi = floor(vi)
+        above, below_zero = vi >= top, vi < 0   # NumPy: past the end, the last element; before the start, the first
+        prev = where(below_zero, 0, where(above, -1, floor_vi))
+        nxt = where(below_zero, 0, where(above, -1, floor_vi + 1))
+        prev, nxt = prev.astype(np.int64), nxt.astype(np.int64)
+        gamma = (vi - prev.astype(vdt)).astype(vdt)
+        if method == "averaged_inverted_cdf": gamma = where(gamma == 0, 0.5, 1.0).astype(vdt)
+        elif method == "midpoint": gamma = where(vi % 1 == 0, 0.0, 0.5).astype(vdt)
+        # index -1 is the last element that counts
+        prev = where(prev < 0, last_index(), prev)
+        nxt = where(nxt < 0, last_index(), nxt)
+        r.order(prev, nxt, *last_position)
+        below, above_v = r.pick(prev), r.pick(nxt)
+        if weak: gamma = Tensor(gamma.uop, weak=True)   # NumPy: float(gamma)
+        res = _lerp(below, above_v, gamma)
+    if not r.static and not skip_nan:   # an empty array of run-time length: NumPy's IndexError
+        add_check(r.n == 0, 0, lambda _: IndexError("index -1 is out of bounds for axis 0 with size 0"))
+    if skip_nan and r.dtype.is_float:
+        res = _nan_to(res, (r.n == 0).reshape((1,) * qdims + r.shape), Tensor(UOp.const(r.dtype, math.nan)))
+    elif nan_check:
+        last = r.last()
+        res = _nan_to(res, isnan(last), last)
+    return r.finish(res, qdims, keepdims)
+
+
+def _lerp(a: Tensor, b: Tensor, t: Tensor) -> Tensor:
+    """NumPy's linear interpolation: a + (b - a) * t, or b - (b - a) * (1 - t) where t >= 0.5 (in the first one's
+    dtype), with NumPy's dtypes (b - a in the array's own dtype)."""
+    from numfn.numpy.ufuncs import where
+    diff = b - a
+    out = a + diff * t
+    other = (b - diff * (1 - t)).astype(out.uop.dtype)
+    return where(t >= 0.5, other, out)
+
+
+# arrays of run-time length (x[mask]) reach these through numfn.dynamic's guard
+from numfn import dynamic  # noqa: E402
+
+dynamic.NUMPY.update({"median": median, "nanmedian": nanmedian, "percentile": percentile, "quantile": quantile,
+                      "nanpercentile": nanpercentile, "nanquantile": nanquantile})

@@ -12,8 +12,14 @@
 
 void numfn_pool_init(void);
 
+/* sort.c's routines, three per element type */
+#define SORT_ROUTINES(t, T) {"numfn_sort_" #t, (void *)numfn_sort_##t},                                             \
+                            {"numfn_argsort_" #t, (void *)numfn_argsort_##t},                                       \
+                            {"numfn_select_" #t, (void *)numfn_select_##t},
+
 const numfn_routine numfn_routines[] = {
     {"numfn_parallel_for", (void *)numfn_parallel_for},
+    NUMFN_SORT_TYPES(SORT_ROUTINES)
     {NULL, NULL},
 };
 

@@ -27,6 +27,23 @@ int numfn_pool_configure(int nthreads);
  * else NULL (kernels then run their loops directly). Read it anew for every call. */
 extern void *volatile numfn_pool_slot;
 
+/* ---- sorting (sort.c) -------------------------------------------------------------------------------------------
+ *
+ * numfn_sort_<t> sorts each of `rows` contiguous rows of `n` elements in place; numfn_argsort_<t> writes the
+ * positions that sort each row of `keys`; numfn_select_<t> partitions each row in place around the `nkth` positions
+ * `kth` (np.partition). NumPy's stable order, NaNs last. `scratch` holds `scratch_row` elements per row (see sort.c
+ * for how much each needs). Every argument by reference, as numfn's extern calls pass them. NUMFN_SORT_TYPES(X)
+ * lists the element types: X(suffix, C type). */
+#define NUMFN_SORT_TYPES(X)                                                                                         \
+    X(u8, uint8_t) X(i8, int8_t) X(u16, uint16_t) X(i16, int16_t) X(f16, uint16_t) X(u32, uint32_t) X(i32, int32_t)  \
+    X(f32, float) X(u64, uint64_t) X(i64, int64_t) X(f64, double)
+#define NUMFN_DECLARE_SORTS(t, T)                                                                                   \
+    void numfn_sort_##t(T *data, T *scratch, const int64_t *rows, const int64_t *n, const int64_t *scratch_row);    \
+    void numfn_argsort_##t(const T *keys, int64_t *index, uint64_t *scratch, const int64_t *rows, const int64_t *n, \
+                           const int64_t *scratch_row);                                                             \
+    void numfn_select_##t(T *data, const int64_t *kth, const int64_t *rows, const int64_t *n, const int64_t *nkth);
+NUMFN_SORT_TYPES(NUMFN_DECLARE_SORTS)
+
 /* ---- the routine table (module.c) ----------------------------------------------------------------------------- */
 typedef struct {
     const char *name;
