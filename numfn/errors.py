@@ -56,7 +56,6 @@ def unsupported(what: str, hint: str = "") -> NumfnError:
 COVERAGE_PAGE = "docs/numpy-coverage.md"
 COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.coverage --stdout)"
 
-_UNIQUE = "np.unique needs sorting, which numfn does not trace yet: compute it outside the compiled function"
 _OUTSIDE = "do this outside the compiled function: pass the values in as arguments, or convert its results after"
 
 # A NumPy name (as numfn's errors spell it: numpy.NAME, numpy.linalg.NAME, ndarray.NAME; a key ending in ".*" covers
@@ -70,17 +69,15 @@ SUGGESTIONS: dict[str, str] = {
     "numpy.lib.stride_tricks.as_strided":
         "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
         "np.broadcast_to",
-    "numpy.linalg.eig": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigh gives its "
-                        "eigenvalues (ascending) and eigenvectors",
-    "numpy.linalg.eigvals": "numfn computes no complex numbers: for a symmetric matrix, np.linalg.eigvalsh gives its "
-                            "eigenvalues (ascending)",
-    "numpy.fft.*": "numfn has no FFT: compute it outside the compiled function; convolutions of real arrays are "
-                   "np.convolve",
+    "numpy.linalg.eig": "numfn has no general (non-symmetric) eigensolver yet: for a symmetric matrix, "
+                        "np.linalg.eigh gives its eigenvalues (ascending) and eigenvectors",
+    "numpy.linalg.eigvals": "numfn has no general (non-symmetric) eigensolver yet: for a symmetric matrix, "
+                            "np.linalg.eigvalsh gives its eigenvalues (ascending)",
+    "numpy.fft.*": "numfn implements fft, ifft, rfft, irfft, hfft, ihfft, their 2-D and n-D forms, fftfreq, "
+                   "rfftfreq, fftshift and ifftshift of numpy.fft; compute this one outside the compiled function",
     "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "
                       "numfn.random.uniform(key, shape), normal, integers) or a numpy.random.Generator passed as an "
                       "argument (its methods random, standard_normal, normal, uniform, integers)",
-    "numpy.unique": _UNIQUE, "numpy.unique_values": _UNIQUE, "numpy.unique_counts": _UNIQUE,
-    "numpy.unique_inverse": _UNIQUE, "numpy.unique_all": _UNIQUE,
     "numpy.trim_zeros": "Select with a mask: x[np.cumsum(x != 0) > 0] is trim_zeros(x, 'f') (its length is known "
                         "when the program runs)",
     "numpy.vectorize": "Write the function with array operations, or write it for one element (or one example) "
