@@ -22,12 +22,13 @@ def heat(u, steps):
 
 
 def newton(a):
-    """The square roots of the elements of a (all positive) by Newton's iteration, until the residual is tiny."""
+    """The square roots of the elements of a (all positive) by Newton's iteration, until the relative residual is a
+    few ulp (an absolute tolerance would never be met for large elements)."""
     x = a * 0.5 + 0.5
-    residual = np.abs(x * x - a).max()
-    while residual > 1e-12:
+    residual = (np.abs(x * x - a) / a).max()
+    while residual > 1e-14:
         x = 0.5 * (x + a / x)
-        residual = np.abs(x * x - a).max()
+        residual = (np.abs(x * x - a) / a).max()
     return x
 
 

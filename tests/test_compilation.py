@@ -245,10 +245,10 @@ def test_errors_name_the_argument_with_static_arguments_around():
     # issue 18: with static_argnums the names shifted (the array x was called 'n')
     f = numfn.jit(lambda n, x: x + n, static_argnums=0)
     with pytest.raises(TypeError, match="argument 'x'"):
-        f(1, np.ones(2, np.complex128))
+        f(1, np.ones(2, np.clongdouble))
     g = numfn.jit(lambda x, mode, y: x + y, static_argnames="mode")
     with pytest.raises(TypeError, match="argument 'y'"):
-        g(np.ones(2), mode="a", y=np.ones(2, np.complex64))
+        g(np.ones(2), mode="a", y=np.ones(2, np.clongdouble))
 
 
 def test_an_empty_list_is_an_empty_array():

@@ -85,37 +85,36 @@ def cmp_lt_const(i: UOp, c: int) -> UOp:
     return i.alu(Ops.CMPLT, UOp.const(i.dtype, c))
 
 
-_free_ranges_cache: dict = {}
+def _cached_free(u: UOp) -> frozenset | None:
+    return None if u._memo is None else u._memo.get(free_ranges)
 
 
 def free_ranges(u: UOp) -> frozenset:
     """The RANGEs an expression depends on (an accumulator read after its loops does not depend on them).
-    Iterative: index and value expressions can be as deep as the traced program."""
-    cache = _free_ranges_cache
-    found = cache.get(u)
+    Iterative: index and value expressions can be as deep as the traced program. Results are kept on the nodes
+    (as uop.node_cached does), so they live exactly as long as the graph."""
+    found = _cached_free(u)
     if found is not None: return found
-    done: dict[UOp, frozenset] = {}
     stack = [u]
     while stack:
         x = stack[-1]
-        if x in done or x in cache:
+        if _cached_free(x) is not None:
             stack.pop()
             continue
         needed = _free_range_sources(x)
-        missing = [s for s in needed if s not in done and s not in cache]
+        missing = [s for s in needed if _cached_free(s) is None]
         if missing:
             stack.extend(missing)
             continue
         stack.pop()
         if x.op is Ops.RANGE: out = frozenset([x])
         else:
-            parts = [done[s] if s in done else cache[s] for s in needed]
+            parts = [_cached_free(s) for s in needed]
             out = frozenset().union(*parts) if parts else frozenset()
             if x.op is Ops.REDUCE: out = out.difference(x.src[1:])
-        done[x] = out
-    if len(cache) + len(done) > 200_000: cache.clear()
-    cache.update(done)
-    return done[u]
+        if x._memo is None: object.__setattr__(x, "_memo", {})
+        x._memo[free_ranges] = out
+    return _cached_free(u)
 
 
 def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
