@@ -427,12 +427,13 @@ class _Versions:
                     roots[copy] = _Root(copy, extra, list(extra))
                     self.output_copies.add(copy)
                 roots[v].targets = [home] if home is not None else []
-            if first.op is not Ops.BUFFER and _is_copy(first) and first.src[0].op is Ops.BUFFER and \
-                    chain[-1] in self.in_place:
+            base = chain[-1]
+            while base.op is Ops.SCATTER: base = base.src[0]
+            if first.op is not Ops.BUFFER and base.op is Ops.BUFFER and chain[-1] in self.in_place:
                 # writes into an argument that had to start from a copy: the last version goes back into the
                 # argument's memory, after everything that reads the argument as it was
-                back = _copy(chain[-1], ("argument", first.src[0].arg.number))
-                roots[back] = _Root(back, [], [first.src[0]], last=True)
+                back = _copy(chain[-1], ("argument", base.arg.number))
+                roots[back] = _Root(back, [], [base], last=True)
                 self.output_copies.add(back)
                 self.solo.add(back)
 

@@ -198,3 +198,14 @@ def test_two_writes_with_repeated_integer_indices():
         x[np.array([0, 2, 2])] *= x
         return x + 0
     _assert_same_effects(f, np.array([0, 2, 2]))
+
+
+def test_a_write_after_a_copy_reaches_the_argument():
+    """Found by the fuzzer (seed 27 of a writes run): the second write with repeated indices went to a copy
+    that never reached the argument."""
+    def f(x0, x1):
+        x1[:, np.array([-1, -1, 0])] += x0
+        v10 = np.logical_and(x1, x0)
+        x1[:, np.array([0, 0, -1, -1])] *= x0
+        return np.where(v10, x1, x0)
+    _assert_same_effects(f, np.array(-3, dtype=np.int8), np.array([[1], [1]], dtype=np.int8))
