@@ -792,7 +792,9 @@ def _first_read_elsewhere(kernel_value: UOp, buf: UOp, index: UOp, lowered: Lowe
         if same_place: continue
         below = [top]
         while below[-1].src and below[-1].src[0] is not buf: below.append(below[-1].src[0])
-        return min((p for p in below + path if p.op is not Ops.BUFFER), key=lambda p: p.size)
+        part = min((p for p in below + path if p.op is not Ops.BUFFER), key=lambda p: p.size)
+        # a part as large as the value itself (a stencil's shifted views): storing the value once is cheaper
+        return part if part.size < values.size else None
     return None
 
 
