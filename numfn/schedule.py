@@ -657,9 +657,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         groups[target].append(r)
         group_deps[target] |= needs - {target}
         group_of[r.value] = target
-    for gi, g in enumerate(groups):
-        if any(r.last for r in g):
-            group_deps[gi] |= (set(range(len(groups))) | {("extern", e) for e in range(len(externs))}) - {gi}
+    last = {gi for gi, g in enumerate(groups) if any(r.last for r in g)}
+    for gi in last:   # after every other step (the write-backs among themselves in any order)
+        group_deps[gi] |= (set(range(len(groups))) - last) | {("extern", e) for e in range(len(externs))}
 
     # the kernels' values, and which realized values (so which versions of memory) each loads
     values, reads = [], []

@@ -209,3 +209,20 @@ def test_a_write_after_a_copy_reaches_the_argument():
         x1[:, np.array([0, 0, -1, -1])] *= x0
         return np.where(v10, x1, x0)
     _assert_same_effects(f, np.array(-3, dtype=np.int8), np.array([[1], [1]], dtype=np.int8))
+
+
+def test_writes_into_three_arguments_through_copies():
+    """Found by the fuzzer (seed 44): three arguments written back after copies made the steps' order cyclic."""
+    def f(x0, x1, x2):
+        v1 = x0.flatten()
+        x0[np.clip(v1, -1, 0)] *= x0
+        x1[np.clip(v1, -1, 0)] = x0
+        x2[np.clip(x2, -1, 0)] = x2
+        return x0 + 0
+    _assert_same_effects(f, np.array([-3]), np.array([False]), np.array([3], np.int16))
+
+
+def test_clip_keeps_a_run_time_length():
+    """Found by the fuzzer (seed 160): np.clip of x[mask] returned the whole bound."""
+    check(lambda x: (np.clip(x[x > 0], -4, 4), np.expm1(np.clip(x[x > 0], -4, 4))),
+          np.array([0.5, -0.5, -2.5, 1.0]), backend="llvm")

@@ -840,7 +840,8 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor: 
     a_min = min if a_min is None else a_min
     a_max = max if a_max is None else a_max
     if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
-    res = Tensor(T(a).uop)   # np.clip converts `a` with asarray: a Python scalar there is a strong array
+    res = T(a)
+    if not res.runtime_length: res = Tensor(res.uop)   # np.clip converts `a` with asarray: a Python scalar is strong
     dt = res.uop.dtype
     # like NumPy, a Python-int bound beyond the dtype's range on the side it cannot reach is no bound at all
     if dt.is_int and not res.weak:
