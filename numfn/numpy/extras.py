@@ -12,7 +12,7 @@ import numpy as np
 from numfn.args import as_dtype
 from numfn.dtype import dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check
+from numfn.tensor import Tensor, add_check, gather
 from numfn.uop import UOp
 
 T = Tensor.lift
@@ -264,12 +264,15 @@ def vander(x, N: int | None = None, increasing: bool = False) -> Tensor:
     return Tensor((v if increasing else flip(v, axis=1)).uop)
 
 
-def _cov_rows(a, dtype, rowvar: bool) -> Tensor:
+def _cov_rows(a, dtype, rowvar: bool, name: str) -> Tensor:
+    """a as a 2-D array of variables (rows) in `dtype`. As NumPy decides: without rowvar, m is transposed unless it is
+    1-D, y unless it has a single row."""
     t = T(a)
     t = Tensor(t.uop) if t.weak else t
-    if t.ndim > 2: raise ValueError("m has more than 2 dimensions")
+    if t.ndim > 2: raise ValueError(f"{name} has more than 2 dimensions")
+    one_d = t.ndim == 1
     t = t.astype(dtype).reshape((1,) * (2 - t.ndim) + t.shape)
-    if not rowvar and t.shape[0] != 1: t = t.T
+    if not rowvar and (not one_d if name == "m" else t.shape[0] != 1): t = t.T
     return t
 
 
@@ -283,14 +286,14 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     if dtype is None:
         dtype = np.result_type(*(p.dtype for p in parts), np.float64)
     dt = as_dtype(dtype)
-    X = _cov_rows(m, dt, rowvar)
-    if y is not None:
-        Y = _cov_rows(y, dt, rowvar)
-        from numfn.numpy.manipulation import concatenate
-        X = concatenate([X, Y], axis=0)
+    X = _cov_rows(m, dt, rowvar, "m")
+    Y = None if y is None else _cov_rows(y, dt, rowvar, "y")
     if X.shape[0] == 0:
         from numfn.numpy.creation import zeros
-        return zeros((0, 0), dt)
+        return zeros((0, 0))   # float64 whatever the dtype, as NumPy's
+    if Y is not None:
+        from numfn.numpy.manipulation import concatenate
+        X = concatenate([X, Y], axis=0)
     ddof = (0 if bias else 1) if ddof is None else int(ddof)
     fact = X.shape[1] - ddof
     factor = np.true_divide(1, fact, dtype=dt.np) if fact > 0 else np.array(np.inf, dtype=dt.np)[()]
@@ -324,5 +327,11 @@ def fill_diagonal(a, val, wrap: bool = False) -> None:
     size = t.size
     flat = np.arange(0, size if end is None else min(end, size), step, dtype=np.int64)
     if flat.size == 0: return
-    from numfn.numpy.indexing import put
-    put(t, flat, val)
+    # written through a[rows, cols, ...] (coordinates known while tracing), val repeated cyclically as a.flat does
+    coords = tuple(T(c) for c in np.unravel_index(flat, t.shape))
+    v = T(val)
+    if v.size == 0: return
+    if v.ndim:
+        v = v.reshape(-1)
+        v = gather(v, [Tensor(UOp.iota(flat.size)) % v.size])
+    t[coords] = v.astype(t.dtype) if not v.weak else v
