@@ -87,13 +87,9 @@ SUGGESTIONS: dict[str, str] = {
     "numpy.apply_over_axes": "Reductions take a tuple of axes: x.sum(axis=(0, 2), keepdims=True)",
     "numpy.piecewise": "Choose elementwise with np.where(condition, f(x), g(x)), nested for more pieces (both sides "
                        "are computed, as in NumPy's where), or np.select",
-    "numpy.isin": "With a few test values: (x[..., None] == values).any(axis=-1)",
     "numpy.putmask": "np.where(mask, values, x), or x[...] = np.where(mask, values, x) to write into x",
     "numpy.place": "x[mask] = values (as many values as true positions)",
     "numpy.copyto": "dst[...] = src (with np.where(where, src, dst) for where=)",
-    "numpy.fill_diagonal": "i = np.arange(min(a.shape)); a[i, i] = value",
-    "numpy.cov": "For rows as variables: xc = x - x.mean(axis=1, keepdims=True); xc @ xc.T / (x.shape[1] - 1)",
-    "numpy.corrcoef": "From the covariance c: c / np.sqrt(np.outer(np.diagonal(c), np.diagonal(c)))",
     "numpy.histogramdd": _OUTSIDE, "numpy.histogram_bin_edges": _OUTSIDE,
     "numpy.save": _OUTSIDE, "numpy.savez": _OUTSIDE, "numpy.savetxt": _OUTSIDE, "numpy.load": _OUTSIDE,
     "numpy.loadtxt": _OUTSIDE, "numpy.genfromtxt": _OUTSIDE, "numpy.fromfile": _OUTSIDE,

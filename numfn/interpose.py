@@ -20,7 +20,7 @@ import numpy as np
 # NumPy names whose results a traced function may write into, fill or combine with traced values
 CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
             "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
-            "ascontiguousarray", "copy", "tri", "meshgrid", "indices")
+            "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
 
 _lock = threading.Lock()
 _active = 0                      # traces under way in the process

@@ -20,10 +20,11 @@ import types
 import numpy as _np
 
 from numfn import dynamic
-from numfn.numpy import (creation, dtypes, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
+from numfn.numpy import (creation, dtypes, extras, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
                          reductions, signal, sorting, statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.dtypes import *  # noqa: F401,F403
+from numfn.numpy.extras import *  # noqa: F401,F403
 from numfn.numpy.indexing import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
@@ -34,7 +35,7 @@ from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.tensor import NUMPY_IMPLEMENTATIONS
 
-_MODULES = (creation, dtypes, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
+_MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 
