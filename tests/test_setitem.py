@@ -294,3 +294,22 @@ def test_writes_into_empty_regions_change_nothing(backend):
     want = _write_empty_prefixes(want_x)
     for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(got_x, want_x)
+
+
+def _write_through_flat_views(a):
+    b = a * 1.0
+    b.reshape(-1)[np.array([0, 13])] = 9.5       # a view of a 3-D array: the write reaches b
+    np.put(a, [1, 26], -2.0)                      # into the 3-D argument
+    c = b.transpose(1, 0, 2).reshape(9, 3)        # NumPy copies here: the write does not reach b
+    c[0] = 7.0
+    return b, c
+
+
+def test_writes_through_reshapes_of_three_or_more_axes(backend):
+    """Found while adding fill_diagonal: a reshape of 3+ axes was taken for a copy (its index expressions keep
+    nested divisions), so writes through it were lost."""
+    x = rand((3, 3, 3), np.float64, RNG)
+    got_x, want_x = x.copy(), x.copy()
+    got, want = numfn.jit(_write_through_flat_views, backend=backend)(got_x), _write_through_flat_views(want_x)
+    for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got_x, want_x)

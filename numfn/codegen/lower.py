@@ -320,8 +320,33 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     if len(loads) != 1: return None
     terms, _ = affine(loads[0].src[1])
     coef = dict(terms)
-    if any(a.op is not Ops.RANGE for a in coef): return None
+    if any(a.op is not Ops.RANGE for a in coef): return _numpy_strides(base_shape, chain)
     return tuple(coef.get(r, 0) if r is not ZERO else 0 for r in ranges)
+
+
+def _numpy_strides(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
+    """The view's strides as NumPy computes them, where the index expressions did not simplify to affine ones
+    (a reshape of three or more axes leaves nested divisions): the movement ops applied to a strided array of
+    one-byte elements over one byte of memory (nothing the size of the base is allocated). None where NumPy would
+    copy (or the chain has a pad, which no strides describe)."""
+    import numpy as np
+    steps, acc = [], 1
+    for n in reversed(base_shape):
+        steps.append(acc)
+        acc *= n
+    a = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), tuple(base_shape), tuple(reversed(steps)))
+    for op, arg in chain:
+        if op is Ops.RESHAPE:
+            try:
+                a = a.reshape(arg, copy=False)
+            except ValueError:
+                return None
+        elif op is Ops.PERMUTE: a = a.transpose(arg)
+        elif op is Ops.EXPAND: a = np.broadcast_to(a, arg)
+        elif op is Ops.SHRINK: a = a[tuple(slice(b, e) for b, e in arg)]
+        elif op is Ops.FLIP: a = a[tuple(slice(None, None, -1) if i in arg else slice(None) for i in range(a.ndim))]
+        else: return None
+    return tuple(s if n > 1 else 0 for s, n in zip(a.strides, a.shape))
 
 
 def _stand_in(u: UOp) -> UOp:
