@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import numfn
+from timing import median_seconds
 
 
 def heat(u, steps):
@@ -110,15 +111,6 @@ def test_control(benchmark, name, library):
     benchmark.pedantic(fn, args, rounds=3, iterations=1)
 
 
-def _median(fn, args, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 def compile_seconds(fn, args, static=()) -> float:
     """Trace, compile and run once, with no disk cache to help."""
     numfn.cache.clear()
@@ -135,7 +127,7 @@ if __name__ == "__main__":
         jitted = _jitted(name)
         _check(name, jitted, args)
         repeat = 3
-        t_np, t_fn = _median(CASES[name][1], args, repeat), _median(jitted, args, repeat)
+        t_np, t_fn = median_seconds(CASES[name][1], args, repeat), median_seconds(jitted, args, repeat)
         print(f"{name:<10} {t_np * 1e3:10.1f} {t_fn * 1e3:10.1f} {t_np / t_fn:7.1f}x")
     u = rng.random((256, 256))
     short, long_ = compile_seconds(heat, (u, 100), (1,)), compile_seconds(heat, (u, 10_000), (1,))

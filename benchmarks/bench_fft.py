@@ -11,7 +11,6 @@ spectrum, and a 2-D transform of 1024 x 1024.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
@@ -19,6 +18,7 @@ import numpy as np
 
 import numfn
 from numfn.runtime import threads
+from timing import median_times
 
 
 def power_spectrum(x):
@@ -44,16 +44,6 @@ def workloads(rng):
     return out
 
 
-def _median_times(fns, args, rounds: int, calls: int) -> list[float]:
-    times = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(calls): f(*args)
-            times[i].append((time.perf_counter() - t0) / calls)
-    return [statistics.median(t) for t in times]
-
-
 def main(quick: bool = False) -> None:
     rng = np.random.default_rng(0)
     print(f"numfn {numfn.__version__}, NumPy {np.__version__}, numfn threads {threads.thread_count()}")
@@ -67,7 +57,7 @@ def main(quick: bool = False) -> None:
         once = time.perf_counter() - t0
         calls = max(1, min(200, int(0.02 / max(once, 1e-7))))
         rounds = 3 if quick else (9 if once < 0.5 else 5)
-        t_np, t_nf = _median_times([fn, jitted], args, rounds, calls)
+        t_np, t_nf = median_times([fn, jitted], args, rounds, calls)
         print(f"{name:36s} {t_np * 1e3:9.3f}ms {t_nf * 1e3:9.3f}ms {t_np / t_nf:7.2f}x", flush=True)
 
 

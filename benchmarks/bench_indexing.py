@@ -5,12 +5,12 @@ bins, and a 2-D stencil written into its argument (1024^2). Every numfn result i
     python -m pytest benchmarks/bench_indexing.py --benchmark-group-by=group
     python benchmarks/bench_indexing.py          # a table of medians and speedups (NumPy time / numfn time)
 """
-import time
 
 import numpy as np
 import pytest
 
 import numfn
+from timing import median_seconds
 
 
 def gather(x, idx):
@@ -67,15 +67,6 @@ def test_indexing(benchmark, name, library):
     benchmark(fn, *args)
 
 
-def _median(fn, args, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
     print(f"{'case':<12} {'NumPy ms':>9} {'numfn ms':>9} {'speedup':>8}")
@@ -84,5 +75,5 @@ if __name__ == "__main__":
         jitted = numfn.jit(fn)
         _check(name, fn, jitted, args)
         repeat = 7 if name in ("masked_mean", "histogram") else 21
-        t_np, t_fn = _median(fn, args, repeat), _median(jitted, args, repeat)
+        t_np, t_fn = median_seconds(fn, args, repeat), median_seconds(jitted, args, repeat)
         print(f"{name:<12} {t_np * 1e3:9.2f} {t_fn * 1e3:9.2f} {t_np / t_fn:7.2f}x")

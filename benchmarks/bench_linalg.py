@@ -10,7 +10,6 @@ result is checked against NumPy's first.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
@@ -18,6 +17,7 @@ import numpy as np
 
 import numfn
 from numfn.runtime import blas, threads
+from timing import median_times
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -58,16 +58,6 @@ def workloads(rng):
     return out
 
 
-def _median_times(fns, args, rounds: int, calls: int) -> list[float]:
-    times = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(calls): f(*args)
-            times[i].append((time.perf_counter() - t0) / calls)
-    return [statistics.median(t) for t in times]
-
-
 def _check(name, got, want):
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
@@ -94,7 +84,7 @@ def main(quick: bool = False) -> None:
         once = time.perf_counter() - t0
         calls = max(1, min(200, int(0.02 / max(once, 1e-7))))
         rounds = 3 if quick else (7 if once < 0.5 else 3)
-        t_np, t_nf = _median_times([fn, jitted], args, rounds, calls)
+        t_np, t_nf = median_times([fn, jitted], args, rounds, calls)
         gf = (lambda t, flops=flops: f"{flops / t / 1e9:14.1f}") if flops else (lambda t: f"{'':>14s}")
         print(f"{name:36s} {t_np * 1e3:9.3f}ms {t_nf * 1e3:9.3f}ms {gf(t_np)} {gf(t_nf)} {t_np / t_nf:7.2f}x",
               flush=True)

@@ -9,13 +9,13 @@ shows numfn on one thread (numfn.set_num_threads(1)) and on the default count.
     python -m pytest benchmarks/bench_sorting.py --benchmark-group-by=group
     python benchmarks/bench_sorting.py        # medians and ratios (numfn time / NumPy time: below 1 is faster)
 """
-import time
 
 import numpy as np
 import pytest
 
 import numfn
 from numfn.runtime.threads import thread_count
+from timing import median_seconds
 
 
 def sort(x):
@@ -74,15 +74,6 @@ def test_sorting(benchmark, name, library):
     benchmark(fn, *args)
 
 
-def _median(fn, args, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
     threads = thread_count()
@@ -92,10 +83,10 @@ if __name__ == "__main__":
         jitted = numfn.jit(fn)
         _check(name, fn, jitted, args)
         repeat = 15
-        t_np = _median(fn, args, repeat)
+        t_np = median_seconds(fn, args, repeat)
         numfn.set_num_threads(1)
-        t_one = _median(jitted, args, repeat)
+        t_one = median_seconds(jitted, args, repeat)
         numfn.set_num_threads(threads)
-        t_all = _median(jitted, args, repeat)
+        t_all = median_seconds(jitted, args, repeat)
         print(f"{name:<13} {t_np * 1e3:9.2f} {t_one * 1e3:12.2f} {t_one / t_np:6.2f} {t_all * 1e3:12.2f} "
               f"{t_all / t_np:6.2f}")
