@@ -179,6 +179,11 @@ def test_put_and_put_along_axis_write_into_the_array(backend):
 
     check_mutates(f, rand((3, 4), np.float64, RNG), np.array([1, -1, 5]), np.array([[0], [2], [3]]),
                   backend=backend)
+    # NumPy's errors, shared with take_along_axis: float indices, a dimension mismatch
+    check_raises_like(lambda a: np.put_along_axis(a, np.array([[0.5]]), 1.0, axis=1), np.zeros((2, 3)),
+                      backend=backend)
+    check_raises_like(lambda a: np.put_along_axis(a, np.array([0]), 1.0, axis=1), np.zeros((2, 3)),
+                      backend=backend)
 
 
 def test_bincount_histogram_digitize(backend):

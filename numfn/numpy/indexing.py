@@ -122,8 +122,9 @@ def take(a, indices, axis=None, out=None, mode="raise") -> Tensor:
     return t[(slice(None),) * ax + (i,)]
 
 
-def take_along_axis(arr, indices, axis=-1) -> Tensor:
-    """arr's elements at `indices` along `axis`, matching the other axes (broadcast): NumPy's take_along_axis."""
+def _along_axis(arr, indices, axis) -> tuple[Tensor, int, tuple[int, ...], Tensor]:
+    """What take_along_axis and put_along_axis share, with NumPy's errors: (arr, the axis, the shape of the
+    region, the indices along the axis as int64, wrapped and checked to be in bounds)."""
     t, i = T(arr), T(indices)
     if axis is None:
         if i.ndim != 1: raise ValueError("when axis=None, `indices` must have a single dimension.")
@@ -134,11 +135,16 @@ def take_along_axis(arr, indices, axis=-1) -> Tensor:
     ax = normalize_axis(axis, t.ndim)
     shape = broadcast_shapes(tuple(1 if a == ax else n for a, n in enumerate(t.shape)),
                              tuple(1 if a == ax else n for a, n in enumerate(i.shape)))
-    out_shape = shape[:ax] + (i.shape[ax],) + shape[ax + 1:]
+    shape = shape[:ax] + (i.shape[ax],) + shape[ax + 1:]
     n = t.shape[ax]
     j = i.astype(np.int64)
     add_check((j < -n) | (j >= n), j, lambda v: IndexError(f"index {v} is out of bounds for axis {ax} with size {n}"))
-    j = Tensor((j < 0).uop.alu(Ops.WHERE, (j + n).uop, j.uop))
+    return t, ax, shape, Tensor((j < 0).uop.alu(Ops.WHERE, (j + n).uop, j.uop))
+
+
+def take_along_axis(arr, indices, axis=-1) -> Tensor:
+    """arr's elements at `indices` along `axis`, matching the other axes (broadcast): NumPy's take_along_axis."""
+    t, ax, out_shape, j = _along_axis(arr, indices, axis)
     zero = Tensor(UOp.const_like(I64, 0, (1,) * t.ndim))   # an axis of size 1 in arr: broadcast
     idx = [j if a == ax else _iota_on(m, a, t.ndim) if t.shape[a] != 1 else zero for a, m in enumerate(out_shape)]
     return gather(t, [Tensor(x._broadcast(out_shape)) for x in idx])
@@ -184,19 +190,7 @@ def select(condlist, choicelist, default=0) -> Tensor:
 # ---- writes ------------------------------------------------------------------------------------------------------
 def put_along_axis(arr, indices, values, axis) -> None:
     """arr[..., indices, ...] = values along `axis`, matching the other axes: written into arr."""
-    t, i = T(arr), T(indices)
-    if axis is None:
-        if i.ndim != 1: raise ValueError("when axis=None, `indices` must have a single dimension.")
-        t, axis = t.reshape(-1), 0
-    if i.ndim != t.ndim: raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    ax = normalize_axis(axis, t.ndim)
-    shape = broadcast_shapes(tuple(1 if a == ax else n for a, n in enumerate(t.shape)),
-                             tuple(1 if a == ax else n for a, n in enumerate(i.shape)))
-    shape = shape[:ax] + (i.shape[ax],) + shape[ax + 1:]
-    n = t.shape[ax]
-    j = i.astype(np.int64)
-    add_check((j < -n) | (j >= n), j, lambda v: IndexError(f"index {v} is out of bounds for axis {ax} with size {n}"))
-    j = Tensor((j < 0).uop.alu(Ops.WHERE, (j + n).uop, j.uop))
+    t, ax, shape, j = _along_axis(arr, indices, axis)
     idx = [j if a == ax else _iota_on(m, a, t.ndim) for a, m in enumerate(shape)]
     from numfn.indexing import assignable
     v = assignable(values, t.uop.dtype, shape)
