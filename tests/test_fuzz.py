@@ -264,3 +264,11 @@ def test_a_run_time_length_against_a_static_axis_is_checked():
     f = numfn.jit(lambda x: x + x[x > 0])
     with pytest.raises(ValueError, match="could not be broadcast"):
         f(np.array([[1, 2, -3]], np.int8))
+
+
+def test_sums_of_one_negative_zero_are_positive_zero(backend):
+    """Found by the 20,000-program run: a sum over axes of one element (np.sum, matmul/dot/einsum with an inner
+    length of 1) kept -0.0; NumPy adds to 0.0, so -0.0 sums to 0.0 (fixed)."""
+    a, b = np.ones((3, 1)), np.array([-0.0])
+    check(lambda a, b: (a @ b, np.sum(b), np.sum(a * b, axis=-1), np.einsum("ij,j->i", a, b), np.dot(a, b),
+                        np.mean(b), np.cumsum(b), np.prod(b)), a, b, backend=backend, signed_zeros=True)
