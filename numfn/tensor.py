@@ -14,7 +14,7 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -119,16 +119,19 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # properties
     @property
-    def shape(self) -> tuple[int, ...]: return self.uop.shape
+    def shape(self) -> tuple[int, ...]:
+        shape = self.uop.shape
+        assert shape is not None   # a traced array's value is a tensor-level node
+        return shape
 
     @property
     def dtype(self) -> np.dtype: return self.uop.dtype.np
 
     @property
-    def ndim(self) -> int: return len(self.uop.shape)
+    def ndim(self) -> int: return len(self.shape)
 
     @property
-    def size(self) -> int: return math.prod(self.uop.shape)
+    def size(self) -> int: return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int: return self.uop.dtype.itemsize
@@ -229,7 +232,7 @@ class Tensor:
     def _broadcast(self, shape: tuple[int, ...]) -> UOp:
         u = self.uop
         if u.shape == shape: return u
-        u = u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape)
+        u = u.reshape((1,) * (len(shape) - self.ndim) + self.shape)
         return u.expand(shape)
 
     @staticmethod
@@ -310,8 +313,8 @@ class Tensor:
     def __le__(self, x): return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
     def __gt__(self, x): return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
     def __ge__(self, x): return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
-    def __eq__(self, x): return Tensor._elementwise("equal", Ops.CMPEQ, self, x)  # type: ignore[override]
-    def __ne__(self, x): return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)  # type: ignore[override]
+    def __eq__(self, x): return Tensor._elementwise("equal", Ops.CMPEQ, self, x)
+    def __ne__(self, x): return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
 
     def abs(self) -> Tensor: return abs(self)
@@ -378,7 +381,8 @@ class Tensor:
         NumPy would copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing.
         `make` builds the view object from its value (a window of run-time length: numfn.dynamic)."""
         make = make or (lambda v: Tensor(v, self.weak))
-        ops, u = [], uop
+        ops: list[tuple[Ops, Any]] = []
+        u = uop
         while u is not self.uop:
             # a gather: a window of run-time length (writable) or a diagonal (read-only), by its arg
             if u.op is Ops.GATHER: ops.append((u.op, (u.arg, u.src[1:])))
@@ -398,10 +402,10 @@ class Tensor:
         """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
         body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
-        record = getattr(_trace_state, "record", None) if record else None
-        if record is not None and record.rebinds is not None and id(self) not in record.rebinds and \
-                (record.born is None or id(self) not in record.born):
-            record.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
+        trace: TraceRecord | None = getattr(_trace_state, "record", None) if record else None
+        if trace is not None and trace.rebinds is not None and id(self) not in trace.rebinds and \
+                (trace.born is None or id(self) not in trace.born):
+            trace.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
         self.uop = uop
         alive = []
         for ref in self._views or ():
@@ -413,9 +417,12 @@ class Tensor:
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
-        out, u = [], self.base.uop
+        assert self.base is not None, "a base array has no chain"
+        out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        u = self.base.uop
         for step in self.chain:
             nu = _replay(u, (step,))
+            assert nu.shape is not None and u.shape is not None   # views are tensor-level nodes
             out.append((nu.shape, u.shape))
             u = nu
         return out
@@ -521,7 +528,8 @@ class Tensor:
         elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
+        if init is not None:   # folded in like one more element
+            u = u.alu(op, Tensor(init)._broadcast(cast(tuple[int, ...], u.shape)))
         return Tensor(u)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
@@ -965,11 +973,13 @@ def _check_complex(ufunc: str, op: Ops) -> None:
 
 def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
     """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
+    assert u.shape is not None
     first = None
     for a in axes:
         here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
         here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
         first = here if first is None else first.alu(Ops.AND, here)
+    assert first is not None, "no axes"
     return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
 
 
@@ -978,8 +988,8 @@ def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = Tr
     per axis (REDUCE_AXIS adds the parts of complex values separately, which these ops cannot do); long levels are
     stored, so each is a loop over its elements. Reduced axes are kept with size 1."""
     for axis in axes:
-        while u.shape[axis] > 1:
-            n, half = u.shape[axis], u.shape[axis] // 2
+        while (shape := cast(tuple[int, ...], u.shape))[axis] > 1:
+            n, half = shape[axis], shape[axis] // 2
             out = _along(u, axis, 0, half).alu(op, _along(u, axis, half, 2 * half))
             if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
             u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
@@ -987,14 +997,17 @@ def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = Tr
 
 
 def _along(u: UOp, axis: int, lo: int, hi: int) -> UOp:
+    assert u.shape is not None
     return u.shrink(tuple((lo, hi) if a == axis else (0, n) for a, n in enumerate(u.shape)))
 
 
 def _join(a: UOp, b: UOp, axis: int) -> UOp:
     """a and b concatenated along `axis` (values kept exactly: a select between the two padded)."""
+    assert a.shape is not None and b.shape is not None
     na, nb, ndim = a.shape[axis], b.shape[axis], len(a.shape)
     pa = a.pad(tuple((0, nb) if i == axis else (0, 0) for i in range(ndim)))
     pb = b.pad(tuple((na, 0) if i == axis else (0, 0) for i in range(ndim)))
+    assert pa.shape is not None
     pos = UOp.iota(na + nb).reshape(tuple(na + nb if i == axis else 1 for i in range(ndim))).expand(pa.shape)
     return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, na, pa.shape)).alu(Ops.WHERE, pa, pb)
 
@@ -1002,14 +1015,16 @@ def _join(a: UOp, b: UOp, axis: int) -> UOp:
 def _doubling_scan(u: UOp, op: Ops, axis: int) -> UOp:
     """The running complex product along `axis` in log2(n) steps (each combining with the value 2**k back, each
     stored): SCAN walks one real value, not the two parts a complex product mixes."""
-    n, ndim = u.shape[axis], len(u.shape)
-    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(u.shape)
+    shape = u.shape   # every step keeps it
+    assert shape is not None
+    n, ndim = shape[axis], len(shape)
+    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(shape)
     k = 1
     while k < n:
-        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(u.shape))) \
+        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(shape))) \
             .pad(tuple((k, 0) if a == axis else (0, 0) for a in range(ndim)))
-        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, u.shape)).alu(Ops.XOR, UOp.const_like(
-            dtypes.bool, True, u.shape))
+        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, shape)).alu(Ops.XOR, UOp.const_like(
+            dtypes.bool, True, shape))
         u = UOp(Ops.CONTIGUOUS, u.dtype, (later.alu(Ops.WHERE, back.alu(op, u), u),))
         k *= 2
     return u
@@ -1023,7 +1038,8 @@ def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
-    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.uop.shape, view.chain) is not None
+    assert view.base is not None
+    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.shape, view.chain) is not None
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]
