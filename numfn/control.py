@@ -19,7 +19,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -95,7 +95,8 @@ def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp
 def _captured(u: UOp, inner: dict, tag: int, first: int, captures: dict) -> UOp:
     if u in inner: return inner[u]
     if _constant(u): return u   # constants (and ranges, and views of them) stay where they are used: no memory
-    if u not in captures: captures[u] = placeholder(tag, first + len(captures), u.shape, u.dtype)
+    if u not in captures:
+        captures[u] = placeholder(tag, first + len(captures), cast(tuple[int, ...], u.shape), u.dtype)
     return captures[u]
 
 
@@ -142,6 +143,7 @@ class _Traced:
 
 def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
     with recording_trace(region=True) as rec:
+        assert rec.born is not None and rec.rebinds is not None   # a region's record has both
         rec.born.update(id(a) for a in args)   # the region's placeholders are its own: writes into them are state
         try:
             values = fn(*args)
@@ -258,7 +260,8 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     tag = new_region_tag()
     specs = [(t.shape, t.uop.dtype) for t in operands]
     ph = [Tensor(placeholder(tag, k, s, d), weak=operands[k].weak) for k, (s, d) in enumerate(specs)]
-    traced, written = [], []
+    traced: list[_Traced] = []
+    written: list[tuple[Tensor, UOp]] = []
     for fn in branches:
         try:
             traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], ph))
@@ -281,6 +284,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             out = [_as_state(v, "a branch's result") for v in fn(*ph)]
             finals = [t.uop for t, _ in written]
         for t, old in written: t.rebind(old, record=False)
+        assert rec.rebinds is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
         values.append([o.uop for o in out] + finals)
@@ -405,6 +409,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     ph = [Tensor(placeholder(tag, k, t.shape, t.uop.dtype), weak=t.weak) for k, t in enumerate(state)]
     with recording_trace(region=True) as rec:
         _, y = step(Tensor(placeholder(tag, len(ph), (), I64), weak=True), ph)
+    assert rec.rebinds is not None   # a region's record has them
     for t, old in rec.rebinds.values():
         if t.base is None: t.rebind(old, record=False)
     y_leaves, y_tree = flatten(y)
