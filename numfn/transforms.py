@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from numfn.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 # the batching rules
 
 def _broadcast_batch(u: UOp, batched: bool, size: int) -> UOp:
+    assert u.shape is not None
     return u if batched else u.reshape((1,) + u.shape).expand((size,) + u.shape)
 
 
@@ -49,6 +50,7 @@ def _batch_elementwise(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     # the batch axis is one more gathered axis, indexed by the batch position
+    assert u.shape is not None
     shape = (size,) + u.shape
     batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
     idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
@@ -57,6 +59,7 @@ def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _batch_scatter(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     # each example writes its own row: one more index, the batch position
+    assert u.src[1].shape is not None
     domain = (size,) + u.src[1].shape
     batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
     rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
@@ -132,6 +135,7 @@ def _batch_loop(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _where_batch(pred: UOp, a: UOp, b: UOp) -> UOp:
     """where(pred, a, b) for a per-example pred (shape (size,)) and batched a and b."""
+    assert pred.shape is not None and a.shape is not None
     p = pred.reshape(pred.shape + (1,) * (len(a.shape) - 1)).expand(a.shape)
     return p.alu(Ops.WHERE, a, b)
 
@@ -192,6 +196,7 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
 
 
 def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
+    assert u.shape is not None
     order = [i for i in range(len(u.shape)) if i != src]
     order.insert(dst, src)
     return u.permute(tuple(order))
@@ -263,7 +268,7 @@ class _Mapped:
         self.fn = fn
         self.inner = fn if isinstance(fn, JitFunction) else JitFunction(fn)
         self.in_axes, self.out_axes = in_axes, out_axes
-        update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
+        update_wrapper(self, fn, updated=())  # type: ignore[arg-type]  # subclasses define __call__; copying fn.__dict__ would overwrite our own attributes
 
     def _example(self, args: tuple, kwargs: dict):
         """(leaves, axes, batch size, per-example NumericalFunction) for a call."""
@@ -311,7 +316,7 @@ class _Mapped:
                 outs.append(Tensor(u))
                 continue
             u = _broadcast_batch(u, batched, size)
-            outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(u.shape), "out_axes"))))
+            outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(cast(tuple[int, ...], u.shape)), "out_axes"))))
         return unflatten(nf.out_tree, outs)
 
 
