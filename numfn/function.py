@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -47,8 +47,12 @@ from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
-from numfn.tensor import Check, Tensor, add_check, recording_trace
+from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
+
+if TYPE_CHECKING:
+    from numfn.codegen.program import KernelProgram
+    from numfn.extern import ExternProgram
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class NumericalFunction:
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
-    def _trace(self) -> tuple[UOp, TreeDef, dict]:
+    def _trace(self) -> tuple[UOp, TreeDef, TraceRecord]:
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
@@ -143,7 +147,7 @@ class NumericalFunction:
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
         """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
         outs = self.function_graph.src
-        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
+        return tuple((cast(tuple[int, ...], o.shape), o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     @cached_property
     def call_graph(self) -> UOp:
@@ -198,8 +202,10 @@ class NumericalFunction:
             names[name] += 1
             if names[name] > 1: name = f"{name}_{names[name] - 1}"
             if ei.lowered is None:   # an extern call (numfn.extern)
-                from numfn.extern import build_extern_program
-                prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
+                from numfn.extern import ExternKernel, build_extern_program
+                assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
+                prog: KernelProgram | ExternProgram = build_extern_program(replace(ei.kernel, name=name),
+                                                                           self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 progress.kernels_done(len(out))
                 continue
@@ -337,7 +343,8 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
-            for k, (i, a) in enumerate(cut): outs[i] = outs[i][(slice(None),) * a + (slice(int(outs[lengths_at + k])),)]
+            for k, (i, ax) in enumerate(cut):
+                outs[i] = outs[i][(slice(None),) * ax + (slice(int(outs[lengths_at + k])),)]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -514,7 +521,8 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     u = last
     while u.op is Ops.SCATTER: u = u.src[0]
     if u is param: return last
-    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
+    indices = identity_indices(cast(tuple[int, ...], param.shape))
+    return UOp(Ops.SCATTER, last.dtype, (param, last, *indices), (None, True, False))
 
 
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
