@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+
 from numfn.runtime import extensions, threads
 
 __all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "registration", "fast_arg_specs",
