@@ -26,8 +26,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
@@ -53,6 +53,10 @@ from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, top
 if TYPE_CHECKING:
     from numfn.codegen.program import KernelProgram
     from numfn.extern import ExternProgram
+    from numfn.runtime.dispatch import PyDispatcher
+
+_P = ParamSpec("_P")      # the parameters of a compiled function
+_R = TypeVar("_R")        # what it returns
 
 
 @dataclass(frozen=True)
@@ -551,7 +555,13 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
-class JitFunction(dispatcher_base()):
+if TYPE_CHECKING:   # checkers see the pure-Python dispatcher, which has the C extension's Dispatcher's interface
+    _DispatcherBase = PyDispatcher
+else:
+    _DispatcherBase = dispatcher_base()
+
+
+class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
     arguments' shapes, dtypes and static values, and runs its native code.
 
@@ -562,8 +572,12 @@ class JitFunction(dispatcher_base()):
     preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
     This class must not define `__call__`, or calls lose the C fast path."""
 
-    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
-                 unroll: int | None = None, progress: bool = True):
+    if TYPE_CHECKING:   # for checkers only (see above): a call takes the compiled function's arguments
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+    def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 unroll: int | None = None, progress: bool = True) -> None:
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
@@ -668,8 +682,20 @@ class JitFunction(dispatcher_base()):
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
 
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
-        unroll: int | None = None, progress: bool = True):
+@overload
+def jit(fn: Callable[_P, _R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None, progress: bool = True) -> JitFunction[_P, _R]: ...
+
+
+@overload
+def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+
+
+def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
