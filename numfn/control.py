@@ -19,7 +19,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, SupportsInt, TypeVar, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -31,6 +31,9 @@ from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, r
 from numfn.uop import Ops, UOp, format_graph
 
 I64, BOOL = dtypes.int64, dtypes.bool
+
+_T = TypeVar("_T")   # a loop's state, a scan's carry
+_R = TypeVar("_R")   # what a branch returns
 
 
 @dataclass(frozen=True, eq=False)
@@ -334,9 +337,11 @@ def _same_structure(tree, expected, what: str):
     return leaves
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower: SupportsInt | Tensor, upper: SupportsInt | Tensor, body_fun: Callable[[Any, _T], _T],
+              init_val: _T) -> _T:
     """`val = init_val; for i in range(lower, upper): val = body_fun(i, val)`, returning val: a native loop in a
-    compiled function (lower and upper may be traced values), a Python loop otherwise."""
+    compiled function (lower and upper may be traced values), a Python loop otherwise. body_fun's index is an
+    int in a Python loop and a traced int64 scalar in a native one."""
     if not _traced(lower, upper, init_val):
         val = init_val
         for i in range(int(lower), int(upper)): val = body_fun(i, val)
@@ -360,7 +365,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return unflatten(tdef, out[1:])
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+def while_loop(cond_fun: Callable[[_T], object], body_fun: Callable[[_T], _T], init_val: _T) -> _T:
     """`val = init_val; while cond_fun(val): val = body_fun(val)`, returning val: a native loop in a compiled
     function (cond_fun returns a traced bool), a Python loop otherwise."""
     if not _traced(init_val):
@@ -374,7 +379,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return unflatten(tdef, out)
 
 
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+def scan(f: Callable[[_T, Any], tuple[_T, Any]], init: _T, xs: Any = None, length: int | None = None,
+         reverse: bool = False) -> tuple[_T, Any]:
     """JAX's scan: `carry = init; for x in xs: carry, y = f(carry, x)`, returning (carry, the ys stacked), as a
     native loop in a compiled function. xs: a pytree of arrays with a common leading length (or None with
     `length`); `reverse` walks them from the end (the ys keep the order of the xs)."""
@@ -427,7 +433,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return unflatten(c_tree, out), unflatten(y_tree, ys)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+def cond(pred: SupportsInt | Tensor, true_fun: Callable[..., _R], false_fun: Callable[..., _R], *operands: Any) -> _R:
     """true_fun(*operands) if pred else false_fun(*operands): in a compiled function with a traced pred, a branch
     of the program (only the chosen side runs); otherwise Python's if."""
     if not isinstance(pred, Tensor):
@@ -437,7 +443,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     return switch(p.astype(np.bool_).astype(np.int64), [false_fun, true_fun], *operands)
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+def switch(index: SupportsInt | Tensor, branches: Sequence[Callable[..., _R]], *operands: Any) -> _R:
     """branches[index](*operands), index clamped into range (as JAX does): a branch of the compiled program for a
     traced index; otherwise a Python call."""
     if not branches: raise ValueError("switch needs at least one branch")
