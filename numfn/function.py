@@ -389,7 +389,7 @@ class NumericalFunction:
         """The signature key this NumericalFunction was made for (see numfn.signature)."""
         return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
         signature, about 10 us, and raises TypeError when it differs). Calls through the JitFunction are the fast
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
@@ -594,13 +594,13 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def backend(self) -> str:
         return self._backend or debug.default_backend()
 
-    def specialize(self, *args, **kwargs) -> NumericalFunction:
+    def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         args, kwargs = generator_arguments(args, kwargs, draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
-    def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
+    def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
         full = (key, self.backend, debug.level() >= 2)

@@ -14,7 +14,7 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar, cast
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import numpy as np
@@ -33,6 +33,7 @@ TensorLike: TypeAlias = "Tensor | ArrayLike"
 ShapeArg: TypeAlias = "int | tuple[int, ...] | list[int]"
 Axes: TypeAlias = "int | Sequence[int] | None"
 DTypeArg: TypeAlias = "DTypeLike | DType | None"
+_F = TypeVar("_F")   # what tensor_method registers (a function, or a property) keeps its type
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
 _WEAK_TYPE = {"i": int, "u": int, "f": float, "c": complex}
@@ -689,10 +690,10 @@ class Tensor:
 NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
 
 
-def tensor_method(name: str):
+def tensor_method(name: str) -> Callable[[_F], _F]:
     """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way, and
     numfn.indexing `__getitem__` and `__setitem__`: this module imports neither)."""
-    def register(fn):
+    def register(fn: _F) -> _F:
         setattr(Tensor, name, fn)
         return fn
     return register
@@ -798,7 +799,7 @@ def _record_int_limit(slot: int, dt: DType) -> None:
     record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
 
 
-def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
+def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], BaseException]) -> None:
     """Raise `error(payload at the first failed position)` after a call where `failed` holds anywhere (see Check).
     Outside a trace (no record), nothing is checked: callers only trace."""
     record = getattr(_trace_state, "record", None)
@@ -869,7 +870,7 @@ def tracing() -> bool:
     return getattr(_trace_state, "record", None) is not None
 
 
-def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
+def reduction_mask(where: TensorLike | None, shape: tuple[int, ...]) -> UOp | None:
     """The where= mask of a reduction as a bool graph of `shape`, or None when every element takes part (NumPy's
     default where=True). An array mask must be bool (NumPy casts it 'safe') and broadcast to `shape`."""
     if where is None or where is True: return None
@@ -905,7 +906,7 @@ def _power(base, exponent) -> Tensor:
     return t
 
 
-def matmul(a, b) -> Tensor:
+def matmul(a: TensorLike, b: TensorLike) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""

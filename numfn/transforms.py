@@ -346,7 +346,7 @@ class VmapFunction(_Mapped[_P, _R]):
             return self._trace_batched(args, kwargs)
         return self._jitted(*args, **kwargs)
 
-    def specialize(self, *args, **kwargs) -> NumericalFunction:
+    def specialize(self, *args: _P.args, **kwargs: _P.kwargs) -> NumericalFunction:
         """The NumericalFunction of the batched function for these arguments."""
         return self._jitted.specialize(*args, **kwargs)
 
