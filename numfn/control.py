@@ -19,7 +19,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, SupportsInt, TypeVar, cast
+from typing import Any, NoReturn, SupportsInt, TypeVar, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -565,7 +565,7 @@ def _unflatten_state(leaves: list, trees: list) -> list:
     return out
 
 
-def _refuse_python_state(names: tuple, state: tuple, line: int, what: str):
+def _refuse_python_state(names: tuple, state: tuple, line: int, what: str) -> NoReturn:
     from numfn.convert import _UNBOUND
     bad = [n for n, v in zip(names, state) if v is _UNBOUND or not all(
         isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in flatten(v)[0])]
@@ -574,7 +574,8 @@ def _refuse_python_state(names: tuple, state: tuple, line: int, what: str):
                      "keep arrays in the loop's variables, or make the loop short and static so it unrolls")
 
 
-def run_for_range(start, stop, step, body, state, names, flags, line):
+def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], state: tuple[Any, ...],
+                  names: tuple[str, ...], flags: tuple[str, ...], line: int) -> tuple[Any, ...]:
     """`for i in range(start, stop, step)` of converted code: Python (unrolled) when the trip count is static and
     short, or when nothing in it is traced; else a native loop (the body's break flag ends it). A long static loop
     over Python variables runs its first iteration as Python to find out: it stays Python if that iteration left

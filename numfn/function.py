@@ -656,7 +656,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         return unflatten(nf.out_tree, outs[:nout])
 
     # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
-    def __reduce__(self):
+    def __reduce__(self) -> str | tuple[Any, ...]:
         # the module attribute this function is published under (the usual @jit), when it is this object: the
         # receiving process imports the module; otherwise the Python function and the options, which rebuild it
         # there (its compiled code then comes from the disk cache, like any warm start)
