@@ -64,13 +64,13 @@ class DType:
         return 1 if self.kind == "b" else self.itemsize * 8
 
     @property
-    def min(self) -> bool | int | float:
+    def min(self):
         if self.kind == "b": return False
         if self.kind in "fc": return -float("inf")
         return int(np.iinfo(self.name).min)
 
     @property
-    def max(self) -> bool | int | float:
+    def max(self):
         if self.kind == "b": return True
         if self.kind in "fc": return float("inf")
         return int(np.iinfo(self.name).max)

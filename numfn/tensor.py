@@ -14,7 +14,7 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar, cast
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import numpy as np
@@ -27,11 +27,11 @@ from numfn.errors import NumfnError, TracerConversionError, unsupported, user_lo
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
-# (Python and NumPy scalars, arrays, nested sequences); a shape is an int or a tuple or list of ints; axes are an
-# int, several, or None (all); a dtype is anything np.dtype accepts, a numfn DType, or None (the default).
+# (Python and NumPy scalars, arrays, nested sequences); a shape is an int or several (a tuple or list); axes are
+# an int, several, or None (all); a dtype is anything np.dtype accepts, a numfn DType, or None (the default).
 TensorLike: TypeAlias = "Tensor | ArrayLike"
-ShapeArg: TypeAlias = "int | tuple[int, ...] | list[int]"
-Axes: TypeAlias = "int | Sequence[int] | None"
+ShapeArg: TypeAlias = "SupportsIndex | Sequence[SupportsIndex]"
+Axes: TypeAlias = "SupportsIndex | Sequence[SupportsIndex] | None"
 DTypeArg: TypeAlias = "DTypeLike | DType | None"
 _F = TypeVar("_F")   # what tensor_method registers (a function, or a property) keeps its type
 
@@ -243,37 +243,37 @@ class Tensor:
                 where: TensorLike | None = None) -> Tensor: ...
         def any(self, axis: Axes = None, out: None = None, keepdims: bool = False, *,
                 where: TensorLike | None = None) -> Tensor: ...
-        def argmax(self, axis: int | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
-        def argmin(self, axis: int | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
-        def argpartition(self, kth: TensorLike, axis: int | None = -1, kind: str = "introselect",
+        def argmax(self, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
+        def argmin(self, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
+        def argpartition(self, kth: TensorLike, axis: SupportsIndex | None = -1, kind: str = "introselect",
                          order: None = None) -> Tensor: ...
-        def argsort(self, axis: int | None = -1, kind: str | None = None, order: None = None, *,
+        def argsort(self, axis: SupportsIndex | None = -1, kind: str | None = None, order: None = None, *,
                     stable: bool | None = None) -> Tensor: ...
         def choose(self, choices: TensorLike | Sequence[TensorLike], out: None = None,
                    mode: str = "raise") -> Tensor: ...
         def clip(self, min: TensorLike | None = None, max: TensorLike | None = None, out: None = None,  # noqa: A002
                  **kwargs: Any) -> Tensor: ...
-        def compress(self, condition: TensorLike, axis: int | None = None, out: None = None) -> Tensor: ...
+        def compress(self, condition: TensorLike, axis: SupportsIndex | None = None, out: None = None) -> Tensor: ...
         def copy(self, order: str = "C") -> Tensor: ...
-        def cumprod(self, axis: int | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor: ...
+        def cumprod(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor: ...
         def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor: ...
         def dot(self, b: TensorLike, out: None = None) -> Tensor: ...
         def fill(self, value: TensorLike) -> None: ...
         @property
         def mT(self) -> Tensor: ...
         def nonzero(self) -> tuple[Tensor, ...]: ...
-        def partition(self, kth: TensorLike, axis: int | None = -1, kind: str = "introselect",
+        def partition(self, kth: TensorLike, axis: SupportsIndex | None = -1, kind: str = "introselect",
                       order: None = None) -> None: ...
         def put(self, indices: TensorLike, values: TensorLike, mode: str = "raise") -> None: ...
-        def repeat(self, repeats: TensorLike, axis: int | None = None) -> Tensor: ...
+        def repeat(self, repeats: TensorLike, axis: SupportsIndex | None = None) -> Tensor: ...
         def round(self, decimals: int = 0, out: None = None) -> Tensor: ...
         def searchsorted(self, v: TensorLike, side: str = "left", sorter: TensorLike | None = None) -> Tensor: ...
-        def sort(self, axis: int | None = -1, kind: str | None = None, order: None = None, *,
+        def sort(self, axis: SupportsIndex | None = -1, kind: str | None = None, order: None = None, *,
                  stable: bool | None = None) -> None: ...
         def std(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, ddof: float = 0,
                 keepdims: bool = False, *, where: TensorLike | None = None,
                 mean: TensorLike | None = None) -> Tensor: ...
-        def take(self, indices: TensorLike, axis: int | None = None, out: None = None,
+        def take(self, indices: TensorLike, axis: SupportsIndex | None = None, out: None = None,
                  mode: str = "raise") -> Tensor: ...
         def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeArg = None,
                   out: None = None) -> Tensor: ...
@@ -538,10 +538,11 @@ class Tensor:
         return self.transpose(order)
 
     def broadcast_to(self, shape: ShapeArg) -> Tensor:
-        shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
-        if len(shape) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], shape[::-1])):
-            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {shape}")
-        return self._view(self._broadcast(shape))
+        dims = tuple(map(operator.index, shape)) if isinstance(shape, (tuple, list)) else \
+            (operator.index(cast(SupportsIndex, shape)),)
+        if len(dims) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], dims[::-1])):
+            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {dims}")
+        return self._view(self._broadcast(dims))
 
     def squeeze(self, axis: Axes = None) -> Tensor:
         axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim)
@@ -631,11 +632,11 @@ class Tensor:
         out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, count).astype(total.uop.dtype)
         return out_ if acc is None else out_.astype(acc)
 
-    def cumsum(self, axis: int | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor:
+    def cumsum(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor:
         refuse("cumsum", out=out)
         return self._scan("cumsum", Ops.ADD, axis, dtype)
 
-    def _scan(self, name: str, op: Ops, axis: int | None, dtype: DTypeArg) -> Tensor:
+    def _scan(self, name: str, op: Ops, axis: SupportsIndex | None, dtype: DTypeArg) -> Tensor:
         """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
