@@ -1,0 +1,214 @@
+"""Arguments that share memory with an argument the function writes into (numfn.aliasing): the compiled function
+gives NumPy's result, the same Python function run eagerly on the same memory layout, statement by statement."""
+import numpy as np
+import pytest
+
+import numfn
+from helpers import assert_same, rand
+
+RNG = np.random.default_rng(13)
+
+
+def check_aliased(fn, memory: np.ndarray, make, backend: str, calls: int = 2):
+    """fn(*make(memory)) run by NumPy and by numfn, each on its own copy of `memory`: the results and the memory
+    afterwards agree (twice: the second call reuses the specialization)."""
+    jitted = numfn.jit(fn, backend=backend)
+    theirs, ours = memory.copy(), memory.copy()
+    for _ in range(calls):
+        want = fn(*make(theirs))
+        got = jitted(*make(ours))
+        if want is None: assert got is None
+        else: assert_same(got, want)
+        assert_same(ours, theirs)   # (float results may differ in the last bit: contractions into fma)
+    return jitted
+
+
+def _shift_add(a, b):
+    a[1:] += b
+    return (a[1:] * b).sum()
+
+
+def _add(a, b):
+    a += b
+    return a.sum()
+
+
+def _assign_scaled(a, b):
+    a[...] = b * 2 + a
+
+
+def _swap_halves(a, b):
+    t = a[0] + b[0]
+    a[0] = b[-1]
+    b[-1] = t
+    return a * 1, b * 1
+
+
+def _accumulate(a, b, c):
+    a += b * c
+    c -= a
+    return b.sum()
+
+
+def _read_after_write(a, b):
+    a[:2] = -1
+    s = b.sum()          # b sees the write through a
+    a[2:] *= 3
+    return s, b[0] + 0
+
+
+def _matrix_update(a, b):
+    a[1:, :] -= b[:-1, :] * 0.5
+    return a.T @ b
+
+
+def _stencil_into(u, out):
+    out[1:-1] = 0.5 * (u[:-2] + u[2:])
+
+
+PATTERNS = [   # (function, memory shape, arguments made from the memory)
+    (_shift_add, (9,), lambda x: (x, x[:-1])),
+    (_shift_add, (9,), lambda x: (x, x[1:])),
+    (_add, (8,), lambda x: (x, x[::-1])),
+    (_add, (8,), lambda x: (x, x)),
+    (_add, (5, 5), lambda x: (x, x.T)),
+    (_add, (6, 4), lambda x: (x[:, 1:], x[:, :-1])),
+    (_add, (6, 8), lambda x: (x[::2, ::-2], x[1::2, 1::2][::-1])),
+    (_add, (12,), lambda x: (x[::3][:3], x[::2][:3])),
+    (_add, (3, 4, 5), lambda x: (x[1:, :, ::2], x[:-1].transpose(0, 1, 2)[:, :, ::2])),
+    (_add, (4, 4), lambda x: (x[0], x[:, 1])),                       # a row and a column
+    (_add, (5,), lambda x: (x[2:3].reshape(()), x[2:3].reshape(()))),  # 0-d
+    (_add, (4, 6), lambda x: (x[:, None, 2:], x[:, None, :-2])),     # size-1 axes
+    (_assign_scaled, (10,), lambda x: (x[:-1], x[1:])),
+    (_assign_scaled, (10,), lambda x: (x[1:], x[:-1])),
+    (_swap_halves, (7,), lambda x: (x[2:], x[:5])),
+    (_accumulate, (10,), lambda x: (x[:6], x[2:8], x[4:])),
+    (_read_after_write, (6,), lambda x: (x, x[::-1])),
+    (_matrix_update, (6, 6), lambda x: (x, x.T)),
+    (_stencil_into, (12,), lambda x: (x, x)),
+]
+
+
+@pytest.mark.parametrize("backend", ["llvm"])
+@pytest.mark.parametrize("fn, shape, make", PATTERNS, ids=lambda p: getattr(p, "__name__", None) or str(p))
+def test_aliasing_patterns(backend, fn, shape, make):
+    check_aliased(fn, rand(shape, np.float64, RNG), make, backend)
+
+
+@pytest.mark.parametrize("fn, shape, make", [PATTERNS[0], PATTERNS[4], PATTERNS[16]], ids=["shift", "T", "rw"])
+def test_aliasing_on_every_backend(backend, fn, shape, make):
+    check_aliased(fn, rand(shape, np.float64, RNG), make, backend)
+
+
+@pytest.mark.parametrize("backend", ["llvm"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.int8, np.bool_, np.complex128])
+def test_aliasing_dtypes(backend, dtype):
+    def f(a, b):
+        a[1:] += b
+        a[:-1] *= b[::-1]
+        return a.sum(), (b * 2).sum()
+
+    check_aliased(f, rand((9,), dtype, RNG), lambda x: (x, x[:-1]), backend)
+
+
+def test_the_unaliased_specialization_stays_the_fast_one():
+    jitted = numfn.jit(_add)
+    x, y = np.arange(6.0), np.arange(6.0)
+    jitted(x, y)
+    jitted(x, x)
+    assert len(jitted.specializations) == 1   # the aliased one hangs off it, not the jit's own table
+    nf = jitted.specializations[0]
+    assert not nf.aliases and len(nf._aliased_specializations) == 1
+    np.testing.assert_array_equal(x, np.arange(6.0) * 4)
+
+
+def test_different_offsets_are_different_patterns():
+    jitted = numfn.jit(_assign_scaled)
+    for k in (1, 2, 1):
+        x, y = np.arange(8.0), np.arange(8.0)
+        _assign_scaled(x[k:k + 5], x[:5])
+        jitted(y[k:k + 5], y[:5])
+        np.testing.assert_array_equal(y, x)
+    assert len(jitted.specializations[0]._aliased_specializations) == 2
+
+
+def test_read_only_arguments():
+    def f(a, b):
+        a[1:] += b
+        return b * 1
+
+    x = np.arange(6.0)
+    ro = x[:-1]
+    ro.flags.writeable = False
+    want_x = np.arange(6.0)
+    want = f(want_x, want_x[:-1])
+    got = numfn.jit(f)(x, ro)               # the read-only one is read: fine, and it sees the write
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        numfn.jit(f)(ro, x[1:5])             # the read-only one is written: NumPy's error, before anything runs
+    np.testing.assert_array_equal(x, want_x)
+    # a broadcast (read-only, zero strides) of the written argument is read as one
+    def g(a, b):
+        a += b[0]
+        return b.sum()
+
+    x, y = np.arange(4.0), np.arange(4.0)
+    want = g(x, np.broadcast_to(x, (3, 4)))
+    got = numfn.jit(g)(y, np.broadcast_to(y, (3, 4)))
+    np.testing.assert_array_equal(y, x)
+    assert got == want
+
+
+def test_arguments_in_containers_and_keywords():
+    def f(pair, scale=None):
+        a, b = pair
+        a[:-1] += b[1:] * scale
+        return a.sum()
+
+    x, y = np.arange(7.0), np.arange(7.0)
+    want = f((x, x[::-1]), scale=x[2:3])
+    got = numfn.jit(f)((y, y[::-1]), scale=y[2:3])
+    np.testing.assert_array_equal(y, x)
+    assert got == want
+
+
+def test_vmap_of_a_function_writing_into_aliased_arguments():
+    def f(u, v):
+        u[1:] += v[:-1]
+        return u.sum()
+
+    x, y = rand((3, 5), np.float64, RNG), None
+    y = x.copy()
+    want = [f(x[k], x[k]) for k in range(3)]
+    got = numfn.vmap(f)(y, y)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(y, x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda x: (x, x.view(np.int64)), "has another dtype"),
+    (lambda x: (x, np.lib.stride_tricks.as_strided(x, (3, 4), (0, 8))), "zero stride"),
+    (lambda x: (x, np.lib.stride_tricks.as_strided(x, (3, 3), (8, 8))), "interleave or overlap"),
+    (lambda x: (x, np.lib.stride_tricks.as_strided(x, (4, 3), (48, 32))), "interleave or overlap"),
+    (lambda x: (x, np.frombuffer(x.data.cast("B")[4:-4], np.float64)), "misaligned"),
+], ids=["dtype", "zero-stride", "self-overlap", "interleaved", "misaligned"])
+def test_views_numfn_cannot_express_are_refused(make, match):
+    def f(a, b):
+        a += 1
+        return b * 1
+
+    x = np.zeros(32)
+    a, b = make(x)
+    with pytest.raises(numfn.NumfnError, match=match):
+        numfn.jit(f)(a, b)
+    assert not x.any()   # nothing was written
+
+
+def test_svmap_still_refuses_shared_memory():
+    def f(a, b):
+        a += b
+
+    x = np.zeros((2, 4))
+    with pytest.raises(numfn.NumfnError, match="shares memory"):
+        numfn.svmap(f)(x, x)
