@@ -2,6 +2,7 @@
 gives NumPy's result, the same Python function run eagerly on the same memory layout, statement by statement."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import numfn
 from helpers import assert_same, rand
@@ -212,3 +213,37 @@ def test_svmap_still_refuses_shared_memory():
     x = np.zeros((2, 4))
     with pytest.raises(numfn.NumfnError, match="shares memory"):
         numfn.svmap(f)(x, x)
+
+
+def _both_written(a, b):
+    a += b * 2
+    b[...] = a - b
+    return (a * b).sum()
+
+
+@st.composite
+def _strided_slices(draw, dims: tuple[int, ...], shape: tuple[int, ...]):
+    """A basic index of memory of shape `dims` whose view has `shape` (steps of either sign)."""
+    index = []
+    for n, k in zip(dims, shape):
+        step = draw(st.sampled_from([s for s in (-3, -2, -1, 1, 2, 3) if (k - 1) * abs(s) < n]))
+        first = draw(st.integers(0, n - 1 - (k - 1) * abs(step)))
+        index.append(slice(first, first + (k - 1) * step + 1, step) if step > 0 else
+                     slice(first + (k - 1) * abs(step), first - 1 if first else None, step))
+    return tuple(index)
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_generated_aliasing_patterns(data):
+    """Two views of one memory by random strided slices (and transposes), both written: NumPy's result."""
+    dims = data.draw(st.sampled_from([(24,), (6, 7)]))
+    shape = tuple(data.draw(st.integers(1, min(n, 5))) for n in dims)
+    transposed = [len(dims) == 2 and shape[0] <= min(dims) and shape[1] <= min(dims) and data.draw(st.booleans())
+                  for _ in range(2)]
+    index = [data.draw(_strided_slices(dims, shape[::-1] if t else shape)) for t in transposed]
+
+    def make(x):
+        return tuple(x[i].T if t else x[i] for i, t in zip(index, transposed))
+
+    check_aliased(_both_written, rand(dims, np.float64, RNG), make, "llvm", calls=1)
