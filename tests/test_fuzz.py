@@ -226,3 +226,19 @@ def test_clip_keeps_a_run_time_length():
     """Found by the fuzzer (seed 160): np.clip of x[mask] returned the whole bound."""
     check(lambda x: (np.clip(x[x > 0], -4, 4), np.expm1(np.clip(x[x > 0], -4, 4))),
           np.array([0.5, -0.5, -2.5, 1.0]), backend="llvm")
+
+
+def test_accumulate_and_reduce_with_nothing_to_do_return_new_arrays():
+    """Found by the 20,000-program run: ufunc.accumulate along an axis of length 1 (and ufunc.reduce over no axes)
+    returned its operand itself, so a later write into the operand changed the result (fixed)."""
+    def accumulate_then_write(x):
+        v = np.maximum.accumulate(x, axis=2)
+        x[...] += v
+        return v
+
+    def reduce_then_write(x):
+        v = np.add.reduce(x, axis=())
+        x *= 3
+        return v
+    _assert_same_effects(accumulate_then_write, np.ones((3, 2, 1), np.int32))
+    _assert_same_effects(reduce_then_write, np.arange(4.0))

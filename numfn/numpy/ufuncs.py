@@ -188,6 +188,7 @@ class ufunc:
             res = self._reduce_axes(x, axes, dt)
             if initial is not _NO_VALUE: res = self._combine(T(_const(initial, dt)).astype(dt), res, dt)
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+        if res is a: res = res.copy()   # nothing to reduce: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType) -> Tensor:
@@ -246,6 +247,7 @@ class ufunc:
                 res = where_(pos >= k, self._combine(back, res, dt), res)
                 k *= 2
         else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
+        if res is a: res = res.copy()   # an axis of length 1: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def outer(self, A, B, /, **kwargs):
