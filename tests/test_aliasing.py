@@ -34,6 +34,11 @@ def _add(a, b):
     return a.sum()
 
 
+def _add_returned(a, b):
+    a += b
+    return a, b          # returned arrays are copies, with the values after the write
+
+
 def _assign_scaled(a, b):
     a[...] = b * 2 + a
 
@@ -78,6 +83,7 @@ PATTERNS = [   # (function, memory shape, arguments made from the memory)
     (_add, (12,), lambda x: (x[::3][:3], x[::2][:3])),
     (_add, (3, 4, 5), lambda x: (x[1:, :, ::2], x[:-1].transpose(0, 1, 2)[:, :, ::2])),
     (_add, (4, 4), lambda x: (x[0], x[:, 1])),                       # a row and a column
+    (_add_returned, (4, 4), lambda x: (x, x.T)),
     (_add, (5,), lambda x: (x[2:3].reshape(()), x[2:3].reshape(()))),  # 0-d
     (_add, (4, 6), lambda x: (x[:, None, 2:], x[:, None, :-2])),     # size-1 axes
     (_assign_scaled, (10,), lambda x: (x[:-1], x[1:])),
@@ -96,7 +102,7 @@ def test_aliasing_patterns(backend, fn, shape, make):
     check_aliased(fn, rand(shape, np.float64, RNG), make, backend)
 
 
-@pytest.mark.parametrize("fn, shape, make", [PATTERNS[0], PATTERNS[4], PATTERNS[16]], ids=["shift", "T", "rw"])
+@pytest.mark.parametrize("fn, shape, make", [PATTERNS[0], PATTERNS[4], PATTERNS[17]], ids=["shift", "T", "rw"])
 def test_aliasing_on_every_backend(backend, fn, shape, make):
     check_aliased(fn, rand(shape, np.float64, RNG), make, backend)
 
