@@ -553,6 +553,13 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
 
 
+def _shares_traced_memory(leaves: list, written) -> bool:
+    """Whether a written traced argument has the memory of another argument (a view of one base, or the same)."""
+    def root(t): return id(t.base if t.base is not None else t) if isinstance(t, Tensor) else None
+    roots = [root(t) for t in leaves]
+    return any(roots[w] is not None and roots.count(roots[w]) > 1 for w in written)
+
+
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
     """Raise the error of the first check that failed; `arrays` holds each check's failed and payload arrays."""
     for k, c in enumerate(checks):
@@ -642,6 +649,10 @@ class JitFunction(dispatcher_base()):
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
+            written = self.specialization(key, statics, compile=False).mutated_inputs
+            if written and _shares_traced_memory(leaves, written):
+                # its own trace took the arguments for separate arrays: traced again here, on the caller's views
+                return converted(self.fn)(*args, **kwargs)
             return self._splice(key, statics, leaves)
         nf = self.specialization(key, statics)
         if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report

@@ -253,3 +253,27 @@ def test_generated_aliasing_patterns(data):
         return tuple(x[i].T if t else x[i] for i, t in zip(index, transposed))
 
     check_aliased(_both_written, rand(dims, np.float64, RNG), make, "llvm", calls=1)
+
+
+def _write_then_read(a, b):
+    a[:2] = -1
+    return b.sum()
+
+
+_inner = numfn.jit(_write_then_read)
+
+
+def _calls_inner(x, inner):
+    y = x * 2
+    s = inner(y, y[::-1])      # traced arrays sharing memory: the inner function is traced on the caller's views
+    t = inner(x, x[1:])        # the same for the caller's own argument
+    u = inner(y[3:], x)        # separate memory: the inner function's own trace, spliced in
+    return s, t, u, y
+
+
+def test_a_jitted_function_called_with_traced_arrays_sharing_memory():
+    x, want_x = np.arange(6.0), np.arange(6.0)
+    want = _calls_inner(want_x, _write_then_read)
+    got = numfn.jit(lambda x: _calls_inner(x, _inner))(x)
+    for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(x, want_x)
