@@ -181,16 +181,29 @@ def test_arguments_in_containers_and_keywords():
 
 
 def test_vmap_of_a_function_writing_into_aliased_arguments():
+    """Each example in its own memory: as a loop over the examples. Examples sharing memory (rows of x and of x.T):
+    as the batched function, one NumPy statement over the whole batch (vmap's meaning), not a loop."""
     def f(u, v):
         u[1:] += v[:-1]
         return u.sum()
 
-    x, y = rand((3, 5), np.float64, RNG), None
+    def batched(u, v):
+        u[:, 1:] += v[:, :-1]
+        return u.sum(axis=1)
+
+    x = rand((3, 5), np.float64, RNG)
     y = x.copy()
     want = [f(x[k], x[k]) for k in range(3)]
     got = numfn.vmap(f)(y, y)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(y, x, rtol=1e-12)
+    for make in (lambda m: (m[1:], m[:-1]), lambda m: (m, m.T)):
+        x = rand((5, 5), np.float64, RNG)
+        y = x.copy()
+        want = batched(*make(x))
+        got = numfn.vmap(f)(*make(y))
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        np.testing.assert_allclose(y, x, rtol=1e-12)
 
 
 @pytest.mark.parametrize("make, match", [
