@@ -42,6 +42,7 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
 from numfn.errors import CompileError, unsupported
+from numfn.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.indexing import identity_indices
 from numfn.control import unrolling
 from numfn.convert import converted
@@ -77,6 +78,8 @@ class NumericalFunction:
     backend: str = "c"
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
+    # arguments that share memory with a written one, traced as views of one base per group (numfn.aliasing)
+    aliases: tuple = ()
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
@@ -84,8 +87,13 @@ class NumericalFunction:
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
+        arguments = list(placeholders)
+        for g in self.aliases:   # one placeholder over the group's memory; its members are views of it
+            placeholders[g.slot] = Tensor.empty((g.length,), self.in_specs[g.slot].dtype, g.slot)
+            for m in g.members:
+                arguments[m.slot] = member_view(placeholders[g.slot], m, self.in_specs[m.slot].shape)
         params = [t.uop for t in placeholders]
-        args, kwargs = self._arguments(placeholders)
+        args, kwargs = self._arguments(arguments)
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll):
             # Python loops and branches on traced values become numfn's (numfn.convert)
             out = converted(self.fn)(*args, **kwargs)
@@ -136,7 +144,8 @@ class NumericalFunction:
 
     @property
     def name(self) -> str:
-        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))})"
+        shared = " with arguments sharing memory" if self.aliases else ""
+        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))}){shared}"
 
     @cached_property
     def function_graph(self) -> UOp:
@@ -276,7 +285,7 @@ class NumericalFunction:
         other = "c" if self.backend == "llvm" else "llvm"
         debug.log(1, f"the {self.backend} backend failed to compile {self.name}; trying the {other} backend. "
                      f"{self.backend}: {error}")
-        fb = NumericalFunction(self.fn, self.in_tree, self.in_specs, self.statics, other, self.profile, self.unroll)
+        fb = replace(self, backend=other)
         fb.__dict__["_is_fallback"] = True
         for stage in ("_trace", "call_graph", "_scheduled", "schedule", "memory", "layout"):   # backend-independent
             if stage in self.__dict__: fb.__dict__[stage] = self.__dict__[stage]
@@ -332,7 +341,12 @@ class NumericalFunction:
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
                 if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
-            for slot in written: self._check_writable(leaves, slot)
+            for slot in written: self._check_writable(leaves, slot, shared=True)
+            if written and not self.aliases:   # a written argument sharing memory with another: traced as views
+                groups = overlapping(leaves, written)
+                if groups:
+                    pattern = aliasing_pattern(leaves, groups, self._leaf_names(leaves))
+                    return self._aliased(pattern).run(common_bases(leaves, pattern), out)
             if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
             else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
                 [np.empty(shape, dt) for shape, dt in out_specs[nout:]]
@@ -363,19 +377,16 @@ class NumericalFunction:
             else: kwargs[where] = value
         return args, kwargs
 
-    def _check_writable(self, leaves: list, slot: int) -> None:
-        """An argument the function writes into must be a writeable NumPy array, as NumPy requires, sharing no
-        memory with another argument (numfn traced them as separate arrays: NumPy would let writes through one
-        show through the other)."""
+    def _check_writable(self, leaves: list, slot: int, shared: bool = False) -> None:
+        """An argument the function writes into must be a writeable NumPy array, as NumPy requires; unless `shared`,
+        one sharing no memory with another argument (svmap's examples are traced as separate arrays)."""
         leaf = leaves[slot]
         if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
+            if shared: return
             others = [i for i, x in enumerate(leaves) if i != slot and isinstance(x, np.ndarray) and x.size and
                       leaf.size and np.may_share_memory(leaf, x) and np.shares_memory(leaf, x)]
             if not others: return
-        args, kwargs = self._arguments(list(leaves))
-        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
-                  tuple(w for w, _ in self.statics if isinstance(w, str)))
-        names = argument_leaf_names(self.fn, tuple(args), kwargs, static)
+        names = self._leaf_names(leaves)
         where = names[slot]
         if not isinstance(leaf, np.ndarray):
             raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
@@ -383,6 +394,30 @@ class NumericalFunction:
         if not leaf.flags.writeable: raise ValueError(f"assignment destination is read-only (argument {where})")
         raise unsupported(f"writing into argument {where}, which shares memory with argument {names[others[0]]}",
                           "numfn compiles the function for separate arrays; pass a copy of one of them")
+
+    def _leaf_names(self, leaves: list) -> list[str]:
+        """How error messages name each argument leaf ('a', 'xs[1]', ...)."""
+        args, kwargs = self._arguments(list(leaves))
+        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
+                  tuple(w for w, _ in self.statics if isinstance(w, str)))
+        return argument_leaf_names(self.fn, tuple(args), kwargs, static)
+
+    @cached_property
+    def _aliased_specializations(self) -> dict:
+        return {}
+
+    def _aliased(self, pattern: tuple) -> NumericalFunction:
+        """This function specialized further for arguments sharing memory as `pattern` says (numfn.aliasing), its
+        native code ready (compiled on first use, once however many threads ask)."""
+        found = self._aliased_specializations.get(pattern)
+        if found is not None: return found
+        with _ALIASED_LOCK:
+            found = self._aliased_specializations.get(pattern)
+            if found is None:
+                found = replace(self, aliases=pattern)
+                _ = found.run
+                self._aliased_specializations[pattern] = found
+        return found
 
     @cached_property
     def key(self) -> tuple:
@@ -505,6 +540,7 @@ class ProgramBuild:
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+_ALIASED_LOCK = threading.Lock()   # compiles of aliased specializations (rare), one at a time
 BACKENDS = ("c", "llvm")
 
 
@@ -527,6 +563,13 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     if u is param: return last
     indices = identity_indices(cast(tuple[int, ...], param.shape))
     return UOp(Ops.SCATTER, last.dtype, (param, last, *indices), (None, True, False))
+
+
+def _shares_traced_memory(leaves: list, written) -> bool:
+    """Whether a written traced argument has the memory of another argument (a view of one base, or the same)."""
+    def root(t): return id(t.base if t.base is not None else t) if isinstance(t, Tensor) else None
+    roots = [root(t) for t in leaves]
+    return any(roots[w] is not None and roots.count(roots[w]) > 1 for w in written)
 
 
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
@@ -628,6 +671,10 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
+            written = self.specialization(key, statics, compile=False).mutated_inputs
+            if written and _shares_traced_memory(leaves, written):
+                # its own trace took the arguments for separate arrays: traced again here, on the caller's views
+                return converted(self.fn)(*args, **kwargs)
             return self._splice(key, statics, leaves)
         nf = self.specialization(key, statics)
         if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
