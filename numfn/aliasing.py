@@ -23,6 +23,7 @@ import numpy as np
 
 from numfn.errors import unsupported
 from numfn.tensor import Tensor
+from numfn.uop import UOp
 
 
 @dataclass(frozen=True)
@@ -144,17 +145,24 @@ class _Memory:
                                     "version": 3}
 
 
+def _dims(u: UOp) -> tuple[int, ...]:
+    assert u.shape is not None   # a tensor-level node
+    return u.shape
+
+
 def member_view(base: Tensor, member: Member, shape: tuple[int, ...]) -> Tensor:
     """The view of the 1-D `base` that `member` describes, from movement ops (shrink, pad, reshape, permute, flip,
     expand) as basic indexing builds them, so writes through it reach the base (numfn.indexing)."""
     u = base.uop
+    assert u.shape is not None   # a tensor-level node
     moving = [a for a, (n, s) in enumerate(zip(shape, member.strides)) if n > 1 and s != 0]
     flipped = [a for a in moving if member.strides[a] < 0]
     start = member.offset + sum((shape[a] - 1) * member.strides[a] for a in flipped)
     order = sorted(moving, key=lambda a: -abs(member.strides[a]))   # outermost first
     u = u.shrink(((start, u.shape[0]),))
 
-    def fit(v, length: int):   # the last axis cut or padded to `length` (padding is never read: see _nested)
+    def fit(v: UOp, length: int) -> UOp:   # the last axis cut or padded to `length` (padding is never read: _nested)
+        assert v.shape is not None
         m = v.shape[-1]
         if m > length: return v.shrink(tuple((0, n) for n in v.shape[:-1]) + ((0, length),))
         if m < length: return v.pad(((0, 0),) * (len(v.shape) - 1) + ((0, length - m),))
@@ -165,9 +173,11 @@ def member_view(base: Tensor, member: Member, shape: tuple[int, ...]) -> Tensor:
         if k == len(order) - 1 and s == 1:
             u = fit(u, n)
             break
-        u = fit(u, n * s).reshape(u.shape[:-1] + (n, s))
+        u = fit(u, n * s)
+        u = u.reshape(_dims(u)[:-1] + (n, s))
     else:
-        u = fit(u, 1).reshape(u.shape[:-1])
+        u = fit(u, 1)
+        u = u.reshape(_dims(u)[:-1])
     if order: u = u.permute(tuple(order.index(a) for a in moving))
     if flipped: u = u.flip(tuple(moving.index(a) for a in flipped))
     u = u.reshape(tuple(n if a in moving else 1 for a, n in enumerate(shape)))

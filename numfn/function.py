@@ -321,7 +321,7 @@ class NumericalFunction:
         return registration(self)
 
     @cached_property
-    def run(self) -> Callable[[list], Any]:
+    def run(self) -> Callable[..., Any]:   # (leaves, out=None)
         """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
