@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from numfn.args import as_dtype
-from numfn.dtype import dtypes
+from numfn.dtype import DType, dtypes
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import UOp
 
@@ -64,6 +64,7 @@ def philox4x32(counter: Sequence, key: Sequence, rounds: int = ROUNDS) -> tuple:
 def key(seed) -> Any:
     """A key from an integer seed (a Python or NumPy integer, or a traced integer inside a compiled function): uint32
     [seed >> 32, seed & 0xFFFFFFFF] of the seed taken modulo 2**64."""
+    s: Tensor | int
     if isinstance(seed, Tensor):
         if not (seed.uop.dtype.is_int or seed.uop.dtype.is_bool) or seed.ndim:
             raise TypeError(f"a seed must be an integer scalar, not a {seed.uop.dtype.name} array of shape "
@@ -82,6 +83,7 @@ def key(seed) -> Any:
 def _words(k) -> tuple:
     """The two 32-bit words of a key as uint64: 0-d traced arrays while tracing, else 1-element NumPy arrays (NumPy
     warns about the wrapping arithmetic of 0-d scalars, not of arrays)."""
+    dt: DType | None
     if isinstance(k, Tensor): shape, dt = k.shape, k.uop.dtype
     else:
         arr = np.asarray(k)
@@ -113,6 +115,7 @@ def split(k, num: int = 2) -> Any:
     num = operator.index(num)
     if num < 0: raise ValueError(f"split needs a non-negative number of keys, got {num}")
     k0, k1 = _words(k)
+    j: Tensor | np.ndarray
     if _tracing(k):
         j = Tensor(UOp.iota(num)).astype(np.uint64)
         w = philox4x32((j & _MASK, j >> 32, _SPLIT, 0), (k0, k1))
@@ -127,6 +130,7 @@ def split(k, num: int = 2) -> Any:
 def fold_in(k, data) -> Any:
     """A new key from key k and an integer (a Python int or a traced integer): different data, independent keys."""
     k0, k1 = _words(k)
+    d: Tensor | np.ndarray
     if isinstance(data, Tensor) or _tracing(k):
         d = Tensor.lift(data)
         if not (d.uop.dtype.is_int or d.uop.dtype.is_bool) or d.ndim:
@@ -166,7 +170,8 @@ def _unit(k, shape: tuple[int, ...], dt) -> Tensor:
     if dt is dtypes.float32:
         (w,) = _counter_words(k, shape, 1)
         return _small_float(w >> 8, dt) * np.float32(2.0 ** -24)
-    return _unit53(*_counter_words(k, shape, 2))
+    w0, w1 = _counter_words(k, shape, 2)
+    return _unit53(w0, w1)
 
 
 def _small_float(w: Tensor, dt) -> Tensor:
@@ -294,5 +299,6 @@ def bernoulli(key, p=0.5, shape=None) -> Any:
     pt = Tensor.lift(p) if _tracing(key) else np.asarray(p)
     shape = tuple(pt.shape) if shape is None else _shape(shape)
     if not _tracing(key): return _eager("bernoulli", key, p=p, shape=shape)
+    assert isinstance(pt, Tensor)   # lifted above: tracing
     dt = pt.uop.dtype if pt.uop.dtype.is_float else dtypes.float64
     return uniform(key, shape, dt) < pt

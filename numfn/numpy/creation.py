@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -139,7 +139,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=float, *, like=None) -> 
 
 def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
     if m.ndim == 0: raise TypeError(f"{name}() of a 0-d array: tri() missing 1 required positional argument: 'N'")
-    return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else m.shape[-2:]
+    return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else cast("tuple[int, int]", m.shape[-2:])
 
 
 def tril(m, k: int = 0) -> Tensor:
@@ -361,8 +361,9 @@ class _Grid:
     def _single(key: slice) -> Tensor:
         start, stop, step = (0 if key.start is None else key.start), key.stop, key.step
         if isinstance(step, (complex, np.complexfloating)):
-            length = int(abs(step))
-            typ = np.result_type(start, stop, abs(step))
+            magnitude = cast("float | np.floating", abs(step))   # mypy joins abs() over the union to object
+            length = int(magnitude)
+            typ = np.result_type(start, stop, magnitude)
             step = length if length == 1 else (stop - start) / float(length - 1)
             return Tensor((Tensor(UOp.iota(length).cast(as_dtype(typ))) * step + start).uop)
         return arange(start, stop, 1 if step is None else step)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import cast
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Tensor, Tens
 def _square_2d(arr) -> tuple[int, int]:
     t = T(arr)
     if t.ndim != 2: raise ValueError("input array must be 2-d")
-    return t.shape
+    return cast("tuple[int, int]", t.shape)
 
 
 def tril_indices_from(arr, k: int = 0) -> tuple[Tensor, Tensor]:

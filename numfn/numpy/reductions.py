@@ -243,6 +243,7 @@ def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
     t = T(a)
     if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
     filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
+    assert nan is not None   # t is a float array
     all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
     res = _arg_extreme(filled, axis, keepdims, name[3:], out)
     add_check(all_nan, 0, _all_nan_slice)

@@ -11,6 +11,7 @@ versions read each row's first n elements, n being its count of non-NaN values (
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -77,6 +78,7 @@ def _var(t: Tensor, axis, dtype, ddof, keepdims, where, mean, correction) -> Ten
     axes = normalize_axes(axis, t.ndim)
     mask = reduction_mask(where, t.shape)
     if dtype is None and not t.uop.dtype.is_inexact: dtype = dtypes.float64
+    count: int | Tensor
     if mask is None: count = math.prod(t.shape[a] for a in axes)
     else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=True)
     total, count = _squared_deviations(t, axes, dtype, keepdims, where, mean, count)
@@ -220,10 +222,10 @@ class _Rows:
         self.lengths = tuple(t.lengths[i] for i in self.kept) if dyn else (None,) * len(self.kept)
         lengths = tuple(t.lengths[i] for i in self.axes) if dyn else ()
         # the positions past a run-time length fill with the dtype's last value in sort order: they sort last
-        value = filled(t) if any(ln is not None for ln in lengths) else Tensor(t.uop)
+        value = filled(cast(dynamic.DynTensor, t)) if any(ln is not None for ln in lengths) else Tensor(t.uop)
         rows = value.transpose(self.kept + self.axes).reshape(kept_shape + (self.m,))
         self.shape = kept_shape
-        self.n = self.m
+        self.n: int | Tensor = self.m
         if any(ln is not None for ln in lengths):   # the product of the reduced axes' sizes, at run time
             count = Tensor(UOp.const(dtypes.int64, math.prod(bound[i] for i in self.axes if t.lengths[i] is None)))
             for ln in lengths:
@@ -231,7 +233,8 @@ class _Rows:
             self.n = Tensor(count._broadcast(kept_shape))
         if skip_nan and self.dtype.is_float:
             self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
-        self.rows, self.s = rows, None
+        self.rows = rows
+        self.s: Tensor | None = None
         self.static = isinstance(self.n, int)
 
     def order(self, *positions) -> None:
@@ -242,7 +245,7 @@ class _Rows:
         if self.s is not None: return
         known = [T(p).known() for p in positions] if self.static else [None]
         if all(k is not None for k in known):
-            kth = sorted({int(v) for k in known for v in np.ravel(k) if 0 <= v < self.m})
+            kth = sorted({int(v) for k in known for v in np.ravel(cast(np.ndarray, k)) if 0 <= v < self.m})
             if 0 < len(kth) <= SELECT_MAX:
                 self.s = _select_last(self.rows, kth)
                 return
@@ -252,6 +255,7 @@ class _Rows:
         """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""
         idx = T(idx).astype(np.int64)
         self.order()   # sorted, unless `order` was told the positions
+        assert self.s is not None
         shape = broadcast_shapes(idx.shape, self.shape)
         if 0 in shape: return Tensor(UOp.const_like(self.s.uop.dtype, 0, shape))
         lead = len(shape) - len(self.shape)
@@ -266,7 +270,7 @@ class _Rows:
     def finish(self, result: Tensor, qdims: int, keepdims: bool) -> Tensor:
         """The result (q's axes, then the kept axes) with keepdims' axes of size 1 where the reduced ones were, and
         the kept axes' run-time lengths."""
-        lengths = (None,) * qdims + self.lengths
+        lengths: tuple[UOp | None, ...] | list[UOp | None] = (None,) * qdims + self.lengths
         if keepdims:
             full, kept = list(result.shape[:qdims]), iter(zip(result.shape[qdims:], self.lengths))
             lengths = [None] * qdims
@@ -397,10 +401,10 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     # the counts as NumPy's Python ints meet q: weak, converted to q's dtype
     if r.static: n = Tensor.lift(r.n)
     else:
-        n = Tensor(r.n.uop).astype(qdt if qdt.is_float else np.int64)
+        n = Tensor(cast(Tensor, r.n).uop).astype(qdt if qdt.is_float else np.int64)
         n = n.reshape((1,) * qdims + n.shape)
     qb = qt.reshape(qt.shape + (1,) * len(r.shape))   # q's axes first, then the kept ones
-    count = Tensor.lift(r.n) if r.static else Tensor(r.n.uop).reshape((1,) * qdims + r.shape)
+    count = Tensor.lift(r.n) if r.static else Tensor(cast(Tensor, r.n).uop).reshape((1,) * qdims + r.shape)
 
     def last_index() -> Tensor:
         return count - 1
@@ -450,7 +454,8 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     if not r.static and not skip_nan:   # an empty array of run-time length: NumPy's IndexError
         add_check(r.n == 0, 0, lambda _: IndexError("index -1 is out of bounds for axis 0 with size 0"))
     if skip_nan and r.dtype.is_float:
-        res = _nan_to(res, (r.n == 0).reshape((1,) * qdims + r.shape), Tensor(UOp.const(r.dtype, math.nan)))
+        res = _nan_to(res, (cast(Tensor, r.n) == 0).reshape((1,) * qdims + r.shape),
+                      Tensor(UOp.const(r.dtype, math.nan)))
     elif nan_check:
         last = r.last()
         res = _nan_to(res, isnan(last), last)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Callable
+from typing import overload
 
 import numpy as np
 
@@ -388,7 +389,7 @@ def _bits(x: UOp) -> tuple[DType, int]:
 
 def _native_float16(kernel: Callable) -> Callable:
     """Mark a kernel that works on float16 bits itself (NumPy's float16 loops for these work on the bits too)."""
-    kernel.native_float16 = True
+    kernel.native_float16 = True   # type: ignore[attr-defined]  # a marker attribute on the function object
     return kernel
 
 
@@ -813,7 +814,13 @@ def _promote(*xs: Tensor):
     return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
 
 
-def where(condition, x=None, y=None) -> Tensor:
+@overload
+def where(condition) -> tuple[Tensor, ...]: ...
+@overload
+def where(condition, x, y) -> Tensor: ...
+
+
+def where(condition, x=None, y=None) -> Tensor | tuple[Tensor, ...]:
     """Elements of x where condition is true, else of y (both broadcast); where(condition) is nonzero(condition)."""
     if x is None and y is None:
         from numfn.numpy.indexing import nonzero
