@@ -72,7 +72,8 @@ def extract(condition, arr) -> Tensor:
     if c.size > x.size:
         beyond = c[x.size:]
         add_check(beyond, Tensor(UOp.iota(c.size - x.size)) + x.size,
-                  lambda v, n=x.size: IndexError(f"index {v} is out of bounds for axis 0 with size {n}"))
+                  lambda v, n=x.size: IndexError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                      f"index {v} is out of bounds for axis 0 with size {n}"))
         c = c[:x.size]
     return dynamic.select(x[:c.size], c)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -465,6 +465,7 @@ def roll(a, shift, axis=None) -> Tensor:
     t = _strong(a) if not isinstance(a, Tensor) else Tensor(a.uop)
     if axis is None: return roll(t.reshape(-1), shift, 0).reshape(t.shape)
     axes = _axis_tuple(axis, t.ndim, "", allow_duplicate=True)
+    shifts: list | np.ndarray
     if isinstance(shift, Tensor):
         if shift.ndim > 1 or not (shift.uop.dtype.is_int or shift.uop.dtype.is_bool):
             raise TypeError("roll: a traced shift must be an integer scalar or 1-D array")
@@ -552,6 +553,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
         pad_width = seq
     if isinstance(pad_width, Tensor):
         raise unsupported("numpy.pad with pad widths computed by the function", "pass them as Python ints")
+    widths: np.ndarray | list[tuple[int, int]]
     widths = np.asarray(pad_width)
     if widths.dtype.kind not in "iu": raise TypeError("`pad_width` must be of integral type.")
     widths = [(int(b), int(e)) for b, e in _pairs(widths, t.ndim, as_index=True)]
@@ -576,6 +578,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
         index = [_pad_source(n, b, e, mode).reshape(tuple(-1 if a == ax else 1 for a in range(t.ndim)))
                  for ax, (n, (b, e)) in enumerate(zip(t.shape, widths))]
         return gather(t, index)
+    pad_one: Callable[..., Tensor]
     if mode == "linear_ramp":
         ends = _pairs(kwargs.get("end_values", 0), t.ndim)
         pad_one = lambda cur, ax, b, e, p=ends: _pad_ramp(cur, ax, b, e, p[ax])

@@ -266,7 +266,7 @@ def _diagonal(t: Tensor, labels: list[str], index: int) -> tuple[Tensor, list[st
     gather at (i, i) (ranges, so no clamping), nothing copied."""
     distinct = list(dict.fromkeys(labels))
     if len(distinct) == len(labels): return t, labels
-    sizes = {}
+    sizes: dict[str, int] = {}
     for lab, n in zip(labels, t.shape):
         if lab in sizes and sizes[lab] != n:
             raise ValueError(f"dimensions in operand {index} for collapsing index '{lab}' don't match "
@@ -290,7 +290,7 @@ def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[s
     current = [set(t) for t in labels]
     path = []
     while len(current) > 1:
-        best = None
+        best: tuple[tuple[int, int], int, int, set[str]] | None = None
         shared_any = any(current[i] & current[j] for i in range(len(current)) for j in range(i + 1, len(current)))
         for i in range(len(current)):
             for j in range(i + 1, len(current)):
@@ -300,6 +300,7 @@ def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[s
                 score = (_size(kept, sizes) - _size(current[i], sizes) - _size(current[j], sizes),
                          _size(current[i] | current[j], sizes))
                 if best is None or score < best[0]: best = (score, i, j, kept)
+        assert best is not None   # with 2+ operands some pair qualifies (one sharing a label, if any does)
         _, i, j, kept = best
         path.append((i, j))
         current = [c for k, c in enumerate(current) if k not in (i, j)] + [kept]

@@ -64,7 +64,7 @@ def ediff1d(ary, to_end=None, to_begin=None) -> Tensor:
     t = _strong(ary).reshape(-1)
     if to_begin is None and to_end is None: return t[1:] - t[:-1]
     dt = t.uop.dtype
-    pieces = []
+    pieces: list[Tensor | None] = []
     for name, extra in (("to_begin", to_begin), ("to_end", to_end)):
         if extra is None: pieces.append(None); continue  # noqa: E702
         e = _strong(extra)
@@ -81,6 +81,7 @@ def _spacings(t: Tensor, axes: tuple[int, ...], varargs) -> list:
     if len(varargs) == 1 and np.ndim(varargs[0]) == 0: return list(varargs) * len(axes)
     if len(varargs) != len(axes): raise TypeError("invalid number of arguments")
     out = []
+    d: np.ndarray | Tensor
     for ax, distances in zip(axes, varargs):
         if np.ndim(distances) == 0: out.append(distances); continue  # noqa: E702
         if np.ndim(distances) != 1: raise ValueError("distances must be either scalars or 1d")

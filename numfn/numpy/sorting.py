@@ -22,6 +22,7 @@ work in place too (a window writes into the array it views); searchsorted search
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -250,7 +251,7 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     right = _side(side)
     limit = v_lengths = None
     if isinstance(a, dynamic.DynTensor):
-        if a.ndim == 1: limit = Tensor(a.length)
+        if a.ndim == 1: limit = Tensor(cast(UOp, a.length))   # a 1-D one: its axis has the run-time length
         a = a.compact()
     if isinstance(v, dynamic.DynTensor): v, v_lengths = v.compact(), v.lengths
     at, vt = T(a), T(v)
@@ -335,15 +336,15 @@ def _group_parts(s: Tensor, perm: Tensor | None, first: Tensor, total, want_inde
     size. `total` is the number of elements that count (an int, or the run-time length)."""
     n = s.shape[0]
     values = dynamic.select(s, first)
-    index = dynamic.select(perm, first) if want_index else None
+    index = dynamic.select(cast(Tensor, perm), first) if want_index else None   # sorted with a permutation
     inverse = counts = None
     if want_inverse:
         group = Tensor(UOp(Ops.SCAN, I64, (first.uop.cast(I64),), (Ops.ADD, 0))) - 1
         empty = UOp(Ops.EMPTY, I64, (), ((n,), "inverse"))
-        inverse = Tensor(UOp(Ops.SCATTER, I64, (empty, group.uop, perm.uop), (None, True, False)))
+        inverse = Tensor(UOp(Ops.SCATTER, I64, (empty, group.uop, cast(Tensor, perm).uop), (None, True, False)))
     if want_counts:
         starts = dynamic.select(_iota(n), first)
-        k = Tensor(starts.length)
+        k = Tensor(cast(UOp, starts.length))   # a selection has its length
         start = starts.compact()
         from numfn.numpy.manipulation import concatenate
         end = concatenate([start[1:], Tensor.lift(total).astype(np.int64).reshape(1)])
@@ -357,8 +358,9 @@ def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equ
     if isinstance(t, dynamic.DynTensor):
         if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic._HINT)
         dt = t.uop.dtype
+        assert t.uop.shape is not None   # an array's value is a tensor-level node
         flat = Tensor(t.valid().uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, _largest(dt), t.uop.shape)))
-        total = Tensor(t.length)
+        total = Tensor(cast(UOp, t.length))   # 1-D: its axis has the run-time length
     else:
         flat = t.reshape(-1)
         total = flat.shape[0]
@@ -485,6 +487,7 @@ def filled(y: dynamic.DynTensor) -> Tensor:
     NumPy's sort order (NaN for floats, the maximum for integers): a stable sort keeps them after y's elements, and a
     sort of values cannot tell an equal element from them."""
     dt = y.uop.dtype
+    assert y.uop.shape is not None   # an array's value is a tensor-level node
     return Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, _largest(dt), y.uop.shape)))
 
 

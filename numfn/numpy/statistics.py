@@ -216,6 +216,7 @@ class _Rows:
         self.axes = normalize_axes(axis, t.ndim)
         self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
         bound = t.uop.shape
+        assert bound is not None   # an array's value is a tensor-level node
         kept_shape = tuple(bound[i] for i in self.kept)
         self.m = math.prod(bound[i] for i in self.axes)
         dyn = isinstance(t, dynamic.DynTensor)

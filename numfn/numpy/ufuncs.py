@@ -339,6 +339,7 @@ def _elementwise_graph(kernel: Callable, srcs: list[UOp]) -> tuple[UOp, ...]:
     out = kernel(*holes)
     outs = out if isinstance(out, tuple) else (out,)
     shape = srcs[0].shape
+    assert shape is not None   # the sources are arrays' values: tensor-level nodes
     sub = dict(zip(holes, srcs))
     for u in toposort(outs):
         if u in sub: continue
