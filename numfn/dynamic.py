@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NoReturn, cast
+from collections.abc import Callable
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -330,7 +331,7 @@ def _left(y: DynTensor, axes: tuple, keepdims: bool) -> tuple:
     return tuple(ln for a, ln in enumerate(y.lengths) if a not in axes)
 
 
-def reduce(fn, y: DynTensor, axis=None, keepdims: bool = False, empty_error: str | None = None, **kw):
+def reduce(fn, y: DynTensor, axis=None, keepdims: bool = False, empty_error: str | None = None, **kw) -> Tensor:
     """fn(array, axis=, keepdims=, where=, **kw), a reduction that takes where=, applied to y: along axes of
     run-time length it sees y's elements only; `empty_error` names the reduction that raises for no elements (max,
     min). Axes of run-time length it does not reduce keep their lengths."""
@@ -504,7 +505,7 @@ PRODUCTS = {"matmul": lambda a, b, **kw: matmul(a, b), "dot": _dot, "outer": _ou
             "vdot": lambda a, b: _dot(a, b)}
 
 
-def guard(name: str, fn):
+def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """numfn.numpy's function `fn`, refusing DynTensor arguments unless it knows them (NUMPY, or elementwise)."""
     special = NUMPY.get(name)
     product = PRODUCTS.get(name)
@@ -526,7 +527,7 @@ def guard(name: str, fn):
 # ---------------------------------------------------------------------------------------------------------------
 # indexing
 
-def getitem(y: DynTensor, index):
+def getitem(y: DynTensor, index) -> Tensor:
     """y[index]. Along an axis of run-time length an integer is checked against the length when the program runs,
     and a slice is clamped to it (a window of run-time length); a boolean or integer array indexes the first axis
     of a selection (a selection of it, or gathered elements). The result of a window is a view of its memory."""
@@ -541,7 +542,7 @@ def getitem(y: DynTensor, index):
 
 def _select_rows(y: DynTensor, first, rest: tuple):
     """y[first, *rest] for an array `first` along the run-time first axis."""
-    if rest: y = getitem(y, (slice(None),) + rest)
+    if rest: y = cast(DynTensor, getitem(y, (slice(None),) + rest))   # its first axis keeps the run-time length
     if y.ndim > 1 and any(ln is not None for ln in y.lengths[1:]):
         raise unsupported("an index array into an array with several axes of run-time length", _HINT)
     t = Tensor.lift(first)

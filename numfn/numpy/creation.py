@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 
@@ -185,7 +185,7 @@ def diagflat(v, k: int = 0) -> Tensor:
     return diag(_strong(v).reshape(-1), k)
 
 
-def indices(dimensions, dtype=int, sparse: bool = False):
+def indices(dimensions, dtype=int, sparse: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The index grid of an array of shape `dimensions`: stacked (shape (N, *dimensions)) or, with sparse, a tuple
     of N arrays each varying along one axis."""
     dims = tuple(operator.index(d) for d in dimensions)
@@ -215,8 +215,22 @@ def _check_dtype_kind(dtype) -> None:
     if dtype is not None: as_dtype(dtype)   # complex and other dtypes numfn lacks: the unsupported-dtype error
 
 
+@overload
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: Literal[False] = False, dtype=None,
+             axis: int = 0, *, device=None) -> Tensor: ...
+@overload
+def linspace(start, stop, num: int, endpoint: bool, retstep: Literal[True], dtype=None, axis: int = 0, *,
+             device=None) -> tuple[Tensor, Tensor]: ...
+@overload
+def linspace(start, stop, num: int = 50, endpoint: bool = True, *, retstep: Literal[True], dtype=None, axis: int = 0,
+             device=None) -> tuple[Tensor, Tensor]: ...
+@overload
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
-             *, device=None):
+             *, device=None) -> Tensor | tuple[Tensor, Tensor]: ...
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
+             *, device=None) -> Tensor | tuple[Tensor, Tensor]:
     """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
     The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
     last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""

@@ -322,7 +322,7 @@ def _increasing(b: Tensor) -> Tensor:
     return up
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram(a, bins=10, range=None, density=None, weights=None) -> tuple[Tensor, Tensor]:  # noqa: A002 - NumPy's name
     """Counts of `a` in bins (an int with range= or a's range, or explicit increasing edges), with NumPy's exact
     assignment of values to equal-width bins; returns (hist, bin_edges)."""
     t = T(a).reshape(-1)
@@ -407,7 +407,8 @@ def _finite(v: Tensor) -> Tensor:
     return (v == v) & (v - v == 0)
 
 
-def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram2d(x, y, bins=10, range=None, density=None,  # noqa: A002 - NumPy's name
+                weights=None) -> tuple[Tensor, Tensor, Tensor]:
     """Counts of the points (x, y) in a grid of bins; returns (H, xedges, yedges)."""
     tx, ty = T(x).reshape(-1), T(y).reshape(-1)
     if tx.shape != ty.shape: raise ValueError("x and y must have the same length.")

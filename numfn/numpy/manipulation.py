@@ -268,17 +268,17 @@ def _at_least_3d(t: Tensor) -> Tensor:
     return t
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least one axis (0-d becomes shape (1,)); one array for one input, else a tuple."""
     return _atleast(arys, _at_least_1d)
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least two axes (1-D of n becomes (1, n))."""
     return _atleast(arys, _at_least_2d)
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least three axes (1-D of n becomes (1, n, 1), 2-D (m, n) becomes (m, n, 1))."""
     return _atleast(arys, _at_least_3d)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
@@ -333,7 +334,7 @@ def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], keep: set[str], si
     return res, batch + rows + cols
 
 
-def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe") -> Tensor:
     """Einstein summation: any subscripts NumPy takes ('ij,jk->ik', '...' broadcasting, repeated labels for
     diagonals and traces, the implicit output, the interleaved operand/sublist form), with NumPy's result dtype.
     Operands are contracted pairwise through matmul, in the order `optimize` gives as an explicit path
@@ -410,7 +411,7 @@ def _path(optimize, count: int, labels, sizes, output) -> list[tuple[int, int]]:
     return _greedy_order(labels, sizes, output) if count > 2 else []
 
 
-def einsum_path(*operands, optimize="greedy", einsum_call=False):
+def einsum_path(*operands, optimize="greedy", einsum_call=False) -> tuple[list[Any], str]:
     """NumPy's einsum_path (the path and its printed report): it needs only the operands' shapes and dtypes, so
     NumPy computes it on stand-ins of those shapes (zero-strided, no memory)."""
     if einsum_call: raise unsupported("numpy.einsum_path with einsum_call=True")

@@ -99,7 +99,7 @@ def _spacings(t: Tensor, axes: tuple[int, ...], varargs) -> list:
     return out
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f, *varargs, axis=None, edge_order=1) -> Tensor | tuple[Tensor, ...]:
     """Second-order central differences inside, first- or second-order one-sided differences at the edges, along
     every axis in `axis` (all by default): a tuple of arrays for several axes. Spacing: none (1), one scalar for
     all axes, or one scalar or 1-D coordinate array per axis. Integers compute in float64."""

@@ -403,7 +403,7 @@ def _unique_rows(t: Tensor, axis: int, want_index: bool, want_inverse: bool, wan
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
-           sorted=True):  # noqa: A002 - NumPy's name
+           sorted=True) -> Tensor | tuple[Tensor, ...]:  # noqa: A002 - NumPy's name
     """The sorted unique elements of `ar` (flattened; with axis=0, its distinct slices along the first axis), and as
     asked the first position of each, the group of every element (shaped like `ar`; per slice with axis=0) and
     each one's count. The unique values, positions and counts are arrays of run-time length (returned cut to it).
@@ -420,27 +420,28 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (values, *extra) if extra else values
 
 
-def unique_values(x):
+def unique_values(x) -> Tensor:
     """The unique elements of x (NumPy 2; numfn's are sorted), every NaN distinct."""
-    return unique(x, equal_nan=False)
+    return cast(Tensor, unique(x, equal_nan=False))   # no return_* flags: the values alone
 
 
-def unique_counts(x):
+def unique_counts(x) -> tuple[Tensor, Tensor]:
     """(values, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueCountsResult
-    return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False))
+    return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False))   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
 
 
-def unique_inverse(x):
+def unique_inverse(x) -> tuple[Tensor, Tensor]:
     """(values, inverse_indices): the unique elements and the group of each element of x (shaped like x)."""
     from numpy.lib._arraysetops_impl import UniqueInverseResult
-    return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False))
+    return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False))   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
 
 
-def unique_all(x):
+def unique_all(x) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(values, indices, inverse_indices, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueAllResult
-    return UniqueAllResult(*unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False))
+    return UniqueAllResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ versions read each row's first n elements, n being its count of non-NaN values (
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Literal, cast, overload
 
 import numpy as np
 
@@ -111,7 +111,18 @@ def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
     return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+@overload
+def average(a, axis=None, weights=None, returned: Literal[False] = False, *, keepdims=False) -> Tensor: ...
+@overload
+def average(a, axis, weights, returned: Literal[True], *, keepdims=False) -> tuple[Tensor, Tensor]: ...
+@overload
+def average(a, axis=None, weights=None, *, returned: Literal[True], keepdims=False) -> tuple[Tensor, Tensor]: ...
+@overload
+def average(a, axis=None, weights=None, returned: bool = False, *, keepdims=False) -> Tensor | tuple[Tensor, Tensor]:
+    ...
+
+
+def average(a, axis=None, weights=None, returned: bool = False, *, keepdims=False) -> Tensor | tuple[Tensor, Tensor]:
     """The (weighted) average along `axis`; with returned=True also the sum of the weights (the element count
     without weights), broadcast to the average's shape. Weights either have a's shape or the shape of a's axes
     `axis` (in that order). Weights summing to zero are NumPy's ZeroDivisionError, raised by the call."""

@@ -899,7 +899,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
     return logical_and.reduce(isclose(a, b, rtol, atol, equal_nan).reshape(-1))
 
 
-def array_equal(a1, a2, equal_nan: bool = False):
+def array_equal(a1, a2, equal_nan: bool = False) -> bool | Tensor:
     """True if both have the same shape and elements. Different shapes give Python's False (known while
     tracing); otherwise a 0-d bool array."""
     x, y = T(a1), T(a2)
@@ -909,7 +909,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     return logical_and.reduce(same.reshape(-1))
 
 
-def array_equiv(a1, a2):
+def array_equiv(a1, a2) -> bool | Tensor:
     """True if the arrays broadcast together and are equal elementwise: Python's False where they do not
     broadcast, else a 0-d bool array."""
     x, y = T(a1), T(a2)
