@@ -35,6 +35,7 @@ from numfn.args import as_dtype
 from numfn.dtype import DType, dtypes
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import UOp
+from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 __all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "integers", "randint", "bernoulli"]
 
@@ -127,7 +128,7 @@ def split(k, num: int = 2) -> Any:
     return np.stack([np.broadcast_to(w[0], (num,)), np.broadcast_to(w[1], (num,))], axis=-1).astype(np.uint32)
 
 
-def fold_in(k, data) -> Any:
+def fold_in(k, data: ArrayLike) -> Any:
     """A new key from key k and an integer (a Python int or a traced integer): different data, independent keys."""
     k0, k1 = _words(k)
     d: Tensor | np.ndarray
@@ -204,7 +205,7 @@ def _eager(name: str, *args, static=("shape", "dtype"), **kwargs):
 _EAGER: dict[tuple, Any] = {}
 
 
-def bits(key, shape=(), dtype=np.uint32) -> Any:
+def bits(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.uint32) -> Any:
     """Raw random bits: uint32 (one Philox word per element) or uint64 (two)."""
     shape, dt = _shape(shape), as_dtype(dtype)
     if dt not in (dtypes.uint32, dtypes.uint64): raise ValueError(f"bits gives uint32 or uint64, not {dt.name}")
@@ -214,7 +215,8 @@ def bits(key, shape=(), dtype=np.uint32) -> Any:
     return (w0 << 32) | w1
 
 
-def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> Any:
+def uniform(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64, minval: ArrayLike = 0.0,
+            maxval: ArrayLike = 1.0) -> Any:
     """Uniform floats in [minval, maxval) (maxval itself may occur by rounding, as in NumPy): minval + (maxval -
     minval) * u, u in [0, 1) with every float32 (24-bit) or float64 (53-bit) grid point equally likely. minval and
     maxval broadcast with shape."""
@@ -228,7 +230,8 @@ def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> Any:
     return (lo + (hi - lo) * _unit(key, shape, dt)).astype(dt)   # NumPy's formula
 
 
-def normal(key, shape=(), dtype=np.float64, loc=0.0, scale=1.0) -> Any:
+def normal(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64, loc: ArrayLike = 0.0,
+           scale: ArrayLike = 1.0) -> Any:
     """Normally distributed floats, loc + scale * z with z standard normal (Box-Muller: z = sqrt(-2 log u1) *
     cos(2 pi u2), u1 in (0, 1] and u2 in [0, 1) from independent words; no rejection, so it vectorizes)."""
     shape, dt = _shape(shape), _float_dtype(dtype, "normal")
@@ -248,7 +251,7 @@ def normal(key, shape=(), dtype=np.float64, loc=0.0, scale=1.0) -> Any:
     return (Tensor(lo.uop.cast(dt), lo.weak) + Tensor(sc.uop.cast(dt), sc.weak) * z).astype(dt)
 
 
-def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
+def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype: DTypeLike = np.int64) -> Any:
     """Uniform integers in [minval, maxval) (with one bound given: [0, minval)), from a 64-bit random x: minval +
     floor(x * range / 2**64) for ranges up to 2**32 known while tracing, minval + x mod range otherwise. Either way
     each value's probability is within range / 2**64 (relative) of the others': at most 2**-32 for ranges up to
@@ -289,12 +292,12 @@ def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
     return (_where(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
 
 
-def randint(key, shape, minval, maxval, dtype=np.int64) -> Any:
+def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLike, dtype: DTypeLike = np.int64) -> Any:
     """integers with JAX's argument order: randint(key, shape, minval, maxval, dtype)."""
     return integers(key, shape, minval, maxval, dtype)
 
 
-def bernoulli(key, p=0.5, shape=None) -> Any:
+def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: ShapeLike | None = None) -> Any:
     """True with probability p (broadcast to shape; shape defaults to p's): u < p for u uniform in [0, 1)."""
     pt = Tensor.lift(p) if _tracing(key) else np.asarray(p)
     shape = tuple(pt.shape) if shape is None else _shape(shape)

@@ -22,6 +22,7 @@ work in place too (a window writes into the array it views); searchsorted search
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
@@ -32,6 +33,7 @@ from numfn.dtype import DType, dtypes, result_type
 from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check, gather, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
 I64 = dtypes.int64
@@ -135,14 +137,14 @@ def _check_order(order) -> None:
     if order is not None: raise ValueError("Cannot specify order when the array has no fields.")
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None) -> Tensor:
+def sort(a: ArrayLike, axis: int = -1, kind: str | None = None, order=None, *, stable: bool | None = None) -> Tensor:
     """A sorted copy of `a` along `axis` (None: flattened), in NumPy's stable order (NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
     return _sorted(T(a), axis, False)
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None) -> Tensor:
+def argsort(a: ArrayLike, axis: int = -1, kind: str | None = None, order=None, *, stable: bool | None = None) -> Tensor:
     """The positions that sort `a` along `axis` (None: flattened), stably (ties keep their order, NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
@@ -181,13 +183,13 @@ def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
     return _along(t, ax, lambda x: _select_last(x, [k % n for k in ks]))
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None) -> Tensor:
+def partition(a: ArrayLike, kth: ArrayLike, axis: int = -1, kind: str = "introselect", order=None) -> Tensor:
     """A copy of `a` with the k-th element of every kth where it would be sorted, smaller ones before it and larger
     ones after (numfn sorts fully: NumPy's contract, and the kth elements, are what it guarantees)."""
     return _partitioned(a, kth, axis, kind, order, False)
 
 
-def argpartition(a, kth, axis=-1, kind="introselect", order=None) -> Tensor:
+def argpartition(a: ArrayLike, kth: ArrayLike, axis: int = -1, kind: str = "introselect", order=None) -> Tensor:
     """The positions that partition `a` (see partition): numfn's are those of a stable sort."""
     t = T(a)
     if t.ndim == 0 and axis is not None:   # NumPy: [0], after checking kth against one element
@@ -242,7 +244,7 @@ def _side(side) -> bool:
     raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
 
 
-def searchsorted(a, v, side="left", sorter=None) -> Tensor:
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None) -> Tensor:
     """Where each of v would be inserted into the ascending 1-D `a` to keep it sorted: before equal elements
     (side='left') or after them ('right'); `sorter` sorts `a` (a[sorter] is ascending). Compared in the common dtype
     of a and v, in NumPy's order (NaN last). A sorter entry outside [0, len(a)) is NumPy's ValueError, raised after
@@ -280,7 +282,7 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     return out if v_lengths is None else dynamic.DynTensor(out.uop, lengths=v_lengths)
 
 
-def lexsort(keys, axis=-1) -> Tensor:
+def lexsort(keys: Tensor | np.ndarray | Sequence[ArrayLike], axis: int = -1) -> Tensor:
     """The positions that sort by several keys: by the last key, ties by the one before it, and so on (a stable
     sort by each key in turn, from the first to the last)."""
     if isinstance(keys, Tensor) or isinstance(keys, np.ndarray):
@@ -402,8 +404,9 @@ def _unique_rows(t: Tensor, axis: int, want_index: bool, want_inverse: bool, wan
     return values, index, inverse, counts
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
-           sorted=True) -> Tensor | tuple[Tensor, ...]:  # noqa: A002 - NumPy's name
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, *, equal_nan: bool = True,
+           sorted: bool = True) -> Tensor | tuple[Tensor, ...]:  # noqa: A002 - NumPy's name
     """The sorted unique elements of `ar` (flattened; with axis=0, its distinct slices along the first axis), and as
     asked the first position of each, the group of every element (shaped like `ar`; per slice with axis=0) and
     each one's count. The unique values, positions and counts are arrays of run-time length (returned cut to it).
@@ -420,24 +423,26 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (values, *extra) if extra else values
 
 
-def unique_values(x) -> Tensor:
+def unique_values(x: ArrayLike) -> Tensor:
     """The unique elements of x (NumPy 2; numfn's are sorted), every NaN distinct."""
     return cast(Tensor, unique(x, equal_nan=False))   # no return_* flags: the values alone
 
 
-def unique_counts(x) -> tuple[Tensor, Tensor]:
+def unique_counts(x: ArrayLike) -> tuple[Tensor, Tensor]:
     """(values, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueCountsResult
-    return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False))   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+    return UniqueCountsResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_counts=True, equal_nan=False))
 
 
-def unique_inverse(x) -> tuple[Tensor, Tensor]:
+def unique_inverse(x: ArrayLike) -> tuple[Tensor, Tensor]:
     """(values, inverse_indices): the unique elements and the group of each element of x (shaped like x)."""
     from numpy.lib._arraysetops_impl import UniqueInverseResult
-    return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False))   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+    return UniqueInverseResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_inverse=True, equal_nan=False))
 
 
-def unique_all(x) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def unique_all(x: ArrayLike) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(values, indices, inverse_indices, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueAllResult
     return UniqueAllResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays

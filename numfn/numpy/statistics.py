@@ -20,6 +20,7 @@ from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike, Axes, DTypeLike
 
 T = Tensor.lift
 
@@ -64,8 +65,9 @@ def _squared_deviations(t: Tensor, axes, dtype, keepdims, where, mean, count, na
     return total, count
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None) -> Tensor:
+def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: float | None = None) -> Tensor:
     """The variance: mean squared deviation from the mean, divided by max(n - ddof, 0) instead of n (so inf or NaN
     for too few elements, where NumPy warns). Integers and bools compute in float64."""
     refuse("var", out=out)
@@ -93,8 +95,9 @@ def _sqrt_into(v: Tensor) -> Tensor:
     return sqrt(v).astype(v.uop.dtype)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None) -> Tensor:
+def std(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: float | None = None) -> Tensor:
     """The standard deviation, sqrt(var(...)) with var's arguments."""
     refuse("std", out=out)
     return _sqrt_into(_var(T(a), axis, dtype, ddof, keepdims, where, mean, correction))
@@ -172,7 +175,8 @@ def _inexact_dtype(dtype):
     return dt
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None) -> Tensor:
+def nanmean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+            *, where: ArrayLike | None = None) -> Tensor:
     """The mean of the non-NaN elements; NaN for a slice without any (where NumPy warns)."""
     refuse("nanmean", out=out)
     arr, nan = _nan_split(a)
@@ -196,15 +200,17 @@ def _nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction) -> Tensor:
     return Tensor((dof <= 0).uop.alu(Ops.WHERE, UOp.const_like(res.uop.dtype, math.nan, res.shape), res.uop))
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-           correction=None) -> Tensor:
+def nanvar(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+           keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+           correction: float | None = None) -> Tensor:
     """The variance of the non-NaN elements; NaN where count - ddof <= 0 (where NumPy warns)."""
     refuse("nanvar", out=out)
     return _nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-           correction=None) -> Tensor:
+def nanstd(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+           keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+           correction: float | None = None) -> Tensor:
     """sqrt(nanvar(...)) with nanvar's arguments."""
     refuse("nanstd", out=out)
     return _sqrt_into(_nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction))
@@ -301,7 +307,8 @@ def _nan_to(result: Tensor, where: Tensor, value: Tensor) -> Tensor:
     return where_(where, value.astype(result.uop.dtype), result)
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+def median(a: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Tensor:
     """The median along `axis` (None: of everything): the middle element, or the mean of the two middle ones (in
     mean's dtype: float64 for integers); NaN where the slice holds a NaN. overwrite_input= is accepted (numfn never
     changes the input)."""
@@ -309,7 +316,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Ten
     return _median(a, axis, keepdims, False)
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+def nanmedian(a: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Tensor:
     """The median of the non-NaN elements; NaN for a slice without any (where NumPy warns)."""
     refuse("nanmedian", out=out)
     return _median(a, axis, keepdims, True)
@@ -346,30 +354,30 @@ _METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation", "int
             "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-               weights=None) -> Tensor:
+def percentile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """The q-th percentiles (q in [0, 100]) along `axis`, by NumPy's `method` (default 'linear'); q's axes come
     first in the result. weights= (method 'inverted_cdf' only) is not supported."""
     refuse("percentile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, True, False)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-             weights=None) -> Tensor:
+def quantile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """The q-th quantiles (q in [0, 1]) along `axis`, by NumPy's `method` (default 'linear')."""
     refuse("quantile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, False, False)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                  weights=None) -> Tensor:
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """percentile of the non-NaN elements; NaN for a slice without any."""
     refuse("nanpercentile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, True, True)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                weights=None) -> Tensor:
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """quantile of the non-NaN elements; NaN for a slice without any."""
     refuse("nanquantile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, False, True)
