@@ -62,7 +62,7 @@ def philox4x32(counter: Sequence, key: Sequence, rounds: int = ROUNDS) -> tuple:
 
 
 # ---- keys ---------------------------------------------------------------------------------------------------------
-def key(seed) -> Any:
+def key(seed: int | np.integer | Tensor) -> Any:
     """A key from an integer seed (a Python or NumPy integer, or a traced integer inside a compiled function): uint32
     [seed >> 32, seed & 0xFFFFFFFF] of the seed taken modulo 2**64."""
     s: Tensor | int
@@ -111,7 +111,7 @@ def is_tracing() -> bool:
     return getattr(_trace_depth, "n", 0) > 0
 
 
-def split(k, num: int = 2) -> Any:
+def split(k: ArrayLike, num: int = 2) -> Any:
     """`num` new keys (shape (num, 2)) derived from key k, independent of each other and of k's own numbers."""
     num = operator.index(num)
     if num < 0: raise ValueError(f"split needs a non-negative number of keys, got {num}")
@@ -128,7 +128,7 @@ def split(k, num: int = 2) -> Any:
     return np.stack([np.broadcast_to(w[0], (num,)), np.broadcast_to(w[1], (num,))], axis=-1).astype(np.uint32)
 
 
-def fold_in(k, data: ArrayLike) -> Any:
+def fold_in(k: ArrayLike, data: ArrayLike) -> Any:
     """A new key from key k and an integer (a Python int or a traced integer): different data, independent keys."""
     k0, k1 = _words(k)
     d: Tensor | np.ndarray

@@ -150,14 +150,14 @@ def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
     return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else cast("tuple[int, int]", m.shape[-2:])
 
 
-def tril(m, k: int = 0) -> Tensor:
+def tril(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements above diagonal k zeroed (a 1-D m is taken as a row repeated: the result is 2-D)."""
     t = _strong(m)
     mask = tri(*_matrix_shape(t, "tril"), k=k, dtype=np.bool_)
     return _where(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
-def triu(m, k: int = 0) -> Tensor:
+def triu(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements below diagonal k zeroed."""
     t = _strong(m)
     mask = tri(*_matrix_shape(t, "triu"), k=operator.index(k) - 1, dtype=np.bool_)
@@ -225,21 +225,25 @@ def _check_dtype_kind(dtype) -> None:
 
 
 @overload
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: Literal[False] = False, dtype=None,
-             axis: int = 0, *, device=None) -> Tensor: ...
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: Literal[False] = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *, device: str | None = None) -> Tensor: ...
 @overload
-def linspace(start, stop, num: int, endpoint: bool, retstep: Literal[True], dtype=None, axis: int = 0, *,
-             device=None) -> tuple[Tensor, Tensor]: ...
+def linspace(start: ArrayLike, stop: ArrayLike, num: int, endpoint: bool, retstep: Literal[True],
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> tuple[Tensor, Tensor]: ...
 @overload
-def linspace(start, stop, num: int = 50, endpoint: bool = True, *, retstep: Literal[True], dtype=None, axis: int = 0,
-             device=None) -> tuple[Tensor, Tensor]: ...
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, *, retstep: Literal[True],
+             dtype: DTypeLike | None = None, axis: int = 0,
+             device: str | None = None) -> tuple[Tensor, Tensor]: ...
 @overload
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
-             *, device=None) -> Tensor | tuple[Tensor, Tensor]: ...
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> Tensor | tuple[Tensor, Tensor]: ...
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
-             *, device=None) -> Tensor | tuple[Tensor, Tensor]:
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
     The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
     last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""

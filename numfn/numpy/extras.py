@@ -26,7 +26,7 @@ __all__ = ['ascontiguousarray', 'asfortranarray', 'asanyarray', 'broadcast_shape
 
 
 # ---- conversions and predicates -----------------------------------------------------------------------------------
-def asanyarray(a: ArrayLike, dtype: DTypeLike | None = None, order=None, *, like=None) -> Tensor:
+def asanyarray(a: ArrayLike, dtype: DTypeLike | None = None, order: str | None = None, *, like=None) -> Tensor:
     """asarray: numfn has no ndarray subclasses."""
     from numfn.numpy.creation import asarray
     return asarray(a, dtype)
@@ -281,7 +281,7 @@ def _cov_rows(a, dtype, rowvar: bool, name: str) -> Tensor:
     return t
 
 
-def cov(m, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False, ddof: float | None = None,
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False, ddof: float | None = None,
         fweights: ArrayLike | None = None, aweights: ArrayLike | None = None, *,
         dtype: DTypeLike | None = None) -> Tensor:
     """NumPy's covariance of the rows (variables) over the columns (observations): the centered rows' products,

@@ -148,13 +148,13 @@ def flip(m: ArrayLike, axis: Axes = None) -> Tensor:
     return t._view(t.uop.flip(axes))
 
 
-def fliplr(m) -> Tensor:
+def fliplr(m: ArrayLike) -> Tensor:
     t = _array(m)
     if t.ndim < 2: raise ValueError("Input must be >= 2-d.")
     return flip(t, 1)
 
 
-def flipud(m) -> Tensor:
+def flipud(m: ArrayLike) -> Tensor:
     t = _array(m)
     if t.ndim < 1: raise ValueError("Input must be >= 1-d.")
     return flip(t, 0)

@@ -311,7 +311,7 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Tensor:
     return y
 
 
-def polyder(p: ArrayLike, m=1) -> Tensor:
+def polyder(p: ArrayLike, m: int = 1) -> Tensor:
     """The m-th derivative of the polynomial with coefficients p (highest power first)."""
     m = int(m)
     if m < 0: raise ValueError("Order of derivative must be positive (see polyint)")
@@ -322,7 +322,7 @@ def polyder(p: ArrayLike, m=1) -> Tensor:
     return t if m == 0 else polyder(y, m - 1)
 
 
-def polyint(p: ArrayLike, m=1, k=None) -> Tensor:
+def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Tensor:
     """The m-th antiderivative of the polynomial with coefficients p (highest power first); the integration
     constants k (a scalar or one per order, the first for the first integration) default to zero."""
     m = int(m)

@@ -137,14 +137,16 @@ def _check_order(order) -> None:
     if order is not None: raise ValueError("Cannot specify order when the array has no fields.")
 
 
-def sort(a: ArrayLike, axis: int = -1, kind: str | None = None, order=None, *, stable: bool | None = None) -> Tensor:
+def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: str | Sequence[str] | None = None, *,
+         stable: bool | None = None) -> Tensor:
     """A sorted copy of `a` along `axis` (None: flattened), in NumPy's stable order (NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
     return _sorted(T(a), axis, False)
 
 
-def argsort(a: ArrayLike, axis: int = -1, kind: str | None = None, order=None, *, stable: bool | None = None) -> Tensor:
+def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: str | Sequence[str] | None = None, *,
+            stable: bool | None = None) -> Tensor:
     """The positions that sort `a` along `axis` (None: flattened), stably (ties keep their order, NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
@@ -183,13 +185,15 @@ def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
     return _along(t, ax, lambda x: _select_last(x, [k % n for k in ks]))
 
 
-def partition(a: ArrayLike, kth: ArrayLike, axis: int = -1, kind: str = "introselect", order=None) -> Tensor:
+def partition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str = "introselect",
+              order: str | Sequence[str] | None = None) -> Tensor:
     """A copy of `a` with the k-th element of every kth where it would be sorted, smaller ones before it and larger
     ones after (numfn sorts fully: NumPy's contract, and the kth elements, are what it guarantees)."""
     return _partitioned(a, kth, axis, kind, order, False)
 
 
-def argpartition(a: ArrayLike, kth: ArrayLike, axis: int = -1, kind: str = "introselect", order=None) -> Tensor:
+def argpartition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str = "introselect",
+                 order: str | Sequence[str] | None = None) -> Tensor:
     """The positions that partition `a` (see partition): numfn's are those of a stable sort."""
     t = T(a)
     if t.ndim == 0 and axis is not None:   # NumPy: [0], after checking kth against one element

@@ -115,17 +115,21 @@ def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
 
 
 @overload
-def average(a, axis=None, weights=None, returned: Literal[False] = False, *, keepdims=False) -> Tensor: ...
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: Literal[False] = False, *,
+            keepdims: bool = False) -> Tensor: ...
 @overload
-def average(a, axis, weights, returned: Literal[True], *, keepdims=False) -> tuple[Tensor, Tensor]: ...
+def average(a: ArrayLike, axis: Axes, weights: ArrayLike | None, returned: Literal[True], *,
+            keepdims: bool = False) -> tuple[Tensor, Tensor]: ...
 @overload
-def average(a, axis=None, weights=None, *, returned: Literal[True], keepdims=False) -> tuple[Tensor, Tensor]: ...
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, *, returned: Literal[True],
+            keepdims: bool = False) -> tuple[Tensor, Tensor]: ...
 @overload
-def average(a, axis=None, weights=None, returned: bool = False, *, keepdims=False) -> Tensor | tuple[Tensor, Tensor]:
-    ...
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False, *,
+            keepdims: bool = False) -> Tensor | tuple[Tensor, Tensor]: ...
 
 
-def average(a, axis=None, weights=None, returned: bool = False, *, keepdims=False) -> Tensor | tuple[Tensor, Tensor]:
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False, *,
+            keepdims: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """The (weighted) average along `axis`; with returned=True also the sum of the weights (the element count
     without weights), broadcast to the average's shape. Weights either have a's shape or the shape of a's axes
     `axis` (in that order). Weights summing to zero are NumPy's ZeroDivisionError, raised by the call."""

@@ -817,12 +817,12 @@ def _promote(*xs: Tensor):
 
 
 @overload
-def where(condition) -> tuple[Tensor, ...]: ...
+def where(condition: ArrayLike) -> tuple[Tensor, ...]: ...
 @overload
-def where(condition, x, y) -> Tensor: ...
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor: ...
 
 
-def where(condition, x=None, y=None) -> Tensor | tuple[Tensor, ...]:
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None) -> Tensor | tuple[Tensor, ...]:
     """Elements of x where condition is true, else of y (both broadcast); where(condition) is nonzero(condition)."""
     if x is None and y is None:
         from numfn.numpy.indexing import nonzero
