@@ -300,9 +300,11 @@ def _against_static(t: DynTensor, rank: int, static: dict[int, int]) -> Tensor:
         n = static.get(a + off)
         if ln is None or n is None: continue
         add_check((Tensor(ln) != 1) & (Tensor(ln) != n), Tensor(ln),
-                  lambda v, n=n: ValueError(f"operands could not be broadcast together (an axis of length {n} "
-                                            f"against one of run-time length {v})"))
-        shape, bound = u.shape, u.shape[a]
+                  lambda v, n=n: ValueError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                      f"operands could not be broadcast together (an axis of length {n} against one of run-time "
+                      f"length {v})"))
+        shape = cast(_Shape, u.shape)
+        bound = shape[a]
         sized = tuple(n if b == a else m for b, m in enumerate(shape))
         if bound == 0:   # always a broadcast error when it runs
             u = UOp.const_like(u.dtype, 0, sized)
