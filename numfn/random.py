@@ -276,6 +276,7 @@ def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype
         offset = (w0 * (hi - lo) + ((w1 * (hi - lo)) >> 32)) >> 32
         return (offset + (lo % 2**64)).astype(dt)
     x = (w0 << 32) | w1
+    span: int | Tensor
     if static:
         span = hi - lo
         offset = x if span == 2**64 else x % span
