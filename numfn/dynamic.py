@@ -135,7 +135,7 @@ class DynTensor(Tensor):
             return src, Tensor(m._broadcast(src.shape)), k
         return self.compact(), self.valid(), 1
 
-    def astype(self, dtype, copy: bool = True) -> DynTensor:
+    def astype(self, dtype, copy: bool = True) -> Tensor:
         return _map(lambda t: t.astype(dtype, copy=copy), [self])
 
     def copy(self, order="C") -> DynTensor:
@@ -240,7 +240,7 @@ def _compacted(flat: UOp, flat_mask: UOp, count: int, rest: tuple[int, ...]) -> 
 # ---------------------------------------------------------------------------------------------------------------
 # elementwise operations
 
-def _map(fn, operands: list) -> DynTensor:
+def _map(fn, operands: list) -> Tensor:
     """fn (an elementwise computation on plain Tensors) over operands of which some are DynTensors, broadcasting
     as NumPy does: an axis of run-time length meets the same length (checked when the program runs, unless it is
     the same value), size 1 (broadcast) or a static size (checked equal). Computed at the bound shape (and on the
