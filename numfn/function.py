@@ -26,8 +26,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
@@ -47,8 +47,16 @@ from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
-from numfn.tensor import Check, Tensor, add_check, recording_trace
+from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
+
+if TYPE_CHECKING:
+    from numfn.codegen.program import KernelProgram
+    from numfn.extern import ExternProgram
+    from numfn.runtime.dispatch import PyDispatcher
+
+_P = ParamSpec("_P")      # the parameters of a compiled function
+_R = TypeVar("_R")        # what it returns
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class NumericalFunction:
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
-    def _trace(self) -> tuple[UOp, TreeDef, dict]:
+    def _trace(self) -> tuple[UOp, TreeDef, TraceRecord]:
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
@@ -143,7 +151,7 @@ class NumericalFunction:
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
         """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
         outs = self.function_graph.src
-        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
+        return tuple((cast(tuple[int, ...], o.shape), o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     @cached_property
     def call_graph(self) -> UOp:
@@ -198,8 +206,10 @@ class NumericalFunction:
             names[name] += 1
             if names[name] > 1: name = f"{name}_{names[name] - 1}"
             if ei.lowered is None:   # an extern call (numfn.extern)
-                from numfn.extern import build_extern_program
-                prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
+                from numfn.extern import ExternKernel, build_extern_program
+                assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
+                prog: KernelProgram | ExternProgram = build_extern_program(replace(ei.kernel, name=name),
+                                                                           self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 progress.kernels_done(len(out))
                 continue
@@ -337,7 +347,8 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
-            for k, (i, a) in enumerate(cut): outs[i] = outs[i][(slice(None),) * a + (slice(int(outs[lengths_at + k])),)]
+            for k, (i, ax) in enumerate(cut):
+                outs[i] = outs[i][(slice(None),) * ax + (slice(int(outs[lengths_at + k])),)]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -378,7 +389,7 @@ class NumericalFunction:
         """The signature key this NumericalFunction was made for (see numfn.signature)."""
         return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
         signature, about 10 us, and raises TypeError when it differs). Calls through the JitFunction are the fast
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
@@ -514,7 +525,8 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     u = last
     while u.op is Ops.SCATTER: u = u.src[0]
     if u is param: return last
-    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
+    indices = identity_indices(cast(tuple[int, ...], param.shape))
+    return UOp(Ops.SCATTER, last.dtype, (param, last, *indices), (None, True, False))
 
 
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
@@ -543,7 +555,13 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
-class JitFunction(dispatcher_base()):
+if TYPE_CHECKING:   # checkers see the pure-Python dispatcher, which has the C extension's Dispatcher's interface
+    _DispatcherBase = PyDispatcher
+else:
+    _DispatcherBase = dispatcher_base()
+
+
+class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
     arguments' shapes, dtypes and static values, and runs its native code.
 
@@ -554,8 +572,12 @@ class JitFunction(dispatcher_base()):
     preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
     This class must not define `__call__`, or calls lose the C fast path."""
 
-    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
-                 unroll: int | None = None, progress: bool = True):
+    if TYPE_CHECKING:   # for checkers only (see above): a call takes the compiled function's arguments
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+    def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 unroll: int | None = None, progress: bool = True) -> None:
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
@@ -572,13 +594,13 @@ class JitFunction(dispatcher_base()):
     def backend(self) -> str:
         return self._backend or debug.default_backend()
 
-    def specialize(self, *args, **kwargs) -> NumericalFunction:
+    def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         args, kwargs = generator_arguments(args, kwargs, draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
-    def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
+    def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
         full = (key, self.backend, debug.level() >= 2)
@@ -634,7 +656,7 @@ class JitFunction(dispatcher_base()):
         return unflatten(nf.out_tree, outs[:nout])
 
     # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
-    def __reduce__(self):
+    def __reduce__(self) -> str | tuple[Any, ...]:
         # the module attribute this function is published under (the usual @jit), when it is this object: the
         # receiving process imports the module; otherwise the Python function and the options, which rebuild it
         # there (its compiled code then comes from the disk cache, like any warm start)
@@ -660,8 +682,20 @@ class JitFunction(dispatcher_base()):
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
 
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
-        unroll: int | None = None, progress: bool = True):
+@overload
+def jit(fn: Callable[_P, _R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None, progress: bool = True) -> JitFunction[_P, _R]: ...
+
+
+@overload
+def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+
+
+def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
