@@ -26,7 +26,7 @@ from numfn.numpy.creation import arange, eye
 from numfn.numpy.manipulation import stack
 from numfn.args import normalize_axis
 from numfn.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
-from numfn.uop import UOp
+from numfn.uop import Ops, UOp
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
            "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",
@@ -122,6 +122,113 @@ def _empty(batch: tuple[int, ...], *dims: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# small matrices: LU with partial pivoting written out as generated code
+#
+# A stack of small matrices (10^4 8x8 systems) would be one LAPACK call per matrix, about a microsecond each however
+# little work a matrix is. Up to SMALL_N, numfn writes the factorization out instead: every entry of the matrix is a
+# value of the batch's shape, and Gaussian elimination with partial pivoting on [A | B] is an unrolled sequence of
+# elementwise operations on them, so the whole solve is one fused kernel looping over the batch (which LLVM
+# vectorizes across matrices, and numfn threads). Pivots are LAPACK's (getrf's idamax): the first row of largest
+# |a| at or below the diagonal, found by a tournament (ties go to the lower row, so the result is the same as
+# a scan's, at logarithmic depth), whose winner carries its row along; the row it replaces moves to the winner's
+# place. An exactly zero pivot is getrf's info > 0 (singular). The results are stacked along their own axes
+# (`_stack`), loops the code generator unrolls, so each is computed once per matrix.
+
+SMALL_N = 8           # square matrices up to this size are factored by generated code ...
+SMALL_RHS = 16        # ... with up to this many right-hand sides (inv: n of them) ...
+SMALL_BATCH = 16      # ... in stacks of at least this many: fewer are not worth the compile time (about a second
+                      # for 8x8, where LAPACK costs about a microsecond a call)
+
+
+def _small(n: int, k: int, batch: tuple[int, ...]) -> bool:
+    return 1 <= n <= SMALL_N and k <= SMALL_RHS and math.prod(batch) >= SMALL_BATCH
+
+
+def _entry(x: UOp, i: int, j: int) -> UOp:
+    """x[..., i, j]: a value of the batch's shape."""
+    nb = len(x.shape) - 2
+    bounds = tuple((0, s) for s in x.shape[:nb]) + ((i, i + 1), (j, j + 1))
+    return x.shrink(bounds).reshape(x.shape[:nb])
+
+
+def _stack(values: list[UOp], axis: int) -> UOp:
+    """values (one shape) stacked along a new axis `axis`: selects on the position, a balanced tree (its depth
+    counts towards the kernel's, see schedule.MAX_KERNEL_DEPTH); the code generator unrolls that axis' loop, and
+    every copy's selects fold to one value."""
+    shape = values[0].shape
+    r = len(values)
+    new = shape[:axis] + (r,) + shape[axis:]
+    pos = UOp.iota(r).reshape(tuple(r if a == axis else 1 for a in range(len(new)))).expand(new)
+
+    def tree(lo: int, hi: int) -> UOp:
+        if hi - lo == 1: return values[lo].reshape(shape[:axis] + (1,) + shape[axis:]).expand(new)
+        mid = (lo + hi) // 2
+        return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, mid, new)).alu(Ops.WHERE, tree(lo, mid), tree(mid, hi))
+    return tree(0, r)
+
+
+def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
+    """Gaussian elimination with partial pivoting of [a | b] (a: (..., n, n), b: (..., n, k) or None, float64, one
+    batch shape): the rows of [U | L^-1 P b] (entries left of the diagonal dropped), U's diagonal (the pivots),
+    and whether the number of row interchanges is odd."""
+    n = a.shape[-1]
+    batch = a.shape[:-2]
+    k = 0 if b is None else b.shape[-1]
+    rows = [[_entry(a, i, j) for j in range(n)] + [_entry(b, i, j) for j in range(k)] for i in range(n)]
+    odd = UOp.const_like(dtypes.bool, False, batch)
+    done: list[list[UOp]] = []
+    for c in range(n):
+        # the tournament: (row index, |pivot candidate|, the row's entries from column c on), in row order
+        players = [(UOp.const_like(dtypes.int64, i, batch), rows[i][c].alu(Ops.ABS), rows[i][c:]) for i in range(c, n)]
+        while len(players) > 1:
+            nxt = []
+            for left, right in zip(players[::2], players[1::2]):
+                wins = left[1].alu(Ops.CMPLT, right[1])   # strictly larger: ties keep the earlier row
+                nxt.append((wins.alu(Ops.WHERE, right[0], left[0]), wins.alu(Ops.WHERE, right[1], left[1]),
+                            [wins.alu(Ops.WHERE, r, l) for l, r in zip(left[2], right[2])]))
+            if len(players) % 2: nxt.append(players[-1])
+            players = nxt
+        winner, _, pivot_row = players[0]
+        # the pivot row's old place takes row c
+        for i in range(c + 1, n):
+            here = winner.alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, i, batch))
+            rows[i] = rows[i][:c] + [here.alu(Ops.WHERE, x, y) for x, y in zip(rows[c][c:], rows[i][c:])]
+        odd = odd.alu(Ops.XOR, winner.alu(Ops.CMPNE, UOp.const_like(dtypes.int64, c, batch)))
+        pivot = pivot_row[0]
+        for i in range(c + 1, n):
+            factor = rows[i][c].alu(Ops.FDIV, pivot)
+            rows[i] = rows[i][:c + 1] + [x - factor * p for x, p in zip(rows[i][c + 1:], pivot_row[1:])]
+        done.append(pivot_row)
+    return done, [r[0] for r in done], odd
+
+
+def _small_solve(a: UOp, b: UOp) -> tuple[UOp, UOp]:
+    """x with a x = b for small a (..., n, n) and b (..., n, k) of one batch shape, float64 (see _small_lu), and
+    where a is singular (an exactly zero pivot, LAPACK's info > 0)."""
+    n, k = a.shape[-1], b.shape[-1]
+    batch = a.shape[:-2]
+    rows, pivots, _ = _small_lu(a, b)
+    x: list[list[UOp]] = [[] for _ in range(n)]
+    for i in range(n - 1, -1, -1):   # back substitution: row i holds U[i, i:] then (L^-1 P b)[i]
+        u = rows[i]
+        for j in range(k):
+            s = u[n - i + j]
+            for m in range(i + 1, n): s = s - u[m - i] * x[m][j]
+            x[i].append(s.alu(Ops.FDIV, u[0]))
+    zero = UOp.const_like(F64, 0.0, batch)
+    singular = pivots[0].alu(Ops.CMPEQ, zero)
+    for p in pivots[1:]: singular = singular.alu(Ops.OR, p.alu(Ops.CMPEQ, zero))
+    # one kernel computes both: x and the flag stored side by side (a column after x's), then read apart; the
+    # check reading the flag on its own would make the scheduler store the elimination's values for both
+    flag = singular.cast(F64)
+    nb = len(batch)
+    both = UOp(Ops.CONTIGUOUS, F64, (_stack([_stack(xi + [flag], nb) for xi in x], nb),))
+    x_view = both.shrink(tuple((0, s) for s in batch) + ((0, n), (0, k)))
+    flag_view = _entry(both, 0, k).alu(Ops.CMPNE, zero)
+    return x_view, flag_view
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # solving and inverting
 
 def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
@@ -135,6 +242,16 @@ def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Te
     return x
 
 
+def _solve(a: Tensor, b: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
+    """X (..., n, k) with a X = b, a (..., n, n) and b (..., n, k) float64 broadcasting to `batch`; LinAlgError
+    after the call where a matrix is singular. Small matrices are solved by generated code, others by LAPACK."""
+    if _small(n, k, batch) and not _empty(batch, n, k):
+        x, singular = _small_solve(a.broadcast_to(batch + (n, n)).uop, b.broadcast_to(batch + (n, k)).uop)
+        add_check(Tensor(singular), 0, lambda _: LinAlgError("Singular matrix"))
+        return Tensor(x)
+    return _cm(_gesv(a, _cm(b.broadcast_to(batch + (n, k))), batch, n, k))
+
+
 def solve(a, b) -> Tensor:
     """x with a @ x = b. b is a stack of vectors only when it is 1-D (NumPy 2), else a stack of matrices."""
     (a, b), rt = _float_operands(a, b)
@@ -145,14 +262,12 @@ def solve(a, b) -> Tensor:
             raise ValueError("solve1: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                              f"(m,m),(m)->(m) (size {b.shape[0]} is different from {n})")
         batch = a.shape[:-2]
-        x = _gesv(a, b.reshape((1, n)).broadcast_to(batch + (1, n)), batch, n, 1)
-        return x[..., 0, :].astype(rt)
+        return _solve(a, b.reshape((n, 1)), batch, n, 1)[..., 0].astype(rt)
     if b.shape[-2] != n:
         raise ValueError("solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(m,m),(m,n)->(m,n) (size {b.shape[-2]} is different from {n})")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    k = b.shape[-1]
-    return _cm(_gesv(a, _cm(b.broadcast_to(batch + (n, k))), batch, n, k)).astype(rt)
+    return _solve(a, b, batch, n, b.shape[-1]).astype(rt)
 
 
 def inv(a) -> Tensor:
@@ -160,13 +275,16 @@ def inv(a) -> Tensor:
     (a,), rt = _float_operands(a)
     _stacked_square(a)
     n, batch = a.shape[-1], a.shape[:-2]
-    return _cm(_gesv(a, _eye(n, batch), batch, n, n)).astype(rt)
+    return _solve(a, _eye(n, batch), batch, n, n).astype(rt)
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
     """inv(a) with NaN matrices where a is singular (NumPy's inv under errstate(all='ignore'), which cond uses)."""
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _zeros(a.shape)
+    if _small(n, n, batch):
+        x, singular = _small_solve(a.uop, _eye(n, batch).uop)
+        return U.where(Tensor(singular).reshape(batch + (1, 1)), np.nan, Tensor(x))
     i = _int()
     _, x, _, info = _lapack("gesv", batch, (n, n), [_cm(a), _eye(n, batch)],
                             [((n, n), F64, 0, False), ((n, n), F64, 1, False), ((n,), i, -1, False),
@@ -205,14 +323,20 @@ def tensorinv(a, ind: int = 2) -> Tensor:
 def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _full(batch, 1.0), _zeros(batch)
-    i = _int()
-    lu, ipiv, info = _lapack("getrf", batch, (n,), [_cm(a)],
-                             [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
-    d = _diag(lu)
-    swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
+    if _small(n, 0, batch):   # generated elimination (see _small_lu): U's diagonal and the interchanges' parity
+        _, pivots, odd = _small_lu(a.uop, None)
+        both = Tensor(UOp(Ops.CONTIGUOUS, F64, (_stack(pivots + [odd.cast(F64)], len(batch)),)))   # one kernel
+        d, swaps = both[..., :n], both[..., n].astype(np.int64)
+        singular = (d == 0).any(axis=-1)
+    else:
+        i = _int()
+        lu, ipiv, info = _lapack("getrf", batch, (n,), [_cm(a)],
+                                 [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
+        d = _diag(lu)
+        swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
+        singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
     negative = (d < 0).sum(axis=-1)
     sign = U.where((swaps + negative) % 2 == 1, -1.0, 1.0)
-    singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
     return U.where(singular, 0.0, sign), U.where(singular, -np.inf, U.log(abs(d)).sum(axis=-1))
 
 
