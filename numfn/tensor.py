@@ -14,7 +14,7 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -115,6 +115,10 @@ class Tensor:
         from numfn.convert import is_unbound
         if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
+
+    if TYPE_CHECKING:   # numfn.indexing adds these (tensor_method); declared for type checkers
+        def __getitem__(self, index: Any) -> Tensor: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
 
     # ---------------------------------------------------------------------------------------------------------
     # properties
