@@ -144,18 +144,25 @@ def _small(n: int, k: int, batch: tuple[int, ...]) -> bool:
     return 1 <= n <= SMALL_N and k <= SMALL_RHS and math.prod(batch) >= SMALL_BATCH
 
 
+def _shape(u: UOp) -> tuple[int, ...]:
+    """A tensor-level node's shape (only loop-level nodes have none)."""
+    assert u.shape is not None, u
+    return u.shape
+
+
 def _entry(x: UOp, i: int, j: int) -> UOp:
     """x[..., i, j]: a value of the batch's shape."""
-    nb = len(x.shape) - 2
-    bounds = tuple((0, s) for s in x.shape[:nb]) + ((i, i + 1), (j, j + 1))
-    return x.shrink(bounds).reshape(x.shape[:nb])
+    shape = _shape(x)
+    nb = len(shape) - 2
+    bounds = tuple((0, s) for s in shape[:nb]) + ((i, i + 1), (j, j + 1))
+    return x.shrink(bounds).reshape(shape[:nb])
 
 
 def _stack(values: list[UOp], axis: int) -> UOp:
     """values (one shape) stacked along a new axis `axis`: selects on the position, a balanced tree (its depth
     counts towards the kernel's, see schedule.MAX_KERNEL_DEPTH); the code generator unrolls that axis' loop, and
     every copy's selects fold to one value."""
-    shape = values[0].shape
+    shape = _shape(values[0])
     r = len(values)
     new = shape[:axis] + (r,) + shape[axis:]
     pos = UOp.iota(r).reshape(tuple(r if a == axis else 1 for a in range(len(new)))).expand(new)
@@ -171,10 +178,10 @@ def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
     """Gaussian elimination with partial pivoting of [a | b] (a: (..., n, n), b: (..., n, k) or None, float64, one
     batch shape): the rows of [U | L^-1 P b] (entries left of the diagonal dropped), U's diagonal (the pivots),
     and whether the number of row interchanges is odd."""
-    n = a.shape[-1]
-    batch = a.shape[:-2]
-    k = 0 if b is None else b.shape[-1]
-    rows = [[_entry(a, i, j) for j in range(n)] + [_entry(b, i, j) for j in range(k)] for i in range(n)]
+    n = _shape(a)[-1]
+    batch = _shape(a)[:-2]
+    rhs = [] if b is None else [[_entry(b, i, j) for j in range(_shape(b)[-1])] for i in range(n)]
+    rows = [[_entry(a, i, j) for j in range(n)] + (rhs[i] if rhs else []) for i in range(n)]
     odd = UOp.const_like(dtypes.bool, False, batch)
     done: list[list[UOp]] = []
     for c in range(n):
@@ -205,8 +212,8 @@ def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
 def _small_solve(a: UOp, b: UOp) -> tuple[UOp, UOp]:
     """x with a x = b for small a (..., n, n) and b (..., n, k) of one batch shape, float64 (see _small_lu), and
     where a is singular (an exactly zero pivot, LAPACK's info > 0)."""
-    n, k = a.shape[-1], b.shape[-1]
-    batch = a.shape[:-2]
+    n, k = _shape(a)[-1], _shape(b)[-1]
+    batch = _shape(a)[:-2]
     rows, pivots, _ = _small_lu(a, b)
     x: list[list[UOp]] = [[] for _ in range(n)]
     for i in range(n - 1, -1, -1):   # back substitution: row i holds U[i, i:] then (L^-1 P b)[i]
@@ -283,8 +290,8 @@ def _inv_or_nan(a: Tensor) -> Tensor:
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _zeros(a.shape)
     if _small(n, n, batch):
-        x, singular = _small_solve(a.uop, _eye(n, batch).uop)
-        return U.where(Tensor(singular).reshape(batch + (1, 1)), np.nan, Tensor(x))
+        inverse, singular = _small_solve(a.uop, _eye(n, batch).uop)
+        return U.where(Tensor(singular).reshape(batch + (1, 1)), np.nan, Tensor(inverse))
     i = _int()
     _, x, _, info = _lapack("gesv", batch, (n, n), [_cm(a), _eye(n, batch)],
                             [((n, n), F64, 0, False), ((n, n), F64, 1, False), ((n,), i, -1, False),
@@ -397,7 +404,7 @@ def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
     (a,), rt = _float_operands(a)
     _stacked_square(a)
     w, v = _syevd(a, UPLO, True)
-    return EighResult(w.astype(rt), v.astype(rt))
+    return EighResult._make((w.astype(rt), v.astype(rt)))
 
 
 def eigvalsh(a, UPLO: str = "L") -> Tensor:  # noqa: N803
@@ -459,7 +466,7 @@ def qr(a, mode: str = "reduced"):
         r = _zeros(batch + ((k if mode in ("reduced", "r") else m), n), rt)
         if mode == "r": return r
         q = _zeros(batch + (m, k), rt) if mode == "reduced" else _eye(m, batch, rt)
-        return QRResult(q, r)
+        return QRResult._make((q, r))
     i = _int()
     lwork, _ = workspace("geqrf", F64, [m, n, None, max(1, m), None, "work", -1, "int"])
     h, tau, _, info = _lapack("geqrf", batch, (m, n, lwork), [_cm(a)],
@@ -480,7 +487,7 @@ def qr(a, mode: str = "reduced"):
     _check(info2, "Incorrect argument found while performing QR factorization")
     if mode == "complete" and m > n:   # R has m rows: those below n are zero
         r = Tensor(r.uop.pad(((0, 0),) * len(batch) + ((0, m - r.shape[-2]), (0, 0)))) if r.shape[-2] < m else r
-    return QRResult(_cm(q).astype(rt), r.astype(rt))
+    return QRResult._make((_cm(q).astype(rt), r.astype(rt)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -683,11 +690,13 @@ def matrix_power(a, n) -> Tensor:
     if n == 0: return _eye(a.shape[-1], a.shape[:-2], a.uop.dtype)
     if n < 0:
         a, n = inv(a), -n
-    result, z = None, None
+    result: Tensor | None = None
+    z: Tensor | None = None
     while n > 0:
         z = a if z is None else _matmul(z, z)
         n, bit = divmod(n, 2)
         if bit: result = z if result is None else _matmul(result, z)
+    assert result is not None   # (n > 0: some bit is set)
     return result
 
 
@@ -707,7 +716,7 @@ def multi_dot(arrays, *, out=None) -> Tensor:
         if t.ndim != 2: raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
     dims = [t.shape[0] for t in ts] + [ts[-1].shape[1]]
     count = len(ts)
-    cost = [[0] * count for _ in range(count)]
+    cost: list[list[float]] = [[0] * count for _ in range(count)]
     split = [[0] * count for _ in range(count)]
     for length in range(1, count):
         for i in range(count - length):
