@@ -6,7 +6,8 @@ stacked inputs broadcast the way NumPy's gufuncs broadcast them, under vmap and 
 column-major matrices: a matrix handed to it is the row-major buffer of its transpose (`_cm`), which the kernel
 filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
 that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
-through numfn.tensor.add_check. Everything else (norms, products, cross, outer, trace) is composed from the
+through numfn.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
+generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross, outer, trace) is composed from the
 tracer's primitives and fuses with its surroundings.
 """
 from __future__ import annotations
@@ -137,11 +138,13 @@ def _empty(batch: tuple[int, ...], *dims: int) -> bool:
 SMALL_N = 8           # square matrices up to this size are factored by generated code ...
 SMALL_RHS = 16        # ... with up to this many right-hand sides (inv: n of them) ...
 SMALL_BATCH = 16      # ... in stacks of at least this many: fewer are not worth the compile time (about a second
-                      # for 8x8, where LAPACK costs about a microsecond a call)
+                      # for 8x8, where LAPACK costs about a microsecond a call) ...
+SMALL_ALWAYS_N = 3    # ... except matrices up to this size, which compile as fast as the call (so a 3x3 solve under
+                      # vmap, traced as one matrix, is generated code too)
 
 
 def _small(n: int, k: int, batch: tuple[int, ...]) -> bool:
-    return 1 <= n <= SMALL_N and k <= SMALL_RHS and math.prod(batch) >= SMALL_BATCH
+    return 1 <= n <= SMALL_N and k <= SMALL_RHS and (math.prod(batch) >= SMALL_BATCH or n <= SMALL_ALWAYS_N)
 
 
 def _shape(u: UOp) -> tuple[int, ...]:
@@ -174,6 +177,12 @@ def _stack(values: list[UOp], axis: int) -> UOp:
     return tree(0, r)
 
 
+def _pivot_key(x: UOp) -> UOp:
+    """What the pivot search maximizes: |x|, and -1 for NaN (OpenBLAS's idamax passes over NaNs)."""
+    a = x.alu(Ops.ABS)
+    return a.alu(Ops.CMPNE, a).alu(Ops.WHERE, UOp.const_like(F64, -1.0, _shape(x)), a)
+
+
 def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
     """Gaussian elimination with partial pivoting of [a | b] (a: (..., n, n), b: (..., n, k) or None, float64, one
     batch shape): the rows of [U | L^-1 P b] (entries left of the diagonal dropped), U's diagonal (the pivots),
@@ -186,7 +195,7 @@ def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
     done: list[list[UOp]] = []
     for c in range(n):
         # the tournament: (row index, |pivot candidate|, the row's entries from column c on), in row order
-        players = [(UOp.const_like(dtypes.int64, i, batch), rows[i][c].alu(Ops.ABS), rows[i][c:]) for i in range(c, n)]
+        players = [(UOp.const_like(dtypes.int64, i, batch), _pivot_key(rows[i][c]), rows[i][c:]) for i in range(c, n)]
         while len(players) > 1:
             nxt = []
             for left, right in zip(players[::2], players[1::2]):

@@ -100,8 +100,8 @@ def test_singular_matrices():
 def test_empty_and_threshold_batches():
     rng = np.random.default_rng(6)
     for batch in ((0,), (3, 0), (1,), (15,), (16,)):   # empty, below SMALL_BATCH (LAPACK), at it (generated)
-        a = _systems(rng, batch, 3, np.float64)
-        b = rand(batch + (3, 2), np.float64, rng)
+        a = _systems(rng, batch, NL.SMALL_ALWAYS_N + 1, np.float64)
+        b = rand(batch + (NL.SMALL_ALWAYS_N + 1, 2), np.float64, rng)
         f = lambda a, b: (L.solve(a, b), L.inv(a), L.det(a), L.slogdet(a))  # noqa: E731
         if not blas.interface() and np.prod(batch) < NL.SMALL_BATCH and np.prod(batch): continue
         for g, w in zip(numfn.jit(f)(a, b), f(a, b)):
@@ -132,6 +132,22 @@ def test_under_vmap_and_threads():
         numfn.set_num_threads(before)
 
 
+def test_single_tiny_matrices_and_vmap_use_generated_code():
+    # up to SMALL_ALWAYS_N even one matrix (and so a function vmap maps) is generated code: no LAPACK call
+    rng = np.random.default_rng(9)
+    a, b = _systems(rng, (30,), 3, np.float64), rand((30, 3), np.float64, rng)
+    f = lambda a, b: (L.solve(a, b), L.inv(a), L.det(a))  # noqa: E731
+    mapped = numfn.vmap(f)
+    for g, w in zip(mapped(a, b), (L.solve(a, b[..., None])[..., 0], L.inv(a), L.det(a))):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    names = [k.name for k in numfn.jit(f).specialize(a[0], b[0]).rendered_kernels]
+    assert not any(n.startswith("X_") for n in names), names
+    singular = a.copy()
+    singular[4, 1] = singular[4, 0]
+    with pytest.raises(L.LinAlgError, match="Singular matrix"):
+        mapped(singular, b)
+
+
 @needs_blas
 def test_larger_or_fewer_matrices_keep_lapack():
     # the generated path is only where it was chosen: 9x9 (above SMALL_N) and single matrices call LAPACK
@@ -140,3 +156,19 @@ def test_larger_or_fewer_matrices_keep_lapack():
     nf = numfn.jit(lambda a, c: (L.solve(a, a[..., :1]), L.inv(c))).specialize(a9, a1)
     names = [k.name for k in nf.rendered_kernels]
     assert sum(n.startswith("X_gesv") for n in names) == 2, names
+
+
+def test_nan_and_inf_entries_follow_numpy():
+    # the pivot search passes over NaN (as OpenBLAS's idamax does): a column [0, NaN, 0] has the zero pivot, so
+    # NumPy's error; infinities and all-NaN matrices spread as in LAPACK. (Where a NaN sits among finite entries,
+    # which entries of x it reaches depends on the order of LAPACK's updates: not compared.)
+    rng = np.random.default_rng(10)
+    a, b = rand((20, 3, 3), np.float64, rng), rand((20, 3, 1), np.float64, rng)
+    a[5, 0, 0], a[6, 2, 1], a[9] = np.inf, -np.inf, np.nan
+    f = lambda a, b: (L.solve(a, b), L.det(a), L.slogdet(a))  # noqa: E731
+    check(f, a, b, backend="llvm", rtol=1e-10, scale=100.0)
+    a[7, :, 0] = [0.0, np.nan, 0.0]
+    with pytest.raises(L.LinAlgError, match="Singular matrix"):
+        L.solve(a, b)
+    with pytest.raises(L.LinAlgError, match="Singular matrix"):
+        numfn.jit(f)(a, b)
