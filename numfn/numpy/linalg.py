@@ -7,8 +7,8 @@ column-major matrices: a matrix handed to it is the row-major buffer of its tran
 filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
 that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
 through numfn.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
-generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross, outer, trace) is composed from the
-tracer's primitives and fuses with its surroundings.
+generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross,
+outer, trace) is composed from the tracer's primitives and fuses with its surroundings.
 """
 from __future__ import annotations
 
