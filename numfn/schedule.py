@@ -284,7 +284,7 @@ class _Root:
     outputs: list = field(default_factory=list)   # the function's output BUFFERs holding this value
     targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
-    keep: bool = False         # stored so that a write can happen in place (see _write_hazard): never dropped
+    keep: bool = False         # never dropped: stored for a write in place (_write_hazard), or a loop's state
     last: bool = False         # its kernel runs after every other (it writes an argument's memory back)
 
 
@@ -574,6 +574,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     order = sorted(roots.values(), key=lambda r: topo[r.value])
     # every realized value without a home gets an intermediate buffer; versions of one memory share their chain's
     count = iter(range(first, first + len(order)))
+    # the memory of a loop's initial state computed in place: the first version of its chain lives in the state
+    starts = {versions.chain_of.get(v, v): result for x in externs if isinstance(x, _Loop)
+              for v, result in x.starts.items()}
 
     def give_home(r: _Root) -> UOp:
         if r.alias is not None: r.targets[:1] = [give_home(roots[r.alias])]
@@ -581,6 +584,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
             first = versions.chain_of.get(r.value, r.value)
             if first.op is Ops.BUFFER: r.targets[:1] = [first]
             elif first is not r.value: r.targets[:1] = [give_home(roots[first])]
+            elif first in starts: r.targets[:1] = [give_home(roots[starts[first]])]   # a loop's state
             else:
                 r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", next(count),
                                                                           r.value.shape))]
@@ -954,6 +958,7 @@ class _Loop:
     inits: list
     values: list
     blocks: Any          # fresh blocks of intermediate numbers for its inner schedules
+    starts: dict = field(default_factory=dict)   # initial states computed in place: value -> its RESULT
     built: dict = field(default_factory=dict)
 
     def reads(self, roots: dict) -> list[UOp]:
@@ -972,22 +977,32 @@ class _Loop:
 
 def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
     """Roots for every loop and branch: its results (in intermediate buffers: a loop swaps them; a result that is
-    an output is copied there after it), the initial state (computed into the results' buffers) and the values it
-    reads."""
+    an output is copied there after it, unless the loop writes it in place: then the output is its buffer), the
+    initial state (computed into the results' buffers: a value nothing else reads is computed there, with the
+    writes that made it, instead of being copied) and the values it reads."""
     loops = []
+    parents: dict[UOp, list[UOp]] | None = None
     for node in (u for u in toposort([graph]) if u.op is Ops.LOOP):
         region = node.arg
         results = [UOp(Ops.RESULT, dt, (node,), k) for k, (_, dt) in enumerate(region.results)]
-        for r in results:
+        for k, r in enumerate(results):
             root = roots.setdefault(r, _Root(r))
-            for t in root.outputs:   # the loop's buffers are its own: outputs are copies of them
+            # no pointer swaps move a state the body writes in place: its buffer can be the output itself
+            own = region.kind == "while" and _writes_in_place(region.bodies[0].src[k], region.tag, k)
+            for t in root.outputs[1 if own else 0:]:   # the loop's buffers are its own: outputs are copies of them
                 key = _copy(r, ("output", t.arg.number))
                 roots[key] = _Root(key, [t], [t])
-            root.outputs = []
-        inits, values = [], []
+            root.outputs = root.outputs[:1] if own else []
+        inits, values, starts = [], [], {}
         reads = node.src
         if region.kind == "while":
             for k, v in enumerate(node.src[:len(region.state)]):
+                if parents is None: parents = _parents(graph)
+                if _starts_in_state(v, node, parents, roots):
+                    roots.setdefault(v, _Root(v)).keep = True   # the loop reads it (as its state's buffer)
+                    starts[v] = results[k]
+                    inits.append(v)
+                    continue
                 key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("loop state", k, id(node)))
                 roots[key] = _Root(key, alias=results[k])
                 inits.append(key)
@@ -996,8 +1011,29 @@ def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
             if v.op not in (Ops.BUFFER, Ops.CONST):
                 roots.setdefault(v, _Root(v))
             values.append(v)
-        loops.append(_Loop(node, results, inits, values, blocks))
+        loops.append(_Loop(node, results, inits, values, blocks, starts))
     return loops
+
+
+def _parents(graph: UOp) -> dict[UOp, list[UOp]]:
+    out: dict[UOp, list[UOp]] = {}
+    for u in toposort([graph]):
+        for s in u.src: out.setdefault(s, []).append(u)
+    return out
+
+
+def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], roots: dict[UOp, _Root]) -> bool:
+    """Whether a loop's initial state `v` can be computed in the state's own buffer (no copy): v and the versions
+    of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory nobody reads after the loop
+    starts (every reader is computed before the loop: an ancestor of it), that is no output, and that the loop
+    reads only as this state."""
+    if v.op in (Ops.BUFFER, Ops.CONST) or sum(s is v for s in node.src) != 1: return False
+    memory = [*_chain_down(v)]
+    memory.append(memory[-1].src[0] if memory else v)
+    if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
+    if any(u in roots and roots[u].outputs for u in memory): return False
+    before = set(toposort(list(node.src)))
+    return all((p is node and u is v) or (p is not node and p in before) for u in memory for p in parents.get(u, ()))
 
 
 BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)

@@ -288,7 +288,9 @@ class _Lowerer:
                     inner[a] = r
                     ranges.append(r)
             value = yield src[0], tuple(inner)
-            return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
+            if ranges: return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop)
+            # one element: NumPy's sum still adds it to 0.0 (the sum of [-0.0] is 0.0)
+            return value.alu(Ops.ADD, UOp.const(u.dtype, 0.0)) if rop is Ops.ADD and u.dtype.is_float else value
         if op in ELEMENTWISE:
             values = []
             for s in src: values.append((yield s, idx))

@@ -94,7 +94,13 @@ class ufunc:
         if signature is not None: raise unsupported(f"the signature= argument of numpy.{self.__name__}")
         if order not in ("K", "A", "C", "F", None):
             raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
-        result = self._compute(*(T(a) for a in args[:self.nin]), dtype=None if dtype is None else as_dtype(dtype))
+        operands, dt = tuple(T(a) for a in args[:self.nin]), None if dtype is None else as_dtype(dtype)
+        if self.nout == 1 and builtins.any(t.runtime_length for t in operands):
+            # x[mask] and other run-time lengths: the kernel runs on their values at the bound, the result keeps
+            # the length (the kernels that are not one _apply, such as np.isnan's, need this too)
+            from numfn import dynamic
+            result = dynamic.elementwise(lambda *ts: self._compute(*ts, dtype=dt), operands)
+        else: result = self._compute(*operands, dtype=dt)
         results = result if isinstance(result, tuple) else (result,)
         return self._store(results, out, where)
 
@@ -188,6 +194,7 @@ class ufunc:
             res = self._reduce_axes(x, axes, dt)
             if initial is not _NO_VALUE: res = self._combine(T(_const(initial, dt)).astype(dt), res, dt)
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+        if res is a: res = res.copy()   # nothing to reduce: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType) -> Tensor:
@@ -246,6 +253,7 @@ class ufunc:
                 res = where_(pos >= k, self._combine(back, res, dt), res)
                 k *= 2
         else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
+        if res is a: res = res.copy()   # an axis of length 1: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def outer(self, A, B, /, **kwargs):
@@ -522,7 +530,7 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
             return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop), t.weak)
         if not t.uop.dtype.is_float:
             _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
-            return full_like(t, otherwise, dtype=np.bool_)
+            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape), t.weak)   # (at a run-time length too)
         return Tensor(test(t.uop), t.weak)
     return ufunc(name, compute, 1)
 
