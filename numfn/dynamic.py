@@ -288,6 +288,7 @@ def _against_static(t: DynTensor, rank: int, static: dict[int, int]) -> Tensor:
     there, so the run-time length must be n or 1 (then broadcast; checked when the program runs), and t becomes
     an operand of static size n along it."""
     u, off, lengths = t.uop, rank - t.ndim, list(t.lengths)
+    if all(ln is None or a + off not in static for a, ln in enumerate(t.lengths)): return t
     for a, ln in enumerate(t.lengths):
         n = static.get(a + off)
         if ln is None or n is None: continue

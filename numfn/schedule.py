@@ -62,7 +62,8 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One loop nest: `ast` is SINK(STORE(BUFFER, value), ...) with every value of shape `shape`."""
+    """One loop nest: `ast` is SINK(STORE(BUFFER, value[, gate]), ...) with every value of shape `shape` (a gate, of
+    that shape too, says where the value is stored)."""
     name: str
     ast: UOp
     shape: tuple[int, ...]
@@ -286,6 +287,7 @@ class _Root:
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
     keep: bool = False         # never dropped: stored for a write in place (_write_hazard), or a loop's state
     last: bool = False         # its kernel runs after every other (it writes an argument's memory back)
+    gate: UOp | None = None    # stored only where this holds (the only reader, a gated write, needs no more)
 
 
 def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
@@ -636,6 +638,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         if r.value.op is Ops.RESULT: continue
         depth = _chain_depth(r.value, realized, depth_memo)
         direct, loaded = _classify_uses(r.value, realized, uses_memo)
+        if r.gate is not None: loaded = loaded | set().union(*_classify_uses(r.gate, realized, uses_memo))
         needs = {step_of(v) for v in direct | loaded} - {None}
         old = versions.prev.get(r.value)
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
@@ -667,11 +670,14 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
 
     # the kernels' values, and which realized values (so which versions of memory) each loads
     values, reads = [], []
+    gates = []
     for g in groups:
         members = {r.value for r in g}
         built = [_kernel_value(r.value, members, home, origin) for r in g]
+        gated = [_kernel_value(r.gate, set(), home, origin) if r.gate is not None else None for r in g]
         values.append([v for v, _ in built])
-        reads.append(set().union(*(ld for _, ld in built)))
+        gates.append([b[0] if b is not None else None for b in gated])
+        reads.append(set().union(*(ld for _, ld in built), *(b[1] for b in gated if b is not None)))
     for e, rs in enumerate(extern_reads):   # an extern call reading a version runs before the next is written
         for v in rs:
             for s in versions.next_writers().get(v, ()):
@@ -704,7 +710,12 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     ordered: list = []
     done: set = set()
     while len(ordered) < len(steps):
-        step = next(s for s in steps if s not in done and deps(s) <= done)
+        step = next((s for s in steps if s not in done and deps(s) <= done), None)
+        if step is None:   # the versions' order met the extern calls' in a cycle: a write starts from a copy
+            stuck = [r.value for s in steps if s not in done and not isinstance(s, tuple) for r in groups[s]
+                     if r.value.op is Ops.SCATTER and r.value not in versions.copies]
+            if not stuck: raise RuntimeError("the scheduler cannot order the writes of this program")
+            return None, versions.copy_fix(max(stuck, key=lambda u: topo[u]))
         ordered.append(step)
         done.add(step)
 
@@ -718,14 +729,16 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
             kernels.append((x.kernel(name, roots, home), None))
             continue
         if groups[gi][0].value.op is Ops.EMPTY: continue
-        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
+        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v) if gate is None else (t, v, gate))
+                       for r, v, gate in zip(groups[gi], values[gi], gates[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
         lowered = lower_kernel(ast, check)
         hazard = _write_hazard(groups[gi][0].value, lowered, stores[0].src[1])
         if hazard is not None:
             if hazard in roots: return None, versions.copy_fix(groups[gi][0].value)
-            return None, lambda h=hazard: roots.setdefault(h, _Root(h, keep=True))
+            gate = _demand_gate(hazard, groups[gi][0].value, roots)
+            return None, lambda h=hazard, g=gate: roots.setdefault(h, _Root(h, keep=True, gate=g))
         kind = "S" if any(r.value.op is Ops.SCAN for r in groups[gi]) else \
             "W" if any(r.value.op is Ops.SCATTER for r in groups[gi]) else \
             "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
@@ -755,6 +768,28 @@ def _write_hazard(value: UOp, lowered: LoweredKernel, kernel_value: UOp | None =
     if combine is not None or not injective or kernel_value is None: return value.src[1]
     part = _first_read_elsewhere(kernel_value, buf, index, lowered)
     return value.src[1] if part is None else _graph_node(kernel_value, value).get(part, value.src[1])
+
+
+def _demand_gate(part: UOp, scatter: UOp, roots: dict[UOp, _Root]) -> UOp | None:
+    """The gate of a gated write (a window's `L[k + 1:, k] = ...`, written where `i < length`) when `part`, stored
+    first for it (see _write_hazard), is read by nothing else and reaches the written values through elementwise
+    operations: then only the part's elements under the gate are needed, and its kernel stores just those (the
+    codegen then runs its loop over the window only, see codegen/narrow.py)."""
+    if scatter.op is not Ops.SCATTER or not scatter.arg[2]: return None
+    value, gate = scatter.src[1], scatter.src[-1]
+    if part.shape != value.shape or gate.shape != value.shape: return None
+    # a window's `i < length` (positions and scalars, which narrow loops), not a mask read from arrays
+    if not _index_arithmetic(gate, set(roots), {}): return None
+    between: set[UOp] = set()   # the nodes from `part` up to `value`, elementwise all the way
+    reaches: dict[UOp, bool] = {}
+    for u in toposort([value]):
+        reaches[u] = u is part or (u.op in ELEMENTWISE and any(reaches.get(s, False) for s in u.src))
+        if reaches[u]: between.add(u)
+    if part not in between: return None
+    parents = _parents(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
+    inside = between | {scatter}
+    if any(p not in inside for u in between for p in parents.get(u, ())): return None
+    return gate
 
 
 def _graph_node(kernel_value: UOp, value: UOp) -> dict[UOp, UOp]:

@@ -681,3 +681,21 @@ def test_loop_state_is_computed_where_the_loop_updates_it(backend):
     assert len(whole) == 1, whole   # np.zeros_like, into the output; no copy into the loop's state or out of it
     # the initial value read again after the loop keeps its own memory
     check(recurrence_and_start, x, backend=backend)
+
+
+def sorted_masked_in_loop(x):
+    for i in range(6):
+        m = x > i
+        x[m] = np.sort(x[m]) - 1.0
+    return x
+
+
+def test_masked_write_of_a_sorted_selection_inside_a_loop():
+    """The versions of x met the sort calls' order in a cycle (the scheduler stopped with StopIteration); a write
+    now starts from a copy where that happens."""
+    check_mutates(sorted_masked_in_loop, RNG.uniform(0, 8, 30), backend="llvm")
+    jf = numfn.jit(sorted_masked_in_loop, unroll=0)   # a native loop
+    x = RNG.uniform(0, 8, 30)
+    y = x.copy()
+    np.testing.assert_array_equal(jf(x), sorted_masked_in_loop(y))
+    np.testing.assert_array_equal(x, y)

@@ -272,3 +272,16 @@ def test_sums_of_one_negative_zero_are_positive_zero(backend):
     a, b = np.ones((3, 1)), np.array([-0.0])
     check(lambda a, b: (a @ b, np.sum(b), np.sum(a * b, axis=-1), np.einsum("ij,j->i", a, b), np.dot(a, b),
                         np.mean(b), np.cumsum(b), np.prod(b)), a, b, backend=backend, signed_zeros=True)
+
+
+def test_an_empty_value_into_an_empty_advanced_index_assigns_nothing():
+    """Found by the 20,000-program run: NumPy lets an empty value of any shape into an empty result of advanced
+    indexing (x[[0], [0]] = v with both of size 0), numfn raised its shape mismatch (fixed)."""
+    def f(x):
+        x[np.array([0]), np.array([0])] = np.expand_dims(x, -2)
+        z = np.zeros((3, 0)) + x.sum()
+        z[np.array([0, 1])] = np.zeros((4, 1, 0))
+        return z
+    _assert_same_effects(f, np.zeros((1, 4, 0), np.int64))
+    with pytest.raises(ValueError, match="shape mismatch"):   # a value with elements still does not fit
+        numfn.jit(lambda x: x.__setitem__((np.array([0]), np.array([0])), np.ones((1, 4, 1, 2))))(np.zeros((1, 4, 0)))

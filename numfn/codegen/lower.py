@@ -372,7 +372,7 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
     sequential = set()
     out = []
     for st in stores:
-        buf, value = st.src
+        buf, value = st.src[:2]
         index = linear_index(tuple(idx), shape)
         if value.op is Ops.SCATTER:
             # the kernel runs over the written values; the old version is in the buffer already
@@ -398,7 +398,8 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
             value = first.alu(Ops.WHERE, x, prev.alu(rop, x))
         else:
             value = lw.lower(value, tuple(idx))
-        out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
+        gate = (lw.lower(st.src[2], tuple(idx)),) if len(st.src) > 2 else ()   # stored only where it holds
+        out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
     lk = LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
                        frozenset(sequential), frozenset(lw.realize))
     from numfn.codegen.opt import choose_unrolls   # (opt builds on this module)

@@ -94,13 +94,7 @@ class ufunc:
         if signature is not None: raise unsupported(f"the signature= argument of numpy.{self.__name__}")
         if order not in ("K", "A", "C", "F", None):
             raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
-        operands, dt = tuple(T(a) for a in args[:self.nin]), None if dtype is None else as_dtype(dtype)
-        if self.nout == 1 and builtins.any(t.runtime_length for t in operands):
-            # x[mask] and other run-time lengths: the kernel runs on their values at the bound, the result keeps
-            # the length (the kernels that are not one _apply, such as np.isnan's, need this too)
-            from numfn import dynamic
-            result = dynamic.elementwise(lambda *ts: self._compute(*ts, dtype=dt), operands)
-        else: result = self._compute(*operands, dtype=dt)
+        result = self._compute(*(T(a) for a in args[:self.nin]), dtype=None if dtype is None else as_dtype(dtype))
         results = result if isinstance(result, tuple) else (result,)
         return self._store(results, out, where)
 
@@ -524,6 +518,9 @@ def _complex_sign(z: UOp) -> UOp:
 def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
     def compute(t, dtype=None):
         if dtype is not None: raise unsupported(f"the dtype= argument of numpy.{name}")
+        if t.runtime_length:   # x[mask]: computed at its bound, the result keeps its length
+            from numfn import dynamic
+            return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
             re, im = Tensor(_re(t.uop), t.weak), Tensor(_im(t.uop), t.weak)
             a, b = compute(re), compute(im)
