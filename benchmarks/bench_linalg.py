@@ -3,6 +3,9 @@
     python benchmarks/bench_linalg.py            # the table of docs/performance.md
     python benchmarks/bench_linalg.py --quick    # smaller repeat counts
     python benchmarks/bench_linalg.py 10^4       # only the rows whose name contains the words given
+    OPENBLAS_NUM_THREADS=1 NUMFN_THREADS=1 python benchmarks/bench_linalg.py --cpu
+                                                 # CPU time instead of wall time (single-threaded runs on a
+                                                 # machine other jobs load: the time spent waiting for a core left out)
 
 Each row times NumPy and numfn alternately (rounds of a few calls each, so both see the same machine load) and
 reports the median time per call, GFLOP/s where the operation count is standard (2mnk for a product, n^3/3 for
@@ -80,7 +83,7 @@ def _check(name, got, want):
         np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3 * scale, err_msg=name)
 
 
-def main(quick: bool = False, only: str = "") -> None:
+def main(quick: bool = False, only: str = "", cpu: bool = False) -> None:
     rng = np.random.default_rng(0)
     print(f"numfn {numfn.__version__}, NumPy {np.__version__}, BLAS: "
           f"{getattr(blas.interface(), 'identity', 'none')}, numfn threads "
@@ -96,7 +99,7 @@ def main(quick: bool = False, only: str = "") -> None:
         once = time.perf_counter() - t0
         calls = max(1, min(200, int(0.02 / max(once, 1e-7))))
         rounds = 3 if quick else (7 if once < 0.5 else 3)
-        t_np, t_nf = median_times([fn, jitted], args, rounds, calls)
+        t_np, t_nf = median_times([fn, jitted], args, rounds, calls, time.process_time if cpu else time.perf_counter)
         gf = (lambda t, flops=flops: f"{flops / t / 1e9:14.1f}") if flops else (lambda t: f"{'':>14s}")
         print(f"{name:36s} {t_np * 1e3:9.3f}ms {t_nf * 1e3:9.3f}ms {gf(t_np)} {gf(t_nf)} {t_np / t_nf:7.2f}x",
               flush=True)
@@ -104,4 +107,4 @@ def main(quick: bool = False, only: str = "") -> None:
 
 if __name__ == "__main__":
     words = [a for a in sys.argv[1:] if not a.startswith("--")]
-    main("--quick" in sys.argv, " ".join(words))
+    main("--quick" in sys.argv, " ".join(words), "--cpu" in sys.argv)

@@ -183,16 +183,32 @@ def _pivot_key(x: UOp) -> UOp:
     return a.alu(Ops.CMPNE, a).alu(Ops.WHERE, UOp.const_like(F64, -1.0, _shape(x)), a)
 
 
-def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
+# below this a pivot's reciprocal may overflow: the column is scaled by a power of two first (exactly)
+_SFMIN = float(np.finfo(np.float64).tiny)
+_SCALE = 2.0 ** 600
+
+
+def _reciprocal(p: UOp) -> tuple[UOp, UOp]:
+    """(s, 1 / (p s)) with s a power of two: 1 where |p| >= the smallest normal number, else large enough that
+    p s is normal. Multipliers a / p are then (a s) (1 / (p s)): one division per column, as LAPACK's getf2 scales
+    a column by the pivot's reciprocal (and divides only below that bound)."""
+    shape = _shape(p)
+    tiny = p.alu(Ops.ABS).alu(Ops.CMPLT, UOp.const_like(F64, _SFMIN, shape))
+    s = tiny.alu(Ops.WHERE, UOp.const_like(F64, _SCALE, shape), UOp.const_like(F64, 1.0, shape))
+    return s, UOp.const_like(F64, 1.0, shape).alu(Ops.FDIV, p * s)
+
+
+def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp, list[tuple[UOp, UOp]]]:
     """Gaussian elimination with partial pivoting of [a | b] (a: (..., n, n), b: (..., n, k) or None, float64, one
     batch shape): the rows of [U | L^-1 P b] (entries left of the diagonal dropped), U's diagonal (the pivots),
-    and whether the number of row interchanges is odd."""
+    whether the number of row interchanges is odd, and each pivot's (scale, reciprocal) (see _reciprocal)."""
     n = _shape(a)[-1]
     batch = _shape(a)[:-2]
     rhs = [] if b is None else [[_entry(b, i, j) for j in range(_shape(b)[-1])] for i in range(n)]
     rows = [[_entry(a, i, j) for j in range(n)] + (rhs[i] if rhs else []) for i in range(n)]
     odd = UOp.const_like(dtypes.bool, False, batch)
     done: list[list[UOp]] = []
+    reciprocals: list[tuple[UOp, UOp]] = []
     for c in range(n):
         # the tournament: (row index, |pivot candidate|, the row's entries from column c on), in row order
         players = [(UOp.const_like(dtypes.int64, i, batch), _pivot_key(rows[i][c]), rows[i][c:]) for i in range(c, n)]
@@ -210,12 +226,13 @@ def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp]:
             here = winner.alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, i, batch))
             rows[i] = rows[i][:c] + [here.alu(Ops.WHERE, x, y) for x, y in zip(rows[c][c:], rows[i][c:])]
         odd = odd.alu(Ops.XOR, winner.alu(Ops.CMPNE, UOp.const_like(dtypes.int64, c, batch)))
-        pivot = pivot_row[0]
+        scale, r = _reciprocal(pivot_row[0])
         for i in range(c + 1, n):
-            factor = rows[i][c].alu(Ops.FDIV, pivot)
+            factor = rows[i][c] * scale * r
             rows[i] = rows[i][:c + 1] + [x - factor * p for x, p in zip(rows[i][c + 1:], pivot_row[1:])]
         done.append(pivot_row)
-    return done, [r[0] for r in done], odd
+        reciprocals.append((scale, r))
+    return done, [r[0] for r in done], odd, reciprocals
 
 
 def _small_solve(a: UOp, b: UOp) -> tuple[UOp, UOp]:
@@ -223,14 +240,15 @@ def _small_solve(a: UOp, b: UOp) -> tuple[UOp, UOp]:
     where a is singular (an exactly zero pivot, LAPACK's info > 0)."""
     n, k = _shape(a)[-1], _shape(b)[-1]
     batch = _shape(a)[:-2]
-    rows, pivots, _ = _small_lu(a, b)
+    rows, pivots, _, reciprocals = _small_lu(a, b)
     x: list[list[UOp]] = [[] for _ in range(n)]
     for i in range(n - 1, -1, -1):   # back substitution: row i holds U[i, i:] then (L^-1 P b)[i]
         u = rows[i]
+        scale, r = reciprocals[i]
         for j in range(k):
             s = u[n - i + j]
             for m in range(i + 1, n): s = s - u[m - i] * x[m][j]
-            x[i].append(s.alu(Ops.FDIV, u[0]))
+            x[i].append(s * scale * r)
     zero = UOp.const_like(F64, 0.0, batch)
     singular = pivots[0].alu(Ops.CMPEQ, zero)
     for p in pivots[1:]: singular = singular.alu(Ops.OR, p.alu(Ops.CMPEQ, zero))
@@ -340,7 +358,7 @@ def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _full(batch, 1.0), _zeros(batch)
     if _small(n, 0, batch):   # generated elimination (see _small_lu): U's diagonal and the interchanges' parity
-        _, pivots, odd = _small_lu(a.uop, None)
+        _, pivots, odd, _ = _small_lu(a.uop, None)
         both = Tensor(UOp(Ops.CONTIGUOUS, F64, (_stack(pivots + [odd.cast(F64)], len(batch)),)))   # one kernel
         d, swaps = both[..., :n], both[..., n].astype(np.int64)
         singular = (d == 0).any(axis=-1)
