@@ -172,3 +172,10 @@ def test_nan_and_inf_entries_follow_numpy():
         L.solve(a, b)
     with pytest.raises(L.LinAlgError, match="Singular matrix"):
         numfn.jit(f)(a, b)
+
+
+def test_subnormal_pivots():
+    # a pivot below the smallest normal number has no finite reciprocal: its column is scaled first
+    a = np.array([[[3e-310, 1e-310], [1e-310, 2.0]], [[1e-320, 0.0], [5e-321, 1.0]]])
+    b = np.array([[[1e-300], [1.0]], [[1e-310], [2.0]]])
+    check(lambda a, b: (L.solve(a, b), L.det(a), L.slogdet(a)), a, b, backend="llvm", rtol=1e-12, atol=0.0)
