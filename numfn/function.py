@@ -416,7 +416,10 @@ class NumericalFunction:
             if found is None:
                 found = replace(self, aliases=pattern)
                 _ = found.run
-                self._aliased_specializations[pattern] = found
+                kept = self._aliased_specializations
+                # a bounded set in memory (the disk cache keeps every one): f(x[k:], x) for many k compiles each
+                if len(kept) >= ALIASED_KEPT: kept.pop(next(iter(kept)))
+                kept[pattern] = found
         return found
 
     @cached_property
@@ -541,6 +544,7 @@ class ProgramBuild:
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
 _ALIASED_LOCK = threading.Lock()   # compiles of aliased specializations (rare), one at a time
+ALIASED_KEPT = 16   # aliased specializations kept in memory per signature (oldest dropped first)
 BACKENDS = ("c", "llvm")
 
 

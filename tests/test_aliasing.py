@@ -290,3 +290,17 @@ def test_a_jitted_function_called_with_traced_arrays_sharing_memory():
     got = numfn.jit(lambda x: _calls_inner(x, _inner))(x)
     for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(x, want_x)
+
+
+def test_aliased_specializations_kept_in_memory_are_bounded():
+    def f(a, b):
+        a[:3] += b[:3]
+        return a.sum()
+    jf = numfn.jit(f)
+    x = np.arange(60.0)
+    y = x.copy()
+    for k in range(20):   # 20 offset patterns, each compiled (or found in the disk cache) once
+        assert jf(x[k:k + 30], x[:30]) == f(y[k:k + 30], y[:30])
+    np.testing.assert_array_equal(x, y)
+    from numfn.function import ALIASED_KEPT
+    assert len(jf.specializations[-1]._aliased_specializations) == ALIASED_KEPT
