@@ -6,9 +6,11 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,8 +140,10 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
 
 
 def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
+    from numfn.layout import keeps_arena
     entry = manifest["entry"]
-    symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
+    profiled, kept = "kernels" in manifest, keeps_arena(manifest.get("arena_bytes", 0))
+    symbols = [entry] + ([entry + "_ns"] if profiled else []) + ([entry + "_arena"] if kept else [])
     if backend == "c" and code[16:18] == _ET_DYN:
         from numfn.runtime.native import load_library, private_library_file
         lib, addrs = load_library(private_library_file(code, entry), symbols)
@@ -151,7 +155,27 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
-    return LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+    code = LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if profiled else 0)
+    # the arena the program keeps between calls is freed with it (`lib` stays mapped until then)
+    if kept: weakref.finalize(code, _free_kept_arena, lib, addrs[-1])
+    return code
+
+
+def _free_kept_arena(lib, slot: int) -> None:
+    """Free the scratch arena a program keeps in its pointer at `slot` (numfn.layout.KEEP_ARENA_BYTES)."""
+    import ctypes
+    arena = ctypes.c_void_p.from_address(slot).value
+    if arena:
+        ctypes.c_void_p.from_address(slot).value = None
+        _libc_free()(arena)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc_free():
+    import ctypes
+    free = ctypes.CDLL(None).free   # the malloc the programs call: the process's own
+    free.argtypes, free.restype = [ctypes.c_void_p], None
+    return free
 
 
 _perf_lock = threading.Lock()
