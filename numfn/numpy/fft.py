@@ -302,13 +302,15 @@ def c2c_axis(z: UOp, axis: int, sign: int, scale: float = 1.0, last: bool = Fals
     d = z.reshape((batch, n))
     if padded > batch: d = d.pad(((0, padded - batch), (0, 0)))
     d = d.reshape((tiles, BATCH_LANES, n)).permute((0, 2, 1))               # (tiles, n, lanes): a view
-    d = _stages(d, rs, sign, scale, last).permute((0, 2, 1)).reshape((padded, n))
+    d = _stages(d, rs, sign, scale, last, untile=True).reshape((padded, n))
     if padded > batch: d = d.shrink(((0, batch), (0, n)))
     return d.reshape(shape)
 
 
-def _stages(d: UOp, rs: list[int], sign: int, scale: float, last: bool) -> UOp:
-    """The Stockham stages of radices rs on d of shape (outer, n, inner) along its middle axis."""
+def _stages(d: UOp, rs: list[int], sign: int, scale: float, last: bool, untile: bool = False) -> UOp:
+    """The Stockham stages of radices rs on d of shape (outer, n, inner) along its middle axis; with `untile`, the
+    last stage stores its outputs as (outer, inner, n) (the lanes of a tile back to rows, from loads across them)
+    and that is the result's shape."""
     outer, n, inner = _shape(d)
     m, p = n, 1
     for i, r in enumerate(rs):
@@ -326,6 +328,8 @@ def _stages(d: UOp, rs: list[int], sign: int, scale: float, last: bool) -> UOp:
                                 for k in range(1, r)]
             if i == len(rs) - 1 and scale != 1.0: ys = [_scale(y, scale) for y in ys]
             d = _stack(ys, 2)                                             # (outer, m, r, p, inner)
+        if untile and i == len(rs) - 1:   # (outer, inner, r, p) (m is 1 at the last stage)
+            return UOp(Ops.CONTIGUOUS, d.dtype, (d.permute((0, 4, 1, 2, 3)),)).reshape((outer, inner, n))
         # stored with the stack axis r a loop of its own (the code generator unrolls it), then viewed flat
         if len(rs) > 1 or last: d = UOp(Ops.CONTIGUOUS, d.dtype, (d,))
         d = d.reshape((outer, m, r * p, inner))
@@ -680,7 +684,13 @@ def _nd(function, a, s, axes, norm, out) -> Tensor:
     refuse("numpy.fft", out=out)
     t = Tensor.lift(a)
     s, axes = _cook_nd_args(t, s, axes)
-    for ii in reversed(range(len(axes))): t = function(t, n=s[ii], axis=axes[ii], norm=norm)
+    order = list(reversed(range(len(axes))))   # NumPy's: the last axis first
+    distinct = len({normalize_axis(a, t.ndim) for a in axes}) == len(axes)
+    # transforms along different axes commute (so do their cropping and padding): the leading axes go first,
+    # each with the columns after it innermost in place, and the last axis last, its batch tiled from a layout
+    # the earlier passes stored contiguously (in NumPy's order the passes after the first read the tiles across)
+    if distinct: order.sort(key=lambda ii: normalize_axis(axes[ii], t.ndim))
+    for ii in order: t = function(t, n=s[ii], axis=axes[ii], norm=norm)
     return t
 
 
