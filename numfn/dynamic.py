@@ -240,6 +240,9 @@ def _map(fn, operands: list) -> Tensor:
     mask's space when every operand of run-time length is a selection by one mask)."""
     ts = [o if isinstance(o, DynTensor) else Tensor.lift(o) for o in operands]
     rank = max(t.ndim for t in ts)
+    static = _static_sizes(ts, rank)
+    ts = [_against_static(t, rank, static) if isinstance(t, DynTensor) else t for t in ts]
+    if not any(isinstance(t, DynTensor) for t in ts): return fn(*ts)
     # per result axis: the first operand's run-time length and bound on it
     ref: dict[int, tuple[UOp, int]] = {}
     for t in ts:
@@ -268,6 +271,42 @@ def _map(fn, operands: list) -> Tensor:
             args.append(Tensor(t.uop, t.weak).reshape((1,) * k + t.shape) if t.ndim else t)
     source = fn(*args).uop
     return DynTensor(out.uop, first.length, source, first.mask, out.weak)
+
+
+def _static_sizes(ts: list, rank: int) -> dict[int, int]:
+    """The axes (of a result of `rank` axes) where some operand has a static size other than 1, with that size."""
+    out: dict[int, int] = {}
+    for t in ts:
+        lengths = t.lengths if isinstance(t, DynTensor) else (None,) * t.ndim
+        for a, (n, ln) in enumerate(zip(t.uop.shape, lengths)):
+            if ln is None and n != 1: out.setdefault(a + rank - t.ndim, n)
+    return out
+
+
+def _against_static(t: DynTensor, rank: int, static: dict[int, int]) -> Tensor:
+    """A run-time axis of t that meets a static size n (not 1) in another operand: NumPy's result has n elements
+    there, so the run-time length must be n or 1 (then broadcast; checked when the program runs), and t becomes
+    an operand of static size n along it."""
+    u, off, lengths = t.uop, rank - t.ndim, list(t.lengths)
+    if all(ln is None or a + off not in static for a, ln in enumerate(t.lengths)): return t
+    for a, ln in enumerate(t.lengths):
+        n = static.get(a + off)
+        if ln is None or n is None: continue
+        add_check((Tensor(ln) != 1) & (Tensor(ln) != n), Tensor(ln),
+                  lambda v, n=n: ValueError(f"operands could not be broadcast together (an axis of length {n} "
+                                            f"against one of run-time length {v})"))
+        shape, bound = u.shape, u.shape[a]
+        sized = tuple(n if b == a else m for b, m in enumerate(shape))
+        if bound == 0:   # always a broadcast error when it runs
+            u = UOp.const_like(u.dtype, 0, sized)
+        else:
+            first = u.shrink(tuple((0, 1) if b == a else (0, m) for b, m in enumerate(shape))).expand(sized)
+            same = u.pad(tuple((0, n - bound) if b == a else (0, 0) for b in range(len(shape)))) if bound < n else \
+                u.shrink(tuple((0, n) if b == a else (0, m) for b, m in enumerate(shape)))
+            one = ln.eq(UOp.const(ln.dtype, 1)).reshape((1,) * len(shape)).expand(sized)
+            u = one.where(first, same)
+        lengths[a] = None
+    return _plain(u, tuple(lengths), t.weak)
 
 
 def _fitted(t: Tensor, rank: int, ref: dict) -> Tensor:

@@ -409,6 +409,8 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
     vshape = v.shape
     while len(vshape) > len(shape) and vshape[0] == 1: vshape = vshape[1:]
     if len(vshape) > len(shape) or any(a != b and a != 1 for a, b in zip(vshape[::-1], shape[::-1])):
+        if advanced and math.prod(shape) == 0 and math.prod(v.shape) == 0:   # NumPy assigns nothing, no error
+            return Tensor(UOp.const_like(dt, 0, shape))
         if advanced:
             raise ValueError(f"shape mismatch: value array of shape {_fmt(v.shape)} could not be broadcast to "
                              f"indexing result of shape {_fmt(shape)}")

@@ -62,7 +62,8 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One loop nest: `ast` is SINK(STORE(BUFFER, value), ...) with every value of shape `shape`."""
+    """One loop nest: `ast` is SINK(STORE(BUFFER, value[, gate]), ...) with every value of shape `shape` (a gate, of
+    that shape too, says where the value is stored)."""
     name: str
     ast: UOp
     shape: tuple[int, ...]
@@ -284,8 +285,9 @@ class _Root:
     outputs: list = field(default_factory=list)   # the function's output BUFFERs holding this value
     targets: list = field(default_factory=list)   # where its kernel stores it (planned; the first is its home)
     alias: UOp | None = None   # an extern call's in-out input: stored into the home of this RESULT
-    keep: bool = False         # stored so that a write can happen in place (see _write_hazard): never dropped
+    keep: bool = False         # never dropped: stored for a write in place (_write_hazard), or a loop's state
     last: bool = False         # its kernel runs after every other (it writes an argument's memory back)
+    gate: UOp | None = None    # stored only where this holds (the only reader, a gated write, needs no more)
 
 
 def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
@@ -574,6 +576,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     order = sorted(roots.values(), key=lambda r: topo[r.value])
     # every realized value without a home gets an intermediate buffer; versions of one memory share their chain's
     count = iter(range(first, first + len(order)))
+    # the memory of a loop's initial state computed in place: the first version of its chain lives in the state
+    starts = {versions.chain_of.get(v, v): result for x in externs if isinstance(x, _Loop)
+              for v, result in x.starts.items()}
 
     def give_home(r: _Root) -> UOp:
         if r.alias is not None: r.targets[:1] = [give_home(roots[r.alias])]
@@ -581,6 +586,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
             first = versions.chain_of.get(r.value, r.value)
             if first.op is Ops.BUFFER: r.targets[:1] = [first]
             elif first is not r.value: r.targets[:1] = [give_home(roots[first])]
+            elif first in starts: r.targets[:1] = [give_home(roots[starts[first]])]   # a loop's state
             else:
                 r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", next(count),
                                                                           r.value.shape))]
@@ -632,6 +638,7 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         if r.value.op is Ops.RESULT: continue
         depth = _chain_depth(r.value, realized, depth_memo)
         direct, loaded = _classify_uses(r.value, realized, uses_memo)
+        if r.gate is not None: loaded = loaded | set().union(*_classify_uses(r.gate, realized, uses_memo))
         needs = {step_of(v) for v in direct | loaded} - {None}
         old = versions.prev.get(r.value)
         if old is not None and step_of(old) is not None: needs.add(step_of(old))   # the version it overwrites first
@@ -663,11 +670,14 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
 
     # the kernels' values, and which realized values (so which versions of memory) each loads
     values, reads = [], []
+    gates = []
     for g in groups:
         members = {r.value for r in g}
         built = [_kernel_value(r.value, members, home, origin) for r in g]
+        gated = [_kernel_value(r.gate, set(), home, origin) if r.gate is not None else None for r in g]
         values.append([v for v, _ in built])
-        reads.append(set().union(*(ld for _, ld in built)))
+        gates.append([b[0] if b is not None else None for b in gated])
+        reads.append(set().union(*(ld for _, ld in built), *(b[1] for b in gated if b is not None)))
     for e, rs in enumerate(extern_reads):   # an extern call reading a version runs before the next is written
         for v in rs:
             for s in versions.next_writers().get(v, ()):
@@ -700,7 +710,12 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
     ordered: list = []
     done: set = set()
     while len(ordered) < len(steps):
-        step = next(s for s in steps if s not in done and deps(s) <= done)
+        step = next((s for s in steps if s not in done and deps(s) <= done), None)
+        if step is None:   # the versions' order met the extern calls' in a cycle: a write starts from a copy
+            stuck = [r.value for s in steps if s not in done and not isinstance(s, tuple) for r in groups[s]
+                     if r.value.op is Ops.SCATTER and r.value not in versions.copies]
+            if not stuck: raise RuntimeError("the scheduler cannot order the writes of this program")
+            return None, versions.copy_fix(max(stuck, key=lambda u: topo[u]))
         ordered.append(step)
         done.add(step)
 
@@ -714,14 +729,16 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
             kernels.append((x.kernel(name, roots, home), None))
             continue
         if groups[gi][0].value.op is Ops.EMPTY: continue
-        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v)) for r, v in zip(groups[gi], values[gi]) for t in r.targets)
+        stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v) if gate is None else (t, v, gate))
+                       for r, v, gate in zip(groups[gi], values[gi], gates[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)
         shape = kernel_domain(groups[gi][0].value)
         lowered = lower_kernel(ast, check)
         hazard = _write_hazard(groups[gi][0].value, lowered, stores[0].src[1])
         if hazard is not None:
             if hazard in roots: return None, versions.copy_fix(groups[gi][0].value)
-            return None, lambda h=hazard: roots.setdefault(h, _Root(h, keep=True))
+            gate = _demand_gate(hazard, groups[gi][0].value, roots)
+            return None, lambda h=hazard, g=gate: roots.setdefault(h, _Root(h, keep=True, gate=g))
         kind = "S" if any(r.value.op is Ops.SCAN for r in groups[gi]) else \
             "W" if any(r.value.op is Ops.SCATTER for r in groups[gi]) else \
             "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
@@ -751,6 +768,28 @@ def _write_hazard(value: UOp, lowered: LoweredKernel, kernel_value: UOp | None =
     if combine is not None or not injective or kernel_value is None: return value.src[1]
     part = _first_read_elsewhere(kernel_value, buf, index, lowered)
     return value.src[1] if part is None else _graph_node(kernel_value, value).get(part, value.src[1])
+
+
+def _demand_gate(part: UOp, scatter: UOp, roots: dict[UOp, _Root]) -> UOp | None:
+    """The gate of a gated write (a window's `L[k + 1:, k] = ...`, written where `i < length`) when `part`, stored
+    first for it (see _write_hazard), is read by nothing else and reaches the written values through elementwise
+    operations: then only the part's elements under the gate are needed, and its kernel stores just those (the
+    codegen then runs its loop over the window only, see codegen/narrow.py)."""
+    if scatter.op is not Ops.SCATTER or not scatter.arg[2]: return None
+    value, gate = scatter.src[1], scatter.src[-1]
+    if part.shape != value.shape or gate.shape != value.shape: return None
+    # a window's `i < length` (positions and scalars, which narrow loops), not a mask read from arrays
+    if not _index_arithmetic(gate, set(roots), {}): return None
+    between: set[UOp] = set()   # the nodes from `part` up to `value`, elementwise all the way
+    reaches: dict[UOp, bool] = {}
+    for u in toposort([value]):
+        reaches[u] = u is part or (u.op in ELEMENTWISE and any(reaches.get(s, False) for s in u.src))
+        if reaches[u]: between.add(u)
+    if part not in between: return None
+    parents = _parents(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
+    inside = between | {scatter}
+    if any(p not in inside for u in between for p in parents.get(u, ())): return None
+    return gate
 
 
 def _graph_node(kernel_value: UOp, value: UOp) -> dict[UOp, UOp]:
@@ -954,6 +993,7 @@ class _Loop:
     inits: list
     values: list
     blocks: Any          # fresh blocks of intermediate numbers for its inner schedules
+    starts: dict = field(default_factory=dict)   # initial states computed in place: value -> its RESULT
     built: dict = field(default_factory=dict)
 
     def reads(self, roots: dict) -> list[UOp]:
@@ -972,22 +1012,32 @@ class _Loop:
 
 def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
     """Roots for every loop and branch: its results (in intermediate buffers: a loop swaps them; a result that is
-    an output is copied there after it), the initial state (computed into the results' buffers) and the values it
-    reads."""
+    an output is copied there after it, unless the loop writes it in place: then the output is its buffer), the
+    initial state (computed into the results' buffers: a value nothing else reads is computed there, with the
+    writes that made it, instead of being copied) and the values it reads."""
     loops = []
+    parents: dict[UOp, list[UOp]] | None = None
     for node in (u for u in toposort([graph]) if u.op is Ops.LOOP):
         region = node.arg
         results = [UOp(Ops.RESULT, dt, (node,), k) for k, (_, dt) in enumerate(region.results)]
-        for r in results:
+        for k, r in enumerate(results):
             root = roots.setdefault(r, _Root(r))
-            for t in root.outputs:   # the loop's buffers are its own: outputs are copies of them
+            # no pointer swaps move a state the body writes in place: its buffer can be the output itself
+            own = region.kind == "while" and _writes_in_place(region.bodies[0].src[k], region.tag, k)
+            for t in root.outputs[1 if own else 0:]:   # the loop's buffers are its own: outputs are copies of them
                 key = _copy(r, ("output", t.arg.number))
                 roots[key] = _Root(key, [t], [t])
-            root.outputs = []
-        inits, values = [], []
+            root.outputs = root.outputs[:1] if own else []
+        inits, values, starts = [], [], {}
         reads = node.src
         if region.kind == "while":
             for k, v in enumerate(node.src[:len(region.state)]):
+                if parents is None: parents = _parents(graph)
+                if _starts_in_state(v, node, parents, roots):
+                    roots.setdefault(v, _Root(v)).keep = True   # the loop reads it (as its state's buffer)
+                    starts[v] = results[k]
+                    inits.append(v)
+                    continue
                 key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("loop state", k, id(node)))
                 roots[key] = _Root(key, alias=results[k])
                 inits.append(key)
@@ -996,8 +1046,29 @@ def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
             if v.op not in (Ops.BUFFER, Ops.CONST):
                 roots.setdefault(v, _Root(v))
             values.append(v)
-        loops.append(_Loop(node, results, inits, values, blocks))
+        loops.append(_Loop(node, results, inits, values, blocks, starts))
     return loops
+
+
+def _parents(graph: UOp) -> dict[UOp, list[UOp]]:
+    out: dict[UOp, list[UOp]] = {}
+    for u in toposort([graph]):
+        for s in u.src: out.setdefault(s, []).append(u)
+    return out
+
+
+def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], roots: dict[UOp, _Root]) -> bool:
+    """Whether a loop's initial state `v` can be computed in the state's own buffer (no copy): v and the versions
+    of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory nobody reads after the loop
+    starts (every reader is computed before the loop: an ancestor of it), that is no output, and that the loop
+    reads only as this state."""
+    if v.op in (Ops.BUFFER, Ops.CONST) or sum(s is v for s in node.src) != 1: return False
+    memory = [*_chain_down(v)]
+    memory.append(memory[-1].src[0] if memory else v)
+    if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
+    if any(u in roots and roots[u].outputs for u in memory): return False
+    before = set(toposort(list(node.src)))
+    return all((p is node and u is v) or (p is not node and p in before) for u in memory for p in parents.get(u, ()))
 
 
 BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)

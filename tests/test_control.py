@@ -653,3 +653,49 @@ def test_unroll_option_decides_which_static_loops_unroll():
     assert native_steps(native) == ["loop"] and native_steps(unrolled) == []
     with pytest.raises(ValueError, match="unroll"):
         numfn.jit(f, unroll=-1)
+
+
+def recurrence(x):
+    out = np.zeros_like(x)
+    out[0] = 1.0
+    for i in range(1, x.shape[0]):
+        out[i] = out[i - 1] * x[i]
+    return out
+
+
+def recurrence_and_start(x):
+    out = x * 2.0
+    for i in range(1, x.shape[0]):
+        out[i] = out[i - 1] * x[i]
+    return out, (x * 2.0).sum()   # the loop's initial value (the same graph node) is read after the loop
+
+
+def test_loop_state_is_computed_where_the_loop_updates_it(backend):
+    """A loop's initial state that nothing else reads is computed in the state's memory, and a state the loop writes
+    in place is the output's memory: no kernel only copies (the copies cost a pass over the array each)."""
+    x = np.linspace(0.5, 1.5, 64)
+    jf = numfn.jit(recurrence, backend=backend)
+    check(recurrence, x, backend=backend, jitted=jf)
+    assert native_steps(jf) == ["loop"]
+    whole = [ei.kernel.name for ei in jf.specializations[-1].schedule if getattr(ei.kernel, "shape", ()) == x.shape]
+    assert len(whole) == 1, whole   # np.zeros_like, into the output; no copy into the loop's state or out of it
+    # the initial value read again after the loop keeps its own memory
+    check(recurrence_and_start, x, backend=backend)
+
+
+def sorted_masked_in_loop(x):
+    for i in range(6):
+        m = x > i
+        x[m] = np.sort(x[m]) - 1.0
+    return x
+
+
+def test_masked_write_of_a_sorted_selection_inside_a_loop():
+    """The versions of x met the sort calls' order in a cycle (the scheduler stopped with StopIteration); a write
+    now starts from a copy where that happens."""
+    check_mutates(sorted_masked_in_loop, RNG.uniform(0, 8, 30), backend="llvm")
+    jf = numfn.jit(sorted_masked_in_loop, unroll=0)   # a native loop
+    x = RNG.uniform(0, 8, 30)
+    y = x.copy()
+    np.testing.assert_array_equal(jf(x), sorted_masked_in_loop(y))
+    np.testing.assert_array_equal(x, y)

@@ -226,3 +226,62 @@ def test_clip_keeps_a_run_time_length():
     """Found by the fuzzer (seed 160): np.clip of x[mask] returned the whole bound."""
     check(lambda x: (np.clip(x[x > 0], -4, 4), np.expm1(np.clip(x[x > 0], -4, 4))),
           np.array([0.5, -0.5, -2.5, 1.0]), backend="llvm")
+
+
+def test_accumulate_and_reduce_with_nothing_to_do_return_new_arrays():
+    """Found by the 20,000-program run: ufunc.accumulate along an axis of length 1 (and ufunc.reduce over no axes)
+    returned its operand itself, so a later write into the operand changed the result (fixed)."""
+    def accumulate_then_write(x):
+        v = np.maximum.accumulate(x, axis=2)
+        x[...] += v
+        return v
+
+    def reduce_then_write(x):
+        v = np.add.reduce(x, axis=())
+        x *= 3
+        return v
+    _assert_same_effects(accumulate_then_write, np.ones((3, 2, 1), np.int32))
+    _assert_same_effects(reduce_then_write, np.arange(4.0))
+
+
+def test_classifying_ufuncs_keep_a_run_time_length(backend):
+    """Found by the 20,000-program run: np.isnan/isinf/isfinite of x[mask] or of np.nonzero's indices returned
+    the whole bound (float operands) or could not be traced (integer operands) (fixed)."""
+    x = np.array([[1.0], [0.0], [np.nan], [np.inf]], np.float32)
+    check(lambda x: (np.isnan(x[x != 0]), np.isinf(x[x != 0]), np.isfinite(np.nonzero(x)[0]),
+                     np.isnan(np.nonzero(x)[1])), x, backend=backend)
+
+
+@pytest.mark.parametrize("x", [np.array([[1, -1]], np.int8), np.array([[1, 2]], np.int8)])
+def test_a_run_time_length_of_one_broadcasts_against_a_static_axis(backend, x):
+    """Found by the 20,000-program run: x[mask] with one element against an axis of static size n > 1 raised a
+    broadcast error; NumPy broadcasts it (and a length equal to n combines elementwise) (fixed)."""
+    check(lambda x: (np.fmax(x, x[x > 0]), x + x[x > 0], np.logical_xor(x.ravel()[:, None], np.nonzero(x)[1])), x,
+          backend=backend)
+
+
+def test_a_run_time_length_against_a_static_axis_is_checked():
+    f = numfn.jit(lambda x: x + x[x > 0])
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        f(np.array([[1, 2, -3]], np.int8))
+
+
+def test_sums_of_one_negative_zero_are_positive_zero(backend):
+    """Found by the 20,000-program run: a sum over axes of one element (np.sum, matmul/dot/einsum with an inner
+    length of 1) kept -0.0; NumPy adds to 0.0, so -0.0 sums to 0.0 (fixed)."""
+    a, b = np.ones((3, 1)), np.array([-0.0])
+    check(lambda a, b: (a @ b, np.sum(b), np.sum(a * b, axis=-1), np.einsum("ij,j->i", a, b), np.dot(a, b),
+                        np.mean(b), np.cumsum(b), np.prod(b)), a, b, backend=backend, signed_zeros=True)
+
+
+def test_an_empty_value_into_an_empty_advanced_index_assigns_nothing():
+    """Found by the 20,000-program run: NumPy lets an empty value of any shape into an empty result of advanced
+    indexing (x[[0], [0]] = v with both of size 0), numfn raised its shape mismatch (fixed)."""
+    def f(x):
+        x[np.array([0]), np.array([0])] = np.expand_dims(x, -2)
+        z = np.zeros((3, 0)) + x.sum()
+        z[np.array([0, 1])] = np.zeros((4, 1, 0))
+        return z
+    _assert_same_effects(f, np.zeros((1, 4, 0), np.int64))
+    with pytest.raises(ValueError, match="shape mismatch"):   # a value with elements still does not fit
+        numfn.jit(lambda x: x.__setitem__((np.array([0]), np.array([0])), np.ones((1, 4, 1, 2))))(np.zeros((1, 4, 0)))

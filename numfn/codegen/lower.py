@@ -288,7 +288,9 @@ class _Lowerer:
                     inner[a] = r
                     ranges.append(r)
             value = yield src[0], tuple(inner)
-            return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop) if ranges else value
+            if ranges: return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop)
+            # one element: NumPy's sum still adds it to 0.0 (the sum of [-0.0] is 0.0)
+            return value.alu(Ops.ADD, UOp.const(u.dtype, 0.0)) if rop is Ops.ADD and u.dtype.is_float else value
         if op in ELEMENTWISE:
             values = []
             for s in src: values.append((yield s, idx))
@@ -370,7 +372,7 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
     sequential = set()
     out = []
     for st in stores:
-        buf, value = st.src
+        buf, value = st.src[:2]
         index = linear_index(tuple(idx), shape)
         if value.op is Ops.SCATTER:
             # the kernel runs over the written values; the old version is in the buffer already
@@ -396,7 +398,8 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
             value = first.alu(Ops.WHERE, x, prev.alu(rop, x))
         else:
             value = lw.lower(value, tuple(idx))
-        out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value)))
+        gate = (lw.lower(st.src[2], tuple(idx)),) if len(st.src) > 2 else ()   # stored only where it holds
+        out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
     lk = LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
                        frozenset(sequential), frozenset(lw.realize))
     from numfn.codegen.opt import choose_unrolls   # (opt builds on this module)

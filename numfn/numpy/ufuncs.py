@@ -188,6 +188,7 @@ class ufunc:
             res = self._reduce_axes(x, axes, dt)
             if initial is not _NO_VALUE: res = self._combine(T(_const(initial, dt)).astype(dt), res, dt)
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+        if res is a: res = res.copy()   # nothing to reduce: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType) -> Tensor:
@@ -246,6 +247,7 @@ class ufunc:
                 res = where_(pos >= k, self._combine(back, res, dt), res)
                 k *= 2
         else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
+        if res is a: res = res.copy()   # an axis of length 1: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
     def outer(self, A, B, /, **kwargs):
@@ -516,13 +518,16 @@ def _complex_sign(z: UOp) -> UOp:
 def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
     def compute(t, dtype=None):
         if dtype is not None: raise unsupported(f"the dtype= argument of numpy.{name}")
+        if t.runtime_length:   # x[mask]: computed at its bound, the result keeps its length
+            from numfn import dynamic
+            return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
             re, im = Tensor(_re(t.uop), t.weak), Tensor(_im(t.uop), t.weak)
             a, b = compute(re), compute(im)
             return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop), t.weak)
         if not t.uop.dtype.is_float:
             _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
-            return full_like(t, otherwise, dtype=np.bool_)
+            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape), t.weak)   # (at a run-time length too)
         return Tensor(test(t.uop), t.weak)
     return ufunc(name, compute, 1)
 
