@@ -19,7 +19,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn, SupportsInt, TypeVar, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -31,6 +31,9 @@ from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, r
 from numfn.uop import Ops, UOp, format_graph
 
 I64, BOOL = dtypes.int64, dtypes.bool
+
+_T = TypeVar("_T")   # a loop's state, a scan's carry
+_R = TypeVar("_R")   # what a branch returns
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +98,8 @@ def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp
 def _captured(u: UOp, inner: dict, tag: int, first: int, captures: dict) -> UOp:
     if u in inner: return inner[u]
     if _constant(u): return u   # constants (and ranges, and views of them) stay where they are used: no memory
-    if u not in captures: captures[u] = placeholder(tag, first + len(captures), u.shape, u.dtype)
+    if u not in captures:
+        captures[u] = placeholder(tag, first + len(captures), cast(tuple[int, ...], u.shape), u.dtype)
     return captures[u]
 
 
@@ -142,6 +146,7 @@ class _Traced:
 
 def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
     with recording_trace(region=True) as rec:
+        assert rec.born is not None and rec.rebinds is not None   # a region's record has both
         rec.born.update(id(a) for a in args)   # the region's placeholders are its own: writes into them are state
         try:
             values = fn(*args)
@@ -258,7 +263,8 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     tag = new_region_tag()
     specs = [(t.shape, t.uop.dtype) for t in operands]
     ph = [Tensor(placeholder(tag, k, s, d), weak=operands[k].weak) for k, (s, d) in enumerate(specs)]
-    traced, written = [], []
+    traced: list[_Traced] = []
+    written: list[tuple[Tensor, UOp]] = []
     for fn in branches:
         try:
             traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], ph))
@@ -281,6 +287,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             out = [_as_state(v, "a branch's result") for v in fn(*ph)]
             finals = [t.uop for t, _ in written]
         for t, old in written: t.rebind(old, record=False)
+        assert rec.rebinds is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
         values.append([o.uop for o in out] + finals)
@@ -330,9 +337,11 @@ def _same_structure(tree, expected, what: str):
     return leaves
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower: SupportsInt | Tensor, upper: SupportsInt | Tensor, body_fun: Callable[[Any, _T], _T],
+              init_val: _T) -> _T:
     """`val = init_val; for i in range(lower, upper): val = body_fun(i, val)`, returning val: a native loop in a
-    compiled function (lower and upper may be traced values), a Python loop otherwise."""
+    compiled function (lower and upper may be traced values), a Python loop otherwise. body_fun's index is an
+    int in a Python loop and a traced int64 scalar in a native one."""
     if not _traced(lower, upper, init_val):
         val = init_val
         for i in range(int(lower), int(upper)): val = body_fun(i, val)
@@ -356,7 +365,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return unflatten(tdef, out[1:])
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+def while_loop(cond_fun: Callable[[_T], object], body_fun: Callable[[_T], _T], init_val: _T) -> _T:
     """`val = init_val; while cond_fun(val): val = body_fun(val)`, returning val: a native loop in a compiled
     function (cond_fun returns a traced bool), a Python loop otherwise."""
     if not _traced(init_val):
@@ -370,7 +379,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return unflatten(tdef, out)
 
 
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False):
+def scan(f: Callable[[_T, Any], tuple[_T, Any]], init: _T, xs: Any = None, length: int | None = None,
+         reverse: bool = False) -> tuple[_T, Any]:
     """JAX's scan: `carry = init; for x in xs: carry, y = f(carry, x)`, returning (carry, the ys stacked), as a
     native loop in a compiled function. xs: a pytree of arrays with a common leading length (or None with
     `length`); `reverse` walks them from the end (the ys keep the order of the xs)."""
@@ -405,6 +415,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     ph = [Tensor(placeholder(tag, k, t.shape, t.uop.dtype), weak=t.weak) for k, t in enumerate(state)]
     with recording_trace(region=True) as rec:
         _, y = step(Tensor(placeholder(tag, len(ph), (), I64), weak=True), ph)
+    assert rec.rebinds is not None   # a region's record has them
     for t, old in rec.rebinds.values():
         if t.base is None: t.rebind(old, record=False)
     y_leaves, y_tree = flatten(y)
@@ -422,7 +433,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return unflatten(c_tree, out), unflatten(y_tree, ys)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+def cond(pred: SupportsInt | Tensor, true_fun: Callable[..., _R], false_fun: Callable[..., _R], *operands: Any) -> _R:
     """true_fun(*operands) if pred else false_fun(*operands): in a compiled function with a traced pred, a branch
     of the program (only the chosen side runs); otherwise Python's if."""
     if not isinstance(pred, Tensor):
@@ -432,7 +443,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     return switch(p.astype(np.bool_).astype(np.int64), [false_fun, true_fun], *operands)
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+def switch(index: SupportsInt | Tensor, branches: Sequence[Callable[..., _R]], *operands: Any) -> _R:
     """branches[index](*operands), index clamped into range (as JAX does): a branch of the compiled program for a
     traced index; otherwise a Python call."""
     if not branches: raise ValueError("switch needs at least one branch")
@@ -554,7 +565,7 @@ def _unflatten_state(leaves: list, trees: list) -> list:
     return out
 
 
-def _refuse_python_state(names: tuple, state: tuple, line: int, what: str):
+def _refuse_python_state(names: tuple, state: tuple, line: int, what: str) -> NoReturn:
     from numfn.convert import _UNBOUND
     bad = [n for n, v in zip(names, state) if v is _UNBOUND or not all(
         isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in flatten(v)[0])]
@@ -563,7 +574,8 @@ def _refuse_python_state(names: tuple, state: tuple, line: int, what: str):
                      "keep arrays in the loop's variables, or make the loop short and static so it unrolls")
 
 
-def run_for_range(start, stop, step, body, state, names, flags, line):
+def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], state: tuple[Any, ...],
+                  names: tuple[str, ...], flags: tuple[str, ...], line: int) -> tuple[Any, ...]:
     """`for i in range(start, stop, step)` of converted code: Python (unrolled) when the trip count is static and
     short, or when nothing in it is traced; else a native loop (the body's break flag ends it). A long static loop
     over Python variables runs its first iteration as Python to find out: it stays Python if that iteration left

@@ -30,6 +30,7 @@ import linecache
 import sys
 import textwrap
 import weakref
+from typing import Any, cast
 from collections import Counter
 from collections.abc import Callable
 
@@ -158,7 +159,7 @@ class _Converter:
         return [s]
 
     # ---- loops ----
-    def _carried(self, loop: ast.stmt) -> list[str]:
+    def _carried(self, loop: ast.For | ast.While) -> list[str]:
         """The names a loop carries: those its body assigns that exist before it or are read outside it (those
         start unbound: as in Python, they are visible after a loop that ran). A temporary of the body is not
         carried: a compiled loop would keep it in memory from one iteration to the next."""
@@ -170,7 +171,7 @@ class _Converter:
         """`if unbound(n): del n` for each of `names` not surely bound before the statement, so that a name a
         statement did not bind stays unbound after it (Python's NameError), not bound to a marker."""
         known = set(self.defined)
-        out = []
+        out: list[ast.stmt] = []
         for n in names:
             if n in known: continue
             test = _call(f"{_RT}.unbound", [_load(n)])
@@ -182,7 +183,7 @@ class _Converter:
         if s.orelse: return self._unconverted(s, "a for loop with an else: clause")
         if not isinstance(s.target, ast.Name): return self._unconverted(s, "a for loop whose target is not a name")
         if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
-        args = s.iter.args
+        args = cast(ast.Call, s.iter).args   # range(...): see _is_range
         start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
         target = s.target.id
         self.defined.append(target)
@@ -196,7 +197,7 @@ class _Converter:
         body_def = _def(fn, [target] + flags + carried, new_body, [_load(n) for n in flags + carried], s)
         call = _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None),
                                           ast.Name(fn, ast.Load()), _tuple(carried, defaults=True),
-                                          ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
+                                          _str_tuple(carried), _str_tuple(flags),
                                           ast.Constant(s.lineno + self.line0)])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
         return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
@@ -214,7 +215,7 @@ class _Converter:
         cond_def = _def(cond_fn, flags + carried, [], _test(s.test), s)
         body_def = _def(body_fn, flags + carried, new_body, [_load(n) for n in flags + carried], s)
         call = _call(f"{_RT}.while_", [_load(cond_fn), _load(body_fn), _tuple(carried, defaults=True),
-                                       ast.Constant(tuple(carried)), ast.Constant(tuple(flags)),
+                                       _str_tuple(carried), _str_tuple(flags),
                                        ast.Constant(s.lineno + self.line0)])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
         return [cond_def, body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
@@ -249,7 +250,7 @@ class _Converter:
         t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
         f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
         call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
-                                    ast.Constant(tuple(outs)), ast.Constant(tuple(both)),
+                                    _str_tuple(outs), _str_tuple(both),
                                     ast.Constant(s.lineno + self.line0)])
         stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
         stmts += self._unbind([n for n in outs if n not in both], s)
@@ -257,7 +258,7 @@ class _Converter:
         if returns: stmts.append(ast.copy_location(ast.Return(ast.Name(ret, ast.Load())), s))
         return stmts
 
-    def _unconverted(self, s: ast.stmt, why: str) -> list[ast.stmt]:
+    def _unconverted(self, s: ast.For | ast.While, why: str) -> list[ast.stmt]:
         """A statement left to Python: it runs as written (it unrolls, or fails clearly if a traced value decides
         it); inside, loops and branches are still converted."""
         s.body = self.block(s.body)
@@ -305,7 +306,7 @@ def _ends_in_return(stmts: list[ast.stmt]) -> bool:
 
 def _returning(stmts: list[ast.stmt], ret: str) -> list[ast.stmt]:
     """`return v` statements of a branch (at its end, or at the end of nested branches) as `ret = v`."""
-    out = []
+    out: list[ast.stmt] = []
     for s in stmts:
         if isinstance(s, ast.Return):
             out.append(ast.copy_location(ast.Assign(targets=[ast.Name(ret, ast.Store())],
@@ -345,11 +346,16 @@ def _def(name: str, params: list[str], body: list[ast.stmt], result, at: ast.AST
 
 
 def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
-    extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    extra: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
     return ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
                                                          vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                                          defaults=[]),
                            body=body, decorator_list=[], returns=None, **extra)
+
+
+def _str_tuple(names: list[str]) -> ast.Constant:
+    """A tuple of strings as one constant: Python's AST takes tuples of constants (typeshed's Constant lists none)."""
+    return ast.Constant(tuple(names))  # type: ignore[arg-type]
 
 
 def _load(name: str) -> ast.Name:

@@ -62,7 +62,7 @@ def _inputs(rng: np.random.Generator):
 
 def _median_time(fn, args, budget: float = 0.2) -> float:
     fn(*args)
-    times = []
+    times: list[float] = []
     start = time.perf_counter()
     while len(times) < 5 or (time.perf_counter() - start < budget and len(times) < 10000):
         t0 = time.perf_counter()

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from numfn.tensor import Tensor, add_check, gather
 from numfn.uop import Ops, UOp
 
 I64 = dtypes.int64
+_Shape = tuple[int, ...]   # an array's value (a tensor-level UOp) always has a shape: what cast() tells mypy
 
 
 def _i64(value) -> Tensor:
@@ -45,7 +48,7 @@ class Length(Tensor):
     one (x.sum() / x.shape[0]); Python cannot use it as an int."""
     __slots__ = ()
 
-    def __index__(self):
+    def __index__(self) -> NoReturn:
         raise TracerConversionError(
             f"the size of an array selected by values (x[mask], nonzero, ...) is only known when the compiled code "
             f"runs, so it cannot be used as a Python int (at {user_location()}). Use it as an array (x.sum() / "
@@ -68,7 +71,8 @@ class DynTensor(Tensor):
     def __init__(self, compact: UOp, length: UOp | None = None, source: UOp | None = None,
                  mask: UOp | None = None, weak: bool = False, *, lengths: tuple | None = None):
         super().__init__(compact, weak)
-        self.lengths = tuple(lengths) if lengths is not None else (length,) + (None,) * (len(compact.shape) - 1)
+        self.lengths = tuple(lengths) if lengths is not None else \
+            (length,) + (None,) * (len(cast(_Shape, compact.shape)) - 1)
         self.source, self.mask = source, mask
 
     # ---- what it is -------------------------------------------------------------------------------------------
@@ -79,29 +83,30 @@ class DynTensor(Tensor):
 
     @property
     def bound(self) -> int:
-        return self.uop.shape[0]
+        return cast(_Shape, self.uop.shape)[0]
 
     @property
     def shape(self) -> tuple:
-        return tuple(n if ln is None else Length(ln) for n, ln in zip(self.uop.shape, self.lengths))
+        return tuple(n if ln is None else Length(ln) for n, ln in zip(cast(_Shape, self.uop.shape), self.lengths))
 
     @property
-    def size(self) -> Tensor:
-        total = UOp.const(I64, math.prod(n for n, ln in zip(self.uop.shape, self.lengths) if ln is None))
+    def size(self) -> Tensor:   # type: ignore[override]  # a run-time value, not an int
+        total = UOp.const(I64, math.prod(n for n, ln in zip(cast(_Shape, self.uop.shape), self.lengths) if ln is None))
         for ln in self.lengths:
             if ln is not None: total = total.alu(Ops.MUL, ln)
         return Length(total)
 
     @property
     def ndim(self) -> int:
-        return len(self.uop.shape)
+        return len(cast(_Shape, self.uop.shape))
 
     def __len__(self) -> int:
-        if self.lengths[0] is None: return self.uop.shape[0]
-        Length(self.length).__index__()
+        if self.lengths[0] is None: return cast(_Shape, self.uop.shape)[0]
+        Length(cast(UOp, self.length)).__index__()
 
     def __repr__(self) -> str:
-        dims = ", ".join(str(n) if ln is None else f"run-time <= {n}" for n, ln in zip(self.uop.shape, self.lengths))
+        dims = ", ".join(str(n) if ln is None else f"run-time <= {n}"
+                         for n, ln in zip(cast(_Shape, self.uop.shape), self.lengths))
         return f"DynTensor(shape=({dims}), dtype={self.uop.dtype.name})"
 
     def compact(self) -> Tensor:
@@ -111,37 +116,39 @@ class DynTensor(Tensor):
     def valid_rows(self) -> Tensor:
         """True at the positions of the first axis (at its bound) that hold elements."""
         n = self.bound
+        assert self.length is not None   # asked only of arrays whose first axis has a run-time length
         i = UOp.iota(n) if n else UOp.const_like(I64, 0, (0,))
         return Tensor(i.alu(Ops.CMPLT, self.length.reshape((1,)).expand((n,))))
 
     def valid(self) -> Tensor:
         """True at the positions (of the bound shape) that hold elements."""
-        return valid_mask(self.uop.shape, dict(enumerate(self.lengths)))
+        return valid_mask(cast(_Shape, self.uop.shape), dict(enumerate(self.lengths)))
 
     def selection(self) -> tuple[Tensor, Tensor, int]:
         """(values, where, k): the elements as values over an index space of k leading axes and a bool array of
         that space saying which are elements: the mask's space when the array came from a mask, else the bound."""
         if self.source is not None:
+            assert self.mask is not None and self.mask.shape is not None   # a selection keeps its mask
             k = len(self.mask.shape)
             src = Tensor(self.source)
             m = Tensor(self.mask.reshape(self.mask.shape + (1,) * (src.ndim - k)))
             return src, Tensor(m._broadcast(src.shape)), k
         return self.compact(), self.valid(), 1
 
-    def astype(self, dtype, copy: bool = True) -> DynTensor:
+    def astype(self, dtype, copy: bool = True) -> Tensor:
         return _map(lambda t: t.astype(dtype, copy=copy), [self])
 
     def copy(self, order="C") -> DynTensor:
         return DynTensor(self.uop, source=self.source, mask=self.mask, weak=self.weak, lengths=self.lengths)
 
-    def transpose(self, *axes) -> DynTensor:
+    def transpose(self, *axes) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
         order = tuple(range(self.ndim))[::-1] if not axes else tuple(normalize_axes(a, self.ndim)[0] for a in axes)
         if sorted(order) != list(range(self.ndim)): raise ValueError("axes don't match array")
         return _made(self, Tensor(self.uop).transpose(order).uop, tuple(self.lengths[a] for a in order))
 
     @property
-    def T(self) -> DynTensor:
+    def T(self) -> Tensor:
         return self.transpose()
 
     def __getitem__(self, index):
@@ -248,7 +255,7 @@ def _map(fn, operands: list) -> Tensor:
     for t in ts:
         if not isinstance(t, DynTensor): continue
         for a, ln in enumerate(t.lengths):
-            if ln is not None: ref.setdefault(a + rank - t.ndim, (ln, t.uop.shape[a]))
+            if ln is not None: ref.setdefault(a + rank - t.ndim, (ln, cast(_Shape, t.uop.shape)[a]))
     compact = [_fitted(t, rank, ref) for t in ts]
     out = fn(*compact)
     lengths = tuple(ref[a][0] if a in ref else None for a in range(out.ndim)) if out.ndim == rank else None
@@ -262,10 +269,11 @@ def _map(fn, operands: list) -> Tensor:
         for d in dyns) and all(isinstance(t, DynTensor) or t.ndim < rank or t.shape[0] == 1 for t in ts) and \
         set(ref) == {0}
     if not lazy: return DynTensor(out.uop, weak=out.weak, lengths=lengths)
+    assert first.mask is not None and first.mask.shape is not None   # a selection keeps its mask
     k = len(first.mask.shape)
     args = []
     for t in ts:
-        if isinstance(t, DynTensor): args.append(Tensor(t.source, t.weak))
+        if isinstance(t, DynTensor): args.append(Tensor(cast(UOp, t.source), t.weak))   # lazy: all selections
         else:
             t = t if t.ndim < rank else t.reshape(t.shape[1:])   # a size-1 first axis
             args.append(Tensor(t.uop, t.weak).reshape((1,) * k + t.shape) if t.ndim else t)
@@ -293,9 +301,11 @@ def _against_static(t: DynTensor, rank: int, static: dict[int, int]) -> Tensor:
         n = static.get(a + off)
         if ln is None or n is None: continue
         add_check((Tensor(ln) != 1) & (Tensor(ln) != n), Tensor(ln),
-                  lambda v, n=n: ValueError(f"operands could not be broadcast together (an axis of length {n} "
-                                            f"against one of run-time length {v})"))
-        shape, bound = u.shape, u.shape[a]
+                  lambda v, n=n: ValueError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                      f"operands could not be broadcast together (an axis of length {n} against one of run-time "
+                      f"length {v})"))
+        shape = cast(_Shape, u.shape)
+        bound = shape[a]
         sized = tuple(n if b == a else m for b, m in enumerate(shape))
         if bound == 0:   # always a broadcast error when it runs
             u = UOp.const_like(u.dtype, 0, sized)
@@ -318,15 +328,17 @@ def _fitted(t: Tensor, rank: int, ref: dict) -> Tensor:
     for a in range(t.ndim):
         if a + off not in ref: continue
         length, bound = ref[a + off]
-        n, mine = u.shape[a], lengths[a]
+        n, mine = cast(_Shape, u.shape)[a], lengths[a]
         if mine is None and n == 1: continue   # broadcast
         if mine is not length:
             have = Tensor(mine) if mine is not None else _i64(n)
             add_check(have != Tensor(length), have,
-                      lambda v, b=bound: ValueError(f"operands could not be broadcast together (an axis of length "
-                                                    f"{v} against one of run-time length)"))
+                      lambda v, b=bound: ValueError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                          f"operands could not be broadcast together (an axis of length {v} against one of "
+                          "run-time length)"))
         if n < bound: u = u.pad(tuple((0, bound - n) if b == a else (0, 0) for b in range(t.ndim)))
-        elif n > bound: u = u.shrink(tuple((0, bound) if b == a else (0, m) for b, m in enumerate(u.shape)))
+        elif n > bound:
+            u = u.shrink(tuple((0, bound) if b == a else (0, m) for b, m in enumerate(cast(_Shape, u.shape))))
     return Tensor(u, t.weak)
 
 
@@ -360,25 +372,27 @@ def _left(y: DynTensor, axes: tuple, keepdims: bool) -> tuple:
     return tuple(ln for a, ln in enumerate(y.lengths) if a not in axes)
 
 
-def reduce(fn, y: DynTensor, axis=None, keepdims: bool = False, empty_error: str | None = None, **kw):
+def reduce(fn, y: DynTensor, axis=None, keepdims: bool = False, empty_error: str | None = None, **kw) -> Tensor:
     """fn(array, axis=, keepdims=, where=, **kw), a reduction that takes where=, applied to y: along axes of
     run-time length it sees y's elements only; `empty_error` names the reduction that raises for no elements (max,
     min). Axes of run-time length it does not reduce keep their lengths."""
     if kw.get("where") is not None:
         raise unsupported("where= on an array whose length is only known at run time", "combine the two masks instead")
     kw.pop("where", None)
+    assert y.uop.shape is not None   # an array's value is a tensor-level node
     axes = normalize_axes(axis, y.ndim)
     left = _left(y, axes, keepdims)
     if not any(y.lengths[a] is not None for a in axes):   # the lengths stay: reduce the other axes of both forms
         compact = fn(y.compact(), axis=axes, keepdims=keepdims, **kw)
         if not _selection(y): return _plain(compact.uop, left)
+        assert y.source is not None and y.mask is not None and y.mask.shape is not None   # a selection
         k = len(y.mask.shape)
         source = fn(Tensor(y.source), axis=tuple(a + k - 1 for a in axes), keepdims=keepdims, **kw)
         return DynTensor(compact.uop, y.length, source.uop, y.mask)
     if empty_error is not None:
         count = _i64(math.prod(y.uop.shape[a] for a in axes if y.lengths[a] is None))
         for a in axes:
-            if y.lengths[a] is not None: count = count * Tensor(y.lengths[a])
+            if y.lengths[a] is not None: count = count * Tensor(cast(UOp, y.lengths[a]))
         add_check(count == 0, 0, lambda _: ValueError(f"zero-size array to reduction operation {empty_error} which "
                                                       "has no identity"))
     if not _selection(y):
@@ -413,11 +427,12 @@ def _arg_extreme(name: str):
         left = _left(y, (ax,), keepdims)
         if y.lengths[ax] is None:
             return _plain(getattr(reductions, name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
-        add_check(Tensor(y.lengths[ax]) == 0, 0, lambda _: ValueError(f"attempt to get {name} of an empty sequence"))
+        add_check(Tensor(cast(UOp, y.lengths[ax])) == 0, 0,
+                  lambda _: ValueError(f"attempt to get {name} of an empty sequence"))
         dt = y.uop.dtype
         if dt.is_float: fill = -math.inf if name == "argmax" else math.inf
         else: fill = dt.min if name == "argmax" else dt.max
-        filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, y.uop.shape)))
+        filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, cast(_Shape, y.uop.shape))))
         # positions past the length hold the fill, after every element: ties go to the first element anyway
         return _plain(getattr(reductions, name)(filled, axis=ax, keepdims=keepdims).uop, left)
     return method
@@ -531,7 +546,7 @@ PRODUCTS = {"matmul": lambda a, b, **kw: matmul(a, b), "dot": _dot, "outer": _ou
             "vdot": lambda a, b: _dot(a, b)}
 
 
-def guard(name: str, fn):
+def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """numfn.numpy's function `fn`, refusing DynTensor arguments unless it knows them (NUMPY, or elementwise)."""
     special = NUMPY.get(name)
     product = PRODUCTS.get(name)
@@ -553,7 +568,7 @@ def guard(name: str, fn):
 # ---------------------------------------------------------------------------------------------------------------
 # indexing
 
-def getitem(y: DynTensor, index):
+def getitem(y: DynTensor, index) -> Tensor:
     """y[index]. Along an axis of run-time length an integer is checked against the length when the program runs,
     and a slice is clamped to it (a window of run-time length); a boolean or integer array indexes the first axis
     of a selection (a selection of it, or gathered elements). The result of a window is a view of its memory."""
@@ -568,7 +583,7 @@ def getitem(y: DynTensor, index):
 
 def _select_rows(y: DynTensor, first, rest: tuple):
     """y[first, *rest] for an array `first` along the run-time first axis."""
-    if rest: y = getitem(y, (slice(None),) + rest)
+    if rest: y = cast(DynTensor, getitem(y, (slice(None),) + rest))   # its first axis keeps the run-time length
     if y.ndim > 1 and any(ln is not None for ln in y.lengths[1:]):
         raise unsupported("an index array into an array with several axes of run-time length", _HINT)
     t = Tensor.lift(first)
@@ -578,6 +593,7 @@ def _select_rows(y: DynTensor, first, rest: tuple):
         m = _aligned(first, y) if first.length is not y.length else first
         return select(y.compact(), Tensor(m.uop.cast(dtypes.bool)) & y.valid_rows())
     if not t.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    assert y.length is not None and y.uop.shape is not None   # called for a run-time first axis
     n = Tensor(y.length)
     i = Tensor(t.uop.cast(I64))
     add_check((i < -n) | (i >= n), i, lambda v: IndexError(f"index {v} is out of bounds for axis 0"))
@@ -603,6 +619,7 @@ def items(y: DynTensor, index) -> list:
         else: expanded.append(i)
     if not any(i is Ellipsis for i in index): expanded += [slice(None)] * (y.ndim - used)
     out, axis = [], 0
+    assert y.uop.shape is not None   # an array's value is a tensor-level node
     for i in expanded:
         if i is None:
             out.append(Item("none"))
@@ -616,7 +633,8 @@ def items(y: DynTensor, index) -> list:
         elif isinstance(i, (int, np.integer)) or (isinstance(i, Tensor) and i.ndim == 0 and i.uop.dtype.is_int):
             k, length = Tensor(Tensor.lift(i).uop.cast(I64)), Tensor(ln)
             add_check((k < -length) | (k >= length), k,
-                      lambda v, a=axis: IndexError(f"index {v} is out of bounds for axis {a}"))
+                      lambda v, a=axis: IndexError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                          f"index {v} is out of bounds for axis {a}"))
             out.append(Item("int", axis, value=_where(k < 0, k + length, k)))
         else:
             raise unsupported("this index along an axis whose length is only known at run time",
@@ -660,8 +678,10 @@ def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:
     if not isinstance(value, Tensor) and np.ndim(value) == 0: return assignable(value, dt, shape)
     v = value if isinstance(value, DynTensor) else Tensor.lift(value)
     rank = len(shape)
-    while v.ndim > rank and v.uop.shape[0] == 1 and (not isinstance(v, DynTensor) or v.lengths[0] is None):
-        v = _plain(v.uop.reshape(v.uop.shape[1:]), v.lengths[1:] if isinstance(v, DynTensor) else (), v.weak)
+    while v.ndim > rank and cast(_Shape, v.uop.shape)[0] == 1 and (
+            not isinstance(v, DynTensor) or v.lengths[0] is None):
+        v = _plain(v.uop.reshape(cast(_Shape, v.uop.shape)[1:]), v.lengths[1:] if isinstance(v, DynTensor) else (),
+                   v.weak)
     if v.ndim > rank:
         raise ValueError(f"could not broadcast input array from {v.ndim} dimensions into {rank} dimensions")
     off = rank - v.ndim
@@ -690,10 +710,12 @@ def take(x: Tensor, indices: list) -> DynTensor:
         lo, hi = (i.source.bounds if i.source is not None else c.uop.bounds)   # nonzero's are in range
         if lo < 0 or hi >= n:
             add_check(ref.valid_rows() & ((c < -n) | (c >= n)), c,
-                      lambda v, a=a, n=n: IndexError(f"index {v} is out of bounds for axis {a} with size {n}"))
+                      lambda v, a=a, n=n: IndexError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                          f"index {v} is out of bounds for axis {a} with size {n}"))
         if lo < 0: c = _where(c < 0, c + n, c)
         compact_idx.append(c.reshape((ref.bound,) + (1,) * len(rest)))
         if lazy:
+            assert i.source is not None   # a selection by ref's mask (so of ref's length: never realigned)
             s = Tensor(i.source.cast(I64))
             if lo < 0: s = _where(s < 0, s + n, s)
             source_idx.append(s.reshape(s.shape + (1,) * len(rest)))
@@ -712,7 +734,9 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
     count = math.prod(mask.shape)
     flat = Tensor(mask.uop.cast(dtypes.bool).reshape((count,)))
     n = flat.astype(np.int64).sum()
-    given = Tensor(v.length) if isinstance(v, DynTensor) else _i64(v.shape[0])
+    if isinstance(v, DynTensor) and any(ln is not None for ln in v.lengths[1:]):
+        raise unsupported("assigning through a mask an array with a run-time length past its first axis", _HINT)
+    given = Tensor(v.length) if isinstance(v, DynTensor) and v.length is not None else _i64(v.shape[0])
     add_check(given != n, given * (count + 1) + n,
               lambda p: ValueError(f"NumPy boolean array indexing assignment cannot assign {p // (count + 1)} input "
                                    f"values to the {p % (count + 1)} output values where the mask is true"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _NUMPY_DIR = None
@@ -27,7 +28,7 @@ def user_location() -> str:
     if _NUMPY_DIR is None:
         import numpy
         _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if not path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_NUMPY_DIR + os.sep) \

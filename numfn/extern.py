@@ -75,18 +75,25 @@ class ExternCall:
         return f"{self.routine}[{self.dtype.name}]{batch} params={self.params}"
 
 
+def _shape(u: UOp) -> tuple[int, ...]:
+    """A tensor-level node's shape (only loop-level nodes have none)."""
+    assert u.shape is not None, u
+    return u.shape
+
+
 def extern(routine: str, dtype: DType, batch: tuple[int, ...], params: tuple, inputs: list[UOp],
            results: list[tuple[tuple[int, ...], DType, int, bool]]) -> list[UOp]:
     """The RESULT nodes of a new extern call. `inputs` have shape batch + their core shape; `results` are (core shape,
     dtype, in-out input or -1, shared) per result. The library is the routine's (numfn.runtime.blas's, or numfn's
     native extension)."""
     batch = tuple(batch)
-    for u in inputs: assert u.shape[:len(batch)] == batch, (routine, u.shape, batch)
+    for u in inputs: assert _shape(u)[:len(batch)] == batch, (routine, u.shape, batch)
     if ROUTINES[routine].library == "native":
         identity, int_bits = native_identity(), 64
     else:
         from numfn.runtime import blas
         iface = blas.interface()
+        assert iface is not None, "extern calls into BLAS/LAPACK are only made where it was found"
         identity, int_bits = iface.identity, iface.int_bits
     shapes = tuple(((shape if shared else batch + tuple(shape)), dt) for shape, dt, _, shared in results)
     call = ExternCall(routine, dtype, batch, tuple(params), shapes, tuple(r[2] for r in results),
@@ -110,32 +117,33 @@ def strided_view(u: UOp, is_base: Callable[[UOp], bool]) -> tuple[UOp, int, tupl
     """`u` as (base, offset, strides) in elements of the base's row-major buffer, when u is a chain of views down
     to a node `is_base` accepts (a buffer or a realized value) that needs no copy; else None. Also None where
     the chain stops at another node: the caller realizes that node first."""
-    chain = []
+    chain: list[UOp] = []
     while not is_base(u):
         if u.op not in MOVEMENT or u.op is Ops.PAD: return None
         chain.append(u)
         u = u.src[0]
-    base, offset, strides = u, 0, contiguous_strides(u.shape)
+    base, offset, strides = u, 0, contiguous_strides(_shape(u))
     for v in reversed(chain):
-        src_shape = v.src[0].shape
+        src_shape = _shape(v.src[0])
         if v.op is Ops.PERMUTE: strides = tuple(strides[i] for i in v.arg)
         elif v.op is Ops.EXPAND: strides = tuple(0 if o == 1 and n != 1 else s for o, n, s in zip(src_shape, v.arg,
                                                                                                   strides))
         elif v.op is Ops.SHRINK:
             offset += sum(b * s for (b, _), s in zip(v.arg, strides))
         elif v.op is Ops.FLIP:
-            strides = list(strides)
+            flipped = list(strides)
             for a in v.arg:
-                offset += (src_shape[a] - 1) * strides[a]
-                strides[a] = -strides[a]
-            strides = tuple(strides)
+                offset += (src_shape[a] - 1) * flipped[a]
+                flipped[a] = -flipped[a]
+            strides = tuple(flipped)
         elif v.op is Ops.RESHAPE:
-            strides = _reshape_strides(src_shape, strides, v.arg)
-            if strides is None: return None
+            reshaped = _reshape_strides(src_shape, strides, v.arg)
+            if reshaped is None: return None
+            strides = reshaped
     return base, offset, strides
 
 
-def _reshape_strides(old: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]):
+def _reshape_strides(old: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...] | None:
     """The strides of a reshape that needs no copy (each run of axes it merges is evenly strided), else None."""
     if math.prod(new) == 0: return contiguous_strides(new)
     from numfn.codegen.lower import _reshape_groups
@@ -160,6 +168,13 @@ def matrix_layout(rows: int, cols: int, row_stride: int, col_stride: int, int_ma
     if col_stride == 1 and max(cols, 1) <= row_stride <= int_max: return "N", row_stride
     if row_stride == 1 and max(rows, 1) <= col_stride <= int_max: return "T", col_stride
     return None
+
+
+def _layout(rows: int, cols: int, row_stride: int, col_stride: int, int_max: int) -> tuple[str, int]:
+    """matrix_layout of an operand the routine accepted (so it has one)."""
+    layout = matrix_layout(rows, cols, row_stride, col_stride, int_max)
+    assert layout is not None
+    return layout
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -253,14 +268,16 @@ def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
     a, b = ins
     sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
     sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
-    ta, lda = matrix_layout(m, k, sa[0], sa[1], imax)
-    tb, ldb = matrix_layout(k, n, sb[0], sb[1], imax)
+    assert sa is not None and sb is not None   # (_gemm_accepts took them)
+    ta, lda = _layout(m, k, sa[0], sa[1], imax)
+    tb, ldb = _layout(k, n, sb[0], sb[1], imax)
     return [Call(0, (Char(tb), Char(ta), Int(n), Int(m), Int(k), Real(1.0), _ptr(b, nb), Int(ldb), _ptr(a, nb),
                      Int(lda), Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
 
 
 def _syrk_accepts(call: ExternCall, j: int, shape, strides) -> bool:
-    return matrix_layout(*shape, strides[0], strides[1], 2 ** (call.int_bits - 1) - 1) is not None
+    rows, cols = shape
+    return matrix_layout(rows, cols, strides[0], strides[1], 2 ** (call.int_bits - 1) - 1) is not None
 
 
 def _syrk_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
@@ -269,7 +286,7 @@ def _syrk_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
     n, k = call.params
     nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
     (x,) = ins
-    layout, ld = matrix_layout(n, k, x.strides[nb], x.strides[nb + 1], imax)
+    layout, ld = _layout(n, k, x.strides[nb], x.strides[nb + 1], imax)
     return [Call(0, (Char("L"), Char("T" if layout == "N" else "N"), Int(n), Int(k), Real(1.0), _ptr(x, nb), Int(ld),
                      Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
 
@@ -428,6 +445,7 @@ class ExternKernel:
         if routine.library == "native": return routine.names(self.call)
         from numfn.runtime import blas
         iface = blas.interface()
+        assert iface is not None, "a program calling BLAS/LAPACK is only built where it was found"
         return tuple(iface.fortran(n) for n in routine.names(self.call))
 
     @property
@@ -460,7 +478,7 @@ def build_extern_program(kernel: ExternKernel, table: tuple[str, ...]) -> Extern
     call = kernel.call
     params = kernel.buffers
     index = {p: i for i, p in enumerate(params)}
-    outs = [Operand(index[b], 0, contiguous_strides(b.shape)) for b in kernel.results]
+    outs = [Operand(index[b], 0, contiguous_strides(_shape(b))) for b in kernel.results]
     ins = []
     for j, op in enumerate(kernel.operands):
         if op is None: ins.append(outs[call.inout.index(j)])
@@ -489,7 +507,7 @@ def _table_array(symbols: tuple[str, ...]) -> np.ndarray:
     addresses = dict.fromkeys(symbols, 0)
     native = [s for s in symbols if s.startswith(NATIVE_PREFIX)]
     if native:
-        table = native_routines()
+        table = native_routines() or {}   # (none without the extension: every routine is missing)
         missing = [s for s in native if s not in table]
         if missing: raise RuntimeError(f"this program calls numfn's native routines {missing}, which this build of "
                                        "its native extension does not have")
@@ -565,8 +583,8 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     complex multiply-add is four real ones (the thresholds count real ones)."""
     from numfn.runtime import blas
     dt = a.dtype
-    n, k = a.shape[-2:]
-    m = b.shape[-1]
+    n, k = _shape(a)[-2:]
+    m = _shape(b)[-1]
     if dt not in (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128) or 0 in batch: return None
     narrow = m > 1 and m % (VECTOR_BYTES // dt.itemsize) != 0
     if n * m * k * (4 if dt.is_complex else 1) < (SMALL_GEMM_MACS if narrow else GEMM_MIN_MACS): return None
@@ -593,10 +611,10 @@ def _is_transpose_of(b: UOp, a: UOp) -> bool:
     va, vb = view(a), view(b)
     if va is None or vb is None or va[0] is not vb[0] or va[1] != vb[1]: return False
     sa, sb = va[2], vb[2]
-    return a.shape[-2] == b.shape[-1] and sa[:-2] == sb[:-2] and (sa[-2], sa[-1]) == (sb[-1], sb[-2])
+    return _shape(a)[-2] == _shape(b)[-1] and sa[:-2] == sb[:-2] and (sa[-2], sa[-1]) == (sb[-1], sb[-2])
 
 
 def _broadcast_to(u: UOp, shape: tuple[int, ...]) -> UOp:
     if u.shape == shape: return u
-    u = u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape)
+    u = u.reshape((1,) * (len(shape) - len(_shape(u))) + _shape(u))
     return u.expand(shape)

@@ -26,8 +26,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
@@ -42,13 +42,22 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
 from numfn.errors import CompileError, unsupported
+from numfn.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.indexing import identity_indices
 from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
-from numfn.tensor import Check, Tensor, add_check, recording_trace
+from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
+
+if TYPE_CHECKING:
+    from numfn.codegen.program import KernelProgram
+    from numfn.extern import ExternProgram
+    from numfn.runtime.dispatch import PyDispatcher
+
+_P = ParamSpec("_P")      # the parameters of a compiled function
+_R = TypeVar("_R")        # what it returns
 
 
 @dataclass(frozen=True)
@@ -69,15 +78,22 @@ class NumericalFunction:
     backend: str = "c"
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
+    # arguments that share memory with a written one, traced as views of one base per group (numfn.aliasing)
+    aliases: tuple = ()
 
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_property
-    def _trace(self) -> tuple[UOp, TreeDef, dict]:
+    def _trace(self) -> tuple[UOp, TreeDef, TraceRecord]:
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
+        arguments = list(placeholders)
+        for g in self.aliases:   # one placeholder over the group's memory; its members are views of it
+            placeholders[g.slot] = Tensor.empty((g.length,), self.in_specs[g.slot].dtype, g.slot)
+            for m in g.members:
+                arguments[m.slot] = member_view(placeholders[g.slot], m, self.in_specs[m.slot].shape)
         params = [t.uop for t in placeholders]
-        args, kwargs = self._arguments(placeholders)
+        args, kwargs = self._arguments(arguments)
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll):
             # Python loops and branches on traced values become numfn's (numfn.convert)
             out = converted(self.fn)(*args, **kwargs)
@@ -128,7 +144,8 @@ class NumericalFunction:
 
     @property
     def name(self) -> str:
-        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))})"
+        shared = " with arguments sharing memory" if self.aliases else ""
+        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))}){shared}"
 
     @cached_property
     def function_graph(self) -> UOp:
@@ -143,7 +160,7 @@ class NumericalFunction:
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
         """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
         outs = self.function_graph.src
-        return tuple((o.shape, o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
+        return tuple((cast(tuple[int, ...], o.shape), o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
     @cached_property
     def call_graph(self) -> UOp:
@@ -198,8 +215,10 @@ class NumericalFunction:
             names[name] += 1
             if names[name] > 1: name = f"{name}_{names[name] - 1}"
             if ei.lowered is None:   # an extern call (numfn.extern)
-                from numfn.extern import build_extern_program
-                prog = build_extern_program(replace(ei.kernel, name=name), self.layout.externs)
+                from numfn.extern import ExternKernel, build_extern_program
+                assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
+                prog: KernelProgram | ExternProgram = build_extern_program(replace(ei.kernel, name=name),
+                                                                           self.layout.externs)
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 progress.kernels_done(len(out))
                 continue
@@ -266,7 +285,7 @@ class NumericalFunction:
         other = "c" if self.backend == "llvm" else "llvm"
         debug.log(1, f"the {self.backend} backend failed to compile {self.name}; trying the {other} backend. "
                      f"{self.backend}: {error}")
-        fb = NumericalFunction(self.fn, self.in_tree, self.in_specs, self.statics, other, self.profile, self.unroll)
+        fb = replace(self, backend=other)
         fb.__dict__["_is_fallback"] = True
         for stage in ("_trace", "call_graph", "_scheduled", "schedule", "memory", "layout"):   # backend-independent
             if stage in self.__dict__: fb.__dict__[stage] = self.__dict__[stage]
@@ -302,7 +321,7 @@ class NumericalFunction:
         return registration(self)
 
     @cached_property
-    def run(self) -> Callable[[list], Any]:
+    def run(self) -> Callable[..., Any]:   # (leaves, out=None)
         """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
@@ -322,7 +341,12 @@ class NumericalFunction:
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
                 if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
-            for slot in written: self._check_writable(leaves, slot)
+            for slot in written: self._check_writable(leaves, slot, shared=True)
+            if written and not self.aliases:   # a written argument sharing memory with another: traced as views
+                groups = overlapping(leaves, written)
+                if groups:
+                    pattern = aliasing_pattern(leaves, groups, self._leaf_names(leaves))
+                    return self._aliased(pattern).run(common_bases(leaves, pattern), out)
             if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
             else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
                 [np.empty(shape, dt) for shape, dt in out_specs[nout:]]
@@ -337,7 +361,8 @@ class NumericalFunction:
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None: _report_kernel_times(name, prog.manifest["kernels"], timings)
             if checks: raise_failed_checks(checks, outs[nout:])
-            for k, (i, a) in enumerate(cut): outs[i] = outs[i][(slice(None),) * a + (slice(int(outs[lengths_at + k])),)]
+            for k, (i, ax) in enumerate(cut):
+                outs[i] = outs[i][(slice(None),) * ax + (slice(int(outs[lengths_at + k])),)]
             return unflatten(out_tree, outs[:nout])
 
         return run
@@ -352,19 +377,16 @@ class NumericalFunction:
             else: kwargs[where] = value
         return args, kwargs
 
-    def _check_writable(self, leaves: list, slot: int) -> None:
-        """An argument the function writes into must be a writeable NumPy array, as NumPy requires, sharing no
-        memory with another argument (numfn traced them as separate arrays: NumPy would let writes through one
-        show through the other)."""
+    def _check_writable(self, leaves: list, slot: int, shared: bool = False) -> None:
+        """An argument the function writes into must be a writeable NumPy array, as NumPy requires; unless `shared`,
+        one sharing no memory with another argument (svmap's examples are traced as separate arrays)."""
         leaf = leaves[slot]
         if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
+            if shared: return
             others = [i for i, x in enumerate(leaves) if i != slot and isinstance(x, np.ndarray) and x.size and
                       leaf.size and np.may_share_memory(leaf, x) and np.shares_memory(leaf, x)]
             if not others: return
-        args, kwargs = self._arguments(list(leaves))
-        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
-                  tuple(w for w, _ in self.statics if isinstance(w, str)))
-        names = argument_leaf_names(self.fn, tuple(args), kwargs, static)
+        names = self._leaf_names(leaves)
         where = names[slot]
         if not isinstance(leaf, np.ndarray):
             raise TypeError(f"argument {where}: the function writes into it, so it must be a NumPy array, not "
@@ -373,12 +395,36 @@ class NumericalFunction:
         raise unsupported(f"writing into argument {where}, which shares memory with argument {names[others[0]]}",
                           "numfn compiles the function for separate arrays; pass a copy of one of them")
 
+    def _leaf_names(self, leaves: list) -> list[str]:
+        """How error messages name each argument leaf ('a', 'xs[1]', ...)."""
+        args, kwargs = self._arguments(list(leaves))
+        static = (tuple(w for w, _ in self.statics if isinstance(w, int)),
+                  tuple(w for w, _ in self.statics if isinstance(w, str)))
+        return argument_leaf_names(self.fn, tuple(args), kwargs, static)
+
+    @cached_property
+    def _aliased_specializations(self) -> dict:
+        return {}
+
+    def _aliased(self, pattern: tuple) -> NumericalFunction:
+        """This function specialized further for arguments sharing memory as `pattern` says (numfn.aliasing), its
+        native code ready (compiled on first use, once however many threads ask)."""
+        found = self._aliased_specializations.get(pattern)
+        if found is not None: return found
+        with _ALIASED_LOCK:
+            found = self._aliased_specializations.get(pattern)
+            if found is None:
+                found = replace(self, aliases=pattern)
+                _ = found.run
+                self._aliased_specializations[pattern] = found
+        return found
+
     @cached_property
     def key(self) -> tuple:
         """The signature key this NumericalFunction was made for (see numfn.signature)."""
         return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled code on arguments of this signature: a checked slow path (it computes the arguments'
         signature, about 10 us, and raises TypeError when it differs). Calls through the JitFunction are the fast
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
@@ -494,6 +540,7 @@ class ProgramBuild:
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+_ALIASED_LOCK = threading.Lock()   # compiles of aliased specializations (rare), one at a time
 BACKENDS = ("c", "llvm")
 
 
@@ -514,7 +561,15 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     u = last
     while u.op is Ops.SCATTER: u = u.src[0]
     if u is param: return last
-    return UOp(Ops.SCATTER, last.dtype, (param, last, *identity_indices(param.shape)), (None, True, False))
+    indices = identity_indices(cast(tuple[int, ...], param.shape))
+    return UOp(Ops.SCATTER, last.dtype, (param, last, *indices), (None, True, False))
+
+
+def _shares_traced_memory(leaves: list, written) -> bool:
+    """Whether a written traced argument has the memory of another argument (a view of one base, or the same)."""
+    def root(t): return id(t.base if t.base is not None else t) if isinstance(t, Tensor) else None
+    roots = [root(t) for t in leaves]
+    return any(roots[w] is not None and roots.count(roots[w]) > 1 for w in written)
 
 
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
@@ -543,7 +598,13 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
-class JitFunction(dispatcher_base()):
+if TYPE_CHECKING:   # checkers see the pure-Python dispatcher, which has the C extension's Dispatcher's interface
+    _DispatcherBase = PyDispatcher
+else:
+    _DispatcherBase = dispatcher_base()
+
+
+class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
     arguments' shapes, dtypes and static values, and runs its native code.
 
@@ -554,8 +615,12 @@ class JitFunction(dispatcher_base()):
     preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
     This class must not define `__call__`, or calls lose the C fast path."""
 
-    def __init__(self, fn: Callable, static_argnums=(), static_argnames=(), backend: str | None = None,
-                 unroll: int | None = None, progress: bool = True):
+    if TYPE_CHECKING:   # for checkers only (see above): a call takes the compiled function's arguments
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+    def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 unroll: int | None = None, progress: bool = True) -> None:
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
@@ -572,13 +637,13 @@ class JitFunction(dispatcher_base()):
     def backend(self) -> str:
         return self._backend or debug.default_backend()
 
-    def specialize(self, *args, **kwargs) -> NumericalFunction:
+    def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         args, kwargs = generator_arguments(args, kwargs, draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
-    def specialization(self, key, statics, compile: bool = True) -> NumericalFunction:
+    def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
         full = (key, self.backend, debug.level() >= 2)
@@ -606,6 +671,10 @@ class JitFunction(dispatcher_base()):
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
+            written = self.specialization(key, statics, compile=False).mutated_inputs
+            if written and _shares_traced_memory(leaves, written):
+                # its own trace took the arguments for separate arrays: traced again here, on the caller's views
+                return converted(self.fn)(*args, **kwargs)
             return self._splice(key, statics, leaves)
         nf = self.specialization(key, statics)
         if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
@@ -634,7 +703,7 @@ class JitFunction(dispatcher_base()):
         return unflatten(nf.out_tree, outs[:nout])
 
     # ---- pickling and copying: by reference, as Python pickles functions -------------------------------------------
-    def __reduce__(self):
+    def __reduce__(self) -> str | tuple[Any, ...]:
         # the module attribute this function is published under (the usual @jit), when it is this object: the
         # receiving process imports the module; otherwise the Python function and the options, which rebuild it
         # there (its compiled code then comes from the disk cache, like any warm start)
@@ -660,8 +729,20 @@ class JitFunction(dispatcher_base()):
         return f"<numfn.jit {getattr(self.fn, '__qualname__', self.fn)}: {len(self._specializations)} specializations>"
 
 
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(), backend: str | None = None,
-        unroll: int | None = None, progress: bool = True):
+@overload
+def jit(fn: Callable[_P, _R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None, progress: bool = True) -> JitFunction[_P, _R]: ...
+
+
+@overload
+def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+
+
+def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
+        progress: bool = True) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced

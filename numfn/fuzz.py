@@ -32,6 +32,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ class Program:
         return "import numpy as np\n" + "\n".join(args) + "\n" + self.source()
 
     def function(self) -> Callable:
-        namespace = {"np": np}
+        namespace: dict[str, Any] = {"np": np}
         exec(compile(self.source(), f"<fuzz program {self.seed}>", "exec"), namespace)   # noqa: S102 - our source
         return namespace["f"]
 
@@ -355,7 +356,7 @@ class Generator:
     # ---- statements ----
     def add(self, op: str, template: str, operands: list[Var], p=None, write: bool = False,
             target: str | None = None) -> None:
-        selected = {v.selected for v in operands if v.selected}
+        selected: set[str] | str = {v.selected for v in operands if v.selected}
         if selected:
             # arrays of run-time length take elementwise operations with scalars or arrays of the same selection,
             # reductions, cumulative sums and products, and basic indexing (numfn.dynamic); nothing else
@@ -415,6 +416,7 @@ class Generator:
         kind = self.choice(["unary", "unary", "view", "reduce", "shape", "binary", "binary", "binary", "where",
                             "write"])
         a = self.pick(part)
+        assert a is not None   # every part has its inputs
         if kind == "write":
             if not self.writes: raise Reject
             return self.write(part)
@@ -436,6 +438,7 @@ class Generator:
         op = self.choice(sorted(BINARY))
 
         def fits(v: Var) -> bool:
+            assert a is not None   # as above (the checker does not carry that into here: `a` is swapped below)
             try:
                 np.broadcast_shapes(v.value.shape, a.value.shape)
                 return True
@@ -475,6 +478,7 @@ class Generator:
     def where(self, part: int) -> None:
         a = self.pick(part)
         b = self.pick(part)
+        assert a is not None and b is not None   # every part has its inputs
         c = self.pick(part, lambda v: v.exact)
         if c is None: raise Reject
         if c.value.dtype != np.bool_:
@@ -489,7 +493,9 @@ class Generator:
             if src is None: raise Reject
             return self.add("copy", UNARY["copy"], [src])
         value = self.pick(part)
+        assert value is not None   # every part has its inputs
         x = target.value
+        extra: tuple[str, ...]
         if self.chance(0.5):
             index = self.basic_index(x)
             template, extra = "{a}[" + index + "]", ()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -184,7 +184,9 @@ def _wrap(t: Tensor, n: int, axis: int) -> Tensor:
     if lo < -n or hi >= n:
         add_check((t < -n) | (t >= n), t, lambda v: IndexError(f"index {v} is out of bounds for axis {axis} "
                                                                    f"with size {n}"))
-    if lo < 0: u = (Tensor(u) < 0).uop.alu(Ops.WHERE, u.alu(Ops.ADD, UOp.const_like(dtypes.int64, n, u.shape)), u)
+    if lo < 0:
+        n_like = UOp.const_like(dtypes.int64, n, cast(tuple[int, ...], u.shape))
+        u = (Tensor(u) < 0).uop.alu(Ops.WHERE, u.alu(Ops.ADD, n_like), u)
     return Tensor(u)
 
 
@@ -220,12 +222,13 @@ def basic_view(x: UOp, items: list[Item]) -> UOp:
             start, step = it.start, it.step
             if step < 0:
                 u = u.flip((axis,))
-                start, step = u.shape[axis] - 1 - start, -step
+                start, step = cast(tuple[int, ...], u.shape)[axis] - 1 - start, -step
             u = _strided_slice(u, axis, start, step, it.count)
             final.append(it.count)
         else:
             k = it.value
-            u = u.shrink(tuple((k, k + 1) if a == axis else (0, s) for a, s in enumerate(u.shape)))
+            u = u.shrink(tuple((k, k + 1) if a == axis else (0, s)
+                               for a, s in enumerate(cast(tuple[int, ...], u.shape))))
         axis += 1
     return u.reshape(tuple(final))
 
@@ -233,6 +236,7 @@ def basic_view(x: UOp, items: list[Item]) -> UOp:
 def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
     """Elements start, start+step, ... (count of them) along `axis`, built from shrink, pad and reshape."""
     shape = u.shape
+    assert shape is not None
     def along(v, lo, hi): return v.shrink(tuple((lo, hi) if a == axis else (0, s) for a, s in enumerate(v.shape)))
     if count == 0: return along(u, 0, 0)
     if step == 1: return along(u, start, start + count)
@@ -240,7 +244,7 @@ def _strided_slice(u: UOp, axis: int, start: int, step: int, count: int) -> UOp:
     u = along(u, start, end)
     u = u.pad(tuple((0, count * step - (end - start)) if a == axis else (0, 0) for a in range(len(shape))))
     u = u.reshape(shape[:axis] + (count, step) + shape[axis + 1:])
-    u = u.shrink(tuple((0, 1) if a == axis + 1 else (0, s) for a, s in enumerate(u.shape)))
+    u = u.shrink(tuple((0, 1) if a == axis + 1 else (0, s) for a, s in enumerate(cast(tuple[int, ...], u.shape))))
     return u.reshape(shape[:axis] + (count,) + shape[axis + 1:])
 
 
@@ -279,6 +283,7 @@ def region(shape: tuple[int, ...], items: list[Item], lengths: dict | None = Non
         if it.kind in ("none", "bool"): continue
         if k in adv:
             v = it.value if it.kind == "array" else Tensor.lift(np.int64(it.value))
+            assert b_at is not None   # set above where the first of `adv` was reached
             lead = b_at + len(b) - v.ndim
             indices.append(v.reshape((1,) * lead + v.shape + (1,) * (rank - b_at - len(b))))
         elif it.kind == "int":
@@ -291,8 +296,9 @@ def region(shape: tuple[int, ...], items: list[Item], lengths: dict | None = Non
             indices.append(pos.reshape(tuple(it.count if a == at[k] else 1 for a in range(rank))))
         else:
             r = UOp.iota(it.count) if it.count else UOp.const_like(dtypes.int64, 0, (0,))
-            u = r.alu(Ops.MUL, UOp.const_like(dtypes.int64, it.step, r.shape)) \
-                .alu(Ops.ADD, UOp.const_like(dtypes.int64, it.start, r.shape))
+            r_shape = cast(tuple[int, ...], r.shape)
+            u = r.alu(Ops.MUL, UOp.const_like(dtypes.int64, it.step, r_shape)) \
+                .alu(Ops.ADD, UOp.const_like(dtypes.int64, it.start, r_shape))
             indices.append(Tensor(u.reshape(tuple(it.count if a == at[k] else 1 for a in range(rank)))))
     return tuple(out), indices
 
@@ -336,7 +342,7 @@ def gathered(x: Tensor, items: list[Item], scalar: bool = True) -> Tensor:
     with run-time lengths where windows give them (numfn.dynamic.DynTensor)."""
     from numfn.dynamic import DynTensor
     lengths: dict = {}
-    shape, indices = region(x.uop.shape, items, lengths)
+    shape, indices = region(cast(tuple[int, ...], x.uop.shape), items, lengths)
     view = is_view(items)
     g = gather(Tensor(x.uop), [Tensor(i._broadcast(shape)) for i in indices], window=view)
     rank = len(shape)
@@ -361,13 +367,13 @@ def setitem(x: Tensor, index, value) -> None:
         return
     from numfn import dynamic
     dyn = isinstance(x, dynamic.DynTensor)
-    items = dynamic.items(x, index) if dyn else normalize(x.shape, index)
+    items = dynamic.items(cast(dynamic.DynTensor, x), index) if dyn else normalize(x.shape, index)
     if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
         return   # x[i] op= v: the view x[i] was updated in place already; storing it again changes nothing
     if is_view(items) and not is_basic(items) and isinstance(value, Tensor) and value.uop is gathered(x, items).uop:
         return   # the same for a view through traced indices or bounds
     lengths: dict = {}
-    shape, indices = region(x.uop.shape, items, lengths)
+    shape, indices = region(cast(tuple[int, ...], x.uop.shape), items, lengths)
     gate = dynamic.valid_mask(shape, lengths) if lengths else None
     if dyn:   # a window: only its elements (inside its run-time lengths) are written
         inside = gather(x.valid(), [Tensor(i._broadcast(shape)) for i in indices])
@@ -468,9 +474,9 @@ def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
         # `outer` is the shape after the op (what idx indexes), `inner` its source's shape
         if op is Ops.RESHAPE: idx = _reshape_indices(idx, outer, inner)
         elif op is Ops.PERMUTE:
-            new = [None] * len(idx)
+            new: list[Tensor | None] = [None] * len(idx)
             for i, a in enumerate(arg): new[a] = idx[i]
-            idx = new
+            idx = cast(list[Tensor], new)   # a permutation sets every slot
         elif op is Ops.SHRINK: idx = [i + b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.PAD: idx = [i - b if b else i for i, (b, _) in zip(idx, arg)]
         elif op is Ops.FLIP: idx = [(n - 1) - i if a in arg else i for a, (i, n) in enumerate(zip(idx, outer))]

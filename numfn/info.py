@@ -79,16 +79,9 @@ def _blas() -> dict[str, Any]:
 
 def _extensions() -> dict[str, Any]:
     """The native extensions: the fast call dispatcher and the thread pool."""
-    try:   # numfn.runtime.extensions: both extensions built with the package
-        extensions = importlib.import_module("numfn.runtime.extensions")
-        return {"dispatch": extensions.dispatch is not None, "thread_pool": extensions.native is not None,
-                "problems": list(extensions.problems())}
-    except ImportError:
-        pass
-    from numfn.runtime import dispatch   # the dispatch extension, built on first use, also hosts the thread pool
-    loaded = dispatch.loaded_extension() is not None
-    return {"dispatch": loaded, "thread_pool": loaded,
-            "problems": [] if loaded else ["the call extension is not loaded: calls take the Python path"]}
+    from numfn.runtime import extensions   # importing it never fails: it notes what could not be loaded
+    return {"dispatch": extensions.dispatch is not None, "thread_pool": extensions.native is not None,
+            "problems": list(extensions.problems())}
 
 
 def collect() -> dict[str, Any]:

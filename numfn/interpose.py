@@ -56,7 +56,7 @@ def _wrapper(name: str, original, ours):
         if getattr(_local, "depth", 0) and _called_by_user_code(sys._getframe(1), name):
             return ours(*args, **kwargs)
         return original(*args, **kwargs)
-    wrapper.__numfn_original__ = original
+    wrapper.__numfn_original__ = original  # type: ignore[attr-defined]  # a marker on the function object
     return wrapper
 
 

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from numfn.args import as_dtype
-from numfn.dtype import dtypes
+from numfn.dtype import DType, dtypes
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import UOp
+from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 __all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "integers", "randint", "bernoulli"]
 
@@ -61,9 +62,10 @@ def philox4x32(counter: Sequence, key: Sequence, rounds: int = ROUNDS) -> tuple:
 
 
 # ---- keys ---------------------------------------------------------------------------------------------------------
-def key(seed) -> Any:
+def key(seed: int | np.integer | Tensor) -> Any:
     """A key from an integer seed (a Python or NumPy integer, or a traced integer inside a compiled function): uint32
     [seed >> 32, seed & 0xFFFFFFFF] of the seed taken modulo 2**64."""
+    s: Tensor | int
     if isinstance(seed, Tensor):
         if not (seed.uop.dtype.is_int or seed.uop.dtype.is_bool) or seed.ndim:
             raise TypeError(f"a seed must be an integer scalar, not a {seed.uop.dtype.name} array of shape "
@@ -82,6 +84,7 @@ def key(seed) -> Any:
 def _words(k) -> tuple:
     """The two 32-bit words of a key as uint64: 0-d traced arrays while tracing, else 1-element NumPy arrays (NumPy
     warns about the wrapping arithmetic of 0-d scalars, not of arrays)."""
+    dt: DType | None
     if isinstance(k, Tensor): shape, dt = k.shape, k.uop.dtype
     else:
         arr = np.asarray(k)
@@ -108,11 +111,12 @@ def is_tracing() -> bool:
     return getattr(_trace_depth, "n", 0) > 0
 
 
-def split(k, num: int = 2) -> Any:
+def split(k: ArrayLike, num: int = 2) -> Any:
     """`num` new keys (shape (num, 2)) derived from key k, independent of each other and of k's own numbers."""
     num = operator.index(num)
     if num < 0: raise ValueError(f"split needs a non-negative number of keys, got {num}")
     k0, k1 = _words(k)
+    j: Tensor | np.ndarray
     if _tracing(k):
         j = Tensor(UOp.iota(num)).astype(np.uint64)
         w = philox4x32((j & _MASK, j >> 32, _SPLIT, 0), (k0, k1))
@@ -124,9 +128,10 @@ def split(k, num: int = 2) -> Any:
     return np.stack([np.broadcast_to(w[0], (num,)), np.broadcast_to(w[1], (num,))], axis=-1).astype(np.uint32)
 
 
-def fold_in(k, data) -> Any:
+def fold_in(k: ArrayLike, data: ArrayLike) -> Any:
     """A new key from key k and an integer (a Python int or a traced integer): different data, independent keys."""
     k0, k1 = _words(k)
+    d: Tensor | np.ndarray
     if isinstance(data, Tensor) or _tracing(k):
         d = Tensor.lift(data)
         if not (d.uop.dtype.is_int or d.uop.dtype.is_bool) or d.ndim:
@@ -166,7 +171,8 @@ def _unit(k, shape: tuple[int, ...], dt) -> Tensor:
     if dt is dtypes.float32:
         (w,) = _counter_words(k, shape, 1)
         return _small_float(w >> 8, dt) * np.float32(2.0 ** -24)
-    return _unit53(*_counter_words(k, shape, 2))
+    w0, w1 = _counter_words(k, shape, 2)
+    return _unit53(w0, w1)
 
 
 def _small_float(w: Tensor, dt) -> Tensor:
@@ -199,7 +205,7 @@ def _eager(name: str, *args, static=("shape", "dtype"), **kwargs):
 _EAGER: dict[tuple, Any] = {}
 
 
-def bits(key, shape=(), dtype=np.uint32) -> Any:
+def bits(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.uint32) -> Any:
     """Raw random bits: uint32 (one Philox word per element) or uint64 (two)."""
     shape, dt = _shape(shape), as_dtype(dtype)
     if dt not in (dtypes.uint32, dtypes.uint64): raise ValueError(f"bits gives uint32 or uint64, not {dt.name}")
@@ -209,7 +215,8 @@ def bits(key, shape=(), dtype=np.uint32) -> Any:
     return (w0 << 32) | w1
 
 
-def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> Any:
+def uniform(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64, minval: ArrayLike = 0.0,
+            maxval: ArrayLike = 1.0) -> Any:
     """Uniform floats in [minval, maxval) (maxval itself may occur by rounding, as in NumPy): minval + (maxval -
     minval) * u, u in [0, 1) with every float32 (24-bit) or float64 (53-bit) grid point equally likely. minval and
     maxval broadcast with shape."""
@@ -223,7 +230,8 @@ def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> Any:
     return (lo + (hi - lo) * _unit(key, shape, dt)).astype(dt)   # NumPy's formula
 
 
-def normal(key, shape=(), dtype=np.float64, loc=0.0, scale=1.0) -> Any:
+def normal(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64, loc: ArrayLike = 0.0,
+           scale: ArrayLike = 1.0) -> Any:
     """Normally distributed floats, loc + scale * z with z standard normal (Box-Muller: z = sqrt(-2 log u1) *
     cos(2 pi u2), u1 in (0, 1] and u2 in [0, 1) from independent words; no rejection, so it vectorizes)."""
     shape, dt = _shape(shape), _float_dtype(dtype, "normal")
@@ -243,7 +251,7 @@ def normal(key, shape=(), dtype=np.float64, loc=0.0, scale=1.0) -> Any:
     return (Tensor(lo.uop.cast(dt), lo.weak) + Tensor(sc.uop.cast(dt), sc.weak) * z).astype(dt)
 
 
-def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
+def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype: DTypeLike = np.int64) -> Any:
     """Uniform integers in [minval, maxval) (with one bound given: [0, minval)), from a 64-bit random x: minval +
     floor(x * range / 2**64) for ranges up to 2**32 known while tracing, minval + x mod range otherwise. Either way
     each value's probability is within range / 2**64 (relative) of the others': at most 2**-32 for ranges up to
@@ -268,6 +276,7 @@ def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
         offset = (w0 * (hi - lo) + ((w1 * (hi - lo)) >> 32)) >> 32
         return (offset + (lo % 2**64)).astype(dt)
     x = (w0 << 32) | w1
+    span: int | Tensor
     if static:
         span = hi - lo
         offset = x if span == 2**64 else x % span
@@ -284,15 +293,16 @@ def integers(key, shape=(), minval=0, maxval=None, dtype=np.int64) -> Any:
     return (_where(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
 
 
-def randint(key, shape, minval, maxval, dtype=np.int64) -> Any:
+def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLike, dtype: DTypeLike = np.int64) -> Any:
     """integers with JAX's argument order: randint(key, shape, minval, maxval, dtype)."""
     return integers(key, shape, minval, maxval, dtype)
 
 
-def bernoulli(key, p=0.5, shape=None) -> Any:
+def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: ShapeLike | None = None) -> Any:
     """True with probability p (broadcast to shape; shape defaults to p's): u < p for u uniform in [0, 1)."""
     pt = Tensor.lift(p) if _tracing(key) else np.asarray(p)
     shape = tuple(pt.shape) if shape is None else _shape(shape)
     if not _tracing(key): return _eager("bernoulli", key, p=p, shape=shape)
+    assert isinstance(pt, Tensor)   # lifted above: tracing
     dt = pt.uop.dtype if pt.uop.dtype.is_float else dtypes.float64
     return uniform(key, shape, dt) < pt

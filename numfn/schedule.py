@@ -21,13 +21,17 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
 from numfn.symbolic import symbolic
 from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
+
+if TYPE_CHECKING:
+    from numfn.extern import ExternKernel
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
@@ -44,6 +48,7 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
     consts = [u for u in toposort([body]) if u.op is Ops.BUFFER and u.arg.category == "constant"]
     params, bindings = {}, []
     for i, u in enumerate(consts):
+        assert u.shape is not None
         slot = input_count + i
         params[u] = UOp(Ops.PARAM, u.dtype, (), (slot, u.shape))
         bindings.append(UOp(Ops.BUFFER, u.dtype, (), Buffer("constant", i, u.shape, u.arg.data, u.arg.data_hash)))
@@ -51,9 +56,11 @@ def callify(function_graph: UOp, input_count: int, writes: int = 0) -> UOp:
     inputs = {}
     for u in toposort([body]):
         if u.op is Ops.PARAM and u.arg[0] < input_count: inputs[u.arg[0]] = u
-    input_bufs = [UOp(Ops.BUFFER, inputs[i].dtype, (), Buffer("input", i, inputs[i].shape)) if i in inputs else
+    input_bufs = [UOp(Ops.BUFFER, inputs[i].dtype, (), Buffer("input", i, cast(tuple[int, ...], inputs[i].shape)))
+                  if i in inputs else
                   UOp(Ops.BUFFER, dtypes.void, (), Buffer("input", i, ())) for i in range(input_count)]
-    outputs = tuple(Buffer("output", i, o.shape) for i, o in enumerate(body.src[:len(body.src) - writes]))
+    outputs = tuple(Buffer("output", i, cast(tuple[int, ...], o.shape))
+                    for i, o in enumerate(body.src[:len(body.src) - writes]))
     return UOp(Ops.CALL, dtypes.void, (body, *input_bufs, *bindings), outputs)
 
 
@@ -90,8 +97,8 @@ _CATEGORY_ORDER = {"output": 0, "intermediate": 1, "input": 2, "constant": 3}
 @dataclass(frozen=True)
 class ExecItem:
     """A kernel and the program buffers bound to its parameters; or an extern call (numfn.extern.ExternKernel,
-    with `lowered` None)."""
-    kernel: Kernel
+    with `lowered` None), or a loop or branch (LoopKernel, `lowered` None)."""
+    kernel: Kernel | LoopKernel | ExternKernel
     lowered: LoweredKernel | None
 
     @property
@@ -102,7 +109,9 @@ class ExecItem:
     def op_count(self) -> int:
         """ALU operations the kernel executes (a reduction counts one per element it combines); for an extern call,
         the routine's floating-point operations."""
-        if self.lowered is None: return self.kernel.flops
+        if self.lowered is None:
+            assert not isinstance(self.kernel, Kernel)   # a Kernel always has its lowered form
+            return self.kernel.flops
         return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else 1)
                    for u, c in self.lowered.evaluations.items() if u.op in ALU or u.op is Ops.REDUCE_AXIS)
 
@@ -129,7 +138,7 @@ class Schedule(tuple):
         return f"Schedule({len(self)} kernels)\n{self}"
 
 
-def _fmt_bytes(n: int) -> str:
+def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB"):
         if n < 1024 or unit == "MiB": return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
@@ -268,6 +277,7 @@ def split_reductions(graph: UOp) -> UOp:
     for u in toposort([graph]):
         if u.op is not Ops.REDUCE_AXIS or u.size > SPLIT_MAX_OUTPUTS: continue
         src, (op, axes) = u.src[0], u.arg
+        assert src.shape is not None
         n = math.prod(src.shape[a] for a in axes)
         parts = max((p for p in range(2, SPLIT_PARTS + 1) if n % p == 0), default=1)
         if n < SPLIT_MIN_ELEMENTS or parts < 8: continue
@@ -275,7 +285,7 @@ def split_reductions(graph: UOp) -> UOp:
         kept = tuple(src.shape[a] for a in keep)
         chunks = src.permute(keep + axes).reshape(kept + (parts, n // parts))
         partial = UOp(Ops.CONTIGUOUS, u.dtype, (chunks.reduce(op, (len(kept) + 1,)),))
-        mapping[u] = partial.reduce(op, (len(kept),)).reshape(u.shape)
+        mapping[u] = partial.reduce(op, (len(kept),)).reshape(cast(tuple[int, ...], u.shape))
     return substitute(graph, mapping) if mapping else graph
 
 
@@ -347,7 +357,8 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         new = list(dict.fromkeys(origin.get(u, u) for lk in lowered for u in lk.realize))
         evaluations: Counter = Counter()
         for lk in lowered: evaluations.update({origin.get(u, u): n for u, n in lk.evaluations.items()})
-        realized, cost_memo = set(roots) | set(new), {}
+        realized = set(roots) | set(new)
+        cost_memo: dict[UOp, int] = {}
         new += [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
@@ -485,7 +496,8 @@ def _classify_uses(value: UOp, realized: set, memo: dict | None = None) -> tuple
     SCATTER does not read its old value (it writes on top of it in its buffer). `memo` keeps each value's
     findings: a realized value reached through elementwise ops contributes what its own walk found, so a chain of
     realized values is walked once, not once per value above it."""
-    direct, loaded = set(), set()
+    direct: set[UOp] = set()
+    loaded: set[UOp] = set()
     # the root's own op counts: the sources of a root that is a view (a.T) or a reduction are not at its index
     srcs = value.src[1:] if value.op is Ops.SCATTER else value.src
     stack, seen = [(s, value.op in ELEMENTWISE) for s in srcs], set()
@@ -563,7 +575,7 @@ def _alone(u: UOp) -> bool:
     return u.op in (Ops.SCAN, Ops.SCATTER, Ops.EMPTY)
 
 
-def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list = (),
+def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: Sequence[_Extern | _Loop] = (),
                    origin: dict | None = None, check: RealizeCheck | None = None, first: int = 0):
     """(kernels in execution order, None), or (None, fix) when the versions of some memory cannot be ordered as
     planned: calling fix() changes the plan (a write from a copy, or a value realized first). Extern calls
@@ -589,23 +601,23 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
             elif first in starts: r.targets[:1] = [give_home(roots[starts[first]])]   # a loop's state
             else:
                 r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", next(count),
-                                                                          r.value.shape))]
+                                                                          cast(tuple[int, ...], r.value.shape)))]
         return r.targets[0]
 
     assigned: set = set()
     for r in order:
         if id(r) in assigned: continue
-        first = versions.chain_of.get(r.value)
-        if first is not None and first in roots and id(roots[first]) not in assigned:
-            give_home(roots[first])
-            assigned.add(id(roots[first]))
+        chain_first = versions.chain_of.get(r.value)
+        if chain_first is not None and chain_first in roots and id(roots[chain_first]) not in assigned:
+            give_home(roots[chain_first])
+            assigned.add(id(roots[chain_first]))
         give_home(r)
         assigned.add(id(r))
     home = {v: r.targets[0] for v, r in roots.items() if v.op is not Ops.BUFFER}
     realized = set(home)
     # the extern call writing each RESULT (its value is never computed by a kernel), and what each call reads
     written_by = {x.results[i]: e for e, x in enumerate(externs) for i in range(len(x.results))}
-    extern_reads = [x.reads(roots) for x in externs]
+    extern_reads: list[Collection[UOp]] = [x.reads(roots) for x in externs]
 
     # group roots of equal shape into one kernel unless one needs the other through a view or reduction;
     # roots in one group share subexpressions and compute each other inline. A step is a group (an int) or an
@@ -719,7 +731,8 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: list =
         ordered.append(step)
         done.add(step)
 
-    kernels, names = [], Counter()
+    kernels: list[tuple[Kernel | LoopKernel | ExternKernel, LoweredKernel | None]] = []
+    names: Counter[str] = Counter()
     for gi in ordered:
         if isinstance(gi, tuple):
             x = externs[gi[1]]
@@ -813,6 +826,7 @@ def _first_read_elsewhere(kernel_value: UOp, buf: UOp, index: UOp, lowered: Lowe
     elsewhere, and the smallest node between it and the value (the view before a broadcast, a reduction's
     result) is returned. None when none is found (the whole value is then stored first)."""
     values = kernel_value.src[1]
+    assert values.shape is not None
     views = (*MOVEMENT, Ops.GATHER)
     parents: dict[UOp, UOp] = {}
     for u in toposort([values]):
@@ -820,7 +834,7 @@ def _first_read_elsewhere(kernel_value: UOp, buf: UOp, index: UOp, lowered: Lowe
     on_buf: dict[UOp, bool] = {}
     for u in toposort([values]):   # views of buf: movement and gathers down to buf itself
         on_buf[u] = u is buf or (u.op in views and on_buf.get(u.src[0], False))
-    tops = [u for u in on_buf if on_buf[u] and u is not buf and not on_buf.get(parents.get(u), False)]
+    tops = [u for u in on_buf if on_buf[u] and u is not buf and not on_buf.get(parents.get(u), False)]  # type: ignore[arg-type]  # None (no parent): False
     for top in tops:
         path, u = [top], top
         while u in parents and u is not values:
@@ -841,7 +855,8 @@ def _loads_at(view: UOp, buf: UOp, lowered: LoweredKernel, shape: tuple[int, ...
     """The indices at which `view`, lowered at the kernel's own loop index, loads `buf`."""
     from numfn.codegen.lower import _Lowerer
     lw = _Lowerer()
-    idx, chain = [], []
+    idx: list[UOp] = []
+    chain: list[UOp] = []
     for n in shape:   # the same ranges as lower_kernel made (UOps are interned)
         if n == 1: idx.append(UOp.const(dtypes.index, 0))
         else:
@@ -887,14 +902,16 @@ class _Extern:
     def kernel(self, name: str, roots: dict, home: dict):
         from numfn.extern import ExternKernel, strided_view
         results = tuple(roots[r].targets[0] for r in self.results)
-        operands = []
+        operands: list[tuple[UOp, int, tuple[int, ...]] | None] = []
         for i in self.inputs:
             if i[0] == "inout":
                 operands.append(None)
                 continue
             _, value, base = i
             buf = home.get(base, base)
-            _, offset, strides = strided_view(value, lambda u, base=base: u is base)
+            view = strided_view(value, lambda u, base=base: u is base)  # type: ignore[misc]  # lambda with defaults
+            assert view is not None   # _prepare_externs passes a value as a view only where it is one
+            _, offset, strides = view
             operands.append((buf, offset, strides))
         return ExternKernel(name, self.node, results, tuple(operands))
 
@@ -915,7 +932,7 @@ def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
                     key = _copy(r, ("output", t.arg.number))
                     roots[key] = _Root(key, [t], [t])
                 del root.outputs[1:]
-        inputs = []
+        inputs: list[tuple[Any, ...]] = []   # as _Extern.inputs
         for j, v in enumerate(node.src):
             if j in call.inout:
                 key = UOp(Ops.CONTIGUOUS, v.dtype, (v,), ("extern input", j, id(node)))
@@ -928,7 +945,8 @@ def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
             base = v
             while base.op in MOVEMENT and base.op is not Ops.PAD and not is_base(base): base = base.src[0]
             view = None if base.op in (Ops.CONST, Ops.IOTA, Ops.PAD) else \
-                strided_view(v, lambda u, base=base, is_base=is_base: u is base or is_base(u))
+                strided_view(v, lambda u, base=base, is_base=is_base: u is base or is_base(u))  # type: ignore[misc]
+            assert v.shape is not None
             nb = len(call.batch)
             if view is not None and ROUTINES[call.routine].accepts(call, j, v.shape[nb:], view[2][nb:]):
                 if not is_base(base): roots.setdefault(base, _Root(base))

@@ -114,6 +114,7 @@ def signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, 
     programs, as do 0.0 and -0.0, while NaN selects one specialization however often it is passed."""
     static_nums, static_names = static
     statics, keys = [], []
+    dyn_args: tuple[Any, ...] | list[Any]
     dyn_args, dyn_kwargs = args, kwargs
     if static_nums or static_names:
         dyn_args, dyn_kwargs = [], {}

@@ -7,6 +7,8 @@ nodes; `symbolic` is the rule set graph_rewrite uses on whole graphs (before cal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,7 +18,9 @@ from numfn.uop import ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatch
 # ---------------------------------------------------------------------------------------------------------------
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
 
-_UFUNC = {Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP: np.exp, Ops.EXP2: np.exp2,
+# NumPy's ufunc for each op
+_UFUNC: dict[Ops, Callable[..., Any]] = {
+          Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP: np.exp, Ops.EXP2: np.exp2,
           Ops.LOG: np.log, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.COS: np.cos, Ops.TAN: np.tan, Ops.TANH: np.tanh,
           Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.TRUNC: np.trunc, Ops.ADD: np.add, Ops.SUB: np.subtract,
           Ops.MUL: np.multiply, Ops.FDIV: np.true_divide, Ops.FLOORDIV: np.floor_divide, Ops.MOD: np.remainder,
@@ -140,11 +144,11 @@ def _fold_views(x: UOp) -> UOp | None:
     identities can see it); reshape of reshape is one reshape (or none); permutes compose; flips cancel."""
     s = x.src[0]
     if x.op is not Ops.PAD and const_value(x) is not None and s.op is not Ops.CONST:
-        return UOp.const_like(x.dtype, const_value(x), x.shape)
+        return UOp.const_like(x.dtype, const_value(x), cast(tuple[int, ...], x.shape))
     if x.op is Ops.RESHAPE and x.shape == s.shape: return s
-    if x.op is Ops.RESHAPE and s.op is Ops.RESHAPE: return s.src[0].reshape(x.shape)
+    if x.op is Ops.RESHAPE and s.op is Ops.RESHAPE: return s.src[0].reshape(cast(tuple[int, ...], x.shape))
     if x.op is Ops.PERMUTE and s.op is Ops.PERMUTE: return s.src[0].permute(tuple(s.arg[i] for i in x.arg))
-    if x.op is Ops.EXPAND and s.op is Ops.EXPAND: return s.src[0].expand(x.shape)
+    if x.op is Ops.EXPAND and s.op is Ops.EXPAND: return s.src[0].expand(cast(tuple[int, ...], x.shape))
     if x.op is Ops.FLIP and s.op is Ops.FLIP:
         axes = tuple(sorted(set(x.arg) ^ set(s.arg)))
         return s.src[0].flip(axes) if axes else s.src[0]
@@ -194,7 +198,7 @@ def _order_key(u: UOp) -> tuple:
 def from_affine(terms, const: int, dtype: DType = dtypes.index) -> UOp:
     """Build the canonical node for an affine sum: atoms ordered outer loop first, constant last. Recombines
     (x//c)*c + x%c into x, the shape reshapes of contiguous data leave behind."""
-    d = {}
+    d: dict[UOp, int] = {}
     for a, m in terms: d[a] = d.get(a, 0) + m
     d = {a: m for a, m in d.items() if m}
     changed = True

@@ -14,16 +14,26 @@ import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
-from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar, cast
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
+
+# What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
+# (Python and NumPy scalars, arrays, nested sequences); a shape is an int or several (a tuple or list); axes are
+# an int, several, or None (all); a dtype is anything np.dtype accepts, a numfn DType, or None (the default).
+TensorLike: TypeAlias = "Tensor | ArrayLike"
+ShapeArg: TypeAlias = "SupportsIndex | Sequence[SupportsIndex]"
+Axes: TypeAlias = "SupportsIndex | Sequence[SupportsIndex] | None"
+DTypeArg: TypeAlias = "DTypeLike | DType | None"
+_F = TypeVar("_F")   # what tensor_method registers (a function, or a property) keeps its type
 
 # A Python scalar that meets a Tensor is "weak" (NEP 50): it takes the Tensor's dtype where the kinds allow.
 _WEAK_TYPE = {"i": int, "u": int, "f": float, "c": complex}
@@ -63,7 +73,7 @@ class Tensor:
     __array_priority__ = 1000
     runtime_length = False   # numfn.dynamic.DynTensor: the first axis has a length known only at run time
 
-    def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed"):
+    def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed") -> None:
         self.uop, self.weak, self.memory = uop, weak, memory
         self.base: Tensor | None = None
         self.chain: tuple = ()
@@ -74,12 +84,12 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # creation
     @staticmethod
-    def empty(shape: Sequence[int], dtype: Any, slot: int = 0, weak: bool = False) -> Tensor:
+    def empty(shape: Sequence[int], dtype: DTypeArg, slot: int = 0, weak: bool = False) -> Tensor:
         """A placeholder for function input number `slot`: its values are unknown while tracing."""
         return Tensor(UOp(Ops.PARAM, as_dtype(dtype), (), (slot, tuple(int(s) for s in shape))), weak, "input")
 
     @staticmethod
-    def full(shape: Sequence[int], value, dtype: Any = None) -> Tensor:
+    def full(shape: Sequence[int], value: Any, dtype: DTypeArg = None) -> Tensor:
         dt = scalar_dtype(value) if dtype is None else as_dtype(dtype)
         return Tensor(UOp.const_like(dt, value, tuple(shape)))
 
@@ -119,16 +129,19 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # properties
     @property
-    def shape(self) -> tuple[int, ...]: return self.uop.shape
+    def shape(self) -> tuple[int, ...]:
+        shape = self.uop.shape
+        assert shape is not None   # a traced array's value is a tensor-level node
+        return shape
 
     @property
     def dtype(self) -> np.dtype: return self.uop.dtype.np
 
     @property
-    def ndim(self) -> int: return len(self.uop.shape)
+    def ndim(self) -> int: return len(self.shape)
 
     @property
-    def size(self) -> int: return math.prod(self.uop.shape)
+    def size(self) -> int: return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int: return self.uop.dtype.itemsize
@@ -143,7 +156,7 @@ class Tensor:
         if not self.shape: raise TypeError("len() of unsized object")
         return self.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if not self.shape: raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
@@ -151,7 +164,7 @@ class Tensor:
         return f"Tensor(shape={self.shape}, dtype={self.uop.dtype.name}{', weak' if self.weak else ''})"
 
     @property
-    def pyvalue(self):
+    def pyvalue(self) -> Any:
         """The Python value of a constant."""
         return self.uop.arg
 
@@ -162,7 +175,7 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # things a tracer cannot do
-    def _concrete(self, what: str):
+    def _concrete(self, what: str) -> NoReturn:
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
@@ -170,18 +183,20 @@ class Tensor:
             "expressions, nor code whose source numfn cannot read; choose elementwise with "
             "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
 
-    def __bool__(self): self._concrete("using an array as a Python bool (if, while, and, or, not)")
-    def __float__(self): self._concrete("float()")
-    def __int__(self): self._concrete("int()")
-    def __complex__(self): self._concrete("complex()")
-    def __index__(self): self._concrete("using an array as an index or size")
-    def __array__(self, *a, **k): self._concrete("converting to a NumPy array (np.asarray, np.array)")
-    def item(self, *a): self._concrete(".item()")
-    def tolist(self): self._concrete(".tolist()")
+    def __bool__(self) -> bool: self._concrete("using an array as a Python bool (if, while, and, or, not)")
+    def __float__(self) -> float: self._concrete("float()")
+    def __int__(self) -> int: self._concrete("int()")
+    def __complex__(self) -> complex: self._concrete("complex()")
+    def __index__(self) -> int: self._concrete("using an array as an index or size")
+    def __array__(self, *a: Any, **k: Any) -> np.ndarray:
+        self._concrete("converting to a NumPy array (np.asarray, np.array)")
+    def item(self, *a: Any) -> NoReturn: self._concrete(".item()")
+    def tolist(self) -> NoReturn: self._concrete(".tolist()")
 
     # ---------------------------------------------------------------------------------------------------------
     # in-place operators
-    def _inplace(self, ufunc: str, symbol: str, compute, x) -> Tensor:
+    def _inplace(self, ufunc: str, symbol: str, compute: Callable[[Tensor, TensorLike], Tensor],
+                 x: TensorLike) -> Tensor:
         """`self symbol= x` as NumPy does it: the result, cast back to self's dtype under 'same_kind' casting, is
         written into this array's memory (every name bound to it and every view of its base see it; for a
         function input, the caller's array changes). Python and NumPy scalars (weak or 0-d computed values) are
@@ -201,24 +216,70 @@ class Tensor:
         self[...] = result   # numfn.indexing's __setitem__
         return self
 
-    def __iadd__(self, x): return self._inplace("add", "+", operator.add, x)
-    def __isub__(self, x): return self._inplace("subtract", "-", operator.sub, x)
-    def __imul__(self, x): return self._inplace("multiply", "*", operator.mul, x)
-    def __itruediv__(self, x): return self._inplace("divide", "/", operator.truediv, x)
-    def __ifloordiv__(self, x): return self._inplace("floor_divide", "//", operator.floordiv, x)
-    def __imod__(self, x): return self._inplace("remainder", "%", operator.mod, x)
-    def __ipow__(self, x): return self._inplace("power", "**", operator.pow, x)
-    def __imatmul__(self, x): return self._inplace("matmul", "@", operator.matmul, x)
-    def __iand__(self, x): return self._inplace("bitwise_and", "&", operator.and_, x)
-    def __ior__(self, x): return self._inplace("bitwise_or", "|", operator.or_, x)
-    def __ixor__(self, x): return self._inplace("bitwise_xor", "^", operator.xor, x)
-    def __ilshift__(self, x): return self._inplace("left_shift", "<<", operator.lshift, x)
-    def __irshift__(self, x): return self._inplace("right_shift", ">>", operator.rshift, x)
+    def __iadd__(self, x: TensorLike) -> Tensor: return self._inplace("add", "+", operator.add, x)
+    def __isub__(self, x: TensorLike) -> Tensor: return self._inplace("subtract", "-", operator.sub, x)
+    def __imul__(self, x: TensorLike) -> Tensor: return self._inplace("multiply", "*", operator.mul, x)
+    def __itruediv__(self, x: TensorLike) -> Tensor: return self._inplace("divide", "/", operator.truediv, x)
+    def __ifloordiv__(self, x: TensorLike) -> Tensor: return self._inplace("floor_divide", "//", operator.floordiv, x)
+    def __imod__(self, x: TensorLike) -> Tensor: return self._inplace("remainder", "%", operator.mod, x)
+    def __ipow__(self, x: TensorLike) -> Tensor: return self._inplace("power", "**", operator.pow, x)
+    def __imatmul__(self, x: TensorLike) -> Tensor: return self._inplace("matmul", "@", operator.matmul, x)
+    def __iand__(self, x: TensorLike) -> Tensor: return self._inplace("bitwise_and", "&", operator.and_, x)
+    def __ior__(self, x: TensorLike) -> Tensor: return self._inplace("bitwise_or", "|", operator.or_, x)
+    def __ixor__(self, x: TensorLike) -> Tensor: return self._inplace("bitwise_xor", "^", operator.xor, x)
+    def __ilshift__(self, x: TensorLike) -> Tensor: return self._inplace("left_shift", "<<", operator.lshift, x)
+    def __irshift__(self, x: TensorLike) -> Tensor: return self._inplace("right_shift", ">>", operator.rshift, x)
 
     def __getattr__(self, name: str):
         if not name.startswith("_") and hasattr(np.ndarray, name):
             raise unsupported(f"ndarray.{name}")
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+    if TYPE_CHECKING:
+        # ndarray's methods that numfn.indexing and numfn.numpy add (tensor_method), declared for type checkers
+        def __getitem__(self, index: Any) -> Tensor: ...
+        def __setitem__(self, index: Any, value: TensorLike) -> None: ...
+        def all(self, axis: Axes = None, out: None = None, keepdims: bool = False, *,
+                where: TensorLike | None = None) -> Tensor: ...
+        def any(self, axis: Axes = None, out: None = None, keepdims: bool = False, *,
+                where: TensorLike | None = None) -> Tensor: ...
+        def argmax(self, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
+        def argmin(self, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor: ...
+        def argpartition(self, kth: TensorLike, axis: SupportsIndex | None = -1, kind: str = "introselect",
+                         order: None = None) -> Tensor: ...
+        def argsort(self, axis: SupportsIndex | None = -1, kind: str | None = None, order: None = None, *,
+                    stable: bool | None = None) -> Tensor: ...
+        def choose(self, choices: TensorLike | Sequence[TensorLike], out: None = None,
+                   mode: str = "raise") -> Tensor: ...
+        def clip(self, min: TensorLike | None = None, max: TensorLike | None = None, out: None = None,  # noqa: A002
+                 **kwargs: Any) -> Tensor: ...
+        def compress(self, condition: TensorLike, axis: SupportsIndex | None = None, out: None = None) -> Tensor: ...
+        def copy(self, order: str = "C") -> Tensor: ...
+        def cumprod(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor: ...
+        def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor: ...
+        def dot(self, b: TensorLike, out: None = None) -> Tensor: ...
+        def fill(self, value: TensorLike) -> None: ...
+        @property
+        def mT(self) -> Tensor: ...
+        def nonzero(self) -> tuple[Tensor, ...]: ...
+        def partition(self, kth: TensorLike, axis: SupportsIndex | None = -1, kind: str = "introselect",
+                      order: None = None) -> None: ...
+        def put(self, indices: TensorLike, values: TensorLike, mode: str = "raise") -> None: ...
+        def repeat(self, repeats: TensorLike, axis: SupportsIndex | None = None) -> Tensor: ...
+        def round(self, decimals: int = 0, out: None = None) -> Tensor: ...
+        def searchsorted(self, v: TensorLike, side: str = "left", sorter: TensorLike | None = None) -> Tensor: ...
+        def sort(self, axis: SupportsIndex | None = -1, kind: str | None = None, order: None = None, *,
+                 stable: bool | None = None) -> None: ...
+        def std(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, ddof: float = 0,
+                keepdims: bool = False, *, where: TensorLike | None = None,
+                mean: TensorLike | None = None) -> Tensor: ...
+        def take(self, indices: TensorLike, axis: SupportsIndex | None = None, out: None = None,
+                 mode: str = "raise") -> Tensor: ...
+        def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeArg = None,
+                  out: None = None) -> Tensor: ...
+        def var(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, ddof: float = 0,
+                keepdims: bool = False, *, where: TensorLike | None = None,
+                mean: TensorLike | None = None) -> Tensor: ...
 
     # ---------------------------------------------------------------------------------------------------------
     # elementwise machinery
@@ -229,7 +290,7 @@ class Tensor:
     def _broadcast(self, shape: tuple[int, ...]) -> UOp:
         u = self.uop
         if u.shape == shape: return u
-        u = u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape)
+        u = u.reshape((1,) * (len(shape) - self.ndim) + self.shape)
         return u.expand(shape)
 
     @staticmethod
@@ -274,51 +335,55 @@ class Tensor:
         return Tensor(u.cast(out), self.weak)
 
     # arithmetic operators
-    def __add__(self, x): return Tensor._elementwise("add", Ops.ADD, self, x)
-    def __radd__(self, x): return Tensor._elementwise("add", Ops.ADD, x, self)
-    def __sub__(self, x): return Tensor._elementwise("subtract", Ops.SUB, self, x)
-    def __rsub__(self, x): return Tensor._elementwise("subtract", Ops.SUB, x, self)
-    def __mul__(self, x): return Tensor._elementwise("multiply", Ops.MUL, self, x)
-    def __rmul__(self, x): return Tensor._elementwise("multiply", Ops.MUL, x, self)
-    def __truediv__(self, x): return Tensor._elementwise("true_divide", Ops.FDIV, self, x)
-    def __rtruediv__(self, x): return Tensor._elementwise("true_divide", Ops.FDIV, x, self)
-    def __floordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x)
-    def __rfloordiv__(self, x): return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
-    def __mod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, self, x)
-    def __rmod__(self, x): return Tensor._elementwise("remainder", Ops.MOD, x, self)
-    def __lshift__(self, x): return Tensor._elementwise("left_shift", Ops.SHL, self, x)
-    def __rlshift__(self, x): return Tensor._elementwise("left_shift", Ops.SHL, x, self)
-    def __rshift__(self, x): return Tensor._elementwise("right_shift", Ops.SHR, self, x)
-    def __rrshift__(self, x): return Tensor._elementwise("right_shift", Ops.SHR, x, self)
-    def __divmod__(self, x): return (self // x, self % x)
-    def __rdivmod__(self, x): return (Tensor.lift(x) // self, Tensor.lift(x) % self)
-    def __pow__(self, x): return _power(self, x)
-    def __rpow__(self, x): return _power(x, self)
-    def __matmul__(self, x): return matmul(self, x)
-    def __rmatmul__(self, x): return matmul(x, self)
-    def __neg__(self): return self._unary("negative", Ops.NEG)
-    def __pos__(self): return self._unary("positive", None)
-    def __abs__(self): return self if self.uop.dtype.kind in "ub" else self._unary("absolute", Ops.ABS)
-    def __invert__(self): return self._unary("invert", Ops.NOT)
-    def __and__(self, x): return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
-    def __rand__(self, x): return Tensor._elementwise("bitwise_and", Ops.AND, x, self)
-    def __or__(self, x): return Tensor._elementwise("bitwise_or", Ops.OR, self, x)
-    def __ror__(self, x): return Tensor._elementwise("bitwise_or", Ops.OR, x, self)
-    def __xor__(self, x): return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x)
-    def __rxor__(self, x): return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self)
-    def __lt__(self, x): return Tensor._elementwise("less", Ops.CMPLT, self, x)
-    def __le__(self, x): return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
-    def __gt__(self, x): return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
-    def __ge__(self, x): return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
-    def __eq__(self, x): return Tensor._elementwise("equal", Ops.CMPEQ, self, x)  # type: ignore[override]
-    def __ne__(self, x): return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)  # type: ignore[override]
+    def __add__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, self, x)
+    def __radd__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, x, self)
+    def __sub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, self, x)
+    def __rsub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, x, self)
+    def __mul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, self, x)
+    def __rmul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, x, self)
+    def __truediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, self, x)
+    def __rtruediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, x, self)
+    def __floordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x)
+    def __rfloordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
+    def __mod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, self, x)
+    def __rmod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, x, self)
+    def __lshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, self, x)
+    def __rlshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, x, self)
+    def __rshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, self, x)
+    def __rrshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, x, self)
+    def __divmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]: return (self // x, self % x)
+    def __rdivmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]:
+        return (Tensor.lift(x) // self, Tensor.lift(x) % self)
+    def __pow__(self, x: TensorLike) -> Tensor: return _power(self, x)
+    def __rpow__(self, x: TensorLike) -> Tensor: return _power(x, self)
+    def __matmul__(self, x: TensorLike) -> Tensor: return matmul(self, x)
+    def __rmatmul__(self, x: TensorLike) -> Tensor: return matmul(x, self)
+    def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG)
+    def __pos__(self) -> Tensor: return self._unary("positive", None)
+    def __abs__(self) -> Tensor: return self if self.uop.dtype.kind in "ub" else self._unary("absolute", Ops.ABS)
+    def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT)
+    def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
+    def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self)
+    def __or__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, self, x)
+    def __ror__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, x, self)
+    def __xor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x)
+    def __rxor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self)
+    def __lt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, self, x)
+    def __le__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
+    def __gt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
+    def __ge__(self, x: TensorLike) -> Tensor:
+        return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
+    def __eq__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
+        return Tensor._elementwise("equal", Ops.CMPEQ, self, x)
+    def __ne__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
+        return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
 
     def abs(self) -> Tensor: return abs(self)
 
     # ---------------------------------------------------------------------------------------------------------
     # conversions and views
-    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
+    def astype(self, dtype: DTypeArg, copy: bool = True) -> Tensor:
         """The array converted to `dtype` the way NumPy's astype converts (unsafe casting; complex to real keeps
         the real part, with NumPy's ComplexWarning)."""
         dt = as_dtype(dtype)
@@ -334,7 +399,7 @@ class Tensor:
         return self if not self.uop.dtype.is_complex else self._component(0)
 
     @real.setter
-    def real(self, value) -> None:
+    def real(self, value: TensorLike) -> None:
         from numfn.indexing import setitem
         setitem(self.real, Ellipsis, value)
 
@@ -347,7 +412,7 @@ class Tensor:
         return zeros
 
     @imag.setter
-    def imag(self, value) -> None:
+    def imag(self, value: TensorLike) -> None:
         if not self.uop.dtype.is_complex: raise TypeError("array does not have imaginary part to set")
         from numfn.indexing import setitem
         setitem(self.imag, Ellipsis, value)
@@ -378,7 +443,8 @@ class Tensor:
         NumPy would copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing.
         `make` builds the view object from its value (a window of run-time length: numfn.dynamic)."""
         make = make or (lambda v: Tensor(v, self.weak))
-        ops, u = [], uop
+        ops: list[tuple[Ops, Any]] = []
+        u = uop
         while u is not self.uop:
             # a gather: a window of run-time length (writable) or a diagonal (read-only), by its arg
             if u.op is Ops.GATHER: ops.append((u.op, (u.arg, u.src[1:])))
@@ -398,10 +464,10 @@ class Tensor:
         """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
         body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
-        record = getattr(_trace_state, "record", None) if record else None
-        if record is not None and record.rebinds is not None and id(self) not in record.rebinds and \
-                (record.born is None or id(self) not in record.born):
-            record.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
+        trace: TraceRecord | None = getattr(_trace_state, "record", None) if record else None
+        if trace is not None and trace.rebinds is not None and id(self) not in trace.rebinds and \
+                (trace.born is None or id(self) not in trace.born):
+            trace.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
         self.uop = uop
         alive = []
         for ref in self._views or ():
@@ -413,9 +479,12 @@ class Tensor:
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
-        out, u = [], self.base.uop
+        assert self.base is not None, "a base array has no chain"
+        out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        u = self.base.uop
         for step in self.chain:
             nu = _replay(u, (step,))
+            assert nu.shape is not None and u.shape is not None   # views are tensor-level nodes
             out.append((nu.shape, u.shape))
             u = nu
         return out
@@ -424,7 +493,7 @@ class Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
-    def reshape(self, *shape, order: str = "C", copy: bool | None = None) -> Tensor:
+    def reshape(self, *shape: ShapeArg, order: str = "C", copy: bool | None = None) -> Tensor:
         if copy: return Tensor(self._reshaped(shape, order), self.weak)
         return self._view(self._reshaped(shape, order))
 
@@ -452,11 +521,11 @@ class Tensor:
     def ravel(self, order: str = "C") -> Tensor:
         return self._view(self._reshaped((-1,), order))          # a view in NumPy
 
-    def transpose(self, *axes) -> Tensor:
+    def transpose(self, *axes: ShapeArg) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
         if not axes: axes = tuple(range(self.ndim))[::-1]
         if len(axes) != self.ndim: raise ValueError("axes don't match array")
-        order = tuple(normalize_axis(a, self.ndim) for a in axes)
+        order = tuple(normalize_axis(cast(int, a), self.ndim) for a in axes)   # ints, or normalize_axis says so
         if len(set(order)) != len(order): raise ValueError("repeated axis in transpose")
         return self._view(self.uop.permute(order))
 
@@ -468,19 +537,20 @@ class Tensor:
         order[a], order[b] = order[b], order[a]
         return self.transpose(order)
 
-    def broadcast_to(self, shape) -> Tensor:
-        shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
-        if len(shape) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], shape[::-1])):
-            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {shape}")
-        return self._view(self._broadcast(shape))
+    def broadcast_to(self, shape: ShapeArg) -> Tensor:
+        dims = tuple(map(operator.index, shape)) if isinstance(shape, (tuple, list)) else \
+            (operator.index(cast(SupportsIndex, shape)),)
+        if len(dims) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], dims[::-1])):
+            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {dims}")
+        return self._view(self._broadcast(dims))
 
-    def squeeze(self, axis=None) -> Tensor:
+    def squeeze(self, axis: Axes = None) -> Tensor:
         axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim)
         if any(self.shape[a] != 1 for a in axes):
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
 
-    def expand_dims(self, axis) -> Tensor:
+    def expand_dims(self, axis: ShapeArg) -> Tensor:
         axes = axis if isinstance(axis, (tuple, list)) else (axis,)
         ndim = self.ndim + len(axes)
         axes = normalize_axes(axes, ndim)
@@ -489,7 +559,8 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # reductions
-    def _reduce(self, name: str, op: Ops, axis, keepdims: bool, dtype=None, initial=None, where=None) -> Tensor:
+    def _reduce(self, name: str, op: Ops, axis: Axes, keepdims: bool, dtype: DTypeArg = None,
+                initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
         axes = normalize_axes(axis, self.ndim)
         mask = reduction_mask(where, self.shape)
         if name in ("max", "min") and initial is None:
@@ -521,26 +592,32 @@ class Tensor:
         elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        if init is not None: u = u.alu(op, Tensor(init)._broadcast(u.shape))   # folded in like one more element
+        if init is not None:   # folded in like one more element
+            u = u.alu(op, Tensor(init)._broadcast(cast(tuple[int, ...], u.shape)))
         return Tensor(u)
 
-    def sum(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+    def sum(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+               initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
         refuse("sum", out=out)
         return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial, where)
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+    def prod(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+                initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
         refuse("prod", out=out)
         return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial, where)
 
-    def max(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+    def max(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
+               where: TensorLike | None = None) -> Tensor:
         refuse("max", out=out)
         return self._reduce("max", Ops.MAX, axis, keepdims, None, initial, where)
 
-    def min(self, axis=None, out=None, keepdims: bool = False, initial=None, where=None) -> Tensor:
+    def min(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
+               where: TensorLike | None = None) -> Tensor:
         refuse("min", out=out)
         return self._reduce("min", Ops.MIN, axis, keepdims, None, initial, where)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims: bool = False, where=None) -> Tensor:
+    def mean(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+             where: TensorLike | None = None) -> Tensor:
         refuse("mean", out=out)
         if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
             for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
@@ -555,16 +632,16 @@ class Tensor:
         out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, count).astype(total.uop.dtype)
         return out_ if acc is None else out_.astype(acc)
 
-    def cumsum(self, axis=None, dtype=None, out=None) -> Tensor:
+    def cumsum(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor:
         refuse("cumsum", out=out)
         return self._scan("cumsum", Ops.ADD, axis, dtype)
 
-    def _scan(self, name: str, op: Ops, axis, dtype) -> Tensor:
+    def _scan(self, name: str, op: Ops, axis: SupportsIndex | None, dtype: DTypeArg) -> Tensor:
         """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
         # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
         flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
         x = self.reshape(-1) if flat else self
-        ax = 0 if flat else normalize_axis(axis, x.ndim)
+        ax = 0 if flat else normalize_axis(cast(int, axis), x.ndim)
         dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
@@ -573,7 +650,7 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         impl = NUMPY_IMPLEMENTATIONS.get(ufunc)
         if method != "__call__":
             impl = getattr(impl, method, None)
@@ -585,7 +662,7 @@ class Tensor:
             raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
                               "with out=)", "That array is a constant of the program: write a = a + y, or create "
                               "arrays you update with numfn.numpy (fnp.zeros, ...)")
-        if getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
+        if impl is not None and getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
         for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
             if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
                 # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
@@ -597,7 +674,8 @@ class Tensor:
         if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
         return impl(*inputs)
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Callable[..., Any], types: Collection[type], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
         impl = NUMPY_IMPLEMENTATIONS.get(func)
         if impl is None: raise unsupported(f"{func.__module__}.{func.__name__}")
         try:
@@ -613,10 +691,10 @@ class Tensor:
 NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
 
 
-def tensor_method(name: str):
+def tensor_method(name: str) -> Callable[[_F], _F]:
     """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way, and
     numfn.indexing `__getitem__` and `__setitem__`: this module imports neither)."""
-    def register(fn):
+    def register(fn: _F) -> _F:
         setattr(Tensor, name, fn)
         return fn
     return register
@@ -722,7 +800,7 @@ def _record_int_limit(slot: int, dt: DType) -> None:
     record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
 
 
-def add_check(failed, payload, error: Callable[[int], BaseException]) -> None:
+def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], BaseException]) -> None:
     """Raise `error(payload at the first failed position)` after a call where `failed` holds anywhere (see Check).
     Outside a trace (no record), nothing is checked: callers only trace."""
     record = getattr(_trace_state, "record", None)
@@ -793,7 +871,7 @@ def tracing() -> bool:
     return getattr(_trace_state, "record", None) is not None
 
 
-def reduction_mask(where, shape: tuple[int, ...]) -> UOp | None:
+def reduction_mask(where: TensorLike | None, shape: tuple[int, ...]) -> UOp | None:
     """The where= mask of a reduction as a bool graph of `shape`, or None when every element takes part (NumPy's
     default where=True). An array mask must be bool (NumPy casts it 'safe') and broadcast to `shape`."""
     if where is None or where is True: return None
@@ -829,7 +907,7 @@ def _power(base, exponent) -> Tensor:
     return t
 
 
-def matmul(a, b) -> Tensor:
+def matmul(a: TensorLike, b: TensorLike) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
@@ -965,11 +1043,13 @@ def _check_complex(ufunc: str, op: Ops) -> None:
 
 def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
     """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
+    assert u.shape is not None
     first = None
     for a in axes:
         here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
         here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
         first = here if first is None else first.alu(Ops.AND, here)
+    assert first is not None, "no axes"
     return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
 
 
@@ -978,8 +1058,8 @@ def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = Tr
     per axis (REDUCE_AXIS adds the parts of complex values separately, which these ops cannot do); long levels are
     stored, so each is a loop over its elements. Reduced axes are kept with size 1."""
     for axis in axes:
-        while u.shape[axis] > 1:
-            n, half = u.shape[axis], u.shape[axis] // 2
+        while (shape := cast(tuple[int, ...], u.shape))[axis] > 1:
+            n, half = shape[axis], shape[axis] // 2
             out = _along(u, axis, 0, half).alu(op, _along(u, axis, half, 2 * half))
             if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
             u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
@@ -987,14 +1067,17 @@ def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = Tr
 
 
 def _along(u: UOp, axis: int, lo: int, hi: int) -> UOp:
+    assert u.shape is not None
     return u.shrink(tuple((lo, hi) if a == axis else (0, n) for a, n in enumerate(u.shape)))
 
 
 def _join(a: UOp, b: UOp, axis: int) -> UOp:
     """a and b concatenated along `axis` (values kept exactly: a select between the two padded)."""
+    assert a.shape is not None and b.shape is not None
     na, nb, ndim = a.shape[axis], b.shape[axis], len(a.shape)
     pa = a.pad(tuple((0, nb) if i == axis else (0, 0) for i in range(ndim)))
     pb = b.pad(tuple((na, 0) if i == axis else (0, 0) for i in range(ndim)))
+    assert pa.shape is not None
     pos = UOp.iota(na + nb).reshape(tuple(na + nb if i == axis else 1 for i in range(ndim))).expand(pa.shape)
     return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, na, pa.shape)).alu(Ops.WHERE, pa, pb)
 
@@ -1002,14 +1085,16 @@ def _join(a: UOp, b: UOp, axis: int) -> UOp:
 def _doubling_scan(u: UOp, op: Ops, axis: int) -> UOp:
     """The running complex product along `axis` in log2(n) steps (each combining with the value 2**k back, each
     stored): SCAN walks one real value, not the two parts a complex product mixes."""
-    n, ndim = u.shape[axis], len(u.shape)
-    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(u.shape)
+    shape = u.shape   # every step keeps it
+    assert shape is not None
+    n, ndim = shape[axis], len(shape)
+    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(shape)
     k = 1
     while k < n:
-        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(u.shape))) \
+        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(shape))) \
             .pad(tuple((k, 0) if a == axis else (0, 0) for a in range(ndim)))
-        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, u.shape)).alu(Ops.XOR, UOp.const_like(
-            dtypes.bool, True, u.shape))
+        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, shape)).alu(Ops.XOR, UOp.const_like(
+            dtypes.bool, True, shape))
         u = UOp(Ops.CONTIGUOUS, u.dtype, (later.alu(Ops.WHERE, back.alu(op, u), u),))
         k *= 2
     return u
@@ -1023,7 +1108,8 @@ def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
-    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.uop.shape, view.chain) is not None
+    assert view.base is not None
+    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.shape, view.chain) is not None
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

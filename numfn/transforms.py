@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from numfn.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 # the batching rules
 
 def _broadcast_batch(u: UOp, batched: bool, size: int) -> UOp:
+    assert u.shape is not None
     return u if batched else u.reshape((1,) + u.shape).expand((size,) + u.shape)
 
 
@@ -49,6 +50,7 @@ def _batch_elementwise(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     # the batch axis is one more gathered axis, indexed by the batch position
+    assert u.shape is not None
     shape = (size,) + u.shape
     batch = UOp.iota(size).reshape((size,) + (1,) * len(u.shape)).expand(shape)
     idx = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
@@ -57,6 +59,7 @@ def _batch_gather(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _batch_scatter(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     # each example writes its own row: one more index, the batch position
+    assert u.src[1].shape is not None
     domain = (size,) + u.src[1].shape
     batch = UOp.iota(size).reshape((size,) + (1,) * len(u.src[1].shape)).expand(domain)
     rest = tuple(_broadcast_batch(s, b, size) for s, b in srcs[1:])
@@ -132,6 +135,7 @@ def _batch_loop(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
 
 def _where_batch(pred: UOp, a: UOp, b: UOp) -> UOp:
     """where(pred, a, b) for a per-example pred (shape (size,)) and batched a and b."""
+    assert pred.shape is not None and a.shape is not None
     p = pred.reshape(pred.shape + (1,) * (len(a.shape) - 1)).expand(a.shape)
     return p.alu(Ops.WHERE, a, b)
 
@@ -192,6 +196,7 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
 
 
 def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
+    assert u.shape is not None
     order = [i for i in range(len(u.shape)) if i != src]
     order.insert(dst, src)
     return u.permute(tuple(order))
@@ -256,14 +261,23 @@ def _example_spec(leaf, ax, name: str):
     return ArgSpec(spec.shape[:ax] + spec.shape[ax + 1:], spec.dtype, spec.weak)
 
 
-class _Mapped:
+_P = ParamSpec("_P")      # the per-example function's parameters (mapped ones take a batch axis more)
+_R = TypeVar("_R")        # what it returns (batched: each output with a batch axis more)
+
+# in_axes: an int or None for every argument, or one entry per positional argument (an int, None, or a container
+# of them matching the argument); out_axes: an int or None for every output, or a container matching the outputs
+InAxes: TypeAlias = int | None | tuple[Any, ...] | list[Any]
+OutAxes: TypeAlias = int | None | tuple[Any, ...] | list[Any] | dict[Any, Any]
+
+
+class _Mapped(Generic[_P, _R]):
     """What vmap and svmap share: the per-example function (a JitFunction, whose traces they reuse) and axes."""
 
-    def __init__(self, fn: Callable, in_axes, out_axes):
+    def __init__(self, fn: Callable[_P, _R], in_axes: InAxes, out_axes: OutAxes) -> None:
         self.fn = fn
         self.inner = fn if isinstance(fn, JitFunction) else JitFunction(fn)
         self.in_axes, self.out_axes = in_axes, out_axes
-        update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
+        update_wrapper(self, fn, updated=())  # type: ignore[arg-type]  # subclasses define __call__; copying fn.__dict__ would overwrite our own attributes
 
     def _example(self, args: tuple, kwargs: dict):
         """(leaves, axes, batch size, per-example NumericalFunction) for a call."""
@@ -311,14 +325,14 @@ class _Mapped:
                 outs.append(Tensor(u))
                 continue
             u = _broadcast_batch(u, batched, size)
-            outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(u.shape), "out_axes"))))
+            outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(cast(tuple[int, ...], u.shape)), "out_axes"))))
         return unflatten(nf.out_tree, outs)
 
 
-class VmapFunction(_Mapped):
+class VmapFunction(_Mapped[_P, _R]):
     """`fn` mapped over a batch axis by transforming its graph (see numfn.vmap)."""
 
-    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+    def __init__(self, fn: Callable[_P, _R], in_axes: InAxes = 0, out_axes: OutAxes = 0) -> None:
         super().__init__(fn, in_axes, out_axes)
 
         def batched(*args, **kwargs):
@@ -327,17 +341,27 @@ class VmapFunction(_Mapped):
         # fn's name and signature (through __wrapped__) name the arguments in errors and debug output
         self._jitted = JitFunction(update_wrapper(batched, fn, updated=()))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
             return self._trace_batched(args, kwargs)
         return self._jitted(*args, **kwargs)
 
-    def specialize(self, *args, **kwargs) -> NumericalFunction:
+    def specialize(self, *args: _P.args, **kwargs: _P.kwargs) -> NumericalFunction:
         """The NumericalFunction of the batched function for these arguments."""
         return self._jitted.specialize(*args, **kwargs)
 
 
-def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+@overload
+def vmap(fn: Callable[_P, _R], in_axes: InAxes = 0, out_axes: OutAxes = 0) -> VmapFunction[_P, _R]: ...
+
+
+@overload
+def vmap(fn: None = None, in_axes: InAxes = 0,
+         out_axes: OutAxes = 0) -> Callable[[Callable[_P, _R]], VmapFunction[_P, _R]]: ...
+
+
+def vmap(fn: Callable[_P, _R] | None = None, in_axes: InAxes = 0,
+         out_axes: OutAxes = 0) -> VmapFunction[_P, _R] | Callable[[Callable[_P, _R]], VmapFunction[_P, _R]]:
     """Vectorizing map: `vmap(f)(xs)` equals `np.stack([f(x) for x in xs])`, computed by kernels that run over
     the whole batch. `in_axes`/`out_axes`: an int (negative allowed), None (not mapped: the argument is shared by
     every example), or a tuple/list with one entry per argument (containers may be matched by structure).
@@ -416,14 +440,14 @@ class BatchedEntry:
         return unflatten(base.out_tree, results)
 
 
-class SvmapFunction(_Mapped):
+class SvmapFunction(_Mapped[_P, _R]):
     """`fn` mapped over a batch axis by a native loop around its compiled per-example program (see numfn.svmap)."""
 
-    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+    def __init__(self, fn: Callable[_P, _R], in_axes: InAxes = 0, out_axes: OutAxes = 0) -> None:
         super().__init__(fn, in_axes, out_axes)
         self._entries: dict = {}
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):
             # inside a trace there is no native loop to run: svmap means what vmap means
             return self._trace_batched(args, kwargs)
@@ -448,7 +472,17 @@ class SvmapFunction(_Mapped):
         return tuple(self._entries.values())
 
 
-def svmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+@overload
+def svmap(fn: Callable[_P, _R], in_axes: InAxes = 0, out_axes: OutAxes = 0) -> SvmapFunction[_P, _R]: ...
+
+
+@overload
+def svmap(fn: None = None, in_axes: InAxes = 0,
+          out_axes: OutAxes = 0) -> Callable[[Callable[_P, _R]], SvmapFunction[_P, _R]]: ...
+
+
+def svmap(fn: Callable[_P, _R] | None = None, in_axes: InAxes = 0,
+          out_axes: OutAxes = 0) -> SvmapFunction[_P, _R] | Callable[[Callable[_P, _R]], SvmapFunction[_P, _R]]:
     """Sequential map: `svmap(f)(xs)` equals `np.stack([f(x) for x in xs])` bitwise, computed by a native loop
     around f's compiled per-example program. The batch size is a run-time value (batch sizes 1, 7 and 1000 share
     one compilation), per-example scratch memory is reused by every iteration, and large batches are split across

@@ -160,6 +160,11 @@ class UOp:
     dtype: DType
     src: tuple[UOp, ...]
     arg: Any
+    # caches filled by name (_fill_bottom_up): _shape is tuple[int, ...] | None once inferred, _UNSET before;
+    # _bounds is a (min, max) pair once computed, None before
+    _shape: Any
+    _bounds: Any
+    _memo: dict[Any, Any] | None         # node_cached results, None until the first
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
         key = (op, dtype, src, _argkey(arg))
@@ -191,6 +196,7 @@ class UOp:
 
     @property
     def size(self) -> int:
+        assert self.shape is not None, "size of a loop-level node"
         return math.prod(self.shape)
 
     # ---- graph walks ----
@@ -237,10 +243,12 @@ class UOp:
         return self if all(p == (0, 0) for p in padding) else UOp(Ops.PAD, self.dtype, (self,), tuple(padding))
 
     def shrink(self, bounds: tuple[tuple[int, int], ...]) -> UOp:
+        assert self.shape is not None, "shrink of a loop-level node"
         if all(b == (0, s) for b, s in zip(bounds, self.shape)): return self
         return UOp(Ops.SHRINK, self.dtype, (self,), tuple(bounds))
 
     def flip(self, axes: tuple[int, ...]) -> UOp:
+        assert self.shape is not None, "flip of a loop-level node"
         axes = tuple(sorted(a for a in axes if self.shape[a] > 1))
         return self if not axes else UOp(Ops.FLIP, self.dtype, (self,), axes)
 
@@ -685,7 +693,7 @@ def format_graph(roots: Iterable[UOp], names: dict[UOp, str] | None = None) -> s
     """Print a graph like a program: one line per node, in dependency order, each node named once (%n) and
     referred to by name afterwards. Scalar CONSTs are inlined where used."""
     names = {} if names is None else dict(names)
-    lines = []
+    lines: list[str] = []
     for u in toposort(roots):
         if u in names: continue
         line = format_node(u, names, f"%{len(lines)}")

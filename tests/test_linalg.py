@@ -413,8 +413,9 @@ def test_linalg_under_vmap_and_svmap_with_errors(svmap_threads_stopped_after):
 def test_linalg_results_with_threads_on_and_off():
     rng = np.random.default_rng(67)
     a = rand((96, 96), np.float64, rng) + 96 * np.eye(96)
-    many = rand((1200, 8, 8), np.float64, rng) + 8 * np.eye(8)   # a batch of small calls: on numfn's threads
-    rhs = rand((1200, 8, 2), np.float64, rng)
+    # a batch of small LAPACK calls (above SMALL_N: 8x8 systems are generated code) runs on numfn's threads
+    many = rand((1200, 12, 12), np.float64, rng) + 12 * np.eye(12)
+    rhs = rand((1200, 12, 2), np.float64, rng)
     f = numfn.jit(lambda a, m, r: (L.inv(a), L.eigvalsh(_spd(a)), L.svd(a, compute_uv=False), a @ a.T,
                                    L.solve(m, r), L.det(m)))
     assert any(k.program.parallel for k in f.specialize(a, many, rhs).rendered_kernels if k.name.startswith("X_gesv"))

@@ -133,6 +133,19 @@ def test_masked_assignment_of_as_many_values_as_true_positions(backend):
         f(x, m, np.array([7.0, 8]))
 
 
+def test_masked_assignment_of_a_value_with_a_later_run_time_axis_is_refused(backend):
+    # NumPy assigns y[m2].T (2 x run-time) into the rows x[m]; numfn refuses it clearly (it used to crash inside)
+    def f(x, m, y, m2):
+        z = x * 1
+        z[m] = y[m2].T
+        return z
+
+    args = (np.zeros((3, 2)), np.array([1, 0, 1], bool), np.arange(8.0).reshape(4, 2), np.array([1, 0, 1, 0], bool))
+    f(*args)   # NumPy accepts it
+    with pytest.raises(numfn.NumfnError, match="a run-time length past its first axis"):
+        numfn.jit(f, backend=backend)(*args)
+
+
 def _masked(x, m, v):
     y = x * 1
     y[m] = v

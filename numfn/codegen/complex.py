@@ -24,8 +24,10 @@ glibc, whose functions NumPy calls, returns them; complex64 functions are comput
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from typing import cast
 
 from numfn.dtype import DType, dtypes
 from numfn.symbolic import symbolic
@@ -88,8 +90,9 @@ def _pair_arg(op: Ops, arg, ndim: int):
     return arg   # FLIP: the same axes
 
 
-def _lanes(pair: UOp) -> tuple[UOp, UOp]:
+def _lanes(pair: UOp) -> tuple[UOp, ...]:
     """The real and imaginary parts of a pair form: its [..., 0] and [..., 1] views."""
+    assert pair.shape is not None
     shape = pair.shape[:-1]
     keep = tuple((0, n) for n in shape)
     return tuple(pair.shrink(keep + ((k, k + 1),)).reshape(shape) for k in (0, 1))
@@ -98,6 +101,7 @@ def _lanes(pair: UOp) -> tuple[UOp, UOp]:
 def _interleave(re: UOp, im: UOp) -> UOp:
     """The pair form of two parts: a size-2 lane axis selecting between them."""
     shape = re.shape
+    assert shape is not None
     full = shape + (2,)
     lane = UOp.iota(2).reshape((1,) * len(shape) + (2,)).expand(full)
     first = lane.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, 1, full))
@@ -109,9 +113,9 @@ class _Splitter:
     its (re, im); `pair` gives a complex node's pair form (its memory's own where it has memory: an argument, a
     write, an extern call's result, or a view of one)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.new: dict[UOp, UOp] = {}
-        self.parts: dict[UOp, tuple[UOp, UOp]] = {}
+        self.parts: dict[UOp, tuple[UOp, ...]] = {}   # (re, im)
         self._pairs: dict[UOp, UOp] = {}
         self._extern: dict[UOp, UOp] = {}
 
@@ -134,7 +138,8 @@ class _Splitter:
         elif u.op is Ops.RESULT: out = UOp(Ops.RESULT, comp, (self.extern(u.src[0]),), u.arg)
         elif u.op is Ops.SCATTER: out = self._scatter(u)
         elif u.op in MOVEMENT and self.has_memory(u):
-            out = UOp(u.op, comp, (self.pair(u.src[0]),), _pair_arg(u.op, u.arg, len(u.src[0].shape)))
+            ndim = len(cast(tuple[int, ...], u.src[0].shape))
+            out = UOp(u.op, comp, (self.pair(u.src[0]),), _pair_arg(u.op, u.arg, ndim))
         else: out = _interleave(*self.parts[u])
         self._pairs[u] = out
         return out
@@ -145,12 +150,14 @@ class _Splitter:
         if combine not in (None, Ops.ADD):
             raise NotImplementedError(f"a complex {combine.name} accumulation into memory")
         old, value = u.src[0], u.src[1]
+        assert value.shape is not None
         vshape = value.shape + (2,)
         value_pair = self.pair(value) if value.dtype.is_complex else _interleave(self.new[value],
                                                                                   UOp.const_like(value.dtype, 0,
                                                                                                  value.shape))
 
-        def widen(i: UOp) -> UOp: return self.new[i].reshape(value.shape + (1,)).expand(vshape)
+        def widen(i: UOp) -> UOp:
+            return self.new[i].reshape(cast(tuple[int, ...], value.shape) + (1,)).expand(vshape)
         idx = [widen(i) for i in u.src[2:len(u.src) - (1 if gated else 0)]]
         lane = UOp.iota(2).reshape((1,) * len(value.shape) + (2,)).expand(vshape)
         gate = [widen(u.src[-1])] if gated else []
@@ -187,12 +194,12 @@ class _Splitter:
         raise NotImplementedError(f"{op.name} of a complex value")
 
     # ---- complex nodes ----
-    def _split(self, u: UOp) -> tuple[UOp, UOp]:
+    def _split(self, u: UOp) -> tuple[UOp, ...]:
         op, comp = u.op, u.dtype.component
         if self.has_memory(u): return _lanes(self.pair(u))
         if op is Ops.CONST:
-            v = complex(u.arg)
-            return UOp.const(comp, v.real), UOp.const(comp, v.imag)
+            z = complex(u.arg)
+            return UOp.const(comp, z.real), UOp.const(comp, z.imag)
         if op in MOVEMENT:
             return tuple(UOp(op, comp, (p,), u.arg) for p in self.parts[u.src[0]])
         if op is Ops.COMPLEX: return self.new[u.src[0]], self.new[u.src[1]]
@@ -201,7 +208,8 @@ class _Splitter:
             if x.dtype.is_complex: return tuple(p if p.dtype is comp else UOp(Ops.CAST, comp, (p,))
                                                 for p in self.parts[x])
             v = self.new[x]
-            return (v if v.dtype is comp else UOp(Ops.CAST, comp, (v,))), UOp.const_like(comp, 0.0, u.shape)
+            return (v if v.dtype is comp else UOp(Ops.CAST, comp, (v,))), \
+                UOp.const_like(comp, 0.0, cast(tuple[int, ...], u.shape))
         if op is Ops.WHERE:
             c = self.new[u.src[0]]
             (ar, ai), (br, bi) = self.parts[u.src[1]], self.parts[u.src[2]]
@@ -229,6 +237,7 @@ def _at_shape(fn: Callable, *srcs: UOp) -> tuple[UOp, ...]:
     out = fn(*holes)
     outs = out if isinstance(out, tuple) else (out,)
     shape = srcs[0].shape
+    assert shape is not None
     sub = dict(zip(holes, srcs))
     for u in toposort(list(outs)):
         if u in sub: continue
@@ -633,7 +642,7 @@ _FUNCTIONS: dict[Ops, Callable] = {
     Ops.NEG: _neg, Ops.ADD: _add, Ops.SUB: _sub, Ops.MUL: cmul, Ops.FDIV: cdiv, Ops.POW: cpow, Ops.ABS: _cabs,
     Ops.SQRT: csqrt, Ops.EXP: cexp, Ops.EXP2: cexp2, Ops.EXPM1: cexpm1, Ops.LOG: clog, Ops.LOG2: clog2,
     Ops.LOG10: clog10, Ops.LOG1P: clog1p, Ops.SIN: csin, Ops.COS: ccos, Ops.TAN: ctan, Ops.SINH: csinh,
-    Ops.COSH: ccosh, Ops.TANH: ctanh, Ops.MAX: _maximum, Ops.MIN: lambda *p: _maximum(*p, smaller=True),
+    Ops.COSH: ccosh, Ops.TANH: ctanh, Ops.MAX: _maximum, Ops.MIN: functools.partial(_maximum, smaller=True),
     Ops.RINT: _rint,
 }
 

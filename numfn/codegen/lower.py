@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import cast
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
@@ -109,12 +110,12 @@ def free_ranges(u: UOp) -> frozenset:
         stack.pop()
         if x.op is Ops.RANGE: out = frozenset([x])
         else:
-            parts = [_cached_free(s) for s in needed]
+            parts = [cast(frozenset, _cached_free(s)) for s in needed]   # every source's is cached by now
             out = frozenset().union(*parts) if parts else frozenset()
             if x.op is Ops.REDUCE: out = out.difference(x.src[1:])
         if x._memo is None: object.__setattr__(x, "_memo", {})
-        x._memo[free_ranges] = out
-    return _cached_free(u)
+        cast(dict, x._memo)[free_ranges] = out
+    return cast(frozenset, _cached_free(u))
 
 
 def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
@@ -228,6 +229,7 @@ class _Lowerer:
                 key, value = frame[0], done.value
                 self.memo[key] = value
                 if tracking:
+                    assert self.check is not None
                     depth = frame[2] + (key[0].op in ELEMENTWISE)
                     if depth >= self.check.max_depth and self.check.cut(key[0]):
                         self.realize.add(key[0])   # stored: the chains above it start again from a load
@@ -241,6 +243,7 @@ class _Lowerer:
                 if value is not None: self.memo[need] = value
             if value is None: stack.append([need, self._lower(*need), 0])
             elif tracking: frame[2] = max(frame[2], self.depth.get(need, 0))
+        assert value is not None   # the root's generator returned its lowered value
         return value
 
     def _lower(self, u: UOp, idx: tuple[UOp, ...]):
@@ -250,23 +253,26 @@ class _Lowerer:
         if op is Ops.EMPTY: return UOp.const(u.dtype, 0)   # read before anything was written: zeros, deterministic
         if op is Ops.BUFFER:
             if u.arg.size == 0: return UOp.const(u.dtype, 0)
-            return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, u.shape)))
-        if op is Ops.RESHAPE: return (yield src[0], reshape_index(idx, u.shape, src[0].shape))
+            return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, cast(tuple[int, ...], u.shape))))
+        if op is Ops.RESHAPE:
+            return (yield src[0], reshape_index(idx, cast(tuple[int, ...], u.shape),
+                                                cast(tuple[int, ...], src[0].shape)))
         if op is Ops.PERMUTE:
             inner = [ZERO] * len(idx)
-            for i, a in enumerate(u.arg): inner[a] = idx[i]
+            for k, a in enumerate(u.arg): inner[a] = idx[k]
             return (yield src[0], tuple(inner))
         if op is Ops.EXPAND:
-            return (yield src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, src[0].shape)))
+            return (yield src[0], tuple(ZERO if s == 1 else i
+                                        for i, s in zip(idx, cast(tuple[int, ...], src[0].shape))))
         if op is Ops.SHRINK: return (yield src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
         if op is Ops.FLIP:
             return (yield src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
-                                        for a, (i, n) in enumerate(zip(idx, u.shape))))
+                                        for a, (i, n) in enumerate(zip(idx, cast(tuple[int, ...], u.shape)))))
         if op is Ops.PAD:
             # outside the source the value is 0; inside, the index is clamped into range so every load stays in
             # bounds whatever the mask says (a clamped axis the source only broadcasts disappears again)
             inner, valid = [], TRUE
-            for i, (b, _), n in zip(idx, u.arg, src[0].shape):
+            for i, (b, _), n in zip(idx, u.arg, cast(tuple[int, ...], src[0].shape)):
                 if b: i = add(i, -b)
                 here = land(cmp_const_le(0, i), cmp_lt_const(i, n))
                 if here is not TRUE: i = here.alu(Ops.WHERE, i, ZERO)
@@ -280,7 +286,7 @@ class _Lowerer:
             parent = self.scope(*idx)
             inner, ranges = list(idx), []
             for a in axes:
-                n = src[0].shape[a]
+                n = cast(tuple[int, ...], src[0].shape)[a]
                 if n == 1: inner[a] = ZERO
                 else:
                     r = self.new_range(n, "reduce", parent)
@@ -305,7 +311,7 @@ class _Lowerer:
 
 def kernel_domain(value: UOp) -> tuple[int, ...]:
     """The loops of a kernel storing `value`: its shape, or for a SCATTER the shape of the values it writes."""
-    return value.src[1].shape if value.op is Ops.SCATTER else value.shape
+    return cast(tuple[int, ...], value.src[1].shape if value.op is Ops.SCATTER else value.shape)
 
 
 def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
@@ -315,6 +321,7 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
+    assert v.shape is not None
     lw = _Lowerer()
     ranges = tuple(lw.new_range(n, "loop", ()) if n > 1 else ZERO for n in v.shape)
     loaded = lw.lower(v, ranges)
@@ -353,7 +360,7 @@ def _numpy_strides(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...]
 
 def _stand_in(u: UOp) -> UOp:
     """The memory a value the scheduler decided to store would have: a load of it stands in for its expansion."""
-    return UOp(Ops.BUFFER, u.dtype, (), Buffer("intermediate", -1, u.shape))
+    return UOp(Ops.BUFFER, u.dtype, (), Buffer("intermediate", -1, cast(tuple[int, ...], u.shape)))
 
 
 def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
@@ -362,7 +369,8 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
     stores = ast.src
     shape = kernel_domain(stores[0].src[1])
     lw = _Lowerer(check)
-    idx, ranges = [], []
+    idx: list[UOp] = []
+    ranges: list[UOp] = []
     for n in shape:
         if n == 1: idx.append(ZERO)
         else:

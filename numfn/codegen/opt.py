@@ -127,7 +127,8 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
 
 
 UNROLL_MAX = 16             # loops up to this size are unrolled where their counter selects between values
-UNROLL_MAX_NODES = 1 << 14  # ... as long as the kernel stays this small (graph nodes times the unroll factor)
+UNROLL_MAX_NODES = 1 << 14  # ... as long as the unrolled kernel stays this small: its nodes that do not depend on
+                            # the loop once, those that do once per copy
 
 
 def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
@@ -136,10 +137,12 @@ def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     nodes = toposort([lk.sink])
     compared = {u.src[i] for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
                 for i in (0, 1) if u.src[i].op is Ops.RANGE and u.src[1 - i].op is Ops.CONST}
-    out, size = [], len(nodes)
+    out, shared, copied = [], len(nodes), 0   # nodes the copies share, and nodes repeated in each copy
     for r in lk.ranges:
         n = r.src[0].arg
-        if r in compared and 1 < n <= UNROLL_MAX and r not in lk.sequential and size * n <= UNROLL_MAX_NODES:
-            out.append((r, n))
-            size *= n
+        if r not in compared or not 1 < n <= UNROLL_MAX or r in lk.sequential: continue
+        depends = sum(1 for u in nodes if r in free_ranges(u))
+        if shared + (copied + depends) * n > UNROLL_MAX_NODES: continue
+        out.append((r, n))
+        shared, copied = shared - depends, (copied + depends) * n
     return out

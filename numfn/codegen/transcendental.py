@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from fractions import Fraction
 
 from numfn.dtype import dtypes
@@ -789,7 +790,7 @@ def _hypot32(x: UOp, y: UOp) -> UOp:
 # ---------------------------------------------------------------------------------------------------------------
 # the rules
 
-_IMPL = {
+_IMPL: dict[Ops, tuple[Callable[..., UOp], Callable[..., UOp]]] = {
     Ops.EXP: (_exp64, _exp32), Ops.EXP2: (_exp2_64, _exp2_32), Ops.LOG: (_log64, _log32),
     Ops.LOG2: (_log2_64, _log2_32), Ops.TANH: (_tanh64, _tanh32),
     Ops.SIN: (lambda x: _trig(x, Ops.SIN),) * 2, Ops.COS: (lambda x: _trig(x, Ops.COS),) * 2,

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, SupportsIndex, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import user_location
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 T = Tensor.lift
 
@@ -28,7 +31,7 @@ def _shape(shape) -> tuple[int, ...]:
     return out
 
 
-def full(shape, fill_value, dtype=None) -> Tensor:
+def full(shape: ShapeLike, fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Tensor:
     """An array of `shape` filled with `fill_value` (a constant: it costs no memory until stored)."""
     if isinstance(fill_value, (Tensor, np.ndarray, list, tuple)):   # an array fill is broadcast
         t = T(fill_value)
@@ -39,20 +42,23 @@ def full(shape, fill_value, dtype=None) -> Tensor:
     return Tensor(UOp.const_like(dt, fill_value, _shape(shape)))
 
 
-def zeros(shape, dtype=np.float64) -> Tensor: return full(shape, 0, dtype)
-def ones(shape, dtype=np.float64) -> Tensor: return full(shape, 1, dtype)
+def zeros(shape: ShapeLike, dtype: DTypeLike = np.float64) -> Tensor: return full(shape, 0, dtype)
+def ones(shape: ShapeLike, dtype: DTypeLike = np.float64) -> Tensor: return full(shape, 1, dtype)
 
 
-def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None) -> Tensor:
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", subok: bool = True,
+              shape: ShapeLike | None = None) -> Tensor:
     t = T(a)
     return full(t.shape if shape is None else shape, fill_value, t.uop.dtype if dtype is None else dtype)
 
 
-def zeros_like(a, dtype=None, order="K", subok=True, shape=None) -> Tensor: return full_like(a, 0, dtype, shape=shape)
-def ones_like(a, dtype=None, order="K", subok=True, shape=None) -> Tensor: return full_like(a, 1, dtype, shape=shape)
+def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", subok: bool = True,
+               shape: ShapeLike | None = None) -> Tensor: return full_like(a, 0, dtype, shape=shape)
+def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", subok: bool = True,
+              shape: ShapeLike | None = None) -> Tensor: return full_like(a, 1, dtype, shape=shape)
 
 
-def arange(start, stop=None, step=1, dtype=None) -> Tensor:
+def arange(start, stop=None, step=1, dtype: DTypeLike | None = None) -> Tensor:
     """NumPy's arange, computed where it is used (an IOTA: no memory, fused into its consumers). The values are
     NumPy's: its first element and step in the result dtype, element i = first + i * step (ints wrap alike)."""
     for v in (start, stop, step):
@@ -84,7 +90,7 @@ def _arange_length(start, stop, step) -> int:
     return max(0, math.ceil((stop - start) / step))
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=np.float64) -> Tensor:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64) -> Tensor:
     """The identity (ones on diagonal k), computed from two ranges: nothing stored."""
     M = N if M is None else M
     rows = Tensor(UOp.iota(N).reshape((N, 1)).expand((N, M)))
@@ -92,23 +98,25 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=np.float64) -> Tensor:
     return (rows + k == cols).astype(dtype)
 
 
-def asarray(a, dtype: Any = None) -> Tensor:
+def asarray(a: ArrayLike, dtype: Any = None) -> Tensor:
     return T(a).astype(dtype, copy=False) if dtype is not None else T(a)   # the array itself when its dtype matches
 
 
 array = asarray
 
 
-def empty(shape, dtype=np.float64, order: str = "C", *, device=None, like=None) -> Tensor:
+def empty(shape: ShapeLike, dtype: DTypeLike = np.float64, order: str = "C", *, device: str | None = None,
+          like=None) -> Tensor:
     """NumPy leaves the values undefined; numfn's are zeros (deterministic, and free: a constant)."""
     return zeros(shape, dtype)
 
 
-def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None) -> Tensor:
+def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", subok: bool = True,
+               shape: ShapeLike | None = None, *, device: str | None = None) -> Tensor:
     return zeros_like(prototype, dtype, shape=shape)
 
 
-def copy(a, order: str = "K", subok: bool = False) -> Tensor:
+def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Tensor:
     """A new array with a's values: it shares no memory with `a`, so either may be updated in place."""
     return _strong(a)
 
@@ -125,11 +133,11 @@ def _rows_cols(n: int, m: int) -> tuple[Tensor, Tensor]:
     return (Tensor(UOp.iota(n).reshape((n, 1)).expand((n, m))), Tensor(UOp.iota(m).reshape((1, m)).expand((n, m))))
 
 
-def identity(n: int, dtype=None, *, like=None) -> Tensor:
+def identity(n: int, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
     return eye(operator.index(n), dtype=np.float64 if dtype is None else dtype)
 
 
-def tri(N: int, M: int | None = None, k: int = 0, dtype=float, *, like=None) -> Tensor:
+def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = float, *, like=None) -> Tensor:
     """Ones at and below diagonal k (column - row <= k), zeros above."""
     N = operator.index(N)
     M = N if M is None else operator.index(M)
@@ -139,17 +147,17 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=float, *, like=None) -> 
 
 def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
     if m.ndim == 0: raise TypeError(f"{name}() of a 0-d array: tri() missing 1 required positional argument: 'N'")
-    return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else m.shape[-2:]
+    return (m.shape[-1], m.shape[-1]) if m.ndim == 1 else cast("tuple[int, int]", m.shape[-2:])
 
 
-def tril(m, k: int = 0) -> Tensor:
+def tril(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements above diagonal k zeroed (a 1-D m is taken as a row repeated: the result is 2-D)."""
     t = _strong(m)
     mask = tri(*_matrix_shape(t, "tril"), k=k, dtype=np.bool_)
     return _where(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
-def triu(m, k: int = 0) -> Tensor:
+def triu(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements below diagonal k zeroed."""
     t = _strong(m)
     mask = tri(*_matrix_shape(t, "triu"), k=operator.index(k) - 1, dtype=np.bool_)
@@ -162,7 +170,7 @@ def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
     return Tensor(c._broadcast(shape).alu(Ops.WHERE, a._broadcast(shape), b._broadcast(shape)))
 
 
-def diag(v, k: int = 0) -> Tensor:
+def diag(v: ArrayLike, k: int = 0) -> Tensor:
     """A 1-D v placed on diagonal k of a square matrix (zeros elsewhere), or diagonal k of a 2-D v (a view)."""
     t = _strong(v) if not isinstance(v, Tensor) else v
     k = operator.index(k)
@@ -180,12 +188,13 @@ def diag(v, k: int = 0) -> Tensor:
     return _where(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
-def diagflat(v, k: int = 0) -> Tensor:
+def diagflat(v: ArrayLike, k: int = 0) -> Tensor:
     """The flattened input on diagonal k of a new square matrix."""
     return diag(_strong(v).reshape(-1), k)
 
 
-def indices(dimensions, dtype=int, sparse: bool = False):
+def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
+            sparse: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The index grid of an array of shape `dimensions`: stacked (shape (N, *dimensions)) or, with sparse, a tuple
     of N arrays each varying along one axis."""
     dims = tuple(operator.index(d) for d in dimensions)
@@ -215,8 +224,26 @@ def _check_dtype_kind(dtype) -> None:
     if dtype is not None: as_dtype(dtype)   # complex and other dtypes numfn lacks: the unsupported-dtype error
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
-             *, device=None):
+@overload
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: Literal[False] = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *, device: str | None = None) -> Tensor: ...
+@overload
+def linspace(start: ArrayLike, stop: ArrayLike, num: int, endpoint: bool, retstep: Literal[True],
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> tuple[Tensor, Tensor]: ...
+@overload
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, *, retstep: Literal[True],
+             dtype: DTypeLike | None = None, axis: int = 0,
+             device: str | None = None) -> tuple[Tensor, Tensor]: ...
+@overload
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> Tensor | tuple[Tensor, Tensor]: ...
+
+
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: str | None = None) -> Tensor | tuple[Tensor, Tensor]:
     """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
     The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
     last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""
@@ -254,7 +281,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     return y, (Tensor(UOp.const(dtypes.float64, math.nan)) if step is None else step)
 
 
-def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0) -> Tensor:
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True, base: ArrayLike = 10.0,
+             dtype: DTypeLike | None = None, axis: int = 0) -> Tensor:
     """base ** linspace(start, stop): with NumPy's promotion (a Python-float base takes the exponents' type)."""
     _check_dtype_kind(dtype)
     if not isinstance(base, (float, int)) and T(base).ndim:
@@ -268,7 +296,8 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
     return Tensor(out.uop) if dtype is None else out.astype(dtype)
 
 
-def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0) -> Tensor:
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              dtype: npt.DTypeLike | None = None, axis: int = 0) -> Tensor:
     """A geometric sequence from start to stop (negative ranges as the negated positive one): logspace between the
     logarithms, with the ends set to start and stop exactly. A bound of 0 raises NumPy's ValueError: while tracing
     if it is known then, else after the call (a run-time check)."""
@@ -300,7 +329,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
 
 # ---- grids --------------------------------------------------------------------------------------------------------
-def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, ...]:
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Tensor, ...]:
     """Coordinate arrays from coordinate vectors: with indexing 'xy' the first two axes are swapped (Cartesian),
     with 'ij' they are not (matrix); sparse keeps each array one-dimensional in spirit (size 1 along the others)."""
     if indexing not in ("xy", "ij"): raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
@@ -361,8 +390,9 @@ class _Grid:
     def _single(key: slice) -> Tensor:
         start, stop, step = (0 if key.start is None else key.start), key.stop, key.step
         if isinstance(step, (complex, np.complexfloating)):
-            length = int(abs(step))
-            typ = np.result_type(start, stop, abs(step))
+            magnitude = cast("float | np.floating", abs(step))   # mypy joins abs() over the union to object
+            length = int(magnitude)
+            typ = np.result_type(start, stop, magnitude)
             step = length if length == 1 else (stop - start) / float(length - 1)
             return Tensor((Tensor(UOp.iota(length).cast(as_dtype(typ))) * step + start).uop)
         return arange(start, stop, 1 if step is None else step)

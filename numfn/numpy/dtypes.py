@@ -8,7 +8,9 @@ NumPy takes arrays (a Tensor made from a Python scalar counts as that Python sca
 """
 from __future__ import annotations
 
+import builtins   # this module's `bool` is NumPy's; annotations name Python's
 import math
+from typing import Literal
 
 import numpy as np
 
@@ -24,10 +26,10 @@ __all__ = ['bool_', 'bool', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16'
 class _ScalarMeta(type):
     """isinstance/issubclass against fnp.float32 answer as against np.float32 (NumPy's scalars are not instances
     of the subclass)."""
-    def __instancecheck__(cls, obj) -> bool:
+    def __instancecheck__(cls, obj) -> builtins.bool:
         return isinstance(obj, cls.__mro__[1])
 
-    def __subclasscheck__(cls, sub) -> bool:
+    def __subclasscheck__(cls, sub) -> builtins.bool:
         return issubclass(sub, cls.__mro__[1])
 
 
@@ -77,7 +79,7 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
     return np.result_type(*(_numpy_view(x) for x in arrays_and_dtypes))
 
 
-def can_cast(from_, to, casting: str = "safe") -> bool:
+def can_cast(from_, to, casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "safe") -> builtins.bool:
     """np.can_cast; a traced array stands for its dtype (a Python scalar is refused, as NumPy 2 refuses it)."""
     if isinstance(from_, Tensor) and from_.weak:
         raise TypeError("can_cast() does not support Python ints, floats, and complex because the result used to "

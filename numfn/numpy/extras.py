@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import SupportsIndex, cast
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from numfn.dtype import dtypes
 from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check, gather
 from numfn.uop import UOp
+from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 T = Tensor.lift
 
@@ -24,24 +26,24 @@ __all__ = ['ascontiguousarray', 'asfortranarray', 'asanyarray', 'broadcast_shape
 
 
 # ---- conversions and predicates -----------------------------------------------------------------------------------
-def asanyarray(a, dtype=None, order=None, *, like=None) -> Tensor:
+def asanyarray(a: ArrayLike, dtype: DTypeLike | None = None, order: str | None = None, *, like=None) -> Tensor:
     """asarray: numfn has no ndarray subclasses."""
     from numfn.numpy.creation import asarray
     return asarray(a, dtype)
 
 
-def ascontiguousarray(a, dtype=None, *, like=None) -> Tensor:
+def ascontiguousarray(a: ArrayLike, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
     """asarray with at least one dimension (a 0-d input becomes shape (1,)), as NumPy's; layout is numfn's concern."""
     t = asanyarray(a, dtype)
     return t.reshape((1,)) if t.ndim == 0 else t
 
 
-def asfortranarray(a, dtype=None, *, like=None) -> Tensor:
+def asfortranarray(a: ArrayLike, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
     """Like ascontiguousarray: the values and shape are NumPy's; the memory order of a traced array is not visible."""
     return ascontiguousarray(a, dtype)
 
 
-def broadcast_shapes(*args) -> tuple[int, ...]:
+def broadcast_shapes(*args: ShapeLike) -> tuple[int, ...]:
     """The shape the given shapes broadcast to (plain shape arithmetic, NumPy's errors)."""
     return np.broadcast_shapes(*args)
 
@@ -56,27 +58,28 @@ def _signed_infinity(x, negative: bool, out) -> Tensor:
     return logical_and(isinf(t), sign if negative else logical_not(sign))
 
 
-def isneginf(x, out=None) -> Tensor:
+def isneginf(x: ArrayLike, out: None = None) -> Tensor:
     """x is -inf (False for integers and bools)."""
     return _signed_infinity(x, True, out)
 
 
-def isposinf(x, out=None) -> Tensor:
+def isposinf(x: ArrayLike, out: None = None) -> Tensor:
     """x is +inf (False for integers and bools)."""
     return _signed_infinity(x, False, out)
 
 
-def isscalar(element) -> bool:
+def isscalar(element: object) -> bool:
     """NumPy's isscalar: a traced array is an array (False), anything else as NumPy decides."""
     return False if isinstance(element, Tensor) else bool(np.isscalar(element))
 
 
-def iterable(y) -> bool:
+def iterable(y: object) -> bool:
     """Whether iter(y) works: a traced array is iterable unless it is 0-d."""
     return y.ndim > 0 if isinstance(y, Tensor) else bool(np.iterable(y))
 
 
-def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *, kind=None) -> Tensor:
+def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False, invert: bool = False, *,
+         kind: str | None = None) -> Tensor:
     """Each element of `element` compared with every test element (== semantics: NaN is in nothing); the result has
     element's shape."""
     if kind not in (None, "sort", "table"):
@@ -117,15 +120,15 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Tensor, Tens
 def _square_2d(arr) -> tuple[int, int]:
     t = T(arr)
     if t.ndim != 2: raise ValueError("input array must be 2-d")
-    return t.shape
+    return cast("tuple[int, int]", t.shape)
 
 
-def tril_indices_from(arr, k: int = 0) -> tuple[Tensor, Tensor]:
+def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Tensor, Tensor]:
     n, m = _square_2d(arr)
     return tril_indices(n, k, m)
 
 
-def triu_indices_from(arr, k: int = 0) -> tuple[Tensor, Tensor]:
+def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Tensor, Tensor]:
     n, m = _square_2d(arr)
     return triu_indices(n, k, m)
 
@@ -137,14 +140,15 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Tensor, ...]:
     return (idx,) * operator.index(ndim)
 
 
-def diag_indices_from(arr) -> tuple[Tensor, ...]:
+def diag_indices_from(arr: ArrayLike) -> tuple[Tensor, ...]:
     t = T(arr)
     if t.ndim < 2: raise ValueError("input array must be at least 2-d")
     if len(set(t.shape)) != 1: raise ValueError("All dimensions of input must be of equal length")
     return diag_indices(t.shape[0], t.ndim)
 
 
-def unravel_index(indices, shape, order: str = "C") -> tuple[Tensor, ...]:
+def unravel_index(indices: ArrayLike, shape: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex],
+                  order: str = "C") -> tuple[Tensor, ...]:
     """The coordinates in an array of `shape` of flat indices: index // stride % dim per axis (int64). Indices out of
     range raise NumPy's ValueError (while tracing when they are known, else after the call)."""
     dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(d) for d in shape)
@@ -170,7 +174,8 @@ def unravel_index(indices, shape, order: str = "C") -> tuple[Tensor, ...]:
     return tuple(out)
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order: str = "C") -> Tensor:
+def ravel_multi_index(multi_index, dims: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex],
+                      mode: str = "raise", order: str = "C") -> Tensor:
     """Flat indices of coordinates in an array of shape `dims` (int64); mode 'raise', 'wrap' or 'clip' (one per
     axis or one for all) for coordinates out of range."""
     dims = (operator.index(dims),) if not isinstance(dims, (tuple, list)) else tuple(operator.index(d) for d in dims)
@@ -221,31 +226,31 @@ def _window(M, make) -> Tensor:
     return Tensor(make(n, M).uop)
 
 
-def hamming(M) -> Tensor:
+def hamming(M: int) -> Tensor:
     """The Hamming window: 0.54 + 0.46 cos(pi n / (M-1))."""
     from numfn.numpy.ufuncs import cos
     return _window(M, lambda n, m: 0.54 + 0.46 * cos(math.pi * n / (m - 1)))
 
 
-def hanning(M) -> Tensor:
+def hanning(M: int) -> Tensor:
     """The Hann window: 0.5 + 0.5 cos(pi n / (M-1))."""
     from numfn.numpy.ufuncs import cos
     return _window(M, lambda n, m: 0.5 + 0.5 * cos(math.pi * n / (m - 1)))
 
 
-def blackman(M) -> Tensor:
+def blackman(M: int) -> Tensor:
     """The Blackman window: 0.42 + 0.5 cos(pi n / (M-1)) + 0.08 cos(2 pi n / (M-1))."""
     from numfn.numpy.ufuncs import cos
     return _window(M, lambda n, m: 0.42 + 0.5 * cos(math.pi * n / (m - 1)) + 0.08 * cos(2.0 * math.pi * n / (m - 1)))
 
 
-def bartlett(M) -> Tensor:
+def bartlett(M: int) -> Tensor:
     """The triangular window: 1 + n / (M-1) up to the middle, 1 - n / (M-1) after."""
     from numfn.numpy.creation import _where
     return _window(M, lambda n, m: _where(n <= 0, 1 + n / (m - 1), 1 - n / (m - 1)))
 
 
-def vander(x, N: int | None = None, increasing: bool = False) -> Tensor:
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Tensor:
     """Columns of powers of x (decreasing unless `increasing`), each the running product of the previous one, in
     NumPy's type (x's type promoted with int64)."""
     from numfn.numpy.creation import ones
@@ -276,8 +281,9 @@ def _cov_rows(a, dtype, rowvar: bool, name: str) -> Tensor:
     return t
 
 
-def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None, *,
-        dtype=None) -> Tensor:
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False, ddof: float | None = None,
+        fweights: ArrayLike | None = None, aweights: ArrayLike | None = None, *,
+        dtype: DTypeLike | None = None) -> Tensor:
     """NumPy's covariance of the rows (variables) over the columns (observations): the centered rows' products,
     times 1 / (observations - ddof) (infinite when that is <= 0, as NumPy does after its warning)."""
     if fweights is not None or aweights is not None: raise unsupported("numpy.cov with fweights= or aweights=")
@@ -303,7 +309,8 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     return Tensor(c.squeeze().uop)
 
 
-def corrcoef(x, y=None, rowvar: bool = True, bias=None, ddof=None, *, dtype=None) -> Tensor:
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool | None = None,
+             ddof: float | None = None, *, dtype: DTypeLike | None = None) -> Tensor:
     """The correlation coefficients: cov divided by the outer product of the standard deviations, clipped to
     [-1, 1] (bias and ddof have no effect, as in NumPy)."""
     from numfn.numpy.ufuncs import clip, sqrt
@@ -314,7 +321,7 @@ def corrcoef(x, y=None, rowvar: bool = True, bias=None, ddof=None, *, dtype=None
     return Tensor(clip(c, -1, 1).uop)
 
 
-def fill_diagonal(a, val, wrap: bool = False) -> None:
+def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False) -> None:
     """Writes val (repeated as needed) on a's main diagonal, in place; for a tall 2-D matrix `wrap` restarts the
     diagonal every N+1 rows."""
     t = T(a)

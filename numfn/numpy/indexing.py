@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from numfn.errors import unsupported
 from numfn.indexing import region, write
 from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
 I64 = dtypes.int64
@@ -35,7 +37,7 @@ def _coordinates(shape: tuple[int, ...]) -> list[Tensor]:
 
 
 # ---- results of run-time length -------------------------------------------------------------------------------
-def nonzero(a) -> tuple:
+def nonzero(a: ArrayLike) -> tuple:
     """The indices of the nonzero elements, one array per axis (their number is known when the program runs)."""
     t = T(a)
     if t.runtime_length: raise unsupported("numpy.nonzero of an array selected by values", dynamic._HINT)
@@ -45,12 +47,12 @@ def nonzero(a) -> tuple:
     return tuple(dynamic.select(c, mask) for c in _coordinates(t.shape))
 
 
-def flatnonzero(a) -> Tensor:
+def flatnonzero(a: ArrayLike) -> Tensor:
     """The indices of the nonzero elements of the flattened array."""
     return nonzero(T(a).reshape(-1))[0]
 
 
-def argwhere(a) -> Tensor:
+def argwhere(a: ArrayLike) -> Tensor:
     """The indices of the nonzero elements as rows of an (n, ndim) array (n known when the program runs)."""
     t = T(a)
     scalar = t.ndim == 0
@@ -65,19 +67,20 @@ def _stack_last(ts: list[Tensor]) -> Tensor:
     return stack(ts, axis=-1)
 
 
-def extract(condition, arr) -> Tensor:
+def extract(condition: ArrayLike, arr: ArrayLike) -> Tensor:
     """arr.ravel()[condition.ravel() != 0]: a condition longer than arr may only be true within it."""
     c = T(condition).reshape(-1).astype(np.bool_)
     x = T(arr).reshape(-1)
     if c.size > x.size:
         beyond = c[x.size:]
         add_check(beyond, Tensor(UOp.iota(c.size - x.size)) + x.size,
-                  lambda v, n=x.size: IndexError(f"index {v} is out of bounds for axis 0 with size {n}"))
+                  lambda v, n=x.size: IndexError(  # type: ignore[misc]  # mypy infers no lambda with defaults
+                      f"index {v} is out of bounds for axis 0 with size {n}"))
         c = c[:x.size]
     return dynamic.select(x[:c.size], c)
 
 
-def compress(condition, a, axis=None, out=None) -> Tensor:
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, out: None = None) -> Tensor:
     """The slices of `a` along `axis` where the 1-D condition holds (of the flattened array for axis=None)."""
     refuse("compress", out=out)
     c = T(condition)
@@ -110,7 +113,7 @@ def _mode_indices(indices: Tensor, n: int, mode: str, axis: int) -> Tensor:
     return clip(i, 0, n - 1)
 
 
-def take(a, indices, axis=None, out=None, mode="raise") -> Tensor:
+def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: str = "raise") -> Tensor:
     """Elements of `a` (the flattened array for axis=None) at `indices` along `axis`."""
     refuse("take", out=out)
     t = T(a).reshape(-1) if axis is None else T(a)
@@ -142,7 +145,7 @@ def _along_axis(arr, indices, axis) -> tuple[Tensor, int, tuple[int, ...], Tenso
     return t, ax, shape, Tensor((j < 0).uop.alu(Ops.WHERE, (j + n).uop, j.uop))
 
 
-def take_along_axis(arr, indices, axis=-1) -> Tensor:
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Tensor:
     """arr's elements at `indices` along `axis`, matching the other axes (broadcast): NumPy's take_along_axis."""
     t, ax, out_shape, j = _along_axis(arr, indices, axis)
     zero = Tensor(UOp.const_like(I64, 0, (1,) * t.ndim))   # an axis of size 1 in arr: broadcast
@@ -150,7 +153,8 @@ def take_along_axis(arr, indices, axis=-1) -> Tensor:
     return gather(t, [Tensor(x._broadcast(out_shape)) for x in idx])
 
 
-def choose(a, choices, out=None, mode="raise") -> Tensor:
+def choose(a: ArrayLike, choices: Tensor | np.ndarray | Sequence[ArrayLike], out: None = None,
+           mode: str = "raise") -> Tensor:
     """choices[a[i]][i] for every position i (a and the choices broadcast together)."""
     refuse("choose", out=out)
     idx = T(a)
@@ -167,7 +171,7 @@ def choose(a, choices, out=None, mode="raise") -> Tensor:
     return gather(stacked, [Tensor(i._broadcast(shape))] + _coordinates(shape))
 
 
-def select(condlist, choicelist, default=0) -> Tensor:
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0) -> Tensor:
     """Elements of the first choice whose condition holds, else `default` (NumPy's select)."""
     conds, choices = list(condlist), list(choicelist)
     if len(conds) != len(choices): raise ValueError("list of cases must be same length as list of conditions")
@@ -188,7 +192,7 @@ def select(condlist, choicelist, default=0) -> Tensor:
 
 
 # ---- writes ------------------------------------------------------------------------------------------------------
-def put_along_axis(arr, indices, values, axis) -> None:
+def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int) -> None:
     """arr[..., indices, ...] = values along `axis`, matching the other axes: written into arr."""
     t, ax, shape, j = _along_axis(arr, indices, axis)
     idx = [j if a == ax else _iota_on(m, a, t.ndim) for a, m in enumerate(shape)]
@@ -197,7 +201,7 @@ def put_along_axis(arr, indices, values, axis) -> None:
     write(t, shape, idx, v, injective=False)
 
 
-def put(a, ind, v, mode="raise") -> None:
+def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str = "raise") -> None:
     """a.flat[ind] = v, v repeated as needed: written into a."""
     t = T(a)
     flat = t.reshape(-1)
@@ -237,7 +241,7 @@ def _at_items(t: Tensor, indices):
 BINCOUNT_LIMIT = 1 << 24   # the largest output bincount allocates from its input's value bounds
 
 
-def bincount(x, weights=None, minlength=0) -> Tensor:
+def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0) -> Tensor:
     """Occurrences of each value 0..max(x) in the non-negative ints x (or the sums of their weights). The length,
     max(max(x) + 1, minlength), is known when the program runs: the output is allocated at a bound from x's value
     bounds (its dtype, or what computed it), at least minlength."""
@@ -251,6 +255,7 @@ def bincount(x, weights=None, minlength=0) -> Tensor:
     i = t.astype(np.int64)
     add_check(i < 0, i, lambda v: ValueError("'list' argument must have no negative elements"))
     known = i.known()
+    bound: int | None
     if known is not None:
         bound = builtins.max(int(known.max()) + 1 if known.size else 0, minlength)
     else:
@@ -277,7 +282,7 @@ def bincount(x, weights=None, minlength=0) -> Tensor:
     return dynamic.DynTensor(counts.uop, length.uop)
 
 
-def digitize(x, bins, right=False) -> Tensor:
+def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False) -> Tensor:
     """The index of the bin each x falls in (bins increasing or decreasing, which NumPy decides from their values:
     computed bins take both searches and the one their values call for), as NumPy's digitize."""
     from numfn.numpy.sorting import searchsorted
@@ -321,7 +326,8 @@ def _increasing(b: Tensor) -> Tensor:
     return up
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram(a: ArrayLike, bins: ArrayLike = 10, range: tuple[float, float] | None = None, density: bool | None = None,
+              weights: ArrayLike | None = None) -> tuple[Tensor, Tensor]:  # noqa: A002 - NumPy's name
     """Counts of `a` in bins (an int with range= or a's range, or explicit increasing edges), with NumPy's exact
     assignment of values to equal-width bins; returns (hist, bin_edges)."""
     t = T(a).reshape(-1)
@@ -406,7 +412,9 @@ def _finite(v: Tensor) -> Tensor:
     return (v == v) & (v - v == 0)
 
 
-def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002 - NumPy's name
+def histogram2d(x: ArrayLike, y: ArrayLike, bins=10,  # noqa: A002 - NumPy's name (range)
+                range: Sequence[tuple[float, float]] | None = None, density: bool | None = None,
+                weights: ArrayLike | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """Counts of the points (x, y) in a grid of bins; returns (H, xedges, yedges)."""
     tx, ty = T(x).reshape(-1), T(y).reshape(-1)
     if tx.shape != ty.shape: raise ValueError("x and y must have the same length.")

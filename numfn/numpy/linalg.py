@@ -6,8 +6,9 @@ stacked inputs broadcast the way NumPy's gufuncs broadcast them, under vmap and 
 column-major matrices: a matrix handed to it is the row-major buffer of its transpose (`_cm`), which the kernel
 filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
 that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
-through numfn.tensor.add_check. Everything else (norms, products, cross, outer, trace) is composed from the
-tracer's primitives and fuses with its surroundings.
+through numfn.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
+generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross,
+outer, trace) is composed from the tracer's primitives and fuses with its surroundings.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from numfn.numpy.creation import arange, eye
 from numfn.numpy.manipulation import stack
 from numfn.args import normalize_axis
 from numfn.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
-from numfn.uop import UOp
+from numfn.uop import Ops, UOp
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
            "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",
@@ -122,6 +123,146 @@ def _empty(batch: tuple[int, ...], *dims: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# small matrices: LU with partial pivoting written out as generated code
+#
+# A stack of small matrices (10^4 8x8 systems) would be one LAPACK call per matrix, about a microsecond each however
+# little work a matrix is. Up to SMALL_N, numfn writes the factorization out instead: every entry of the matrix is a
+# value of the batch's shape, and Gaussian elimination with partial pivoting on [A | B] is an unrolled sequence of
+# elementwise operations on them, so the whole solve is one fused kernel looping over the batch (which LLVM
+# vectorizes across matrices, and numfn threads). Pivots are LAPACK's (getrf's idamax): the first row of largest
+# |a| at or below the diagonal, found by a tournament (ties go to the lower row, so the result is the same as
+# a scan's, at logarithmic depth), whose winner carries its row along; the row it replaces moves to the winner's
+# place. An exactly zero pivot is getrf's info > 0 (singular). The results are stacked along their own axes
+# (`_stack`), loops the code generator unrolls, so each is computed once per matrix.
+
+SMALL_N = 8           # square matrices up to this size are factored by generated code ...
+SMALL_RHS = 16        # ... with up to this many right-hand sides (inv: n of them) ...
+SMALL_BATCH = 16      # ... in stacks of at least this many: fewer are not worth the compile time (about a second
+                      # for 8x8, where LAPACK costs about a microsecond a call) ...
+SMALL_ALWAYS_N = 3    # ... except matrices up to this size, which compile as fast as the call (so a 3x3 solve under
+                      # vmap, traced as one matrix, is generated code too)
+
+
+def _small(n: int, k: int, batch: tuple[int, ...]) -> bool:
+    return 1 <= n <= SMALL_N and k <= SMALL_RHS and (math.prod(batch) >= SMALL_BATCH or n <= SMALL_ALWAYS_N)
+
+
+def _shape(u: UOp) -> tuple[int, ...]:
+    """A tensor-level node's shape (only loop-level nodes have none)."""
+    assert u.shape is not None, u
+    return u.shape
+
+
+def _entry(x: UOp, i: int, j: int) -> UOp:
+    """x[..., i, j]: a value of the batch's shape."""
+    shape = _shape(x)
+    nb = len(shape) - 2
+    bounds = tuple((0, s) for s in shape[:nb]) + ((i, i + 1), (j, j + 1))
+    return x.shrink(bounds).reshape(shape[:nb])
+
+
+def _stack(values: list[UOp], axis: int) -> UOp:
+    """values (one shape) stacked along a new axis `axis`: selects on the position, a balanced tree (its depth
+    counts towards the kernel's, see schedule.MAX_KERNEL_DEPTH); the code generator unrolls that axis' loop, and
+    every copy's selects fold to one value."""
+    shape = _shape(values[0])
+    r = len(values)
+    new = shape[:axis] + (r,) + shape[axis:]
+    pos = UOp.iota(r).reshape(tuple(r if a == axis else 1 for a in range(len(new)))).expand(new)
+
+    def tree(lo: int, hi: int) -> UOp:
+        if hi - lo == 1: return values[lo].reshape(shape[:axis] + (1,) + shape[axis:]).expand(new)
+        mid = (lo + hi) // 2
+        return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, mid, new)).alu(Ops.WHERE, tree(lo, mid), tree(mid, hi))
+    return tree(0, r)
+
+
+def _pivot_key(x: UOp) -> UOp:
+    """What the pivot search maximizes: |x|, and -1 for NaN (OpenBLAS's idamax passes over NaNs)."""
+    a = x.alu(Ops.ABS)
+    return a.alu(Ops.CMPNE, a).alu(Ops.WHERE, UOp.const_like(F64, -1.0, _shape(x)), a)
+
+
+# below this a pivot's reciprocal may overflow: the column is scaled by a power of two first (exactly)
+_SFMIN = float(np.finfo(np.float64).tiny)
+_SCALE = 2.0 ** 600
+
+
+def _reciprocal(p: UOp) -> tuple[UOp, UOp]:
+    """(s, 1 / (p s)) with s a power of two: 1 where |p| >= the smallest normal number, else large enough that
+    p s is normal. Multipliers a / p are then (a s) (1 / (p s)): one division per column, as LAPACK's getf2 scales
+    a column by the pivot's reciprocal (and divides only below that bound)."""
+    shape = _shape(p)
+    tiny = p.alu(Ops.ABS).alu(Ops.CMPLT, UOp.const_like(F64, _SFMIN, shape))
+    s = tiny.alu(Ops.WHERE, UOp.const_like(F64, _SCALE, shape), UOp.const_like(F64, 1.0, shape))
+    return s, UOp.const_like(F64, 1.0, shape).alu(Ops.FDIV, p * s)
+
+
+def _small_lu(a: UOp, b: UOp | None) -> tuple[list[list[UOp]], list[UOp], UOp, list[tuple[UOp, UOp]]]:
+    """Gaussian elimination with partial pivoting of [a | b] (a: (..., n, n), b: (..., n, k) or None, float64, one
+    batch shape): the rows of [U | L^-1 P b] (entries left of the diagonal dropped), U's diagonal (the pivots),
+    whether the number of row interchanges is odd, and each pivot's (scale, reciprocal) (see _reciprocal)."""
+    n = _shape(a)[-1]
+    batch = _shape(a)[:-2]
+    rhs = [] if b is None else [[_entry(b, i, j) for j in range(_shape(b)[-1])] for i in range(n)]
+    rows = [[_entry(a, i, j) for j in range(n)] + (rhs[i] if rhs else []) for i in range(n)]
+    odd = UOp.const_like(dtypes.bool, False, batch)
+    done: list[list[UOp]] = []
+    reciprocals: list[tuple[UOp, UOp]] = []
+    for c in range(n):
+        # the tournament: (row index, |pivot candidate|, the row's entries from column c on), in row order
+        players = [(UOp.const_like(dtypes.int64, i, batch), _pivot_key(rows[i][c]), rows[i][c:]) for i in range(c, n)]
+        while len(players) > 1:
+            nxt = []
+            for left, right in zip(players[::2], players[1::2]):
+                wins = left[1].alu(Ops.CMPLT, right[1])   # strictly larger: ties keep the earlier row
+                nxt.append((wins.alu(Ops.WHERE, right[0], left[0]), wins.alu(Ops.WHERE, right[1], left[1]),
+                            [wins.alu(Ops.WHERE, r, l) for l, r in zip(left[2], right[2])]))
+            if len(players) % 2: nxt.append(players[-1])
+            players = nxt
+        winner, _, pivot_row = players[0]
+        # the pivot row's old place takes row c
+        for i in range(c + 1, n):
+            here = winner.alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, i, batch))
+            rows[i] = rows[i][:c] + [here.alu(Ops.WHERE, x, y) for x, y in zip(rows[c][c:], rows[i][c:])]
+        odd = odd.alu(Ops.XOR, winner.alu(Ops.CMPNE, UOp.const_like(dtypes.int64, c, batch)))
+        scale, r = _reciprocal(pivot_row[0])
+        for i in range(c + 1, n):
+            factor = rows[i][c] * scale * r
+            rows[i] = rows[i][:c + 1] + [x - factor * p for x, p in zip(rows[i][c + 1:], pivot_row[1:])]
+        done.append(pivot_row)
+        reciprocals.append((scale, r))
+    return done, [r[0] for r in done], odd, reciprocals
+
+
+def _small_solve(a: UOp, b: UOp) -> tuple[UOp, UOp]:
+    """x with a x = b for small a (..., n, n) and b (..., n, k) of one batch shape, float64 (see _small_lu), and
+    where a is singular (an exactly zero pivot, LAPACK's info > 0)."""
+    n, k = _shape(a)[-1], _shape(b)[-1]
+    batch = _shape(a)[:-2]
+    rows, pivots, _, reciprocals = _small_lu(a, b)
+    x: list[list[UOp]] = [[] for _ in range(n)]
+    for i in range(n - 1, -1, -1):   # back substitution: row i holds U[i, i:] then (L^-1 P b)[i]
+        u = rows[i]
+        scale, r = reciprocals[i]
+        for j in range(k):
+            s = u[n - i + j]
+            for m in range(i + 1, n): s = s - u[m - i] * x[m][j]
+            x[i].append(s * scale * r)
+    zero = UOp.const_like(F64, 0.0, batch)
+    singular = pivots[0].alu(Ops.CMPEQ, zero)
+    for p in pivots[1:]: singular = singular.alu(Ops.OR, p.alu(Ops.CMPEQ, zero))
+    # one kernel computes both: x and the flag stored side by side (a column after x's), then read apart; the
+    # check reading the flag on its own would make the scheduler store the elimination's values for both
+    flag = singular.cast(F64)
+    nb = len(batch)
+    both = UOp(Ops.CONTIGUOUS, F64, (_stack([_stack(xi + [flag], nb) for xi in x], nb),))
+    x_view = both.shrink(tuple((0, s) for s in batch) + ((0, n), (0, k)))
+    flag_view = _entry(both, 0, k).alu(Ops.CMPNE, zero)
+    return x_view, flag_view
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # solving and inverting
 
 def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
@@ -135,6 +276,16 @@ def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Te
     return x
 
 
+def _solve(a: Tensor, b: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
+    """X (..., n, k) with a X = b, a (..., n, n) and b (..., n, k) float64 broadcasting to `batch`; LinAlgError
+    after the call where a matrix is singular. Small matrices are solved by generated code, others by LAPACK."""
+    if _small(n, k, batch) and not _empty(batch, n, k):
+        x, singular = _small_solve(a.broadcast_to(batch + (n, n)).uop, b.broadcast_to(batch + (n, k)).uop)
+        add_check(Tensor(singular), 0, lambda _: LinAlgError("Singular matrix"))
+        return Tensor(x)
+    return _cm(_gesv(a, _cm(b.broadcast_to(batch + (n, k))), batch, n, k))
+
+
 def solve(a, b) -> Tensor:
     """x with a @ x = b. b is a stack of vectors only when it is 1-D (NumPy 2), else a stack of matrices."""
     (a, b), rt = _float_operands(a, b)
@@ -145,14 +296,12 @@ def solve(a, b) -> Tensor:
             raise ValueError("solve1: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                              f"(m,m),(m)->(m) (size {b.shape[0]} is different from {n})")
         batch = a.shape[:-2]
-        x = _gesv(a, b.reshape((1, n)).broadcast_to(batch + (1, n)), batch, n, 1)
-        return x[..., 0, :].astype(rt)
+        return _solve(a, b.reshape((n, 1)), batch, n, 1)[..., 0].astype(rt)
     if b.shape[-2] != n:
         raise ValueError("solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(m,m),(m,n)->(m,n) (size {b.shape[-2]} is different from {n})")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    k = b.shape[-1]
-    return _cm(_gesv(a, _cm(b.broadcast_to(batch + (n, k))), batch, n, k)).astype(rt)
+    return _solve(a, b, batch, n, b.shape[-1]).astype(rt)
 
 
 def inv(a) -> Tensor:
@@ -160,13 +309,16 @@ def inv(a) -> Tensor:
     (a,), rt = _float_operands(a)
     _stacked_square(a)
     n, batch = a.shape[-1], a.shape[:-2]
-    return _cm(_gesv(a, _eye(n, batch), batch, n, n)).astype(rt)
+    return _solve(a, _eye(n, batch), batch, n, n).astype(rt)
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
     """inv(a) with NaN matrices where a is singular (NumPy's inv under errstate(all='ignore'), which cond uses)."""
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _zeros(a.shape)
+    if _small(n, n, batch):
+        inverse, singular = _small_solve(a.uop, _eye(n, batch).uop)
+        return U.where(Tensor(singular).reshape(batch + (1, 1)), np.nan, Tensor(inverse))
     i = _int()
     _, x, _, info = _lapack("gesv", batch, (n, n), [_cm(a), _eye(n, batch)],
                             [((n, n), F64, 0, False), ((n, n), F64, 1, False), ((n,), i, -1, False),
@@ -205,14 +357,20 @@ def tensorinv(a, ind: int = 2) -> Tensor:
 def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
     n, batch = a.shape[-1], a.shape[:-2]
     if _empty(batch, n): return _full(batch, 1.0), _zeros(batch)
-    i = _int()
-    lu, ipiv, info = _lapack("getrf", batch, (n,), [_cm(a)],
-                             [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
-    d = _diag(lu)
-    swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
+    if _small(n, 0, batch):   # generated elimination (see _small_lu): U's diagonal and the interchanges' parity
+        _, pivots, odd, _ = _small_lu(a.uop, None)
+        both = Tensor(UOp(Ops.CONTIGUOUS, F64, (_stack(pivots + [odd.cast(F64)], len(batch)),)))   # one kernel
+        d, swaps = both[..., :n], both[..., n].astype(np.int64)
+        singular = (d == 0).any(axis=-1)
+    else:
+        i = _int()
+        lu, ipiv, info = _lapack("getrf", batch, (n,), [_cm(a)],
+                                 [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
+        d = _diag(lu)
+        swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
+        singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
     negative = (d < 0).sum(axis=-1)
     sign = U.where((swaps + negative) % 2 == 1, -1.0, 1.0)
-    singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
     return U.where(singular, 0.0, sign), U.where(singular, -np.inf, U.log(abs(d)).sum(axis=-1))
 
 
@@ -273,7 +431,7 @@ def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
     (a,), rt = _float_operands(a)
     _stacked_square(a)
     w, v = _syevd(a, UPLO, True)
-    return EighResult(w.astype(rt), v.astype(rt))
+    return EighResult._make((w.astype(rt), v.astype(rt)))
 
 
 def eigvalsh(a, UPLO: str = "L") -> Tensor:  # noqa: N803
@@ -335,7 +493,7 @@ def qr(a, mode: str = "reduced"):
         r = _zeros(batch + ((k if mode in ("reduced", "r") else m), n), rt)
         if mode == "r": return r
         q = _zeros(batch + (m, k), rt) if mode == "reduced" else _eye(m, batch, rt)
-        return QRResult(q, r)
+        return QRResult._make((q, r))
     i = _int()
     lwork, _ = workspace("geqrf", F64, [m, n, None, max(1, m), None, "work", -1, "int"])
     h, tau, _, info = _lapack("geqrf", batch, (m, n, lwork), [_cm(a)],
@@ -356,7 +514,7 @@ def qr(a, mode: str = "reduced"):
     _check(info2, "Incorrect argument found while performing QR factorization")
     if mode == "complete" and m > n:   # R has m rows: those below n are zero
         r = Tensor(r.uop.pad(((0, 0),) * len(batch) + ((0, m - r.shape[-2]), (0, 0)))) if r.shape[-2] < m else r
-    return QRResult(_cm(q).astype(rt), r.astype(rt))
+    return QRResult._make((_cm(q).astype(rt), r.astype(rt)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -559,11 +717,13 @@ def matrix_power(a, n) -> Tensor:
     if n == 0: return _eye(a.shape[-1], a.shape[:-2], a.uop.dtype)
     if n < 0:
         a, n = inv(a), -n
-    result, z = None, None
+    result: Tensor | None = None
+    z: Tensor | None = None
     while n > 0:
         z = a if z is None else _matmul(z, z)
         n, bit = divmod(n, 2)
         if bit: result = z if result is None else _matmul(result, z)
+    assert result is not None   # (n > 0: some bit is set)
     return result
 
 
@@ -583,7 +743,7 @@ def multi_dot(arrays, *, out=None) -> Tensor:
         if t.ndim != 2: raise LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
     dims = [t.shape[0] for t in ts] + [ts[-1].shape[1]]
     count = len(ts)
-    cost = [[0] * count for _ in range(count)]
+    cost: list[list[float]] = [[0] * count for _ in range(count)]
     split = [[0] * count for _ in range(count)]
     for length in range(1, count):
         for i in range(count - length):

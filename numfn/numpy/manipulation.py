@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import SupportsIndex
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from numfn.tensor import Tensor, broadcast_shapes, gather, tensor_method
 from numfn.uop import Ops, UOp
 from numfn.numpy import ufuncs
 from numfn.numpy.creation import _strong, _where, linspace, zeros
+from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike
 
 T = Tensor.lift
 
@@ -80,34 +82,40 @@ def _take(x: Tensor, index, axis: int) -> Tensor:
 
 
 # ---- shapes ---------------------------------------------------------------------------------------------------
-def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None) -> Tensor:
+def reshape(a: ArrayLike, shape: ShapeLike | None = None, order: str = "C", *, newshape: ShapeLike | None = None,
+            copy: bool | None = None) -> Tensor:
     if shape is None: shape = newshape
     if shape is None: raise TypeError("reshape() missing 1 required positional argument: 'shape'")
     t = _array(a)
     return t.reshape(shape, order=order) if not copy else Tensor(t.reshape(shape, order=order).uop)
 
 
-def ndim(a) -> int: return T(a).ndim
-def shape(a) -> tuple[int, ...]: return T(a).shape
-def size(a, axis=None) -> int: return T(a).size if axis is None else T(a).shape[axis]
-def transpose(a, axes=None) -> Tensor: return _array(a).transpose(*(() if axes is None else (axes,)))
-def permute_dims(a, axes=None) -> Tensor: return transpose(a, axes)
-def swapaxes(a, axis1: int, axis2: int) -> Tensor: return _array(a).swapaxes(axis1, axis2)
-def expand_dims(a, axis) -> Tensor: return _array(a).expand_dims(axis)
-def squeeze(a, axis=None) -> Tensor: return _array(a).squeeze(axis)
-def broadcast_to(array, shape, subok: bool = False) -> Tensor: return _array(array).broadcast_to(shape)
-def ravel(a, order: str = "C") -> Tensor: return _array(a).ravel(order)
-def astype(x, dtype, /, *, copy: bool = True, device=None) -> Tensor: return T(x).astype(dtype, copy=copy)
+def ndim(a: ArrayLike) -> int: return T(a).ndim
+def shape(a: ArrayLike) -> tuple[int, ...]: return T(a).shape
+def size(a: ArrayLike, axis: int | None = None) -> int: return T(a).size if axis is None else T(a).shape[axis]
+def transpose(a: ArrayLike, axes: Sequence[SupportsIndex] | None = None) -> Tensor:
+    return _array(a).transpose(*(() if axes is None else (axes,)))
+def permute_dims(a: ArrayLike, axes: Sequence[SupportsIndex] | None = None) -> Tensor: return transpose(a, axes)
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Tensor: return _array(a).swapaxes(axis1, axis2)
+def expand_dims(a: ArrayLike, axis: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
+    return _array(a).expand_dims(axis)
+def squeeze(a: ArrayLike, axis: Axes = None) -> Tensor: return _array(a).squeeze(axis)
+def broadcast_to(array: ArrayLike, shape: ShapeLike, subok: bool = False) -> Tensor:
+    return _array(array).broadcast_to(shape)
+def ravel(a: ArrayLike, order: str = "C") -> Tensor: return _array(a).ravel(order)
+def astype(x: ArrayLike, dtype: DTypeLike, /, *, copy: bool = True, device: str | None = None) -> Tensor:
+    return T(x).astype(dtype, copy=copy)
 
 
-def matrix_transpose(x, /) -> Tensor:
+def matrix_transpose(x: ArrayLike, /) -> Tensor:
     """The last two axes swapped (a view)."""
     t = _array(x)
     if t.ndim < 2: raise ValueError(f"Input array must be at least 2-dimensional, but it is {t.ndim}")
     return t.swapaxes(-1, -2)
 
 
-def moveaxis(a, source, destination) -> Tensor:
+def moveaxis(a: ArrayLike, source: SupportsIndex | Sequence[SupportsIndex],
+             destination: SupportsIndex | Sequence[SupportsIndex]) -> Tensor:
     """The axes `source` moved to positions `destination`, the others keeping their order (a view)."""
     t = _array(a)
     src = _axis_tuple(source, t.ndim, "source")
@@ -119,7 +127,7 @@ def moveaxis(a, source, destination) -> Tensor:
     return t.transpose(order)
 
 
-def rollaxis(a, axis: int, start: int = 0) -> Tensor:
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Tensor:
     """Axis `axis` moved to just before position `start` (a view)."""
     t = _array(a)
     n = t.ndim
@@ -133,26 +141,26 @@ def rollaxis(a, axis: int, start: int = 0) -> Tensor:
     return t.transpose(order)
 
 
-def flip(m, axis=None) -> Tensor:
+def flip(m: ArrayLike, axis: Axes = None) -> Tensor:
     """The order of elements reversed along the given axes (all by default): a view."""
     t = _array(m)
     axes = tuple(range(t.ndim)) if axis is None else _axis_tuple(axis, t.ndim, "")
     return t._view(t.uop.flip(axes))
 
 
-def fliplr(m) -> Tensor:
+def fliplr(m: ArrayLike) -> Tensor:
     t = _array(m)
     if t.ndim < 2: raise ValueError("Input must be >= 2-d.")
     return flip(t, 1)
 
 
-def flipud(m) -> Tensor:
+def flipud(m: ArrayLike) -> Tensor:
     t = _array(m)
     if t.ndim < 1: raise ValueError("Input must be >= 1-d.")
     return flip(t, 0)
 
 
-def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
+def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Tensor:
     """Rotation by 90 degrees k times in the plane of `axes`, from the first axis towards the second (a view)."""
     axes = tuple(axes)
     if len(axes) != 2: raise ValueError("len(axes) must be 2.")
@@ -169,7 +177,7 @@ def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
     return flip(t, axes[1]).transpose(order) if k == 1 else flip(t.transpose(order), axes[1])
 
 
-def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The diagonal `offset` of the planes (axis1, axis2), as a new last axis: a view, read at i, i + offset."""
     t = _array(a)
     if t.ndim < 2: raise ValueError("diag requires an array of at least two dimensions")
@@ -189,14 +197,16 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     return t._view(gather(moved, idx).uop)
 
 
-def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None) -> Tensor:
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: DTypeLike | None = None,
+          out: None = None) -> Tensor:
     """The sum along diagonals (NumPy's sum dtype: small integers widen)."""
     refuse("trace", out=out)
     return Tensor(diagonal(a, offset, axis1, axis2).uop).sum(axis=-1, dtype=dtype)
 
 
 # ---- joining --------------------------------------------------------------------------------------------------
-def concatenate(arrays: Sequence, axis: int | None = 0, out=None, *, dtype=None, casting="same_kind") -> Tensor:
+def concatenate(arrays: Sequence, axis: int | None = 0, out: None = None, *, dtype: DTypeLike | None = None,
+                casting: Casting = "same_kind") -> Tensor:
     refuse("concatenate", out=out)
     if isinstance(arrays, Tensor): arrays = list(arrays)
     ts = [_strong(a) for a in arrays]
@@ -242,7 +252,8 @@ def concatenate(arrays: Sequence, axis: int | None = 0, out=None, *, dtype=None,
 concat = concatenate
 
 
-def stack(arrays: Sequence, axis: int = 0, out=None, *, dtype=None, casting="same_kind") -> Tensor:
+def stack(arrays: Sequence, axis: int = 0, out: None = None, *, dtype: DTypeLike | None = None,
+          casting: Casting = "same_kind") -> Tensor:
     refuse("stack", out=out)
     if isinstance(arrays, Tensor): arrays = list(arrays)
     ts = [_strong(a) for a in arrays]
@@ -268,17 +279,17 @@ def _at_least_3d(t: Tensor) -> Tensor:
     return t
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least one axis (0-d becomes shape (1,)); one array for one input, else a tuple."""
     return _atleast(arys, _at_least_1d)
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least two axes (1-D of n becomes (1, n))."""
     return _atleast(arys, _at_least_2d)
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: ArrayLike) -> Tensor | tuple[Tensor, ...]:
     """Each input with at least three axes (1-D of n becomes (1, n, 1), 2-D (m, n) becomes (m, n, 1))."""
     return _atleast(arys, _at_least_3d)
 
@@ -289,24 +300,24 @@ def _sequence(tup, name: str) -> list:
     return list(tup)
 
 
-def hstack(tup, *, dtype=None, casting="same_kind") -> Tensor:
+def hstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: Casting = "same_kind") -> Tensor:
     arrs = [_at_least_1d(_array(a)) for a in _sequence(tup, "stack")]
     axis = 0 if arrs and arrs[0].ndim == 1 else 1
     return concatenate(arrs, axis, dtype=dtype, casting=casting)
 
 
-def vstack(tup, *, dtype=None, casting="same_kind") -> Tensor:
+def vstack(tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: Casting = "same_kind") -> Tensor:
     return concatenate([_at_least_2d(_array(a)) for a in _sequence(tup, "stack")], 0, dtype=dtype, casting=casting)
 
 
 row_stack = vstack
 
 
-def dstack(tup) -> Tensor:
+def dstack(tup: Sequence[ArrayLike]) -> Tensor:
     return concatenate([_at_least_3d(_array(a)) for a in _sequence(tup, "stack")], 2)
 
 
-def column_stack(tup) -> Tensor:
+def column_stack(tup: Sequence[ArrayLike]) -> Tensor:
     """1-D inputs as columns, 2-D and more as they are, joined along axis 1."""
     arrs = []
     for a in _sequence(tup, "stack"):
@@ -315,7 +326,7 @@ def column_stack(tup) -> Tensor:
     return concatenate(arrs, 1)
 
 
-def block(arrays) -> Tensor:
+def block(arrays: Sequence[ArrayLike]) -> Tensor:
     """An array assembled from nested lists of blocks: the innermost lists join along the last axis, the next ones
     along the axis before it, and so on; blocks get leading size-1 axes up to the result's rank."""
     def depths(x, index):
@@ -351,7 +362,7 @@ def block(arrays) -> Tensor:
 
 
 # ---- splitting ------------------------------------------------------------------------------------------------
-def array_split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
+def array_split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Tensor]:
     """Views of consecutive parts along `axis`: at the given indices, or into that many parts (the first
     len % sections parts one longer)."""
     t = _array(ary)
@@ -371,7 +382,7 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
     return [swapped[int(points[i]):int(points[i + 1])].swapaxes(axis, 0) for i in range(n_parts)]
 
 
-def split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
+def split(ary: ArrayLike, indices_or_sections, axis: int = 0) -> list[Tensor]:
     """Like array_split, but a number of sections must divide the axis exactly."""
     try:
         len(indices_or_sections)
@@ -381,32 +392,32 @@ def split(ary, indices_or_sections, axis: int = 0) -> list[Tensor]:
     return array_split(ary, indices_or_sections, axis)
 
 
-def hsplit(ary, indices_or_sections) -> list[Tensor]:
+def hsplit(ary: ArrayLike, indices_or_sections: ArrayLike) -> list[Tensor]:
     t = _array(ary)
     if t.ndim == 0: raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return split(t, indices_or_sections, 1 if t.ndim > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections) -> list[Tensor]:
+def vsplit(ary: ArrayLike, indices_or_sections: ArrayLike) -> list[Tensor]:
     t = _array(ary)
     if t.ndim < 2: raise ValueError("vsplit only works on arrays of 2 or more dimensions")
     return split(t, indices_or_sections, 0)
 
 
-def dsplit(ary, indices_or_sections) -> list[Tensor]:
+def dsplit(ary: ArrayLike, indices_or_sections: ArrayLike) -> list[Tensor]:
     t = _array(ary)
     if t.ndim < 3: raise ValueError("dsplit only works on arrays of 3 or more dimensions")
     return split(t, indices_or_sections, 2)
 
 
-def unstack(x, /, *, axis: int = 0) -> tuple[Tensor, ...]:
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Tensor, ...]:
     """The views x[..., i, ...] along `axis`, as a tuple."""
     t = _array(x)
     if t.ndim == 0: raise ValueError("Input array must be at least 1-d.")
     return tuple(moveaxis(t, axis, 0))
 
 
-def broadcast_arrays(*args, subok: bool = False) -> tuple[Tensor, ...]:
+def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Tensor, ...]:
     """Views of the inputs broadcast to their common shape (inputs of that shape come back as they are)."""
     ts = [_array(a) for a in args]
     shape = broadcast_shapes(*(t.shape for t in ts))
@@ -414,7 +425,7 @@ def broadcast_arrays(*args, subok: bool = False) -> tuple[Tensor, ...]:
 
 
 # ---- repetition and rolling ---------------------------------------------------------------------------------------
-def tile(A, reps) -> Tensor:
+def tile(A: ArrayLike, reps: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex] | np.ndarray) -> Tensor:
     """A repeated reps[i] times along axis i (reps and A's shape padded with leading 1s to the same length)."""
     reps = tuple(operator.index(r) for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
         else (operator.index(reps),)
@@ -428,7 +439,7 @@ def tile(A, reps) -> Tensor:
     return Tensor(u.reshape(tuple(r * s for r, s in zip(reps, shp))))
 
 
-def repeat(a, repeats, axis=None) -> Tensor:
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
     """Each element repeated `repeats` times along `axis` (the flattened array for None). Counts must be known while
     tracing (Python ints or NumPy arrays): counts computed by the function would give the result a shape only known
     at run time."""
@@ -459,12 +470,13 @@ def repeat(a, repeats, axis=None) -> Tensor:
     return _take(t, np.repeat(np.arange(n), counts), axis)
 
 
-def roll(a, shift, axis=None) -> Tensor:
+def roll(a: ArrayLike, shift: ArrayLike, axis: Axes = None) -> Tensor:
     """Elements shifted along the axes, those leaving one end coming back at the other. A shift may be a traced
     integer (the amount is then taken modulo the axis length at run time)."""
     t = _strong(a) if not isinstance(a, Tensor) else Tensor(a.uop)
     if axis is None: return roll(t.reshape(-1), shift, 0).reshape(t.shape)
     axes = _axis_tuple(axis, t.ndim, "", allow_duplicate=True)
+    shifts: list | np.ndarray
     if isinstance(shift, Tensor):
         if shift.ndim > 1 or not (shift.uop.dtype.is_int or shift.uop.dtype.is_bool):
             raise TypeError("roll: a traced shift must be an integer scalar or 1-D array")
@@ -540,7 +552,7 @@ def _fill_value(value, dt) -> Tensor:
     return Tensor(UOp.const(dt, box[0].item()))
 
 
-def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
+def pad(array: ArrayLike, pad_width, mode: str = "constant", **kwargs) -> Tensor:
     """NumPy's pad for the modes constant, edge, reflect and symmetric (reflect_type even or odd), wrap, linear_ramp,
     maximum, minimum, mean, median and empty (zeros here). Axes are padded one after the other, each from the array
     padded along the axes before it, as NumPy does (which decides the corners)."""
@@ -552,6 +564,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
         pad_width = seq
     if isinstance(pad_width, Tensor):
         raise unsupported("numpy.pad with pad widths computed by the function", "pass them as Python ints")
+    widths: np.ndarray | list[tuple[int, int]]
     widths = np.asarray(pad_width)
     if widths.dtype.kind not in "iu": raise TypeError("`pad_width` must be of integral type.")
     widths = [(int(b), int(e)) for b, e in _pairs(widths, t.ndim, as_index=True)]
@@ -576,6 +589,7 @@ def pad(array, pad_width, mode="constant", **kwargs) -> Tensor:
         index = [_pad_source(n, b, e, mode).reshape(tuple(-1 if a == ax else 1 for a in range(t.ndim)))
                  for ax, (n, (b, e)) in enumerate(zip(t.shape, widths))]
         return gather(t, index)
+    pad_one: Callable[..., Tensor]
     if mode == "linear_ramp":
         ends = _pairs(kwargs.get("end_values", 0), t.ndim)
         pad_one = lambda cur, ax, b, e, p=ends: _pad_ramp(cur, ax, b, e, p[ax])
@@ -699,7 +713,7 @@ def _static_positions(obj, what: str):
     return obj
 
 
-def append(arr, values, axis=None) -> Tensor:
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Tensor:
     """values joined to the end of arr along `axis` (both flattened for None)."""
     t = _strong(arr)
     if axis is None:
@@ -708,7 +722,7 @@ def append(arr, values, axis=None) -> Tensor:
     return concatenate([t, values], axis)
 
 
-def delete(arr, obj, axis=None) -> Tensor:
+def delete(arr: ArrayLike, obj, axis: int | None = None) -> Tensor:
     """arr without the positions `obj` (an int, a slice, a list or array of ints, or a boolean mask) along `axis`."""
     t = _strong(arr)
     if axis is None: t, axis = t.reshape(-1), 0
@@ -718,7 +732,7 @@ def delete(arr, obj, axis=None) -> Tensor:
     return Tensor(_take(t, kept, axis).uop)
 
 
-def insert(arr, obj, values, axis=None) -> Tensor:
+def insert(arr: ArrayLike, obj, values: ArrayLike, axis: int | None = None) -> Tensor:
     """values inserted before the positions `obj` (an int, a slice, a list or array of ints) along `axis` (arr
     flattened for None), converted to arr's dtype."""
     t = _strong(arr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ from numfn.errors import unsupported
 from numfn.tensor import Tensor, broadcast_shapes, gather, matmul
 from numfn.uop import UOp
 from numfn.numpy.ufuncs import multiply
+from numfn.numpy._typing import ArrayLike, Casting, DTypeLike
 
 T = Tensor.lift
 
@@ -29,7 +31,7 @@ def _strong(x) -> Tensor:
     return Tensor(T(x).uop)
 
 
-def dot(a, b) -> Tensor:
+def dot(a: ArrayLike, b: ArrayLike) -> Tensor:
     """NumPy's dot: products for scalars, matmul for 1-D and 2-D, and for N-D a sum over the last axis of `a`
     and the second-to-last of `b`."""
     # np.dot converts its operands with asarray: a Python scalar is a strong int64/float64 array, not weak
@@ -48,7 +50,7 @@ def dot(a, b) -> Tensor:
     return multiply(ae, bm).sum(axis=-1).astype(out)
 
 
-def outer(a, b, out=None) -> Tensor:
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Tensor:
     """outer(a, b)[i, j] = a.ravel()[i] * b.ravel()[j]."""
     refuse("outer", out=out)
     a, b = _strong(a).reshape(-1), _strong(b).reshape(-1)
@@ -66,7 +68,7 @@ def _contract(a: Tensor, b: Tensor, axes_a: Sequence[int], axes_b: Sequence[int]
     return matmul(at, bt).reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))
 
 
-def tensordot(a, b, axes=2) -> Tensor:
+def tensordot(a: ArrayLike, b: ArrayLike, axes=2) -> Tensor:
     """Sum of products over the last `axes` axes of a and the first of b, or over the axes listed in a pair of
     sequences (or ints): the remaining axes of a, then of b."""
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
@@ -87,7 +89,7 @@ def tensordot(a, b, axes=2) -> Tensor:
     return _contract(a, b, axes_a, axes_b)
 
 
-def inner(a, b, /) -> Tensor:
+def inner(a: ArrayLike, b: ArrayLike, /) -> Tensor:
     """Sum of products over the last axes of a and b (a product for scalars): a.shape[:-1] + b.shape[:-1]."""
     a, b = _strong(a), _strong(b)
     if a.ndim == 0 or b.ndim == 0: return multiply(a, b)
@@ -97,7 +99,7 @@ def inner(a, b, /) -> Tensor:
     return _contract(a, b, [a.ndim - 1], [b.ndim - 1])
 
 
-def vdot(a, b, /) -> Tensor:
+def vdot(a: ArrayLike, b: ArrayLike, /) -> Tensor:
     """The dot product of the flattened arrays (of equal size), the first one conjugated."""
     a, b = _strong(a).reshape(-1), _strong(b)
     if b.size != a.size: raise ValueError(f"cannot reshape array of size {b.size} into shape ({a.size},)")
@@ -105,7 +107,7 @@ def vdot(a, b, /) -> Tensor:
     return matmul(a, b.reshape(-1))
 
 
-def kron(a, b) -> Tensor:
+def kron(a: ArrayLike, b: ArrayLike) -> Tensor:
     """The Kronecker product: blocks a[i, j, ...] * b, for any numbers of dimensions (the shorter shape is padded
     with leading ones)."""
     b = _strong(b)
@@ -120,7 +122,8 @@ def kron(a, b) -> Tensor:
     return multiply(ae, be).reshape(tuple(x * y for x, y in zip(sa, sb)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) -> Tensor:
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Tensor:
     """The cross product of 3-vectors (or 2-vectors, taken with a zero third component; two 2-vectors give the
     scalar z component) along axisa of a and axisb of b, broadcasting the other axes; the result's vectors lie
     along axisc."""
@@ -266,7 +269,7 @@ def _diagonal(t: Tensor, labels: list[str], index: int) -> tuple[Tensor, list[st
     gather at (i, i) (ranges, so no clamping), nothing copied."""
     distinct = list(dict.fromkeys(labels))
     if len(distinct) == len(labels): return t, labels
-    sizes = {}
+    sizes: dict[str, int] = {}
     for lab, n in zip(labels, t.shape):
         if lab in sizes and sizes[lab] != n:
             raise ValueError(f"dimensions in operand {index} for collapsing index '{lab}' don't match "
@@ -290,7 +293,7 @@ def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[s
     current = [set(t) for t in labels]
     path = []
     while len(current) > 1:
-        best = None
+        best: tuple[tuple[int, int], int, int, set[str]] | None = None
         shared_any = any(current[i] & current[j] for i in range(len(current)) for j in range(i + 1, len(current)))
         for i in range(len(current)):
             for j in range(i + 1, len(current)):
@@ -300,6 +303,7 @@ def _greedy_order(labels: list[list[str]], sizes: dict[str, int], output: list[s
                 score = (_size(kept, sizes) - _size(current[i], sizes) - _size(current[j], sizes),
                          _size(current[i] | current[j], sizes))
                 if best is None or score < best[0]: best = (score, i, j, kept)
+        assert best is not None   # with 2+ operands some pair qualifies (one sharing a label, if any does)
         _, i, j, kept = best
         path.append((i, j))
         current = [c for k, c in enumerate(current) if k not in (i, j)] + [kept]
@@ -332,7 +336,8 @@ def _pair(a: Tensor, la: list[str], b: Tensor, lb: list[str], keep: set[str], si
     return res, batch + rows + cols
 
 
-def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+def einsum(*operands: Any, out: None = None, optimize=False, dtype: DTypeLike | None = None, order: str = "K",
+           casting: Casting = "safe") -> Tensor:
     """Einstein summation: any subscripts NumPy takes ('ij,jk->ik', '...' broadcasting, repeated labels for
     diagonals and traces, the implicit output, the interleaved operand/sublist form), with NumPy's result dtype.
     Operands are contracted pairwise through matmul, in the order `optimize` gives as an explicit path
@@ -409,7 +414,7 @@ def _path(optimize, count: int, labels, sizes, output) -> list[tuple[int, int]]:
     return _greedy_order(labels, sizes, output) if count > 2 else []
 
 
-def einsum_path(*operands, optimize="greedy", einsum_call=False):
+def einsum_path(*operands: Any, optimize="greedy", einsum_call: bool = False) -> tuple[list[Any], str]:
     """NumPy's einsum_path (the path and its printed report): it needs only the operands' shapes and dtypes, so
     NumPy computes it on stand-ins of those shapes (zero-strided, no memory)."""
     if einsum_call: raise unsupported("numpy.einsum_path with einsum_call=True")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import SupportsIndex
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
 from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike, Axes, DTypeLike, Scalar
 
 T = Tensor.lift
 
@@ -23,32 +25,37 @@ __all__ = ['sum', 'prod', 'max', 'min', 'mean', 'cumsum', 'amax', 'amin', 'cumpr
            'nanmax', 'nanmin', 'nanargmax', 'nanargmin', 'nancumsum', 'nancumprod']
 
 # ---- the Tensor methods as functions --------------------------------------------------------------------------
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+def sum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+        initial: Scalar | None = None, where: ArrayLike | None = None) -> Tensor:  # noqa: A001
     """NumPy's sum: `dtype` accumulates, `initial` is folded in like one more element, `where` masks elements."""
     return T(a).sum(axis, dtype, out, keepdims, initial, where)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+def prod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+         initial: Scalar | None = None, where: ArrayLike | None = None) -> Tensor:
     """NumPy's prod (keywords as sum's)."""
     return T(a).prod(axis, dtype, out, keepdims, initial, where)
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+def max(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, initial: Scalar | None = None,
+        where: ArrayLike | None = None) -> Tensor:  # noqa: A001
     """NumPy's max: NaN propagates; an empty reduction or a where= mask needs `initial`."""
     return T(a).max(axis, out, keepdims, initial, where)
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:  # noqa: A001
+def min(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, initial: Scalar | None = None,
+        where: ArrayLike | None = None) -> Tensor:  # noqa: A001
     """NumPy's min (see max)."""
     return T(a).min(axis, out, keepdims, initial, where)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None) -> Tensor:
+def mean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False, *,
+         where: ArrayLike | None = None) -> Tensor:
     """NumPy's mean: integers average in float64; with where=, over the selected elements only."""
     return T(a).mean(axis, dtype, out, keepdims, where)
 
 
-def cumsum(a, axis=None, dtype=None, out=None) -> Tensor:
+def cumsum(a: ArrayLike, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None, out: None = None) -> Tensor:
     """Cumulative sums along `axis` (of the flattened array for axis=None)."""
     return T(a).cumsum(axis, dtype, out)
 
@@ -57,7 +64,8 @@ amax, amin = max, min
 
 
 @tensor_method("cumprod")
-def cumprod(a, axis=None, dtype=None, out=None) -> Tensor:
+def cumprod(a: ArrayLike, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+            out: None = None) -> Tensor:
     """Cumulative products along `axis` (of the flattened array for axis=None); small integers widen like prod."""
     refuse("cumprod", out=out)
     return T(a)._scan("cumprod", Ops.MUL, axis, dtype)
@@ -81,12 +89,14 @@ def _cumulative(name: str, op: Ops, x, axis, dtype, out, include_initial: bool) 
     return concatenate([first, res], axis=ax)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Tensor:
+def cumulative_sum(x: ArrayLike, /, *, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+                   out: None = None, include_initial: bool = False) -> Tensor:
     """Cumulative sums (NumPy 2.1's array-API spelling of cumsum; see _cumulative)."""
     return _cumulative("cumsum", Ops.ADD, x, axis, dtype, out, include_initial)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False) -> Tensor:
+def cumulative_prod(x: ArrayLike, /, *, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+                    out: None = None, include_initial: bool = False) -> Tensor:
     """Cumulative products (NumPy 2.1's array-API spelling of cumprod; see _cumulative)."""
     return _cumulative("cumprod", Ops.MUL, x, axis, dtype, out, include_initial)
 
@@ -124,38 +134,40 @@ def _arg_extreme(a, axis, keepdims, name: str, out=None) -> Tensor:
 
 
 @tensor_method("argmax")
-def argmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+def argmax(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """Index of the first maximum along `axis` (of the flattened array for axis=None); NaN counts as the maximum."""
     return _arg_extreme(a, axis, keepdims, "argmax", out)
 
 
 @tensor_method("argmin")
-def argmin(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+def argmin(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """Index of the first minimum along `axis` (of the flattened array for axis=None); NaN counts as the minimum."""
     return _arg_extreme(a, axis, keepdims, "argmin", out)
 
 
 # ---- truth and counting ---------------------------------------------------------------------------------------
 @tensor_method("any")
-def any(a, axis=None, out=None, keepdims=False, *, where=None) -> Tensor:  # noqa: A001
+def any(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:  # noqa: A001
     """Whether any element (along `axis`) is nonzero; NaN counts as true. False for an empty reduction."""
     refuse("any", out=out)
     return T(a).astype(np.bool_)._reduce("max", Ops.MAX, axis, keepdims, None, False, where)
 
 
 @tensor_method("all")
-def all(a, axis=None, out=None, keepdims=False, *, where=None) -> Tensor:  # noqa: A001
+def all(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, *,
+        where: ArrayLike | None = None) -> Tensor:  # noqa: A001
     """Whether every element (along `axis`) is nonzero; NaN counts as true. True for an empty reduction."""
     refuse("all", out=out)
     return T(a).astype(np.bool_)._reduce("min", Ops.MIN, axis, keepdims, None, True, where)
 
 
-def count_nonzero(a, axis=None, *, keepdims=False) -> Tensor:
+def count_nonzero(a: ArrayLike, axis: Axes = None, *, keepdims: bool = False) -> Tensor:
     """The number of nonzero elements (along `axis`) as int64 (NumPy's intp)."""
     return T(a).astype(np.bool_).sum(axis=axis, dtype=np.int64, keepdims=keepdims)
 
 
-def ptp(a, axis=None, out=None, keepdims=False) -> Tensor:
+def ptp(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False) -> Tensor:
     """max - min along `axis` (integers wrap as NumPy's subtraction does; bools raise NumPy's TypeError)."""
     refuse("ptp", out=out)
     t = T(a)
@@ -171,22 +183,26 @@ def _without_nan(a, fill) -> tuple[Tensor, Tensor | None]:
     return Tensor(nan.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, fill, t.shape), t.uop)), nan
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+def nansum(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+           initial: Scalar | None = None, where: ArrayLike | None = None) -> Tensor:
     """sum treating NaN as zero."""
     return _without_nan(a, 0)[0].sum(axis, dtype, out, keepdims, initial, where)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+def nanprod(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+            initial: Scalar | None = None, where: ArrayLike | None = None) -> Tensor:
     """prod treating NaN as one."""
     return _without_nan(a, 1)[0].prod(axis, dtype, out, keepdims, initial, where)
 
 
-def nancumsum(a, axis=None, dtype=None, out=None) -> Tensor:
+def nancumsum(a: ArrayLike, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+              out: None = None) -> Tensor:
     """cumsum treating NaN as zero."""
     return _without_nan(a, 0)[0].cumsum(axis, dtype, out)
 
 
-def nancumprod(a, axis=None, dtype=None, out=None) -> Tensor:
+def nancumprod(a: ArrayLike, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+               out: None = None) -> Tensor:
     """cumprod treating NaN as one."""
     return cumprod(_without_nan(a, 1)[0], axis, dtype, out)
 
@@ -223,12 +239,14 @@ def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
                                        (init != init).uop.alu(Ops.WHERE, res.uop, combined.uop)))
 
 
-def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+def nanmax(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, initial: Scalar | None = None,
+           where: ArrayLike | None = None) -> Tensor:
     """max ignoring NaN; NaN for an all-NaN slice (where NumPy also warns)."""
     return _nan_extreme(a, axis, out, keepdims, initial, where, "max")
 
 
-def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None) -> Tensor:
+def nanmin(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, initial: Scalar | None = None,
+           where: ArrayLike | None = None) -> Tensor:
     """min ignoring NaN; NaN for an all-NaN slice (where NumPy also warns)."""
     return _nan_extreme(a, axis, out, keepdims, initial, where, "min")
 
@@ -243,17 +261,18 @@ def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
     t = T(a)
     if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
     filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
+    assert nan is not None   # t is a float array
     all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
     res = _arg_extreme(filled, axis, keepdims, name[3:], out)
     add_check(all_nan, 0, _all_nan_slice)
     return res
 
 
-def nanargmax(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+def nanargmax(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """argmax ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
     return _nan_arg_extreme(a, axis, out, keepdims, "nanargmax")
 
 
-def nanargmin(a, axis=None, out=None, *, keepdims=False) -> Tensor:
+def nanargmin(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """argmin ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
     return _nan_arg_extreme(a, axis, out, keepdims, "nanargmin")

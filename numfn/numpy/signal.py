@@ -16,6 +16,7 @@ from numfn.dtype import dtypes, result_type
 from numfn.numpy.manipulation import concatenate
 from numfn.tensor import Tensor, gather
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike, Axes
 
 T = Tensor.lift
 
@@ -36,7 +37,7 @@ def _along(t: Tensor, axis: int, index) -> Tensor:
 
 
 # ---- differences ----------------------------------------------------------------------------------------------
-def diff(a, n=1, axis=-1, prepend=_NOVALUE, append=_NOVALUE) -> Tensor:
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend=_NOVALUE, append=_NOVALUE) -> Tensor:
     """The n-th discrete difference along `axis` (not_equal for bools), after joining `prepend` and `append` (scalars
     are broadcast to one slice) on that axis."""
     if n == 0: return T(a)
@@ -58,13 +59,13 @@ def diff(a, n=1, axis=-1, prepend=_NOVALUE, append=_NOVALUE) -> Tensor:
     return t
 
 
-def ediff1d(ary, to_end=None, to_begin=None) -> Tensor:
+def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Tensor:
     """Differences of consecutive elements of the flattened array, with `to_begin` and `to_end` (cast to its dtype,
     which they must reach under 'same_kind' casting) around them."""
     t = _strong(ary).reshape(-1)
     if to_begin is None and to_end is None: return t[1:] - t[:-1]
     dt = t.uop.dtype
-    pieces = []
+    pieces: list[Tensor | None] = []
     for name, extra in (("to_begin", to_begin), ("to_end", to_end)):
         if extra is None: pieces.append(None); continue  # noqa: E702
         e = _strong(extra)
@@ -81,6 +82,7 @@ def _spacings(t: Tensor, axes: tuple[int, ...], varargs) -> list:
     if len(varargs) == 1 and np.ndim(varargs[0]) == 0: return list(varargs) * len(axes)
     if len(varargs) != len(axes): raise TypeError("invalid number of arguments")
     out = []
+    d: np.ndarray | Tensor
     for ax, distances in zip(axes, varargs):
         if np.ndim(distances) == 0: out.append(distances); continue  # noqa: E702
         if np.ndim(distances) != 1: raise ValueError("distances must be either scalars or 1d")
@@ -98,7 +100,7 @@ def _spacings(t: Tensor, axes: tuple[int, ...], varargs) -> list:
     return out
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(f: ArrayLike, *varargs: ArrayLike, axis: Axes = None, edge_order: int = 1) -> Tensor | tuple[Tensor, ...]:
     """Second-order central differences inside, first- or second-order one-sided differences at the edges, along
     every axis in `axis` (all by default): a tuple of arrays for several axes. Spacing: none (1), one scalar for
     all axes, or one scalar or 1-D coordinate array per axis. Integers compute in float64."""
@@ -152,7 +154,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     return outs[0] if len(axes) == 1 else tuple(outs)
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1) -> Tensor:
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Tensor:
     """The integral of y along `axis` by the trapezoidal rule, with sample points `x` or spacing `dx`."""
     t = _strong(y)
     nd = t.ndim
@@ -223,7 +225,7 @@ def _sliding_dot(a: Tensor, v: Tensor, mode: int) -> Tensor:
     return concatenate(pieces)
 
 
-def correlate(a, v, mode="valid") -> Tensor:
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Tensor:
     """Cross-correlation of two 1-D sequences: out[k] = sum_n a[n + k] * v[n] (modes valid, same, full). As in NumPy,
     when v is longer than a the operands are swapped and the result reversed."""
     md = _mode(mode)
@@ -234,7 +236,7 @@ def correlate(a, v, mode="valid") -> Tensor:
     return _sliding_dot(a, v, md)
 
 
-def convolve(a, v, mode="full") -> Tensor:
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Tensor:
     """Discrete linear convolution of two 1-D sequences (modes full, same, valid); the longer one slides."""
     md = _mode(mode)
     a, v = _vector(a), _vector(v)
@@ -245,7 +247,8 @@ def convolve(a, v, mode="full") -> Tensor:
 
 
 # ---- interpolation ----------------------------------------------------------------------------------------------
-def interp(x, xp, fp, left=None, right=None, period=None) -> Tensor:
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | None = None, right: ArrayLike | None = None,
+           period: float | None = None) -> Tensor:
     """Piecewise-linear interpolation of the points (xp, fp) at x, in float64: xp must increase (NumPy does not
     check it either); `left`/`right` (default fp[0]/fp[-1]) beyond the ends; with `period`, x and xp are taken
     modulo it. NaN in x gives NaN."""
@@ -299,7 +302,7 @@ def interp(x, xp, fp, left=None, right=None, period=None) -> Tensor:
 
 
 # ---- polynomials ----------------------------------------------------------------------------------------------
-def polyval(p, x) -> Tensor:
+def polyval(p: ArrayLike, x: ArrayLike) -> Tensor:
     """The polynomial with coefficients p (highest power first) at x, by Horner's rule: y = y * x + p[i]."""
     coeffs = _strong(p)
     xt = _strong(x)
@@ -308,7 +311,7 @@ def polyval(p, x) -> Tensor:
     return y
 
 
-def polyder(p, m=1) -> Tensor:
+def polyder(p: ArrayLike, m: int = 1) -> Tensor:
     """The m-th derivative of the polynomial with coefficients p (highest power first)."""
     m = int(m)
     if m < 0: raise ValueError("Order of derivative must be positive (see polyint)")
@@ -319,7 +322,7 @@ def polyder(p, m=1) -> Tensor:
     return t if m == 0 else polyder(y, m - 1)
 
 
-def polyint(p, m=1, k=None) -> Tensor:
+def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Tensor:
     """The m-th antiderivative of the polynomial with coefficients p (highest power first); the integration
     constants k (a scalar or one per order, the first for the first integration) default to zero."""
     m = int(m)

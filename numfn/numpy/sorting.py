@@ -22,6 +22,8 @@ work in place too (a window writes into the array it views); searchsorted search
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from numfn.dtype import DType, dtypes, result_type
 from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check, gather, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
 I64 = dtypes.int64
@@ -134,14 +137,16 @@ def _check_order(order) -> None:
     if order is not None: raise ValueError("Cannot specify order when the array has no fields.")
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None) -> Tensor:
+def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: str | Sequence[str] | None = None, *,
+         stable: bool | None = None) -> Tensor:
     """A sorted copy of `a` along `axis` (None: flattened), in NumPy's stable order (NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
     return _sorted(T(a), axis, False)
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None) -> Tensor:
+def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: str | Sequence[str] | None = None, *,
+            stable: bool | None = None) -> Tensor:
     """The positions that sort `a` along `axis` (None: flattened), stably (ties keep their order, NaNs last)."""
     _check_kind(kind, stable)
     _check_order(order)
@@ -180,13 +185,15 @@ def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
     return _along(t, ax, lambda x: _select_last(x, [k % n for k in ks]))
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None) -> Tensor:
+def partition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str = "introselect",
+              order: str | Sequence[str] | None = None) -> Tensor:
     """A copy of `a` with the k-th element of every kth where it would be sorted, smaller ones before it and larger
     ones after (numfn sorts fully: NumPy's contract, and the kth elements, are what it guarantees)."""
     return _partitioned(a, kth, axis, kind, order, False)
 
 
-def argpartition(a, kth, axis=-1, kind="introselect", order=None) -> Tensor:
+def argpartition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str = "introselect",
+                 order: str | Sequence[str] | None = None) -> Tensor:
     """The positions that partition `a` (see partition): numfn's are those of a stable sort."""
     t = T(a)
     if t.ndim == 0 and axis is not None:   # NumPy: [0], after checking kth against one element
@@ -241,7 +248,7 @@ def _side(side) -> bool:
     raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
 
 
-def searchsorted(a, v, side="left", sorter=None) -> Tensor:
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None) -> Tensor:
     """Where each of v would be inserted into the ascending 1-D `a` to keep it sorted: before equal elements
     (side='left') or after them ('right'); `sorter` sorts `a` (a[sorter] is ascending). Compared in the common dtype
     of a and v, in NumPy's order (NaN last). A sorter entry outside [0, len(a)) is NumPy's ValueError, raised after
@@ -250,7 +257,7 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     right = _side(side)
     limit = v_lengths = None
     if isinstance(a, dynamic.DynTensor):
-        if a.ndim == 1: limit = Tensor(a.length)
+        if a.ndim == 1: limit = Tensor(cast(UOp, a.length))   # a 1-D one: its axis has the run-time length
         a = a.compact()
     if isinstance(v, dynamic.DynTensor): v, v_lengths = v.compact(), v.lengths
     at, vt = T(a), T(v)
@@ -279,7 +286,7 @@ def searchsorted(a, v, side="left", sorter=None) -> Tensor:
     return out if v_lengths is None else dynamic.DynTensor(out.uop, lengths=v_lengths)
 
 
-def lexsort(keys, axis=-1) -> Tensor:
+def lexsort(keys: Tensor | np.ndarray | Sequence[ArrayLike], axis: int = -1) -> Tensor:
     """The positions that sort by several keys: by the last key, ties by the one before it, and so on (a stable
     sort by each key in turn, from the first to the last)."""
     if isinstance(keys, Tensor) or isinstance(keys, np.ndarray):
@@ -335,15 +342,15 @@ def _group_parts(s: Tensor, perm: Tensor | None, first: Tensor, total, want_inde
     size. `total` is the number of elements that count (an int, or the run-time length)."""
     n = s.shape[0]
     values = dynamic.select(s, first)
-    index = dynamic.select(perm, first) if want_index else None
+    index = dynamic.select(cast(Tensor, perm), first) if want_index else None   # sorted with a permutation
     inverse = counts = None
     if want_inverse:
         group = Tensor(UOp(Ops.SCAN, I64, (first.uop.cast(I64),), (Ops.ADD, 0))) - 1
         empty = UOp(Ops.EMPTY, I64, (), ((n,), "inverse"))
-        inverse = Tensor(UOp(Ops.SCATTER, I64, (empty, group.uop, perm.uop), (None, True, False)))
+        inverse = Tensor(UOp(Ops.SCATTER, I64, (empty, group.uop, cast(Tensor, perm).uop), (None, True, False)))
     if want_counts:
         starts = dynamic.select(_iota(n), first)
-        k = Tensor(starts.length)
+        k = Tensor(cast(UOp, starts.length))   # a selection has its length
         start = starts.compact()
         from numfn.numpy.manipulation import concatenate
         end = concatenate([start[1:], Tensor.lift(total).astype(np.int64).reshape(1)])
@@ -357,8 +364,9 @@ def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equ
     if isinstance(t, dynamic.DynTensor):
         if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic._HINT)
         dt = t.uop.dtype
+        assert t.uop.shape is not None   # an array's value is a tensor-level node
         flat = Tensor(t.valid().uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, _largest(dt), t.uop.shape)))
-        total = Tensor(t.length)
+        total = Tensor(cast(UOp, t.length))   # 1-D: its axis has the run-time length
     else:
         flat = t.reshape(-1)
         total = flat.shape[0]
@@ -400,8 +408,9 @@ def _unique_rows(t: Tensor, axis: int, want_index: bool, want_inverse: bool, wan
     return values, index, inverse, counts
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
-           sorted=True):  # noqa: A002 - NumPy's name
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
+           axis: int | None = None, *, equal_nan: bool = True,
+           sorted: bool = True) -> Tensor | tuple[Tensor, ...]:  # noqa: A002 - NumPy's name
     """The sorted unique elements of `ar` (flattened; with axis=0, its distinct slices along the first axis), and as
     asked the first position of each, the group of every element (shaped like `ar`; per slice with axis=0) and
     each one's count. The unique values, positions and counts are arrays of run-time length (returned cut to it).
@@ -418,27 +427,30 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (values, *extra) if extra else values
 
 
-def unique_values(x):
+def unique_values(x: ArrayLike) -> Tensor:
     """The unique elements of x (NumPy 2; numfn's are sorted), every NaN distinct."""
-    return unique(x, equal_nan=False)
+    return cast(Tensor, unique(x, equal_nan=False))   # no return_* flags: the values alone
 
 
-def unique_counts(x):
+def unique_counts(x: ArrayLike) -> tuple[Tensor, Tensor]:
     """(values, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueCountsResult
-    return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False))
+    return UniqueCountsResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_counts=True, equal_nan=False))
 
 
-def unique_inverse(x):
+def unique_inverse(x: ArrayLike) -> tuple[Tensor, Tensor]:
     """(values, inverse_indices): the unique elements and the group of each element of x (shaped like x)."""
     from numpy.lib._arraysetops_impl import UniqueInverseResult
-    return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False))
+    return UniqueInverseResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_inverse=True, equal_nan=False))
 
 
-def unique_all(x):
+def unique_all(x: ArrayLike) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(values, indices, inverse_indices, counts) of the unique elements of x, every NaN distinct."""
     from numpy.lib._arraysetops_impl import UniqueAllResult
-    return UniqueAllResult(*unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False))
+    return UniqueAllResult(   # type: ignore[return-value]  # NumPy's named tuple, of traced arrays
+        *unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -485,6 +497,7 @@ def filled(y: dynamic.DynTensor) -> Tensor:
     NumPy's sort order (NaN for floats, the maximum for integers): a stable sort keeps them after y's elements, and a
     sort of values cannot tell an equal element from them."""
     dt = y.uop.dtype
+    assert y.uop.shape is not None   # an array's value is a tensor-level node
     return Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, _largest(dt), y.uop.shape)))
 
 

@@ -11,6 +11,7 @@ versions read each row's first n elements, n being its count of non-NaN values (
 from __future__ import annotations
 
 import math
+from typing import Literal, cast, overload
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
 from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
+from numfn.numpy._typing import ArrayLike, Axes, DTypeLike
 
 T = Tensor.lift
 
@@ -63,8 +65,9 @@ def _squared_deviations(t: Tensor, axes, dtype, keepdims, where, mean, count, na
     return total, count
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None) -> Tensor:
+def var(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: float | None = None) -> Tensor:
     """The variance: mean squared deviation from the mean, divided by max(n - ddof, 0) instead of n (so inf or NaN
     for too few elements, where NumPy warns). Integers and bools compute in float64."""
     refuse("var", out=out)
@@ -77,6 +80,7 @@ def _var(t: Tensor, axis, dtype, ddof, keepdims, where, mean, correction) -> Ten
     axes = normalize_axes(axis, t.ndim)
     mask = reduction_mask(where, t.shape)
     if dtype is None and not t.uop.dtype.is_inexact: dtype = dtypes.float64
+    count: int | Tensor
     if mask is None: count = math.prod(t.shape[a] for a in axes)
     else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=True)
     total, count = _squared_deviations(t, axes, dtype, keepdims, where, mean, count)
@@ -91,8 +95,9 @@ def _sqrt_into(v: Tensor) -> Tensor:
     return sqrt(v).astype(v.uop.dtype)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None) -> Tensor:
+def std(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+        keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+        correction: float | None = None) -> Tensor:
     """The standard deviation, sqrt(var(...)) with var's arguments."""
     refuse("std", out=out)
     return _sqrt_into(_var(T(a), axis, dtype, ddof, keepdims, where, mean, correction))
@@ -109,7 +114,22 @@ def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *
     return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+@overload
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: Literal[False] = False, *,
+            keepdims: bool = False) -> Tensor: ...
+@overload
+def average(a: ArrayLike, axis: Axes, weights: ArrayLike | None, returned: Literal[True], *,
+            keepdims: bool = False) -> tuple[Tensor, Tensor]: ...
+@overload
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, *, returned: Literal[True],
+            keepdims: bool = False) -> tuple[Tensor, Tensor]: ...
+@overload
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False, *,
+            keepdims: bool = False) -> Tensor | tuple[Tensor, Tensor]: ...
+
+
+def average(a: ArrayLike, axis: Axes = None, weights: ArrayLike | None = None, returned: bool = False, *,
+            keepdims: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """The (weighted) average along `axis`; with returned=True also the sum of the weights (the element count
     without weights), broadcast to the average's shape. Weights either have a's shape or the shape of a's axes
     `axis` (in that order). Weights summing to zero are NumPy's ZeroDivisionError, raised by the call."""
@@ -159,7 +179,8 @@ def _inexact_dtype(dtype):
     return dt
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None) -> Tensor:
+def nanmean(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, keepdims: bool = False,
+            *, where: ArrayLike | None = None) -> Tensor:
     """The mean of the non-NaN elements; NaN for a slice without any (where NumPy warns)."""
     refuse("nanmean", out=out)
     arr, nan = _nan_split(a)
@@ -183,15 +204,17 @@ def _nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction) -> Tensor:
     return Tensor((dof <= 0).uop.alu(Ops.WHERE, UOp.const_like(res.uop.dtype, math.nan, res.shape), res.uop))
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-           correction=None) -> Tensor:
+def nanvar(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+           keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+           correction: float | None = None) -> Tensor:
     """The variance of the non-NaN elements; NaN where count - ddof <= 0 (where NumPy warns)."""
     refuse("nanvar", out=out)
     return _nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-           correction=None) -> Tensor:
+def nanstd(a: ArrayLike, axis: Axes = None, dtype: DTypeLike | None = None, out: None = None, ddof: float = 0,
+           keepdims: bool = False, *, where: ArrayLike | None = None, mean: ArrayLike | None = None,
+           correction: float | None = None) -> Tensor:
     """sqrt(nanvar(...)) with nanvar's arguments."""
     refuse("nanstd", out=out)
     return _sqrt_into(_nanvar(a, axis, dtype, ddof, keepdims, where, mean, correction))
@@ -214,16 +237,17 @@ class _Rows:
         self.axes = normalize_axes(axis, t.ndim)
         self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
         bound = t.uop.shape
+        assert bound is not None   # an array's value is a tensor-level node
         kept_shape = tuple(bound[i] for i in self.kept)
         self.m = math.prod(bound[i] for i in self.axes)
         dyn = isinstance(t, dynamic.DynTensor)
         self.lengths = tuple(t.lengths[i] for i in self.kept) if dyn else (None,) * len(self.kept)
         lengths = tuple(t.lengths[i] for i in self.axes) if dyn else ()
         # the positions past a run-time length fill with the dtype's last value in sort order: they sort last
-        value = filled(t) if any(ln is not None for ln in lengths) else Tensor(t.uop)
+        value = filled(cast(dynamic.DynTensor, t)) if any(ln is not None for ln in lengths) else Tensor(t.uop)
         rows = value.transpose(self.kept + self.axes).reshape(kept_shape + (self.m,))
         self.shape = kept_shape
-        self.n = self.m
+        self.n: int | Tensor = self.m
         if any(ln is not None for ln in lengths):   # the product of the reduced axes' sizes, at run time
             count = Tensor(UOp.const(dtypes.int64, math.prod(bound[i] for i in self.axes if t.lengths[i] is None)))
             for ln in lengths:
@@ -231,7 +255,8 @@ class _Rows:
             self.n = Tensor(count._broadcast(kept_shape))
         if skip_nan and self.dtype.is_float:
             self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
-        self.rows, self.s = rows, None
+        self.rows = rows
+        self.s: Tensor | None = None
         self.static = isinstance(self.n, int)
 
     def order(self, *positions) -> None:
@@ -242,7 +267,7 @@ class _Rows:
         if self.s is not None: return
         known = [T(p).known() for p in positions] if self.static else [None]
         if all(k is not None for k in known):
-            kth = sorted({int(v) for k in known for v in np.ravel(k) if 0 <= v < self.m})
+            kth = sorted({int(v) for k in known for v in np.ravel(cast(np.ndarray, k)) if 0 <= v < self.m})
             if 0 < len(kth) <= SELECT_MAX:
                 self.s = _select_last(self.rows, kth)
                 return
@@ -252,6 +277,7 @@ class _Rows:
         """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""
         idx = T(idx).astype(np.int64)
         self.order()   # sorted, unless `order` was told the positions
+        assert self.s is not None
         shape = broadcast_shapes(idx.shape, self.shape)
         if 0 in shape: return Tensor(UOp.const_like(self.s.uop.dtype, 0, shape))
         lead = len(shape) - len(self.shape)
@@ -266,7 +292,7 @@ class _Rows:
     def finish(self, result: Tensor, qdims: int, keepdims: bool) -> Tensor:
         """The result (q's axes, then the kept axes) with keepdims' axes of size 1 where the reduced ones were, and
         the kept axes' run-time lengths."""
-        lengths = (None,) * qdims + self.lengths
+        lengths: tuple[UOp | None, ...] | list[UOp | None] = (None,) * qdims + self.lengths
         if keepdims:
             full, kept = list(result.shape[:qdims]), iter(zip(result.shape[qdims:], self.lengths))
             lengths = [None] * qdims
@@ -285,7 +311,8 @@ def _nan_to(result: Tensor, where: Tensor, value: Tensor) -> Tensor:
     return where_(where, value.astype(result.uop.dtype), result)
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+def median(a: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Tensor:
     """The median along `axis` (None: of everything): the middle element, or the mean of the two middle ones (in
     mean's dtype: float64 for integers); NaN where the slice holds a NaN. overwrite_input= is accepted (numfn never
     changes the input)."""
@@ -293,7 +320,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Ten
     return _median(a, axis, keepdims, False)
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False) -> Tensor:
+def nanmedian(a: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Tensor:
     """The median of the non-NaN elements; NaN for a slice without any (where NumPy warns)."""
     refuse("nanmedian", out=out)
     return _median(a, axis, keepdims, True)
@@ -330,30 +358,30 @@ _METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation", "int
             "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-               weights=None) -> Tensor:
+def percentile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """The q-th percentiles (q in [0, 100]) along `axis`, by NumPy's `method` (default 'linear'); q's axes come
     first in the result. weights= (method 'inverted_cdf' only) is not supported."""
     refuse("percentile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, True, False)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-             weights=None) -> Tensor:
+def quantile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """The q-th quantiles (q in [0, 1]) along `axis`, by NumPy's `method` (default 'linear')."""
     refuse("quantile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, False, False)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                  weights=None) -> Tensor:
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """percentile of the non-NaN elements; NaN for a slice without any."""
     refuse("nanpercentile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, True, True)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
-                weights=None) -> Tensor:
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: Axes = None, out: None = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, weights: ArrayLike | None = None) -> Tensor:
     """quantile of the non-NaN elements; NaN for a slice without any."""
     refuse("nanquantile", out=out)
     return _quantile(a, q, axis, method, keepdims, weights, False, True)
@@ -397,10 +425,10 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     # the counts as NumPy's Python ints meet q: weak, converted to q's dtype
     if r.static: n = Tensor.lift(r.n)
     else:
-        n = Tensor(r.n.uop).astype(qdt if qdt.is_float else np.int64)
+        n = Tensor(cast(Tensor, r.n).uop).astype(qdt if qdt.is_float else np.int64)
         n = n.reshape((1,) * qdims + n.shape)
     qb = qt.reshape(qt.shape + (1,) * len(r.shape))   # q's axes first, then the kept ones
-    count = Tensor.lift(r.n) if r.static else Tensor(r.n.uop).reshape((1,) * qdims + r.shape)
+    count = Tensor.lift(r.n) if r.static else Tensor(cast(Tensor, r.n).uop).reshape((1,) * qdims + r.shape)
 
     def last_index() -> Tensor:
         return count - 1
@@ -450,7 +478,8 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     if not r.static and not skip_nan:   # an empty array of run-time length: NumPy's IndexError
         add_check(r.n == 0, 0, lambda _: IndexError("index -1 is out of bounds for axis 0 with size 0"))
     if skip_nan and r.dtype.is_float:
-        res = _nan_to(res, (r.n == 0).reshape((1,) * qdims + r.shape), Tensor(UOp.const(r.dtype, math.nan)))
+        res = _nan_to(res, (cast(Tensor, r.n) == 0).reshape((1,) * qdims + r.shape),
+                      Tensor(UOp.const(r.dtype, math.nan)))
     elif nan_check:
         last = r.last()
         res = _nan_to(res, isnan(last), last)

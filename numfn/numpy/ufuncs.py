@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Callable
+from typing import overload
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
 from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
 from numfn.uop import Ops, UOp, toposort
+from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
 
@@ -340,6 +342,7 @@ def _elementwise_graph(kernel: Callable, srcs: list[UOp]) -> tuple[UOp, ...]:
     out = kernel(*holes)
     outs = out if isinstance(out, tuple) else (out,)
     shape = srcs[0].shape
+    assert shape is not None   # the sources are arrays' values: tensor-level nodes
     sub = dict(zip(holes, srcs))
     for u in toposort(outs):
         if u in sub: continue
@@ -390,7 +393,7 @@ def _bits(x: UOp) -> tuple[DType, int]:
 
 def _native_float16(kernel: Callable) -> Callable:
     """Mark a kernel that works on float16 bits itself (NumPy's float16 loops for these work on the bits too)."""
-    kernel.native_float16 = True
+    kernel.native_float16 = True   # type: ignore[attr-defined]  # a marker attribute on the function object
     return kernel
 
 
@@ -818,7 +821,13 @@ def _promote(*xs: Tensor):
     return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
 
 
-def where(condition, x=None, y=None) -> Tensor:
+@overload
+def where(condition: ArrayLike) -> tuple[Tensor, ...]: ...
+@overload
+def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor: ...
+
+
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None) -> Tensor | tuple[Tensor, ...]:
     """Elements of x where condition is true, else of y (both broadcast); where(condition) is nonzero(condition)."""
     if x is None and y is None:
         from numfn.numpy.indexing import nonzero
@@ -838,7 +847,8 @@ def where(condition, x=None, y=None) -> Tensor:
 where_ = where
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None) -> Tensor:  # noqa: A002 - NumPy's names
+def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, out: None = None, *,
+         min: ArrayLike | None = None, max: ArrayLike | None = None) -> Tensor:  # noqa: A002 - NumPy's names
     """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None (NumPy 2.1 also spells
     them min= and max=)."""
     refuse("clip", out=out)
@@ -868,7 +878,8 @@ def _strong(x) -> Tensor:
     return Tensor(t.uop) if t.weak else t
 
 
-def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
+def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """abs(a - b) <= atol + rtol * abs(b) elementwise (NumPy's formula, b made floating first; infinities equal
     only to themselves)."""
     x = a if _is_python_number(a) else _strong(a)
@@ -890,13 +901,14 @@ def _is_python_number(v) -> bool:
     return isinstance(v, (int, float, complex)) and not isinstance(v, Tensor)
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False) -> Tensor:
+def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+             equal_nan: bool = False) -> Tensor:
     """isclose(...).all(). NumPy returns a Python bool; a traced result is a 0-d bool array (it is only known when
     the compiled code runs)."""
     return logical_and.reduce(isclose(a, b, rtol, atol, equal_nan).reshape(-1))
 
 
-def array_equal(a1, a2, equal_nan: bool = False):
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool | Tensor:
     """True if both have the same shape and elements. Different shapes give Python's False (known while
     tracing); otherwise a 0-d bool array."""
     x, y = T(a1), T(a2)
@@ -906,7 +918,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     return logical_and.reduce(same.reshape(-1))
 
 
-def array_equiv(a1, a2):
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> bool | Tensor:
     """True if the arrays broadcast together and are equal elementwise: Python's False where they do not
     broadcast, else a 0-d bool array."""
     x, y = T(a1), T(a2)
@@ -917,7 +929,8 @@ def array_equiv(a1, a2):
     return logical_and.reduce(equal(x, y).reshape(-1))
 
 
-def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None) -> Tensor:
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
     """NaN replaced by `nan`, infinities by `posinf`/`neginf` (default: the dtype's largest finite values)."""
     t = _strong(x)
     dt = t.uop.dtype
@@ -932,7 +945,7 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None) -> Tenso
     return where(isnan(t), fill[0], where(t == math.inf, fill[1], where(t == -math.inf, fill[2], t)))
 
 
-def round(a, decimals: int = 0, out=None) -> Tensor:  # noqa: A001 - NumPy's name
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Tensor:  # noqa: A001 - NumPy's name
     """Round to `decimals` decimal places, as NumPy: x * 10**d rounded half to even, then divided by 10**d (for
     negative d: divided, rounded, multiplied); integers are returned as they are for d >= 0."""
     t = _strong(a)
@@ -963,22 +976,22 @@ def _store_into(name: str, res: Tensor, out) -> Tensor:
 around = round
 
 
-def fix(x, out=None) -> Tensor:
+def fix(x: ArrayLike, out: None = None) -> Tensor:
     """Round towards zero (np.trunc: floats keep their dtype, integers are returned as they are)."""
     return trunc(x, out=out)
 
 
-def real(val) -> Tensor:
+def real(val: ArrayLike) -> Tensor:
     """The real part: a view of a complex array's real parts (val.real), the array itself for real arrays."""
     return T(val).real
 
 
-def imag(val) -> Tensor:
+def imag(val: ArrayLike) -> Tensor:
     """The imaginary part: a view of a complex array's imaginary parts (val.imag), zeros for real arrays."""
     return T(val).imag
 
 
-def angle(z, deg: bool = False) -> Tensor:
+def angle(z: ArrayLike, deg: bool = False) -> Tensor:
     """The argument of complex numbers, arctan2(imag, real) (in degrees with deg=True); 0 or pi for real ones."""
     t = T(z)
     if not t.uop.dtype.is_inexact: t = t.astype(np.float64)
@@ -986,32 +999,32 @@ def angle(z, deg: bool = False) -> Tensor:
     return a * (180.0 / math.pi) if deg else a
 
 
-def iscomplexobj(x) -> bool:
+def iscomplexobj(x: ArrayLike) -> bool:
     """Whether x has a complex dtype (known while tracing: a Python bool)."""
     if isinstance(x, Tensor): return x.uop.dtype.is_complex
     return bool(np.iscomplexobj(x))
 
 
-def isrealobj(x) -> bool:
+def isrealobj(x: ArrayLike) -> bool:
     """Whether x does not have a complex dtype (a Python bool)."""
     return not iscomplexobj(x)
 
 
-def iscomplex(x) -> Tensor:
+def iscomplex(x: ArrayLike) -> Tensor:
     """Elementwise: a nonzero imaginary part (False everywhere for real arrays)."""
     t = T(x)
     if not t.uop.dtype.is_complex: return full_like(t, False, dtype=np.bool_)
     return not_equal(t.imag, 0)
 
 
-def isreal(x) -> Tensor:
+def isreal(x: ArrayLike) -> Tensor:
     """Elementwise: a zero imaginary part (True everywhere for real arrays)."""
     t = T(x)
     if not t.uop.dtype.is_complex: return full_like(t, True, dtype=np.bool_)
     return equal(t.imag, 0)
 
 
-def sinc(x) -> Tensor:
+def sinc(x: ArrayLike) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0, as NumPy computes it (pi x replaced by a tiny eps where it is 0)."""
     y = math.pi * _strong(x)
     eps = float(np.finfo(y.dtype).eps) if y.uop.dtype.is_float else 1e-20

@@ -113,6 +113,7 @@ def render_kernel(prog: KernelProgram) -> str:
 
 
 def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
+    assert prog.parallel is not None   # only parallel kernels get the wrappers
     names = [buffer_name(p.arg) for p in prog.params]
     casts = [f"({decl.rsplit(' *restrict', 1)[0]} *)ctx[{i}]" for i, decl in enumerate(params)]
     n = c_literal(prog.parallel.src[0].arg, dtypes.index)

@@ -257,6 +257,7 @@ def render_kernel(prog: KernelProgram) -> str:
 def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
     """`K_body(ctx, start, end)` unpacks the buffers for the thread pool; `K(pfor, ...)` hands it to the pool, or
     runs `K_loop` over the whole range when `pfor` is null (no pool)."""
+    assert prog.parallel is not None   # only parallel kernels get the wrappers
     names = ["%" + buffer_name(p.arg) for p in prog.params]
     n = prog.parallel.src[0].arg
     body = ["entry:"]

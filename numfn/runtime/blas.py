@@ -207,6 +207,7 @@ def call_fortran(name: str, args: list, chars: int = 0) -> None:
     import _cffi_backend as B
     import numpy as np
     iface = interface()
+    assert iface is not None, "call_fortran needs a BLAS/LAPACK library (callers plan LAPACK calls only with one)"
     lib = _library(iface)
     voidp = B.new_pointer_type(B.new_void_type())
     size_t = B.new_primitive_type("size_t")

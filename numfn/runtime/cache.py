@@ -77,6 +77,8 @@ import tempfile
 import threading
 import time
 import warnings
+from types import FrameType
+from typing import cast
 
 __all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
            "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
@@ -111,6 +113,7 @@ class _BadEntry(Exception):
 
 def _warn(message: str) -> None:
     # attribute the warning to the first caller outside this module, whatever the depth of the call inside it
+    frame: FrameType | None
     level, frame = 2, sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         level, frame = level + 1, frame.f_back
@@ -552,7 +555,8 @@ def cli(argv: list[str]) -> int:
         print(f"directory: {info['directory']}")
         print(f"status:    {status}")
         print(f"entries:   {info['entries']}")
-        print(f"size:      {_human_size(info['total_bytes'])} (cap {_human_size(info['max_bytes'])}, "
+        total, cap = cast(int, info["total_bytes"]), cast(int, info["max_bytes"])
+        print(f"size:      {_human_size(total)} (cap {_human_size(cap)}, "
               f"set by NUMFN_CACHE_MAX_BYTES)")
         return 0
     try:

@@ -38,6 +38,9 @@ def enabled() -> bool:
 class _Server:
     """One forked child running `work(source) -> bytes` on request, after `warm()` (if given): a server started
     before the caller needs it initializes the compiler while the caller does other work."""
+    req: int | None    # the pipes and the stderr file, None once closed (a memfd may not exist at all)
+    resp: int | None
+    log: int | None
 
     def __init__(self, work: Callable[[str], bytes], warm: Callable[[], object] | None = None):
         req_r, req_w = os.pipe()
@@ -57,6 +60,7 @@ class _Server:
 
     def request(self, source: str) -> bytes:
         data = source.encode()
+        assert self.req is not None and self.resp is not None, "request to a closed compile server"
         if self.log is not None:
             os.ftruncate(self.log, 0)
             os.lseek(self.log, 0, os.SEEK_SET)   # the server's stderr shares this offset

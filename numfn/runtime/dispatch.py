@@ -21,6 +21,8 @@ is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions
 from __future__ import annotations
 
 import functools
+from typing import Any
+
 from numfn.runtime import extensions, threads
 
 __all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "registration", "fast_arg_specs",
@@ -76,7 +78,7 @@ def fast_arg_specs(nf) -> tuple | None:
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
     if keywords.kind != "dict" or keywords.children: return None
     limits = nf.int_limits   # Python ints the function narrows: other values must raise
-    specs = []
+    specs: list[tuple[Any, ...]] = []   # ("int", lo, hi), ("float",), ("bool",) or ("array", type number, shape)
     for slot, s in enumerate(nf.in_specs):
         if s.weak:
             kind = _WEAK_KINDS.get(s.dtype.name)

@@ -305,7 +305,7 @@ def load_object(code: bytes, symbols: list[str]) -> LoadedObject:
 
 def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     sections = _parse_sections(data)
-    for s in sections: s.loaded = _needed(s)
+    for sec in sections: sec.loaded = _needed(sec)
     symtab, syms = _parse_symbols(data, sections)
     relocs = _parse_relocations(data, sections, symtab, len(syms))
 
@@ -330,12 +330,12 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     libc = _process()
     page = libc.page
     code_secs, ro_secs, rw_secs, bss_secs = [], [], [], []
-    for s in sections:
-        if not s.loaded: continue
-        if s.flags & _SHF_EXECINSTR: code_secs.append(s)
-        elif s.type == _SHT_NOBITS: bss_secs.append(s)
-        elif s.flags & _SHF_WRITE: rw_secs.append(s)
-        else: ro_secs.append(s)
+    for sec in sections:
+        if not sec.loaded: continue
+        if sec.flags & _SHF_EXECINSTR: code_secs.append(sec)
+        elif sec.type == _SHT_NOBITS: bss_secs.append(sec)
+        elif sec.flags & _SHF_WRITE: rw_secs.append(sec)
+        else: ro_secs.append(sec)
     if any(s.size > _MAX_IMAGE for s in sections if s.loaded): raise ElfLoadError("section too large")
     plt_start = _align(_place(0, code_secs), 16)
     code_end = plt_start + _PLT_STUB * len(plt)
@@ -390,8 +390,9 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     try:
         base = _align(raw, align)
         image = bytearray(image_end)
-        for s in sections:
-            if s.loaded and s.type != _SHT_NOBITS: image[s.addr:s.addr + s.size] = data[s.offset:s.offset + s.size]
+        for sec in sections:
+            if sec.loaded and sec.type != _SHT_NOBITS:
+                image[sec.addr:sec.addr + sec.size] = data[sec.offset:sec.offset + sec.size]
         got_addr = base + got_start
 
         def address(i: int) -> int:

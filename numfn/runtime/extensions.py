@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import warnings
+from types import FrameType
 
 from numfn import config
 
@@ -65,6 +66,7 @@ def warn_missing() -> None:
     _warned = True
     lost = problems()
     if not lost: return
+    frame: FrameType | None
     level, frame = 2, sys._getframe(1)   # stacklevel 2: our caller
     while frame is not None and (os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR)
                                  or frame.f_code.co_filename.startswith("<frozen")):

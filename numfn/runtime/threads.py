@@ -44,6 +44,7 @@ def thread_count() -> int:
     if _count is None:
         with _lock:
             if _count is None: _configure(config.threads() or available_cpus())
+    assert _count is not None   # _configure set it
     return _count
 
 

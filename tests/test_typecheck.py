@@ -1,0 +1,63 @@
+"""numfn/ is clean under mypy with the project's settings ([tool.mypy] in pyproject.toml), and ships py.typed."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_package_is_marked_typed():
+    assert (ROOT / "numfn" / "py.typed").is_file()
+
+
+def test_mypy_is_clean(tmp_path):
+    pytest.importorskip("mypy", reason="mypy is in the test extras: pip install '.[test]'")
+    env = dict(os.environ, MYPY_CACHE_DIR=str(tmp_path / "mypy-cache"))
+    run = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, "mypy found type errors in numfn/:\n" + run.stdout + run.stderr
+
+
+def _declared_methods() -> dict:
+    """The methods Tensor declares for type checkers only (its `if TYPE_CHECKING:` block), as plain functions with
+    the declared parameters (annotations dropped)."""
+    import ast
+    tree = ast.parse((ROOT / "numfn" / "tensor.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
+    block = next(n for n in cls.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    out = {}
+    for f in block.body:
+        if not isinstance(f, ast.FunctionDef): continue
+        f.decorator_list, f.returns = [], None
+        for a in (*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs, f.args.vararg, f.args.kwarg):
+            if a is not None: a.annotation = None
+        namespace: dict = {}
+        exec(compile(ast.fix_missing_locations(ast.Module([f], [])), "<declared>", "exec"), namespace)
+        out[f.name] = namespace[f.name]
+    return out
+
+
+def test_declared_tensor_methods_match_the_registered_ones():
+    """The ndarray methods numfn.numpy and numfn.indexing add to Tensor at import (tensor_method) are declared in
+    Tensor for checkers: every one of them, each with the parameters (names, kinds, defaults) of what runs."""
+    import inspect
+
+    import numfn  # noqa: F401 - registers the methods
+    from numfn.tensor import Tensor
+
+    def params(fn):
+        ps = list(inspect.signature(fn).parameters.values())[1:]   # self (named `a` in some implementations)
+        return [(p.name, p.kind, p.default) for p in ps]
+
+    declared = _declared_methods()
+    registered = {}
+    for name, value in vars(Tensor).items():
+        fn = value.fget if isinstance(value, property) else value
+        if callable(fn) and getattr(fn, "__module__", "numfn.tensor") != "numfn.tensor": registered[name] = fn
+    assert {"__getitem__", "__setitem__", "argmax", "sort", "mT"} <= set(registered)
+    assert sorted(registered) == sorted(declared)
+    for name, fn in registered.items():
+        assert params(declared[name]) == params(fn), name
