@@ -13,15 +13,6 @@ from numfn.uop import Buffer, UOp
 # Captured constants up to this size are embedded in the program as static arrays; larger ones are passed by
 # pointer at every call (embedding them would make the source, and compile times, grow with the data).
 EMBED_LIMIT_BYTES = 16 * 1024
-# A scratch arena of at least this many bytes is kept between calls, one per program (in the program's exported
-# pointer `<entry>_arena`, freed when the program is unloaded): malloc serves such sizes by mmap and free unmaps
-# them, so every call would fault each page in again, which costs as much as the streaming work done on it
-KEEP_ARENA_BYTES = 1 << 20
-
-
-def keeps_arena(arena_bytes: int) -> bool:
-    """Whether a program with this scratch arena keeps it between calls (see KEEP_ARENA_BYTES)."""
-    return arena_bytes >= KEEP_ARENA_BYTES
 
 
 @dataclass(frozen=True)

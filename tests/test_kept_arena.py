@@ -1,4 +1,4 @@
-"""Programs whose scratch arena is large keep it between calls (numfn.layout.KEEP_ARENA_BYTES): calls after the
+"""Programs whose scratch arena is large keep it between calls (numfn.runtime.KEEP_ARENA_BYTES): calls after the
 first reuse memory a previous call wrote, calls from several threads at once each get an arena of their own, and
 the arena is freed with the program."""
 import gc
@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 import numfn
-from numfn.layout import KEEP_ARENA_BYTES, keeps_arena
+from numfn.runtime import KEEP_ARENA_BYTES, keeps_arena
 
 
 def stencil_of_stencil(x):

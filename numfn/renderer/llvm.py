@@ -11,7 +11,8 @@ import struct
 
 from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
-from numfn.layout import Layout, keeps_arena
+from numfn.layout import Layout
+from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
