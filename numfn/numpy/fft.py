@@ -35,7 +35,7 @@ import numpy as np
 from numfn.args import normalize_axis, refuse
 from numfn.codegen.complex import complex_dtype
 from numfn.dtype import DType, dtypes
-from numfn.tensor import Tensor, gather
+from numfn.tensor import Tensor
 from numfn.uop import Ops, UOp
 
 __all__ = ['fft', 'ifft', 'rfft', 'irfft', 'fft2', 'ifft2', 'rfft2', 'irfft2', 'fftn', 'ifftn', 'rfftn', 'irfftn',
@@ -45,6 +45,8 @@ __all__ = ['fft', 'ifft', 'rfft', 'irfft', 'fft2', 'ifft2', 'rfft2', 'irfft2', '
 # stages computed as small matrix products; a larger one makes the whole length a Bluestein transform
 DIRECT_PRIME_MAX = 13
 MATRIX_PRIME_MAX = 64
+# transforms computed side by side in a batch's tiles (the vectorized innermost loop: two AVX2 vectors of doubles)
+BATCH_LANES = 8
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -54,7 +56,7 @@ def _pi_ld() -> np.longdouble:
     return np.arccos(np.longdouble(-1))
 
 
-def roots_of_unity(e: np.ndarray, n: int, sign: int) -> np.ndarray:
+def roots_of_unity(e: np.ndarray, n: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
     """exp(sign * 2 pi i e / n) for integers e, as long double pairs (cos, sin): the angle reduced exactly to the
     first octant in integers (e/n = quadrant/4 + r/(4n)), where long double's cos and sin are accurate to far
     below float64's rounding."""
@@ -89,6 +91,13 @@ def _twiddles(r: int, m: int, sign: int, dt: DType, first: bool = False) -> np.n
 # ---------------------------------------------------------------------------------------------------------------
 # complex values as UOps (the FFT is built at the UOp level, below the Tensor's NumPy semantics)
 
+def _shape(u: UOp) -> tuple[int, ...]:
+    """u's shape (every value the transforms build has one)."""
+    shape = u.shape
+    assert shape is not None
+    return shape
+
+
 def _re(z: UOp) -> UOp: return z.cast(z.dtype.component)
 def _im(z: UOp) -> UOp: return z.alu(Ops.IMAG)
 def _cplx(re: UOp, im: UOp) -> UOp: return re.alu(Ops.COMPLEX, im)
@@ -98,7 +107,7 @@ def _const(dt: DType, v, shape) -> UOp: return UOp.const_like(dt, v, shape)
 def _scale(z: UOp, f: float) -> UOp:
     """z times a real constant, each part multiplied (as NumPy's FFT normalizes)."""
     if f == 1.0: return z
-    c = _const(z.dtype.component, f, z.shape)
+    c = _const(z.dtype.component, f, _shape(z))
     return _cplx(_re(z) * c, _im(z) * c)
 
 
@@ -112,7 +121,7 @@ def _mul_const(z: UOp, c: float, s: float) -> UOp:
     if s == 0 and c == 1: return z
     if s == 0 and c == -1: return -z
     if c == 0 and abs(s) == 1: return _mul_i(z, int(s))
-    a, b, sh = _re(z), _im(z), z.shape
+    a, b, sh = _re(z), _im(z), _shape(z)
     comp = z.dtype.component
     if abs(c) == abs(s):   # (a + bi)(c + ci) = c(a - b) + c(a + b)i, and the mirror for s = -c
         k = _const(comp, c, sh)
@@ -147,18 +156,18 @@ def _composite(xs: list[UOp], a: int, b: int, sign: int) -> list[UOp]:
     r = a * b
     dt = xs[0].dtype
     cols = [butterfly([xs[j1 * b + j2] for j1 in range(a)], sign) for j2 in range(b)]   # cols[j2][k1]
-    out = [None] * r
+    out: dict[int, UOp] = {}
     for k1 in range(a):
         row = [_mul_const(cols[j2][k1], *_root(r, j2 * k1, sign, dt)) for j2 in range(b)]
         for k2, y in enumerate(butterfly(row, sign)): out[k1 + a * k2] = y
-    return out
+    return [out[k] for k in range(r)]
 
 
 def _odd_prime(xs: list[UOp], sign: int) -> list[UOp]:
     """An odd length q: with s_t = x_t + x_(q-t) and d_t = x_t - x_(q-t), y_k = x_0 + sum_t s_t cos(2 pi t k/q)
     + sign i sum_t d_t sin(2 pi t k/q), and y_(q-k) the same with the second sum subtracted."""
     q, h = len(xs), len(xs) // 2
-    dt, shape = xs[0].dtype, xs[0].shape
+    dt, shape = xs[0].dtype, _shape(xs[0])
     comp = dt.component
     s = [xs[t] + xs[q - t] for t in range(1, h + 1)]
     d = [xs[t] - xs[q - t] for t in range(1, h + 1)]
@@ -221,7 +230,9 @@ def good_size(n: int) -> int:
     for v in smooth:
         m = v
         while m < n: m *= 2
-        c = m * len(radices(m))
+        rs = radices(m)
+        assert rs is not None   # (2, 3, 5 and 7 are butterflies)
+        c = m * len(rs)
         if m < 2 * top and (c, m) < (cost, best): best, cost = m, c
     return best
 
@@ -232,7 +243,7 @@ def good_size(n: int) -> int:
 def _stack(ys: list[UOp], axis: int) -> UOp:
     """ys (equal shapes) stacked along a new axis `axis`: a select on its position (the code generator unrolls
     that loop, so each output is computed once)."""
-    r, shape = len(ys), ys[0].shape
+    r, shape = len(ys), _shape(ys[0])
     new = shape[:axis] + (r,) + shape[axis:]
     pos = UOp.iota(r).reshape(tuple(r if i == axis else 1 for i in range(len(new)))).expand(new)
     out = ys[-1].reshape(shape[:axis] + (1,) + shape[axis:]).expand(new)
@@ -244,61 +255,101 @@ def _stack(ys: list[UOp], axis: int) -> UOp:
 
 def _take(u: UOp, axis: int, i: int) -> UOp:
     """Index i along `axis` (the axis dropped): a view."""
-    shape = u.shape
+    shape = _shape(u)
     v = u.shrink(tuple((i, i + 1) if a == axis else (0, s) for a, s in enumerate(shape)))
     return v.reshape(shape[:axis] + shape[axis + 1:])
 
 
-def c2c(z: UOp, sign: int, scale: float = 1.0, last: bool = False) -> UOp:
+def c2c(z: UOp, sign: int, scale: float = 1.0, last: bool = False, tile: bool = True) -> UOp:
     """The unnormalized transform (sign -1: forward, +1: backward) of z (complex, shape (..., n)) along its last
-    axis, times the real `scale`. Every stage is stored (`contiguous`): a stage's kernel has its butterfly's
-    outputs along a loop of their own, which the code generator unrolls; fused into a consumer's loops (the result's
-    shape) that axis would be a digit of a flat index, and the outputs would be stored one by one instead. Only a
-    single stage (n <= 16, or an odd prime up to 13: its outputs are the innermost axis already) fuses with what uses
-    the result, unless `last` asks for it to be stored too."""
-    shape = z.shape
-    n = shape[-1]
+    axis, times the real `scale` (c2c_axis along the last axis)."""
+    return c2c_axis(z, len(_shape(z)) - 1, sign, scale, last, tile)
+
+
+def c2c_axis(z: UOp, axis: int, sign: int, scale: float = 1.0, last: bool = False, tile: bool = True) -> UOp:
+    """The unnormalized transform of z along `axis`, times the real `scale`.
+
+    The stages run on the data viewed as (outer, n, inner) with the transforms' batch innermost: a butterfly's
+    loads and stores are then contiguous along the inner loop, which vectorizes across transforms. Along an axis
+    with at least BATCH_LANES elements after it (the columns of a 2-D transform) that is the array's own layout. A
+    batch along the last axis is tiled: BATCH_LANES transforms side by side, (batch / BATCH_LANES, n,
+    BATCH_LANES), the first stage reading across rows and the consumer of the last reading the tiles back, unless
+    `tile` is False: the real transforms keep their batch outermost, because the first stage's loads of a tile
+    sit inside its unrolled butterfly loop, where the scheduler counts a value computed before the transform (a
+    window) as evaluated once per butterfly output and stores it instead of fusing it.
+
+    Every stage is stored (`contiguous`): a stage's kernel has its butterfly's outputs along a loop of their own,
+    which the code generator unrolls; fused into a consumer's loops (the result's shape) that axis would be a digit
+    of a flat index, and the outputs would be stored one by one instead. Only a single stage (n <= 16, or an odd
+    prime up to 13: its outputs are the innermost axis already) fuses with what uses the result, unless `last` asks
+    for it to be stored too."""
+    shape = _shape(z)
+    n = shape[axis]
     if n == 1: return _scale(z, scale)
     rs = radices(n)
-    if rs is None: return _bluestein(z, sign, scale, last)
-    batch = math.prod(shape[:-1])
-    d = z.reshape((batch, n, 1))
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    if rs is not None and len(rs) > 1 and inner >= BATCH_LANES:
+        d = _stages(z.reshape((outer, n, inner)), rs, sign, scale, last)
+        return d.reshape(shape)
+    if axis != len(shape) - 1:
+        return _back(c2c_axis(_last(z, axis), len(shape) - 1, sign, scale, last, tile), axis)
+    if rs is None: return _bluestein(z, sign, scale, last, tile)
+    batch = outer
+    if len(rs) == 1 or batch < 2 * BATCH_LANES or not tile:
+        return _stages(z.reshape((batch, n, 1)), rs, sign, scale, last).reshape(shape)
+    tiles = -(-batch // BATCH_LANES)
+    padded = tiles * BATCH_LANES
+    d = z.reshape((batch, n))
+    if padded > batch: d = d.pad(((0, padded - batch), (0, 0)))
+    d = d.reshape((tiles, BATCH_LANES, n)).permute((0, 2, 1))               # (tiles, n, lanes): a view
+    d = _stages(d, rs, sign, scale, last, untile=True).reshape((padded, n))
+    if padded > batch: d = d.shrink(((0, batch), (0, n)))
+    return d.reshape(shape)
+
+
+def _stages(d: UOp, rs: list[int], sign: int, scale: float, last: bool, untile: bool = False) -> UOp:
+    """The Stockham stages of radices rs on d of shape (outer, n, inner) along its middle axis; with `untile`, the
+    last stage stores its outputs as (outer, inner, n) (the lanes of a tile back to rows, from loads across them)
+    and that is the result's shape."""
+    outer, n, inner = _shape(d)
     m, p = n, 1
     for i, r in enumerate(rs):
         m //= r
-        v = d.reshape((batch, r, m, p))
+        v = d.reshape((outer, r, m, p, inner))
         if r > 16:   # a prime above DIRECT_PRIME_MAX (radices() gives butterflies of 16, 8, 4, 2 and small primes)
             d = _matrix_stage(v, sign)
             if i == len(rs) - 1: d = _scale(d, scale)
         else:
-            xs = [_take(v, 1, t) for t in range(r)]                      # (batch, m, p) each
+            xs = [_take(v, 1, t) for t in range(r)]                      # (outer, m, p, inner) each
             ys = butterfly(xs, sign)
             if m > 1:
-                table = Tensor.lift(_twiddles(r, m, sign, z.dtype)).uop   # (r - 1, m)
-                ys = [ys[0]] + [ys[k] * _take(table, 0, k - 1).reshape((1, m, 1)).expand(ys[k].shape)
+                table = Tensor.lift(_twiddles(r, m, sign, d.dtype)).uop   # (r - 1, m)
+                ys = [ys[0]] + [ys[k] * _take(table, 0, k - 1).reshape((1, m, 1, 1)).expand(_shape(ys[k]))
                                 for k in range(1, r)]
             if i == len(rs) - 1 and scale != 1.0: ys = [_scale(y, scale) for y in ys]
-            d = _stack(ys, 2)                                             # (batch, m, r, p)
+            d = _stack(ys, 2)                                             # (outer, m, r, p, inner)
+        if untile and i == len(rs) - 1:   # (outer, inner, r, p) (m is 1 at the last stage)
+            return UOp(Ops.CONTIGUOUS, d.dtype, (d.permute((0, 4, 1, 2, 3)),)).reshape((outer, inner, n))
         # stored with the stack axis r a loop of its own (the code generator unrolls it), then viewed flat
         if len(rs) > 1 or last: d = UOp(Ops.CONTIGUOUS, d.dtype, (d,))
-        d = d.reshape((batch, m, r * p))
+        d = d.reshape((outer, m, r * p, inner))
         p *= r
-    return d.reshape(shape)
+    return d.reshape((outer, n, inner))
 
 
 def _matrix_stage(v: UOp, sign: int) -> UOp:
     """A stage whose radix r is a prime above DIRECT_PRIME_MAX: the r outputs at each (j, P) as a product with the
-    r x r matrix w_r^(t k) (a reduction over t, not unrolled), then the twiddles w^(j k); v is (batch, r, m, p),
-    the result (batch, m, r, p)."""
-    batch, r, m, p = v.shape
+    r x r matrix w_r^(t k) (a reduction over t, not unrolled), then the twiddles w^(j k); v is (outer, r, m, p,
+    inner), the result (outer, m, r, p, inner)."""
+    outer, r, m, p, inner = _shape(v)
     dt = v.dtype
-    full = (batch, m, r, p, r)                                        # (.., j, k, P, t)
-    x = v.permute((0, 2, 3, 1)).reshape((batch, m, 1, p, r)).expand(full)
-    w = Tensor.lift(_dft_matrix(r, sign, dt)).uop.reshape((1, 1, r, 1, r)).expand(full)
-    y = (x * w).reduce(Ops.ADD, (4,)).reshape((batch, m, r, p))
+    full = (outer, m, r, p, inner, r)                                 # (.., j, k, P, b, t)
+    x = v.permute((0, 2, 3, 4, 1)).reshape((outer, m, 1, p, inner, r)).expand(full)
+    w = Tensor.lift(_dft_matrix(r, sign, dt)).uop.reshape((1, 1, r, 1, 1, r)).expand(full)
+    y = (x * w).reduce(Ops.ADD, (5,)).reshape((outer, m, r, p, inner))
     if m == 1: return y
     table = Tensor.lift(_twiddles(r, m, sign, dt, first=True)).uop   # (r, m), row 0 all ones
-    return y * table.permute((1, 0)).reshape((1, m, r, 1)).expand(y.shape)
+    return y * table.permute((1, 0)).reshape((1, m, r, 1, 1)).expand(_shape(y))
 
 
 @functools.lru_cache(maxsize=64)
@@ -334,18 +385,18 @@ def _chirp_spectrum(n: int, m: int, sign: int, dt: DType) -> np.ndarray:
     return t
 
 
-def _bluestein(z: UOp, sign: int, scale: float, last: bool) -> UOp:
+def _bluestein(z: UOp, sign: int, scale: float, last: bool, tile: bool = True) -> UOp:
     """sum_j x_j w^(jk) = c_k sum_j (x_j c_j) conj(c_(k-j)): a cyclic convolution of length m >= 2n - 1."""
-    shape = z.shape
+    shape = _shape(z)
     n = shape[-1]
     m = good_size(2 * n - 1)
     batch = math.prod(shape[:-1])
     dt = z.dtype
     chirp = Tensor.lift(_chirp(n, sign, dt)).uop.reshape((1, n))
     a = (z.reshape((batch, n)) * chirp.expand((batch, n))).pad(((0, 0), (0, m - n)))
-    a = c2c(a, -1, last=True)
+    a = c2c(a, -1, last=True, tile=tile)
     spec = Tensor.lift(_chirp_spectrum(n, m, sign, dt)).uop.reshape((1, m)).expand((batch, m))
-    conv = c2c(a * spec, 1, last=True)
+    conv = c2c(a * spec, 1, last=True, tile=tile)
     out = conv.shrink(((0, batch), (0, n))) * chirp.expand((batch, n))
     out = _scale(out, scale)
     if last: out = UOp(Ops.CONTIGUOUS, dt, (out,))
@@ -422,24 +473,24 @@ def _prepare(a, axis: int, n: int | None, what: str) -> tuple[Tensor, int, int]:
     return t, ax, int(n)
 
 
-def _fit(u: UOp, n: int) -> UOp:
-    """The last axis cut or zero-padded to length n."""
-    have = u.shape[-1]
-    keep = tuple((0, s) for s in u.shape[:-1])
-    if have > n: return u.shrink(keep + ((0, n),))
-    if have < n: return u.pad(tuple((0, 0) for _ in u.shape[:-1]) + ((0, n - have),))
+def _fit(u: UOp, n: int, axis: int = -1) -> UOp:
+    """The axis (default: the last) cut or zero-padded to length n."""
+    axis %= len(_shape(u))
+    have = _shape(u)[axis]
+    if have > n: return u.shrink(tuple((0, n) if a == axis else (0, s) for a, s in enumerate(_shape(u))))
+    if have < n: return u.pad(tuple((0, n - have) if a == axis else (0, 0) for a in range(len(_shape(u)))))
     return u
 
 
 def _last(u: UOp, ax: int) -> UOp:
     """The axis ax moved last (a view)."""
-    nd = len(u.shape)
+    nd = len(_shape(u))
     return u.permute(tuple(i for i in range(nd) if i != ax) + (ax,))
 
 
 def _back(u: UOp, ax: int) -> UOp:
     """The last axis moved back to position ax."""
-    nd = len(u.shape)
+    nd = len(_shape(u))
     order = list(range(nd - 1))
     order.insert(ax, nd - 1)
     return u.permute(tuple(order))
@@ -450,8 +501,8 @@ def _c2c(a, n, axis, norm, out, forward: bool) -> Tensor:
     t, ax, n = _prepare(a, axis, n, "fft" if forward else "ifft")
     cdt = _complex_of(t)
     fct = _factor(n, norm, forward, _real_of(t))
-    z = _fit(_last(t.uop.cast(cdt), ax), n)
-    return Tensor(_back(c2c(z, -1 if forward else 1, fct), ax))
+    z = _fit(t.uop.cast(cdt), n, ax)
+    return Tensor(c2c_axis(z, ax, -1 if forward else 1, fct))
 
 
 def fft(a, n=None, axis=-1, norm=None, out=None) -> Tensor:
@@ -469,41 +520,40 @@ def _rfft_last(x: UOp, n: int, fct: float, cdt: DType) -> UOp:
     comp = cdt.component
     x = x.cast(comp)
     if n % 2 or n == 2:   # the complex transform of x + 0i, its first half
-        z = _cplx(x, _const(comp, 0.0, x.shape))
-        return c2c(z, -1, fct, last=True).shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, n // 2 + 1),))
+        z = _cplx(x, _const(comp, 0.0, _shape(x)))
+        keep = tuple((0, s) for s in _shape(x)[:-1])
+        return c2c(z, -1, fct, last=True, tile=False).shrink(keep + ((0, n // 2 + 1),))
     h = n // 2
-    lead = x.shape[:-1]
+    lead = _shape(x)[:-1]
     pairs = x.reshape(lead + (h, 2))
     z = _cplx(_take(pairs, len(lead) + 1, 0), _take(pairs, len(lead) + 1, 1))   # x[2j] + i x[2j+1]
-    zf = c2c(z, -1, last=True)
+    zf = c2c(z, -1, last=True, tile=False)
     return _split_halves(zf, n, fct, -1)
 
 
 def _mirror(u: UOp) -> tuple[UOp, UOp]:
-    """(Z[k mod h], Z[(h - k) mod h]) for k = 0..h along the last axis of Z (length h): two gathers whose indices
-    are known to lie in [0, h), so the loads index the stored transform directly."""
-    lead, h = u.shape[:-1], u.shape[-1]
+    """(Z[k mod h], Z[(h - k) mod h]) for k = 0..h along the last axis of Z (length h), as views with affine
+    indices (Z padded by one, Z flipped and padded by one) and a select of Z[0] at the one position each wraps
+    around: loads the code generator can vectorize along k, where indices taken mod h could not be."""
+    lead, h = _shape(u)[:-1], _shape(u)[-1]
+    nd = len(lead) + 1
     shape = lead + (h + 1,)
-    nd = len(shape)
-
-    def along(axis: int, n: int) -> UOp:
-        return UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(nd))).expand(shape)
-    k = along(nd - 1, h + 1)
-    hh = UOp.const_like(dtypes.int64, h, shape)
-    lead_idx = [Tensor(along(a, n)) for a, n in enumerate(lead)]
-    t = Tensor(u)
-    ext = gather(t, lead_idx + [Tensor(k.alu(Ops.MOD, hh))]).uop
-    mir = gather(t, lead_idx + [Tensor((hh - k).alu(Ops.MOD, hh))]).uop
+    keep = tuple((0, 0) for _ in lead)
+    k = UOp.iota(h + 1).reshape((1,) * len(lead) + (h + 1,)).expand(shape)
+    first = _take(u, nd - 1, 0).reshape(lead + (1,)).expand(shape)              # Z[0] at every k
+    ext = k.alu(Ops.CMPEQ, _const(dtypes.int64, h, shape)).alu(Ops.WHERE, first, u.pad(keep + ((0, 1),)))
+    mir = k.alu(Ops.CMPEQ, _const(dtypes.int64, 0, shape)).alu(Ops.WHERE, first,
+                                                               u.flip((nd - 1,)).pad(keep + ((1, 0),)))
     return ext, mir
 
 
 def _join(a: UOp, b: UOp) -> UOp:
     """a and b concatenated along the last axis (values kept exactly: a select between the two padded)."""
-    na, nb, nd = a.shape[-1], b.shape[-1], len(a.shape)
+    na, nb, nd = _shape(a)[-1], _shape(b)[-1], len(_shape(a))
     pa = a.pad(tuple((0, 0) for _ in range(nd - 1)) + ((0, nb),))
     pb = b.pad(tuple((0, 0) for _ in range(nd - 1)) + ((na, 0),))
-    pos = UOp.iota(na + nb).reshape((1,) * (nd - 1) + (na + nb,)).expand(pa.shape)
-    return pos.alu(Ops.CMPLT, _const(dtypes.int64, na, pa.shape)).alu(Ops.WHERE, pa, pb)
+    pos = UOp.iota(na + nb).reshape((1,) * (nd - 1) + (na + nb,)).expand(_shape(pa))
+    return pos.alu(Ops.CMPLT, _const(dtypes.int64, na, _shape(pa))).alu(Ops.WHERE, pa, pb)
 
 
 def _split_halves(zf: UOp, n: int, fct: float, sign: int) -> UOp:
@@ -513,13 +563,13 @@ def _split_halves(zf: UOp, n: int, fct: float, sign: int) -> UOp:
     comp = zf.dtype.component
     er, ei = _re(ext), _im(ext)
     mr, mi = _re(mir), _im(mir)
-    half = _const(comp, 0.5 * fct, er.shape)
+    half = _const(comp, 0.5 * fct, _shape(er))
     e_r, e_i = (er + mr) * half, (ei - mi) * half                     # E * fct
     o_r, o_i = (ei + mi) * half, (mr - er) * half                     # O * fct = (Z - conj Zm) / 2i
     h = n // 2
     cos, sin = roots_of_unity(np.arange(h + 1), n, sign)
     w = Tensor.lift(_complex_table(cos, sin, zf.dtype)).uop
-    w = w.reshape((1,) * (len(er.shape) - 1) + (h + 1,)).expand(er.shape)
+    w = w.reshape((1,) * (len(_shape(er)) - 1) + (h + 1,)).expand(_shape(er))
     wr, wi = _re(w), _im(w)
     return _cplx(e_r + (o_r * wr - o_i * wi), e_i + (o_r * wi + o_i * wr))
 
@@ -544,19 +594,19 @@ def _irfft_last(xh: UOp, n: int, fct: float, rdt: DType) -> UOp:
     cdt = complex_dtype(rdt if rdt is not dtypes.float16 else dtypes.float32)
     comp = cdt.component
     xh = _fit(xh.cast(cdt), n // 2 + 1)
-    lead = xh.shape[:-1]
+    lead = _shape(xh)[:-1]
     keep = tuple((0, s) for s in lead)
     h = n // 2
     # the parts NumPy ignores: imaginary of X_0 (and of X_(n/2) for even n)
-    pos = UOp.iota(h + 1).reshape((1,) * len(lead) + (h + 1,)).expand(xh.shape)
-    edge = pos.alu(Ops.CMPEQ, _const(dtypes.int64, 0, xh.shape))
-    if n % 2 == 0: edge = edge.alu(Ops.OR, pos.alu(Ops.CMPEQ, _const(dtypes.int64, h, xh.shape)))
-    xh = _cplx(_re(xh), edge.alu(Ops.WHERE, _const(comp, 0.0, xh.shape), _im(xh)))
+    pos = UOp.iota(h + 1).reshape((1,) * len(lead) + (h + 1,)).expand(_shape(xh))
+    edge = pos.alu(Ops.CMPEQ, _const(dtypes.int64, 0, _shape(xh)))
+    if n % 2 == 0: edge = edge.alu(Ops.OR, pos.alu(Ops.CMPEQ, _const(dtypes.int64, h, _shape(xh))))
+    xh = _cplx(_re(xh), edge.alu(Ops.WHERE, _const(comp, 0.0, _shape(xh)), _im(xh)))
     if n % 2 or n == 2:   # the full Hermitian spectrum, a complex transform, its real part
         tail = xh.shrink(keep + ((1, max(1, (n + 1) // 2)),)).flip((len(lead),))
         tail = _cplx(_re(tail), -_im(tail))
-        full = _join(xh, tail) if tail.shape[-1] else xh
-        return _re(c2c(full, 1, fct)).cast(rdt)
+        full = _join(xh, tail) if _shape(tail)[-1] else xh
+        return _re(c2c(full, 1, fct, tile=False)).cast(rdt)
     # even n: Z_k = (X_k + conj X_(h-k)) + i conj(w^k) (X_k - conj X_(h-k)) for k < h, then x[2j] + i x[2j+1]
     xk = xh.shrink(keep + ((0, h),))
     xm = xh.shrink(keep + ((1, h + 1),)).flip((len(lead),))              # X_(h-k) for k = 0..h-1
@@ -564,11 +614,11 @@ def _irfft_last(xh: UOp, n: int, fct: float, rdt: DType) -> UOp:
     sr, si = ar + br, ai - bi                                            # X_k + conj X_(h-k)
     dr, di = ar - br, ai + bi                                            # X_k - conj X_(h-k)
     cos, sin = roots_of_unity(np.arange(h), n, 1)                        # conj(w^k) for w = exp(-2 pi i / n)
-    w = Tensor.lift(_complex_table(cos, sin, cdt)).uop.reshape((1,) * len(lead) + (h,)).expand(xk.shape)
+    w = Tensor.lift(_complex_table(cos, sin, cdt)).uop.reshape((1,) * len(lead) + (h,)).expand(_shape(xk))
     wr, wi = _re(w), _im(w)
     pr, pi = dr * wr - di * wi, dr * wi + di * wr                        # conj(w^k) (X_k - conj X_(h-k))
     z = _cplx(sr - pi, si + pr)                                          # + i * p
-    zt = c2c(z, 1, fct)
+    zt = c2c(z, 1, fct, tile=False)
     out = _stack([_re(zt), _im(zt)], len(lead) + 1).reshape(lead + (n,))
     return out.cast(rdt)
 
@@ -634,7 +684,13 @@ def _nd(function, a, s, axes, norm, out) -> Tensor:
     refuse("numpy.fft", out=out)
     t = Tensor.lift(a)
     s, axes = _cook_nd_args(t, s, axes)
-    for ii in reversed(range(len(axes))): t = function(t, n=s[ii], axis=axes[ii], norm=norm)
+    order = list(reversed(range(len(axes))))   # NumPy's: the last axis first
+    distinct = len({normalize_axis(a, t.ndim) for a in axes}) == len(axes)
+    # transforms along different axes commute (so do their cropping and padding): the leading axes go first,
+    # each with the columns after it innermost in place, and the last axis last, its batch tiled from a layout
+    # the earlier passes stored contiguously (in NumPy's order the passes after the first read the tiles across)
+    if distinct: order.sort(key=lambda ii: normalize_axis(axes[ii], t.ndim))
+    for ii in order: t = function(t, n=s[ii], axis=axes[ii], norm=norm)
     return t
 
 

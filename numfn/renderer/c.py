@@ -7,6 +7,7 @@ import math
 from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
+from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
@@ -281,9 +282,16 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         body.append(f"  void *const *externs = (void *const *)buffers[{len(pointers)}];")
     if any(prog.parallel is not None for prog, _ in kernels):
         body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers) + bool(layout.externs)}];")
-    if layout.arena_bytes:
+    keep = keeps_arena(layout.arena_bytes)
+    if keep:   # the arena the last call left (another thread's call may hold it: then a fresh one)
+        out.append(f"void *{entry}_arena = NULL;")
+        body.append(f"  char *arena = (char *)__atomic_exchange_n(&{entry}_arena, NULL, __ATOMIC_ACQUIRE);")
+        body.append(f"  if (!arena) arena = (char *)malloc({layout.arena_bytes});")
+        body.append("  if (!arena) return 1;")
+    elif layout.arena_bytes:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
+    if layout.arena_bytes:
         for buf, dt, offset in layout.intermediates:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
 
@@ -328,7 +336,10 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
 
     run(list(range(len(kernels))) if steps is None else steps, indent)
     if batched is not None: body.append("  }")
-    if layout.arena_bytes: body.append("  free(arena);")
+    if keep:   # kept for the next call, unless another call's arena is kept already
+        body.append(f"  {{ void *none = NULL; if (!__atomic_compare_exchange_n(&{entry}_arena, &none, (void *)arena, "
+                    "0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) free(arena); }")
+    elif layout.arena_bytes: body.append("  free(arena);")
     body.append("  return 0;")
     out.append(f"int {entry}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join(out) + "\n"

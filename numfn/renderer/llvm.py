@@ -12,6 +12,7 @@ import struct
 from numfn.codegen.program import KernelProgram
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
+from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.uop import Ops, UOp
 
@@ -422,10 +423,21 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if layout.arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
         declares.add("declare void @free(ptr)")
-        body += [f"  %arena = call ptr @malloc(i64 {layout.arena_bytes})",
-                 "  %oom = icmp eq ptr %arena, null",
-                 "  br i1 %oom, label %fail, label %run",
-                 "fail:", "  ret i32 1", "run:"]
+        if keeps_arena(layout.arena_bytes):   # the arena the last call left, else a fresh one (see the C renderer)
+            out.append(f"@{entry}_arena = global ptr null, align 8")
+            body += [f"  %arena.kept = atomicrmw xchg ptr @{entry}_arena, ptr null acquire",
+                     "  %arena.none = icmp eq ptr %arena.kept, null",
+                     "  br i1 %arena.none, label %alloc, label %run",
+                     "alloc:", f"  %arena.new = call ptr @malloc(i64 {layout.arena_bytes})",
+                     "  %oom = icmp eq ptr %arena.new, null",
+                     "  br i1 %oom, label %fail, label %run",
+                     "fail:", "  ret i32 1", "run:",
+                     "  %arena = phi ptr [ %arena.kept, %entry ], [ %arena.new, %alloc ]"]
+        else:
+            body += [f"  %arena = call ptr @malloc(i64 {layout.arena_bytes})",
+                     "  %oom = icmp eq ptr %arena, null",
+                     "  br i1 %oom, label %fail, label %run",
+                     "fail:", "  ret i32 1", "run:"]
         for buf, _, offset in layout.intermediates:
             body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
     # buffers a loop swaps live in stack slots: each use loads the pointer the slot holds then
@@ -516,7 +528,12 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if batched is not None:
         body += ["  br label %batch.latch", "batch.latch:", "  %b.next = add nsw i64 %b, 1", "  br label %batch.head",
                  "batch.exit:"]
-    if layout.arena_bytes: body.append("  call void @free(ptr %arena)")
+    if keeps_arena(layout.arena_bytes):   # kept for the next call, unless another call's arena is kept already
+        body += [f"  %arena.back = cmpxchg ptr @{entry}_arena, ptr null, ptr %arena release monotonic",
+                 "  %arena.stored = extractvalue { ptr, i1 } %arena.back, 1",
+                 "  br i1 %arena.stored, label %done, label %release",
+                 "release:", "  call void @free(ptr %arena)", "  br label %done", "done:"]
+    elif layout.arena_bytes: body.append("  call void @free(ptr %arena)")
     body.append("  ret i32 0")
     out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join([*sorted(declares), *out]) + "\n"

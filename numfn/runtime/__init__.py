@@ -6,9 +6,11 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,17 @@ class LoadedCode:
         """DEBUG=2 programs: their per-kernel nanosecond counters, as a writable int64 array view."""
         from numfn.runtime.native import int64_array
         return int64_array(self.timings_address, len(self.manifest.get("kernels", [])))
+
+
+# A scratch arena of at least this many bytes is kept between calls, one per program (in the program's exported
+# pointer `<entry>_arena`, freed when the program is unloaded): malloc serves such sizes by mmap and free unmaps
+# them, so every call would fault each page in again, which costs as much as the streaming work done on it
+KEEP_ARENA_BYTES = 1 << 20
+
+
+def keeps_arena(arena_bytes: int) -> bool:
+    """Whether a program with this scratch arena keeps it between calls (see KEEP_ARENA_BYTES)."""
+    return arena_bytes >= KEEP_ARENA_BYTES
 
 
 compile_count = 0   # programs compiled (not loaded from the cache) in this process: tests count recompilations
@@ -139,7 +152,8 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
 
 def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
     entry = manifest["entry"]
-    symbols = [entry] + ([entry + "_ns"] if "kernels" in manifest else [])
+    profiled, kept = "kernels" in manifest, keeps_arena(manifest.get("arena_bytes", 0))
+    symbols = [entry] + ([entry + "_ns"] if profiled else []) + ([entry + "_arena"] if kept else [])
     if backend == "c" and code[16:18] == _ET_DYN:
         from numfn.runtime.native import load_library, private_library_file
         lib, addrs = load_library(private_library_file(code, entry), symbols)
@@ -151,7 +165,27 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
     else:
         from numfn.runtime import llvm
         lib, addrs = llvm.load_object(code, symbols)
-    return LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if len(addrs) > 1 else 0)
+    loaded = LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if profiled else 0)
+    # the arena the program keeps between calls is freed with it (`lib` stays mapped until then)
+    if kept: weakref.finalize(loaded, _free_kept_arena, lib, addrs[-1])
+    return loaded
+
+
+def _free_kept_arena(lib, slot: int) -> None:
+    """Free the scratch arena a program keeps in its pointer at `slot` (numfn.runtime.KEEP_ARENA_BYTES)."""
+    import ctypes
+    arena = ctypes.c_void_p.from_address(slot).value
+    if arena:
+        ctypes.c_void_p.from_address(slot).value = None
+        _libc_free()(arena)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc_free():
+    import ctypes
+    free = ctypes.CDLL(None).free   # the malloc the programs call: the process's own
+    free.argtypes, free.restype = [ctypes.c_void_p], None
+    return free
 
 
 _perf_lock = threading.Lock()

@@ -216,6 +216,40 @@ def test_fused_with_the_work_around_it():
     check_fft(fused, x, w, n=256, ulps=8)
 
 
+# ---- layouts: the batch innermost (numfn.numpy.fft.c2c_axis) ------------------------------------------------------
+
+# (shape, axis): batches along the last axis tiled by BATCH_LANES (a whole number of tiles, a partial last tile, too
+# few rows to tile), transforms along a leading axis with the batch after it (inner >= BATCH_LANES: in place;
+# fewer: moved last), a matrix-stage prime (17 * 4) and Bluestein (67) in each layout
+LAYOUTS = [((24, 64), -1), ((19, 48), -1), ((64, 9), 0), ((64, 3), 0), ((6, 40, 10), 1), ((20, 68), -1),
+           ((68, 16), 0), ((18, 67), -1), ((67, 8), 0)]
+SINGLE = [LAYOUTS[1], LAYOUTS[2], LAYOUTS[5]]
+
+
+@pytest.mark.parametrize("dtype,layouts", [(np.complex128, LAYOUTS), (np.complex64, SINGLE)], ids=["c128", "c64"])
+def test_batched_layouts(dtype, layouts):
+    zs = [crand(shape, dtype) for shape, _ in layouts]
+
+    def f(*zs):
+        out = [np.fft.fft(z, axis=ax) for z, (_, ax) in zip(zs, layouts)]
+        return tuple(out) + (np.fft.ifft(zs[0], axis=layouts[0][1], norm="ortho"),)
+    check_fft(f, *zs, n=68, ulps=6)
+
+
+def test_batched_layouts_of_views_and_2d():
+    # non-contiguous and negative-stride inputs, in each layout; 2-D transforms (rows tiled, columns in place)
+    z, w = crand((40, 64)), crand((33, 48))
+    check_fft(lambda z, w: (np.fft.fft(z[::-1, ::2]), np.fft.fft(z.T[:, 3:35], axis=0), np.fft.fft2(z),
+                            np.fft.ifft2(w[:, ::-1], s=(32, 64), norm="forward")), z, w, n=64, ulps=6)
+
+
+def test_window_fuses_into_batched_real_transform():
+    # the real transforms keep the batch outermost, so a window still fuses into the first stage
+    x, w = rng.standard_normal((40, 256)), np.hanning(256)
+    names = [ei.kernel.name for ei in numfn.jit(lambda x, w: np.fft.rfft(x * w)).specialize(x, w).schedule]
+    assert len(names) == len(numfn.jit(lambda x, w: np.fft.rfft(x)).specialize(x, w).schedule), names
+
+
 def test_vmap_of_fft():
     z = crand((5, 12))
     got = numfn.vmap(lambda z: np.fft.fft(z))(z)
