@@ -360,7 +360,8 @@ class Tensor:
     def __rmatmul__(self, x: TensorLike) -> Tensor: return matmul(x, self)
     def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG)
     def __pos__(self) -> Tensor: return self._unary("positive", None)
-    def __abs__(self) -> Tensor: return self if self.uop.dtype.kind in "ub" else self._unary("absolute", Ops.ABS)
+    def __abs__(self) -> Tensor:   # a new array even for unsigned and bool values, which it leaves as they are
+        return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS)
     def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT)
     def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
     def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self)

@@ -285,3 +285,14 @@ def test_an_empty_value_into_an_empty_advanced_index_assigns_nothing():
     _assert_same_effects(f, np.zeros((1, 4, 0), np.int64))
     with pytest.raises(ValueError, match="shape mismatch"):   # a value with elements still does not fit
         numfn.jit(lambda x: x.__setitem__((np.array([0]), np.array([0])), np.ones((1, 4, 1, 2))))(np.zeros((1, 4, 0)))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int32])
+def test_ufunc_results_equal_to_an_operand_are_new_arrays(dtype):
+    """Found by the 20,000-program run: np.abs (and abs()) of unsigned integers returned the operand itself, so a
+    later write into the operand showed in the result (fixed for every ufunc call)."""
+    def f(x):
+        y, z, w = abs(x), np.abs(x), np.rint(x) if dtype is not np.bool_ else np.logical_and(x, True)
+        x[np.array([0])] = np.matmul(x, z)
+        return y, z, w
+    _assert_same_effects(f, np.array([1, 1], dtype))

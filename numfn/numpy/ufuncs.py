@@ -96,8 +96,12 @@ class ufunc:
         if signature is not None: raise unsupported(f"the signature= argument of numpy.{self.__name__}")
         if order not in ("K", "A", "C", "F", None):
             raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
-        result = self._compute(*(T(a) for a in args[:self.nin]), dtype=None if dtype is None else as_dtype(dtype))
+        operands = tuple(T(a) for a in args[:self.nin])
+        result = self._compute(*operands, dtype=None if dtype is None else as_dtype(dtype))
         results = result if isinstance(result, tuple) else (result,)
+        # a ufunc's result is a new array even where it equals an operand (np.abs of unsigned integers, rounding of
+        # integers): a later write into the operand must not show in it
+        results = tuple(_new_array(r) if any(r is a for a in operands) else r for r in results)
         return self._store(results, out, where)
 
     def _outs(self, out) -> tuple:
@@ -304,6 +308,11 @@ def _method_dtype(name: str, method: str, dt: DType, dtype: DType | None) -> DTy
 # building ufuncs
 
 def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
+
+
+def _new_array(t: Tensor) -> Tensor:
+    """t's value as an array of its own (a run-time length kept, a weak Python scalar kept weak)."""
+    return t.copy() if t.runtime_length else Tensor(t.uop, t.weak)
 
 
 def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
