@@ -328,3 +328,19 @@ def test_functions_differing_only_in_captured_values(backend):
         check(make(c), x, backend=backend, signed_zeros=True)
     for c in (big, big2):
         check(make(c), np.zeros(5000), backend=backend)
+
+
+def test_misaligned_arguments_reach_native_code_aligned(monkeypatch):
+    """Found by the sanitizer run: the first call (the Python path) passed a misaligned argument's own address to
+    native code, which reads it as aligned (undefined behaviour in C); it is copied now, as the C dispatcher does."""
+    from numfn.runtime import native
+    seen = []
+    original = native.pointer_table
+
+    def recording(arrays, *rest):
+        seen.extend(a for a in arrays if isinstance(a, np.ndarray))
+        return original(arrays, *rest)
+    monkeypatch.setattr(native, "pointer_table", recording)
+    x = _misaligned(np.arange(6.0))
+    np.testing.assert_array_equal(numfn.jit(lambda x: x * 2)(x), x * 2)
+    assert seen and all(a.flags.aligned for a in seen)
