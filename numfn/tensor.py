@@ -520,7 +520,12 @@ class Tensor:
         return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
 
     def ravel(self, order: str = "C") -> Tensor:
-        return self._view(self._reshaped((-1,), order))          # a view in NumPy
+        # NumPy's ravel is a view of an array contiguous in that order, else a copy (reshape(-1) is a view whenever
+        # strides allow, a reversed array's too)
+        flat = self._reshaped((-1,), order)
+        if self.base is not None and order in ("C", "F") and not _contiguous(self, order):
+            return Tensor(flat, self.weak)
+        return self._view(flat)
 
     def transpose(self, *axes: ShapeArg) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
@@ -1103,6 +1108,24 @@ def _doubling_scan(u: UOp, op: Ops, axis: int) -> UOp:
 
 def _holds_tensors(x) -> bool:
     return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensors(e)) for e in x)
+
+
+def _contiguous(view: Tensor, order: str) -> bool:
+    """Whether a view of a base is contiguous in memory in C (row-major) or F (column-major) order, as NumPy's flags
+    say it: axes of size 1 do not count, and an empty or one-element array is contiguous."""
+    from numfn.codegen.lower import view_offset
+    assert view.base is not None
+    if view.size <= 1: return True
+    if any(op is Ops.GATHER for op, _ in view.chain): return False
+    strides = view_offset(view.base.shape, view.chain)
+    if strides is None: return False
+    axes = range(view.ndim) if order == "F" else reversed(range(view.ndim))
+    step = 1
+    for a in axes:
+        if view.shape[a] == 1: continue
+        if strides[a] != step: return False
+        step *= view.shape[a]
+    return True
 
 
 def _strided(view: Tensor) -> bool:

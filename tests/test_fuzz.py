@@ -296,3 +296,16 @@ def test_ufunc_results_equal_to_an_operand_are_new_arrays(dtype):
         x[np.array([0])] = np.matmul(x, z)
         return y, z, w
     _assert_same_effects(f, np.array([1, 1], dtype))
+
+
+def test_ravel_copies_what_is_not_contiguous():
+    """Found by the 20,000-program run: ravel of a flipped view was a view (NumPy copies an array that is not
+    contiguous in the order asked), so a later write into the base showed in it (fixed)."""
+    def f(x):
+        a, b, c = np.ravel(np.flip(x, axis=None)), x.T.ravel(), x[1:].ravel()
+        d, e, g = x[:, :1].ravel(), x.T.ravel(order="F"), x.reshape(-1)
+        x[:, np.array([-1, 0])] += x
+        return a, b, c, d, e, g
+    (expected, theirs), (got, ours) = _mutating(f, np.arange(6).reshape(3, 2))
+    for g, e in zip(got, expected): np.testing.assert_array_equal(g, e, strict=True)
+    np.testing.assert_array_equal(ours[0], theirs[0], strict=True)
