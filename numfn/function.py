@@ -353,7 +353,7 @@ class NumericalFunction:
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
-                    else np.require(leaf, dtype=dt, requirements="CA")   # contiguous, aligned, native byte order
+                    else np.require(leaf, dtype=dt, requirements=("C", "A"))   # contiguous, aligned, native order
                 ins.append(a)
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")

@@ -409,7 +409,7 @@ class BatchedEntry:
             a = np.asarray(leaf, dtype=spec.dtype.np)
             if ax is not None: a = np.moveaxis(a, ax % a.ndim, 0)
             views.append(a)
-            ins.append(np.require(a, requirements="CA"))   # contiguous and aligned, as native code reads it
+            ins.append(np.require(a, requirements=("C", "A")))   # contiguous and aligned, as native code reads it
         table = pointer_table((*outs, *ins, *build.pointer_constants))
         threads = min(thread_count(), size)
         if threads < 2 or size * max(1, prog.manifest["ops"]) < PARALLEL_MIN_OPS: threads = 1
