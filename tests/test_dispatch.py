@@ -774,7 +774,8 @@ for k in range(2, 65):          # the pool grows while regions run: each new wor
     time.sleep(0.001)
 changers = [threading.Thread(target=change, args=(i,)) for i in range(2)]
 for t in changers: t.start()    # then two threads change the count at random while three threads call
-time.sleep(0.5)
+start = time.time()   # at least half a second and 30 calls (a slow machine, or instrumented code, takes longer)
+while (time.time() < start + 0.5 or calls[0] < 30) and time.time() < start + 120: time.sleep(0.01)
 stop.set()
 for t in callers + changers: t.join()
 print(json.dumps({"calls": calls[0], "bad": bad}))
