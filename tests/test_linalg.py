@@ -436,3 +436,12 @@ def test_np_linalg_dispatches_and_namedtuples():
     assert type(out[0]).__name__ == "EighResult" and type(out[1]).__name__ == "SVDResult"
     assert type(out[2]).__name__ == "SlogdetResult" and type(out[3]).__name__ == "QRResult"
     np.testing.assert_allclose(out[2].logabsdet, np.log(8.0))
+
+
+def test_blas_is_numpys_own_library_when_numpy_ships_one():
+    """One OpenBLAS (and one pool of BLAS threads) in the process: with a second copy loaded, each copy's idle
+    workers starved the other's, and small products took milliseconds instead of microseconds on a busy machine."""
+    from numfn.runtime import blas
+    own = blas._from_numpy()
+    if own is None or blas.interface() is None: pytest.skip("NumPy's wheel has no scipy-openblas here")
+    assert blas.interface().path == own.path

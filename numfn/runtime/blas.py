@@ -1,21 +1,26 @@
 """Locating BLAS/LAPACK for extern calls, and the few calls numfn makes to it from Python.
 
 numfn calls an optimized BLAS/LAPACK (OpenBLAS) from compiled programs for large matrix products and for
-numfn.numpy.linalg. The library comes from the `scipy-openblas64` package (a dependency: OpenBLAS built for other
-Python projects to use, with its LAPACK, its headers and a pkg-config file). The pkg-config file is that package's
-documented description of the library, and it is all numfn reads: the library's path (`Libs`), its symbol prefix
-and suffix (`Cflags`: -DBLAS_SYMBOL_PREFIX=scipy_ -DBLAS_SYMBOL_SUFFIX=64_), its integer width (`USE_64BITINT`)
-and version. Without importing the package (its import costs 100 ms): `importlib.util.find_spec` locates it.
+numfn.numpy.linalg. The library is the OpenBLAS inside NumPy's own wheel when NumPy has one (numpy.libs/,
+described by NumPy's build configuration: scipy-openblas, the same build as the package below): then the process
+has one OpenBLAS and one pool of BLAS threads. With two copies loaded (NumPy's and the package's), each copy's
+idle workers busy-wait after its calls and starve the other's on a machine with few free cores: small products
+took 15-20 ms instead of 60 us, in blocks, on a loaded 2-core machine. Otherwise it comes from the
+`scipy-openblas64` package (a dependency: OpenBLAS built for other Python projects to use, with its LAPACK, its
+headers and a pkg-config file). The pkg-config file is that package's documented description of the library, and
+it is all numfn reads: the library's path (`Libs`), its symbol prefix and suffix (`Cflags`:
+-DBLAS_SYMBOL_PREFIX=scipy_ -DBLAS_SYMBOL_SUFFIX=64_), its integer width (`USE_64BITINT`) and version. Without
+importing the package (its import costs 100 ms): `importlib.util.find_spec` locates it.
 
-Searched in order: scipy_openblas64, scipy_openblas32 (the same library with 32-bit integers), then the OpenBLAS
-inside NumPy's own wheel (numpy.libs/, described by NumPy's build configuration). NUMFN_BLAS=none (or 0) disables
-BLAS: products are then generated code and numfn.numpy.linalg raises. DEBUG=1 says which library was found, or
-warns that none was.
+Searched in order: NumPy's wheel, scipy_openblas64, scipy_openblas32 (the same library with 32-bit integers).
+NUMFN_BLAS=none (or 0) disables BLAS: products are then generated code and numfn.numpy.linalg raises. DEBUG=1
+says which library was found, or warns that none was.
 
 Symbols are resolved here, in Python (dlsym on the library's handle), and handed to compiled programs in a table
 (see numfn.extern): generated code never depends on the dynamic linker, so cached objects load in any process.
 
-Threads: the library's own thread count is kept equal to numfn's (NUMFN_THREADS, numfn.set_num_threads). A
+Threads: the library's own thread count is kept equal to numfn's (NUMFN_THREADS, numfn.set_num_threads; with
+NumPy's copy that is NumPy's BLAS thread count too, one setting for the process's one pool). A
 compiled program calls it from the calling thread between kernels, while numfn's pool is idle, so only one of the
 two pools runs at a time; where numfn runs several programs at once (svmap's threads), `single_threaded()` holds
 the library to one thread for that time.
@@ -111,8 +116,8 @@ def _from_numpy() -> BlasInterface | None:
 
 @functools.cache
 def _find() -> BlasInterface | None:
-    for finder in (lambda: _from_pkgconfig("scipy_openblas64"), lambda: _from_pkgconfig("scipy_openblas32"),
-                   _from_numpy):
+    for finder in (_from_numpy, lambda: _from_pkgconfig("scipy_openblas64"),
+                   lambda: _from_pkgconfig("scipy_openblas32")):
         found = finder()
         if found is not None:
             debug.log(1, f"BLAS/LAPACK for extern calls: {found.identity} ({found.path}, {found.int_bits}-bit "
