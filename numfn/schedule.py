@@ -1049,9 +1049,10 @@ def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
         inits, values, starts = [], [], {}
         reads = node.src
         if region.kind == "while":
+            if parents is None: parents = _parents(graph)
+            before = set(toposort(list(node.src)))   # what is computed before the loop runs
             for k, v in enumerate(node.src[:len(region.state)]):
-                if parents is None: parents = _parents(graph)
-                if _starts_in_state(v, node, parents, roots):
+                if _starts_in_state(v, node, parents, before, roots):
                     roots.setdefault(v, _Root(v)).keep = True   # the loop reads it (as its state's buffer)
                     starts[v] = results[k]
                     inits.append(v)
@@ -1075,7 +1076,8 @@ def _parents(graph: UOp) -> dict[UOp, list[UOp]]:
     return out
 
 
-def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], roots: dict[UOp, _Root]) -> bool:
+def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
+                     roots: dict[UOp, _Root]) -> bool:
     """Whether a loop's initial state `v` can be computed in the state's own buffer (no copy): v and the versions
     of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory nobody reads after the loop
     starts (every reader is computed before the loop: an ancestor of it), that is no output, and that the loop
@@ -1085,7 +1087,6 @@ def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], roots: di
     memory.append(memory[-1].src[0] if memory else v)
     if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
     if any(u in roots and roots[u].outputs for u in memory): return False
-    before = set(toposort(list(node.src)))
     return all((p is node and u is v) or (p is not node and p in before) for u in memory for p in parents.get(u, ()))
 
 
