@@ -1079,15 +1079,25 @@ def _parents(graph: UOp) -> dict[UOp, list[UOp]]:
 def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
                      roots: dict[UOp, _Root]) -> bool:
     """Whether a loop's initial state `v` can be computed in the state's own buffer (no copy): v and the versions
-    of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory nobody reads after the loop
-    starts (every reader is computed before the loop: an ancestor of it), that is no output, and that the loop
-    reads only as this state."""
+    of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory that is no output, that the
+    loop reads only as this state, and that nothing computed after the loop starts depends on: every value built
+    from that memory (however far up) is computed for the loop, before it (an ancestor of it). A value computed
+    from it before the loop may still be recomputed in a kernel after the loop, where the memory holds the loop's
+    state: `t = L * 2` used by the loop and returned beside its result."""
     if v.op in (Ops.BUFFER, Ops.CONST) or sum(s is v for s in node.src) != 1: return False
     memory = [*_chain_down(v)]
     memory.append(memory[-1].src[0] if memory else v)
     if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
     if any(u in roots and roots[u].outputs for u in memory): return False
-    return all((p is node and u is v) or (p is not node and p in before) for u in memory for p in parents.get(u, ()))
+    if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return False   # a capture
+    seen, stack = set(memory), list(memory)
+    while stack:   # everything built from the memory, up to the loop
+        for p in parents.get(stack.pop(), ()):
+            if p is node or p in seen: continue
+            if p not in before: return False
+            seen.add(p)
+            stack.append(p)
+    return True
 
 
 BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)

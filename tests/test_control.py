@@ -670,6 +670,27 @@ def recurrence_and_start(x):
     return out, (x * 2.0).sum()   # the loop's initial value (the same graph node) is read after the loop
 
 
+def start_read_after_the_loop(x):
+    L = np.zeros_like(x)
+    L[0] = 1.0
+    t = L * 2.0                 # built from the loop's initial memory, used by the loop (c) and after it
+    c = t.sum()
+
+    def body(i, L):
+        L[i] = L[i - 1] * x[i] + c
+        return L
+    return numfn.fori_loop(1, x.shape[0], body, L) + t
+
+
+def start_read_after_the_loop_numpy(x):
+    L = np.zeros_like(x)
+    L[0] = 1.0
+    t = L * 2.0
+    c = t.sum()
+    for i in range(1, x.shape[0]): L[i] = L[i - 1] * x[i] + c
+    return L + t
+
+
 def test_loop_state_is_computed_where_the_loop_updates_it(backend):
     """A loop's initial state that nothing else reads is computed in the state's memory, and a state the loop writes
     in place is the output's memory: no kernel only copies (the copies cost a pass over the array each)."""
@@ -679,8 +700,10 @@ def test_loop_state_is_computed_where_the_loop_updates_it(backend):
     assert native_steps(jf) == ["loop"]
     whole = [ei.kernel.name for ei in jf.specializations[-1].schedule if getattr(ei.kernel, "shape", ()) == x.shape]
     assert len(whole) == 1, whole   # np.zeros_like, into the output; no copy into the loop's state or out of it
-    # the initial value read again after the loop keeps its own memory
+    # the initial value read again after the loop keeps its own memory, also through a value built from it
     check(recurrence_and_start, x, backend=backend)
+    np.testing.assert_allclose(numfn.jit(start_read_after_the_loop, backend=backend)(x),
+                               start_read_after_the_loop_numpy(x), rtol=1e-12)
 
 
 def sorted_masked_in_loop(x):
