@@ -6,6 +6,7 @@ nodes; `symbolic` is the rule set graph_rewrite uses on whole graphs (before cal
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 from typing import Any, cast
@@ -187,12 +188,41 @@ def _merge(ta, tb, sign):
     return tuple((a, m) for a, m in d.items() if m)
 
 
-@node_cached
 def _order_key(u: UOp) -> tuple:
-    if u.op is Ops.RANGE: return (0, u.arg[0])
-    if u.op is Ops.DEFINE_VAR: return (1, u.arg[0])
-    if u.op is Ops.CONST: return (2, repr(u.arg))
-    return (3, u.op.value, tuple(_order_key(s) for s in u.src), repr(u.arg))
+    """A deterministic sort key for the atoms of an affine sum: loops by number first, then variables, constants,
+    then other nodes by a digest of their structure. Flat, and computed without recursion: index expressions can
+    be hundreds of operations deep (np.gcd's steps), too deep for nested keys (recursion in building them and in
+    comparing them)."""
+    stack = [u]
+    while stack:
+        x = stack[-1]
+        if _known_key(x) is not None:
+            stack.pop()
+            continue
+        missing = [s for s in x.src if _known_key(s) is None] if x.op not in _LEAF_KEYS else []
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        if x.op in _LEAF_KEYS: key: tuple = (_LEAF_KEYS[x.op], repr(x.arg) if x.op is Ops.CONST else x.arg[0])
+        else:
+            h = hashlib.blake2b(repr((x.op.value, x.arg)).encode(), digest_size=16)
+            for s in x.src: h.update(repr(_known_key(s)).encode())
+            key = (3, x.op.value, h.hexdigest())
+        _memo(x)[_order_key] = key
+    return cast(tuple, _known_key(u))
+
+
+_LEAF_KEYS = {Ops.RANGE: 0, Ops.DEFINE_VAR: 1, Ops.CONST: 2}
+
+
+def _memo(u: UOp) -> dict:
+    if u._memo is None: object.__setattr__(u, "_memo", {})
+    return cast(dict, u._memo)
+
+
+def _known_key(u: UOp) -> tuple | None:
+    return None if u._memo is None else u._memo.get(_order_key)
 
 
 def from_affine(terms, const: int, dtype: DType = dtypes.index) -> UOp:

@@ -309,3 +309,12 @@ def test_ravel_copies_what_is_not_contiguous():
     (expected, theirs), (got, ours) = _mutating(f, np.arange(6).reshape(3, 2))
     for g, e in zip(got, expected): np.testing.assert_array_equal(g, e, strict=True)
     np.testing.assert_array_equal(ours[0], theirs[0], strict=True)
+
+
+def test_deep_index_expressions_order_their_terms_without_recursion():
+    """Found by the 20,000-program run: np.gcd's branch-free steps as the index of a write made an index expression
+    deep enough that ordering the terms of an affine sum (symbolic._order_key) hit RecursionError (fixed)."""
+    def f(x):
+        x[np.clip(np.gcd(0, x), -5, 4)] *= x
+        return x + 0
+    _assert_same_effects(f, np.array([1, 1, 1, 1, 1], np.uint64))
