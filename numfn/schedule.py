@@ -742,6 +742,9 @@ def _build_kernels(roots: dict[UOp, _Root], versions: _Versions, externs: Sequen
             kernels.append((x.kernel(name, roots, home), None))
             continue
         if groups[gi][0].value.op is Ops.EMPTY: continue
+        # no element to compute (a write into an empty array): the codegen drops a loop of no iterations, and the
+        # loops inside it would then run once, out of the array's bounds
+        if 0 in kernel_domain(groups[gi][0].value): continue
         stores = tuple(UOp(Ops.STORE, dtypes.void, (t, v) if gate is None else (t, v, gate))
                        for r, v, gate in zip(groups[gi], values[gi], gates[gi]) for t in r.targets)
         ast = UOp(Ops.SINK, dtypes.void, stores)

@@ -318,3 +318,19 @@ def test_deep_index_expressions_order_their_terms_without_recursion():
         x[np.clip(np.gcd(0, x), -5, 4)] *= x
         return x + 0
     _assert_same_effects(f, np.array([1, 1, 1, 1, 1], np.uint64))
+
+
+@pytest.mark.parametrize("backend", ["llvm", "c"])
+def test_writing_into_an_empty_argument_writes_nothing(backend):
+    """Found by the 20,000-program run as heap corruption (free(): invalid next size): the kernel of
+    `x[...] = v` into an argument of shape (0, 4) lost its loop of no iterations and wrote 4 elements past the
+    empty array. Kernels with nothing to compute are not run now."""
+    def f(x, v):
+        x[...] = v
+        x[:, 1:] += 1.0
+        return v + 1
+    for _ in range(20):   # one out-of-bounds write does not always corrupt the heap at once
+        x = np.zeros((0, 4))
+        guard = np.full(64, 7.0)   # the kind of neighbour such a write used to overwrite
+        np.testing.assert_array_equal(numfn.jit(f, backend=backend)(x, np.array(2, np.uint8)), 3)
+        assert x.shape == (0, 4) and (guard == 7.0).all()
