@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numfn.errors import unsupported
+from numfn.runtime.dispatch import byte_extent
 from numfn.tensor import Tensor
 from numfn.uop import UOp
 
@@ -45,15 +46,6 @@ class Group:
     @property
     def slot(self) -> int:
         return self.members[0].slot
-
-
-def _extent(a: np.ndarray) -> tuple[int, int]:
-    """The byte addresses [lo, hi) an array's elements span."""
-    lo = hi = a.__array_interface__["data"][0]
-    for n, s in zip(a.shape, a.strides):
-        if s < 0: lo += (n - 1) * s
-        else: hi += (n - 1) * s
-    return lo, hi + a.itemsize
 
 
 def _overlaps(a, b) -> bool:
@@ -93,7 +85,7 @@ def aliasing_pattern(leaves: list, groups: list[list[int]], names: list[str]) ->
                 "is in non-native byte order" if not a.dtype.isnative else \
                 "is misaligned" if not a.flags.aligned or any(s % isz for s in a.strides) else None
             if why: raise _refused(names, slots, k, why)
-        spans = [_extent(a) for a in arrays]
+        spans = [byte_extent(a) for a in arrays]   # (the members overlap, so none is empty)
         lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)
         members = []
         for k, a in enumerate(arrays):

@@ -21,12 +21,15 @@ is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numfn.runtime import extensions, threads
 
-__all__ = ["dispatcher_base", "PyDispatcher", "register_specialization", "registration", "fast_arg_specs",
-           "result_builder", "check_out", "RELEASE_GIL_BYTES"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["byte_extent", "dispatcher_base", "PyDispatcher", "register_specialization", "registration",
+           "fast_arg_specs", "result_builder", "check_out", "RELEASE_GIL_BYTES"]
 
 # entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
 # ~50 ns that releasing and taking it back costs, and other threads get to run meanwhile
@@ -184,7 +187,8 @@ def check_out(out, out_specs, inputs=(), constants=()) -> list:
     return outs
 
 
-def _bounds(a) -> tuple[int, int]:
+def byte_extent(a: np.ndarray) -> tuple[int, int]:
+    """The byte addresses [lo, hi) an array's elements span ((0, 0) for an empty array)."""
     if a.size == 0: return 0, 0
     lo = hi = a.__array_interface__["data"][0]
     for n, s in zip(a.shape, a.strides):
@@ -194,6 +198,6 @@ def _bounds(a) -> tuple[int, int]:
 
 
 def _overlap(a, b) -> bool:
-    alo, ahi = _bounds(a)
-    blo, bhi = _bounds(b)
+    alo, ahi = byte_extent(a)
+    blo, bhi = byte_extent(b)
     return alo < ahi and blo < bhi and alo < bhi and blo < ahi
