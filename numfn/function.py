@@ -235,8 +235,14 @@ class NumericalFunction:
 
     @cached_property
     def steps(self) -> list:
-        """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps)."""
-        return program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)})
+        """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps),
+        and the pairs of kernels that run tile by tile (numfn.codegen.tiling)."""
+        from numfn.codegen.tiling import tile_writebacks, tiled_pairs
+        programs = [k.program for k in self.rendered_kernels]
+        steps = tile_writebacks(program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)}),
+                                programs)
+        for pair in tiled_pairs(steps): debug.log(3, f"{self.name}: {pair.describe(programs)}")
+        return steps
 
     # ---- native code ------------------------------------------------------------------------------------------
     @cached_property

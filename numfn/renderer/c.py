@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from numfn.codegen.program import KernelProgram
+from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.runtime import keeps_arena
@@ -124,6 +125,49 @@ def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
             f"  void *ctx[] = {{ {', '.join(f'(void *){n_}' for n_ in names)} }};",
             f"  if (pfor) pfor({prog.name}_body, ctx, {n});",
             f"  else {prog.name}_loop({', '.join(names)}, 0, {n});", "}"]
+
+
+def render_tiles(pair, programs: list[KernelProgram]) -> str:
+    """Kernels `pair.first` and `pair.second` run block by block (numfn.codegen.tiling): `<first>_tiles(pfor, ...)`
+    over the buffers of both hands the blocks to the thread pool, then copies each block's edge rows. A thread's
+    blocks [start, end) compute into block `start`'s part of the temporary (the kernels get it shifted to the
+    block's first row), last to first, each but the last moving its edge rows to their own place."""
+    first, second = programs[pair.first], programs[pair.second]
+    params = list(dict.fromkeys(first.params + second.params))
+    out = written(first) | written(second)
+    decls = [f"{'' if p in out else 'const '}{p.dtype.cname} *" for p in params]
+    names = [buffer_name(p.arg) for p in params]
+    temp = pair.temporary(programs)
+    t, row = buffer_name(temp.arg), pair.row
+    name = f"{first.name}_tiles"
+
+    def args(prog: KernelProgram, shifted: str | None = None) -> str:
+        return ", ".join(shifted if shifted and p is temp else buffer_name(p.arg) for p in prog.params)
+
+    bounds = (f"int64_t s = k * {pair.block}, e = s + {pair.block} < {pair.rows} ? s + {pair.block} : {pair.rows}; "
+              f"int64_t lo = s + {pair.before} < e ? s + {pair.before} : e, "
+              f"hi = e - {pair.after} > lo ? e - {pair.after} : lo;")
+    # the shifted pointer is scratch - s rows: computed on integers, it may point before the temporary
+    shifted = f"({temp.dtype.cname} *)((uintptr_t)scratch - (uintptr_t)(s * {row * temp.dtype.itemsize}))"
+    return "\n".join([
+        f"static void {name}_body(void **ctx, int64_t start, int64_t end) {{",
+        *(f"  {d}{n} = ({d})ctx[{i}];" for i, (d, n) in enumerate(zip(decls, names))),
+        f"  {temp.dtype.cname} *scratch = {t} + start * {pair.block * row};",
+        "  for (int64_t k = end - 1; k >= start; k--) {", f"    {bounds}",
+        f"    {temp.dtype.cname} *shifted = {shifted};",
+        f"    {first.name}_loop({args(first, 'shifted')}, s, e);",
+        f"    {second.name}_loop({args(second, 'shifted')}, lo, hi);",
+        "    if (k == start) break;",
+        f"    __builtin_memcpy({t} + s * {row}, scratch, (size_t)(lo - s) * {row * temp.dtype.itemsize});",
+        f"    __builtin_memcpy({t} + hi * {row}, scratch + (hi - s) * {row}, "
+        f"(size_t)(e - hi) * {row * temp.dtype.itemsize});", "  }",
+        "}",
+        f"static void {name}(numfn_pfor pfor, {', '.join(d + n for d, n in zip(decls, names))}) {{",
+        f"  void *ctx[] = {{ {', '.join(f'(void *){n}' for n in names)} }};",
+        f"  if (pfor) pfor({name}_body, ctx, {pair.blocks});", f"  else {name}_body(ctx, 0, {pair.blocks});",
+        f"  for (int64_t k = 0; k < {pair.blocks}; k++) {{   /* each block's edge rows, now nothing reads them */",
+        f"    {bounds}", f"    {second.name}_loop({args(second)}, s, lo);",
+        f"    {second.name}_loop({args(second)}, hi, e);", "  }", "}"])
 
 
 def batch_offset(ptr, batch: tuple[int, ...], index: str) -> list[tuple[str, int, int, int]]:
@@ -270,6 +314,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
     out += [src for _, src in kernels]
+    out += [render_tiles(pair, [prog for prog, _ in kernels]) for pair in tiled_pairs(steps)]
     pointers = [(b, dt, "") for b, dt in layout.outputs] + \
         [(b, dt, "" if b in layout.written_inputs else "const ") for b, dt in layout.inputs] + \
         [(b, dt, "const ") for b, dt, _ in layout.pointer_constants]
@@ -301,12 +346,14 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     indent = "  " if batched is None else "    "
     if batched is not None: body.append("  for (int64_t b = start; b < end; b++) {")
 
-    def call(k: int, indent: str) -> None:
+    def call(k: int, indent: str, pair=None) -> None:   # with `pair`, the pair k begins (its time counted as k's)
         prog = kernels[k][0]
-        args = ([] if prog.parallel is None else ["pfor"]) + (["externs"] if getattr(prog, "externs", False) else []) \
-            + [arg(p.arg) for p in prog.params]
+        if pair is None:
+            args = ([] if prog.parallel is None else ["pfor"]) + \
+                (["externs"] if getattr(prog, "externs", False) else []) + [arg(p.arg) for p in prog.params]
+        else: args = ["pfor"] + [arg(p.arg) for p in dict.fromkeys(prog.params + kernels[pair.second][0].params)]
         if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
-        body.append(f"{indent}{prog.name}({', '.join(args)});")
+        body.append(f"{indent}{prog.name}{'' if pair is None else '_tiles'}({', '.join(args)});")
         if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")
 
     def run(items: list, indent: str) -> None:
@@ -315,6 +362,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                 call(item, indent)
                 continue
             kind, loop, parts = item
+            if kind == "tiles":
+                call(loop.first, indent, loop)
+                continue
             flag = buffer_name(loop.flag.arg)
             if kind == "loop":   # while (cond) { body; swap each state buffer with its next }
                 body.append(f"{indent}for (;;) {{")

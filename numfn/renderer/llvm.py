@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 from numfn.codegen.program import KernelProgram
+from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout
 from numfn.runtime import keeps_arena
@@ -366,10 +367,77 @@ def _loops(steps) -> list:
     """Every loop and branch of an outline of steps, nested ones too."""
     out = []
     for item in steps or ():
-        if isinstance(item, int): continue
+        if isinstance(item, int) or item[0] == "tiles": continue
         out.append(item)
         for part in item[2]: out += _loops(part)
     return out
+
+
+def render_tiles(pair, programs: list[KernelProgram]) -> str:
+    """Kernels `pair.first` and `pair.second` run block by block (numfn.codegen.tiling): `<first>_tiles(pfor, ...)`
+    over the buffers of both hands the blocks to the thread pool, then copies each block's edge rows. A thread's
+    blocks [start, end) compute into block `start`'s part of the temporary (the kernels get it shifted to the
+    block's first row), last to first, each but the last moving its edge rows to their own place."""
+    first, second = programs[pair.first], programs[pair.second]
+    params = list(dict.fromkeys(first.params + second.params))
+    names = ["%" + buffer_name(p.arg) for p in params]
+    temp = pair.temporary(programs)
+    t, st, size = "%" + buffer_name(temp.arg), storage_type(temp.dtype), temp.dtype.itemsize
+    name = f"{first.name}_tiles"
+
+    def args(prog: KernelProgram, shifted: str | None = None) -> str:
+        return ", ".join(f"ptr {shifted if shifted and p is temp else '%' + buffer_name(p.arg)}" for p in prog.params)
+
+    def block_bounds(k: str) -> list[str]:   # %s.k, %e.k: the block's rows; %lo.k, %hi.k: the ones it copies
+        return [f"  %s.{k} = mul i64 %{k}, {pair.block}", f"  %e0.{k} = add i64 %s.{k}, {pair.block}",
+                f"  %elt.{k} = icmp slt i64 %e0.{k}, {pair.rows}",
+                f"  %e.{k} = select i1 %elt.{k}, i64 %e0.{k}, i64 {pair.rows}",
+                f"  %lo0.{k} = add i64 %s.{k}, {pair.before}", f"  %lolt.{k} = icmp slt i64 %lo0.{k}, %e.{k}",
+                f"  %lo.{k} = select i1 %lolt.{k}, i64 %lo0.{k}, i64 %e.{k}",
+                f"  %hi0.{k} = sub i64 %e.{k}, {pair.after}", f"  %hilt.{k} = icmp slt i64 %hi0.{k}, %lo.{k}",
+                f"  %hi.{k} = select i1 %hilt.{k}, i64 %lo.{k}, i64 %hi0.{k}"]
+
+    def rows_at(ptr: str, base: str, row: str, tag: str) -> list[str]:   # ptr = base + row * pair.row elements
+        return [f"  %{tag}.off = mul i64 {row}, {pair.row}",
+                f"  {ptr} = getelementptr {st}, ptr {base}, i64 %{tag}.off"]
+
+    def copy(dst: str, src: str, rows: str, tag: str) -> list[str]:
+        return [f"  %{tag}.bytes = mul i64 {rows}, {pair.row * size}",
+                f"  call void @llvm.memcpy.p0.p0.i64(ptr {dst}, ptr {src}, i64 %{tag}.bytes, i1 false)"]
+
+    body = ["entry:"]
+    for i, n in enumerate(names):
+        body += [f"  {n}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}", f"  {n} = load ptr, ptr {n}.slot"]
+    body += ["  %first = mul i64 %start, " + str(pair.block), *rows_at("%scratch", t, "%first", "sc"),
+             "  br label %k.head", "k.head:", "  %i = phi i64 [ %start, %entry ], [ %i.next, %k.latch ]",
+             "  %i.more = icmp slt i64 %i, %end", "  br i1 %i.more, label %k.body, label %k.exit", "k.body:",
+             "  %k.up = add i64 %start, %end", "  %k.up1 = sub i64 %k.up, %i", "  %k = sub i64 %k.up1, 1",
+             *block_bounds("k"), "  %s.neg = sub i64 0, %s.k", *rows_at("%shifted", "%scratch", "%s.neg", "sh"),
+             f"  call void @{first.name}_loop({args(first, '%shifted')}, i64 %s.k, i64 %e.k)",
+             f"  call void @{second.name}_loop({args(second, '%shifted')}, i64 %lo.k, i64 %hi.k)",
+             "  %own = icmp eq i64 %k, %start", "  br i1 %own, label %k.latch, label %keep", "keep:",
+             *rows_at("%top", t, "%s.k", "top"), "  %top.rows = sub i64 %lo.k, %s.k",
+             *copy("%top", "%scratch", "%top.rows", "top"),
+             *rows_at("%bottom", t, "%hi.k", "bottom"), "  %bottom.at = sub i64 %hi.k, %s.k",
+             *rows_at("%bottom.src", "%scratch", "%bottom.at", "bsrc"), "  %bottom.rows = sub i64 %e.k, %hi.k",
+             *copy("%bottom", "%bottom.src", "%bottom.rows", "bottom"),
+             "  br label %k.latch", "k.latch:", "  %i.next = add nuw nsw i64 %i, 1", "  br label %k.head", "k.exit:",
+             "  ret void"]
+    wrap = ["entry:", f"  %ctx = alloca [{len(names)} x ptr]"]
+    for i, n in enumerate(names):
+        wrap += [f"  {n}.slot = getelementptr inbounds ptr, ptr %ctx, i64 {i}", f"  store ptr {n}, ptr {n}.slot"]
+    wrap += ["  %serial = icmp eq ptr %pfor, null", "  br i1 %serial, label %alone, label %pool",
+             "alone:", f"  call void @{name}_body(ptr %ctx, i64 0, i64 {pair.blocks})", "  br label %edges",
+             "pool:", f"  call void %pfor(ptr @{name}_body, ptr %ctx, i64 {pair.blocks})", "  br label %edges",
+             "edges:", "  br label %j.head", "j.head:", "  %j = phi i64 [ 0, %edges ], [ %j.next, %j.body ]",
+             f"  %j.more = icmp slt i64 %j, {pair.blocks}", "  br i1 %j.more, label %j.body, label %j.exit",
+             "j.body:", *block_bounds("j"),   # each block's edge rows, now that nothing reads them
+             f"  call void @{second.name}_loop({args(second)}, i64 %s.j, i64 %lo.j)",
+             f"  call void @{second.name}_loop({args(second)}, i64 %hi.j, i64 %e.j)",
+             "  %j.next = add nuw nsw i64 %j, 1", "  br label %j.head", "j.exit:", "  ret void"]
+    return "\n".join([f"define internal void @{name}_body(ptr %ctx, i64 %start, i64 %end) nounwind {{", *body, "}",
+                      f"define internal void @{name}(ptr %pfor, {', '.join(f'ptr {n}' for n in names)}) nounwind {{",
+                      *wrap, "}"])
 
 
 def _clock(name: str) -> list[str]:
@@ -405,6 +473,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         out.append(f"@{buffer_name(buf)} = internal unnamed_addr constant [{buf.size} x {st}] [{values}], "
                    f"align 64")
     out += funcs
+    tiles = [render_tiles(pair, [prog for prog, _ in kernels]) for pair in tiled_pairs(steps)]
+    if tiles: declares.add("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
+    out += tiles
     pointers = [b for b, _ in layout.outputs] + [b for b, _ in layout.inputs] + \
         [b for b, _, _ in layout.pointer_constants]
     advancing = set() if batched is None else \
@@ -473,13 +544,18 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         out.insert(0, f"@{entry}_ns = global [{max(len(kernels), 1)} x i64] zeroinitializer, align 8")
         body.append("  %ts = alloca { i64, i64 }")
 
-    def call(k: int) -> None:
+    def call(k: int, pair=None) -> None:   # kernel k, or with `pair` the pair it begins (time counted as k's)
         prog = kernels[k][0]
         t = next(uses)
-        args = ([] if prog.parallel is None else ["ptr %pfor"]) + \
-            (["ptr %externs"] if getattr(prog, "externs", False) else []) + [f"ptr {arg(p.arg)}" for p in prog.params]
+        if pair is None:
+            args = ([] if prog.parallel is None else ["ptr %pfor"]) + \
+                (["ptr %externs"] if getattr(prog, "externs", False) else []) + \
+                [f"ptr {arg(p.arg)}" for p in prog.params]
+        else:
+            both = dict.fromkeys(prog.params + kernels[pair.second][0].params)
+            args = ["ptr %pfor"] + [f"ptr {arg(p.arg)}" for p in both]
         if profile: body.extend(_clock(f"t0.{t}"))
-        body.append(f"  call void @{prog.name}({', '.join(args)})")
+        body.append(f"  call void @{prog.name}{'' if pair is None else '_tiles'}({', '.join(args)})")
         if profile:
             body.extend(_clock(f"t1.{t}"))
             body.extend([f"  %dt.{t} = sub i64 %t1.{t}, %t0.{t}",
@@ -500,6 +576,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                 call(item)
                 continue
             kind, loop, parts = item
+            if kind == "tiles":
+                call(loop.first, loop)
+                continue
             n = next(uses)
             if kind == "loop":   # while (cond) { body; swap each state buffer with its next }
                 body.extend([f"  br label %loop{n}.head", f"loop{n}.head:"])

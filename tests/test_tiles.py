@@ -1,0 +1,95 @@
+"""A kernel and the write-back of its result run tile by tile (numfn.codegen.tiling): in-place stencils whose value
+reads the rows next to the ones written. Each case is checked against NumPy, on both backends, and the cases the
+tiling must leave alone (writes whose rows other rows read from far away, reversed rows) stay correct too."""
+import numpy as np
+import pytest
+
+import numfn
+from helpers import check_mutates
+from numfn.codegen import tiling
+
+
+def five_point(u):
+    u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
+def two_rows_each_way(u):
+    u[2:-2, 1:-1] = u[:-4, 1:-1] - u[4:, 1:-1] + u[2:-2, :-2] - 0.5 * u[2:-2, 2:]
+
+
+def upwind(u):   # reads only the row above: a block's last row (the next block reads it) goes to the second pass
+    u[1:, 1:] = u[1:, 1:] - 0.5 * (u[1:, 1:] - u[:-1, 1:])
+
+
+def steps(u):   # three in-place steps, each its own pair of kernels
+    for _ in range(3):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return u.sum(axis=1)
+
+
+def far_rows(u):   # row i reads row i + 40: beyond what tiles allow, stays two kernels
+    u[:-40, 1:] = u[40:, 1:] * 0.5 + u[:-40, :-1]
+
+
+def flipped(u):   # the rows are walked in reverse in memory
+    v = u[::-1]
+    v[1:-1, 1:-1] = 0.25 * (v[:-2, 1:-1] + v[2:, 1:-1] + v[1:-1, :-2] + v[1:-1, 2:])
+
+
+def stencil_loop(u, n):   # inside a compiled loop
+    for _ in range(n):
+        u[1:-1, 1:-1] = 0.2 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] + u[1:-1, 1:-1])
+    return u
+
+
+rng = np.random.default_rng(3)
+
+
+def tiled(fn, *args) -> list:
+    """The TiledPairs of fn's program for args."""
+    nf = numfn.jit(fn).specialize(*args)
+    return tiling.tiled_pairs(nf.steps)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024), (700, 513), (3001, 97), (300, 4100)])
+@pytest.mark.parametrize("fn", [five_point, two_rows_each_way, upwind, steps], ids=lambda f: f.__name__)
+def test_in_place_stencils_match_numpy(backend, fn, shape):
+    check_mutates(fn, rng.random(shape), backend=backend)
+
+
+def test_views_and_dtypes(backend):
+    strided = rng.random((800, 1200))[:, ::2]
+    check_mutates(five_point, strided, backend=backend)
+    check_mutates(five_point, rng.random((900, 600)).astype(np.float32), backend=backend)
+    check_mutates(five_point, rng.integers(-1000, 1000, (900, 600)), backend=backend)   # int64 * 0.25: casts
+
+
+@pytest.mark.parametrize("fn", [far_rows, flipped], ids=lambda f: f.__name__)
+def test_what_tiles_cannot_prove_stays_correct(backend, fn):
+    u = rng.random((1000, 600))
+    check_mutates(fn, u, backend=backend)
+    assert tiled(fn, u) == []
+
+
+def test_in_a_compiled_loop(backend):
+    check_mutates(stencil_loop, rng.random((600, 700)), 4, backend=backend)
+
+
+def test_the_pairs_found_and_their_edges():
+    u = rng.random((1024, 1024))
+    (pair,) = tiled(five_point, u)
+    assert (pair.rows, pair.row, pair.before, pair.after) == (1022, 1022, 1, 1)
+    assert pair.blocks >= tiling.MIN_BLOCKS and pair.block * pair.row * 8 <= tiling.TILE_BYTES
+    (pair,) = tiled(two_rows_each_way, u)
+    assert (pair.before, pair.after) == (2, 2)
+    (pair,) = tiled(upwind, u)
+    assert (pair.before, pair.after) == (0, 1)
+    assert len(tiled(steps, u)) == 3
+    assert tiled(five_point, rng.random((64, 64))) == []   # a temporary that stays in cache anyway
+
+
+def test_debug_3_says_which_kernels_run_tile_by_tile(capsys, monkeypatch):
+    monkeypatch.setenv("DEBUG", "3")
+    monkeypatch.setenv("NUMFN_DISABLE_CACHE", "1")
+    numfn.jit(five_point)(rng.random((1024, 1024)))
+    assert "run tile by tile: 64 blocks of 16 rows" in capsys.readouterr().err
