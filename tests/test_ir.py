@@ -246,6 +246,8 @@ def _evaluate(u: UOp, env: dict[UOp, int]) -> int:
     if u.op is Ops.MAX: return max(a)
     if u.op is Ops.MIN: return min(a)
     if u.op is Ops.CMPLT: return a[0] < a[1]
+    if u.op is Ops.CMPLE: return a[0] <= a[1]
+    if u.op is Ops.WHERE: return a[1] if a[0] else a[2]
     if u.op is Ops.CAST: return int(a[0])
     raise AssertionError(u.op)
 
@@ -256,9 +258,14 @@ def test_bounds_contain_every_value():
     for _ in range(300):
         u = rnd.choice(ranges)
         for _ in range(rnd.randint(1, 4)):
-            op = rnd.choice([Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.IMOD, Ops.MAX, Ops.MIN, Ops.CMPLT])
+            op = rnd.choice([Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.IDIV, Ops.IMOD, Ops.MAX, Ops.MIN, Ops.CMPLT,
+                             Ops.WHERE])
             other = rnd.choice(ranges + [UOp.const(dtypes.index, rnd.randint(-4, 9))])
             if op is Ops.NEG: u = UOp(op, u.dtype, (u,))
+            elif op is Ops.WHERE:   # a select under a comparison of its own value (bounds narrowed by it)
+                cmp = rnd.choice([Ops.CMPLT, Ops.CMPLE])
+                cond = UOp(cmp, dtypes.bool, (u, other) if rnd.random() < 0.5 else (other, u))
+                u = UOp(op, u.dtype, (cond, u, UOp.const(dtypes.index, rnd.randint(-4, 9))))
             elif op in (Ops.IDIV, Ops.IMOD): u = UOp(op, u.dtype, (u, UOp.const(dtypes.index, rnd.randint(1, 4))))
             elif op is Ops.CMPLT: u = UOp(Ops.CAST, dtypes.index, (UOp(op, dtypes.bool, (u, other)),))
             else: u = UOp(op, u.dtype, (u, other))
@@ -273,6 +280,10 @@ def test_bounds_of_ranges_and_constants_are_exact():
     assert r.bounds == (0, 9) and (r * 3 + 2).bounds == (2, 29) and (r // 4).bounds == (0, 2)
     assert (r % 4).bounds == (0, 3) and UOp.const(dtypes.index, -3).bounds == (-3, -3)
     assert UOp.iota(6).bounds == (0, 5)
+    zero, n = UOp.const(dtypes.index, 0), UOp.const(dtypes.index, 7)
+    assert UOp(Ops.WHERE, dtypes.index, (UOp(Ops.CMPLT, dtypes.bool, (r, n)), r, zero)).bounds == (0, 6)
+    shifted = r - 1   # where(0 <= i - 1, i - 1, 0): a padded view's index
+    assert UOp(Ops.WHERE, dtypes.index, (UOp(Ops.CMPLE, dtypes.bool, (zero, shifted)), shifted, zero)).bounds == (0, 8)
 
 
 # ---- printing --------------------------------------------------------------------------------------------------------
