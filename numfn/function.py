@@ -500,7 +500,13 @@ class ProgramBuild:
         manifest = {"constants": [b.data_hash for b, _, _ in nf.layout.pointer_constants],
                     "arena_bytes": int(nf.memory.arena_bytes), "ops": int(sum(ei.op_count for ei in nf.schedule))}
         if nf.layout.externs: manifest["externs"] = list(nf.layout.externs)
-        if nf.profile and self.batched is None: manifest["kernels"] = [k.name for k in nf.rendered_kernels]
+        if nf.profile and self.batched is None:   # a pair run tile by tile is timed as one: named as one
+            from numfn.codegen.tiling import tiled_pairs
+            names = [k.name for k in nf.rendered_kernels]
+            for pair in tiled_pairs(nf.steps):
+                names[pair.first] = f"{names[pair.first]} + {names[pair.second]} (tiles)"
+                names[pair.second] = f"{names[pair.second]} (in the line above)"
+            manifest["kernels"] = names
         return manifest
 
     @cached_property
@@ -600,7 +606,7 @@ def _report_kernel_times(name: str, kernels: list[str], timings) -> None:
     """DEBUG=2: the time each kernel took in this call (the program adds to its counters; they are reset here)."""
     lines = [f"{name}: kernel times"]
     for i, k in enumerate(kernels):
-        lines.append(f"  {k:<24} {timings[i] / 1e3:10.2f} us")
+        lines.append(f"  {k:<24} {timings[i] / 1e3:10.2f} us" if " (in the line above)" not in k else f"  {k}")
         timings[i] = 0
     debug.log(2, "\n".join(lines))
 
