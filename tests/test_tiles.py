@@ -93,3 +93,40 @@ def test_debug_3_says_which_kernels_run_tile_by_tile(capsys, monkeypatch):
     monkeypatch.setenv("NUMFN_DISABLE_CACHE", "1")
     numfn.jit(five_point)(rng.random((1024, 1024)))
     assert "run tile by tile: 64 blocks of 16 rows" in capsys.readouterr().err
+
+
+
+def _random_window_write(seed: int):
+    """u[top:top + h, left:left + w] = a sum of views of u shifted by up to 5 rows and 3 columns, some reversed,
+    some transposed (u is square): pairs tiling may take, and ones it must refuse."""
+    r = np.random.default_rng(seed)
+    n, h, w = 600, 588, 592
+    top, left = int(r.integers(0, 6)), int(r.integers(0, 4))
+    terms = [(int(r.integers(-top, 6)), int(r.integers(-left, 4)), int(r.integers(0, 6)), float(r.uniform(-1, 1)))
+             for _ in range(int(r.integers(1, 5)))]
+
+    def view(u, dr, dc, kind):
+        i, j = top + dr, left + dc
+        if kind == 0: return u[i:i + h, j:j + w][::-1]   # rows reversed
+        if kind == 1: return u[j:j + w, i:i + h].T         # columns read as rows
+        return u[i:i + h, j:j + w]
+
+    def fn(u):
+        total = sum(c * view(u, dr, dc, kind) for dr, dc, kind, c in terms)
+        u[top:top + h, left:left + w] = total
+    return fn, n
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_window_writes_match_numpy(backend, seed):
+    fn, n = _random_window_write(seed)
+    u = rng.random((n, n))
+    check_mutates(fn, u, backend=backend, calls=1)
+
+
+def test_random_window_writes_are_tiled_where_they_can_be():
+    found = []
+    for seed in range(10):
+        fn, n = _random_window_write(seed)
+        found.append(bool(tiled(fn, rng.random((n, n)))))
+    assert 0 < sum(found) < len(found), found   # some are, some are not (reversed and transposed reads)
