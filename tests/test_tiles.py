@@ -7,6 +7,7 @@ import pytest
 import numfn
 from helpers import check_mutates
 from numfn.codegen import tiling
+from numfn.runtime.threads import thread_count
 
 
 def five_point(u):
@@ -130,3 +131,16 @@ def test_random_window_writes_are_tiled_where_they_can_be():
         fn, n = _random_window_write(seed)
         found.append(bool(tiled(fn, rng.random((n, n)))))
     assert 0 < sum(found) < len(found), found   # some are, some are not (reversed and transposed reads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_thread_runs_every_block_through_one_scratch(backend, threads):
+    """With one thread all blocks share block 0's part of the temporary and move their edge rows out of it; with
+    the pool, each chunk of blocks shares its first block's part."""
+    before = thread_count()
+    numfn.set_num_threads(threads)
+    try:
+        for fn in (five_point, two_rows_each_way, upwind):
+            check_mutates(fn, rng.random((1500, 700)), backend=backend, calls=3)
+    finally:
+        numfn.set_num_threads(before)
