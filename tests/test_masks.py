@@ -1,6 +1,8 @@
 """Boolean masks and results of run-time length (x[mask], nonzero, flatnonzero, argwhere, extract, compress,
 one-argument where), masked assignment, and the indexing functions (take, take_along_axis, put, put_along_axis,
 choose, select, bincount, histogram, histogram2d, digitize), against NumPy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,15 @@ def test_bincount_histogram_digitize(backend):
 def test_histogram_of_nan_raises_like_numpy(backend):
     with pytest.raises(ValueError, match="not finite"):
         numfn.jit(lambda x: np.histogram(x), backend=backend)(np.array([1.0, np.nan]))
+
+
+def test_bools_past_a_run_time_length_are_read_as_bytes():
+    """Consumers of b[b] run over its bound and discard what lies past its length, which the program never wrote:
+    the C backend loaded those bytes as C bools, undefined for a byte other than 0 or 1 (UBSan's report in the
+    instrumented suite, tools/sanitize.sh). Bools are read as bytes, as the LLVM backend reads them."""
+    b = RNG.random(37) > 0.3
+    f = numfn.jit(lambda b: np.logical_not(b[b]), backend="c")
+    np.testing.assert_array_equal(f(b), np.logical_not(b[b]))
+    source = f.specialize(b).source
+    assert "(const unsigned char *)" in source
+    assert not re.search(r"_Bool ld\d+ = \w+\[", source)   # before: `_Bool ld0 = tmp0[r0];`

@@ -100,7 +100,11 @@ def render_kernel(prog: KernelProgram) -> str:
         if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC:
             names[u] = names[u.src[0]]   # reading an accumulator is naming it
             continue
-        if u.op is Ops.LOAD: expr = f"{ref(u.src[0])}[{ref(u.src[1])}]"
+        # a bool is read as its byte (as the LLVM renderer does): memory past a run-time length (x[mask]'s bound)
+        # may hold any byte, and loading one other than 0 or 1 as a C bool is undefined even when it is not used
+        if u.op is Ops.LOAD and u.dtype.is_bool:
+            expr = f"(((const unsigned char *){ref(u.src[0])})[{ref(u.src[1])}] != 0)"
+        elif u.op is Ops.LOAD: expr = f"{ref(u.src[0])}[{ref(u.src[1])}]"
         else: expr = _expr(u, [ref(s) for s in u.src])
         name = f"{'ld' if u.op is Ops.LOAD else 'v'}{counter}"
         counter += 1
