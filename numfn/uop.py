@@ -443,7 +443,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
         (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
         return (min(a0, b0), min(a1, b1))
     if op is Ops.WHERE:
-        (a0, a1), (b0, b1) = _where_branch(u), u.src[2].bounds
+        (a0, a1), (b0, b1) = u.src[1].bounds, u.src[2].bounds
         return (min(a0, b0), max(a1, b1))
     if op is Ops.CAST and (u.src[0].dtype.is_int or u.src[0].dtype.is_bool):
         a0, a1 = u.src[0].bounds
@@ -463,20 +463,6 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
         (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
         return (a0 or b0, a1 or b1)
     return full
-
-
-def _where_branch(u: UOp) -> tuple[Any, Any]:
-    """Bounds of WHERE(c, x, y)'s x where it is taken: under `x < b` (or `x <= b`) x is at most b's maximum less one
-    (or its maximum), under `b < x` (or `b <= x`) at least b's minimum plus one (or its minimum); so `where(i < n,
-    i, 0)` and `where(0 <= i - 1, i - 1, 0)`, the indices of padded views, stay within the view."""
-    c, x = u.src[0], u.src[1]
-    a0, a1 = x.bounds
-    if c.op not in (Ops.CMPLT, Ops.CMPLE) or not x.dtype.is_int or not c.src[0].dtype.is_int: return (a0, a1)
-    strict = 1 if c.op is Ops.CMPLT else 0
-    if c.src[0] is x: lo, hi = a0, min(a1, c.src[1].vmax - strict)
-    elif c.src[1] is x: lo, hi = max(a0, c.src[0].vmin + strict), a1
-    else: return (a0, a1)
-    return (lo, hi) if lo <= hi else (a0, a1)
 
 
 def const_divisor(u: UOp):

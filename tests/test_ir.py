@@ -244,6 +244,7 @@ def _evaluate(u: UOp, env: dict[UOp, int]) -> int:
     if u.op is Ops.IDIV: return int(a[0] / a[1])     # C: truncating
     if u.op is Ops.IMOD: return a[0] - int(a[0] / a[1]) * a[1]
     if u.op is Ops.MAX: return max(a)
+    if u.op is Ops.AND: return a[0] and a[1]
     if u.op is Ops.MIN: return min(a)
     if u.op is Ops.CMPLT: return a[0] < a[1]
     if u.op is Ops.CMPLE: return a[0] <= a[1]
@@ -280,10 +281,34 @@ def test_bounds_of_ranges_and_constants_are_exact():
     assert r.bounds == (0, 9) and (r * 3 + 2).bounds == (2, 29) and (r // 4).bounds == (0, 2)
     assert (r % 4).bounds == (0, 3) and UOp.const(dtypes.index, -3).bounds == (-3, -3)
     assert UOp.iota(6).bounds == (0, 5)
-    zero, n = UOp.const(dtypes.index, 0), UOp.const(dtypes.index, 7)
-    assert UOp(Ops.WHERE, dtypes.index, (UOp(Ops.CMPLT, dtypes.bool, (r, n)), r, zero)).bounds == (0, 6)
-    shifted = r - 1   # where(0 <= i - 1, i - 1, 0): a padded view's index
-    assert UOp(Ops.WHERE, dtypes.index, (UOp(Ops.CMPLE, dtypes.bool, (zero, shifted)), shifted, zero)).bounds == (0, 8)
+
+
+def test_clamped_selects_keep_their_value_and_narrow_their_bounds():
+    """codegen/selects.py: a select's taken branch clamped to what its condition allows has the same value
+    wherever the condition holds (brute force), tighter bounds, and unclamps back to the original."""
+    from numfn.codegen.selects import _clamp, _unclamp
+    r, s = rng_range(12, 0), rng_range(5, 1)
+    zero = UOp.const(dtypes.index, 0)
+    rnd = random.Random(5)
+    for _ in range(200):
+        x = r + rnd.randint(-4, 4) if rnd.random() < 0.7 else r - s
+        parts = []
+        for _ in range(rnd.randint(1, 2)):
+            k = UOp.const(dtypes.index, rnd.randint(-3, 12)) if rnd.random() < 0.8 else s
+            op = rnd.choice([Ops.CMPLT, Ops.CMPLE])
+            parts.append(UOp(op, dtypes.bool, (x, k) if rnd.random() < 0.5 else (k, x)))
+        cond = parts[0] if len(parts) == 1 else UOp(Ops.AND, dtypes.bool, tuple(parts))
+        w = UOp(Ops.WHERE, dtypes.index, (cond, x, zero))
+        c = _clamp(w)
+        if c is None: continue
+        y = c.src[1]
+        assert y.vmin >= x.vmin and y.vmax <= x.vmax and (y.vmin, y.vmax) != (x.vmin, x.vmax)
+        for i in range(12):
+            for j in range(5):
+                env = {r: i, s: j}
+                taken = all(_evaluate(p, env) for p in parts)
+                if taken: assert _evaluate(c.src[1], env) == _evaluate(x, env), format_graph([c])
+        assert _unclamp(c) is w
 
 
 # ---- printing --------------------------------------------------------------------------------------------------------

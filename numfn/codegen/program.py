@@ -9,6 +9,7 @@ from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.narrow import narrow
 from numfn.codegen.opt import block, choose_block, choose_upcasts, upcast
+from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
 from numfn.uop import Ops, UOp, format_node, graph_rewrite
@@ -55,7 +56,9 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     upcasts = []
     if not debug.noopt():
         unrolls = lowered.unrolls   # chosen when lowering: the scheduler counted evaluations with them
-        lowered = LoweredKernel(graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic"), lowered.ranges,
+        # selects' branches clamped to what their conditions allow while indices simplify (codegen/selects.py)
+        sink = graph_rewrite(lowered.sink, clamp_selects, name="kernel: clamp selects")
+        lowered = LoweredKernel(graph_rewrite(sink, symbolic, name="kernel: symbolic"), lowered.ranges,
                                 lowered.shape, lowered.evaluations, lowered.sequential)
         for r, factor in unrolls: lowered = upcast(lowered, r, factor)
         lowered = narrow(lowered)
@@ -64,6 +67,7 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
         blocking = choose_block(lowered, upcasts)
         if blocking is not None: lowered = block(lowered, *blocking)
     sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
+    if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
     sink = graph_rewrite(sink, rules, name="kernel: decompositions")
