@@ -50,6 +50,10 @@ class TiledPair:
     def temporary(self, programs: list[KernelProgram]) -> UOp:
         return _stores(programs[self.first])[0].src[0]
 
+    def buffers(self, programs: list[KernelProgram]) -> list[UOp]:
+        """The parameters of the pair's function: both kernels' buffers, each once, in order."""
+        return list(dict.fromkeys(programs[self.first].params + programs[self.second].params))
+
     def describe(self, programs: list[KernelProgram]) -> str:
         return (f"{programs[self.first].name} and {programs[self.second].name} run tile by tile: {self.blocks} "
                 f"blocks of {self.block} rows, each block's first {self.before} and last {self.after} rows copied "

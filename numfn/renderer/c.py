@@ -132,12 +132,10 @@ def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
 
 
 def render_tiles(pair, programs: list[KernelProgram]) -> str:
-    """Kernels `pair.first` and `pair.second` run block by block (numfn.codegen.tiling): `<first>_tiles(pfor, ...)`
-    over the buffers of both hands the blocks to the thread pool, then copies each block's edge rows. A thread's
-    blocks [start, end) compute into block `start`'s part of the temporary (the kernels get it shifted to the
-    block's first row), last to first, each but the last moving its edge rows to their own place."""
+    """The C form of the LLVM renderer's `render_tiles` (numfn.codegen.tiling): the same functions, blocks and
+    edge-row moves."""
     first, second = programs[pair.first], programs[pair.second]
-    params = list(dict.fromkeys(first.params + second.params))
+    params = pair.buffers(programs)
     out = written(first) | written(second)
     decls = [f"{'' if p in out else 'const '}{p.dtype.cname} *" for p in params]
     names = [buffer_name(p.arg) for p in params]
@@ -355,7 +353,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         if pair is None:
             args = ([] if prog.parallel is None else ["pfor"]) + \
                 (["externs"] if getattr(prog, "externs", False) else []) + [arg(p.arg) for p in prog.params]
-        else: args = ["pfor"] + [arg(p.arg) for p in dict.fromkeys(prog.params + kernels[pair.second][0].params)]
+        else: args = ["pfor"] + [arg(p.arg) for p in pair.buffers([k for k, _ in kernels])]
         if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
         body.append(f"{indent}{prog.name}{'' if pair is None else '_tiles'}({', '.join(args)});")
         if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")

@@ -379,7 +379,7 @@ def render_tiles(pair, programs: list[KernelProgram]) -> str:
     blocks [start, end) compute into block `start`'s part of the temporary (the kernels get it shifted to the
     block's first row), last to first, each but the last moving its edge rows to their own place."""
     first, second = programs[pair.first], programs[pair.second]
-    params = list(dict.fromkeys(first.params + second.params))
+    params = pair.buffers(programs)
     names = ["%" + buffer_name(p.arg) for p in params]
     temp = pair.temporary(programs)
     t, st, size = "%" + buffer_name(temp.arg), storage_type(temp.dtype), temp.dtype.itemsize
@@ -552,8 +552,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                 (["ptr %externs"] if getattr(prog, "externs", False) else []) + \
                 [f"ptr {arg(p.arg)}" for p in prog.params]
         else:
-            both = dict.fromkeys(prog.params + kernels[pair.second][0].params)
-            args = ["ptr %pfor"] + [f"ptr {arg(p.arg)}" for p in both]
+            args = ["ptr %pfor"] + [f"ptr {arg(p.arg)}" for p in pair.buffers([k for k, _ in kernels])]
         if profile: body.extend(_clock(f"t0.{t}"))
         body.append(f"  call void @{prog.name}{'' if pair is None else '_tiles'}({', '.join(args)})")
         if profile:
