@@ -115,11 +115,8 @@ def _pair(first: int, second: int, programs: list[KernelProgram]) -> TiledPair |
     if any(s.src[0] is not temp for s in e_stores) or any(s.src[0] is not dest for s in w_stores): return None
     if temp.arg.category != "intermediate" or temp is dest or temp.arg.size % rows: return None
     if temp.arg.size * temp.dtype.itemsize < MIN_TEMPORARY_BYTES: return None
-    # the temporary is the pair's own: no other kernel uses it
-    if any(temp in p.params for k, p in enumerate(programs) if k not in (first, second)
-           and isinstance(p, KernelProgram)): return None
-    if any(getattr(p, "params", None) and temp in p.params for p in programs if not isinstance(p, KernelProgram)):
-        return None
+    # the temporary is the pair's own: no other kernel or extern call uses it
+    if any(temp in getattr(p, "params", ()) for k, p in enumerate(programs) if k not in (first, second)): return None
     # row r of the first kernel writes row r of the temporary, and row r of the second reads only that row
     row = temp.arg.size // rows
     for u, r in [(s, e.parallel) for s in e_stores] + [(ld, w.parallel) for ld in _loads(w, temp)]:
