@@ -14,7 +14,8 @@ from typing import Any, cast
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar, node_cached
+from numfn.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar,
+                       memo_bottom_up, memo_get, node_cached)
 
 # ---------------------------------------------------------------------------------------------------------------
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
@@ -190,39 +191,20 @@ def _merge(ta, tb, sign):
 
 def _order_key(u: UOp) -> tuple:
     """A deterministic sort key for the atoms of an affine sum: loops by number first, then variables, constants,
-    then other nodes by a digest of their structure. Flat, and computed without recursion: index expressions can
-    be hundreds of operations deep (np.gcd's steps), too deep for nested keys (recursion in building them and in
-    comparing them)."""
-    stack = [u]
-    while stack:
-        x = stack[-1]
-        if _known_key(x) is not None:
-            stack.pop()
-            continue
-        missing = [s for s in x.src if _known_key(s) is None] if x.op not in _LEAF_KEYS else []
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        if x.op in _LEAF_KEYS: key: tuple = (_LEAF_KEYS[x.op], repr(x.arg) if x.op is Ops.CONST else x.arg[0])
-        else:
-            h = hashlib.blake2b(repr((x.op.value, x.arg)).encode(), digest_size=16)
-            for s in x.src: h.update(repr(_known_key(s)).encode())
-            key = (3, x.op.value, h.hexdigest())
-        _memo(x)[_order_key] = key
-    return cast(tuple, _known_key(u))
+    then other nodes by a digest of their structure. Flat, and computed without recursion (uop.memo_bottom_up):
+    index expressions can be hundreds of operations deep (np.gcd's steps), too deep for nested keys (recursion in
+    building them and in comparing them)."""
+    return memo_bottom_up(u, _order_key, _order_key_of, lambda x: () if x.op in _LEAF_KEYS else x.src)
+
+
+def _order_key_of(x: UOp) -> tuple:
+    if x.op in _LEAF_KEYS: return (_LEAF_KEYS[x.op], repr(x.arg) if x.op is Ops.CONST else x.arg[0])
+    h = hashlib.blake2b(repr((x.op.value, x.arg)).encode(), digest_size=16)
+    for s in x.src: h.update(repr(memo_get(s, _order_key)).encode())
+    return (3, x.op.value, h.hexdigest())
 
 
 _LEAF_KEYS = {Ops.RANGE: 0, Ops.DEFINE_VAR: 1, Ops.CONST: 2}
-
-
-def _memo(u: UOp) -> dict:
-    if u._memo is None: object.__setattr__(u, "_memo", {})
-    return cast(dict, u._memo)
-
-
-def _known_key(u: UOp) -> tuple | None:
-    return None if u._memo is None else u._memo.get(_order_key)
 
 
 def from_affine(terms, const: int, dtype: DType = dtypes.index) -> UOp:

@@ -310,6 +310,36 @@ class UOp:
     def vmax(self): return self.bounds[1]
 
 
+def memo_bottom_up(root: UOp, key: Any, compute: Callable[[UOp], Any],
+                   sources: Callable[[UOp], tuple[UOp, ...]] = lambda u: u.src) -> Any:
+    """compute(root), kept in the node's memo under `key` (as node_cached does), computing it for the nodes
+    `sources` names first, without recursion: compute may read its sources' results with `memo_get`. Index and
+    value expressions can be as deep as the traced program."""
+    stack = [root]
+    while stack:
+        x = stack[-1]
+        if x._memo is not None and key in x._memo:
+            stack.pop()
+            continue
+        missing = [s for s in sources(x) if s._memo is None or key not in s._memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        memo = x._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(x, "_memo", memo)
+        memo[key] = compute(x)
+    assert root._memo is not None   # filled above
+    return root._memo[key]
+
+
+def memo_get(u: UOp, key: Any) -> Any:
+    """What memo_bottom_up kept for `u` under `key`, or None."""
+    return None if u._memo is None else u._memo.get(key)
+
+
 def node_cached(fn: Callable[[UOp], Any]) -> Callable[[UOp], Any]:
     """Memoize a function of one node on the node itself, so results live exactly as long as the node: a cache
     keyed by nodes in a module would keep every graph it ever saw alive (nodes are hash-consed, so equal nodes

@@ -18,7 +18,7 @@ from typing import cast
 
 from numfn.dtype import dtypes
 from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp
+from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp, memo_bottom_up, memo_get
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -86,36 +86,17 @@ def cmp_lt_const(i: UOp, c: int) -> UOp:
     return i.alu(Ops.CMPLT, UOp.const(i.dtype, c))
 
 
-def _cached_free(u: UOp) -> frozenset | None:
-    return None if u._memo is None else u._memo.get(free_ranges)
-
-
 def free_ranges(u: UOp) -> frozenset:
     """The RANGEs an expression depends on (an accumulator read after its loops does not depend on them).
-    Iterative: index and value expressions can be as deep as the traced program. Results are kept on the nodes
-    (as uop.node_cached does), so they live exactly as long as the graph."""
-    found = _cached_free(u)
-    if found is not None: return found
-    stack = [u]
-    while stack:
-        x = stack[-1]
-        if _cached_free(x) is not None:
-            stack.pop()
-            continue
-        needed = _free_range_sources(x)
-        missing = [s for s in needed if _cached_free(s) is None]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        if x.op is Ops.RANGE: out = frozenset([x])
-        else:
-            parts = [cast(frozenset, _cached_free(s)) for s in needed]   # every source's is cached by now
-            out = frozenset().union(*parts) if parts else frozenset()
-            if x.op is Ops.REDUCE: out = out.difference(x.src[1:])
-        if x._memo is None: object.__setattr__(x, "_memo", {})
-        cast(dict, x._memo)[free_ranges] = out
-    return cast(frozenset, _cached_free(u))
+    Kept on the nodes, computed without recursion (uop.memo_bottom_up)."""
+    return memo_bottom_up(u, free_ranges, _free_ranges_of, _free_range_sources)
+
+
+def _free_ranges_of(x: UOp) -> frozenset:
+    if x.op is Ops.RANGE: return frozenset([x])
+    parts = [memo_get(s, free_ranges) for s in _free_range_sources(x)]   # each source's is kept by now
+    out = frozenset().union(*parts) if parts else frozenset()
+    return out.difference(x.src[1:]) if x.op is Ops.REDUCE else out
 
 
 def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
