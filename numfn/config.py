@@ -175,6 +175,24 @@ def no_native_extension() -> bool:
     return flag("NUMFN_NO_NATIVE_EXT")
 
 
+KEEP_MEMORY_DEFAULT = 256 << 20
+
+
+def keep_memory() -> int:
+    """NUMFN_KEEP_MEMORY: bytes of freed large outputs kept for the next calls' outputs (default 256 MiB; 0: none;
+    see numfn/runtime/_dispatch.c). An invalid value warns and keeps the default."""
+    raw = os.environ.get("NUMFN_KEEP_MEMORY", "").strip()
+    if not raw: return KEEP_MEMORY_DEFAULT
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        _warn(f"ignoring NUMFN_KEEP_MEMORY={raw!r}: not a byte count")
+        return KEEP_MEMORY_DEFAULT
+    return value
+
+
 def no_dispatch_extension() -> bool:
     """NUMFN_NO_DISPATCH_EXT: do not load the fast call extension; every call takes the Python path."""
     return flag("NUMFN_NO_DISPATCH_EXT")

@@ -37,7 +37,7 @@ from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
-from numfn.runtime.dispatch import check_out, dispatcher_base, register_specialization, registration
+from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
@@ -353,9 +353,9 @@ class NumericalFunction:
                 if groups:
                     pattern = aliasing_pattern(leaves, groups, self._leaf_names(leaves))
                     return self._aliased(pattern).run(common_bases(leaves, pattern), out)
-            if out is None: outs = [np.empty(shape, dt) for shape, dt in out_specs]
+            if out is None: outs = [empty(shape, dt) for shape, dt in out_specs]
             else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
-                [np.empty(shape, dt) for shape, dt in out_specs[nout:]]
+                [empty(shape, dt) for shape, dt in out_specs[nout:]]
             ins = []
             for leaf, (dt, weak) in zip(leaves, in_specs):
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \

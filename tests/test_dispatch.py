@@ -609,6 +609,151 @@ def test_a_million_calls_do_not_grow_memory(Recorder):
     assert rss_bytes() - before < 4 << 20   # a leak of one small object per call would be 32 MB or more
 
 
+# ---- kept memory: large outputs reuse the blocks of earlier ones (_dispatch.c) ---------------------------------------
+
+KEEP_MIN = 128 * 1024   # KEEP_MIN_BYTES in _dispatch.c
+
+
+def handler_name(a: np.ndarray) -> str:
+    from numpy._core.multiarray import get_handler_name
+    return get_handler_name(a)
+
+
+@pytest.fixture
+def kept(Base):
+    """Memory kept as by default (whatever NUMFN_KEEP_MEMORY says outside), emptied before and after the test."""
+    from numfn import config
+    extensions.dispatch._keep_memory(0)
+    extensions.dispatch._keep_memory(config.KEEP_MEMORY_DEFAULT)
+    yield extensions.dispatch._keep_memory
+    extensions.dispatch._keep_memory(0)
+    extensions.dispatch._keep_memory(config.keep_memory())
+
+
+def twice_minus(x):
+    return 2.0 * x - 1.0
+
+
+def test_large_outputs_reuse_freed_blocks(Recorder, kept):
+    x = np.random.default_rng(0).standard_normal((256, 256))   # 512 KiB outputs
+    d, _ = make(Recorder, twice_minus, x)
+    y = d(x)
+    assert handler_name(y) == "numfn"
+    address = y.ctypes.data
+    del y
+    blocks, held = kept(1 << 30)
+    assert blocks == 1 and 512 * 1024 <= held < 512 * 1024 + 4096   # the block's usable size
+    for scale in (1.0, -3.0, 0.5):   # each call gets the block back and overwrites all of it
+        y = d(x * scale)
+        assert y.ctypes.data == address
+        assert_same(y, twice_minus(x * scale))
+        del y
+    live = d(x)
+    other = d(-x)   # a live output's block is never handed out again
+    assert other.ctypes.data != live.ctypes.data
+    assert_same(live, twice_minus(x))
+    assert_same(other, twice_minus(-x))
+    assert d.misses == []
+
+
+def test_small_outputs_and_a_zero_limit_use_numpys_allocator(Recorder, kept):
+    small = np.ones(KEEP_MIN // 8 - 1)
+    d, _ = make(Recorder, twice_minus, small)
+    assert handler_name(d(small)) == "default_allocator"
+    big = np.ones(KEEP_MIN // 8)
+    d, _ = make(Recorder, twice_minus, big)
+    assert handler_name(d(big)) == "numfn"
+    assert kept(0) == (0, 0)
+    y = d(big)
+    assert handler_name(y) == "default_allocator"
+    assert_same(y, twice_minus(big))
+
+
+def test_kept_memory_stays_under_its_limit(Recorder, kept):
+    x = np.ones((512, 512))   # 2 MiB outputs
+    d, _ = make(Recorder, twice_minus, x)
+    kept(3 << 20)
+    ys = [d(x) for _ in range(4)]
+    del ys
+    blocks, held = kept(3 << 20)
+    assert blocks == 1 and 2 << 20 <= held <= 3 << 20
+    kept(1 << 20)   # a lower limit frees what no longer fits, and larger blocks are not kept
+    assert kept(1 << 20) == (0, 0)
+    del x
+    y = d(np.ones((512, 512)))
+    del y
+    assert kept(1 << 20) == (0, 0)
+
+
+def test_kept_memory_on_the_python_path():
+    """Calls that take the Python path (here: an output of run-time length, cut after the call) allocate through
+    it too."""
+    if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
+
+    def first_rows(x, k):
+        return x[:k] * 2.0
+
+    f = numfn.jit(first_rows)
+    x = np.random.default_rng(1).standard_normal((256, 256))
+    assert fast_arg_specs(f.specialize(x, 200)) is None
+    for k in (200, 256, 3):
+        y = f(x, k)
+        assert handler_name(y.base if y.base is not None else y) == "numfn"
+        assert_same(y, first_rows(x, k))
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0, 5), np.int32), ((300, 300), np.float32),
+                                          ((2, 3), np.complex128), ((KEEP_MIN,), np.bool_)])
+def test_empty(shape, dtype):
+    from numfn.runtime.dispatch import empty
+    a = empty(shape, dtype)
+    assert type(a) is np.ndarray and a.shape == shape and a.dtype == np.dtype(dtype) and a.flags.c_contiguous
+    a[...] = 1
+    assert (a == 1).all()
+
+
+def test_empty_rejects_bad_shapes():
+    from numfn.runtime.dispatch import empty
+    with pytest.raises(ValueError):
+        empty((-1, 3), np.float64)
+    with pytest.raises(TypeError):
+        empty((2, 3), "not a dtype")
+
+
+def test_threads_share_kept_memory(Recorder, kept):
+    x = np.ones((256, 256))
+    d, _ = make(Recorder, twice_minus, x, release_gil=True)
+    errors = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(200):
+                v = rng.standard_normal((256, 256))
+                if not np.array_equal(d(v), twice_minus(v)): errors.append(seed)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert errors == [] and d.misses == []
+
+
+def test_keep_memory_setting(monkeypatch):
+    from numfn import config
+    monkeypatch.setenv("NUMFN_KEEP_MEMORY", "0")
+    assert config.keep_memory() == 0
+    monkeypatch.setenv("NUMFN_KEEP_MEMORY", str(64 << 20))
+    assert config.keep_memory() == 64 << 20
+    monkeypatch.setenv("NUMFN_KEEP_MEMORY", "lots")
+    with pytest.warns(RuntimeWarning, match="NUMFN_KEEP_MEMORY"):
+        assert config.keep_memory() == config.KEEP_MEMORY_DEFAULT
+    if extensions.dispatch is not None:
+        with pytest.raises(ValueError):
+            extensions.dispatch._keep_memory(-1)
+
+
 # ---- the type --------------------------------------------------------------------------------------------------------
 
 def test_subclass_keeps_vectorcall_and_can_override_call(Base, Recorder):

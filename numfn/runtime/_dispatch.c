@@ -33,6 +33,13 @@
  *
  * The buffer table ends with one more slot: the thread pool's `numfn_parallel_for` (numfn.runtime._numfn_native,
  * built separately so kernels keep their threads without this module), or NULL when threads are off.
+ *
+ * Kept memory: an output of KEEP_MIN_BYTES or more is allocated through a NumPy memory handler ("numfn") whose
+ * free keeps the block, up to `keep_limit` bytes in all (`_keep_memory`, from NUMFN_KEEP_MEMORY), and hands it to
+ * the next output of about its size. Large blocks come from mmap, and the kernel fills every page of a new mapping
+ * with zeros at the first write: about a millisecond per 2 MiB, often more than the program's own work when a
+ * function returning a large array is called over and over. A kept block's pages are already mapped. Blocks are
+ * matched by their usable size (malloc_usable_size), never by what the array said it held.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -44,6 +51,14 @@
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#include <pthread.h>
+#define usable_size(p) malloc_usable_size(p)
+#else
+#define usable_size(p) ((size_t)0)   /* unknown: no block is kept */
+#endif
 
 #define MAX_ENTRIES 16   /* registered entries per dispatcher; the least recently used is dropped */
 #define STACK_SLOTS 64   /* buffer tables up to this size live on the C stack */
@@ -125,6 +140,123 @@ init_canonical_types(void)
             }
         }
     }
+}
+
+/* ---- kept memory (see the top of this file) ------------------------------------------------------------------ */
+
+#define KEEP_MIN_BYTES ((size_t)128 * 1024)   /* glibc's smallest mmap threshold: smaller blocks come from the heap */
+#define KEEP_SLOTS 32
+
+static struct { void *ptr; size_t size; } kept[KEEP_SLOTS];   /* the most recently freed last */
+static int nkept = 0;
+static size_t kept_bytes = 0, keep_limit = 0;
+static PyObject *keep_handler = NULL;   /* the "mem_handler" capsule; NULL: outputs use NumPy's current handler */
+#if defined(__GLIBC__)
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+#define KEEP_LOCK() pthread_mutex_lock(&keep_lock)
+#define KEEP_UNLOCK() pthread_mutex_unlock(&keep_lock)
+#else
+#define KEEP_LOCK() ((void)0)
+#define KEEP_UNLOCK() ((void)0)
+#endif
+
+/* Free kept blocks, oldest first, until `room` more bytes fit under the limit and a slot is free. */
+static void
+keep_evict_locked(size_t room)
+{
+    int drop = 0;
+    size_t bytes = kept_bytes;
+    while (drop < nkept && (bytes + room > keep_limit || nkept - drop >= KEEP_SLOTS)) {
+        free(kept[drop].ptr);
+        bytes -= kept[drop].size;
+        drop++;
+    }
+    if (drop == 0) return;
+    memmove(kept, kept + drop, sizeof(kept[0]) * (size_t)(nkept - drop));
+    nkept -= drop;
+    kept_bytes = bytes;
+}
+
+static void *
+keep_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size >= KEEP_MIN_BYTES) {
+        KEEP_LOCK();
+        for (int i = nkept - 1; i >= 0; i--) {   /* a block that holds `size` and wastes at most an eighth of it */
+            if (kept[i].size >= size && kept[i].size - size <= size / 8) {
+                void *p = kept[i].ptr;
+                kept_bytes -= kept[i].size;
+                memmove(kept + i, kept + i + 1, sizeof(kept[0]) * (size_t)(nkept - i - 1));
+                nkept--;
+                KEEP_UNLOCK();
+                return p;
+            }
+        }
+        KEEP_UNLOCK();
+    }
+    return malloc(size ? size : 1);
+}
+
+static void *
+keep_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    (void)ctx;
+    return calloc(nelem ? nelem : 1, elsize ? elsize : 1);
+}
+
+static void *
+keep_realloc(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    return realloc(ptr, size ? size : 1);
+}
+
+static void
+keep_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx; (void)size;   /* the block's own usable size decides, whatever the array said it held */
+    if (ptr == NULL) return;
+    size_t have = usable_size(ptr);
+    if (have >= KEEP_MIN_BYTES && have <= keep_limit) {
+        KEEP_LOCK();
+        keep_evict_locked(have);
+        if (kept_bytes + have <= keep_limit && nkept < KEEP_SLOTS) {
+            kept[nkept].ptr = ptr;
+            kept[nkept].size = have;
+            nkept++;
+            kept_bytes += have;
+            ptr = NULL;
+        }
+        KEEP_UNLOCK();
+    }
+    free(ptr);
+}
+
+static PyDataMem_Handler keep_handler_struct = {
+    "numfn", 1, {NULL, keep_malloc, keep_calloc, keep_realloc, keep_free}
+};
+
+/* A new C-contiguous array (`descr` stolen): its data from kept memory when it is large and memory is kept. */
+static PyObject *
+new_array(PyArray_Descr *descr, int ndim, npy_intp *dims)
+{
+    PyObject *old = NULL;
+    if (keep_handler != NULL && keep_limit > 0) {
+        size_t nbytes = (size_t)PyDataType_ELSIZE(descr);
+        for (int d = 0; d < ndim; d++) nbytes *= (size_t)dims[d];
+        if (nbytes >= KEEP_MIN_BYTES) {
+            old = PyDataMem_SetHandler(keep_handler);
+            if (old == NULL) PyErr_Clear();   /* then NumPy's handler allocates it */
+        }
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, NULL, 0, NULL);
+    if (old != NULL) {
+        PyObject *mine = PyDataMem_SetHandler(old);
+        Py_XDECREF(mine);
+        Py_DECREF(old);
+    }
+    return arr;
 }
 
 /* ---- entries ------------------------------------------------------------------------------------------------ */
@@ -416,7 +548,7 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
         for (k = 0; k < nouts; k++) {
             const OutSpec *spec = &e->outs[k];
             Py_INCREF(spec->descr);   /* stolen */
-            outs[k] = PyArray_NewFromDescr(&PyArray_Type, spec->descr, spec->ndim, spec->dims, NULL, NULL, 0, NULL);
+            outs[k] = new_array(spec->descr, spec->ndim, spec->dims);
             if (outs[k] == NULL) goto cleanup;
             nmade = k + 1;
         }
@@ -937,7 +1069,50 @@ module_use_pool(PyObject *module, PyObject *capsule)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+module_keep_memory(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_ssize_t limit = PyNumber_AsSsize_t(arg, PyExc_OverflowError);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "_keep_memory: the limit must be a byte count >= 0");
+        return NULL;
+    }
+    if (keep_handler == NULL) {
+        keep_handler = PyCapsule_New(&keep_handler_struct, "mem_handler", NULL);
+        if (keep_handler == NULL) return NULL;
+    }
+    KEEP_LOCK();
+    keep_limit = (size_t)limit;
+    keep_evict_locked(0);
+    KEEP_UNLOCK();
+    return Py_BuildValue("(nn)", (Py_ssize_t)nkept, (Py_ssize_t)kept_bytes);
+}
+
+static PyObject *
+module_empty(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyArray_Dims shape = {NULL, 0};
+    PyArray_Descr *descr = NULL;
+    if (!PyArg_ParseTuple(args, "O&O&:_empty", PyArray_IntpConverter, &shape, PyArray_DescrConverter, &descr)) {
+        Py_XDECREF(descr);
+        PyDimMem_FREE(shape.ptr);
+        return NULL;
+    }
+    PyObject *arr = new_array(descr, shape.len, shape.ptr);
+    PyDimMem_FREE(shape.ptr);
+    return arr;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_empty", module_empty, METH_VARARGS,
+     "_empty(shape, dtype)\n--\n\nnumpy.empty(shape, dtype), from kept memory when large (the outputs of calls that "
+     "take the Python path)."},
+    {"_keep_memory", module_keep_memory, METH_O,
+     "_keep_memory(limit)\n--\n\nKeep up to `limit` bytes of freed large outputs for the next ones (0: keep none, "
+     "and free what is kept). Returns (blocks kept, bytes kept)."},
     {"_use_pool", module_use_pool, METH_O,
      "_use_pool(capsule)\n--\n\nRead the thread pool's slot from `numfn.runtime._numfn_native.pool_slot` (None: no "
      "pool, programs run serially)."},

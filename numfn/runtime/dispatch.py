@@ -28,7 +28,7 @@ from numfn.runtime import extensions, threads
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["byte_extent", "dispatcher_base", "PyDispatcher", "register_specialization", "registration",
+__all__ = ["byte_extent", "empty", "dispatcher_base", "PyDispatcher", "register_specialization", "registration",
            "fast_arg_specs", "result_builder", "check_out", "RELEASE_GIL_BYTES"]
 
 # entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
@@ -62,6 +62,14 @@ def dispatcher_base() -> type:
     """The base type of numfn's jit functions: `_numfn_dispatch.Dispatcher`, or `PyDispatcher` without the
     extension."""
     return extensions.dispatch.Dispatcher if extensions.dispatch is not None else PyDispatcher
+
+
+def empty(shape: tuple, dtype) -> np.ndarray:
+    """numpy.empty for a call's outputs: from the kept memory of earlier outputs when large (see `_dispatch.c`)."""
+    if extensions.dispatch is None:
+        import numpy as np
+        return np.empty(shape, dtype)
+    return extensions.dispatch._empty(shape, dtype)
 
 
 # ---- what numfn registers ------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ dispatch, _dispatch_problem = _import("numfn.runtime._numfn_dispatch", config.no
                                       "NUMFN_NO_DISPATCH_EXT")
 if dispatch is not None:
     dispatch._use_pool(native.pool_slot if native is not None else None)
+    dispatch._keep_memory(config.keep_memory())
 
 
 def problems() -> list[str]:
