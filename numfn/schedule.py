@@ -359,7 +359,11 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         for lk in lowered: evaluations.update({origin.get(u, u): n for u, n in lk.evaluations.items()})
         realized = set(roots) | set(new)
         cost_memo: dict[UOp, int] = {}
-        new += [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
+        repeated = [u for u, n in evaluations.items() if _should_realize(u, n, realized, cost_memo)]
+        # a gather of a gather (x[k, :k][:, None]) repeats as often as what it reads: storing the outer one alone
+        # (one copy) makes the inner ones evaluated once per element of it, decided again in the next round
+        read_by_gathers = {v.src[0] for v in repeated if v.op is Ops.GATHER}
+        new += [u for u in repeated if u not in read_by_gathers]
         # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
         new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
         new = [u for u in new if u not in roots]

@@ -80,6 +80,19 @@ def test_a_realized_value_inside_another_is_stored_once():
     assert len(nf.schedule) == 3
 
 
+def test_a_gather_of_a_gather_is_stored_once():
+    # a row of run-time length, reshaped for a product (x[k, :k][:, None] inside matmul): the whole chain of
+    # gathers repeats once per row of the product, and storing its outer end alone is enough
+    def f(x, k):
+        return x[k + 1:, :k] @ x[k, :k]
+
+    x = rng.standard_normal((64, 64))
+    out, nf = compiled(f, x, 20)
+    np.testing.assert_allclose(out, f(x, 20), rtol=1e-13)
+    copies = [ei for ei in nf.schedule if ei.kernel.name.startswith("E_") and ei.kernel.shape != ()]
+    assert len(copies) == 1, nf.schedule
+
+
 def test_intermediate_memory_is_reused():
     a = rng.standard_normal((8, 8)).astype(np.float32)
     _, nf = compiled(lambda a: (((a @ a) @ a) @ a) @ a, a)
