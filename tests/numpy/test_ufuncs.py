@@ -389,6 +389,10 @@ ACCURACY = {   # name: (grid range, max ulps to NumPy) measured on 2**20 points:
 }
 
 
+# the functions whose results NumPy computes exactly (or defines by their bits) on every machine
+EXACT_IN_NUMPY = {"spacing", "nextafter", "copysign", "rint", "fmod", "reciprocal", "deg2rad", "rad2deg", "hypot"}
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_accuracy_in_ulps(dtype):
     names = list(ACCURACY)
@@ -410,7 +414,13 @@ def test_accuracy_in_ulps(dtype):
             e = getattr(np, n)(*args[n])
             assert g.dtype == e.dtype
             bound = ACCURACY[n][1 if dtype == np.float32 else 2]
-            worst = ulps(g, e).max()
+            off = ulps(g, e)
+            if n not in EXACT_IN_NUMPY:
+                # NumPy's own SIMD versions differ by CPU (its float64 cbrt is 3 ulps off on AVX2 machines): within
+                # the bound of the value computed in long double passes too
+                truth = getattr(np, n)(*(a.astype(np.longdouble) for a in args[n])).astype(dtype)
+                off = np.minimum(off, ulps(g, truth))
+            worst = off.max()
             assert worst <= bound, f"{n}: {worst} ulps from NumPy (bound {bound})"
 
 
