@@ -740,6 +740,20 @@ def test_threads_share_kept_memory(Recorder, kept):
     assert errors == [] and d.misses == []
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_kept_memory_in_a_forked_child(Recorder, kept):
+    x = np.random.default_rng(2).standard_normal((256, 256))
+    d, _ = make(Recorder, twice_minus, x)
+    for _ in range(3): d(x)   # a kept block in the parent, inherited by the child
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover - the child reports through its exit status
+        ok = all(np.array_equal(d(x * s), twice_minus(x * s)) for s in (1.0, 2.0, -1.0))
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert np.array_equal(d(x), twice_minus(x))
+
+
 def test_keep_memory_setting(monkeypatch):
     from numfn import config
     monkeypatch.setenv("NUMFN_KEEP_MEMORY", "0")

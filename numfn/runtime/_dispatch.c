@@ -155,6 +155,9 @@ static PyObject *keep_handler = NULL;   /* the "mem_handler" capsule; NULL: outp
 static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
 #define KEEP_LOCK() pthread_mutex_lock(&keep_lock)
 #define KEEP_UNLOCK() pthread_mutex_unlock(&keep_lock)
+
+/* A child made by fork() has only the forking thread: the lock may have been held by another one at the fork. */
+static void keep_after_fork_child(void) { pthread_mutex_init(&keep_lock, NULL); }
 #else
 #define KEEP_LOCK() ((void)0)
 #define KEEP_UNLOCK() ((void)0)
@@ -1082,6 +1085,9 @@ module_keep_memory(PyObject *self, PyObject *arg)
     if (keep_handler == NULL) {
         keep_handler = PyCapsule_New(&keep_handler_struct, "mem_handler", NULL);
         if (keep_handler == NULL) return NULL;
+#if defined(__GLIBC__)
+        pthread_atfork(NULL, NULL, keep_after_fork_child);
+#endif
     }
     KEEP_LOCK();
     keep_limit = (size_t)limit;
