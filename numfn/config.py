@@ -142,17 +142,23 @@ def cache_disabled() -> bool:
     return flag("NUMFN_DISABLE_CACHE")
 
 
-def cache_max_bytes() -> int | None:
-    """NUMFN_CACHE_MAX_BYTES: the cache's size cap (None when unset: the cache's default, 1 GiB). ValueError, naming
-    the variable, when it is not a byte count."""
-    raw = os.environ.get("NUMFN_CACHE_MAX_BYTES", "").strip()
+def _byte_count(name: str) -> int | None:
+    """The byte count environment variable `name` holds (None when unset or empty); ValueError, naming the
+    variable, when it holds something else."""
+    raw = os.environ.get(name, "").strip()
     if not raw: return None
     try:
         value = int(raw)
     except ValueError:
         value = -1
-    if value < 0: raise ValueError(f"NUMFN_CACHE_MAX_BYTES={raw!r} is not a byte count")
+    if value < 0: raise ValueError(f"{name}={raw!r} is not a byte count")
     return value
+
+
+def cache_max_bytes() -> int | None:
+    """NUMFN_CACHE_MAX_BYTES: the cache's size cap (None when unset: the cache's default, 1 GiB). ValueError, naming
+    the variable, when it is not a byte count."""
+    return _byte_count("NUMFN_CACHE_MAX_BYTES")
 
 
 # ---- threads --------------------------------------------------------------------------------------------------------
@@ -180,17 +186,13 @@ KEEP_MEMORY_DEFAULT = 256 << 20
 
 def keep_memory() -> int:
     """NUMFN_KEEP_MEMORY: bytes of freed large outputs kept for the next calls' outputs (default 256 MiB; 0: none;
-    see numfn/runtime/_dispatch.c). An invalid value warns and keeps the default."""
-    raw = os.environ.get("NUMFN_KEEP_MEMORY", "").strip()
-    if not raw: return KEEP_MEMORY_DEFAULT
+    see numfn/runtime/_dispatch.c). Read when numfn is imported, so an invalid value warns and keeps the default."""
     try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        _warn(f"ignoring NUMFN_KEEP_MEMORY={raw!r}: not a byte count")
+        value = _byte_count("NUMFN_KEEP_MEMORY")
+    except ValueError as e:
+        _warn(f"ignoring {e}")
         return KEEP_MEMORY_DEFAULT
-    return value
+    return KEEP_MEMORY_DEFAULT if value is None else value
 
 
 def no_dispatch_extension() -> bool:

@@ -525,10 +525,15 @@ def test_threads(Recorder, release_gil):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    run_in_threads(work, 4)
+    assert errors == [] and d.misses == []
+
+
+def run_in_threads(work, count: int) -> None:
+    """work(0), ..., work(count - 1), each on its own thread, all at once."""
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(count)]
     for t in threads: t.start()
     for t in threads: t.join()
-    assert errors == [] and d.misses == []
 
 
 def test_clear_while_entries_run(Recorder):
@@ -734,9 +739,7 @@ def test_threads_share_kept_memory(Recorder, kept):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads: t.start()
-    for t in threads: t.join()
+    run_in_threads(work, 4)
     assert errors == [] and d.misses == []
 
 
