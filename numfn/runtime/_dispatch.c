@@ -84,6 +84,7 @@ typedef struct {
     int type_num;            /* canonical */
     int ndim;
     npy_intp *dims;          /* into Entry.dims */
+    size_t nbytes;           /* the output's size (large ones come from kept memory) */
 } OutSpec;
 
 typedef struct {
@@ -240,18 +241,22 @@ static PyDataMem_Handler keep_handler_struct = {
     "numfn", 1, {NULL, keep_malloc, keep_calloc, keep_realloc, keep_free}
 };
 
-/* A new C-contiguous array (`descr` stolen): its data from kept memory when it is large and memory is kept. */
+static size_t
+nbytes_of(PyArray_Descr *descr, int ndim, const npy_intp *dims)
+{
+    size_t nbytes = (size_t)PyDataType_ELSIZE(descr);
+    for (int d = 0; d < ndim; d++) nbytes *= (size_t)dims[d];
+    return nbytes;
+}
+
+/* A new C-contiguous array (`descr` stolen) of `nbytes`: from kept memory when it is large and memory is kept. */
 static PyObject *
-new_array(PyArray_Descr *descr, int ndim, npy_intp *dims)
+new_array(PyArray_Descr *descr, int ndim, npy_intp *dims, size_t nbytes)
 {
     PyObject *old = NULL;
-    if (keep_handler != NULL && keep_limit > 0) {
-        size_t nbytes = (size_t)PyDataType_ELSIZE(descr);
-        for (int d = 0; d < ndim; d++) nbytes *= (size_t)dims[d];
-        if (nbytes >= KEEP_MIN_BYTES) {
-            old = PyDataMem_SetHandler(keep_handler);
-            if (old == NULL) PyErr_Clear();   /* then NumPy's handler allocates it */
-        }
+    if (nbytes >= KEEP_MIN_BYTES && keep_handler != NULL && keep_limit > 0) {
+        old = PyDataMem_SetHandler(keep_handler);
+        if (old == NULL) PyErr_Clear();   /* then NumPy's handler allocates it */
     }
     PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims, NULL, NULL, 0, NULL);
     if (old != NULL) {
@@ -551,7 +556,7 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
         for (k = 0; k < nouts; k++) {
             const OutSpec *spec = &e->outs[k];
             Py_INCREF(spec->descr);   /* stolen */
-            outs[k] = new_array(spec->descr, spec->ndim, spec->dims);
+            outs[k] = new_array(spec->descr, spec->ndim, spec->dims, spec->nbytes);
             if (outs[k] == NULL) goto cleanup;
             nmade = k + 1;
         }
@@ -825,6 +830,7 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
         if (fill_dims(PyTuple_GET_ITEM(PyTuple_GET_ITEM(out_specs, k), 1), next, "out spec", k) < 0) goto fail;
         s->dims = next;
         next += s->ndim;
+        s->nbytes = nbytes_of(s->descr, s->ndim, s->dims);
     }
 
     /* pointer constants: kept as C-contiguous aligned arrays (copied if need be) */
@@ -1107,7 +1113,7 @@ module_empty(PyObject *self, PyObject *args)
         PyDimMem_FREE(shape.ptr);
         return NULL;
     }
-    PyObject *arr = new_array(descr, shape.len, shape.ptr);
+    PyObject *arr = new_array(descr, shape.len, shape.ptr, nbytes_of(descr, shape.len, shape.ptr));
     PyDimMem_FREE(shape.ptr);
     return arr;
 }
