@@ -486,6 +486,72 @@ def test_window_loops_run_over_the_window_only(backend):
     np.testing.assert_allclose(c(a[:1, :1]), cholesky_by_columns(a[:1, :1]))
 
 
+def row_tiled(jf) -> bool:
+    """Whether a kernel of jf's last specialization runs its rows in tiles (numfn.codegen.opt.choose_row_tile)."""
+    from numfn.codegen.narrow import narrow
+    from numfn.codegen.opt import choose_row_tile
+    from numfn.schedule import LoopKernel
+
+    def items(schedule):
+        for ei in schedule:
+            yield ei
+            if isinstance(ei.kernel, LoopKernel):
+                for s in ei.kernel.schedules: yield from items(s)
+    return any(ei.lowered is not None and choose_row_tile(narrow(ei.lowered)) is not None
+               for ei in items(jf.specializations[-1].schedule))
+
+
+def window_product(x, k):
+    return x[k + 1:, :k] @ x[k, :k] - x[k + 1:, k]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_tiles_of_a_window_product_every_remainder(backend, dtype):
+    """The rows below k (their count a run-time value, every remainder modulo the tile) times row k's first k
+    elements: the tile loop runs to the rows rounded up, and the copies past the last row store nothing."""
+    x = RNG.standard_normal((40, 40)).astype(dtype)
+    jf = numfn.jit(window_product, backend=backend)
+    for k in (0, 1, 2, 3, 4, 20, 33, 34, 35, 36, 37, 38, 39):
+        check(window_product, x, k, backend=backend, jitted=jf, scale=100.0)
+    assert row_tiled(jf)
+    for n in (1, 2, 3, 9, 37, 38, 39, 40):
+        a = spd(n).astype(dtype)
+        check(cholesky_by_columns, a, backend=backend, scale=10.0 * n)
+
+
+def row_updates(x, a, y):
+    for k in range(a.shape[0]):
+        x[k:] -= a[k:, :k] @ y[:k]
+    return x
+
+
+def test_row_tiles_written_in_place(backend):
+    """A window of rows updated in place by a product: a copy past the window's end must not store (it would
+    subtract the last row's product twice)."""
+    for n in (37, 38, 39, 40):
+        a, y = RNG.standard_normal((n, n)), RNG.standard_normal(n)
+        jf = check_mutates(row_updates, RNG.standard_normal(n), a, y, backend=backend)
+    assert row_tiled(jf)
+
+
+def matvec_plus(a, x):
+    return a @ x + (a * x).sum(axis=-1) * 0.5
+
+
+@pytest.mark.parametrize("shape", [(1, 40), (3, 40), (4, 8), (4, 32), (5, 33), (6, 64), (17, 33), (7, 1), (2, 6, 9),
+                                   (3, 64, 64), (2, 7, 45)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_row_tiles_of_static_products(backend, shape, dtype):
+    """Matrix-vector products whose rows are tiled when there are at least a tile's worth: row counts that are and
+    are not multiples of it, stacks, integers, a non-contiguous matrix."""
+    a = (RNG.standard_normal(shape) * 4).astype(dtype)
+    x = (RNG.standard_normal(shape[-1]) * 4).astype(dtype)
+    jf = check(matvec_plus, a, x, backend=backend, scale=16.0 * shape[-1])
+    assert row_tiled(jf) == (shape[-2] >= 4 and shape[-1] >= 32)   # rows of at least opt.ROW_TILE_MIN_DEPTH
+    check(matvec_plus, np.asfortranarray(a) if a.ndim == 2 else a[..., ::-1], x, backend=backend,
+          scale=16.0 * shape[-1])
+
+
 def windows(x, k):
     w = x[k:, :k]
     return (x[:k].sum(), x[k::-1, 0], x[k:1:-2].max(axis=0), x[-k:].mean(axis=1), np.cumsum(x[:k, 1])[-1],

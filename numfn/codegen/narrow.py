@@ -37,8 +37,10 @@ def narrow(lk: LoweredKernel) -> LoweredKernel:
     # a gate left always true goes (a plain store)
     sink = sink.replace(src=tuple(st.replace(src=st.src[:3]) if st.op is Ops.STORE and len(st.src) > 3 and
                                   st.src[3] is TRUE else st for st in sink.src))
-    ranges = tuple(replace.get(r, r) for r in lk.ranges)
-    sequential = frozenset(replace.get(r, r) for r in lk.sequential)
+    # the kernel's loops as the rewritten sink holds them (simplifying a run-time end rebuilds its RANGE)
+    in_sink = {u.arg: u for u in toposort([sink]) if u.op is Ops.RANGE}
+    ranges = tuple(in_sink.get(r.arg, replace.get(r, r)) for r in lk.ranges)
+    sequential = frozenset(in_sink.get(r.arg, replace.get(r, r)) for r in lk.sequential)
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, sequential)
 
 

@@ -8,7 +8,7 @@ from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.narrow import narrow
-from numfn.codegen.opt import block, choose_block, choose_upcasts, upcast
+from numfn.codegen.opt import block, choose_block, choose_row_tile, choose_upcasts, upcast, upcast_to_end
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
@@ -66,6 +66,9 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
         for r, factor in upcasts: lowered = upcast(lowered, r, factor)
         blocking = choose_block(lowered, upcasts)
         if blocking is not None: lowered = block(lowered, *blocking)
+        # rows of a reduction that vectorizes along its own axis (after which it still does: no upcast was made)
+        row_tile = None if upcasts else choose_row_tile(lowered)
+        if row_tile is not None: lowered = upcast_to_end(lowered, *row_tile)
     sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)
