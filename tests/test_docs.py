@@ -122,9 +122,9 @@ def _variables_read_by_the_code() -> set[str]:
             names |= set(re.findall(r"""environ(?:\.get)?\(\s*["']([A-Z_][A-Z0-9_]*)["']""", text))
             names |= set(re.findall(r"""environ\[\s*["']([A-Z_][A-Z0-9_]*)["']""", text))
             names |= set(re.findall(r"""getenv\(\s*["']([A-Z_][A-Z0-9_]*)["']""", text))
-            # readers that take the names as arguments: config's _get("NUMFN_DEBUG", "DEBUG") and flag(...), debug's
-            # _first_set(...)
-            for call in re.findall(r"""(?:_get|flag|_first_set)\(([^)]*)\)""", text):
+            # readers that take the names as arguments: config's _get("NUMFN_DEBUG", "DEBUG"), flag(...) and
+            # _byte_count(...), debug's _first_set(...)
+            for call in re.findall(r"""(?:_get|flag|_first_set|_byte_count)\(([^)]*)\)""", text):
                 names |= set(re.findall(r"""["']([A-Z_][A-Z0-9_]+)["']""", call))
     return names
 
