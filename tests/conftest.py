@@ -11,6 +11,20 @@ os.environ.setdefault("NUMFN_CACHE_DIR", tempfile.mkdtemp(prefix="numfn-test-cac
 BACKENDS = ["llvm", "c"]
 
 
+# The compile-free tier (`python -m pytest tests -m nocompile`, seconds): tests of the IR, the scheduler on
+# hand-built graphs, the import graph and the docs. A test in it (by `pytestmark = pytest.mark.nocompile` in its
+# file, or the mark on the test) that reaches native compilation fails, so the tier stays honest.
+def _refuse_compile(*args, **kwargs):
+    raise AssertionError("a test of the compile-free tier (marked nocompile) compiled native code")
+
+
+@pytest.fixture(autouse=True)
+def _compile_free_guard(request, monkeypatch):
+    if request.node.get_closest_marker("nocompile") is not None:
+        import numfn.runtime
+        monkeypatch.setattr(numfn.runtime, "load_or_compile", _refuse_compile)
+
+
 def _have_c_compiler() -> bool:
     return bool(os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc") or shutil.which("gcc"))
 

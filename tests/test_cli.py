@@ -12,6 +12,8 @@ import pytest
 import numfn
 from numfn.__main__ import COMMANDS, command, main
 
+pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

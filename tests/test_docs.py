@@ -35,6 +35,7 @@ def python_blocks(text: str) -> list[tuple[int, str, bool]]:
     return out
 
 
+@pytest.mark.nocompile
 def test_block_extraction():
     text = "a\n```python\nx = 1\n```\n<!-- docs-test: skip -->\n```python\nraise SystemExit\n```\n```bash\nls\n```\n" \
            "- item\n\n    ```python\n    y = 2\n    ```\n"
@@ -72,6 +73,7 @@ def test_examples_run(page, tmp_path):
 
 
 # ---- generated pages ---------------------------------------------------------------------------------------------
+@pytest.mark.nocompile
 def test_numpy_coverage_page_is_up_to_date():
     from numfn import coverage
     path = os.path.join(ROOT, coverage.PAGE)
@@ -84,6 +86,7 @@ def test_numpy_coverage_page_is_up_to_date():
     assert committed == coverage.render(), f"{coverage.PAGE} is stale: run `{coverage.COMMAND}` and commit it"
 
 
+@pytest.mark.nocompile
 def test_numpy_coverage_page_lists_every_name():
     from numfn import coverage
     page = coverage.render()
@@ -96,6 +99,7 @@ def test_numpy_coverage_page_lists_every_name():
     assert ("ndarray.item", "—") in rows   # it exists only to raise: its row says why
 
 
+@pytest.mark.nocompile
 def test_coverage_command_checks_and_writes(tmp_path):
     from numfn import coverage
     out = tmp_path / "page.md"
@@ -105,6 +109,7 @@ def test_coverage_command_checks_and_writes(tmp_path):
     assert out.read_text(encoding="utf-8") == coverage.render()
 
 
+@pytest.mark.nocompile
 def test_refused_keywords_are_not_listed_as_supported():
     from numfn import coverage
     import numfn.numpy as fnp
@@ -129,6 +134,7 @@ def _variables_read_by_the_code() -> set[str]:
     return names
 
 
+@pytest.mark.nocompile
 def test_environment_page_names_every_variable_numfn_reads():
     with open(os.path.join(DOCS, "environment.md"), encoding="utf-8") as f:
         page = f.read()
@@ -155,6 +161,7 @@ def test_site_builds_strictly(tmp_path):
     assert "numfn.jit" in api and "static_argnums" in api   # docstrings made it into the reference
 
 
+@pytest.mark.nocompile
 def test_stale_suggestions_are_listed(monkeypatch):
     from numfn import coverage, errors
     monkeypatch.setitem(errors.SUGGESTIONS, "numpy.sum", "stale")

@@ -4,6 +4,8 @@ import pytest
 
 from helpers import assert_same, check_no_sharing, check_raises_like, public_type
 
+pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
+
 
 @pytest.mark.parametrize("actual,expected", [
     (np.array([1.0], np.float32), np.array([1.0], np.float64)),          # dtype

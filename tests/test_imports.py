@@ -7,6 +7,10 @@ import ast
 import os
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

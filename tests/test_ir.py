@@ -16,6 +16,8 @@ from numfn.symbolic import symbolic
 from numfn.uop import (ALU, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, fold, format_graph, graph_rewrite,
                        rebuild, substitute, toposort)
 
+pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
+
 F32, F64, I32, I64 = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64
 
 
