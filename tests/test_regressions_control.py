@@ -1,0 +1,172 @@
+"""Regressions in loops, branches and their scheduling found by the differential fuzzer (issue 29): each program
+is compared with NumPy on both backends."""
+import numpy as np
+import pytest
+
+from helpers import check
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. a native loop's state swaps buffers each iteration: a write after the loop must land in the buffer that holds
+# the last iteration's value, whatever the trip count's parity
+
+def _newton_then_write(x):
+    y = x + 0.0
+    for i in range(5):
+        y = 0.5 * (y + x / y)
+    y[0] = -1.0
+    return y
+
+
+def _odd_loop_augmented(x):
+    y = x * 1.0
+    for i in range(7):
+        y = y * 0.5 + 1.0
+    y[1:] += 10.0
+    return y
+
+
+def _odd_loop_view_write(x):
+    y = x + 0.0
+    for i in range(9):
+        y = y * 1.5 - 1.0
+    v = y[::2]
+    v += 100.0
+    return y
+
+
+def _runtime_for(x, n):
+    y = x + 0.0
+    for i in range(n.sum()):
+        y = y * 1.5 + 1.0
+    y[-1] = 0.25
+    return y
+
+
+def _runtime_while(x, n):
+    y = x + 0.0
+    k = 0
+    while k < n.sum():
+        y = 0.5 * (y + x / y)
+        k += 1
+    y[1:] *= 2.0
+    return y
+
+
+def _two_loops(x):   # the second loop writes in place into the returned array, starting from the first's state
+    y = x + 0.0
+    for i in range(5):
+        y = 0.5 * (y + x / y)
+    for i in range(5):
+        y[i % 3] += 1.0
+    return y
+
+
+def _swap_pair(x):
+    y = x.copy()
+    z = x * 2.0
+    for i in range(5):
+        y, z = z + 1.0, y
+    z[0] = -5.0
+    return y, z
+
+
+def _write_and_reduce(x):
+    y = x + 0.0
+    for i in range(7):
+        y = y * 0.5
+    y[0] = -1.0
+    return y, y.sum()
+
+
+def _nested_write(x, n):   # a loop inside a loop's body, written after it
+    y = x + 0.0
+    for j in range(5):
+        k = 0
+        while k < n.sum():
+            y = y * 0.5 + 1.0
+            k += 1
+        y[0] = y[0] + 3.0
+    return y
+
+
+def _two_d(x):
+    y = x + 0.0
+    for i in range(5):
+        y = y @ x * 0.25
+    y[:, 0] = 1.0
+    return y
+
+
+X3 = np.array([2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_newton_then_write, (X3,)),
+    (_odd_loop_augmented, (np.arange(4.0),)),
+    (_odd_loop_view_write, (np.arange(5.0),)),
+    (_runtime_for, (np.arange(5.0), np.array(5))),
+    (_runtime_for, (np.arange(5.0), np.array(6))),
+    (_runtime_for, (np.arange(5.0), np.array(0))),
+    (_runtime_while, (X3, np.array(3))),
+    (_runtime_while, (X3, np.array(4))),
+    (_two_loops, (X3,)),
+    (_swap_pair, (X3,)),
+    (_write_and_reduce, (X3,)),
+    (_nested_write, (X3, np.array(3))),
+    (_nested_write, (X3, np.array(2))),
+    (_two_d, (np.arange(9.0).reshape(3, 3) / 9,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_write_after_odd_loop(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 15. a branch whose condition can never (or always) hold: its index folds to a constant
+
+def _never(x):
+    if (x > 0).sum() >= 2:
+        return x + 1
+    return x - 1
+
+
+def _never_in_loop(x):   # the index is a constant the loop captures
+    y = x * 1.0
+    for i in range(6):
+        if (x > 0).sum() >= 2:
+            y = y + 1
+        else:
+            y = y * 2
+    return y
+
+
+def _never_in_while(x, n):   # the index depends on the state: computed in the loop
+    y = x + 0.0
+    i = 0
+    while i < n.sum():
+        if (y > 0).sum() >= 2:
+            y = y + 1
+        else:
+            y = y - 1
+        i += 1
+    return y
+
+
+def _always_written(x):
+    y = x * 2.0
+    if (x > 5).sum() <= 1:
+        y[0] = 9.0
+    else:
+        y = y - 1
+    return y
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_never, (np.array(3.0),)),
+    (_never, (np.array(-3.0),)),
+    (_never_in_loop, (np.array(3.0),)),
+    (_never_in_while, (np.array(3.0), np.array(7))),
+    (_always_written, (np.ones(1),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_constant_branch(fn, args, backend):
+    check(fn, *args, backend=backend)
