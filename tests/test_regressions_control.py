@@ -170,3 +170,52 @@ def _always_written(x):
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_constant_branch(fn, args, backend):
     check(fn, *args, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 13. kernel names are unique in a program: kernels inside branches and loops are scheduled apart, and a repeated
+# `E_1` renamed `E_1_1` met the 1x1 kernel of that name
+
+def _outer_of_branch(x, a):
+    if x.sum() > 0:
+        v = a * 2.0
+    else:
+        v = a - 1.0
+    return np.outer(v, v) + x.sum()
+
+
+def _outer_in_branch(x, a):
+    if x.sum() > 0:
+        m = np.outer(a, a + 1.0)
+    else:
+        m = np.outer(a - 1.0, a)
+    return m * 2.0, a + x
+
+
+def _outer_of_while(x, a):
+    v = a + 0.0
+    while v.sum() < 10.0:
+        v = v * 2.0 + np.abs(x)
+    return np.outer(v, a), np.outer(a, v) - 1.0
+
+
+def _many_small_kernels(x, a):   # shapes (1,), (1, 1), (1, 1, 1) inside and outside a loop
+    v = a + 0.0
+    w = np.outer(a, a) * 0.1
+    for i in range(6):
+        v = v * 0.5 + x.sum()
+        w = w.T @ w * 0.1 + np.outer(v, v) * 0.01
+    return w[None] + v, np.outer(v, w.ravel())
+
+
+@pytest.mark.parametrize("fn", [_outer_of_branch, _outer_in_branch, _outer_of_while, _many_small_kernels],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("size", [1, 2])
+def test_unique_kernel_names(fn, size, backend):
+    check(fn, np.linspace(-1.0, 1.0, size) + 0.5, np.linspace(0.5, 1.5, size), backend=backend)
+    check(fn, np.linspace(-2.0, 0.0, size), np.linspace(0.5, 1.5, size), backend=backend)
+
+
+def test_unique_names():
+    from numfn.function import unique_names
+    assert unique_names(["E_1", "E_1", "E_1_1", "E_1", "E_1_1"]) == ["E_1", "E_1_2", "E_1_1", "E_1_3", "E_1_1_1"]
