@@ -969,6 +969,7 @@ def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
     reads a slice of run-time bounds (a writable view, numfn.dynamic), not a diagonal (a read-only one)."""
     x = Tensor.lift(x)
     if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
+    if not indices: return x   # a 0-d array at no index: itself (a 0-d view's element mapped through a gather)
     ts = [Tensor.lift(i) for i in indices]
     shape = broadcast_shapes(*(t.shape for t in ts))
     srcs = []

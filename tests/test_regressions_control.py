@@ -3,7 +3,7 @@ is compared with NumPy on both backends."""
 import numpy as np
 import pytest
 
-from helpers import check
+from helpers import check, check_mutates
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -219,3 +219,96 @@ def test_unique_kernel_names(fn, size, backend):
 def test_unique_names():
     from numfn.function import unique_names
     assert unique_names(["E_1", "E_1", "E_1_1", "E_1", "E_1_1"]) == ["E_1", "E_1_2", "E_1_1", "E_1_3", "E_1_1_1"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. a view chosen by a branch is a view: a write through it reaches the array (an argument: the caller's)
+
+def _branch_slices(x, flag):
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    v[0] = 7.0
+    return v
+
+
+def _branch_2d(x, flag):   # a transpose or a flip
+    if flag.sum() > 0:
+        v = x.T
+    else:
+        v = x[::-1]
+    v[0] += 100.0
+    return v.sum(), x * 1
+
+
+def _branch_same_view(x, flag):   # the same view on both sides, written inside one of them too
+    if flag.sum() > 0:
+        v = x[1:]
+        v[1] = -3.0
+    else:
+        v = x[1:]
+    v *= 2.0
+    return v
+
+
+def _branch_view_of_variable(x, flag):   # a view of a variable the branch reassigns
+    v = x[:4]
+    if flag.sum() > 0:
+        v = v[::-1]
+    v[0] = 42.0
+    return x + 0
+
+
+def _branch_view_in_loop(x, flag):
+    for i in range(6):
+        if flag[i % 2] > 0:
+            v = x[1:]
+        else:
+            v = x[:-1]
+        v[i % 3] += 1.0
+    return x + 0
+
+
+def _branch_0d_view(x, flag):
+    if flag.sum() > 0:
+        v = x[2, ...]
+    else:
+        v = x[3, ...]
+    v[...] = 1.5
+    return x + 0
+
+
+def _branch_view_reads_later_write(x, flag):   # the array written after: the view sees it
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    x[2] = -8.0
+    return v + 0
+
+
+def _branch_local_view(x, flag):   # a local array, read after the write through the view
+    y = x * 2.0
+    if flag.sum() > 0:
+        v = y[:, 1:]
+    else:
+        v = y[1:, :].T
+    v -= 1.0
+    return y
+
+
+@pytest.mark.parametrize("fn, x", [
+    (_branch_slices, np.arange(5.0)),
+    (_branch_2d, np.arange(9.0).reshape(3, 3)),
+    (_branch_same_view, np.arange(6.0)),
+    (_branch_view_of_variable, np.arange(6.0)),
+    (_branch_view_in_loop, np.arange(6.0)),
+    (_branch_0d_view, np.arange(6.0)),
+    (_branch_view_reads_later_write, np.arange(6.0)),
+    (_branch_local_view, np.arange(9.0).reshape(3, 3)),
+    (_branch_local_view, np.arange(4.0).reshape(2, 2)),
+], ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("flag", [np.ones(2), np.array([1.0, -2.0]), -np.ones(2)], ids=["then", "mixed", "else"])
+def test_branch_chosen_view(fn, x, flag, backend):
+    check_mutates(fn, x, flag, backend=backend)
