@@ -1,6 +1,7 @@
 """Regressions in loops, branches and their scheduling found by the differential fuzzer (issue 29): each program
 is compared with NumPy on both backends."""
 import numpy as np
+import numfn
 import pytest
 
 from helpers import check, check_mutates
@@ -312,3 +313,89 @@ def _branch_local_view(x, flag):   # a local array, read after the write through
 @pytest.mark.parametrize("flag", [np.ones(2), np.array([1.0, -2.0]), -np.ones(2)], ids=["then", "mixed", "else"])
 def test_branch_chosen_view(fn, x, flag, backend):
     check_mutates(fn, x, flag, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 14. complex values in loops and branches: the state, operands and results in pair form (shape + (2,))
+
+def _escape_time(c):
+    z = np.zeros_like(c)
+    count = np.zeros(c.shape, np.int64)
+    for i in range(30):
+        inside = np.abs(z) <= 2.0
+        z = np.where(inside, z * z + c, z)
+        count += inside
+    return count, z
+
+
+def _escape_while(c, n):
+    z = c * 0
+    k = 0
+    while k < n.sum():
+        z = z * z + c
+        z[np.abs(z) > 4] = 0
+        k += 1
+    return z
+
+
+def _complex_in_place(c):
+    z = c.copy()
+    for i in range(7):
+        z[i % 3] = z[i % 3] * (1 + 0.5j) + c[0]
+    return z
+
+
+def _complex_inside_real_loop(x):
+    y = x + 0.0
+    for i in range(6):
+        y = np.abs(y * 1j + 0.5)
+    return y
+
+
+def _complex_branch(c, n):
+    z = c * 0
+    for j in range(5):
+        if (np.abs(z) > 1).sum() > n.sum():
+            z = z * 0.5
+        else:
+            z = z * z + c
+    return z, z.real.sum()
+
+
+def _complex_branch_view(z, flag):
+    if flag.sum() > 0:
+        v = z[1:]
+    else:
+        v = z[:-1]
+    v[0] = 3 - 2j
+    return v * 1
+
+
+def _complex_primitives(c):
+    def step(carry, x):
+        return carry * x + 1j, carry.real * x
+    carry, ys = numfn.scan(step, c[0], c)
+    w = numfn.while_loop(lambda z: np.abs(z).max() < 50, lambda z: z * (1 + 1j), c + 0.1)
+    s = numfn.cond(c.real.sum() > 0, lambda a: a * 2j, lambda a: a - 1, c)
+    return carry, ys, w, s
+
+
+_PLANE = np.linspace(-2, 1, 5)[None, :] + 1j * np.linspace(-1, 1, 4)[:, None]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_escape_time, (_PLANE,)),
+    (_escape_time, (_PLANE.astype(np.complex64),)),
+    (_escape_while, (_PLANE, np.array(5))),
+    (_escape_while, (_PLANE, np.array(0))),
+    (_complex_in_place, (_PLANE[0],)),
+    (_complex_inside_real_loop, (np.linspace(-2, 1, 5),)),
+    (_complex_branch, (_PLANE, np.array(2))),
+    (_complex_branch, (_PLANE.astype(np.complex64), np.array(30))),
+    (_complex_branch_view, (_PLANE[0].copy(), np.ones(1))),
+    (_complex_branch_view, (_PLANE[0].copy(), -np.ones(1))),
+    (_complex_primitives, (_PLANE[1] * 0.5,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_complex_in_control_flow(fn, args, backend):
+    if fn is _complex_branch_view: check_mutates(fn, *args, backend=backend)
+    else: check(fn, *args, backend=backend)
