@@ -299,25 +299,16 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     labels = [repr(names[k]) if names and len(names) == n_user else f"result {k}" for k in range(n_user)] + \
         [f"result {k}" for k in range(n_user, len(values[0]))]
     weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
-    # results that are views of one outer array in every branch: given back as views of it (numfn.branch_views)
-    from numfn.branch_views import memory_of, positions, same_view, view_after
-    by_ph = {id(p): o for p, o in zip(ph, operands)}
-    chosen: dict[int, tuple[Tensor, list, bool]] = {}
-    for k in range(n_user):
-        mems = [memory_of(o[k], born, by_ph) for o, born in zip(outs, borns)]
-        if any(m is None for m in mems) or len({id(m[0]) for m in mems if m is not None}) != 1 or \
-                len({o[k].shape for o in outs}) != 1: continue
-        chains = [m[1] for m in mems if m is not None]
-        chosen[k] = (mems[0][0], chains, same_view(chains))   # type: ignore[index]
-    keep = [k for k in range(n_user) if k not in chosen]
-    picked = [k for k, (_, _, same) in chosen.items() if not same]
-    if chosen:
+    # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
+    from numfn.branch_views import BranchViews
+    bv = BranchViews(outs, borns, {id(p): o for p, o in zip(ph, operands)}, n_user)
+    if bv.extra_labels:
         for i, v in enumerate(values):
-            where = [u for k in picked for u in positions(chosen[k][0], chosen[k][1][i])]
-            values[i] = [v[k] for k in keep] + where + v[n_user:]
-            weak[i] = [weak[i][k] for k in keep] + [False] * len(where) + weak[i][n_user:]
-        labels = [labels[k] for k in keep] + [f"the positions of view {labels[k]}" for k in picked
-                                              for _ in positions(chosen[k][0], ())] + labels[n_user:]
+            where = bv.extra(i)
+            values[i] = [v[k] for k in bv.keep] + where + v[n_user:]
+            weak[i] = [weak[i][k] for k in bv.keep] + [False] * len(where) + weak[i][n_user:]
+        labels = [labels[k] for k in bv.keep] + [f"{what} {labels[k]}" for k, what in bv.extra_labels] + \
+            labels[n_user:]
     n = len(values[0])
     results = []
     from numfn.numpy.ufuncs import _promote
@@ -338,21 +329,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
     res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
     for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)
-    plain = iter(res[:len(keep)])
-    at = len(keep)
-    given: list[Tensor] = []
-    for k in range(n_user):
-        if k not in chosen:
-            given.append(next(plain))
-            continue
-        base, chains, same = chosen[k]
-        if same:
-            given.append(view_after(base, chains[0], None))
-            continue
-        width = len(positions(base, ()))
-        given.append(view_after(base, (), res[at:at + width]))
-        at += width
-    return given
+    return bv.given(res[:n - len(written)])
 
 
 # ---------------------------------------------------------------------------------------------------------------

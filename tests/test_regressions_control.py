@@ -299,7 +299,73 @@ def _branch_local_view(x, flag):   # a local array, read after the write through
     return y
 
 
+# a result that is a view of an array in some branches only (or of different arrays): linked to each array
+
+def _branch_same_or_fresh(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    v[0] = 5.0
+    return x + 0, v
+
+
+def _branch_two_arrays(x, flag):
+    y = x[::-1] * 10.0
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = y[:-1]
+    v += 1.0
+    return x + 0, y, v
+
+
+def _branch_fresh_reads_later_write(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    x[1] = -1.0
+    return v + 0
+
+
+def _branch_fresh_view_of_result(x, flag):
+    if flag.sum() > 0:
+        v = x[::-1]
+    else:
+        v = np.zeros(x.shape)
+    w = v[::2]
+    w[0] = 9.0
+    return x + 0, v + 0
+
+
+def _branch_fresh_written_in_loop(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    for i in range(6):
+        v[i % 3] += 1.0
+    return x + 0, v + 0
+
+
+def _branch_local_or_fresh(x, flag):
+    y = x * 3.0
+    if flag.sum() > 0:
+        v = y[1:]
+    else:
+        v = y[:-1] + 1
+    v *= 2.0
+    return y
+
+
 @pytest.mark.parametrize("fn, x", [
+    (_branch_same_or_fresh, np.arange(5.0)),
+    (_branch_two_arrays, np.arange(5.0)),
+    (_branch_fresh_reads_later_write, np.arange(5.0)),
+    (_branch_fresh_view_of_result, np.arange(5.0)),
+    (_branch_fresh_written_in_loop, np.arange(5.0)),
+    (_branch_local_or_fresh, np.arange(5.0)),
     (_branch_slices, np.arange(5.0)),
     (_branch_2d, np.arange(9.0).reshape(3, 3)),
     (_branch_same_view, np.arange(6.0)),
