@@ -282,39 +282,54 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     # what each branch leaves in the arrays it writes (the others leave their old value): traced once more, now
     # that every written array is known, so each branch's graph holds its own final values
     values: list[list[UOp]] = []
+    outs: list[list[Tensor]] = []
+    borns: list[set] = []
     for fn in branches:
         with recording_trace(region=True) as rec:
             out = [_as_state(v, "a branch's result") for v in fn(*ph)]
             finals = [t.uop for t, _ in written]
         for t, old in written: t.rebind(old, record=False)
-        assert rec.rebinds is not None   # a region's record has them
+        assert rec.rebinds is not None and rec.born is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
         values.append([o.uop for o in out] + finals)
+        outs.append(out)
+        borns.append(rec.born)
+    n_user = len(values[0]) - len(written)
+    labels = [repr(names[k]) if names and len(names) == n_user else f"result {k}" for k in range(n_user)] + \
+        [f"result {k}" for k in range(n_user, len(values[0]))]
+    weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
+    # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
+    from numfn.branch_views import BranchViews
+    bv = BranchViews(outs, borns, {id(p): o for p, o in zip(ph, operands)}, n_user)
+    if bv.extra_labels:
+        for i, v in enumerate(values):
+            where = bv.extra(i)
+            values[i] = [v[k] for k in bv.keep] + where + v[n_user:]
+            weak[i] = [weak[i][k] for k in bv.keep] + [False] * len(where) + weak[i][n_user:]
+        labels = [labels[k] for k in bv.keep] + [f"{what} {labels[k]}" for k, what in bv.extra_labels] + \
+            labels[n_user:]
     n = len(values[0])
     results = []
     from numfn.numpy.ufuncs import _promote
     for k in range(n):
-        vs = [Tensor(v[k], weak=traced[i].values[k].weak if k < len(traced[i].values) else False)
-              for i, v in enumerate(values)]
+        vs = [Tensor(v[k], weak=weak[i][k]) for i, v in enumerate(values)]
         if len({v.shape for v in vs}) != 1:   # broadcasting would give a shape no path of the Python code gives
-            what = repr(names[k]) if names and len(names) == len(traced[0].values) and k < len(names) else \
-                f"result {k}"
-            raise NumfnError(f"the branches give {what} different shapes {[v.shape for v in vs]} (at "
+            raise NumfnError(f"the branches give {labels[k]} different shapes {[v.shape for v in vs]} (at "
                              f"{user_location()}); a compiled branch needs one shape for each value (broadcast them "
                              "with numpy.broadcast_to, or compute both and pick with numpy.where)")
         results.append((vs[0].shape, _promote(*vs)))
     captures: dict[UOp, UOp] = {}
     bodies = []
     for v in values:
-        outs = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
-        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(outs))], len(specs), captures)[0])
+        body = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
+        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], len(specs), captures)[0])
     region = Region("cond", tag, tuple(specs), None, tuple(bodies), tuple(results))
     srcs = (index.uop.cast(I64),) + tuple(t.uop for t in operands) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
-    out = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
-    for (t, _), r in zip(written, out[n - len(written):]): t.rebind(r.uop)
-    return out[:n - len(written)]
+    res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
+    for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)
+    return bv.given(res[:n - len(written)])
 
 
 # ---------------------------------------------------------------------------------------------------------------

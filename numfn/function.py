@@ -23,7 +23,6 @@ import hashlib
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property, update_wrapper
 from collections.abc import Callable, Sequence
@@ -209,11 +208,7 @@ class NumericalFunction:
         t0 = time.perf_counter()
         out = []
         renderer = renderer_for(self.backend)
-        names: Counter = Counter()
-        for ei in self.kernel_items:
-            name = ei.kernel.name   # kernels inside loops are named like the others: made unique here
-            names[name] += 1
-            if names[name] > 1: name = f"{name}_{names[name] - 1}"
+        for ei, name in zip(self.kernel_items, unique_names([ei.kernel.name for ei in self.kernel_items])):
             if ei.lowered is None:   # an extern call (numfn.extern)
                 from numfn.extern import ExternKernel, build_extern_program
                 assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
@@ -558,6 +553,22 @@ ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
 _ALIASED_LOCK = threading.Lock()   # compiles of aliased specializations (rare), one at a time
 ALIASED_KEPT = 16   # aliased specializations kept in memory per signature (oldest dropped first)
 BACKENDS = ("c", "llvm")
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Kernel names made unique within one program: kernels inside loops and branches are scheduled apart and may
+    repeat a name. The first of each name keeps it; a repeat gets the first `name_k` that is no kernel's name (a
+    shape's digits: `E_1` twice must not become the name of the 1x1 kernel `E_1_1`)."""
+    taken, out = set(names), []
+    used: set[str] = set()
+    for name in names:
+        if name in used:
+            k = 1
+            while f"{name}_{k}" in taken or f"{name}_{k}" in used: k += 1
+            name = f"{name}_{k}"
+        used.add(name)
+        out.append(name)
+    return out
 
 
 def renderer_for(backend: str):

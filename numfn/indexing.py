@@ -382,7 +382,7 @@ def setitem(x: Tensor, index, value) -> None:
     else: v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
     whole = not dyn and gate is None and tuple(shape) == tuple(x.shape) and all(
         it.kind == "slice" and it.start == 0 and it.step == 1 for it in items)
-    if whole and x.base is None and x.memory in ("computed", "input"):
+    if whole and x.base is None and x.memory in ("computed", "input") and not x._links:
         x.rebind(v.uop)   # the whole array: its new value (no memory is written until it is stored)
         return
     injective = all(it.kind != "array" or _unique(it.value) for it in items)
@@ -460,9 +460,13 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         old = gather(base, [Tensor(i) for i in srcs])
         other = old.uop.alu(Ops.IMAG) if parts[0] is Ops.CAST else old.uop.cast(base.uop.dtype.component)
         value = Tensor(value.uop.alu(Ops.COMPLEX, other) if parts[0] is Ops.CAST else other.alu(Ops.COMPLEX, value.uop))
+    at = list(srcs)
     if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
+    if base._links:   # a branch's result that some branches made a view of another array: it is written too
+        from numfn.branch_views import write_through
+        write_through(base, shape, at, value, injective, combine, gate)
 
 
 def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
-from numfn.symbolic import symbolic
+from numfn.symbolic import constant_branches, symbolic
 from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
 
 if TYPE_CHECKING:
@@ -309,7 +309,10 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     blocks = itertools.count(1) if blocks is None else blocks
     body, bindings = call.src[0], call.src[1:]
     params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
-    graph = split_reductions(substitute(body, params))
+    graph = substitute(body, params)
+    if any(u.op is Ops.LOOP and u.src[0].op is Ops.CONST and u.arg.kind == "cond" for u in toposort([graph])):
+        graph = graph_rewrite(graph, constant_branches)   # a branch on a constant the enclosing loop binds
+    graph = split_reductions(graph)
     roots: dict[UOp, _Root] = {}
     writebacks = set()
     for i, out in enumerate(graph.src):
@@ -434,7 +437,9 @@ class _Versions:
         for first, chain in chains.items():
             # outputs among the versions: the last version's first output can be the chain's home (when the chain
             # does not start in an input's buffer); any other output target copies its version
-            outputs = roots[chain[-1]].outputs
+            # (not when the chain starts in a loop's state that swaps with another buffer each iteration: after
+            # an odd number of iterations it is the other buffer that holds the state)
+            outputs = [] if _swapped_state(first) else roots[chain[-1]].outputs
             home = first if first.op is Ops.BUFFER else outputs[0] if outputs else None
             for v in chain:
                 if v.op is Ops.BUFFER: continue
@@ -462,6 +467,15 @@ class _Versions:
     def copy_fix(self, s: UOp):
         def fix(): self.copies[s] = _copy(s.src[0], len(self.copies))
         return fix
+
+
+def _swapped_state(u: UOp) -> bool:
+    """A while loop's result whose buffer swaps with a next one each iteration (the body does not write it in
+    place): after the loop the state is in whichever of the two the last iteration wrote, so the buffer can only be
+    an intermediate (an output or an argument's memory must hold the value at a fixed place)."""
+    if u.op is not Ops.RESULT or u.src[0].op is not Ops.LOOP or u.src[0].arg.kind != "while": return False
+    region = u.src[0].arg
+    return not _writes_in_place(region.bodies[0].src[u.arg], region.tag, u.arg)
 
 
 def _copy(u: UOp, tag) -> UOp:
@@ -876,7 +890,7 @@ def _loads_at(view: UOp, buf: UOp, lowered: LoweredKernel, shape: tuple[int, ...
 
 def _simplified(index: UOp) -> UOp:
     """An index expression in the codegen's canonical form (two ways of writing one index compare equal)."""
-    from numfn.symbolic import symbolic
+    from numfn.symbolic import constant_branches, symbolic
     return graph_rewrite(index, symbolic)
 
 
@@ -1059,7 +1073,7 @@ def _prepare_loops(graph: UOp, roots: dict[UOp, _Root], blocks) -> list[_Loop]:
             if parents is None: parents = _parents(graph)
             before = set(toposort(list(node.src)))   # what is computed before the loop runs
             for k, v in enumerate(node.src[:len(region.state)]):
-                if _starts_in_state(v, node, parents, before, roots):
+                if _starts_in_state(v, node, parents, before, roots, bool(roots[results[k]].outputs)):
                     roots.setdefault(v, _Root(v)).keep = True   # the loop reads it (as its state's buffer)
                     starts[v] = results[k]
                     inits.append(v)
@@ -1084,17 +1098,19 @@ def _parents(graph: UOp) -> dict[UOp, list[UOp]]:
 
 
 def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
-                     roots: dict[UOp, _Root]) -> bool:
+                     roots: dict[UOp, _Root], fixed: bool = False) -> bool:
     """Whether a loop's initial state `v` can be computed in the state's own buffer (no copy): v and the versions
     of memory it was written from (`L = zeros(...); L[0] = ...`) are computed memory that is no output, that the
     loop reads only as this state, and that nothing computed after the loop starts depends on: every value built
     from that memory (however far up) is computed for the loop, before it (an ancestor of it). A value computed
     from it before the loop may still be recomputed in a kernel after the loop, where the memory holds the loop's
-    state: `t = L * 2` used by the loop and returned beside its result."""
+    state: `t = L * 2` used by the loop and returned beside its result. Not when the state's buffer is `fixed` (an
+    output) and the memory is an earlier loop's state that swaps buffers (it would swap the output away)."""
     if v.op in (Ops.BUFFER, Ops.CONST) or sum(s is v for s in node.src) != 1: return False
     memory = [*_chain_down(v)]
     memory.append(memory[-1].src[0] if memory else v)
     if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
+    if fixed and _swapped_state(memory[-1]): return False
     if any(u in roots and roots[u].outputs for u in memory): return False
     if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return False   # a capture
     seen, stack = set(memory), list(memory)

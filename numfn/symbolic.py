@@ -15,7 +15,7 @@ import numpy as np
 
 from numfn.dtype import DType, dtypes
 from numfn.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar,
-                       memo_bottom_up, memo_get, node_cached)
+                       memo_bottom_up, memo_get, node_cached, substitute)
 
 # ---------------------------------------------------------------------------------------------------------------
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
@@ -313,12 +313,29 @@ def _scalar_index_rules(x: UOp) -> UOp | None:
     return _canonical_int(x)
 
 
+def constant_branch(x: UOp) -> UOp | None:
+    """A result of a branch whose index is a constant (a condition that can never, or always, hold: `(x > 0).sum()
+    >= 2` on a 0-d x): the chosen branch's value, its placeholders bound to the branch's operands and captures."""
+    node = x.src[0]
+    if node.op is not Ops.LOOP or getattr(node.arg, "kind", None) != "cond" or node.src[0].op is not Ops.CONST:
+        return None
+    region = node.arg
+    body = region.bodies[min(max(int(node.src[0].arg), 0), len(region.bodies) - 1)]
+    carries = {u: node.src[1 + u.arg[1]] for u in body.toposort() if u.op is Ops.CARRY and u.arg[0] == region.tag}
+    return substitute(body.src[x.arg], carries)
+
+
+# a region's sub-graph is scheduled with its placeholders bound to the LOOP's sources, constants among them: a
+# branch inside it whose index is such a constant is folded there (numfn.schedule.create_schedule)
+constant_branches = PatternMatcher([(UPat(Ops.RESULT, name="x"), constant_branch)])
+
 symbolic = PatternMatcher([
+    (UPat(Ops.RESULT, name="x"), constant_branch),
     (UPat(ELEMENTWISE, name="x"), _fold),
     (UPat(ELEMENTWISE, name="x"), _identities),
     (UPat(ELEMENTWISE, name="x"), _scalar_index_rules),
     (UPat(MOVEMENT, name="x"), _fold_views),
 ])
 
-__all__ = ["symbolic", "exec_alu", "const_value", "is_const", "add", "mul", "idiv", "imod", "affine", "from_affine",
+__all__ = ["symbolic", "constant_branches", "exec_alu", "const_value", "is_const", "add", "mul", "idiv", "imod", "affine", "from_affine",
            "ALU", "COMMUTATIVE"]

@@ -69,7 +69,7 @@ class Tensor:
     (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.indexing). `memory`
     says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
     captured from outside (writes refused), or "readonly"."""
-    __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "__weakref__")
+    __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "__weakref__")
     __array_priority__ = 1000
     runtime_length = False   # numfn.dynamic.DynTensor: the first axis has a length known only at run time
 
@@ -78,6 +78,7 @@ class Tensor:
         self.base: Tensor | None = None
         self.chain: tuple = ()
         self._views: list | None = None
+        self._links: list | None = None   # memory a branch may have made this array share (numfn.branch_views)
         record = getattr(_trace_state, "record", None)
         if record is not None and record.born is not None: record.born.add(id(self))
 
@@ -477,6 +478,9 @@ class Tensor:
             view.uop = _replay(uop, view.chain)
             alive.append(ref)
         self._views = alive or None
+        if self._links and record:   # a branch's result that is this array's memory in some branches follows it
+            from numfn.branch_views import follow
+            follow(self)
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
@@ -969,6 +973,7 @@ def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
     reads a slice of run-time bounds (a writable view, numfn.dynamic), not a diagonal (a read-only one)."""
     x = Tensor.lift(x)
     if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
+    if not indices: return x   # a 0-d array at no index: itself (a 0-d view's element mapped through a gather)
     ts = [Tensor.lift(i) for i in indices]
     shape = broadcast_shapes(*(t.shape for t in ts))
     srcs = []

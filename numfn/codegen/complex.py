@@ -44,7 +44,15 @@ COMPLEX_ALU = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.POW, 
 
 
 def has_complex(u: UOp) -> bool:
-    return any(v.dtype.is_complex for v in toposort([u]))
+    """Whether the graph holds a complex value, the sub-graphs of its loops and branches included."""
+    for v in toposort([u]):
+        if v.dtype.is_complex: return True
+        if v.op is Ops.LOOP and any(has_complex(g) for g in _subgraphs(v.arg)): return True
+    return False
+
+
+def _subgraphs(region) -> tuple[UOp, ...]:
+    return ((region.cond,) if region.cond is not None else ()) + tuple(region.bodies)
 
 
 def lower_complex(call: UOp) -> UOp:
@@ -78,7 +86,7 @@ def _pair_buffer(b: UOp) -> UOp:
 # ---------------------------------------------------------------------------------------------------------------
 # the rewrite
 
-_PAIR_SOURCES = (Ops.PARAM, Ops.BUFFER, Ops.EMPTY, Ops.SCATTER, Ops.RESULT)
+_PAIR_SOURCES = (Ops.PARAM, Ops.BUFFER, Ops.EMPTY, Ops.SCATTER, Ops.RESULT, Ops.CARRY)
 
 
 def _pair_arg(op: Ops, arg, ndim: int):
@@ -136,6 +144,7 @@ class _Splitter:
         elif u.op is Ops.BUFFER: out = _pair_buffer(u)
         elif u.op is Ops.EMPTY: out = UOp(Ops.EMPTY, comp, (), (u.arg[0] + (2,),) + tuple(u.arg[1:]))
         elif u.op is Ops.RESULT: out = UOp(Ops.RESULT, comp, (self.extern(u.src[0]),), u.arg)
+        elif u.op is Ops.CARRY: out = UOp(Ops.CARRY, comp, (), (u.arg[0], u.arg[1], tuple(u.arg[2]) + (2,), u.arg[3]))
         elif u.op is Ops.SCATTER: out = self._scatter(u)
         elif u.op in MOVEMENT and self.has_memory(u):
             ndim = len(cast(tuple[int, ...], u.src[0].shape))
@@ -167,6 +176,7 @@ class _Splitter:
         """An extern call on pair forms: complex inputs and results are their memory."""
         found = self._extern.get(node)
         if found is not None: return found
+        if node.op is Ops.LOOP: return self.loop(node)
         call = node.arg
         srcs = tuple(self.pair(s) if s.dtype.is_complex else self.new[s] for s in node.src)
         results = tuple((shape + (2,), dt.component) if dt.is_complex else (shape, dt) for shape, dt in call.results)
@@ -175,10 +185,35 @@ class _Splitter:
         self._extern[node] = out
         return out
 
+    def loop(self, node: UOp) -> UOp:
+        """A loop or branch on pair forms: a complex state value, operand, capture or result is a real array of
+        shape + (2,) (its placeholders too), and the sub-graphs are rewritten as the program is."""
+        found = self._extern.get(node)
+        if found is not None: return found
+        region = node.arg
+        srcs = tuple(self.pair(s) if s.dtype.is_complex else self.new[s] for s in node.src)
+
+        def paired(specs):
+            return tuple((tuple(shape) + (2,), dt.component) if dt.is_complex else (shape, dt) for shape, dt in specs)
+
+        def lowered(graph: UOp) -> UOp:
+            sp = _Splitter()
+            sp.run(graph.src)
+            return UOp(graph.op, graph.dtype, tuple(sp.pair(v) if v.dtype.is_complex else sp.new[v]
+                                                    for v in graph.src), graph.arg)
+        from dataclasses import replace
+        new_region = replace(region, state=paired(region.state), results=paired(region.results),
+                             cond=None if region.cond is None else lowered(region.cond),
+                             bodies=tuple(lowered(b) for b in region.bodies))
+        out = UOp(Ops.LOOP, node.dtype, srcs, new_region)
+        self._extern[node] = out
+        return out
+
     # ---- real (and void) nodes ----
     def _rewrite(self, u: UOp) -> UOp:
         op = u.op
         if op is Ops.EXTERN: return self.extern(u)
+        if op is Ops.LOOP: return self.loop(u)
         if op is Ops.RESULT: return UOp(Ops.RESULT, u.dtype, (self.extern(u.src[0]),), u.arg)
         if not any(s.dtype.is_complex for s in u.src):
             src = tuple(self.new[s] for s in u.src)

@@ -1,0 +1,181 @@
+"""Views a branch chooses: `if c: v = x[1:] else: v = x[:-1]` makes v a view of x in NumPy, whichever side runs,
+so a write through v afterwards changes x. A branch's results are arrays of their own (RESULTs of the LOOP node),
+so a result that every branch makes a view of one outer array (or that array itself) is given back as a view of
+that array instead (numfn.control.branch_region):
+
+- the same chain of movement ops in every branch: the view itself, taken after the branch;
+- different chains (or chains through traced slice bounds): each branch gives, for every axis of the array, the
+  position along it of each element of its view (the chain applied to positions), and the result is a writable
+  GATHER view of the array at those positions (a write through it is a SCATTER into the array there).
+
+A result that shares memory with an outer array in some branches only (`v = x` on one side, `v = x * 2` on the
+other), or with different arrays in different branches, is an array of its own *linked* to each such array: the
+branch also gives, per array, whether the side taken made the result a view of it and at which positions. A write
+into the result (or a view of it) is also written into the array there, gated by that flag (`write_through`), and a
+new value of the array shows through the result where the flag holds (`follow`): the two stay as NumPy's would."""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from numfn.dtype import dtypes
+from numfn.tensor import Tensor, _replay, gather
+from numfn.uop import MOVEMENT, Ops, UOp
+
+
+def _writable(step: tuple) -> bool:
+    op, arg = step
+    return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and arg[0] == "window")
+
+
+def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
+    """(base, chain): the outer array whose memory `t` (a branch's value) is, and the chain of ops from it; None for
+    values made in the branch, scalars, and views a write cannot go through. `operands` maps a placeholder's id
+    to the outer value it stands for; `born` holds the ids of the arrays the branch made."""
+    if not isinstance(t, Tensor) or t.weak or t.runtime_length: return None
+    base, chain = (t, ()) if t.base is None else (t.base, t.chain)
+    if id(base) in operands:
+        outer = operands[id(base)]
+        if not isinstance(outer, Tensor) or outer.weak or outer.runtime_length: return None
+        base, chain = (outer, chain) if outer.base is None else (outer.base, outer.chain + chain)
+    elif id(base) in born: return None
+    if base.runtime_length or not all(_writable(s) for s in chain): return None
+    return base, chain
+
+
+def positions(base: Tensor, chain: tuple) -> list[UOp]:
+    """For each axis of `base` (one for a 0-d base, viewed as 1-d), the position along it of every element of the
+    view `chain` makes of it (int64, the view's shape)."""
+    shape = base.shape
+    if not shape: return [_replay(UOp.const(dtypes.int64, 0), chain)]
+    out = []
+    for a, n in enumerate(shape):
+        iota = UOp.iota(n).reshape(tuple(n if i == a else 1 for i in range(len(shape)))).expand(tuple(shape))
+        out.append(_replay(iota, chain))
+    return out
+
+
+def same_view(chains: Sequence[tuple]) -> bool:
+    """Whether every branch makes the same view by static movement ops (then it can be taken after the branch)."""
+    return all(c == chains[0] for c in chains) and all(op is not Ops.GATHER for op, _ in chains[0])
+
+
+class BranchViews:
+    """The results of one branch region (`outs[i]`: branch i's first `n` values, `borns[i]` the arrays it made) that
+    share memory with outer arrays. `keep`: the results the region still gives as they are; `extra(i)`: what branch
+    i gives besides them (positions, flags), named by `extra_labels` ((result, what) per value); `given` makes the
+    user's results from the region's (those kept, then the extra values)."""
+
+    def __init__(self, outs: list[list[Tensor]], borns: list[set], operands: dict, n: int) -> None:
+        self.n = n
+        self.chosen: dict[int, tuple[Tensor, list, bool]] = {}     # k -> (memory, chains, same view everywhere)
+        self.linked: dict[int, list[tuple[Tensor, list]]] = {}     # k -> [(memory, chain or None per branch)]
+        for k in range(n):
+            if len({o[k].shape for o in outs}) != 1: continue   # an error follows (shapes must agree)
+            mems = [memory_of(o[k], born, operands) for o, born in zip(outs, borns)]
+            bases = list({id(m[0]): m[0] for m in mems if m is not None}.values())
+            if not bases: continue
+            if len(bases) == 1 and all(m is not None for m in mems):
+                chains = [m[1] for m in mems if m is not None]
+                self.chosen[k] = (bases[0], chains, same_view(chains))
+                continue
+            self.linked[k] = [(b, [m[1] if m is not None and m[0] is b else None for m in mems])
+                              for b in bases if linkable(b)]
+        self.keep = [k for k in range(n) if k not in self.chosen]
+        self.extra_labels: list[tuple[int, str]] = []
+        for k, (base, _, same) in self.chosen.items():
+            if not same: self.extra_labels += [(k, "the positions of view")] * len(positions(base, ()))
+        for k, links in self.linked.items():
+            for base, _ in links: self.extra_labels += [(k, "whether a view is")] + [(k, "the positions of view")] * \
+                base.ndim
+        self._shapes = {k: outs[0][k].shape for k in range(n)}
+
+    def extra(self, i: int) -> list[UOp]:
+        out = [u for k, (base, chains, same) in self.chosen.items() if not same for u in positions(base, chains[i])]
+        for k, links in self.linked.items():
+            for base, chains in links:
+                chain = chains[i]
+                out.append(UOp.const(dtypes.bool, chain is not None))
+                out += positions(base, chain) if chain is not None else \
+                    [UOp.const_like(dtypes.int64, 0, self._shapes[k])] * base.ndim
+        return out
+
+    def given(self, res: list[Tensor]) -> list[Tensor]:
+        plain = dict(zip(self.keep, res))
+        at = len(self.keep)
+        out: dict[int, Tensor] = {}
+        for k, (base, chains, same) in self.chosen.items():
+            if same:
+                out[k] = view_after(base, chains[0], None)
+                continue
+            width = len(positions(base, ()))
+            out[k] = view_after(base, (), res[at:at + width])
+            at += width
+        for k, links in self.linked.items():
+            for base, _ in links:
+                link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at])
+                at += 1 + base.ndim
+        return [out[k] if k in out else plain[k] for k in range(self.n)]
+
+
+def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None) -> Tensor:
+    """The view of `base` (its value after the branch) that the branch chose: by `chain` when every branch made the
+    same one, else a gather at the positions the branch gave (`index`, see `positions`)."""
+    if index is None:
+        if not chain: return base
+        return base._view(_replay(base.uop, chain))
+    src = base if base.shape else base.reshape(1)
+    return src._view(gather(src, list(index), window=True).uop)
+
+
+@dataclass(eq=False)
+class Link:
+    """A branch's result (`view`, held weakly) that is a view of `memory` at `positions` (per axis of memory, the
+    result's shape) when the 0-d bool `flag` holds (the branch taken made it one)."""
+    view: weakref.ref
+    memory: Tensor
+    positions: list[Tensor]
+    flag: Tensor
+
+
+def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor) -> None:
+    lk = Link(weakref.ref(result), memory, list(where), flag)
+    for t in (result, memory): t._links = (t._links or []) + [lk]
+
+
+def linkable(memory: Tensor) -> bool:
+    """Arrays a result can be linked to: writable arrays of at least one axis (a write maps to positions)."""
+    return memory.ndim > 0 and memory.memory in ("computed", "input")
+
+
+def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], value: Tensor, injective: bool,
+                  combine, gate: Tensor | None) -> None:
+    """`result` was written at `at` (its indices, of `shape`): write the same into each array it is linked to,
+    where the branch made it a view of that array."""
+    from numfn.indexing import write
+    for lk in list(result._links or ()):
+        if lk.view() is not result: continue
+        idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
+        taken = Tensor(lk.flag._broadcast(shape))
+        g = taken if gate is None else Tensor(taken.uop.alu(Ops.AND, Tensor(gate.uop.cast(dtypes.bool))._broadcast(
+            shape)))
+        write(lk.memory, shape, idx, Tensor(value.uop.cast(lk.memory.uop.dtype)), injective, combine, gate=g)
+
+
+def follow(memory: Tensor) -> None:
+    """`memory` has a new value: each result linked to it reads it where the branch made the result its view."""
+    alive = []
+    for lk in memory._links or ():
+        if lk.memory is not memory:
+            alive.append(lk)
+            continue
+        view = lk.view()
+        if view is None: continue
+        alive.append(lk)
+        shape = view.shape
+        now = gather(memory, lk.positions).uop.cast(view.uop.dtype)
+        new = lk.flag._broadcast(shape).alu(Ops.WHERE, now, view.uop)
+        if new is not view.uop: view.rebind(new)
+    memory._links = alive or None

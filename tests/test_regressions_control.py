@@ -1,0 +1,467 @@
+"""Regressions in loops, branches and their scheduling found by the differential fuzzer (issue 29): each program
+is compared with NumPy on both backends."""
+import numpy as np
+import numfn
+import pytest
+
+from helpers import check, check_mutates
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. a native loop's state swaps buffers each iteration: a write after the loop must land in the buffer that holds
+# the last iteration's value, whatever the trip count's parity
+
+def _newton_then_write(x):
+    y = x + 0.0
+    for i in range(5):
+        y = 0.5 * (y + x / y)
+    y[0] = -1.0
+    return y
+
+
+def _odd_loop_augmented(x):
+    y = x * 1.0
+    for i in range(7):
+        y = y * 0.5 + 1.0
+    y[1:] += 10.0
+    return y
+
+
+def _odd_loop_view_write(x):
+    y = x + 0.0
+    for i in range(9):
+        y = y * 1.5 - 1.0
+    v = y[::2]
+    v += 100.0
+    return y
+
+
+def _runtime_for(x, n):
+    y = x + 0.0
+    for i in range(n.sum()):
+        y = y * 1.5 + 1.0
+    y[-1] = 0.25
+    return y
+
+
+def _runtime_while(x, n):
+    y = x + 0.0
+    k = 0
+    while k < n.sum():
+        y = 0.5 * (y + x / y)
+        k += 1
+    y[1:] *= 2.0
+    return y
+
+
+def _two_loops(x):   # the second loop writes in place into the returned array, starting from the first's state
+    y = x + 0.0
+    for i in range(5):
+        y = 0.5 * (y + x / y)
+    for i in range(5):
+        y[i % 3] += 1.0
+    return y
+
+
+def _swap_pair(x):
+    y = x.copy()
+    z = x * 2.0
+    for i in range(5):
+        y, z = z + 1.0, y
+    z[0] = -5.0
+    return y, z
+
+
+def _write_and_reduce(x):
+    y = x + 0.0
+    for i in range(7):
+        y = y * 0.5
+    y[0] = -1.0
+    return y, y.sum()
+
+
+def _nested_write(x, n):   # a loop inside a loop's body, written after it
+    y = x + 0.0
+    for j in range(5):
+        k = 0
+        while k < n.sum():
+            y = y * 0.5 + 1.0
+            k += 1
+        y[0] = y[0] + 3.0
+    return y
+
+
+def _two_d(x):
+    y = x + 0.0
+    for i in range(5):
+        y = y @ x * 0.25
+    y[:, 0] = 1.0
+    return y
+
+
+X3 = np.array([2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_newton_then_write, (X3,)),
+    (_odd_loop_augmented, (np.arange(4.0),)),
+    (_odd_loop_view_write, (np.arange(5.0),)),
+    (_runtime_for, (np.arange(5.0), np.array(5))),
+    (_runtime_for, (np.arange(5.0), np.array(6))),
+    (_runtime_for, (np.arange(5.0), np.array(0))),
+    (_runtime_while, (X3, np.array(3))),
+    (_runtime_while, (X3, np.array(4))),
+    (_two_loops, (X3,)),
+    (_swap_pair, (X3,)),
+    (_write_and_reduce, (X3,)),
+    (_nested_write, (X3, np.array(3))),
+    (_nested_write, (X3, np.array(2))),
+    (_two_d, (np.arange(9.0).reshape(3, 3) / 9,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_write_after_odd_loop(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 15. a branch whose condition can never (or always) hold: its index folds to a constant
+
+def _never(x):
+    if (x > 0).sum() >= 2:
+        return x + 1
+    return x - 1
+
+
+def _never_in_loop(x):   # the index is a constant the loop captures
+    y = x * 1.0
+    for i in range(6):
+        if (x > 0).sum() >= 2:
+            y = y + 1
+        else:
+            y = y * 2
+    return y
+
+
+def _never_in_while(x, n):   # the index depends on the state: computed in the loop
+    y = x + 0.0
+    i = 0
+    while i < n.sum():
+        if (y > 0).sum() >= 2:
+            y = y + 1
+        else:
+            y = y - 1
+        i += 1
+    return y
+
+
+def _always_written(x):
+    y = x * 2.0
+    if (x > 5).sum() <= 1:
+        y[0] = 9.0
+    else:
+        y = y - 1
+    return y
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_never, (np.array(3.0),)),
+    (_never, (np.array(-3.0),)),
+    (_never_in_loop, (np.array(3.0),)),
+    (_never_in_while, (np.array(3.0), np.array(7))),
+    (_always_written, (np.ones(1),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_constant_branch(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 13. kernel names are unique in a program: kernels inside branches and loops are scheduled apart, and a repeated
+# `E_1` renamed `E_1_1` met the 1x1 kernel of that name
+
+def _outer_of_branch(x, a):
+    if x.sum() > 0:
+        v = a * 2.0
+    else:
+        v = a - 1.0
+    return np.outer(v, v) + x.sum()
+
+
+def _outer_in_branch(x, a):
+    if x.sum() > 0:
+        m = np.outer(a, a + 1.0)
+    else:
+        m = np.outer(a - 1.0, a)
+    return m * 2.0, a + x
+
+
+def _outer_of_while(x, a):
+    v = a + 0.0
+    while v.sum() < 10.0:
+        v = v * 2.0 + np.abs(x)
+    return np.outer(v, a), np.outer(a, v) - 1.0
+
+
+def _many_small_kernels(x, a):   # shapes (1,), (1, 1), (1, 1, 1) inside and outside a loop
+    v = a + 0.0
+    w = np.outer(a, a) * 0.1
+    for i in range(6):
+        v = v * 0.5 + x.sum()
+        w = w.T @ w * 0.1 + np.outer(v, v) * 0.01
+    return w[None] + v, np.outer(v, w.ravel())
+
+
+@pytest.mark.parametrize("fn", [_outer_of_branch, _outer_in_branch, _outer_of_while, _many_small_kernels],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("size", [1, 2])
+def test_unique_kernel_names(fn, size, backend):
+    check(fn, np.linspace(-1.0, 1.0, size) + 0.5, np.linspace(0.5, 1.5, size), backend=backend)
+    check(fn, np.linspace(-2.0, 0.0, size), np.linspace(0.5, 1.5, size), backend=backend)
+
+
+def test_unique_names():
+    from numfn.function import unique_names
+    assert unique_names(["E_1", "E_1", "E_1_1", "E_1", "E_1_1"]) == ["E_1", "E_1_2", "E_1_1", "E_1_3", "E_1_1_1"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. a view chosen by a branch is a view: a write through it reaches the array (an argument: the caller's)
+
+def _branch_slices(x, flag):
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    v[0] = 7.0
+    return v
+
+
+def _branch_2d(x, flag):   # a transpose or a flip
+    if flag.sum() > 0:
+        v = x.T
+    else:
+        v = x[::-1]
+    v[0] += 100.0
+    return v.sum(), x * 1
+
+
+def _branch_same_view(x, flag):   # the same view on both sides, written inside one of them too
+    if flag.sum() > 0:
+        v = x[1:]
+        v[1] = -3.0
+    else:
+        v = x[1:]
+    v *= 2.0
+    return v
+
+
+def _branch_view_of_variable(x, flag):   # a view of a variable the branch reassigns
+    v = x[:4]
+    if flag.sum() > 0:
+        v = v[::-1]
+    v[0] = 42.0
+    return x + 0
+
+
+def _branch_view_in_loop(x, flag):
+    for i in range(6):
+        if flag[i % 2] > 0:
+            v = x[1:]
+        else:
+            v = x[:-1]
+        v[i % 3] += 1.0
+    return x + 0
+
+
+def _branch_0d_view(x, flag):
+    if flag.sum() > 0:
+        v = x[2, ...]
+    else:
+        v = x[3, ...]
+    v[...] = 1.5
+    return x + 0
+
+
+def _branch_view_reads_later_write(x, flag):   # the array written after: the view sees it
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    x[2] = -8.0
+    return v + 0
+
+
+def _branch_local_view(x, flag):   # a local array, read after the write through the view
+    y = x * 2.0
+    if flag.sum() > 0:
+        v = y[:, 1:]
+    else:
+        v = y[1:, :].T
+    v -= 1.0
+    return y
+
+
+# a result that is a view of an array in some branches only (or of different arrays): linked to each array
+
+def _branch_same_or_fresh(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    v[0] = 5.0
+    return x + 0, v
+
+
+def _branch_two_arrays(x, flag):
+    y = x[::-1] * 10.0
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = y[:-1]
+    v += 1.0
+    return x + 0, y, v
+
+
+def _branch_fresh_reads_later_write(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    x[1] = -1.0
+    return v + 0
+
+
+def _branch_fresh_view_of_result(x, flag):
+    if flag.sum() > 0:
+        v = x[::-1]
+    else:
+        v = np.zeros(x.shape)
+    w = v[::2]
+    w[0] = 9.0
+    return x + 0, v + 0
+
+
+def _branch_fresh_written_in_loop(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    for i in range(6):
+        v[i % 3] += 1.0
+    return x + 0, v + 0
+
+
+def _branch_local_or_fresh(x, flag):
+    y = x * 3.0
+    if flag.sum() > 0:
+        v = y[1:]
+    else:
+        v = y[:-1] + 1
+    v *= 2.0
+    return y
+
+
+@pytest.mark.parametrize("fn, x", [
+    (_branch_same_or_fresh, np.arange(5.0)),
+    (_branch_two_arrays, np.arange(5.0)),
+    (_branch_fresh_reads_later_write, np.arange(5.0)),
+    (_branch_fresh_view_of_result, np.arange(5.0)),
+    (_branch_fresh_written_in_loop, np.arange(5.0)),
+    (_branch_local_or_fresh, np.arange(5.0)),
+    (_branch_slices, np.arange(5.0)),
+    (_branch_2d, np.arange(9.0).reshape(3, 3)),
+    (_branch_same_view, np.arange(6.0)),
+    (_branch_view_of_variable, np.arange(6.0)),
+    (_branch_view_in_loop, np.arange(6.0)),
+    (_branch_0d_view, np.arange(6.0)),
+    (_branch_view_reads_later_write, np.arange(6.0)),
+    (_branch_local_view, np.arange(9.0).reshape(3, 3)),
+    (_branch_local_view, np.arange(4.0).reshape(2, 2)),
+], ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("flag", [np.ones(2), np.array([1.0, -2.0]), -np.ones(2)], ids=["then", "mixed", "else"])
+def test_branch_chosen_view(fn, x, flag, backend):
+    check_mutates(fn, x, flag, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 14. complex values in loops and branches: the state, operands and results in pair form (shape + (2,))
+
+def _escape_time(c):
+    z = np.zeros_like(c)
+    count = np.zeros(c.shape, np.int64)
+    for i in range(30):
+        inside = np.abs(z) <= 2.0
+        z = np.where(inside, z * z + c, z)
+        count += inside
+    return count, z
+
+
+def _escape_while(c, n):
+    z = c * 0
+    k = 0
+    while k < n.sum():
+        z = z * z + c
+        z[np.abs(z) > 4] = 0
+        k += 1
+    return z
+
+
+def _complex_in_place(c):
+    z = c.copy()
+    for i in range(7):
+        z[i % 3] = z[i % 3] * (1 + 0.5j) + c[0]
+    return z
+
+
+def _complex_inside_real_loop(x):
+    y = x + 0.0
+    for i in range(6):
+        y = np.abs(y * 1j + 0.5)
+    return y
+
+
+def _complex_branch(c, n):
+    z = c * 0
+    for j in range(5):
+        if (np.abs(z) > 1).sum() > n.sum():
+            z = z * 0.5
+        else:
+            z = z * z + c
+    return z, z.real.sum()
+
+
+def _complex_branch_view(z, flag):
+    if flag.sum() > 0:
+        v = z[1:]
+    else:
+        v = z[:-1]
+    v[0] = 3 - 2j
+    return v * 1
+
+
+def _complex_primitives(c):
+    def step(carry, x):
+        return carry * x + 1j, carry.real * x
+    carry, ys = numfn.scan(step, c[0], c)
+    w = numfn.while_loop(lambda z: np.abs(z).max() < 50, lambda z: z * (1 + 1j), c + 0.1)
+    s = numfn.cond(c.real.sum() > 0, lambda a: a * 2j, lambda a: a - 1, c)
+    return carry, ys, w, s
+
+
+_PLANE = np.linspace(-2, 1, 5)[None, :] + 1j * np.linspace(-1, 1, 4)[:, None]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_escape_time, (_PLANE,)),
+    (_escape_time, (_PLANE.astype(np.complex64),)),
+    (_escape_while, (_PLANE, np.array(5))),
+    (_escape_while, (_PLANE, np.array(0))),
+    (_complex_in_place, (_PLANE[0],)),
+    (_complex_inside_real_loop, (np.linspace(-2, 1, 5),)),
+    (_complex_branch, (_PLANE, np.array(2))),
+    (_complex_branch, (_PLANE.astype(np.complex64), np.array(30))),
+    (_complex_branch_view, (_PLANE[0].copy(), np.ones(1))),
+    (_complex_branch_view, (_PLANE[0].copy(), -np.ones(1))),
+    (_complex_primitives, (_PLANE[1] * 0.5,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_complex_in_control_flow(fn, args, backend):
+    if fn is _complex_branch_view: check_mutates(fn, *args, backend=backend)
+    else: check(fn, *args, backend=backend)
