@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from numfn import debug
 from numfn.runtime.elf import ElfLoadError
+from numfn.locks import lock
 
 _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offset 16 of its ELF header
 
@@ -188,7 +188,7 @@ def _libc_free():
     return free
 
 
-_perf_lock = threading.Lock()
+_perf_lock = lock()
 
 
 def perf_map_path() -> str:

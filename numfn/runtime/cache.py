@@ -74,11 +74,12 @@ import stat
 import struct
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from types import FrameType
 from typing import cast
+
+from numfn.locks import lock   # (stdlib-only itself)
 
 __all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
            "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
@@ -149,7 +150,7 @@ def _is_entry_name(name: str) -> bool:
     return len(name) == 64 + len(ENTRY_SUFFIX) and name.endswith(ENTRY_SUFFIX) and _HEX_DIGITS.issuperset(name[:64])
 
 
-_clock_lock = threading.Lock()
+_clock_lock = lock()
 _last_stamp_ns = 0
 
 
@@ -435,7 +436,7 @@ class DiskCache:
                 "total_bytes": sum(size for _, _, size in entries), "max_bytes": self.max_bytes}
 
 
-_extract_lock = threading.Lock()
+_extract_lock = lock()
 _extract_dir: str | None = None
 
 
@@ -486,7 +487,7 @@ def _max_bytes_from_env() -> int:
 
 
 _instances: dict[tuple[str, int], DiskCache] = {}
-_instances_lock = threading.Lock()
+_instances_lock = lock()
 
 
 def default_cache() -> DiskCache | None:
