@@ -117,10 +117,14 @@ def test_fork_while_another_thread_traces(backend):
     f = numfn.jit(fn, backend=backend)
     x = np.linspace(0, 1, 7)
     results = blocker.start(lambda: f(x))
+    assert hasattr(np.zeros, "__numfn_original__") and hasattr(np.random.rand, "__wrapped__")   # while tracing
     try:
         def child():
+            # the trace under way is the parent's thread's: NumPy's own functions are back in the child
+            assert not hasattr(np.zeros, "__numfn_original__") and not hasattr(np.random.rand, "__wrapped__")
             out = child_compiles(backend)
             assert_same(f(x), np.sin(x) + 1.0)   # the function the parent's thread was tracing compiles here too
+            assert not hasattr(np.zeros, "__numfn_original__") and not hasattr(np.random.rand, "__wrapped__")
             return out
         run_forked(child)
     finally:
