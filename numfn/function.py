@@ -519,7 +519,7 @@ class ProgramBuild:
         label = nf.name if self.batched is None else f"svmap({nf.name})"
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
+        write_perf_map(prog, label)   # with NUMFN_PERF_MAP: profilers can name generated code
         return prog
 
     def _build(self) -> tuple[str, str, dict]:

@@ -326,3 +326,93 @@ def test_cached_stage_computes_once_and_keeps_no_lock():
     assert len(calls) == 1 and len(got) == 4 and all(g is got[0] for g in got)
     assert not s.__dict__.get("__numfn_stage_locks__")   # the lock goes once the value is there
     assert Staged().value is not got[0] and len(calls) == 2
+
+
+# ---- 11. the perf map: written only when asked, never through a link, private --------------------------------------
+
+@pytest.fixture
+def perf_map(tmp_path, monkeypatch):
+    """The perf map's path moved into a private directory (the name numfn uses is /tmp/perf-<pid>.map), and a
+    program to list in it."""
+    path = tmp_path / "perf-1234.map"
+    monkeypatch.setattr(numfn.runtime, "perf_map_path", lambda: str(path))
+    monkeypatch.setenv("NUMFN_PERF_MAP", "1")
+    f = numfn.jit(lambda x: x * 3.0 - 1.0)
+    f(np.ones(3))
+    return path, f.specializations[0].compiled
+
+
+def test_no_perf_map_unless_asked(tmp_path, monkeypatch):
+    path = tmp_path / "perf.map"
+    monkeypatch.setattr(numfn.runtime, "perf_map_path", lambda: str(path))
+    monkeypatch.delenv("NUMFN_PERF_MAP", raising=False)
+    monkeypatch.setenv("NUMFN_DEBUG", "1")   # debugging output alone writes none
+    k = float(np.random.default_rng().integers(1 << 30))
+    numfn.jit(lambda x: x + k)(np.ones(2))
+    assert not path.exists()
+    monkeypatch.setenv("NUMFN_PERF_MAP", "0")
+    numfn.jit(lambda x: x - k)(np.ones(2))
+    assert not path.exists()
+    monkeypatch.setenv("NUMFN_PERF_MAP", "1")
+    monkeypatch.delenv("NUMFN_DEBUG")
+    numfn.jit(lambda x: x * k)(np.ones(2))
+    assert path.exists() and "<lambda>(float64[2])" in path.read_text()
+
+
+def test_the_perf_map_is_private(perf_map):
+    path, code = perf_map
+    old = os.umask(0)   # whatever the umask lets through
+    try:
+        path.unlink()
+        numfn.runtime.write_perf_map(code, "first")
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    os.chmod(path, 0o644)   # one an older numfn left readable: private again, and appended to
+    numfn.runtime.write_perf_map(code, "second")
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    text = path.read_text()
+    assert " numfn first" in text and " numfn second" in text
+
+
+@pytest.mark.parametrize("target_exists", [True, False])
+def test_a_planted_symlink_is_not_followed(perf_map, tmp_path, target_exists):
+    path, code = perf_map
+    path.unlink()
+    target = tmp_path / "victim"
+    if target_exists: target.write_text("precious\n")
+    os.symlink(target, path)
+    with pytest.warns(RuntimeWarning, match="symbolic link"):
+        numfn.runtime.write_perf_map(code, "label")
+    assert os.path.islink(path)
+    if target_exists: assert target.read_text() == "precious\n"
+    else: assert not target.exists()
+
+
+def test_a_planted_hard_link_fifo_or_directory_is_refused(perf_map, tmp_path):
+    path, code = perf_map
+    path.unlink()
+    target = tmp_path / "mine"
+    target.write_text("precious\n")
+    os.link(target, path)
+    with pytest.warns(RuntimeWarning, match="hard link"):
+        numfn.runtime.write_perf_map(code, "label")
+    assert target.read_text() == "precious\n"
+    path.unlink()
+    os.mkfifo(path)   # no reader: opening it for writing would block
+    with pytest.warns(RuntimeWarning, match="FIFO"):
+        numfn.runtime.write_perf_map(code, "label")
+    path.unlink()
+    path.mkdir()
+    with pytest.warns(RuntimeWarning, match="perf map"):
+        numfn.runtime.write_perf_map(code, "label")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to plant another user's file")
+def test_another_users_perf_map_is_refused(perf_map):
+    path, code = perf_map
+    path.write_text("theirs\n")
+    os.chown(path, 12345, 12345)
+    with pytest.warns(RuntimeWarning, match="uid 12345"):
+        numfn.runtime.write_perf_map(code, "label")
+    assert path.read_text() == "theirs\n"

@@ -6,16 +6,19 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
+import stat
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from numfn import debug
-from numfn.runtime.elf import ElfLoadError
 from numfn.locks import lock
+from numfn.runtime.elf import ElfLoadError
 
 _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offset 16 of its ELF header
 
@@ -197,11 +200,18 @@ def perf_map_path() -> str:
 
 
 def write_perf_map(code: LoadedCode, label: str) -> None:
-    """Append the functions of a program just loaded to the perf map, so `perf report` names generated code:
-    `<start> <size> numfn <label>` for the entry point (`label` names the Python function and its signature) and
-    `... numfn <label> <function>` for the program's other functions (kernels the compiler kept apart, parallel
-    loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other loaders list the
-    entry alone (size unknown: 1). A map that cannot be written is skipped with a DEBUG=1 message."""
+    """With NUMFN_PERF_MAP on, append the functions of a program just loaded to the perf map, so `perf report`
+    names generated code: `<start> <size> numfn <label>` for the entry point (`label` names the Python function and
+    its signature) and `... numfn <label> <function>` for the program's other functions (kernels the compiler kept
+    apart, parallel loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other
+    loaders list the entry alone (size unknown: 1).
+
+    The map's name is fixed in /tmp, where any local user may create it first: it is opened without following a
+    symbolic link, created with mode 0600 (code addresses are not for other users), and written only when it is a
+    regular file of ours with no other name (a hard link); otherwise, or when it cannot be written, it is skipped
+    with a warning."""
+    from numfn import config
+    if not config.perf_map(): return
     from numfn.runtime.elf import LoadedObject
     entry = code.manifest["entry"]
     if isinstance(code.keepalive, LoadedObject):
@@ -209,8 +219,33 @@ def write_perf_map(code: LoadedCode, label: str) -> None:
                  for name, address, size in code.keepalive.functions]
     else:
         lines = [f"{code.address:x} 1 numfn {label}\n"]
+    path = perf_map_path()
+    # O_NONBLOCK: a FIFO planted there fails to open instead of blocking (no effect on a regular file)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
     try:
-        with _perf_lock, open(perf_map_path(), "a") as f:
-            f.write("".join(lines))
-    except OSError as e:
-        debug.log(1, f"cannot write the perf map {perf_map_path()}: {e}")
+        with _perf_lock:
+            fd = os.open(path, flags, 0o600)
+            try:
+                st = os.fstat(fd)
+                problem = _perf_map_problem(st)
+                if problem is not None:
+                    warnings.warn(f"numfn: not writing the perf map {path}: {problem}", RuntimeWarning, stacklevel=2)
+                    return
+                if st.st_mode & 0o077: os.fchmod(fd, 0o600)   # a map of ours an older numfn made readable
+                data = "".join(lines).encode()
+                while data: data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+    except OSError as e:   # asked for, so not silent
+        why = {errno.ELOOP: "it is a symbolic link", errno.ENXIO: "it is a FIFO"}.get(e.errno or 0, str(e))
+        warnings.warn(f"numfn: not writing the perf map {path}: {why}", RuntimeWarning, stacklevel=2)
+
+
+def _perf_map_problem(st: os.stat_result) -> str | None:
+    """Why an open perf map must not be written (another user's, not a regular file, a hard link), or None."""
+    if not stat.S_ISREG(st.st_mode): return "it is not a regular file"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to this user (uid {os.getuid()})"
+    if st.st_nlink != 1: return f"it has {st.st_nlink} names (a hard link)"
+    return None
