@@ -3,7 +3,8 @@
 `os.fork()` copies only the calling thread into the child: a lock another thread held at that moment stays held in
 the child, with no thread left to release it, and the child's first use of it waits forever. Every lock numfn
 makes comes from `lock()` or `rlock()`, which register it; in a forked child each registered lock is reinitialized
-(released) before the child runs anything else. What a lock guarded is then as the vanished thread left it between
+(released) before the child runs anything else (runtime/cache.py, which loads without the rest of numfn, does the
+same for its own locks). What a lock guarded is then as the vanished thread left it between
 two Python operations, which numfn's locked sections are written to survive: a compilation stores its result only
 when it finishes (a child that needs the function compiles it again), and shared tables change by single
 assignments.

@@ -416,3 +416,136 @@ def test_another_users_perf_map_is_refused(perf_map):
     with pytest.warns(RuntimeWarning, match="uid 12345"):
         numfn.runtime.write_perf_map(code, "label")
     assert path.read_text() == "theirs\n"
+
+
+# ---- 12. a cache entry whose checksum verifies but whose object does not load ---------------------------------------
+
+def _truncated(code: bytes) -> bytes: return code[:len(code) // 2]
+def _garbage_header(code: bytes) -> bytes: return b"\x7fELF" + b"\xff" * 60 + code[64:]
+def _empty(code: bytes) -> bytes: return b""
+def _garbage(code: bytes) -> bytes: return bytes(range(256)) * 16
+def _other_machine(code: bytes) -> bytes: return code[:18] + (183).to_bytes(2, "little") + code[20:]   # AArch64
+def _shared_library_type(code: bytes) -> bytes: return (code[:16] + (3).to_bytes(2, "little") + code[18:])[:200]
+def _no_section_table(code: bytes) -> bytes: return code[:40] + bytes(8) + code[48:]
+
+
+CORRUPTIONS = [_truncated, _garbage_header, _empty, _garbage, _other_machine, _shared_library_type, _no_section_table]
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMFN_DISABLE_CACHE", raising=False)
+    from numfn.runtime.cache import default_cache
+    return default_cache()
+
+
+def corrupt_entry(cache, key: str, corruption) -> None:
+    """Replace the object of cache entry `key` by `corruption(object)`, stored the way the cache stores entries (its
+    checksum computed from the new bytes: the entry verifies)."""
+    from numfn.runtime import _pack, _unpack
+    manifest, code = _unpack(cache.get(key))
+    assert cache.put(key, _pack(manifest, corruption(code)))
+    assert _unpack(cache.get(key))[1] == corruption(code)
+
+
+def scaled(x):
+    return np.sqrt(x) * 2.5 + x.sum()
+
+
+@pytest.mark.parametrize("corruption", CORRUPTIONS, ids=lambda c: c.__name__.strip("_"))
+def test_a_cached_object_that_does_not_load_is_compiled_again(backend, private_cache, corruption):
+    import gc
+    from numfn.runtime import _unpack
+    from numfn.runtime.cache import CacheWarning
+    x = np.linspace(0, 4, 10)
+    f = numfn.jit(scaled, backend=backend)
+    assert_same(f(x), scaled(x))
+    key = f.specializations[0].cache_key
+    good = _unpack(private_cache.get(key))[1]
+    corrupt_entry(private_cache, key, corruption)
+    del f
+    gc.collect()   # its code is unmapped: the next load reads the entry
+    before = numfn.runtime.compile_count
+    with pytest.warns(CacheWarning, match="does not load"):
+        got = numfn.jit(scaled, backend=backend)(x)
+    assert_same(got, scaled(x))
+    assert numfn.runtime.compile_count == before + 1
+    assert _unpack(private_cache.get(key))[1] == good   # the entry was replaced by the program compiled again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(numfn.jit(scaled, backend=backend)(x), scaled(x))   # and loads from now on
+    assert numfn.runtime.compile_count == before + 1
+
+
+CORRUPT_CHILD = r'''
+import json, sys
+import numpy as np
+import numfn, numfn.runtime
+from numfn.runtime import _pack, _unpack
+from numfn.runtime.cache import default_cache
+
+def scaled(x):
+    return np.sqrt(x) * 2.5 + x.sum()
+
+x = np.linspace(0, 4, 10)
+f = numfn.jit(scaled, backend=sys.argv[1])
+if sys.argv[2] == "corrupt":
+    f(x)
+    cache = default_cache()
+    key = f.specializations[0].cache_key
+    manifest, code = _unpack(cache.get(key))
+    cache.put(key, _pack(manifest, code[:len(code) // 2]))
+    print(json.dumps({"ok": True}))
+else:
+    ok = bool(np.allclose(f(x), scaled(x)))
+    print(json.dumps({"ok": ok, "compiled": numfn.runtime.compile_count}))
+'''
+
+
+def test_every_later_process_recovers_from_a_truncated_object(backend, tmp_path):
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=root)
+    env.pop("NUMFN_DISABLE_CACHE", None)
+
+    def child(step):
+        out = subprocess.run([sys.executable, "-c", CORRUPT_CHILD, backend, step], env=env, capture_output=True,
+                             text=True, timeout=CHILD_TIMEOUT)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+    child("corrupt")
+    first, stderr = child("run")
+    assert first == {"ok": True, "compiled": 1} and "does not load" in stderr
+    second, stderr = child("run")
+    assert second == {"ok": True, "compiled": 0} and "CacheWarning" not in stderr
+
+
+def test_a_program_orcjit_linked_loads_from_the_cache_through_orcjit(private_cache, monkeypatch):
+    """An object numfn's ELF loader refuses is linked by OrcJIT, and its entry says so: a warm start links it that
+    way too (and only such entries go to OrcJIT)."""
+    import gc
+    from numfn.runtime import _unpack, elf
+    real = elf.load_object
+
+    def refuse(code, symbols):
+        raise elf.ElfLoadError("unsupported relocation type 99 (a test)")
+
+    monkeypatch.setattr(elf, "load_object", refuse)
+    k = float(np.random.default_rng().integers(1 << 30))
+    fn = lambda x: np.cos(x) + k   # noqa: E731 - one function, two jit objects
+    x = np.linspace(0, 1, 5)
+    f = numfn.jit(fn, backend="llvm")
+    assert_same(f(x), np.cos(x) + k)
+    key = f.specializations[0].cache_key
+    assert _unpack(private_cache.get(key))[0]["linker"] == "orc"
+    del f
+    gc.collect()
+    before = numfn.runtime.compile_count
+    assert_same(numfn.jit(fn, backend="llvm")(x), np.cos(x) + k)
+    assert numfn.runtime.compile_count == before
+    monkeypatch.setattr(elf, "load_object", real)
+    assert_same(numfn.jit(fn, backend="llvm")(x), np.cos(x) + k)
+    assert numfn.runtime.compile_count == before

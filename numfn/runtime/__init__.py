@@ -109,9 +109,12 @@ def load_cached(backend: str, key: str, nints: int, accept=None) -> LoadedCode |
         return None
     debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
     try:
-        return _load(backend, code, manifest, nints)
-    except ElfLoadError as e:   # cached code is code that loaded: this only happens if the process changed
-        debug.log(1, f"cached program {key[:12]} does not load here ({e}); compiling it again")
+        return _load(backend, code, manifest, nints, cached=True)
+    except Exception as e:   # noqa: BLE001 - whatever the loader or linker raises, the entry is not usable
+        # cached code is code that loaded: it fails if the process changed (a symbol it calls is missing), or if
+        # the entry holds bytes that are not what was compiled (a truncated or damaged object under a checksum
+        # computed from it). Deleted, or every later process would fail the same way; compiled again and replaced
+        cache_.discard(key, f"its {backend} program does not load: {type(e).__name__}: {e}")
         return None
 
 
@@ -142,8 +145,11 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
             prog = _load(backend, code, manifest, nints)
     elif backend == "llvm":
         from numfn.runtime import llvm
+        from numfn.runtime.elf import LoadedObject
         code = llvm.compile_object(source)
         prog = _load(backend, code, manifest, nints)
+        # numfn's ELF loader refused it, OrcJIT linked it: a warm start may too (see _load)
+        if not isinstance(prog.keepalive, LoadedObject): manifest["linker"] = "orc"
     else:
         raise ValueError(f"unknown backend {backend!r}")
     if key is not None:   # what is cached is what loaded
@@ -153,7 +159,10 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     return prog
 
 
-def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
+def _load(backend: str, code: bytes, manifest: dict, nints: int, cached: bool = False) -> LoadedCode:
+    """Map `code` and find its symbols. A `cached` LLVM object goes to OrcJIT (when numfn's ELF loader refuses it)
+    only if OrcJIT linked it when it was compiled: any other object the ELF loader refuses is not what was compiled,
+    and LLVM's linker may abort the process on such bytes ("Relocation type not implemented yet!")."""
     entry = manifest["entry"]
     profiled, kept = "kernels" in manifest, keeps_arena(manifest.get("arena_bytes", 0))
     symbols = [entry] + ([entry + "_ns"] if profiled else []) + ([entry + "_arena"] if kept else [])
@@ -167,7 +176,7 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
         addrs = [lib.address(s) for s in symbols]
     else:
         from numfn.runtime import llvm
-        lib, addrs = llvm.load_object(code, symbols)
+        lib, addrs = llvm.load_object(code, symbols, orc=not cached or manifest.get("linker") == "orc")
     loaded = LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if profiled else 0)
     # the arena the program keeps between calls is freed with it (`lib` stays mapped until then)
     if kept: weakref.finalize(loaded, _free_kept_arena, lib, addrs[-1])

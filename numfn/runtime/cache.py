@@ -74,12 +74,11 @@ import stat
 import struct
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from types import FrameType
 from typing import cast
-
-from numfn.locks import lock   # (stdlib-only itself)
 
 __all__ = ["DiskCache", "CacheWarning", "CacheDirectoryError", "cache_key", "default_cache", "cache_directory",
            "cache_disabled", "cache_info", "clear_cache", "cli", "DEFAULT_MAX_BYTES", "MAGIC", "FORMAT_VERSION",
@@ -150,7 +149,7 @@ def _is_entry_name(name: str) -> bool:
     return len(name) == 64 + len(ENTRY_SUFFIX) and name.endswith(ENTRY_SUFFIX) and _HEX_DIGITS.issuperset(name[:64])
 
 
-_clock_lock = lock()
+_clock_lock = threading.Lock()
 _last_stamp_ns = 0
 
 
@@ -318,6 +317,14 @@ class DiskCache:
         except OSError:
             pass
 
+    def discard(self, key: str, reason: str) -> None:
+        """Delete the entry of `key` with a CacheWarning giving `reason`: its payload verified, but the caller cannot
+        use it (an object that does not load). Left in place, it would fail every later process the same way."""
+        path = self.path_for(key)
+        if not self._usable(): return
+        _warn(f"discarding numfn cache entry {path} ({reason}); treating it as a miss")
+        _unlink_quietly(path)
+
     def get(self, key: str) -> bytes | None:
         """The payload stored under `key`, verified against its checksum, or None on a miss.
 
@@ -436,7 +443,7 @@ class DiskCache:
                 "total_bytes": sum(size for _, _, size in entries), "max_bytes": self.max_bytes}
 
 
-_extract_lock = lock()
+_extract_lock = threading.Lock()
 _extract_dir: str | None = None
 
 
@@ -487,7 +494,19 @@ def _max_bytes_from_env() -> int:
 
 
 _instances: dict[tuple[str, int], DiskCache] = {}
-_instances_lock = lock()
+_instances_lock = threading.Lock()
+
+
+def _reinit_locks_after_fork() -> None:
+    """In a forked child (where only the forking thread exists): the locks another thread held are released. This
+    module imports nothing of numfn's (it loads on its own), so it does for its locks what numfn.locks does for the
+    others."""
+    for held in (_clock_lock, _extract_lock, _instances_lock):
+        reinit = getattr(held, "_at_fork_reinit", None)
+        if reinit is not None: reinit()
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_reinit_locks_after_fork)
 
 
 def default_cache() -> DiskCache | None:

@@ -107,11 +107,15 @@ class _OrcEngine:
 
     def __init__(self):
         self.jit = binding().create_lljit_compiler(target_machine())
+        self.links = 0
 
     def load(self, obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
         builder = binding().JITLibraryBuilder().add_object_img(obj).add_current_process()
         for s in symbols: builder = builder.export_symbol(s)
-        tracker = builder.link(self.jit, symbols[0])
+        # a library's name is never free again, not even after a failed link (a cached object that does not load,
+        # then the program compiled again): each link gets its own
+        self.links += 1
+        tracker = builder.link(self.jit, f"{symbols[0]}.{self.links}")
         return tracker, [tracker[s] for s in symbols]
 
 
@@ -120,9 +124,10 @@ def _orc() -> _OrcEngine:
     return _OrcEngine()
 
 
-def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
+def load_object(obj: bytes, symbols: list[str], orc: bool = True) -> tuple[object, list[int]]:
     """Load object code into the process: (what keeps it mapped, the addresses of `symbols`, the entry first).
-    Loading an entry that is still loaded returns that load (equal entry names mean equal programs)."""
+    Loading an entry that is still loaded returns that load (equal entry names mean equal programs). Without `orc`,
+    an object numfn's ELF loader refuses raises its ElfLoadError instead of going to OrcJIT."""
     from numfn.runtime import elf
     with _lock:
         mapping = _loaded.get(symbols[0])
@@ -136,6 +141,8 @@ def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
                 _loaded[symbols[0]] = mapping
                 return mapping, [mapping.address(s) for s in symbols]
             except elf.ElfLoadError as e:
+                # corrupt bytes (a damaged cache entry) are not for LLVM's linker, which may abort on them
+                if not orc or isinstance(e, elf.ElfMalformedError): raise
                 from numfn import debug
                 debug.log(1, f"ELF loader refused {symbols[0]} ({e}); linking it with OrcJIT")
         # an OrcJIT dylib cannot be unlinked safely while a dispatcher may hold its addresses: it stays
