@@ -47,7 +47,7 @@ from numfn.indexing import identity_indices
 from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
-from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
+from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
 from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
@@ -439,6 +439,7 @@ class NumericalFunction:
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
         nums = tuple(w for w, _ in self.statics if isinstance(w, int))
         names = tuple(w for w, _ in self.statics if isinstance(w, str))
+        args, kwargs = normalize_call(self.fn, args, kwargs)
         key, leaves, statics = signature(self.fn, args, kwargs, (nums, names))
         if key != self.key:
             raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
@@ -655,7 +656,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
-        args, kwargs = generator_arguments(args, kwargs, draw=False)
+        args, kwargs = generator_arguments(*normalize_call(self.fn, args, kwargs), draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
@@ -683,6 +684,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
+        if kwargs:   # by the function's parameters: f(x, y=x) is the specialization of f(x, x)
+            args, kwargs = normalize_call(self.fn, args, kwargs)
+            if not kwargs: return self(*args) if out is None else self(*args, out=out)   # the fast path's now
         args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced

@@ -222,7 +222,7 @@ def _leaf_axes(spec, args: tuple, kwargs: dict, what: str) -> list:
         if s is None or isinstance(s, int): axes += [s] * len(leaves)
         else:
             sl, stree = flatten(s, is_leaf=lambda x: x is None or isinstance(x, int))
-            if stree != tree:
+            if stree.unordered() != tree.unordered():   # matched by key, whatever order each dict was built in
                 raise ValueError(f"{what} entry {s!r} does not match the structure of its argument")
             axes += sl
     axes += [0] * len(flatten(kwargs, is_leaf=_leaf_or_tensor)[0])

@@ -549,3 +549,137 @@ def test_a_program_orcjit_linked_loads_from_the_cache_through_orcjit(private_cac
     monkeypatch.setattr(elf, "load_object", real)
     assert_same(numfn.jit(fn, backend="llvm")(x), np.cos(x) + k)
     assert numfn.runtime.compile_count == before
+
+
+# ---- 17. keyword calls reuse the positional specialization; returned dicts keep their order -------------------------
+
+from helpers import check   # noqa: E402 - with the section that uses it
+
+
+def assert_same_ordered(actual, expected):
+    """assert_same, and every dict's keys in the same order (assert_same compares them as sets)."""
+    assert_same(actual, expected)
+    if isinstance(expected, dict):
+        assert list(actual) == list(expected), f"keys in order {list(actual)}, expected {list(expected)}"
+        for k in expected: assert_same_ordered(actual[k], expected[k])
+    elif isinstance(expected, (tuple, list)):
+        for a, e in zip(actual, expected): assert_same_ordered(a, e)
+
+
+def two(x, y):
+    return {"sum": x + y, "diff": x - y, "a": x * y}
+
+
+def test_keyword_calls_reuse_the_positional_specialization(backend):
+    j = numfn.jit(two, backend=backend)
+    x, y = np.arange(3.0), np.linspace(1, 2, 3)
+    before = numfn.runtime.compile_count
+    for call in (lambda: j(x, y), lambda: j(x, y=y), lambda: j(y=y, x=x), lambda: j(x=x, y=y)):
+        assert_same_ordered(call(), two(x, y))
+    assert len(j.specializations) == 1 and numfn.runtime.compile_count - before == 1
+    out = j(x, y=y)
+    assert out["sum"] is not j(x, y=y)["sum"]   # fresh outputs each call
+    nf = j.specializations[0]
+    assert_same_ordered(nf(x, y=y), two(x, y))   # the checked call of a NumericalFunction agrees
+    assert j.specialize(x, y=y) is nf
+
+
+def test_a_keyword_call_finds_the_program_in_the_disk_cache(backend):
+    k = float(np.random.default_rng().integers(1 << 30))
+
+    def fn(x, y):
+        return x * k + y
+
+    x, y = np.arange(4.0), np.ones(4)
+    numfn.jit(fn, backend=backend)(x, y)
+    before = numfn.runtime.compile_count
+    assert_same(numfn.jit(fn, backend=backend)(x, y=y), fn(x, y))
+    assert_same(numfn.jit(fn, backend=backend)(y=y, x=x), fn(x, y))
+    assert numfn.runtime.compile_count == before
+
+
+def test_keyword_calls_of_every_kind_of_parameter(backend):
+    def f(a, /, b, c=2.0, *, d, e=3.0, **rest):
+        out = {"abc": a * b + c, "de": d - e}
+        out.update({k: v + 1.0 for k, v in rest.items()})   # **rest in the call's order
+        return out
+
+    j = numfn.jit(f, backend=backend)
+    x = np.arange(3.0)
+    calls = [((x, x), dict(d=x)), ((x,), dict(b=x, d=x)), ((x,), dict(d=x, b=x)), ((x, x, 2.0), dict(d=x)),
+             ((x,), dict(b=x, c=2.0, d=x)), ((x,), dict(d=x, e=3.0, b=x)), ((x,), dict(b=x, e=3.0, d=x)),
+             ((x,), dict(b=x, d=x, zeta=x, alpha=x)), ((x,), dict(alpha=x, zeta=x, d=x, b=x))]
+    for args, kwargs in calls:
+        assert_same_ordered(j(*args, **kwargs), f(*args, **kwargs))
+    # one specialization per distinct call: (a, b) positional with d; c given; e given; the two orders of **rest
+    assert len(j.specializations) == 5
+    with pytest.raises(TypeError, match="multiple values"):
+        j(x, x, b=x, d=x)
+    with pytest.raises(TypeError):
+        j(x, b=x)   # d is missing
+    with pytest.raises(TypeError):
+        j(a=x, b=x, d=x)   # a is positional-only
+
+
+def test_keyword_calls_with_static_arguments_and_out(backend):
+    def f(x, n, scale=1.0):
+        return x * n * scale
+
+    j = numfn.jit(f, static_argnums=1, backend=backend)
+    x = np.arange(5.0)
+    for args, kwargs in [((x, 3), {}), ((x,), {"n": 3}), ((), {"n": 3, "x": x})]:
+        assert_same(j(*args, **kwargs), f(x, 3))
+    assert len(j.specializations) == 1
+    assert_same(j(x, n=4), f(x, 4))
+    assert len(j.specializations) == 2
+    buf = np.empty(5)
+    g = numfn.jit(lambda x, y: x - y, backend=backend)
+    assert g(x, y=x, out=buf) is buf and not buf.any()
+    assert len(g.specializations) == 1
+
+
+def test_returned_dicts_keep_the_order_they_were_built_in(backend):
+    def built(x):
+        return {"zeta": x + 1, "alpha": x * 2, "mid": (x.sum(), {"b": x, "a": -x}), 3: x - 1, 1: x}
+
+    j = check(built, np.arange(4.0), backend=backend)
+    x = np.arange(4.0)
+    for _ in range(2):   # the Python path, then the fast path (its result builder)
+        assert_same_ordered(j(x), built(x))
+    check(lambda x: {"z": x}, np.ones(2), backend=backend)
+    check(lambda x: {}, np.ones(2), backend=backend)
+
+
+def test_a_dict_argument_is_seen_in_its_own_order(backend):
+    def double(d):
+        return {k: v * 2 for k, v in d.items()}
+
+    j = numfn.jit(double, backend=backend)
+    x, y = np.arange(3.0), np.ones(3)
+    for d in ({"b": x, "a": y}, {"a": y, "b": x}, {"b": x, "a": y}):
+        assert_same_ordered(j(d), double(d))
+    assert len(j.specializations) == 2   # one per order: the function may return (or iterate) it in that order
+
+
+def test_dict_structures_match_by_key_whatever_their_order(backend):
+    from numfn.control import cond, fori_loop
+    x = np.arange(4.0)
+
+    def loop(x):   # the body builds its state in another order than the initial one
+        return fori_loop(0, 3, lambda i, s: {"b": s["b"] + 1, "a": s["a"] * 2}, {"a": x, "b": x})
+
+    assert_same_ordered(numfn.jit(loop, backend=backend)(x), {"a": x * 8, "b": x + 3})
+
+    def branch(x):
+        return cond(x.sum() > 0, lambda v: {"p": v, "q": -v}, lambda v: {"q": v, "p": -v}, x)
+
+    got = numfn.jit(branch, backend=backend)(x)
+    assert_same(got, {"p": x, "q": -x})
+
+    per_example = lambda d: {"y": d["b"] * 2, "x": d["a"].sum()}   # noqa: E731
+    batch = {"b": np.ones((3, 2)), "a": np.arange(6.0).reshape(3, 2)}
+    want = {"y": batch["b"] * 2, "x": batch["a"].sum(axis=1)}
+    assert_same_ordered(numfn.vmap(per_example, in_axes=({"a": 0, "b": 0},))(batch), want)
+    assert_same_ordered(numfn.svmap(per_example, in_axes=({"a": 0, "b": 0},))(batch), want)
+    assert_same_ordered(numfn.vmap(per_example, out_axes={"x": 0, "y": 1})(batch),
+                        {"y": (batch["b"] * 2).T, "x": batch["a"].sum(axis=1)})
