@@ -582,6 +582,8 @@ def test_keyword_calls_reuse_the_positional_specialization(backend):
     nf = j.specializations[0]
     assert_same_ordered(nf(x, y=y), two(x, y))   # the checked call of a NumericalFunction agrees
     assert j.specialize(x, y=y) is nf
+    outer = numfn.jit(lambda a, b: j(a, y=b)["diff"] * 2.0, backend=backend)   # a keyword call inside a trace
+    assert_same(outer(x, y), (x - y) * 2.0)
 
 
 def test_a_keyword_call_finds_the_program_in_the_disk_cache(backend):
@@ -683,3 +685,19 @@ def test_dict_structures_match_by_key_whatever_their_order(backend):
     assert_same_ordered(numfn.svmap(per_example, in_axes=({"a": 0, "b": 0},))(batch), want)
     assert_same_ordered(numfn.vmap(per_example, out_axes={"x": 0, "y": 1})(batch),
                         {"y": (batch["b"] * 2).T, "x": batch["a"].sum(axis=1)})
+
+
+def test_fork_after_svmap_used_its_threads(backend):
+    """svmap splits large batches across a Python thread pool: a forked child has none of its threads."""
+    numfn.set_num_threads(2)
+    per_example = lambda r: np.sin(r) * 2.0 + r.sum()   # noqa: E731
+    s = numfn.svmap(numfn.jit(per_example, backend=backend))
+    xs = np.random.default_rng(1).random((4096, 64))
+    want = np.sin(xs) * 2.0 + xs.sum(axis=1, keepdims=True)
+    assert_same(s(xs), want)   # (the batch is large enough to use the threads)
+
+    def child():
+        for _ in range(2): assert_same(s(xs), want)
+        return True
+    assert run_forked(child, timeout=60)
+    assert_same(s(xs), want)
