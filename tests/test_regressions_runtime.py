@@ -20,7 +20,7 @@ from helpers import assert_same
 CHILD_TIMEOUT = 120   # seconds a forked child may take (the machine may be busy) before it is killed
 
 
-# ---- 10. fork while other threads compile or run -----------------------------------------------------------------------
+# ---- 10. fork while other threads compile or run ------------------------------------------------------------------
 
 def run_forked(work, timeout: float = CHILD_TIMEOUT):
     """work() run in a child forked from this process (and its threads' state): what it returns (JSON), or the
