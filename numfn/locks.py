@@ -27,10 +27,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["lock", "rlock", "cached_stage", "forks"]
+__all__ = ["lock", "rlock", "cached_stage"]
 
 _registered: weakref.WeakSet = weakref.WeakSet()   # every live lock made here
-forks = 0   # forks this process went through as the child (tests and diagnostics)
 
 
 def lock() -> threading.Lock:
@@ -48,8 +47,6 @@ def rlock() -> threading.RLock:
 
 
 def _reinit_after_fork() -> None:
-    global forks
-    forks += 1
     for held in list(_registered):
         owned = getattr(held, "_is_owned", None)   # RLocks know their owner: the forking thread releases its own
         if owned is not None and owned(): continue
