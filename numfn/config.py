@@ -4,6 +4,7 @@
 |---|---|
 | `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times per call, 3 schedules, 4 source, 5 graphs |
 | `NUMFN_NOOPT` (or `NOOPT`) | switch: no kernel optimizations (no upcasts; libm calls for math functions) |
+| `NUMFN_PERF_MAP` | switch: write /tmp/perf-<pid>.map (mode 0600), naming generated code for Linux `perf` |
 | `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |
 | `NUMFN_CC` | the C compiler command of the C backend (default: clang, else cc, else gcc) |
 | `NUMFN_THREADS` | threads for parallel kernels and svmap (default: the CPUs this process may use; 1: none) |
@@ -93,6 +94,11 @@ def debug_level() -> int:
 def noopt() -> bool:
     """NUMFN_NOOPT, else NOOPT: kernel optimizations off."""
     return flag("NUMFN_NOOPT", "NOOPT")
+
+
+def perf_map() -> bool:
+    """NUMFN_PERF_MAP: append the addresses of generated code to /tmp/perf-<pid>.map, for Linux `perf`."""
+    return flag("NUMFN_PERF_MAP")
 
 
 # ---- compilation ----------------------------------------------------------------------------------------------------

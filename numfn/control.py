@@ -346,7 +346,7 @@ def _leaves(tree, what: str) -> tuple[list[Tensor], Any]:
 
 def _same_structure(tree, expected, what: str):
     leaves, tdef = flatten(tree)
-    if tdef != expected:
+    if tdef.unordered() != expected.unordered():   # a dict built in another order is the same state
         raise NumfnError(f"{what} returns a structure {tdef!r} where the loop's state is {expected!r} (at "
                          f"{user_location()})")
     return leaves
@@ -482,7 +482,7 @@ def switch(index: SupportsInt | Tensor, branches: Sequence[Callable[..., _R]], *
         return run
 
     out = branch_region(i, [wrap(b) for b in branches], ops)
-    trees = set(res_tree)
+    trees = {t.unordered() for t in res_tree}   # dicts built in different orders are the same structure
     if len(trees) != 1:
         raise NumfnError(f"the branches return different structures: {sorted(map(repr, trees))} (at "
                          f"{user_location()})")
@@ -646,7 +646,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
         new_leaves = []
         for v, tdef, name in zip(new_vals, trees, kept_names):
             ls, t2 = flatten(v)
-            if t2 != tdef:
+            if t2.unordered() != tdef.unordered():
                 raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
                                  "after an iteration")
             new_leaves += [_as_state(x, name) for x in ls]
@@ -726,7 +726,7 @@ def run_while(cond, body, state, names, flags, line):
         new = [Tensor.lift(x) for x in out[:n_flags]]
         for v, tdef, name in zip(slots.outer(out[n_flags:]), trees, kept_names):
             ls, t2 = flatten(v)
-            if t2 != tdef:
+            if t2.unordered() != tdef.unordered():
                 raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
                                  "after an iteration")
             new += [_as_state(x, name) for x in ls]
@@ -771,7 +771,7 @@ def run_if(test, then, orelse, state, names, both, line):
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
     out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
-    if len(set(out_trees)) != 1:
+    if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
                          f"different structures (at {user_location()})")
     return outs.after(unflatten(out_trees[0], out),

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
 import time
 from dataclasses import dataclass, replace
-from functools import cached_property, update_wrapper
+from functools import update_wrapper
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
 from numfn import debug, progress
+from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
 from numfn.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
@@ -46,7 +46,7 @@ from numfn.indexing import identity_indices
 from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
-from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
+from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
 from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
@@ -81,7 +81,7 @@ class NumericalFunction:
     aliases: tuple = ()
 
     # ---- tracing ----------------------------------------------------------------------------------------------
-    @cached_property
+    @cached_stage
     def _trace(self) -> tuple[UOp, TreeDef, TraceRecord]:
         progress.stage("tracing")
         t0 = time.perf_counter()
@@ -117,25 +117,25 @@ class NumericalFunction:
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
         return sink, tree, record
 
-    @cached_property
+    @cached_stage
     def int_limits(self) -> dict[int, tuple[int, int]]:
         """{argument slot: (min, max)} for Python-int arguments the function converts to narrower integers:
         NumPy raises OverflowError for values outside, and so does the dispatcher."""
         return self._trace[2].int_limits
 
-    @cached_property
+    @cached_stage
     def mutated_inputs(self) -> tuple[int, ...]:
         """The input slots the function writes into: the caller's arrays change (their new values are written by
         the program straight into their memory). Their writes are the last entries of the function graph."""
         return tuple(self._trace[2].mutated)
 
-    @cached_property
+    @cached_stage
     def cut_outputs(self) -> tuple[tuple[int, int], ...]:
         """(output, axis) for every axis of an output that has a run-time length (x[mask], nonzero, x[:n]): stored at
         its bound, its length is a hidden output after the checks', and the dispatcher cuts the output to it."""
         return tuple(self._trace[2].cut)
 
-    @cached_property
+    @cached_stage
     def checks(self) -> tuple[Check, ...]:
         """Conditions checked after every call (see numfn.tensor.Check); their failed and payload arrays are the
         last outputs of the function graph, after the `out_tree` outputs."""
@@ -146,22 +146,22 @@ class NumericalFunction:
         shared = " with arguments sharing memory" if self.aliases else ""
         return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))}){shared}"
 
-    @cached_property
+    @cached_stage
     def function_graph(self) -> UOp:
         """The traced outputs: SINK(CONTIGUOUS(output), ...) over PARAM placeholders and captured constants."""
         return self._trace[0]
 
-    @cached_property
+    @cached_stage
     def out_tree(self) -> TreeDef:
         return self._trace[1]
 
-    @cached_property
+    @cached_stage
     def out_specs(self) -> tuple[tuple[tuple[int, ...], DType], ...]:
         """(shape, dtype) of every output (the function's, then the checks'), in the entry point's order."""
         outs = self.function_graph.src
         return tuple((cast(tuple[int, ...], o.shape), o.dtype) for o in outs[:len(outs) - len(self.mutated_inputs)])
 
-    @cached_property
+    @cached_stage
     def call_graph(self) -> UOp:
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers; complex values
         rewritten into their real and imaginary parts (codegen/complex.py)."""
@@ -176,7 +176,7 @@ class NumericalFunction:
         return call
 
     # ---- scheduling -------------------------------------------------------------------------------------------
-    @cached_property
+    @cached_stage
     def _scheduled(self) -> tuple[Schedule, MemoryPlan]:
         call_graph = self.call_graph
         progress.stage("scheduling")
@@ -186,22 +186,22 @@ class NumericalFunction:
         debug.log(3, lambda: f"schedule of {self.name}:\n{out[0]}\n{out[1]}")
         return out
 
-    @cached_property
+    @cached_stage
     def schedule(self) -> Schedule:
         """The kernels in execution order: a tuple of ExecItems that prints as a table."""
         return self._scheduled[0]
 
-    @cached_property
+    @cached_stage
     def memory(self) -> MemoryPlan:
         """Where intermediates live: offsets in one arena, `arena_bytes` its peak size."""
         return self._scheduled[1]
 
-    @cached_property
+    @cached_stage
     def layout(self) -> Layout:
         return make_layout(self.call_graph, self.schedule, self.memory)
 
     # ---- rendering --------------------------------------------------------------------------------------------
-    @cached_property
+    @cached_stage
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
         from numfn.codegen.program import build_program
         progress.stage("rendering kernels", len(self.kernel_items))
@@ -223,12 +223,12 @@ class NumericalFunction:
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return tuple(out)
 
-    @cached_property
+    @cached_stage
     def kernel_items(self) -> tuple[ExecItem, ...]:
         """The schedule's kernels and extern calls, those inside loops and branches too, in program order."""
         return tuple(ei for ei in all_items(self.schedule) if not isinstance(ei.kernel, LoopKernel))
 
-    @cached_property
+    @cached_stage
     def steps(self) -> list:
         """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps),
         and the pairs of kernels that run tile by tile (numfn.codegen.tiling)."""
@@ -240,7 +240,7 @@ class NumericalFunction:
         return steps
 
     # ---- native code ------------------------------------------------------------------------------------------
-    @cached_property
+    @cached_stage
     def cache_key(self) -> str:
         """The disk cache key of this program: the traced graph (which holds everything the function computes,
         captured constants included), the signature, backend, options, target CPU and numfn's own source. Equal
@@ -251,7 +251,7 @@ class NumericalFunction:
                          f"noopt={debug.noopt()} profile={self.profile}", repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
 
-    @cached_property
+    @cached_stage
     def build(self) -> ProgramBuild:
         """The whole program behind its one entry point: source, cache key, manifest, compiled code."""
         return ProgramBuild(self)
@@ -309,19 +309,19 @@ class NumericalFunction:
         _ = self.compiled   # compiled first: a backend that failed hands its program to the other one
         return (self.fallback or self).build.pointer_constants
 
-    @cached_property
+    @cached_stage
     def constant_arrays(self) -> dict[str, np.ndarray]:
         """The captured arrays of the trace by content hash (what manifests name pointer constants by)."""
         return {u.arg.data_hash: u.arg.data for u in toposort([self.function_graph])
                 if u.op is Ops.BUFFER and u.arg.category == "constant"}
 
-    @cached_property
+    @cached_stage
     def fast_registration(self) -> tuple | None:
         """The arguments of the C dispatcher's `_register` for this program, or None when its calls can never take
         the fast path (keyword, nested or static arguments); see numfn.runtime.dispatch.registration."""
         return registration(self)
 
-    @cached_property
+    @cached_stage
     def run(self) -> Callable[..., Any]:   # (leaves, out=None)
         """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
@@ -403,7 +403,7 @@ class NumericalFunction:
                   tuple(w for w, _ in self.statics if isinstance(w, str)))
         return argument_leaf_names(self.fn, tuple(args), kwargs, static)
 
-    @cached_property
+    @cached_stage
     def _aliased_specializations(self) -> dict:
         return {}
 
@@ -423,7 +423,7 @@ class NumericalFunction:
                 kept[pattern] = found
         return found
 
-    @cached_property
+    @cached_stage
     def key(self) -> tuple:
         """The signature key this NumericalFunction was made for (see numfn.signature)."""
         return self.in_tree, self.in_specs, tuple((where, static_key(v)) for where, v in self.statics)
@@ -434,6 +434,7 @@ class NumericalFunction:
         path: the C dispatcher matches arguments against its compiled specializations without computing one."""
         nums = tuple(w for w, _ in self.statics if isinstance(w, int))
         names = tuple(w for w, _ in self.statics if isinstance(w, str))
+        args, kwargs = normalize_call(self.fn, args, kwargs)
         key, leaves, statics = signature(self.fn, args, kwargs, (nums, names))
         if key != self.key:
             raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
@@ -458,33 +459,33 @@ class ProgramBuild:
         """How many int64 arguments the entry takes before the buffer table."""
         return 0 if self.batched is None else 2
 
-    @cached_property
+    @cached_stage
     def template(self) -> str:
         nf = self.nf
         return renderer_for(nf.backend).render_program(
             ENTRY_PLACEHOLDER, [(k.program, k.source) for k in nf.rendered_kernels], nf.layout, self.batched,
             profile=nf.profile and self.batched is None, steps=nf.steps)
 
-    @cached_property
+    @cached_stage
     def entry_name(self) -> str:
         """The entry point's symbol: named after the program's content, so equal programs share it (and different
         ones never clash in one process)."""
         return "numfn_" + hashlib.sha256(self.template.encode()).hexdigest()[:20]
 
-    @cached_property
+    @cached_stage
     def source(self) -> str:
         src = self.template.replace(ENTRY_PLACEHOLDER, self.entry_name)
         what = self.nf.name if self.batched is None else f"svmap({self.nf.name})"
         debug.log(4, lambda: f"source of {what}:\n{src}")
         return src
 
-    @cached_property
+    @cached_stage
     def cache_key(self) -> str:
         if self.batched is None: return self.nf.cache_key
         from numfn.runtime.cache import cache_key
         return cache_key("numfn-batched", self.nf.cache_key, repr(self.batched))
 
-    @cached_property
+    @cached_stage
     def manifest(self) -> dict:
         """What a caller must know about the compiled code beyond the signature, stored with it in the cache (a
         warm start reads it instead of scheduling): `constants`, the pointer constants in entry order by content
@@ -504,7 +505,7 @@ class ProgramBuild:
             manifest["kernels"] = names
         return manifest
 
-    @cached_property
+    @cached_stage
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
         from numfn.runtime import load_or_compile, write_perf_map
@@ -514,7 +515,7 @@ class ProgramBuild:
         label = nf.name if self.batched is None else f"svmap({nf.name})"
         debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
                      f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        if debug.level() >= 1: write_perf_map(prog, label)   # profilers can name generated code
+        write_perf_map(prog, label)   # with NUMFN_PERF_MAP: profilers can name generated code
         return prog
 
     def _build(self) -> tuple[str, str, dict]:
@@ -537,7 +538,7 @@ class ProgramBuild:
         if self.nf.profile and self.batched is None and "kernels" not in manifest: return "no kernel names"
         return None
 
-    @cached_property
+    @cached_stage
     def pointer_constants(self) -> tuple[np.ndarray, ...]:
         """The arrays passed by pointer to the compiled program, in the order its manifest lists them; then its
         externs table, if it calls library routines (numfn.extern)."""
@@ -550,7 +551,7 @@ class ProgramBuild:
 
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
-_ALIASED_LOCK = threading.Lock()   # compiles of aliased specializations (rare), one at a time
+_ALIASED_LOCK = lock()   # compiles of aliased specializations (rare), one at a time
 ALIASED_KEPT = 16   # aliased specializations kept in memory per signature (oldest dropped first)
 BACKENDS = ("c", "llvm")
 
@@ -658,7 +659,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         self._unroll = unroll
         self._specializations: dict = {}   # (signature key, backend, profile) -> NumericalFunction
         self._ready: set = set()           # the keys of those whose native code is loaded
-        self._lock = threading.Lock()
+        self._lock = lock()   # a forked child finds it released (numfn.locks)
 
     @property
     def backend(self) -> str:
@@ -666,7 +667,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
-        args, kwargs = generator_arguments(args, kwargs, draw=False)
+        args, kwargs = generator_arguments(*normalize_call(self.fn, args, kwargs), draw=False)
         key, _, statics = signature(self.fn, args, kwargs, self._static)
         return self.specialization(key, statics, compile=False)
 
@@ -694,6 +695,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def _dispatch_miss(self, *args, **kwargs):
         out = kwargs.pop("out", None)
+        if kwargs:   # by the function's parameters: f(x, y=x) is the specialization of f(x, x)
+            args, kwargs = normalize_call(self.fn, args, kwargs)
+            if not kwargs: return self(*args) if out is None else self(*args, out=out)   # the fast path's now
         args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced

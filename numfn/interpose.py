@@ -16,13 +16,14 @@ import sys
 import threading
 
 import numpy as np
+from numfn.locks import lock
 
 # NumPy names whose results a traced function may write into, fill or combine with traced values
 CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
             "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
             "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
 
-_lock = threading.Lock()
+_lock = lock()
 _active = 0                      # traces under way in the process
 _originals: dict[str, object] = {}
 _local = threading.local()       # .depth: traces under way in this thread
@@ -86,3 +87,16 @@ class tracing_numpy:
             if _active == 0:
                 for name, original in _originals.items(): setattr(np, name, original)
                 _originals.clear()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the forking thread: the traces other threads had under way are not the child's, and
+    NumPy gets its own functions back when the child's traces (if the forking thread was in one) end."""
+    global _active
+    _active = getattr(_local, "depth", 0)
+    if _active == 0:
+        for name, original in _originals.items(): setattr(np, name, original)
+        _originals.clear()
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -7,6 +7,7 @@ call that misses the C dispatcher); the other helpers say how errors name argume
 from __future__ import annotations
 
 import inspect
+import weakref
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,7 @@ from numfn.pytree import TreeDef, flatten
 from numfn.tensor import Tensor
 
 __all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "static_key", "argument_leaf_names",
-           "describe", "static_spec"]
+           "describe", "static_spec", "call_parameters", "normalize_call"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,55 @@ def _static_both_ways(fn: Callable, nums: tuple, names: tuple) -> tuple[tuple, t
     return nums, names
 
 
+
+
+_PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # function -> call_parameters(function)
+
+
+def call_parameters(fn: Callable) -> tuple[tuple[str, ...], int, tuple[str, ...]] | None:
+    """(the names of `fn`'s positional parameters, how many of them are positional-only, the names of its
+    keyword-only parameters), read from its signature once per function; None when Python cannot tell."""
+    try:
+        return _PARAMETERS[fn]
+    except (KeyError, TypeError):
+        pass
+    found: tuple[tuple[str, ...], int, tuple[str, ...]] | None
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+        found = (tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)),
+                 sum(p.kind is p.POSITIONAL_ONLY for p in params),
+                 tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY))
+    except (TypeError, ValueError):
+        found = None
+    try:
+        _PARAMETERS[fn] = found
+    except TypeError:   # not weakly referable: read again next time
+        pass
+    return found
+
+
+def normalize_call(fn: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A call's arguments as one specialization sees them, however they were passed: keyword arguments of the
+    positional parameters right after the positional arguments become positional ones (as far as they go without a
+    gap: a parameter left to its default stays so), and the remaining keywords come in the order of the parameters,
+    then those of `**kwargs` in the call's order (which the function can see). So f(x, y=x) is f(x, x), and
+    f(x, b=1, a=2) is f(x, a=2, b=1) for parameters a and b. A call Python would refuse stays as it is."""
+    if not kwargs: return args, kwargs
+    params = call_parameters(fn)
+    if params is None: return args, kwargs
+    positional, positional_only, keyword_only = params
+    n = len(args)
+    if positional_only <= n < len(positional) and positional[n] in kwargs:
+        kwargs, moved = dict(kwargs), list(args)
+        while n < len(positional) and positional[n] in kwargs:
+            moved.append(kwargs.pop(positional[n]))
+            n += 1
+        args = tuple(moved)
+    if len(kwargs) > 1:
+        named = [k for k in (*positional[positional_only:], *keyword_only) if k in kwargs]
+        order = named + [k for k in kwargs if k not in named]
+        if order != list(kwargs): kwargs = {k: kwargs[k] for k in order}
+    return args, kwargs
 
 
 def signature(fn: Callable, args: tuple, kwargs: dict, static: tuple[tuple[int, ...], tuple[str, ...]]):

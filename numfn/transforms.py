@@ -15,6 +15,7 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
@@ -222,7 +223,7 @@ def _leaf_axes(spec, args: tuple, kwargs: dict, what: str) -> list:
         if s is None or isinstance(s, int): axes += [s] * len(leaves)
         else:
             sl, stree = flatten(s, is_leaf=lambda x: x is None or isinstance(x, int))
-            if stree != tree:
+            if stree.unordered() != tree.unordered():   # matched by key, whatever order each dict was built in
                 raise ValueError(f"{what} entry {s!r} does not match the structure of its argument")
             axes += sl
     axes += [0] * len(flatten(kwargs, is_leaf=_leaf_or_tensor)[0])
@@ -380,6 +381,16 @@ def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None: _pool = ThreadPoolExecutor(max_workers=max(2, thread_count()), thread_name_prefix="numfn")
     return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the pool's threads (the executor would queue work for idle workers that do not
+    exist, and wait for it forever): the child makes its own pool when it needs one."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 class BatchedEntry:

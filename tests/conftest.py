@@ -37,7 +37,7 @@ def backend(request) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_perf_map_left_behind():
-    """Tests that set NUMFN_DEBUG>=1 make numfn write a perf map (/tmp/perf-<pid>.map): remove this process's."""
+    """Tests that set NUMFN_PERF_MAP make numfn write a perf map (/tmp/perf-<pid>.map): remove this process's."""
     path = f"/tmp/perf-{os.getpid()}.map"
     existed = os.path.exists(path)
     yield

@@ -522,14 +522,16 @@ print(json.dumps({"lines": lines, "entry": nf.compiled.address, "path": path}))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="perf maps are Linux's")
-@pytest.mark.parametrize("level", ["0", "1"])
-def test_debug_writes_a_perf_map(tmp_path, level):
-    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, NUMFN_DEBUG=level)
+@pytest.mark.parametrize("perf_map, level", [("0", "1"), ("1", "0")])
+def test_numfn_perf_map_writes_a_perf_map(tmp_path, perf_map, level):
+    # only NUMFN_PERF_MAP writes one (NUMFN_DEBUG did: a file at a fixed name in /tmp is not written unasked)
+    env = dict(os.environ, NUMFN_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT, NUMFN_PERF_MAP=perf_map,
+               NUMFN_DEBUG=level)
     out = subprocess.run([sys.executable, "-c", PERF_MAP], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     assert r["path"].startswith("/tmp/perf-") and r["path"].endswith(".map")
-    if level == "0":
+    if perf_map == "0":
         assert r["lines"] == []
         return
     entries = [line.split(" ", 2) for line in r["lines"]]

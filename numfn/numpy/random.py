@@ -19,8 +19,8 @@ The numbers numfn draws are its own streams (Philox4x32-10 of counters, see numf
 from __future__ import annotations
 
 import functools
+import os
 import pickle
-import threading
 import types
 import warnings
 import weakref
@@ -32,13 +32,14 @@ import numfn.random as nr
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.progress import other_threads_running
 from numfn.tensor import Tensor, broadcast_shapes
+from numfn.locks import lock
 
 __all__ = ["KeyedGenerator", "default_rng", "trace_guard", "generator_arguments", "RandomStateWarning"]
 
 # draws made so far from each KeyedGenerator's key, by the key object's id while it is alive (arrays are not
 # hashable)
 _draws: dict[int, int] = {}
-_draws_lock = threading.Lock()
+_draws_lock = lock()
 
 
 class KeyedGenerator(NamedTuple):
@@ -139,7 +140,7 @@ def _holds_generator(x) -> bool:
 
 
 # ---- np.random while tracing ----------------------------------------------------------------------------------
-_guard_lock = threading.Lock()
+_guard_lock = lock()
 _guard_users = 0
 _saved: dict[str, Any] = {}
 
@@ -215,6 +216,19 @@ class trace_guard:
             if not other_threads_running(): raise NumfnError(what)
             # another thread may have drawn from it meanwhile: not certainly this function's doing
             warnings.warn(what + " (or another thread drew from it meanwhile)", RandomStateWarning, stacklevel=3)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the forking thread: the guards of other threads' traces are not the child's, and
+    np.random gets its own functions back when the child's traces (if the forking thread was in one) end."""
+    global _guard_users
+    _guard_users = getattr(nr._trace_depth, "n", 0)
+    if _guard_users == 0:
+        for name, f in _saved.items(): setattr(np.random, name, f)
+        _saved.clear()
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class RandomStateWarning(RuntimeWarning):

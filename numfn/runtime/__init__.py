@@ -6,15 +6,18 @@ pointers in the order of numfn.layout (outputs, inputs, pointer constants), retu
 """
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
-import threading
+import stat
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from numfn import debug
+from numfn.locks import lock
 from numfn.runtime.elf import ElfLoadError
 
 _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offset 16 of its ELF header
@@ -106,9 +109,12 @@ def load_cached(backend: str, key: str, nints: int, accept=None) -> LoadedCode |
         return None
     debug.log(1, f"cache hit {key[:12]} ({backend}, {len(code)} bytes)")
     try:
-        return _load(backend, code, manifest, nints)
-    except ElfLoadError as e:   # cached code is code that loaded: this only happens if the process changed
-        debug.log(1, f"cached program {key[:12]} does not load here ({e}); compiling it again")
+        return _load(backend, code, manifest, nints, cached=True)
+    except Exception as e:   # noqa: BLE001 - whatever the loader or linker raises, the entry is not usable
+        # cached code is code that loaded: it fails if the process changed (a symbol it calls is missing), or if
+        # the entry holds bytes that are not what was compiled (a truncated or damaged object under a checksum
+        # computed from it). Deleted, or every later process would fail the same way; compiled again and replaced
+        cache_.discard(key, f"its {backend} program does not load: {type(e).__name__}: {e}")
         return None
 
 
@@ -139,8 +145,11 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
             prog = _load(backend, code, manifest, nints)
     elif backend == "llvm":
         from numfn.runtime import llvm
+        from numfn.runtime.elf import LoadedObject
         code = llvm.compile_object(source)
         prog = _load(backend, code, manifest, nints)
+        # numfn's ELF loader refused it, OrcJIT linked it: a warm start may too (see _load)
+        if not isinstance(prog.keepalive, LoadedObject): manifest["linker"] = "orc"
     else:
         raise ValueError(f"unknown backend {backend!r}")
     if key is not None:   # what is cached is what loaded
@@ -150,7 +159,10 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     return prog
 
 
-def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
+def _load(backend: str, code: bytes, manifest: dict, nints: int, cached: bool = False) -> LoadedCode:
+    """Map `code` and find its symbols. A `cached` LLVM object goes to OrcJIT (when numfn's ELF loader refuses it)
+    only if OrcJIT linked it when it was compiled: any other object the ELF loader refuses is not what was compiled,
+    and LLVM's linker may abort the process on such bytes ("Relocation type not implemented yet!")."""
     entry = manifest["entry"]
     profiled, kept = "kernels" in manifest, keeps_arena(manifest.get("arena_bytes", 0))
     symbols = [entry] + ([entry + "_ns"] if profiled else []) + ([entry + "_arena"] if kept else [])
@@ -164,7 +176,7 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int) -> LoadedCode:
         addrs = [lib.address(s) for s in symbols]
     else:
         from numfn.runtime import llvm
-        lib, addrs = llvm.load_object(code, symbols)
+        lib, addrs = llvm.load_object(code, symbols, orc=not cached or manifest.get("linker") == "orc")
     loaded = LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if profiled else 0)
     # the arena the program keeps between calls is freed with it (`lib` stays mapped until then)
     if kept: weakref.finalize(loaded, _free_kept_arena, lib, addrs[-1])
@@ -188,7 +200,7 @@ def _libc_free():
     return free
 
 
-_perf_lock = threading.Lock()
+_perf_lock = lock()
 
 
 def perf_map_path() -> str:
@@ -197,11 +209,18 @@ def perf_map_path() -> str:
 
 
 def write_perf_map(code: LoadedCode, label: str) -> None:
-    """Append the functions of a program just loaded to the perf map, so `perf report` names generated code:
-    `<start> <size> numfn <label>` for the entry point (`label` names the Python function and its signature) and
-    `... numfn <label> <function>` for the program's other functions (kernels the compiler kept apart, parallel
-    loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other loaders list the
-    entry alone (size unknown: 1). A map that cannot be written is skipped with a DEBUG=1 message."""
+    """With NUMFN_PERF_MAP on, append the functions of a program just loaded to the perf map, so `perf report`
+    names generated code: `<start> <size> numfn <label>` for the entry point (`label` names the Python function and
+    its signature) and `... numfn <label> <function>` for the program's other functions (kernels the compiler kept
+    apart, parallel loop bodies). Code mapped by numfn's ELF loader lists every function with its size; other
+    loaders list the entry alone (size unknown: 1).
+
+    The map's name is fixed in /tmp, where any local user may create it first: it is opened without following a
+    symbolic link, created with mode 0600 (code addresses are not for other users), and written only when it is a
+    regular file of ours with no other name (a hard link); otherwise, or when it cannot be written, it is skipped
+    with a warning."""
+    from numfn import config
+    if not config.perf_map(): return
     from numfn.runtime.elf import LoadedObject
     entry = code.manifest["entry"]
     if isinstance(code.keepalive, LoadedObject):
@@ -209,8 +228,33 @@ def write_perf_map(code: LoadedCode, label: str) -> None:
                  for name, address, size in code.keepalive.functions]
     else:
         lines = [f"{code.address:x} 1 numfn {label}\n"]
+    path = perf_map_path()
+    # O_NONBLOCK: a FIFO planted there fails to open instead of blocking (no effect on a regular file)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
     try:
-        with _perf_lock, open(perf_map_path(), "a") as f:
-            f.write("".join(lines))
-    except OSError as e:
-        debug.log(1, f"cannot write the perf map {perf_map_path()}: {e}")
+        with _perf_lock:
+            fd = os.open(path, flags, 0o600)
+            try:
+                st = os.fstat(fd)
+                problem = _perf_map_problem(st)
+                if problem is not None:
+                    warnings.warn(f"numfn: not writing the perf map {path}: {problem}", RuntimeWarning, stacklevel=2)
+                    return
+                if st.st_mode & 0o077: os.fchmod(fd, 0o600)   # a map of ours an older numfn made readable
+                data = "".join(lines).encode()
+                while data: data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+    except OSError as e:   # asked for, so not silent
+        why = {errno.ELOOP: "it is a symbolic link", errno.ENXIO: "it is a FIFO"}.get(e.errno or 0, str(e))
+        warnings.warn(f"numfn: not writing the perf map {path}: {why}", RuntimeWarning, stacklevel=2)
+
+
+def _perf_map_problem(st: os.stat_result) -> str | None:
+    """Why an open perf map must not be written (another user's, not a regular file, a hard link), or None."""
+    if not stat.S_ISREG(st.st_mode): return "it is not a regular file"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to this user (uid {os.getuid()})"
+    if st.st_nlink != 1: return f"it has {st.st_nlink} names (a hard link)"
+    return None

@@ -33,11 +33,11 @@ import glob
 import importlib.util
 import os
 import re
-import threading
 from dataclasses import dataclass
 
 from numfn import config, debug
 from numfn.runtime import threads
+from numfn.locks import lock
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def interface() -> BlasInterface | None:
 # ---------------------------------------------------------------------------------------------------------------
 # the loaded library
 
-_lock = threading.Lock()
+_lock = lock()
 _handles: dict[str, object] = {}
 
 

@@ -317,6 +317,14 @@ class DiskCache:
         except OSError:
             pass
 
+    def discard(self, key: str, reason: str) -> None:
+        """Delete the entry of `key` with a CacheWarning giving `reason`: its payload verified, but the caller cannot
+        use it (an object that does not load). Left in place, it would fail every later process the same way."""
+        path = self.path_for(key)
+        if not self._usable(): return
+        _warn(f"discarding numfn cache entry {path} ({reason}); treating it as a miss")
+        _unlink_quietly(path)
+
     def get(self, key: str) -> bytes | None:
         """The payload stored under `key`, verified against its checksum, or None on a miss.
 
@@ -487,6 +495,18 @@ def _max_bytes_from_env() -> int:
 
 _instances: dict[tuple[str, int], DiskCache] = {}
 _instances_lock = threading.Lock()
+
+
+def _reinit_locks_after_fork() -> None:
+    """In a forked child (where only the forking thread exists): the locks another thread held are released. This
+    module imports nothing of numfn's (it loads on its own), so it does for its locks what numfn.locks does for the
+    others."""
+    for held in (_clock_lock, _extract_lock, _instances_lock):
+        reinit = getattr(held, "_at_fork_reinit", None)
+        if reinit is not None: reinit()
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_reinit_locks_after_fork)
 
 
 def default_cache() -> DiskCache | None:

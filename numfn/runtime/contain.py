@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import struct
 import sys
-import threading
 import warnings
 from collections.abc import Callable
 
 from numfn.errors import CompileError
+from numfn.locks import lock
 
 _HEADER = struct.Struct("<BQ")   # status (0 ok, 1 an exception's text), payload length
 
@@ -154,7 +154,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 _servers: dict[Callable, _Server] = {}
-_lock = threading.Lock()
+_lock = lock()
 
 
 def start(work: Callable[[str], bytes], warm: Callable[[], object] | None = None) -> None:
@@ -195,9 +195,7 @@ def _forget_after_fork() -> None:
     for server in _servers.values():
         server.pid = 0
         server.close()
-    _servers.clear()
-    global _lock
-    _lock = threading.Lock()
+    _servers.clear()   # (_lock, which a thread may have held at the fork, is released by numfn.locks)
 
 
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_after_fork)

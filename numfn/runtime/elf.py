@@ -28,7 +28,8 @@ The mapping is writable while it is filled and never writable and executable at 
 (libm, libc) are found with dlsym in the process's global scope; calls to them go through 8-byte PLT stubs
 `jmp *slot(%rip)` reading a GOT slot, because a shared library may be more than 2 GB away. Unwind tables (.eh_frame)
 are not loaded: numfn code is nounwind, and nothing unwinds through it. Every offset, size, index and relocated
-value is checked against the file and the image before it is used: a malformed object raises, never crashes.
+value is checked against the file and the image before it is used: a malformed object raises (ElfMalformedError, which
+callers do not hand to another loader), never crashes.
 
 Lifetime: the mapping is unmapped when its LoadedObject is garbage collected, so whoever calls the code must keep
 the LoadedObject referenced (mappings still alive at interpreter shutdown are left to the OS). Thread safety:
@@ -40,12 +41,17 @@ import os
 import struct
 import sys
 
-__all__ = ["ElfLoadError", "LoadedObject", "load_object", "supported"]
+__all__ = ["ElfLoadError", "ElfMalformedError", "LoadedObject", "load_object", "supported"]
 
 
 class ElfLoadError(Exception):
     """The object cannot be loaded here: malformed or truncated, or it uses something this loader does not support
     (a relocation type, thread-local storage, an undefined symbol the process does not have, ...)."""
+
+
+class ElfMalformedError(ElfLoadError):
+    """The bytes are not a well-formed ELF64 object (truncated, garbage, offsets outside the file): no compiler made
+    them, so no other loader should be given them either (LLVM's may abort on what it does not expect)."""
 
 
 # ---- ELF and x86-64 psABI constants ------------------------------------------------------------------------------
@@ -148,10 +154,10 @@ class _Symbol:
 
 def _cstr(data: bytes, table: _Section, offset: int) -> str:
     """The NUL-terminated string at `offset` in string table `table`, never read past its end."""
-    if offset >= table.size: raise ElfLoadError(f"string offset {offset} outside {table.name or 'string table'}")
+    if offset >= table.size: raise ElfMalformedError(f"string offset {offset} outside {table.name or 'string table'}")
     start, end = table.offset + offset, table.offset + table.size
     stop = data.find(b"\0", start, end)
-    if stop < 0: raise ElfLoadError("unterminated string in string table")
+    if stop < 0: raise ElfMalformedError("unterminated string in string table")
     try:
         return data[start:stop].decode()
     except UnicodeDecodeError:
@@ -159,28 +165,28 @@ def _cstr(data: bytes, table: _Section, offset: int) -> str:
 
 
 def _parse_sections(data: bytes) -> list[_Section]:
-    if len(data) < _EHDR.size: raise ElfLoadError(f"truncated ELF header ({len(data)} bytes)")
+    if len(data) < _EHDR.size: raise ElfMalformedError(f"truncated ELF header ({len(data)} bytes)")
     (ident, e_type, e_machine, _, _, _, shoff, _, _, _, _, shentsize, shnum,
      shstrndx) = _EHDR.unpack_from(data)
-    if ident[:4] != b"\x7fELF": raise ElfLoadError("not an ELF file")
-    if ident[4] != 2 or ident[5] != 1: raise ElfLoadError("not a little-endian ELF64 file")
-    if ident[6] != 1: raise ElfLoadError(f"unknown ELF version {ident[6]}")
-    if e_type != _ET_REL: raise ElfLoadError(f"not a relocatable object (e_type {e_type})")
-    if e_machine != _EM_X86_64: raise ElfLoadError(f"not an x86-64 object (e_machine {e_machine})")
-    if shoff == 0 or shentsize != _SHDR.size: raise ElfLoadError("no usable section header table")
-    if shoff + _SHDR.size > len(data): raise ElfLoadError("section header table outside the file")
+    if ident[:4] != b"\x7fELF": raise ElfMalformedError("not an ELF file")
+    if ident[4] != 2 or ident[5] != 1: raise ElfMalformedError("not a little-endian ELF64 file")
+    if ident[6] != 1: raise ElfMalformedError(f"unknown ELF version {ident[6]}")
+    if e_type != _ET_REL: raise ElfMalformedError(f"not a relocatable object (e_type {e_type})")
+    if e_machine != _EM_X86_64: raise ElfMalformedError(f"not an x86-64 object (e_machine {e_machine})")
+    if shoff == 0 or shentsize != _SHDR.size: raise ElfMalformedError("no usable section header table")
+    if shoff + _SHDR.size > len(data): raise ElfMalformedError("section header table outside the file")
     first = _SHDR.unpack_from(data, shoff)
     if shnum == 0: shnum = first[5]        # extended numbering: the count lives in section 0's sh_size
     if shstrndx == _SHN_XINDEX: shstrndx = first[6]
     if shnum == 0 or shoff + shnum * _SHDR.size > len(data):
-        raise ElfLoadError("section header table outside the file")
+        raise ElfMalformedError("section header table outside the file")
     sections = [_Section(i, _SHDR.unpack_from(data, shoff + i * _SHDR.size)) for i in range(shnum)]
     for s in sections:
         if s.type != _SHT_NOBITS and s.type != 0 and (s.offset > len(data) or s.size > len(data) - s.offset):
-            raise ElfLoadError(f"section {s.index} lies outside the file")
+            raise ElfMalformedError(f"section {s.index} lies outside the file")
         if s.align & (s.align - 1) or s.align > _MAX_ALIGN: raise ElfLoadError(f"bad alignment {s.align}")
     if not 0 < shstrndx < shnum or sections[shstrndx].type != _SHT_STRTAB:
-        raise ElfLoadError("no section name table")
+        raise ElfMalformedError("no section name table")
     names = sections[shstrndx]
     for s in sections:
         s.name = _cstr(data, names, s.name) if s.index else ""
@@ -204,9 +210,9 @@ def _parse_symbols(data: bytes, sections: list[_Section]) -> tuple[int, list[_Sy
     if not tables: return -1, []
     if len(tables) > 1: raise ElfLoadError("more than one symbol table")
     tab = tables[0]
-    if tab.entsize != _SYM.size or tab.size % _SYM.size: raise ElfLoadError("malformed symbol table")
+    if tab.entsize != _SYM.size or tab.size % _SYM.size: raise ElfMalformedError("malformed symbol table")
     if not 0 < tab.link < len(sections) or sections[tab.link].type != _SHT_STRTAB:
-        raise ElfLoadError("symbol table without a string table")
+        raise ElfMalformedError("symbol table without a string table")
     strtab = sections[tab.link]
     symbols = []
     for name, info, _, shndx, value, size in _SYM.iter_unpack(data[tab.offset:tab.offset + tab.size]):
@@ -220,22 +226,22 @@ def _parse_relocations(data: bytes, sections: list[_Section], symtab: int, nsyms
     for rs in sections:
         if rs.type == _SHT_REL: raise ElfLoadError(f"section {rs.name}: SHT_REL relocations are not supported")
         if rs.type != _SHT_RELA: continue
-        if not 0 < rs.info < len(sections): raise ElfLoadError(f"section {rs.name}: bad target section")
+        if not 0 < rs.info < len(sections): raise ElfMalformedError(f"section {rs.name}: bad target section")
         target = sections[rs.info]
         if not target.loaded: continue     # relocations of skipped sections (.rela.eh_frame, debug info)
         if rs.link != symtab or rs.entsize != _RELA.size or rs.size % _RELA.size:
-            raise ElfLoadError(f"malformed relocation section {rs.name}")
+            raise ElfMalformedError(f"malformed relocation section {rs.name}")
         for offset, info, addend in _RELA.iter_unpack(data[rs.offset:rs.offset + rs.size]):
             rtype, sym = info & 0xFFFFFFFF, info >> 32
             name = _RELOCS.get(rtype)
             if name is None:
                 raise ElfLoadError(f"unsupported relocation type {rtype} in {rs.name} (numfn's code uses "
                                    f"{', '.join(_RELOCS.values())})")
-            if sym >= nsyms: raise ElfLoadError(f"relocation against symbol {sym} of {nsyms}")
+            if sym >= nsyms: raise ElfMalformedError(f"relocation against symbol {sym} of {nsyms}")
             if target.type == _SHT_NOBITS:
                 raise ElfLoadError(f"relocation in section {target.name}, which has no contents")
             if offset > target.size or 4 > target.size - offset:
-                raise ElfLoadError(f"{name} at {offset:#x} outside section {target.name}")
+                raise ElfMalformedError(f"{name} at {offset:#x} outside section {target.name}")
             relocs.append((target, offset, rtype, sym, addend))
     return relocs
 
@@ -300,7 +306,7 @@ def load_object(code: bytes, symbols: list[str]) -> LoadedObject:
     try:
         return _load(data, symbols)
     except struct.error as e:     # a field that does not fit: only corrupt input gets here
-        raise ElfLoadError(f"malformed object: {e}") from None
+        raise ElfMalformedError(f"malformed object: {e}") from None
 
 
 def _load(data: bytes, wanted: list[str]) -> LoadedObject:
@@ -353,17 +359,18 @@ def _load(data: bytes, wanted: list[str]) -> LoadedObject:
     def offset_of(i: int) -> int | None:
         s = syms[i]
         if s.shndx == _SHN_UNDEF or s.shndx == _SHN_ABS: return None
-        if s.shndx >= _SHN_LORESERVE or s.shndx >= len(sections): raise ElfLoadError(f"symbol {s.name}: bad section")
+        if s.shndx >= _SHN_LORESERVE or s.shndx >= len(sections):
+            raise ElfMalformedError(f"symbol {s.name}: bad section")
         sec = sections[s.shndx]
         if not sec.loaded:
             raise ElfLoadError(f"symbol {s.name or sec.name} is in section {sec.name}, which is not loaded")
-        if s.value > sec.size: raise ElfLoadError(f"symbol {s.name} lies outside section {sec.name}")
+        if s.value > sec.size: raise ElfMalformedError(f"symbol {s.name} lies outside section {sec.name}")
         return sec.addr + s.value
 
     exports: dict[str, int] = {}      # global symbol -> its index
     for i, s in enumerate(syms):
         if s.bind == _STB_LOCAL or s.shndx == _SHN_UNDEF: continue
-        if s.name in exports: raise ElfLoadError(f"symbol {s.name} defined twice")
+        if s.name in exports: raise ElfMalformedError(f"symbol {s.name} defined twice")
         if s.shndx < len(sections) and not sections[s.shndx].loaded: continue   # e.g. in a debug section
         offset_of(i)   # validates
         exports[s.name] = i

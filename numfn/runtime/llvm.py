@@ -7,14 +7,17 @@ elsewhere, and for any object that loader refuses, it is linked with llvmlite's 
 """
 from __future__ import annotations
 
-import threading
+import os
 import weakref
 from functools import cache
 
 from numfn import debug
 from numfn.errors import CompileError
+from numfn.locks import lock
 
-_lock = threading.Lock()
+# LLVM in this process (compiling where there is no compile server, OrcJIT, numfn's loader's table): its state is not
+# thread-safe, and a fork must not copy it half-changed, so forks wait for this lock (a forked child finds it free)
+_lock = lock()
 # entry name -> code loaded by numfn's ELF loader, while something (a NumericalFunction, a dispatcher entry) uses it:
 # the mapping goes when its last user does
 _loaded: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -47,15 +50,21 @@ def target_machine():
 def compile_object(source: str) -> bytes:
     """Parse, verify, optimize (O3, vectorizers on) and emit native object code for `source`; in the compile
     server where there is one (runtime/contain.py), so an LLVM fatal error raises CompileError."""
+    try:
+        return _compile(source)
+    except CompileError as e:
+        # LLVM's instruction selection has crashed on vectors its own vectorizers made (reduce.add of
+        # smax(scmp(<4 x i32>, 0), 0), from np.maximum(np.sign(n), 0).sum()): the same code unvectorized
+        debug.log(1, f"LLVM failed: {e}\ncompiling again without its vectorizers")
+        return _compile(NO_VECTORIZERS + source)
+
+
+def _compile(source: str) -> bytes:
     from numfn.runtime import contain
-    with _lock:   # LLVM contexts are not thread-safe; a server is forked holding this lock and never takes it
-        try:
-            return contain.run(_compile_object, source, target_machine)
-        except CompileError as e:
-            # LLVM's instruction selection has crashed on vectors its own vectorizers made (reduce.add of
-            # smax(scmp(<4 x i32>, 0), 0), from np.maximum(np.sign(n), 0).sum()): the same code unvectorized
-            debug.log(1, f"LLVM failed: {e}\ncompiling again without its vectorizers")
-            return contain.run(_compile_object, NO_VECTORIZERS + source, target_machine)
+    # in the compile server, which takes requests one at a time; in this process, LLVM's state is `_lock`'s
+    if contain.enabled(): return contain.run(_compile_object, source, target_machine)
+    with _lock:
+        return _compile_object(source)
 
 
 def prepare() -> None:
@@ -98,11 +107,15 @@ class _OrcEngine:
 
     def __init__(self):
         self.jit = binding().create_lljit_compiler(target_machine())
+        self.links = 0
 
     def load(self, obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
         builder = binding().JITLibraryBuilder().add_object_img(obj).add_current_process()
         for s in symbols: builder = builder.export_symbol(s)
-        tracker = builder.link(self.jit, symbols[0])
+        # a library's name is never free again, not even after a failed link (a cached object that does not load,
+        # then the program compiled again): each link gets its own
+        self.links += 1
+        tracker = builder.link(self.jit, f"{symbols[0]}.{self.links}")
         return tracker, [tracker[s] for s in symbols]
 
 
@@ -111,9 +124,10 @@ def _orc() -> _OrcEngine:
     return _OrcEngine()
 
 
-def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
+def load_object(obj: bytes, symbols: list[str], orc: bool = True) -> tuple[object, list[int]]:
     """Load object code into the process: (what keeps it mapped, the addresses of `symbols`, the entry first).
-    Loading an entry that is still loaded returns that load (equal entry names mean equal programs)."""
+    Loading an entry that is still loaded returns that load (equal entry names mean equal programs). Without `orc`,
+    an object numfn's ELF loader refuses raises its ElfLoadError instead of going to OrcJIT."""
     from numfn.runtime import elf
     with _lock:
         mapping = _loaded.get(symbols[0])
@@ -127,8 +141,14 @@ def load_object(obj: bytes, symbols: list[str]) -> tuple[object, list[int]]:
                 _loaded[symbols[0]] = mapping
                 return mapping, [mapping.address(s) for s in symbols]
             except elf.ElfLoadError as e:
+                # corrupt bytes (a damaged cache entry) are not for LLVM's linker, which may abort on them
+                if not orc or isinstance(e, elf.ElfMalformedError): raise
                 from numfn import debug
                 debug.log(1, f"ELF loader refused {symbols[0]} ({e}); linking it with OrcJIT")
         # an OrcJIT dylib cannot be unlinked safely while a dispatcher may hold its addresses: it stays
         found = _orc_loaded[symbols[0]] = _orc().load(obj, symbols)
         return found
+
+
+if hasattr(os, "register_at_fork"):   # the child's copy is released by numfn.locks
+    os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release)

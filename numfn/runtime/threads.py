@@ -9,16 +9,16 @@ extension there is one thread, and the count says so. The pool's workers are cre
 from __future__ import annotations
 
 import os
-import threading
 
 from numfn import config
 from numfn.runtime import extensions
+from numfn.locks import lock
 
 # ALU operations below which work stays on the calling thread: waking other threads costs about as much as this
 # much work. One threshold for a kernel's parallel loop (decided when it is compiled) and svmap's batch split.
 PARALLEL_MIN_OPS = 1 << 18
 
-_lock = threading.Lock()
+_lock = lock()
 _count: int | None = None   # the count in use, once the pool is configured
 
 

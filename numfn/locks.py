@@ -1,0 +1,104 @@
+"""Locks a forked child gets back released, and a cached property that holds no lock shared between instances.
+
+`os.fork()` copies only the calling thread into the child: a lock another thread held at that moment stays held in
+the child, with no thread left to release it, and the child's first use of it waits forever. Every lock numfn
+makes comes from `lock()` or `rlock()`, which register it; in a forked child each registered lock is reinitialized
+(released) before the child runs anything else (runtime/cache.py, which loads without the rest of numfn, does the
+same for its own locks). What a lock guarded is then as the vanished thread left it between
+two Python operations, which numfn's locked sections are written to survive: a compilation stores its result only
+when it finishes (a child that needs the function compiles it again), and shared tables change by single
+assignments.
+
+`cached_stage` is numfn's functools.cached_property. Python 3.11's cached_property holds one lock per attribute of
+the class, shared by every instance, for the whole computation: threads compiling different functions wait for
+each other at every stage, and a fork while any thread compiles leaves that lock held in the child, whose first
+compilation then never returns (3.12 dropped the lock, and with it the guarantee that a value is computed once). A
+cached_stage has a lock per instance and attribute, taken only while the value is missing: threads asking one
+instance for one value compute it once, other instances never wait, and the lock is a registered one.
+
+A thread that forks while it holds one of these locks itself (nothing in numfn does, but a traced function could)
+finds it released in the child; an RLock it holds is left as it is.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
+
+__all__ = ["lock", "rlock", "cached_stage"]
+
+_registered: weakref.WeakSet = weakref.WeakSet()   # every live lock made here
+
+
+def lock() -> threading.Lock:
+    """A threading.Lock that a forked child finds released."""
+    made = threading.Lock()
+    _registered.add(made)
+    return made
+
+
+def rlock() -> threading.RLock:
+    """A threading.RLock that a forked child finds released (unless the forking thread held it)."""
+    made = threading.RLock()
+    _registered.add(made)
+    return made
+
+
+def _reinit_after_fork() -> None:
+    for held in list(_registered):
+        owned = getattr(held, "_is_owned", None)   # RLocks know their owner: the forking thread releases its own
+        if owned is not None and owned(): continue
+        reinit = getattr(held, "_at_fork_reinit", None)   # (Python 3.9+; what threading does for its own locks)
+        if reinit is not None: reinit()
+
+
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+_T = TypeVar("_T")
+_LOCKS = "__numfn_stage_locks__"   # the instance's {attribute: lock} for values being computed
+
+
+class cached_stage(Generic[_T]):
+    """A cached property: computed on first access, then kept in the instance's __dict__ (later reads are plain
+    attribute lookups). Threads asking for a missing value at once compute it once: a lock per instance and
+    attribute, registered with this module so a forked child finds it released. An exception is not kept (the
+    next access computes again)."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func = func
+        self.attrname: str | None = None
+        self.__doc__ = func.__doc__
+        self.__module__ = func.__module__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attrname = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached_stage[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance, owner=None):
+        if instance is None: return self
+        name = self.attrname
+        assert name is not None, "cached_stage used outside a class body"
+        values = instance.__dict__
+        try:
+            return values[name]
+        except KeyError:
+            pass
+        locks = values.get(_LOCKS)
+        if locks is None: locks = values.setdefault(_LOCKS, {})   # setdefault: one dict whoever gets here first
+        held = locks.get(name)
+        if held is None: held = locks.setdefault(name, rlock())
+        with held:
+            try:
+                value = values[name]
+            except KeyError:
+                value = values[name] = self.func(instance)
+        locks.pop(name, None)   # the value is there: later readers need no lock (a waiter still holds this one)
+        return value
