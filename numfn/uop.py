@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from numfn import debug
+from numfn import debug, locks
 from numfn.dtype import DType, dtypes
 
 
@@ -151,6 +151,9 @@ def _argkey(arg):
     return arg
 
 
+_INTERN_LOCK = locks.rlock()   # reentrant: a collection inside may run code that makes nodes
+
+
 class UOp:
     """One IR node. Hash-consed: building the same (op, dtype, src, arg) twice returns the same object, so
     identity is structural equality and graphs are DAGs with sharing."""
@@ -168,14 +171,15 @@ class UOp:
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
         key = (op, dtype, src, _argkey(arg))
-        found = UOp._interned.get(key)
-        if found is not None: return found
-        self = object.__new__(cls)
-        for name, value in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", _UNSET),
-                            ("_bounds", None), ("_memo", None)):
-            object.__setattr__(self, name, value)
-        UOp._interned[key] = self
-        return self
+        with _INTERN_LOCK:   # threads trace different functions at once: two must never make the same node twice
+            found = UOp._interned.get(key)
+            if found is not None: return found
+            self = object.__new__(cls)
+            for name, value in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", _UNSET),
+                                ("_bounds", None), ("_memo", None)):
+                object.__setattr__(self, name, value)
+            UOp._interned[key] = self
+            return self
 
     def __setattr__(self, name, value):
         raise AttributeError("UOp is immutable")
