@@ -142,6 +142,7 @@ class _Traced:
     values: list
     rebinds: dict
     checks: list
+    born: set
 
 
 def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _Traced:
@@ -156,7 +157,7 @@ def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _T
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
             raise
-    return _Traced(values, rec.rebinds, rec.checks)
+    return _Traced(values, rec.rebinds, rec.checks, rec.born)
 
 
 def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str]) -> list | None:
@@ -214,6 +215,7 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     n_checks = 0                                  # checks the body makes: two state values each, last
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
+    stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
     for _ in range(16):
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]
@@ -236,6 +238,10 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
 
         passed = [init[k] for k in through]
         outer = [t.uop for t in extra]
+        # links a branch in the body makes to these arrays are the body's own (numfn.branch_views): dropped after
+        # each attempt, so a result of an attempt that is traced again does not follow them
+        links = [(t, t._links) for t in {id(t): t for t in (*extra, *passed, *(p.base for p in passed if p.base
+                                                                               is not None))}.values()]
         for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)   # the body sees the state
         c = b = None
         try:
@@ -244,13 +250,15 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
             for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
             b = _trace(lambda *a: [_as_state(v, "loop state") for v in body_fn(*a)], args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
-                     if t.base is None and not any(t is e for e in extra)]
+                     if t.base is None and not any(t is e for e in extra) and id(t) not in stale]
+            stale |= c.born | b.born
             written = [t.uop for t in extra]
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
             for tr in (c, b):
                 for t, old in tr.rebinds.values() if tr is not None else ():
                     if t.base is None: t.rebind(old, record=False)
             for t, old in zip(extra, outer): t.rebind(old, record=False)
+            for t, lk in links: t._links = lk
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
             continue

@@ -608,6 +608,19 @@ def _branch_linked_loop(x, flag):
     return x, v
 
 
+def _branch_in_loop_of_view(x, n):
+    v = x[1:]
+    s = 0.0
+    for i in range(6):
+        v += 1
+        if n.sum() > 0:   # a result linked to x, made in the body (its link is the body's own)
+            w = v
+        else:
+            w = v * 2
+        s = s + w.sum()
+    return x, v, s
+
+
 _A1 = np.arange(7.0)
 _A2 = np.arange(12.0).reshape(3, 4)
 
@@ -638,6 +651,8 @@ _A2 = np.arange(12.0).reshape(3, 4)
     (_branch_view_loop, (_A1, -np.ones(1))),
     (_branch_linked_loop, (_A1, np.ones(1))),
     (_branch_linked_loop, (_A1, -np.ones(1))),
+    (_branch_in_loop_of_view, (_A1, np.ones(1))),
+    (_branch_in_loop_of_view, (_A1, -np.ones(1))),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_loop_writes_through_views(fn, args, backend):
     check_mutates(fn, *args, backend=backend)
