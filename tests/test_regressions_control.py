@@ -621,6 +621,15 @@ def _branch_in_loop_of_view(x, n):
     return x, v, s
 
 
+def _runtime_window_loop(x, n):
+    v = x[:n]          # a view of run-time length: passed through (it cannot be a placeholder)
+    w = x[n:n + 2]
+    for i in range(6):
+        v += 1
+        w *= 2
+    return x
+
+
 _A1 = np.arange(7.0)
 _A2 = np.arange(12.0).reshape(3, 4)
 
@@ -653,6 +662,19 @@ _A2 = np.arange(12.0).reshape(3, 4)
     (_branch_linked_loop, (_A1, -np.ones(1))),
     (_branch_in_loop_of_view, (_A1, np.ones(1))),
     (_branch_in_loop_of_view, (_A1, -np.ones(1))),
+    (_runtime_window_loop, (_A1, np.array(0))),
+    (_runtime_window_loop, (_A1, np.array(3))),
+    (_runtime_window_loop, (_A1, np.array(7))),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_loop_writes_through_views(fn, args, backend):
     check_mutates(fn, *args, backend=backend)
+
+
+def test_loop_rebinding_runtime_window_still_refused(backend):
+    def f(x, n):
+        v = x[:n]
+        for i in range(6):
+            v = v + 1
+        return v
+    with pytest.raises(numfn.NumfnError, match="run-time length"):
+        numfn.jit(f, backend=backend)(np.arange(6.0), np.array(2))
