@@ -184,7 +184,8 @@ def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str
 def passes_through(t: Any) -> bool:
     """Whether a loop gives the body this state value itself rather than a placeholder: an array that shares memory
     with others (a view, an array with live views or linked by a branch, an argument), so that a write into it in the
-    body reaches that memory (its base becomes state, see `while_region`)."""
+    body reaches that memory (its base becomes state, see `while_region`). A view of run-time length (x[:n]) too:
+    it cannot be a placeholder."""
     if not isinstance(t, Tensor) or t.weak or (t.runtime_length and t.base is None): return False
     return t.base is not None or bool(t._links) or t.memory == "input" or \
         any(ref() is not None for ref in t._views or ())
