@@ -142,19 +142,22 @@ class _Traced:
     values: list
     rebinds: dict
     checks: list
+    born: set
 
 
-def _trace(fn: Callable, args: list[Tensor]) -> _Traced:
+def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _Traced:
+    """`outer`: the args that are outer arrays passed through (not the region's placeholders)."""
     with recording_trace(region=True) as rec:
         assert rec.born is not None and rec.rebinds is not None   # a region's record has both
-        rec.born.update(id(a) for a in args)   # the region's placeholders are its own: writes into them are state
+        # the region's placeholders are its own: writes into them are state
+        rec.born.update(id(a) for a in args if not any(a is o for o in outer))
         try:
             values = fn(*args)
         except BaseException:   # outer arrays the body wrote get their values back
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
             raise
-    return _Traced(values, rec.rebinds, rec.checks)
+    return _Traced(values, rec.rebinds, rec.checks, rec.born)
 
 
 def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str]) -> list | None:
@@ -178,59 +181,105 @@ def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str
     return out if changed else None
 
 
+def passes_through(t: Any) -> bool:
+    """Whether a loop gives the body this state value itself rather than a placeholder: an array that shares memory
+    with others (a view, an array with live views or linked by a branch, an argument), so that a write into it in the
+    body reaches that memory (its base becomes state, see `while_region`). A view of run-time length (x[:n]) too:
+    it cannot be a placeholder."""
+    if not isinstance(t, Tensor) or t.weak or (t.runtime_length and t.base is None): return False
+    return t.base is not None or bool(t._links) or t.memory == "input" or \
+        any(ref() is not None for ref in t._views or ())
+
+
+def _same_memory(new: Any, old: Tensor) -> bool:
+    """Whether the body left a passed-through state value the same array (or the same view of the same base)."""
+    if new is old: return True
+    return isinstance(new, Tensor) and old.base is not None and new.base is old.base and new.chain == old.chain \
+        and new.weak == old.weak
+
+
 def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
                  body_bounds: dict[int, tuple[int, int]] | None = None) -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
     returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
     it writes into join the state; their final values are rebound to them. Checks inside the body (an index out
     of bounds) are state too: whether one failed, and its payload, raised after the call. `body_bounds`: integer
-    state values' bounds inside the body (a loop index)."""
+    state values' bounds inside the body (a loop index).
+
+    A state value that shares memory with other arrays (`passes_through`: v = x[1:], then v += 1 in the body) is
+    given to the body as it is, not as a placeholder, when the body leaves it the same array: a write through it
+    then rebinds its base, an outer array written by the body (state as above), so the write reaches x and x read
+    in the body sees it; after the loop it is the view of x's last value. When the body binds the name to another
+    array, the value is a placeholder of its own as any other (traced again)."""
     extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
     types: dict[int, DType] = {}                  # state values whose type the body changed (promoted scalars)
     n_checks = 0                                  # checks the body makes: two state values each, last
     body_bounds = body_bounds or {}
+    through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
+    stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
     for _ in range(16):
         tag = new_region_tag()
+        kept = [k for k in range(len(init)) if k not in through]
+        n_kept = len(kept)
         flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * n_checks
-        state = init + extra + flags
-        all_names = names + [_name(t) for t in extra] + ["a check's flag", "a check's payload"] * n_checks
+        state = [init[k] for k in kept] + extra + flags
+        all_names = [names[k] for k in kept] + [_name(t) for t in extra] + \
+            ["a check's flag", "a check's payload"] * n_checks
         specs = [(t.shape, types.get(k, t.uop.dtype)) for k, t in enumerate(state)]
         for t, name in zip(state, all_names): _spec(t, name)
         ph = [Tensor(placeholder(tag, k, s, d), weak=state[k].weak and k not in types) for k, (s, d) in
               enumerate(specs)]
-        ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(k)), weak=p.weak) for k, ((s, d), p) in
-                   enumerate(zip(specs, ph))]
+        ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(kept[k]) if k < n_kept else None),
+                          weak=p.weak) for k, ((s, d), p) in enumerate(zip(specs, ph))]
+
+        def args(phs: list[Tensor]) -> list[Tensor]:
+            full = list(init)
+            for j, k in enumerate(kept): full[k] = phs[j]
+            return full
+
+        passed = [init[k] for k in through]
         outer = [t.uop for t in extra]
-        for t, p in zip(extra, ph_body[len(init):]): t.rebind(p.uop, record=False)   # the body sees the state
+        # links a branch in the body makes to these arrays are the body's own (numfn.branch_views): dropped after
+        # each attempt, so a result of an attempt that is traced again does not follow them
+        links = [(t, t._links) for t in {id(t): t for t in (*extra, *passed, *(p.base for p in passed if p.base
+                                                                               is not None))}.values()]
+        for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)   # the body sees the state
         c = b = None
         try:
-            c = _trace(lambda *a: [_as_state(cond_fn(*a), "a loop condition")], ph[:len(init)])
-            for t, p in zip(extra, ph[len(init):]): t.rebind(p.uop, record=False)
-            for t, p in zip(extra, ph_body[len(init):]): t.rebind(p.uop, record=False)
-            b = _trace(lambda *a: [_as_state(v, "loop state") for v in body_fn(*a)], ph_body[:len(init)])
+            for t, p in zip(extra, ph[n_kept:]): t.rebind(p.uop, record=False)
+            c = _trace(lambda *a: [_as_state(cond_fn(*a), "a loop condition")], args(ph[:n_kept]), passed)
+            for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
+            b = _trace(lambda *a: [_as_state(v, "loop state") for v in body_fn(*a)], args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
-                     if t.base is None and not any(t is e for e in extra)]
+                     if t.base is None and not any(t is e for e in extra) and id(t) not in stale]
+            stale |= c.born | b.born
             written = [t.uop for t in extra]
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
             for tr in (c, b):
                 for t, old in tr.rebinds.values() if tr is not None else ():
                     if t.base is None: t.rebind(old, record=False)
             for t, old in zip(extra, outer): t.rebind(old, record=False)
+            for t, lk in links: t._links = lk
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
             continue
         if len(b.values) != len(init):
             raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
                              f"{user_location()})")
+        rebound = {k for k in through if not _same_memory(b.values[k], init[k])}
+        if rebound:   # the body binds these names to other arrays: they are state of their own
+            through -= rebound
+            types = {}
+            continue
         if c.checks:
             raise NumfnError(f"a value check (an index out of bounds, ...) in a loop condition is not supported (at "
                              f"{user_location()}); compute the condition from values checked before")
         if len(b.checks) != n_checks:   # the body checks values: their flags become state
             n_checks = len(b.checks)
             continue
-        new = list(b.values) + [Tensor(u) for u in written]
+        new = [b.values[k] for k in kept] + [Tensor(u) for u in written]
         for k, chk in enumerate(b.checks):   # failed so far, and the payload of the first failure
-            seen, payload = ph_body[len(init) + len(extra) + 2 * k], ph_body[len(init) + len(extra) + 2 * k + 1]
+            seen, payload = ph_body[n_kept + len(extra) + 2 * k], ph_body[n_kept + len(extra) + 2 * k + 1]
             new += [seen | Tensor(chk.failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, chk.payload))]
         settled = _settle(state, new, specs, all_names)
         if settled is None: break
@@ -248,10 +297,10 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     loop = UOp(Ops.LOOP, dtypes.void, srcs, region)
     results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=state[k].weak and k not in types)
                for k, (_, d) in enumerate(specs)]
-    for t, r in zip(extra, results[len(init):]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
-    at = len(init) + len(extra)
+    for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
+    at = n_kept + len(extra)
     for k, chk in enumerate(b.checks): add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
-    return results[:len(init)]
+    return args(results[:n_kept])   # a value passed through is itself (a view follows its base's last value)
 
 
 def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Tensor],
@@ -713,7 +762,7 @@ def run_while(cond, body, state, names, flags, line):
     carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
     if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
     leaves, trees = carried
-    leaves = [Tensor(t.uop, weak=t.weak) for t in leaves]
+    leaves = [t if passes_through(t) else Tensor(t.uop, weak=t.weak) for t in leaves]
     n_flags = len(flags)
     init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
 

@@ -465,3 +465,216 @@ _PLANE = np.linspace(-2, 1, 5)[None, :] + 1j * np.linspace(-1, 1, 4)[:, None]
 def test_complex_in_control_flow(fn, args, backend):
     if fn is _complex_branch_view: check_mutates(fn, *args, backend=backend)
     else: check(fn, *args, backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# views written through in native loops: a loop variable that shares memory with an outer array (a view of it, an
+# array with views, a branch's result linked to it, an argument) and is written in place in the loop body writes
+# into that memory, as NumPy does (the loop carries the base; the variable stays its view)
+
+def _view_for(x):
+    v = x[1:]
+    for i in range(6):
+        v += 1
+    return x
+
+
+def _view_for_returns_view(x):
+    v = x[::2]
+    for i in range(7):
+        v *= 2
+    return v, x
+
+
+def _view_while(x, n):
+    v = x[::-1]
+    i = 0
+    while i < n:
+        v[0] = v[0] + 1
+        v += 0.5
+        i += 1
+    v[1] = -1.0
+    return x
+
+
+def _view_runtime_for(x, n):
+    v = x[..., 1:]
+    for i in range(n):
+        v *= 2
+        v[...] = v + i
+    v[..., 0] = -1.0   # after the loop (also after no iteration) v is still x's view
+    return x.sum(), x
+
+
+def _view_transpose_2d(x):
+    v = x.T[::-1, ::2]
+    for i in range(5):
+        v[0] = v[0] + i
+        v -= 1
+    return x
+
+
+def _view_reshape(x):
+    v = x.reshape(-1)[2:]
+    for i in range(6):
+        v[1] += 1
+        v += 0.5
+    return x
+
+
+def _view_of_local(x):
+    y = np.zeros(5)
+    v = y[::2]
+    for i in range(6):
+        v += x[:3]
+    return y
+
+
+def _local_with_view(x):
+    y = x * 2
+    w = y[1:]
+    for i in range(5):
+        y += 1
+    return w
+
+
+def _argument_in_loop(x):
+    for i in range(6):
+        x += 1
+    return x.sum()
+
+
+def _view_base_read(x):
+    v = x[1:]
+    s = 0.0
+    for i in range(6):
+        v += 1
+        s = s + x.sum()
+    return s, x
+
+
+def _view_nested(x):
+    v = x[:, 1:]
+    for i in range(5):
+        for j in range(6):
+            v[:, j % 2] += j
+            v -= 1
+    return x
+
+
+def _view_nested_runtime(x, n):
+    v = x[1:]
+    for i in range(n):
+        w = v[::-1]
+        for j in range(n):
+            w += 1
+    return x
+
+
+def _view_reassigned(x):
+    v = x[1:]
+    for i in range(6):
+        v = v + 1
+    v += 1
+    return x, v
+
+
+def _view_taken_again(x):
+    v = x[1:]
+    for i in range(6):
+        v += 1
+        v = x[1:]
+    return x, v
+
+
+def _branch_view_loop(x, flag):
+    if flag.sum() > 0:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    for i in range(6):
+        v += 1
+    return x, v
+
+
+def _branch_linked_loop(x, flag):
+    if flag.sum() > 0:
+        v = x
+    else:
+        v = x * 2
+    for i in range(6):
+        v[0] += 1
+        v += 1
+    return x, v
+
+
+def _branch_in_loop_of_view(x, n):
+    v = x[1:]
+    s = 0.0
+    for i in range(6):
+        v += 1
+        if n.sum() > 0:   # a result linked to x, made in the body (its link is the body's own)
+            w = v
+        else:
+            w = v * 2
+        s = s + w.sum()
+    return x, v, s
+
+
+def _runtime_window_loop(x, n):
+    v = x[:n]          # a view of run-time length: passed through (it cannot be a placeholder)
+    w = x[n:n + 2]
+    for i in range(6):
+        v += 1
+        w *= 2
+    return x
+
+
+_A1 = np.arange(7.0)
+_A2 = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_view_for, (_A1,)),
+    (_view_for, (_A2,)),
+    (_view_for_returns_view, (_A1,)),
+    (_view_while, (_A1, np.array(0))),
+    (_view_while, (_A1, np.array(5))),
+    (_view_while, (_A1, np.array(6))),
+    (_view_runtime_for, (_A2, np.array(0))),
+    (_view_runtime_for, (_A2, np.array(5))),
+    (_view_runtime_for, (_A2, np.array(6))),
+    (_view_transpose_2d, (_A2,)),
+    (_view_reshape, (_A2,)),
+    (_view_of_local, (_A1,)),
+    (_local_with_view, (_A1,)),
+    (_argument_in_loop, (_A2,)),
+    (_argument_in_loop, (np.arange(5, dtype=np.int32),)),
+    (_view_base_read, (_A1,)),
+    (_view_nested, (_A2,)),
+    (_view_nested_runtime, (_A1, np.array(5))),
+    (_view_nested_runtime, (_A1, np.array(0))),
+    (_view_reassigned, (_A1,)),
+    (_view_taken_again, (_A1,)),
+    (_branch_view_loop, (_A1, np.ones(1))),
+    (_branch_view_loop, (_A1, -np.ones(1))),
+    (_branch_linked_loop, (_A1, np.ones(1))),
+    (_branch_linked_loop, (_A1, -np.ones(1))),
+    (_branch_in_loop_of_view, (_A1, np.ones(1))),
+    (_branch_in_loop_of_view, (_A1, -np.ones(1))),
+    (_runtime_window_loop, (_A1, np.array(0))),
+    (_runtime_window_loop, (_A1, np.array(3))),
+    (_runtime_window_loop, (_A1, np.array(7))),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_loop_writes_through_views(fn, args, backend):
+    check_mutates(fn, *args, backend=backend)
+
+
+def test_loop_rebinding_runtime_window_still_refused(backend):
+    def f(x, n):
+        v = x[:n]
+        for i in range(6):
+            v = v + 1
+        return v
+    with pytest.raises(numfn.NumfnError, match="run-time length"):
+        numfn.jit(f, backend=backend)(np.arange(6.0), np.array(2))
