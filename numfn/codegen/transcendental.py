@@ -53,8 +53,10 @@ the exact one - 3 ulp for float32 exp (NumPy's own error up to 2.4 ulp), 3 for f
 e.g. near overflow), 4 for float32 log (NumPy 3.5 ulp) and 4 for float32 tan (NumPy 3.6 ulp). NumPy's float64
 cos is itself 8 ulp off at the hardest argument 6381956970095103 * 2**797, where numfn is exact to 0.02 ulp.
 
-Rounding to an integer uses (v + 1.5*2**52) - 1.5*2**52, which needs IEEE semantics without reassociation (no
-fast-math); fused multiply-adds (the LLVM backend's `contract`) are harmless: every product whose rounding
+Rounding to an integer uses (v + 1.5*2**52) - 1.5*2**52, which needs IEEE semantics without reassociation: the
+arithmetic these rules add is never reassociated, even under jit(fastmath=True), which marks only the user's
+operations (codegen/program.py). Every operation rounds on its own by default, on both backends alike, so they
+agree bit for bit; the contraction fastmath allows (a*b + c as one FMA) is harmless: every product whose rounding
 matters is exact by construction, and splits of doubles are made by masking bits, not by Veltkamp's method.
 NOOPT=1 skips these rules and keeps the libm calls.
 """

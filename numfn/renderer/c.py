@@ -54,6 +54,15 @@ def _bitcast(x: str, src: DType, dst: DType) -> str:
     return f"((union {{ {src.cname} a; {dst.cname} b; }}){{ .a = {x} }}).b"
 
 
+def fp_pragma(prog: KernelProgram, u: UOp) -> str:
+    """The options of clang's `#pragma clang fp` for `u`'s statement, as the LLVM renderer's fast-math flags: the
+    program is compiled with -ffp-contract=off (each operation rounds on its own, as NumPy's do), reductions'
+    accumulation steps may be reassociated, and jit(fastmath=True) allows contraction (and reassociation of the
+    user's arithmetic)."""
+    return " ".join((["reassociate(on)"] if prog.may_reassociate(u) else []) +
+                    (["contract(fast)"] if prog.may_contract(u) else []))
+
+
 def render_kernel(prog: KernelProgram) -> str:
     """A kernel as a static C function. A parallel kernel is three: `K_loop` runs its outer loop over [start, end),
     `K_body` unpacks the buffers for the thread pool, and `K(pfor, ...)` hands `K_body` to the pool (or runs
@@ -109,8 +118,9 @@ def render_kernel(prog: KernelProgram) -> str:
         name = f"{'ld' if u.op is Ops.LOAD else 'v'}{counter}"
         counter += 1
         names[u] = name
-        if prog.may_reassociate(u):   # clang's pragma applies to this one statement; other compilers ignore it
-            lines.append(f"{pad}{u.dtype.cname} {name}; {{ _Pragma(\"clang fp reassociate(on)\") {name} = {expr}; }}")
+        pragma = fp_pragma(prog, u)
+        if pragma:   # clang's pragma applies to this one statement; other compilers ignore it
+            lines.append(f"{pad}{u.dtype.cname} {name}; {{ _Pragma(\"clang fp {pragma}\") {name} = {expr}; }}")
             continue
         lines.append(f"{pad}{u.dtype.cname} {name} = {expr};")
     lines.append("}")

@@ -1,9 +1,11 @@
 """LLVM IR renderer: each kernel becomes an internal function over `noalias` pointers; loops are explicit blocks
 with a phi counter, accumulators are stack slots that mem2reg promotes to registers.
 
-Fast-math flags are used only where NumPy's semantics allow: `contract` (fusing a*b+c into an FMA) on float
-arithmetic, and `reassoc` on the accumulation step of reductions so they vectorize. No flag that assumes the
-absence of NaN, inf or signed zeros is ever set.
+Fast-math flags: by default only `reassoc` on the accumulation step of float reductions, so they vectorize; every
+other float operation rounds on its own, as NumPy's do (no `contract`: a*b + c is two roundings, like the C
+backend's -ffp-contract=off, so the two backends agree bit for bit). jit(fastmath=True) adds `contract` to float
++ - * and `reassoc` to the user's (KernelProgram.may_contract, may_reassociate). No flag that assumes the absence
+of NaN, inf or signed zeros (nnan, ninf, nsz), nor arcp or afn, is ever set.
 """
 from __future__ import annotations
 
@@ -85,12 +87,10 @@ def _unsupported(u: UOp) -> NotImplementedError:
 
 
 def _arith(float_op: str | None, int_op: str | None):
-    """A binary instruction: `float_op` on floats (with `contract`, and `reassoc` on reduction steps), `int_op` on
-    integers and bools."""
-    def rule(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
-        if u.dtype.is_float and float_op is not None:
-            flags = "reassoc contract " if reassociate else "contract " if u.op in (Ops.ADD, Ops.SUB, Ops.MUL) else ""
-            return f"{float_op} {flags}{t} {a[0]}, {a[1]}"
+    """A binary instruction: `float_op` on floats (with the fast-math flags the program allows, see _alu),
+    `int_op` on integers and bools."""
+    def rule(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
+        if u.dtype.is_float and float_op is not None: return f"{float_op} {flags}{t} {a[0]}, {a[1]}"
         if not u.dtype.is_float and int_op is not None: return f"{int_op} {t} {a[0]}, {a[1]}"
         raise _unsupported(u)
     return rule
@@ -98,21 +98,21 @@ def _arith(float_op: str | None, int_op: str | None):
 
 def _signed(signed: str, unsigned: str):
     """An integer instruction that depends on signedness (bools are unsigned)."""
-    def rule(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+    def rule(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
         if u.dtype.is_float: raise _unsupported(u)
         sdt = u.src[0].dtype
         return f"{unsigned if sdt.is_unsigned or sdt.is_bool else signed} {t} {a[0]}, {a[1]}"
     return rule
 
 
-def _compare(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+def _compare(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
     sdt = u.src[0].dtype
     if sdt.is_float: return f"fcmp {_FCMP[u.op]} {t} {a[0]}, {a[1]}"
     table = _ICMP_U if (sdt.is_unsigned or sdt.is_bool) else _ICMP_S
     return f"icmp {table[u.op]} {t} {a[0]}, {a[1]}"
 
 
-def _neg(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+def _neg(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
     return f"fneg {t} {a[0]}" if u.dtype.is_float else f"sub {t} 0, {a[0]}"
 
 
@@ -121,7 +121,7 @@ def _call(f: _Function, name: str, t: str, a: list[str]) -> str:
     return f"call {t} @{name}({', '.join(f'{t} {x}' for x in a)})"
 
 
-def _intrinsic(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+def _intrinsic(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
     """An LLVM intrinsic on floats; MAX and MIN also on integers (smax/umax, smin/umin)."""
     if u.dtype.is_float:
         return _call(f, f"llvm.{_INTRINSIC[u.op]}.{'f32' if u.dtype is dtypes.float32 else 'f64'}", t, a)
@@ -131,12 +131,12 @@ def _intrinsic(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) ->
     return _call(f, f"llvm.{kind}.{t}", t, a)
 
 
-def _libm(f: _Function, u: UOp, a: list[str], t: str, reassociate: bool) -> str:
+def _libm(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
     if not u.dtype.is_float: raise _unsupported(u)
     return _call(f, _LIBM[u.op] + ("f" if u.dtype is dtypes.float32 else ""), t, a)
 
 
-# op -> rule(function state, node, operands, the operands' LLVM type, reassociate?): the instruction computing it
+# op -> rule(function state, node, operands, the operands' LLVM type, fast-math flags): the instruction computing it
 ALU_RULES = {
     **{op: _arith(_FLOAT_BIN.get(op), _INT_BIN.get(op)) for op in {*_FLOAT_BIN, *_INT_BIN}},
     Ops.IDIV: _signed("sdiv", "udiv"),
@@ -144,16 +144,21 @@ ALU_RULES = {
     Ops.SHR: _signed("ashr", "lshr"),
     **{op: _compare for op in _FCMP},
     Ops.NEG: _neg,
-    Ops.WHERE: lambda f, u, a, t, reassociate: f"select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}",
+    Ops.WHERE: lambda f, u, a, t, flags: f"select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}",
     **{op: _intrinsic for op in _INTRINSIC},
     **{op: _libm for op in _LIBM},
 }
 
 
-def _alu(f: _Function, u: UOp, reassociate: bool) -> str:
+def fast_math_flags(prog: KernelProgram, u: UOp) -> str:
+    """The fast-math flags of `u`'s instruction ("" or e.g. "reassoc contract "): see the module's docstring."""
+    return ("reassoc " if prog.may_reassociate(u) else "") + ("contract " if prog.may_contract(u) else "")
+
+
+def _alu(f: _Function, u: UOp, flags: str) -> str:
     rule = ALU_RULES.get(u.op)
     if rule is None: raise _unsupported(u)
-    return rule(f, u, [f.ref(s) for s in u.src], ltype(u.src[0].dtype), reassociate)
+    return rule(f, u, [f.ref(s) for s in u.src], ltype(u.src[0].dtype), flags)
 
 
 def _cast(f: _Function, u: UOp) -> str:
@@ -249,7 +254,7 @@ def render_kernel(prog: KernelProgram) -> str:
         else:
             name = f.fresh()
             f.names[u] = name
-            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u, prog.may_reassociate(u))}")
+            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u, fast_math_flags(prog, u))}")
     body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
     out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", body, "}"]
     if prog.parallel is not None: out += _parallel_wrappers(prog, params)
