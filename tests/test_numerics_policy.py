@@ -11,7 +11,8 @@ import pytest
 
 import numfn
 from numfn.runtime import clang
-from tests.helpers import assert_same, check
+from numfn.uop import Ops
+from tests.helpers import assert_same, check, check_raises_like
 
 FLOATS = (np.float32, np.float64)
 
@@ -234,3 +235,73 @@ def test_fastmath_is_part_of_the_keys():
     assert numfn.jit(fastmath=True)(f).fastmath
     with pytest.raises(TypeError, match="fastmath must be True or False"):
         numfn.jit(f, fastmath="yes")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# np.gcd and np.lcm: one GCD op per element (a helper function's loop), not 2 * bits unrolled steps
+
+INT_DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
+
+def _int_operands(dtype, n: int = 200):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    edges = [info.min, info.max, 0, 1, info.max // 3, 12, 18, 1 << (info.bits - 2), info.min]
+    a = np.concatenate([np.array(edges, dtype), rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True),
+                        (rng.integers(1, 50, n) * 6).astype(dtype)])
+    b = np.concatenate([np.array([0, 0, 0, info.min, 6, 0, -18 if info.min else 27, 1 << (info.bits - 3), info.min],
+                                 dtype), rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True),
+                        (rng.integers(1, 50, n) * 4).astype(dtype)])
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_gcd_lcm_equal_numpy(backend, dtype):
+    a, b = _int_operands(dtype)
+    check(lambda a, b: (np.gcd(a, b), np.lcm(a, b), np.gcd(a, a), np.lcm(b, 0), np.gcd(a, 0), np.lcm(a[::-1], b)),
+          a, b, backend=backend)
+
+
+def test_gcd_lcm_shapes_and_promotion(backend):
+    a, b = _int_operands(np.int64, 20)
+    check(lambda a, b: (np.gcd(a[:, None], b[None, :7]), np.lcm(a[:1], b[:1]), np.gcd(a[:0], b[:0]),
+                        np.gcd(a[0], b[3]), np.lcm(a[4:9], 4), np.gcd(24, a[::3])), a, b, backend=backend)
+    i8, u8 = _int_operands(np.int8, 30)[0], _int_operands(np.uint8, 30)[1]
+    check(lambda x, y: (np.gcd(x, y), np.lcm(x, y), np.gcd(x, np.int64(-2) ** 62)), i8, u8, backend=backend)
+    check(lambda x: (np.gcd(x, True), np.lcm(x, np.bool_(True))), i8, backend=backend)
+    m = np.array([[12, 18, -30, 0, 42], [7, 0, 0, 5, 3], [-8, 24, 16, 64, 2]], np.int64)
+    check(lambda x: (np.gcd.reduce(x, axis=1), np.gcd.accumulate(x, axis=1), np.lcm.reduce(x, axis=0),
+                     np.gcd.outer(x[0], x[1]), np.gcd(x, 6).sum(axis=1) + np.lcm(x, 4).max()), m, backend=backend)
+
+
+def test_gcd_of_bools_and_floats_raises_like_numpy(backend):
+    x = np.array([True, False, True])
+    check_raises_like(lambda x: np.gcd(x, x), x, backend=backend)
+    check_raises_like(lambda x: np.lcm(x, x), x, backend=backend)
+    check_raises_like(lambda x: np.gcd(x, 2.0), np.arange(3), backend=backend)
+
+
+@pytest.mark.parametrize("dtype", (np.int8, np.int16, np.int64, np.uint64))
+def test_gcd_compiles_to_one_op_per_element(dtype):
+    # the kernels' size does not grow with the width: one GCD op each, a few dozen instructions in all, and the
+    # helper function that computes it defined once per program however many kernels call it
+    a, b = _int_operands(dtype, 10)
+
+    def f(a, b):
+        g = np.gcd(a, b)
+        return g, np.lcm(a, b), np.gcd(b, g.max())   # the last in a kernel of its own, after the reduction
+    nf = numfn.jit(f, backend="llvm").specialize(a, b)
+    uops = [u for k in nf.rendered_kernels for u in k.program.uops]
+    assert len(nf.rendered_kernels) >= 2 and sum(u.op is Ops.GCD for u in uops) == 2, len(uops)  # lcm shares g
+    assert len(uops) < 120, len(uops)
+    assert len([line for line in nf.source.splitlines() if line.startswith("define private")]) == 1
+    assert len(nf.source) < 12000, len(nf.source)
+    c_source = numfn.jit(f, backend="c").specialize(a, b).source
+    assert len(re.findall(r"static inline \w+ numfn_gcd\w*\(", c_source)) == 1 and len(c_source) < 8000
+
+
+def test_gcd_folds_constants():
+    nf = numfn.jit(lambda x: x + np.gcd(np.int64(-2) ** 63, 0) + np.lcm(np.uint8(200), np.uint8(3))) \
+        .specialize(np.arange(3))
+    assert not [u for k in nf.rendered_kernels for u in k.program.uops if u.op is Ops.GCD]
+    np.testing.assert_array_equal(nf(np.arange(3)), np.arange(3) + np.gcd(np.int64(-2) ** 63, 0) + 88)

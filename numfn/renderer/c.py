@@ -35,6 +35,33 @@ typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 """
 
 
+# GCD's helpers, defined in the programs that call them: the LLVM renderer's (see there). Stein's binary GCD on
+# unsigned 64-bit integers, and for 8 bits a fixed number of branch-free steps in straight-line code
+def gcd_steps_helper() -> str:
+    """numfn_gcd_u8: the LLVM renderer's gcd_steps_helper in C, so that the kernel's loop vectorizes."""
+    lines = ["static inline uint8_t numfn_gcd_u8(uint8_t a, uint8_t b) {",
+             "  uint8_t s = (uint8_t)((a | b) & -(a | b)), t = (a & s) ? a : b, lo, odd;",
+             "  a = (a & s) ? b : a;", "  b = t;"]
+    step = ("  lo = a < b ? a : b; odd = (a & s) != 0; a = odd ? (uint8_t)((uint8_t)((a < b ? b : a) - lo) >> 1) : "
+            "(uint8_t)(a >> 1); b = odd ? lo : b;")
+    return "\n".join([*lines, *[step] * 16, "  return b;", "}"])
+
+
+GCD_HELPER = """\
+static inline uint64_t numfn_gcd(uint64_t a, uint64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  int k = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) { uint64_t t = a; a = b; b = t; }
+    b -= a;
+  } while (b != 0);
+  return a << k;
+}"""
+
+
 def c_literal(value, dt: DType) -> str:
     if dt.is_bool: return "1" if value else "0"
     if dt is dtypes.float16: return f"((uint16_t){half_bits(value)}U)"   # a storage type: its bits
@@ -289,6 +316,8 @@ EXPRESSIONS = {
     Ops.MAX: _max_min(">="),
     Ops.MIN: _max_min("<="),
     Ops.WHERE: lambda u, a: f"({a[0]} ? {a[1]} : {a[2]})",
+    Ops.GCD: lambda u, a: f"numfn_gcd_u8({a[0]}, {a[1]})" if u.dtype.bits == 8 else
+    f"(({u.dtype.cname})numfn_gcd((uint64_t){a[0]}, (uint64_t){a[1]}))",
     Ops.CAST: lambda u, a: f"({u.dtype.cname})({a[0]})",
     Ops.BITCAST: lambda u, a: _bitcast(a[0], u.src[0].dtype, u.dtype),
 }
@@ -317,6 +346,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     `steps` (numfn.program_steps) says in which order the kernels run, with loops and branches around some of
     them; None runs each kernel once, in order."""
     out = [PRELUDE]
+    if any("numfn_gcd(" in src for _, src in kernels): out.append(GCD_HELPER)
+    if any("numfn_gcd_u8(" in src for _, src in kernels): out.append(gcd_steps_helper())
     if profile:
         out.append("#include <time.h>\n"
                    "static int64_t numfn_now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"

@@ -136,6 +136,78 @@ def _libm(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
     return _call(f, _LIBM[u.op] + ("f" if u.dtype is dtypes.float32 else ""), t, a)
 
 
+# GCD's helpers are private functions (LLVM inlines them), each on one line so that render_program gathers them with
+# the declarations, once per module. 16 to 64 bits: Stein's binary GCD, a loop of data-dependent length (the common
+# power of two apart, each step strips b's factors of two and replaces (a, b) by (min, max - min) until b is 0); the
+# loop keeps the kernel scalar, still faster than NumPy's Euclid (int64: 0.2 s for 2**20 pairs where NumPy takes 0.3)
+GCD_HELPER = " ".join("""define private i64 @numfn_gcd(i64 %a, i64 %b) nounwind {
+entry:
+  %az = icmp eq i64 %a, 0
+  br i1 %az, label %ret_b, label %check_b
+check_b:
+  %bz = icmp eq i64 %b, 0
+  br i1 %bz, label %ret_a, label %start
+start:
+  %ab = or i64 %a, %b
+  %k = call i64 @llvm.cttz.i64(i64 %ab, i1 true)
+  %ta = call i64 @llvm.cttz.i64(i64 %a, i1 true)
+  %a0 = lshr i64 %a, %ta
+  br label %loop
+loop:
+  %x = phi i64 [ %a0, %start ], [ %lo, %loop ]
+  %y = phi i64 [ %b, %start ], [ %d, %loop ]
+  %ty = call i64 @llvm.cttz.i64(i64 %y, i1 true)
+  %y1 = lshr i64 %y, %ty
+  %lt = icmp ult i64 %y1, %x
+  %lo = select i1 %lt, i64 %y1, i64 %x
+  %hi = select i1 %lt, i64 %x, i64 %y1
+  %d = sub i64 %hi, %lo
+  %dz = icmp eq i64 %d, 0
+  br i1 %dz, label %done, label %loop
+done:
+  %g = shl i64 %lo, %k
+  ret i64 %g
+ret_a:
+  ret i64 %a
+ret_b:
+  ret i64 %b
+}""".split())
+
+
+def gcd_steps_helper(t: str, bits: int) -> str:
+    """numfn_gcd_<t> for 8 bits: a binary GCD of 2 * bits branch-free steps in straight-line code, so that a kernel's
+    loop around it vectorizes (1 ms for 2**20 pairs of bytes, where the loop takes 25 and NumPy 50; for 16 bits the
+    straight line, twice as long, took about a second to compile).
+    With s the lowest set bit of a | b, b keeps bit s; a step halves a when its bit s is clear, else replaces (a, b)
+    by (|a - b| / 2, min(a, b)). Each step shortens a or b by a bit, so after 2 * bits steps a is 0 and b the gcd."""
+    lines = [f"define private {t} @numfn_gcd_{t}({t} %a, {t} %b) nounwind {{", "entry:", f"%o = or {t} %a, %b",
+             f"%n = sub {t} 0, %o", f"%s = and {t} %o, %n", f"%as = and {t} %a, %s", f"%has = icmp ne {t} %as, 0",
+             f"%a0 = select i1 %has, {t} %b, {t} %a", f"%b0 = select i1 %has, {t} %a, {t} %b"]
+    for i in range(2 * bits):
+        x, y, j = f"%a{i}", f"%b{i}", i + 1
+        lines += [f"%m{i} = and {t} {x}, %s", f"%odd{i} = icmp ne {t} %m{i}, 0", f"%lt{i} = icmp ult {t} {x}, {y}",
+                  f"%lo{i} = select i1 %lt{i}, {t} {x}, {t} {y}", f"%hi{i} = select i1 %lt{i}, {t} {y}, {t} {x}",
+                  f"%d{i} = sub {t} %hi{i}, %lo{i}", f"%dh{i} = lshr {t} %d{i}, 1", f"%xh{i} = lshr {t} {x}, 1",
+                  f"%a{j} = select i1 %odd{i}, {t} %dh{i}, {t} %xh{i}", f"%b{j} = select i1 %odd{i}, {t} %lo{i}, {t} {y}"]
+    return " ".join([*lines, f"ret {t} %b{2 * bits}", "}"])
+
+
+def _gcd(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
+    """GCD: a call of the module's helper: the branch-free one for 8 bits, else numfn_gcd, the operands
+    zero-extended to i64 and the result truncated back."""
+    if not u.dtype.is_unsigned: raise _unsupported(u)
+    if u.dtype.bits == 8:
+        f.declares.add(gcd_steps_helper(t, u.dtype.bits))
+        return f"call {t} @numfn_gcd_{t}({t} {a[0]}, {t} {a[1]})"
+    f.declares.update({"declare i64 @llvm.cttz.i64(i64, i1)", GCD_HELPER})
+    if t == "i64": return f"call i64 @numfn_gcd(i64 {a[0]}, i64 {a[1]})"
+    wide = [f.fresh("z") for _ in a]
+    for w, x in zip(wide, a): f.emit(f"{w} = zext {t} {x} to i64")
+    g = f.fresh("g")
+    f.emit(f"{g} = call i64 @numfn_gcd(i64 {wide[0]}, i64 {wide[1]})")
+    return f"trunc i64 {g} to {t}"
+
+
 # op -> rule(function state, node, operands, the operands' LLVM type, fast-math flags): the instruction computing it
 ALU_RULES = {
     **{op: _arith(_FLOAT_BIN.get(op), _INT_BIN.get(op)) for op in {*_FLOAT_BIN, *_INT_BIN}},
@@ -147,6 +219,7 @@ ALU_RULES = {
     Ops.WHERE: lambda f, u, a, t, flags: f"select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}",
     **{op: _intrinsic for op in _INTRINSIC},
     **{op: _libm for op in _LIBM},
+    Ops.GCD: _gcd,
 }
 
 
@@ -468,8 +541,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     funcs = []
     for _, src in kernels:
         lines = src.split("\n")
-        declares.update(line for line in lines if line.startswith("declare "))
-        funcs.append("\n".join(line for line in lines if not line.startswith("declare ")))
+        module = [line for line in lines if line.startswith(("declare ", "define private "))]   # helpers: one line
+        declares.update(module)
+        funcs.append("\n".join(line for line in lines if line not in module))
     out = []
     for buf, dt, data in layout.embedded_constants:
         st = storage_type(dt)
