@@ -55,9 +55,9 @@ cos is itself 8 ulp off at the hardest argument 6381956970095103 * 2**797, where
 
 Rounding to an integer uses (v + 1.5*2**52) - 1.5*2**52, which needs IEEE semantics without reassociation: the
 arithmetic these rules add is never reassociated, even under jit(fastmath=True), which marks only the user's
-operations (codegen/program.py). Every operation rounds on its own by default, on both backends alike, so they
-agree bit for bit, except the polynomials' multiply-adds, which are explicit FMA ops where the CPU has FMA
-instructions (one rounding each; 13% faster softmax than separate roundings). The contraction fastmath allows
+operations (codegen/program.py). Every operation rounds on its own by default, the same on both backends (which
+agree bit for bit); the polynomials' multiply-adds are explicit FMA ops where the CPU has FMA instructions (one
+rounding each, on both backends; softmax is 13% faster than with two roundings). The contraction fastmath allows
 elsewhere (a*b + c as one FMA) is harmless: every product whose rounding matters is exact by construction, and
 splits of doubles are made by masking bits, not by Veltkamp's method.
 NOOPT=1 skips these rules and keeps the libm calls.
