@@ -788,7 +788,8 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     for bit (reductions may be reassociated to vectorize: their sums match NumPy's pairwise ones to rounding).
     `fastmath=True` lets the compiler contract a*b + c into fused multiply-adds and reassociate float additions and
     multiplications, which is faster in arithmetic-bound code and differs from NumPy by rounding; NaN, inf and
-    signed zeros keep their meaning (docs/performance.md, "Numerical policy").
+    signed zeros keep their meaning (docs/performance.md, "Numerical policy"). A jitted function called inside
+    another one is traced into the caller's program and follows the caller's setting.
     """
     if fn is None:
         return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath)
