@@ -295,9 +295,9 @@ def test_gcd_compiles_to_one_op_per_element(dtype):
     assert len(nf.rendered_kernels) >= 2 and sum(u.op is Ops.GCD for u in uops) == 2, len(uops)  # lcm shares g
     assert len(uops) < 120, len(uops)
     assert len([line for line in nf.source.splitlines() if line.startswith("define private")]) == 1
-    assert len(nf.source) < 12000, len(nf.source)
+    assert len(nf.source) < 20000, len(nf.source)   # 8 and 16 bits: 2 * bits steps in straight-line code
     c_source = numfn.jit(f, backend="c").specialize(a, b).source
-    assert len(re.findall(r"static inline \w+ numfn_gcd\w*\(", c_source)) == 1 and len(c_source) < 8000
+    assert len(re.findall(r"static inline \w+ numfn_gcd\w*\(", c_source)) == 1 and len(c_source) < 12000
 
 
 def test_gcd_folds_constants():

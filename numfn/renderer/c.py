@@ -36,15 +36,16 @@ typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 
 
 # GCD's helpers, defined in the programs that call them: the LLVM renderer's (see there). Stein's binary GCD on
-# unsigned 64-bit integers, and for 8 bits a fixed number of branch-free steps in straight-line code
-def gcd_steps_helper() -> str:
-    """numfn_gcd_u8: the LLVM renderer's gcd_steps_helper in C, so that the kernel's loop vectorizes."""
-    lines = ["static inline uint8_t numfn_gcd_u8(uint8_t a, uint8_t b) {",
-             "  uint8_t s = (uint8_t)((a | b) & -(a | b)), t = (a & s) ? a : b, lo, odd;",
-             "  a = (a & s) ? b : a;", "  b = t;"]
-    step = ("  lo = a < b ? a : b; odd = (a & s) != 0; a = odd ? (uint8_t)((uint8_t)((a < b ? b : a) - lo) >> 1) : "
-            "(uint8_t)(a >> 1); b = odd ? lo : b;")
-    return "\n".join([*lines, *[step] * 16, "  return b;", "}"])
+# unsigned 64-bit integers, and for 8 and 16 bits a fixed number of branch-free steps in straight-line code
+def gcd_steps_helper(bits: int) -> str:
+    """numfn_gcd_u8 or _u16: the LLVM renderer's gcd_steps_helper in C, so that the kernel's loop vectorizes."""
+    t = f"uint{bits}_t"
+    lines = [f"static inline {t} numfn_gcd_u{bits}({t} a, {t} b) {{",
+             f"  {t} s = ({t})((a | b) & -(a | b)), c = (a & s) ? a : b, lo, odd;", "  a = (a & s) ? b : a;",
+             "  b = c;"]
+    step = (f"  lo = a < b ? a : b; odd = (a & s) != 0; a = odd ? ({t})(({t})((a < b ? b : a) - lo) >> 1) : "
+            f"({t})(a >> 1); b = odd ? lo : b;")
+    return "\n".join([*lines, *[step] * (2 * bits), "  return b;", "}"])
 
 
 GCD_HELPER = """\
@@ -316,7 +317,7 @@ EXPRESSIONS = {
     Ops.MAX: _max_min(">="),
     Ops.MIN: _max_min("<="),
     Ops.WHERE: lambda u, a: f"({a[0]} ? {a[1]} : {a[2]})",
-    Ops.GCD: lambda u, a: f"numfn_gcd_u8({a[0]}, {a[1]})" if u.dtype.bits == 8 else
+    Ops.GCD: lambda u, a: f"numfn_gcd_u{u.dtype.bits}({a[0]}, {a[1]})" if u.dtype.bits <= 16 else
     f"(({u.dtype.cname})numfn_gcd((uint64_t){a[0]}, (uint64_t){a[1]}))",
     Ops.CAST: lambda u, a: f"({u.dtype.cname})({a[0]})",
     Ops.BITCAST: lambda u, a: _bitcast(a[0], u.src[0].dtype, u.dtype),
@@ -347,7 +348,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     them; None runs each kernel once, in order."""
     out = [PRELUDE]
     if any("numfn_gcd(" in src for _, src in kernels): out.append(GCD_HELPER)
-    if any("numfn_gcd_u8(" in src for _, src in kernels): out.append(gcd_steps_helper())
+    out += [gcd_steps_helper(bits) for bits in (8, 16) if any(f"numfn_gcd_u{bits}(" in src for _, src in kernels)]
     if profile:
         out.append("#include <time.h>\n"
                    "static int64_t numfn_now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"
