@@ -77,6 +77,7 @@ class NumericalFunction:
     backend: str = "c"
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
+    fastmath: bool = False   # jit's: float + - * may be contracted into FMAs and reassociated (KernelProgram)
     # arguments that share memory with a written one, traced as views of one base per group (numfn.aliasing)
     aliases: tuple = ()
 
@@ -217,7 +218,8 @@ class NumericalFunction:
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 progress.kernels_done(len(out))
                 continue
-            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS)
+            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS,
+                                 fastmath=self.fastmath)
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
             progress.kernels_done(len(out))
         debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
@@ -248,7 +250,7 @@ class NumericalFunction:
         from numfn.runtime.cache import cache_key
         from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
-                         f"noopt={debug.noopt()} profile={self.profile}", repr(self.in_specs),
+                         f"noopt={debug.noopt()} profile={self.profile} fastmath={self.fastmath}", repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
 
     @cached_stage
@@ -648,7 +650,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
-                 unroll: int | None = None, progress: bool = True) -> None:
+                 unroll: int | None = None, progress: bool = True, fastmath: bool = False) -> None:
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
@@ -657,13 +659,21 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         if unroll is not None and (not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 0):
             raise ValueError(f"unroll must be a non-negative int (the longest loop to unroll), got {unroll!r}")
         self._unroll = unroll
-        self._specializations: dict = {}   # (signature key, backend, profile) -> NumericalFunction
+        if not isinstance(fastmath, bool): raise TypeError(f"fastmath must be True or False, got {fastmath!r}")
+        self._fastmath = fastmath
+        # (signature key, backend, profile, fastmath) -> NumericalFunction
+        self._specializations: dict = {}
         self._ready: set = set()           # the keys of those whose native code is loaded
         self._lock = lock()   # a forked child finds it released (numfn.locks)
 
     @property
     def backend(self) -> str:
         return self._backend or debug.default_backend()
+
+    @property
+    def fastmath(self) -> bool:
+        """Whether float arithmetic may be contracted into FMAs and reassociated (jit's `fastmath`)."""
+        return self._fastmath
 
     def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
@@ -674,14 +684,15 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
-        full = (key, self.backend, debug.level() >= 2)
+        full = (key, self.backend, debug.level() >= 2, self._fastmath)
         nf = self._specializations.get(full)
         if nf is not None and (not compile or full in self._ready): return nf
         with self._lock:
             nf = self._specializations.get(full)
             if nf is None:
                 extensions.warn_missing()   # once per process, if numfn was installed without them
-                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2], self._unroll)
+                nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2], self._unroll,
+                                       self._fastmath)
                 self._specializations[full] = nf
             if compile and full not in self._ready:
                 try:
@@ -743,7 +754,8 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll)
+        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll, self._progress,
+                             self._fastmath)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function
@@ -762,18 +774,20 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
 @overload
 def jit(fn: Callable[_P, _R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        backend: str | None = None, unroll: int | None = None, progress: bool = True) -> JitFunction[_P, _R]: ...
+        backend: str | None = None, unroll: int | None = None, progress: bool = True,
+        fastmath: bool = False) -> JitFunction[_P, _R]: ...
 
 
 @overload
 def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        backend: str | None = None, unroll: int | None = None,
-        progress: bool = True) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+        backend: str | None = None, unroll: int | None = None, progress: bool = True,
+        fastmath: bool = False) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
 
 
 def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
-        progress: bool = True) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
+        progress: bool = True,
+        fastmath: bool = False) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
@@ -783,7 +797,15 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
     progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
     every function).
+
+    Floating-point arithmetic rounds every operation as NumPy does by default: a*b + c is a rounded product and a
+    rounded sum (never one fused multiply-add), on both backends alike, so elementwise results equal NumPy's bit
+    for bit (reductions may be reassociated to vectorize: their sums match NumPy's pairwise ones to rounding).
+    `fastmath=True` lets the compiler contract a*b + c into fused multiply-adds and reassociate float additions and
+    multiplications, which is faster in arithmetic-bound code and differs from NumPy by rounding; NaN, inf and
+    signed zeros keep their meaning (docs/performance.md, "Numerical policy"). A jitted function called inside
+    another one is traced into the caller's program and follows the caller's setting.
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress)
-    return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress)
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath)
+    return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress, fastmath)

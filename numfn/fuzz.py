@@ -9,8 +9,8 @@ einsum, where, numfn.numpy functions (concatenate, stack, flip, roll, diff, tile
 integer-array indexing, and writes: `x[index] = v` and `x[index] += v` into arguments (the caller's arrays change)
 and into copies made in the program. Each variable records
   scale  a bound on the magnitudes its value was computed from (the scale of the absolute error allowed)
-  exact  computed by correctly rounded operations only, so numfn must agree to the last bits (1e-12 for float64:
-         the LLVM backend may fuse a*b+c into an FMA); only exact values feed discontinuous operations (floor,
+  exact  computed by correctly rounded operations only, so numfn must agree to the last bits (checked to 1e-12
+         for float64: every operation rounds as NumPy's does, no FMA contraction); only exact values feed discontinuous operations (floor,
          //, %, comparisons, sign, float -> int casts), where one rounding difference upstream (a sum in another
          order, an approximated sin) would legitimately flip the result
   lowp   float32 took part: float64 results are compared with float32's tolerance

@@ -11,7 +11,8 @@ hoisted (see codegen/lower.py). A value is realized when
     `(A @ B) @ C`, or a reduction broadcast along a loop outside its own), or
   - it is elementwise and the repeated evaluations cost more than storing it: (evaluations - size) * cost >
     RECOMPUTE_LIMIT * size, with cost counting the ALU ops per element (transcendental ones as
-    TRANSCENDENTAL_COST, loads and reductions as 1: a reduction is hoisted, not repeated per element).
+    TRANSCENDENTAL_COST, GCD as GCD_COST, loads and reductions as 1: a reduction is hoisted, not repeated per
+    element).
 An intermediate whose consumers all ended up computing it inline is dropped again.
 So `sum(a * a)` is one kernel, softmax over rows is one kernel (each row's max and sum are inner loops hoisted
 out of the column loop), and a matmul followed by bias and relu is one kernel.
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
+GCD_COST = 64   # a loop of up to 2 * bits steps (binary GCD): about 100 operations for random 64-bit operands
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -107,12 +109,13 @@ class ExecItem:
 
     @property
     def op_count(self) -> int:
-        """ALU operations the kernel executes (a reduction counts one per element it combines); for an extern call,
-        the routine's floating-point operations."""
+        """ALU operations the kernel executes (a reduction counts one per element it combines, a GCD GCD_COST); for
+        an extern call, the routine's floating-point operations."""
         if self.lowered is None:
             assert not isinstance(self.kernel, Kernel)   # a Kernel always has its lowered form
             return self.kernel.flops
-        return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else 1)
+        return sum(c * (u.src[0].size // max(u.size, 1) if u.op is Ops.REDUCE_AXIS else GCD_COST if u.op is Ops.GCD
+                        else 1)
                    for u, c in self.lowered.evaluations.items() if u.op in ALU or u.op is Ops.REDUCE_AXIS)
 
     @property
@@ -167,7 +170,8 @@ def _element_cost(u: UOp, realized, memo: dict) -> int:
         # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
         elif leaf: c = 1
         elif x.op in MOVEMENT: c = memo[x.src[0]]
-        else: c = (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else 1) + sum(memo[s] for s in srcs)
+        else: c = (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else GCD_COST if x.op is Ops.GCD else 1) + \
+            sum(memo[s] for s in srcs)
         memo[x] = c
     return memo[u]
 
@@ -179,7 +183,7 @@ def _index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     if u in memo: return memo[u]
     if u.op in (Ops.CONST, Ops.IOTA): out = True
     elif u.op is Ops.BUFFER or u in realized: out = u.size == 1
-    elif not (u.dtype.is_int or u.dtype is dtypes.bool) or budget <= 0: out = False
+    elif not (u.dtype.is_int or u.dtype is dtypes.bool) or budget <= 0 or u.op is Ops.GCD: out = False
     elif u.op in MOVEMENT or u.op in ELEMENTWISE:
         out = all(_index_arithmetic(s, realized, memo, budget - 1) for s in u.src)
     else: out = False

@@ -32,7 +32,7 @@ _UFUNC: dict[Ops, Callable[..., Any]] = {
           Ops.ASIN: np.arcsin, Ops.ACOS: np.arccos, Ops.ATAN: np.arctan, Ops.SINH: np.sinh, Ops.COSH: np.cosh,
           Ops.ASINH: np.arcsinh, Ops.ACOSH: np.arccosh, Ops.ATANH: np.arctanh, Ops.EXPM1: np.expm1,
           Ops.LOG1P: np.log1p, Ops.LOG10: np.log10, Ops.CBRT: np.cbrt, Ops.RINT: np.rint, Ops.ATAN2: np.arctan2,
-          Ops.HYPOT: np.hypot, Ops.IMAG: np.imag, Ops.COMPLEX: lambda re, im: _complex_from(re, im)}
+          Ops.HYPOT: np.hypot, Ops.GCD: np.gcd, Ops.IMAG: np.imag, Ops.COMPLEX: lambda re, im: _complex_from(re, im)}
 
 
 def _complex_from(re, im) -> np.ndarray:

@@ -340,7 +340,7 @@ class VmapFunction(_Mapped[_P, _R]):
             return self._trace_batched(args, kwargs)
 
         # fn's name and signature (through __wrapped__) name the arguments in errors and debug output
-        self._jitted = JitFunction(update_wrapper(batched, fn, updated=()))
+        self._jitted = JitFunction(update_wrapper(batched, fn, updated=()), fastmath=self.inner.fastmath)
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if any(isinstance(x, Tensor) for x in flatten((args, kwargs), is_leaf=_leaf_or_tensor)[0]):

@@ -53,6 +53,9 @@ class Ops(enum.Enum):
     CMPLT = enum.auto(); CMPLE = enum.auto(); CMPEQ = enum.auto(); CMPNE = enum.auto()  # noqa: E702
     AND = enum.auto(); OR = enum.auto(); XOR = enum.auto(); SHL = enum.auto(); SHR = enum.auto()  # noqa: E702
     ATAN2 = enum.auto(); HYPOT = enum.auto()  # noqa: E702
+    # the greatest common divisor of two unsigned integers (gcd(0, 0) = 0): one op, whose loop the renderers call as a
+    # helper function (binary GCD), so that np.gcd and np.lcm compile in constant time at every width
+    GCD = enum.auto()
     # complex numbers (tensor level only, rewritten into their parts by codegen/complex.py): COMPLEX(re, im) makes a
     # complex value of two reals, IMAG(z) is its imaginary part (its real part is CAST(z) to the component type,
     # NumPy's cast); every other ALU op on complex values means what NumPy's ufunc does for complex numbers
@@ -103,12 +106,13 @@ UNARY = frozenset({Ops.NEG, Ops.NOT, Ops.ABS, Ops.SQRT, Ops.EXP, Ops.EXP2, Ops.L
                    Ops.IMAG})
 BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
                     Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT, Ops.COMPLEX})
+                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT, Ops.COMPLEX, Ops.GCD})
 TERNARY = frozenset({Ops.WHERE, Ops.FMA})
 ALU = UNARY | BINARY | TERNARY
 ELEMENTWISE = ALU | {Ops.CAST, Ops.BITCAST}
 COMPARISON = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
-COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR})
+COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR,
+                         Ops.GCD})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
 TRANSCENDENTAL = frozenset({Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.POW,
                             Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH,
@@ -479,6 +483,8 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if op is Ops.WHERE:
         (a0, a1), (b0, b1) = u.src[1].bounds, u.src[2].bounds
         return (min(a0, b0), max(a1, b1))
+    if op is Ops.GCD:   # unsigned operands: a divisor of one (or the other, when one is 0)
+        return (0, max(u.src[0].vmax, u.src[1].vmax))
     if op is Ops.CAST and (u.src[0].dtype.is_int or u.src[0].dtype.is_bool):
         a0, a1 = u.src[0].bounds
         if dt.min <= a0 and a1 <= dt.max: return (a0, a1)

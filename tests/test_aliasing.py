@@ -20,7 +20,7 @@ def check_aliased(fn, memory: np.ndarray, make, backend: str, calls: int = 2):
         got = jitted(*make(ours))
         if want is None: assert got is None
         else: assert_same(got, want)
-        assert_same(ours, theirs)   # (float results may differ in the last bit: contractions into fma)
+        assert_same(ours, theirs)
     return jitted
 
 

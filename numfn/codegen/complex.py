@@ -294,10 +294,9 @@ def _fma(a: UOp, b: UOp, c: UOp) -> UOp: return UOp(Ops.FMA, a.dtype, (a, b, c))
 
 
 def exact_mul(a: UOp, b: UOp) -> UOp:
-    """a * b rounded on its own, never fused with a neighbouring addition (the LLVM backend lets the compiler
-    contract a*b + c into an FMA; where NumPy rounds the product first, so must numfn): fma(a, b, -0.0) is that
-    product, NaN, inf and the sign of zero included."""
-    return _fma(a, b, UOp.const_like(a.dtype, -0.0, a.shape) if a.shape else UOp.const(a.dtype, -0.0))
+    """a * b rounded on its own, where NumPy rounds the product before adding it: a plain product, since numfn never
+    contracts a*b + c into an FMA unless jit(fastmath=True) asks for it."""
+    return a * b
 def _fn(op: Ops, *xs: UOp) -> UOp: return UOp(op, xs[0].dtype, tuple(xs))
 def _div(a: UOp, b: UOp) -> UOp: return a.alu(Ops.FDIV, b)
 

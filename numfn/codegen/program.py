@@ -12,7 +12,7 @@ from numfn.codegen.opt import block, choose_block, choose_row_tile, choose_upcas
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.symbolic import symbolic
-from numfn.uop import Ops, UOp, format_node, graph_rewrite
+from numfn.uop import Ops, UOp, format_node, graph_rewrite, rebuild
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,24 @@ class KernelProgram:
     # reductions may be reassociated (vectorized along their own loop): not after an upcast, whose copies are
     # the vector lanes (a reduction vectorized along its loop would turn their loads into gathers)
     reassociate: bool = True
+    # jit(fastmath=True): float + - * may be contracted into FMAs, and those the user's program computes (marked
+    # FAST) reassociated too. Without it every operation rounds on its own, as NumPy's do (docs/performance.md)
+    fastmath: bool = False
 
     def may_reassociate(self, u: UOp) -> bool:
         """Whether the renderers may let the compiler reassociate `u`: the accumulation step of a float sum or
-        product (an ADD or MUL reading its accumulator), in a program that allows it, so that it vectorizes."""
-        return self.reassociate and u.dtype.is_float and u.op in (Ops.ADD, Ops.MUL) and \
-            any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src)
+        product (an ADD or MUL reading its accumulator), in a program that allows it, so that it vectorizes; with
+        fastmath, also the user's float + - * (not the exact arithmetic of codegen/transcendental.py and
+        codegen/complex.py, whose roundings are part of the method)."""
+        if not (u.dtype.is_float and u.op in (Ops.ADD, Ops.SUB, Ops.MUL)): return False
+        if u.op is not Ops.SUB and any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src):
+            return self.reassociate
+        return self.fastmath and u.arg is FAST
+
+    def may_contract(self, u: UOp) -> bool:
+        """Whether the renderers may let the compiler fuse `u` with a neighbouring float operation into an FMA
+        (rounding once where NumPy rounds twice): only with fastmath."""
+        return self.fastmath and u.dtype.is_float and u.op in (Ops.ADD, Ops.SUB, Ops.MUL)
 
     def __str__(self) -> str:
         """The instructions in execution order, indented by loop depth; buffers and constants inline."""
@@ -48,8 +60,18 @@ class KernelProgram:
         return "\n".join(lines)
 
 
+FAST = "fast"   # the arg of a float ADD, SUB or MUL of the user's program in a fastmath kernel
+
+
+def _mark_fast(sink: UOp) -> UOp:
+    """The float + - * of `sink` marked FAST: the rewrites that follow (decompositions, transcendental functions)
+    keep a node's arg when they rebuild it over new sources, and their own arithmetic is unmarked."""
+    return rebuild(sink, lambda u, src: UOp(u.op, u.dtype, src, FAST)
+                   if u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and u.dtype.is_float and u.arg is None else None)
+
+
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
-                  parallel: bool = False) -> KernelProgram:
+                  parallel: bool = False, fastmath: bool = False) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
     the kernel allows it (see `splittable_loop`). Every pass is iterative: unrolled computations (gcd's fixed
     steps, reduction trees) make deep graphs."""
@@ -72,10 +94,12 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)
+    if fastmath: sink = _mark_fast(sink)
     rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
     sink = graph_rewrite(sink, rules, name="kernel: decompositions")
     uops = tuple(linearize(sink))
-    return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts)
+    return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts,
+                         fastmath)
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:

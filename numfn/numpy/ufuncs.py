@@ -768,30 +768,15 @@ def _abs_unsigned(x: UOp) -> UOp:
     return (x < _c(x, 0)).where(-x, x).cast(ut) if not x.dtype.is_bool else x.cast(ut)
 
 
-def _gcd_unsigned(a: UOp, b: UOp) -> UOp:
-    """Binary GCD with a fixed number of branch-free steps. With t the lowest set bit of a|b, b is kept with bit t
-    set; a step either halves a (when bit t of a is clear) or replaces (a, b) by (|a - b| / 2, min(a, b)). Each
-    step shortens a or b by a bit, so 2 * bits steps reach a == 0, and b is the gcd."""
-    dt = a.dtype
-    t = (a | b) & -(a | b)
-    a_has = (a & t).ne(_c(a, 0))
-    a, b = a_has.where(b, a), a_has.where(a, b)   # b has bit t (or both are 0)
-    one = _c(a, 1)
-    for _ in range(2 * dt.bits):
-        odd = (a & t).ne(_c(a, 0))
-        diff = a.maximum(b) - a.minimum(b)
-        a, b = odd.where(UOp(Ops.SHR, dt, (diff, one), True), UOp(Ops.SHR, dt, (a, one), True)), \
-            odd.where(a.minimum(b), b)
-    return b
-
-
 def _gcd(a: UOp, b: UOp) -> UOp:
-    return _gcd_unsigned(_abs_unsigned(a), _abs_unsigned(b)).cast(a.dtype)
+    """NumPy's gcd: of the absolute values (|min| fits the unsigned type; gcd(min, 0) is min again as NumPy gives),
+    one GCD op whose loop the renderers emit as a helper function."""
+    return _abs_unsigned(a).alu(Ops.GCD, _abs_unsigned(b)).cast(a.dtype)
 
 
 def _lcm(a: UOp, b: UOp) -> UOp:
     ua, ub = _abs_unsigned(a), _abs_unsigned(b)
-    g = _gcd_unsigned(ua, ub)
+    g = ua.alu(Ops.GCD, ub)
     zero = g.eq(_c(g, 0))
     return zero.where(_c(g, 0), ua.alu(Ops.IDIV, zero.where(_c(g, 1), g)) * ub).cast(a.dtype)
 

@@ -35,6 +35,34 @@ typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 """
 
 
+# GCD's helpers, defined in the programs that call them: the LLVM renderer's (see there). Stein's binary GCD on
+# unsigned 64-bit integers, and for 8 and 16 bits a fixed number of branch-free steps in straight-line code
+def gcd_steps_helper(bits: int) -> str:
+    """numfn_gcd_u8 or _u16: the LLVM renderer's gcd_steps_helper in C, so that the kernel's loop vectorizes."""
+    t = f"uint{bits}_t"
+    lines = [f"static inline {t} numfn_gcd_u{bits}({t} a, {t} b) {{",
+             f"  {t} s = ({t})((a | b) & -(a | b)), c = (a & s) ? a : b, lo, odd;", "  a = (a & s) ? b : a;",
+             "  b = c;"]
+    step = (f"  lo = a < b ? a : b; odd = (a & s) != 0; a = odd ? ({t})(({t})((a < b ? b : a) - lo) >> 1) : "
+            f"({t})(a >> 1); b = odd ? lo : b;")
+    return "\n".join([*lines, *[step] * (2 * bits), "  return b;", "}"])
+
+
+GCD_HELPER = """\
+static inline uint64_t numfn_gcd(uint64_t a, uint64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  int k = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) { uint64_t t = a; a = b; b = t; }
+    b -= a;
+  } while (b != 0);
+  return a << k;
+}"""
+
+
 def c_literal(value, dt: DType) -> str:
     if dt.is_bool: return "1" if value else "0"
     if dt is dtypes.float16: return f"((uint16_t){half_bits(value)}U)"   # a storage type: its bits
@@ -52,6 +80,15 @@ def c_literal(value, dt: DType) -> str:
 
 def _bitcast(x: str, src: DType, dst: DType) -> str:
     return f"((union {{ {src.cname} a; {dst.cname} b; }}){{ .a = {x} }}).b"
+
+
+def fp_pragma(prog: KernelProgram, u: UOp) -> str:
+    """The options of clang's `#pragma clang fp` for `u`'s statement, as the LLVM renderer's fast-math flags: the
+    program is compiled with -ffp-contract=off (each operation rounds on its own, as NumPy's do), reductions'
+    accumulation steps may be reassociated, and jit(fastmath=True) allows contraction (and reassociation of the
+    user's arithmetic)."""
+    return " ".join((["reassociate(on)"] if prog.may_reassociate(u) else []) +
+                    (["contract(fast)"] if prog.may_contract(u) else []))
 
 
 def render_kernel(prog: KernelProgram) -> str:
@@ -109,8 +146,9 @@ def render_kernel(prog: KernelProgram) -> str:
         name = f"{'ld' if u.op is Ops.LOAD else 'v'}{counter}"
         counter += 1
         names[u] = name
-        if prog.may_reassociate(u):   # clang's pragma applies to this one statement; other compilers ignore it
-            lines.append(f"{pad}{u.dtype.cname} {name}; {{ _Pragma(\"clang fp reassociate(on)\") {name} = {expr}; }}")
+        pragma = fp_pragma(prog, u)
+        if pragma:   # clang's pragma applies to this one statement; other compilers ignore it
+            lines.append(f"{pad}{u.dtype.cname} {name}; {{ _Pragma(\"clang fp {pragma}\") {name} = {expr}; }}")
             continue
         lines.append(f"{pad}{u.dtype.cname} {name} = {expr};")
     lines.append("}")
@@ -279,6 +317,8 @@ EXPRESSIONS = {
     Ops.MAX: _max_min(">="),
     Ops.MIN: _max_min("<="),
     Ops.WHERE: lambda u, a: f"({a[0]} ? {a[1]} : {a[2]})",
+    Ops.GCD: lambda u, a: f"numfn_gcd_u{u.dtype.bits}({a[0]}, {a[1]})" if u.dtype.bits <= 16 else
+    f"(({u.dtype.cname})numfn_gcd((uint64_t){a[0]}, (uint64_t){a[1]}))",
     Ops.CAST: lambda u, a: f"({u.dtype.cname})({a[0]})",
     Ops.BITCAST: lambda u, a: _bitcast(a[0], u.src[0].dtype, u.dtype),
 }
@@ -307,6 +347,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     `steps` (numfn.program_steps) says in which order the kernels run, with loops and branches around some of
     them; None runs each kernel once, in order."""
     out = [PRELUDE]
+    if any("numfn_gcd(" in src for _, src in kernels): out.append(GCD_HELPER)
+    out += [gcd_steps_helper(bits) for bits in (8, 16) if any(f"numfn_gcd_u{bits}(" in src for _, src in kernels)]
     if profile:
         out.append("#include <time.h>\n"
                    "static int64_t numfn_now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"

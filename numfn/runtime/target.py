@@ -38,6 +38,16 @@ def target_description(backend: str) -> str:
 
 
 @functools.cache
+def has_fma() -> bool:
+    """Whether the host CPU has fused multiply-add instructions (x86's FMA3; every 64-bit ARM CPU): code compiled for
+    it computes fma(a, b, c) in one instruction, where other CPUs call a slow library function."""
+    import platform
+    import re
+    if platform.machine().lower() in ("aarch64", "arm64"): return True
+    return re.search(r"^flags\s*:.*\bfma\b", cpu_description(), re.M) is not None
+
+
+@functools.cache
 def cpu_description() -> str:
     """The CPU model and feature flags, which code compiled for the host CPU depends on."""
     try:

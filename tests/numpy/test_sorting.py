@@ -325,8 +325,7 @@ def test_out_of_range_sorter_raises_after_the_call():
 
 # ---- median, percentile, quantile ---------------------------------------------------------------------------------
 def _stats_match(got, expected):
-    """NumPy's dtypes and shapes; values to the dtype's relative tolerance (numfn contracts a + b * t into one fused
-    multiply-add where NumPy rounds twice: interpolated quantiles may differ in the last bit)."""
+    """NumPy's dtypes and shapes; values to the dtype's relative tolerance."""
     for i, (g, e) in enumerate(zip(got, expected)):
         f = np.abs(np.asarray(e, np.float64))
         scale = float(f[np.isfinite(f)].max()) if np.isfinite(f).any() else 1.0

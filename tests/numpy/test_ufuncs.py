@@ -151,7 +151,7 @@ def test_integer_ufuncs_exact(dtype):
 
 
 def test_gcd_lcm_methods():
-    """gcd and lcm unroll a fixed number of steps per element, so their reductions are tested on one small case."""
+    """gcd and lcm reductions, accumulations and outer products on one small case."""
     x = np.array([[12, 18, -30, 0, 42], [7, 0, 0, 5, 3], [-8, 24, 16, 64, 2]], np.int8)
     check_fnp(lambda xp: lambda x: (xp.gcd.reduce(x, axis=1), xp.gcd.accumulate(x, axis=1), xp.lcm.reduce(x % 5),
                                     xp.gcd.outer(x[0], x[1]), xp.gcd.reduce(x, axis=None)), x, backend="llvm")
