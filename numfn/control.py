@@ -310,18 +310,29 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     values promote to (NumPy's rules). `names`: the results' names, for errors. Arrays from outside that a branch
     writes into become results too (the other branches give their old value)."""
     tag = new_region_tag()
-    specs = [(t.shape, t.uop.dtype) for t in operands]
-    ph = [Tensor(placeholder(tag, k, s, d), weak=operands[k].weak) for k, (s, d) in enumerate(specs)]
+    # operands are given to the branches as themselves (as Python does): a write into one, or through a view, is a
+    # write into its base, an outer array the branch writes (a result below). Only arrays of run-time length, which
+    # cannot be written through, are placeholders.
+    kept = [k for k, t in enumerate(operands) if t.runtime_length and t.base is None]
+    specs = [(operands[k].shape, operands[k].uop.dtype) for k in kept]
+    ph = [Tensor(placeholder(tag, j, s, d), weak=operands[k].weak) for j, (k, (s, d)) in enumerate(zip(kept, specs))]
+    args = list(operands)
+    for k, p in zip(kept, ph): args[k] = p
+    passed = [t for k, t in enumerate(operands) if k not in kept]
+    # links a branch inside makes to these arrays are its own (numfn.branch_views): dropped after each trace
+    links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
+             .values()]
     traced: list[_Traced] = []
     written: list[tuple[Tensor, UOp]] = []
     for fn in branches:
         try:
-            traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], ph))
+            traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], args, passed))
             for t, old in traced[-1].rebinds.values():
                 if t.base is None and not any(t is w for w, _ in written): written.append((t, old))
         finally:
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
+            for t, lk in links: t._links = lk
     if any(tr.checks for tr in traced):
         raise NumfnError(f"a value check (an index out of bounds, ...) inside a branch is not supported yet (at "
                          f"{user_location()})")
@@ -335,12 +346,15 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     borns: list[set] = []
     for fn in branches:
         with recording_trace(region=True) as rec:
-            out = [_as_state(v, "a branch's result") for v in fn(*ph)]
+            assert rec.born is not None
+            rec.born.update(id(p) for p in ph)
+            out = [_as_state(v, "a branch's result") for v in fn(*args)]
             finals = [t.uop for t, _ in written]
         for t, old in written: t.rebind(old, record=False)
         assert rec.rebinds is not None and rec.born is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
+        for t, lk in links: t._links = lk
         values.append([o.uop for o in out] + finals)
         outs.append(out)
         borns.append(rec.born)
@@ -350,7 +364,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
     # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
     from numfn.branch_views import BranchViews
-    bv = BranchViews(outs, borns, {id(p): o for p, o in zip(ph, operands)}, n_user)
+    bv = BranchViews(outs, borns, {id(p): operands[k] for p, k in zip(ph, kept)}, n_user)
     if bv.extra_labels:
         for i, v in enumerate(values):
             where = bv.extra(i)
@@ -374,7 +388,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         body = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
         bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], len(specs), captures)[0])
     region = Region("cond", tag, tuple(specs), None, tuple(bodies), tuple(results))
-    srcs = (index.uop.cast(I64),) + tuple(t.uop for t in operands) + tuple(captures)
+    srcs = (index.uop.cast(I64),) + tuple(operands[k].uop for k in kept) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
     res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
     for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)

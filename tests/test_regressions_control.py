@@ -678,3 +678,165 @@ def test_loop_rebinding_runtime_window_still_refused(backend):
         return v
     with pytest.raises(numfn.NumfnError, match="run-time length"):
         numfn.jit(f, backend=backend)(np.arange(6.0), np.array(2))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# writes in a branch into an array from outside it (an argument, a local array, a view of either): the branch is
+# given the array itself, so the write reaches its memory and every name and view of it, as in NumPy
+
+def _if_view_write(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return x
+
+
+def _if_argument_augmented(x, n):
+    if n.sum() > 0:
+        x += 1
+    return x
+
+
+def _if_argument_item(x, n):
+    if n.sum() > 0:
+        x[0] = 5
+    return x
+
+
+def _else_view_write(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        pass
+    else:
+        v *= 2
+    return x
+
+
+def _both_sides_views(x, n):
+    v = x[1:]
+    w = x[:2]
+    if n.sum() > 0:
+        v += 1
+    else:
+        w -= 3
+    return x, v, w
+
+
+def _nested_branch_view(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        if n.sum() > 1:
+            v += 1
+        else:
+            v[0] = 7
+    return x
+
+
+def _branch_in_loop_view(x, n):
+    v = x[1:]
+    for i in range(6):
+        if n.sum() > i:
+            v += 1
+    return x
+
+
+def _branch_view_returned(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return v, v.sum()
+
+
+def _branch_local_written(x, n):
+    y = x * 2
+    if n.sum() > 0:
+        y += 1
+    return y
+
+
+def _branch_local_view_written(x, n):
+    y = x * 2
+    v = y[::2]
+    if n.sum() > 0:
+        v += 1
+    return y, v
+
+
+def _branch_alias_names(x, n):
+    y = x * 2
+    z = y                 # two names of one array
+    if n.sum() > 0:
+        y += 1
+    return z
+
+
+def _branch_2d_rows(x, n):
+    r = x[n.sum()]        # a view of the row picked by a traced integer
+    c = x[:, 1]
+    if n.sum() > 0:
+        r += 10
+    else:
+        c *= -1
+    return x, r, c
+
+
+def _branch_write_then_rebind(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+        v = v * 0     # the name moves on; the write stays in x
+    return x, v
+
+
+def _elif_views(x, n):
+    a = x[:2]
+    b = x[2:4]
+    if n.sum() > 1:
+        a += 1
+    elif n.sum() > 0:
+        b += 1
+    else:
+        x[-1] = -1
+    return x
+
+
+def _branch_write_read_after(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return x.sum() + v[0]
+
+
+def _branch_int_dtype(x, n):
+    v = x[::2]
+    if n.sum() > 0:
+        v //= 2
+    return x
+
+
+def _cond_api_write(x, n):
+    def bump(a):
+        a += 1
+        return a.sum()
+
+    def keep(a):
+        return a.sum()
+    return numfn.cond(n.sum() > 0, bump, keep, x[1:])
+
+
+_B1 = np.arange(6.0)
+_B2 = np.arange(12.0).reshape(3, 4)
+_BRANCH_WRITES = [
+    (_if_view_write, _B1), (_if_argument_augmented, _B1), (_if_argument_item, _B1), (_else_view_write, _B1),
+    (_both_sides_views, _B1), (_nested_branch_view, _B1), (_branch_in_loop_view, _B1), (_branch_view_returned, _B1),
+    (_branch_local_written, _B1), (_branch_local_view_written, _B1), (_branch_alias_names, _B1),
+    (_branch_2d_rows, _B2), (_branch_write_then_rebind, _B1), (_elif_views, _B1), (_branch_write_read_after, _B1),
+    (_branch_int_dtype, np.arange(7, dtype=np.int32)), (_if_view_write, _B2), (_if_argument_augmented, _B2),
+    (_cond_api_write, _B1),
+]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("fn, x", _BRANCH_WRITES, ids=lambda v: getattr(v, "__name__", None))
+def test_branch_writes_through(fn, x, n, backend):
+    check_mutates(fn, x, np.array([n]), backend=backend)
