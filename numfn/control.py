@@ -349,13 +349,13 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             assert rec.born is not None
             rec.born.update(id(p) for p in ph)
             out = [_as_state(v, "a branch's result") for v in fn(*args)]
-            finals = [t.uop for t, _ in written]
+            finals = [o.uop for o in out] + [t.uop for t, _ in written]   # before any array gets its old value back
         for t, old in written: t.rebind(old, record=False)
         assert rec.rebinds is not None and rec.born is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
         for t, lk in links: t._links = lk
-        values.append([o.uop for o in out] + finals)
+        values.append(finals)
         outs.append(out)
         borns.append(rec.born)
     n_user = len(values[0]) - len(written)

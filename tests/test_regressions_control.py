@@ -824,9 +824,29 @@ def _cond_api_write(x, n):
     return numfn.cond(n.sum() > 0, bump, keep, x[1:])
 
 
+def _written_or_rebound(x, n):   # one side writes the argument, the other binds the name to a new array
+    if n.sum() > 0:
+        x[0] = 9.0
+    else:
+        x = x - 1
+    x[1] = -2.0          # into the argument, or into the new array
+    return x
+
+
+def _view_written_or_rebound(x, n):
+    v = x[2:]
+    if n.sum() > 0:
+        v[0] = 9.0
+    else:
+        v = v * 3
+    v[-1] = -2.0
+    return x, v
+
+
 _B1 = np.arange(6.0)
 _B2 = np.arange(12.0).reshape(3, 4)
 _BRANCH_WRITES = [
+    (_written_or_rebound, _B1), (_view_written_or_rebound, _B1), (_view_written_or_rebound, _B2),
     (_if_view_write, _B1), (_if_argument_augmented, _B1), (_if_argument_item, _B1), (_else_view_write, _B1),
     (_both_sides_views, _B1), (_nested_branch_view, _B1), (_branch_in_loop_view, _B1), (_branch_view_returned, _B1),
     (_branch_local_written, _B1), (_branch_local_view_written, _B1), (_branch_alias_names, _B1),
