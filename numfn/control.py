@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.errors import NumfnError, user_location
+from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, recording_trace, tracing
 from numfn.uop import Ops, UOp, format_graph
@@ -311,14 +311,13 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     writes into become results too (the other branches give their old value)."""
     tag = new_region_tag()
     # operands are given to the branches as themselves (as Python does): a write into one, or through a view, is a
-    # write into its base, an outer array the branch writes (a result below). Only arrays of run-time length, which
-    # cannot be written through, are placeholders.
-    kept = [k for k, t in enumerate(operands) if t.runtime_length and t.base is None]
-    specs = [(operands[k].shape, operands[k].uop.dtype) for k in kept]
-    ph = [Tensor(placeholder(tag, j, s, d), weak=operands[k].weak) for j, (k, (s, d)) in enumerate(zip(kept, specs))]
-    args = list(operands)
-    for k, p in zip(kept, ph): args[k] = p
-    passed = [t for k, t in enumerate(operands) if k not in kept]
+    # write into its base, an outer array the branch writes (a result below)
+    for k, t in enumerate(operands):
+        if t.runtime_length and t.base is None:
+            name = f"{names[k]!r}" if k < len(names) else f"operand {k}"
+            raise unsupported(f"{name}, an array of run-time length (x[mask], nonzero), assigned in a branch on a "
+                              "traced value", "keep the mask and use numpy.where instead")
+    args = passed = list(operands)   # every value a branch reads is a capture: the region has no state
     # links a branch inside makes to these arrays are its own (numfn.branch_views): dropped after each trace
     links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
              .values()]
@@ -346,8 +345,6 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     borns: list[set] = []
     for fn in branches:
         with recording_trace(region=True) as rec:
-            assert rec.born is not None
-            rec.born.update(id(p) for p in ph)
             out = [_as_state(v, "a branch's result") for v in fn(*args)]
             finals = [o.uop for o in out] + [t.uop for t, _ in written]   # before any array gets its old value back
         for t, old in written: t.rebind(old, record=False)
@@ -364,7 +361,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
     # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
     from numfn.branch_views import BranchViews
-    bv = BranchViews(outs, borns, {id(p): operands[k] for p, k in zip(ph, kept)}, n_user)
+    bv = BranchViews(outs, borns, {}, n_user)
     if bv.extra_labels:
         for i, v in enumerate(values):
             where = bv.extra(i)
@@ -386,9 +383,9 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     bodies = []
     for v in values:
         body = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
-        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], len(specs), captures)[0])
-    region = Region("cond", tag, tuple(specs), None, tuple(bodies), tuple(results))
-    srcs = (index.uop.cast(I64),) + tuple(operands[k].uop for k in kept) + tuple(captures)
+        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], 0, captures)[0])
+    region = Region("cond", tag, (), None, tuple(bodies), tuple(results))
+    srcs = (index.uop.cast(I64),) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
     res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
     for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)

@@ -843,6 +843,77 @@ def _view_written_or_rebound(x, n):
     return x, v
 
 
+def _branch_0d_ellipsis_view(x, n):
+    v = x[0, ...]
+    if n.sum() > 0:
+        v += 1
+    return x
+
+
+def _branch_in_while_view(x, n):
+    v = x[1:]
+    k = 0
+    while k < n.sum():
+        if k % 2 == 0:
+            v += 1
+        k += 1
+    return x
+
+
+def _branch_complex_view(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1j
+    return x
+
+
+def _branch_bool_view(x, n):
+    v = x[::2]
+    if n.sum() > 0:
+        v |= True
+    return x
+
+
+def _branch_row_fill(x, n):
+    v = x[n.sum()]
+    if n.sum() > 0:
+        v[...] = 3
+    return x
+
+
+def _branch_transposed(x, n):
+    v = x.T
+    if n.sum() > 0:
+        v[0] += 1
+    return x
+
+
+def _branch_flat_in_loop(x, n):
+    v = x.reshape(-1)
+    for i in range(3):
+        if n.sum() > i:
+            v[i] = -1
+        else:
+            v[i + 3] = -2
+    return x
+
+
+def _branch_copy_view(x, n):
+    y = x.copy()
+    v = y[1:]
+    if n.sum() > 0:
+        v += 1
+    return y
+
+
+def _branch_view_of_view(x, n):
+    a = x[:3]
+    if n.sum() > 0:
+        b = a[1:]
+        b += 1
+    return x
+
+
 _B1 = np.arange(6.0)
 _B2 = np.arange(12.0).reshape(3, 4)
 _BRANCH_WRITES = [
@@ -852,7 +923,9 @@ _BRANCH_WRITES = [
     (_branch_local_written, _B1), (_branch_local_view_written, _B1), (_branch_alias_names, _B1),
     (_branch_2d_rows, _B2), (_branch_write_then_rebind, _B1), (_elif_views, _B1), (_branch_write_read_after, _B1),
     (_branch_int_dtype, np.arange(7, dtype=np.int32)), (_if_view_write, _B2), (_if_argument_augmented, _B2),
-    (_cond_api_write, _B1),
+    (_cond_api_write, _B1), (_branch_0d_ellipsis_view, _B2), (_branch_in_while_view, _B1),
+    (_branch_complex_view, _B1 + 0j), (_branch_bool_view, _B1 > 3), (_branch_row_fill, _B2), (_branch_transposed, _B2),
+    (_branch_flat_in_loop, _B2), (_branch_copy_view, _B1), (_branch_view_of_view, _B1),
 ]
 
 
@@ -860,3 +933,13 @@ _BRANCH_WRITES = [
 @pytest.mark.parametrize("fn, x", _BRANCH_WRITES, ids=lambda v: getattr(v, "__name__", None))
 def test_branch_writes_through(fn, x, n, backend):
     check_mutates(fn, x, np.array([n]), backend=backend)
+
+
+def test_branch_runtime_length_operand_refused(backend):
+    def f(x, n):
+        y = x[x > 2]
+        if n.sum() > 0:
+            y += 1
+        return y
+    with pytest.raises(numfn.NumfnError, match="run-time length .* assigned in a branch"):
+        numfn.jit(f, backend=backend)(np.arange(6.0), np.array([1]))
