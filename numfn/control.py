@@ -5,7 +5,7 @@ of the graph, which the compiled program runs as a native loop (or branch) aroun
 trace (called with NumPy values) they run as the Python they describe.
 
 A region is closed: its sub-graphs (the condition, the body, the branches) see only placeholders, CARRY(tag, k):
-the first ones stand for the loop's state (or a branch's operands), the rest for the values from outside the
+the first ones stand for the loop's state (a branch has none), the rest for the values from outside the
 region that its sub-graphs use (captures: they are the LOOP node's sources, computed outside the loop, so
 loop-invariant work is hoisted by construction). The LOOP node's value is the tuple of the region's results,
 RESULT(loop, k) is result k.
@@ -40,8 +40,8 @@ _R = TypeVar("_R")   # what a branch returns
 class Region:
     """What a LOOP node runs. kind "while": while cond(state): state = body(state), results the final state;
     kind "cond": one of `bodies` (chosen by the first source: a bool for two branches, an int64 index for a
-    switch) computes the results from the operands. Sub-graphs are SINKs over CARRY(tag, k) placeholders: k <
-    len(state) the state (or operands), the rest the captured outer values (the LOOP's sources after the state).
+    switch) computes the results (its operands are captures: empty state). Sub-graphs are SINKs over CARRY(tag, k)
+    placeholders: k < len(state) the state, the rest the captured outer values (the LOOP's sources after the state).
     `names` say what each state value is in the user's code (for errors and debugging)."""
     kind: str
     tag: int
