@@ -943,3 +943,61 @@ def test_branch_runtime_length_operand_refused(backend):
         return y
     with pytest.raises(numfn.NumfnError, match="run-time length .* assigned in a branch"):
         numfn.jit(f, backend=backend)(np.arange(6.0), np.array([1]))
+
+
+# x[n] with a traced integer n (a NumPy scalar in NumPy: n = a.sum()) is a view: writes through it reach x, also
+# through x[n, 1:] and x[:, n], a view of it, and in loops and branches
+
+def _traced_row(x, a):
+    v = x[a.sum()]
+    v += 1
+    return x
+
+
+def _traced_row_tail(x, a):
+    v = x[a.sum(), 1:]
+    v *= 2
+    return x
+
+
+def _traced_column(x, a):
+    v = x[:, a.sum()]
+    v -= 5
+    return x
+
+
+def _traced_row_view_of_view(x, a):
+    v = x[a.sum()]
+    w = v[1:]
+    w += 1
+    return x, v
+
+
+def _traced_negative_row(x, a):
+    v = x[-a.sum()]
+    v[1:] = 0
+    return x
+
+
+def _loop_index_rows(x, a):
+    for i in range(a.sum()):
+        v = x[i]
+        v += 1
+    return x
+
+
+def _traced_row_in_branch(x, a):
+    v = x[a.sum()]
+    if a.sum() > 0:
+        v += 1
+    else:
+        v[0] = -1
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("fn", [_traced_row, _traced_row_tail, _traced_column, _traced_row_view_of_view,
+                                _traced_negative_row, _loop_index_rows, _traced_row_in_branch],
+                         ids=lambda v: v.__name__)
+def test_traced_integer_index_is_view(fn, n, backend):
+    check_mutates(fn, np.arange(12.0).reshape(3, 4), np.array([n]), backend=backend)
