@@ -5,7 +5,7 @@ of the graph, which the compiled program runs as a native loop (or branch) aroun
 trace (called with NumPy values) they run as the Python they describe.
 
 A region is closed: its sub-graphs (the condition, the body, the branches) see only placeholders, CARRY(tag, k):
-the first ones stand for the loop's state (or a branch's operands), the rest for the values from outside the
+the first ones stand for the loop's state (a branch has none), the rest for the values from outside the
 region that its sub-graphs use (captures: they are the LOOP node's sources, computed outside the loop, so
 loop-invariant work is hoisted by construction). The LOOP node's value is the tuple of the region's results,
 RESULT(loop, k) is result k.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.errors import NumfnError, user_location
+from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, recording_trace, tracing
 from numfn.uop import Ops, UOp, format_graph
@@ -40,8 +40,8 @@ _R = TypeVar("_R")   # what a branch returns
 class Region:
     """What a LOOP node runs. kind "while": while cond(state): state = body(state), results the final state;
     kind "cond": one of `bodies` (chosen by the first source: a bool for two branches, an int64 index for a
-    switch) computes the results from the operands. Sub-graphs are SINKs over CARRY(tag, k) placeholders: k <
-    len(state) the state (or operands), the rest the captured outer values (the LOOP's sources after the state).
+    switch) computes the results (its operands are captures: empty state). Sub-graphs are SINKs over CARRY(tag, k)
+    placeholders: k < len(state) the state, the rest the captured outer values (the LOOP's sources after the state).
     `names` say what each state value is in the user's code (for errors and debugging)."""
     kind: str
     tag: int
@@ -310,18 +310,28 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     values promote to (NumPy's rules). `names`: the results' names, for errors. Arrays from outside that a branch
     writes into become results too (the other branches give their old value)."""
     tag = new_region_tag()
-    specs = [(t.shape, t.uop.dtype) for t in operands]
-    ph = [Tensor(placeholder(tag, k, s, d), weak=operands[k].weak) for k, (s, d) in enumerate(specs)]
+    # operands are given to the branches as themselves (as Python does): a write into one, or through a view, is a
+    # write into its base, an outer array the branch writes (a result below)
+    for k, t in enumerate(operands):
+        if t.runtime_length and t.base is None:
+            name = f"{names[k]!r}" if k < len(names) else f"operand {k}"
+            raise unsupported(f"{name}, an array of run-time length (x[mask], nonzero), assigned in a branch on a "
+                              "traced value", "keep the mask and use numpy.where instead")
+    args = passed = list(operands)   # every value a branch reads is a capture: the region has no state
+    # links a branch inside makes to these arrays are its own (numfn.branch_views): dropped after each trace
+    links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
+             .values()]
     traced: list[_Traced] = []
     written: list[tuple[Tensor, UOp]] = []
     for fn in branches:
         try:
-            traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], ph))
+            traced.append(_trace(lambda *a, fn=fn: [_as_state(v, "a branch's result") for v in fn(*a)], args, passed))
             for t, old in traced[-1].rebinds.values():
                 if t.base is None and not any(t is w for w, _ in written): written.append((t, old))
         finally:
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
+            for t, lk in links: t._links = lk
     if any(tr.checks for tr in traced):
         raise NumfnError(f"a value check (an index out of bounds, ...) inside a branch is not supported yet (at "
                          f"{user_location()})")
@@ -335,13 +345,14 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     borns: list[set] = []
     for fn in branches:
         with recording_trace(region=True) as rec:
-            out = [_as_state(v, "a branch's result") for v in fn(*ph)]
-            finals = [t.uop for t, _ in written]
+            out = [_as_state(v, "a branch's result") for v in fn(*args)]
+            finals = [o.uop for o in out] + [t.uop for t, _ in written]   # before any array gets its old value back
         for t, old in written: t.rebind(old, record=False)
         assert rec.rebinds is not None and rec.born is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
-        values.append([o.uop for o in out] + finals)
+        for t, lk in links: t._links = lk
+        values.append(finals)
         outs.append(out)
         borns.append(rec.born)
     n_user = len(values[0]) - len(written)
@@ -350,7 +361,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
     # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
     from numfn.branch_views import BranchViews
-    bv = BranchViews(outs, borns, {id(p): o for p, o in zip(ph, operands)}, n_user)
+    bv = BranchViews(outs, borns, {}, n_user)
     if bv.extra_labels:
         for i, v in enumerate(values):
             where = bv.extra(i)
@@ -372,9 +383,9 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     bodies = []
     for v in values:
         body = [Tensor(Tensor(u.cast(d))._broadcast(s)).uop for u, (s, d) in zip(v, results)]
-        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], len(specs), captures)[0])
-    region = Region("cond", tag, tuple(specs), None, tuple(bodies), tuple(results))
-    srcs = (index.uop.cast(I64),) + tuple(t.uop for t in operands) + tuple(captures)
+        bodies.append(close(tag, [UOp(Ops.SINK, dtypes.void, tuple(body))], 0, captures)[0])
+    region = Region("cond", tag, (), None, tuple(bodies), tuple(results))
+    srcs = (index.uop.cast(I64),) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
     res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
     for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)

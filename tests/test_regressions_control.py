@@ -678,3 +678,326 @@ def test_loop_rebinding_runtime_window_still_refused(backend):
         return v
     with pytest.raises(numfn.NumfnError, match="run-time length"):
         numfn.jit(f, backend=backend)(np.arange(6.0), np.array(2))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# writes in a branch into an array from outside it (an argument, a local array, a view of either): the branch is
+# given the array itself, so the write reaches its memory and every name and view of it, as in NumPy
+
+def _if_view_write(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return x
+
+
+def _if_argument_augmented(x, n):
+    if n.sum() > 0:
+        x += 1
+    return x
+
+
+def _if_argument_item(x, n):
+    if n.sum() > 0:
+        x[0] = 5
+    return x
+
+
+def _else_view_write(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        pass
+    else:
+        v *= 2
+    return x
+
+
+def _both_sides_views(x, n):
+    v = x[1:]
+    w = x[:2]
+    if n.sum() > 0:
+        v += 1
+    else:
+        w -= 3
+    return x, v, w
+
+
+def _nested_branch_view(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        if n.sum() > 1:
+            v += 1
+        else:
+            v[0] = 7
+    return x
+
+
+def _branch_in_loop_view(x, n):
+    v = x[1:]
+    for i in range(6):
+        if n.sum() > i:
+            v += 1
+    return x
+
+
+def _branch_view_returned(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return v, v.sum()
+
+
+def _branch_local_written(x, n):
+    y = x * 2
+    if n.sum() > 0:
+        y += 1
+    return y
+
+
+def _branch_local_view_written(x, n):
+    y = x * 2
+    v = y[::2]
+    if n.sum() > 0:
+        v += 1
+    return y, v
+
+
+def _branch_alias_names(x, n):
+    y = x * 2
+    z = y                 # two names of one array
+    if n.sum() > 0:
+        y += 1
+    return z
+
+
+def _branch_2d_rows(x, n):
+    r = x[n.sum()]        # a view of the row picked by a traced integer
+    c = x[:, 1]
+    if n.sum() > 0:
+        r += 10
+    else:
+        c *= -1
+    return x, r, c
+
+
+def _branch_write_then_rebind(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+        v = v * 0     # the name moves on; the write stays in x
+    return x, v
+
+
+def _elif_views(x, n):
+    a = x[:2]
+    b = x[2:4]
+    if n.sum() > 1:
+        a += 1
+    elif n.sum() > 0:
+        b += 1
+    else:
+        x[-1] = -1
+    return x
+
+
+def _branch_write_read_after(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1
+    return x.sum() + v[0]
+
+
+def _branch_int_dtype(x, n):
+    v = x[::2]
+    if n.sum() > 0:
+        v //= 2
+    return x
+
+
+def _cond_api_write(x, n):
+    def bump(a):
+        a += 1
+        return a.sum()
+
+    def keep(a):
+        return a.sum()
+    return numfn.cond(n.sum() > 0, bump, keep, x[1:])
+
+
+def _written_or_rebound(x, n):   # one side writes the argument, the other binds the name to a new array
+    if n.sum() > 0:
+        x[0] = 9.0
+    else:
+        x = x - 1
+    x[1] = -2.0          # into the argument, or into the new array
+    return x
+
+
+def _view_written_or_rebound(x, n):
+    v = x[2:]
+    if n.sum() > 0:
+        v[0] = 9.0
+    else:
+        v = v * 3
+    v[-1] = -2.0
+    return x, v
+
+
+def _branch_0d_ellipsis_view(x, n):
+    v = x[0, ...]
+    if n.sum() > 0:
+        v += 1
+    return x
+
+
+def _branch_in_while_view(x, n):
+    v = x[1:]
+    k = 0
+    while k < n.sum():
+        if k % 2 == 0:
+            v += 1
+        k += 1
+    return x
+
+
+def _branch_complex_view(x, n):
+    v = x[1:]
+    if n.sum() > 0:
+        v += 1j
+    return x
+
+
+def _branch_bool_view(x, n):
+    v = x[::2]
+    if n.sum() > 0:
+        v |= True
+    return x
+
+
+def _branch_row_fill(x, n):
+    v = x[n.sum()]
+    if n.sum() > 0:
+        v[...] = 3
+    return x
+
+
+def _branch_transposed(x, n):
+    v = x.T
+    if n.sum() > 0:
+        v[0] += 1
+    return x
+
+
+def _branch_flat_in_loop(x, n):
+    v = x.reshape(-1)
+    for i in range(3):
+        if n.sum() > i:
+            v[i] = -1
+        else:
+            v[i + 3] = -2
+    return x
+
+
+def _branch_copy_view(x, n):
+    y = x.copy()
+    v = y[1:]
+    if n.sum() > 0:
+        v += 1
+    return y
+
+
+def _branch_view_of_view(x, n):
+    a = x[:3]
+    if n.sum() > 0:
+        b = a[1:]
+        b += 1
+    return x
+
+
+_B1 = np.arange(6.0)
+_B2 = np.arange(12.0).reshape(3, 4)
+_BRANCH_WRITES = [
+    (_written_or_rebound, _B1), (_view_written_or_rebound, _B1), (_view_written_or_rebound, _B2),
+    (_if_view_write, _B1), (_if_argument_augmented, _B1), (_if_argument_item, _B1), (_else_view_write, _B1),
+    (_both_sides_views, _B1), (_nested_branch_view, _B1), (_branch_in_loop_view, _B1), (_branch_view_returned, _B1),
+    (_branch_local_written, _B1), (_branch_local_view_written, _B1), (_branch_alias_names, _B1),
+    (_branch_2d_rows, _B2), (_branch_write_then_rebind, _B1), (_elif_views, _B1), (_branch_write_read_after, _B1),
+    (_branch_int_dtype, np.arange(7, dtype=np.int32)), (_if_view_write, _B2), (_if_argument_augmented, _B2),
+    (_cond_api_write, _B1), (_branch_0d_ellipsis_view, _B2), (_branch_in_while_view, _B1),
+    (_branch_complex_view, _B1 + 0j), (_branch_bool_view, _B1 > 3), (_branch_row_fill, _B2), (_branch_transposed, _B2),
+    (_branch_flat_in_loop, _B2), (_branch_copy_view, _B1), (_branch_view_of_view, _B1),
+]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("fn, x", _BRANCH_WRITES, ids=lambda v: getattr(v, "__name__", None))
+def test_branch_writes_through(fn, x, n, backend):
+    check_mutates(fn, x, np.array([n]), backend=backend)
+
+
+def test_branch_runtime_length_operand_refused(backend):
+    def f(x, n):
+        y = x[x > 2]
+        if n.sum() > 0:
+            y += 1
+        return y
+    with pytest.raises(numfn.NumfnError, match="run-time length .* assigned in a branch"):
+        numfn.jit(f, backend=backend)(np.arange(6.0), np.array([1]))
+
+
+# x[n] with a traced integer n (a NumPy scalar in NumPy: n = a.sum()) is a view: writes through it reach x, also
+# through x[n, 1:] and x[:, n], a view of it, and in loops and branches
+
+def _traced_row(x, a):
+    v = x[a.sum()]
+    v += 1
+    return x
+
+
+def _traced_row_tail(x, a):
+    v = x[a.sum(), 1:]
+    v *= 2
+    return x
+
+
+def _traced_column(x, a):
+    v = x[:, a.sum()]
+    v -= 5
+    return x
+
+
+def _traced_row_view_of_view(x, a):
+    v = x[a.sum()]
+    w = v[1:]
+    w += 1
+    return x, v
+
+
+def _traced_negative_row(x, a):
+    v = x[-a.sum()]
+    v[1:] = 0
+    return x
+
+
+def _loop_index_rows(x, a):
+    for i in range(a.sum()):
+        v = x[i]
+        v += 1
+    return x
+
+
+def _traced_row_in_branch(x, a):
+    v = x[a.sum()]
+    if a.sum() > 0:
+        v += 1
+    else:
+        v[0] = -1
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("fn", [_traced_row, _traced_row_tail, _traced_column, _traced_row_view_of_view,
+                                _traced_negative_row, _loop_index_rows, _traced_row_in_branch],
+                         ids=lambda v: v.__name__)
+def test_traced_integer_index_is_view(fn, n, backend):
+    check_mutates(fn, np.arange(12.0).reshape(3, 4), np.array([n]), backend=backend)
