@@ -588,13 +588,15 @@ class Tensor:
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        if dt.is_complex and op is Ops.MUL and axes and all(self.shape[a] for a in axes):
+        if dt.is_complex and op is Ops.MUL and all(self.shape[a] for a in axes):
             # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
             # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
             u = _times_first(u, init if init is not None else UOp.const(dt, 1), axes)
             init = None
-        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):   # an empty product: 1
-            u = UOp.const_like(dt, 1, tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
+        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):
+            # an empty product is 1; an empty max or min is `initial` (which it then needs)
+            empty = UOp.const(dt, 1) if op is Ops.MUL else cast(UOp, init)
+            u = Tensor(empty)._broadcast(tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
         elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
@@ -1048,25 +1050,49 @@ def _check_complex(ufunc: str, op: Ops) -> None:
 
 
 def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
-    """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
+    """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start` (every element for
+    no axes: each is its own reduction, as NumPy's over axis=() or of a 0-d array)."""
     assert u.shape is not None
+    times = start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u)
     first = None
     for a in axes:
         here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
         here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
         first = here if first is None else first.alu(Ops.AND, here)
-    assert first is not None, "no axes"
-    return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
+    return times if first is None else first.alu(Ops.WHERE, times, u)
 
 
 def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = True) -> UOp:
-    """A complex product (MUL) or lexicographic MAX/MIN over `axes`, by combining halves: log2(n) elementwise levels
-    per axis (REDUCE_AXIS adds the parts of complex values separately, which these ops cannot do); long levels are
-    stored, so each is a loop over its elements. Reduced axes are kept with size 1."""
+    """A complex product (MUL) or lexicographic MAX/MIN over `axes`, in log2(n) elementwise levels (REDUCE_AXIS adds
+    the parts of complex values separately, which these ops cannot do); long levels are stored, so each is a loop
+    over its elements. Reduced axes are kept with size 1.
+
+    MAX and MIN combine neighbours, elements 2i and 2i+1 in that order, over the axes taken as one in C order like
+    NumPy's loop: so they give its result exactly, the first NaN, else the first of equal extremes (combining
+    halves, element i with i + n/2, would let a later NaN win). Products combine halves: no order gives NumPy's
+    sequential rounding, and LLVM 22's SLP vectorizer never finishes on some products of neighbours."""
+    if op is Ops.MUL: return _halving_product(u, axes)
+    shape = cast(tuple[int, ...], u.shape)
+    kept = tuple(a for a in range(len(shape)) if a not in axes)
+    rows = tuple(shape[a] for a in kept)
+    u = u.permute(kept + tuple(axes)).reshape(rows + (math.prod(shape[a] for a in axes),))
+    axis = len(kept)
+    while (n := cast(tuple[int, ...], u.shape)[axis]) > 1:
+        half = n // 2
+        pairs = _along(u, axis, 0, 2 * half).reshape(rows + (half, 2))
+        out = _along(pairs, axis + 1, 0, 1).reshape(rows + (half,)).alu(
+            op, _along(pairs, axis + 1, 1, 2).reshape(rows + (half,)))
+        if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
+        u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
+    return u.reshape(tuple(1 if a in axes else k for a, k in enumerate(shape)))
+
+
+def _halving_product(u: UOp, axes: tuple[int, ...]) -> UOp:
+    """The complex product over `axes` by combining halves (element i with i + n/2), axis after axis."""
     for axis in axes:
         while (shape := cast(tuple[int, ...], u.shape))[axis] > 1:
             n, half = shape[axis], shape[axis] // 2
-            out = _along(u, axis, 0, half).alu(op, _along(u, axis, half, 2 * half))
+            out = _along(u, axis, 0, half).alu(Ops.MUL, _along(u, axis, half, 2 * half))
             if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
             u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
     return u

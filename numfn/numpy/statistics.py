@@ -166,8 +166,10 @@ def _zero_weights(_payload: int) -> ZeroDivisionError:
 
 # ---- NaN-ignoring statistics ----------------------------------------------------------------------------------
 def _nan_split(a):
+    """(a with NaN replaced by 0, the NaN mask), or (a, None) for arrays that cannot hold NaN; a complex value is
+    NaN when either part is."""
     t = T(a)
-    if not t.uop.dtype.is_float: return t, None
+    if not t.uop.dtype.is_inexact: return t, None
     nan = t != t
     return Tensor(nan.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, 0, t.shape), t.uop)), nan
 
@@ -175,7 +177,7 @@ def _nan_split(a):
 def _inexact_dtype(dtype):
     if dtype is None: return None
     dt = as_dtype(dtype)
-    if not dt.is_float: raise TypeError("If a is inexact, then dtype must be inexact")
+    if not dt.is_inexact: raise TypeError("If a is inexact, then dtype must be inexact")
     return dt
 
 

@@ -1,0 +1,183 @@
+"""Regressions in numfn.numpy's namespace (issue 29, items 5, 6, 16c, 16d and 16e), each against NumPy on both
+backends: NaN-ignoring reductions and arg-reductions of complex arrays, max/min of complex arrays with NaN, nanmax
+and friends of arrays of run-time length, np.arange's result dtype, sorting complex arrays, and writes of traced
+values into NumPy arrays made inside the function.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import numfn
+from helpers import check, check_raises_like
+
+nan, inf = np.nan, np.inf
+CDTYPES = (np.complex64, np.complex128)
+
+
+def ids(d) -> str:
+    return np.dtype(d).name
+
+
+def complex_rows(dtype) -> np.ndarray:
+    """Rows of complex values holding NaN in either part (or both), an all-NaN row, ties and signed zeros."""
+    c = complex
+    return np.array([[1 + 2j, c(nan, 1), 3 - 1j, c(2, nan)],
+                     [-1 + 0j, 5 - 2j, 5 - 3j, c(0, nan)],
+                     [c(nan, nan), c(nan, 2), c(nan, -1), c(nan, 0)],        # all NaN
+                     [c(-inf, -1), c(nan, 0), c(-inf, 0), 4 + 0j],          # nanargmax fills NaN with -inf + 0j
+                     [c(-0.0, 0), c(0, -0.0), 2 + 1j, 2 + 1j],               # equal values: the first one wins
+                     [c(inf, 1), c(inf, inf), c(-inf, inf), c(1, -inf)]], dtype)
+
+
+# ---- item 5: NaN-ignoring reductions of complex arrays ---------------------------------------------------------
+NAN_REDUCTIONS = ("nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin")
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_nan_reductions_of_complex_skip_nan(backend, dtype):
+    x = complex_rows(dtype)
+    ok = x[[0, 1, 3, 4]]   # no all-NaN row along axis 1
+    finite = x[[0, 1, 2, 4]]   # products: numfn multiplies complex values pairwise, which infinities tell from NumPy's order
+
+    def f(x, ok, finite):
+        out = {}
+        for name in NAN_REDUCTIONS:
+            fn = getattr(np, name)
+            a, b = (finite, finite[[0, 1, 3]]) if name == "nanprod" else (x, ok)
+            out[name] = (fn(a, axis=1), fn(a, axis=0, keepdims=True), fn(b), fn(b, axis=None, keepdims=True),
+                         fn(a[::-2, 1::2], axis=1), fn(a[0, :1]))
+        out["cum"] = (np.nancumsum(x, axis=1), np.nancumprod(finite, axis=0), np.nancumsum(ok),
+                      np.nancumprod(finite[::-1, 1]))
+        out["ddof"] = (np.nanvar(x, axis=1, ddof=1), np.nanstd(ok, axis=0, ddof=3), np.nanmean(x, axis=1, dtype=dtype))
+        return out
+    check(f, x, ok, finite, backend=backend, scale=100.0)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_arg_reductions_of_complex_with_nan(backend, dtype):
+    x = complex_rows(dtype)
+    ok = x[[0, 1, 3, 4, 5]]
+    check(lambda x, ok: (np.argmax(x, axis=1), np.argmin(x, axis=1), np.argmax(x, axis=0), np.argmin(x),
+                         np.argmax(x.T, axis=0, keepdims=True), np.argmax(x[4]), np.argmin(x[5]),
+                         np.nanargmax(ok, axis=1), np.nanargmin(ok, axis=1), np.nanargmax(x), np.nanargmin(x),
+                         np.nanargmax(x, axis=0), np.nanargmin(x[::-1, ::2], axis=0, keepdims=True),
+                         x.argmax(axis=1), ok.argmin(axis=-1)),
+          x, ok, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_nanargmax_of_complex_all_nan_raises(backend, dtype):
+    x = complex_rows(dtype)
+    for f in (lambda x: np.nanargmax(x, axis=1), lambda x: np.nanargmin(x[2]), lambda x: np.nanargmax(x[2:3], 0)):
+        with pytest.raises(ValueError, match="All-NaN slice encountered"):
+            numfn.jit(f, backend=backend)(x)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_max_min_of_complex_propagate_the_first_nan(backend, dtype):
+    """NumPy's max of complex values is lexicographic and stops at the first NaN (in C order over the axes)."""
+    x = complex_rows(dtype)
+    rng = np.random.default_rng(29)
+    re, im = rng.integers(-2, 3, (2, 5, 19)).astype(float), rng.integers(-2, 3, (2, 5, 19)).astype(float)
+    re[rng.random(re.shape) < 0.05], im[rng.random(im.shape) < 0.05] = nan, nan
+    y = (re + 1j * im).astype(dtype)
+    check(lambda x, y: (np.max(x), np.min(x), np.max(x, axis=0), np.min(x, axis=1, keepdims=True), np.ptp(x, axis=1),
+                        np.max(y), np.min(y, axis=(0, 2)), np.max(y, axis=(2, 0)), np.min(y, axis=-1),
+                        np.argmax(y, axis=2), np.argmin(y.reshape(-1)), np.max(x.T[::-1]),
+                        np.nanmax(y, axis=(0, 2)), np.nanmin(y), np.max(y[:, :, :0], axis=1),
+                        np.max(x[:0], axis=0, initial=-5 + 1j), np.min(x[:, :0], axis=1, initial=2j),
+                        np.prod(x[0, 1]), np.prod(x, axis=())),
+          x, y, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_nanmax_of_complex_all_nan_initial_and_where(backend, dtype):
+    """An all-NaN slice gives fmax's result (the slice's first element); initial= and where= take part."""
+    x = complex_rows(dtype)
+    m = np.array([True, False, True, True])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NumPy's warning for an all-NaN slice
+        check(lambda x: (np.nanmax(x, axis=1), np.nanmin(x, axis=1, keepdims=True), np.nanmax(x[2]),
+                         np.nanmax(x, axis=1, initial=3 + 0j), np.nanmin(x, axis=1, initial=complex(nan, 1)),
+                         np.nanmax(x, axis=1, where=m, initial=-9j), np.nanmin(x[:, :0], axis=1, initial=1j),
+                         np.nanmax(x[2:3], axis=0)),
+              x, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_nan_reductions_of_complex_zero_size_and_errors(backend, dtype):
+    x = np.zeros((0, 3), dtype)
+    check(lambda x: (np.nansum(x, axis=0), np.nanprod(x), np.nancumsum(x), np.nanmax(x, axis=1),
+                     np.nanargmax(x, axis=1), np.nanvar(x, axis=1)), x, backend=backend)
+    check_raises_like(lambda x: np.nanmax(x, axis=0), x, backend=backend)
+    check_raises_like(lambda x: np.nanargmin(x, axis=0), x, backend=backend)
+    check_raises_like(lambda x: np.nanmax(x[:, 0], where=np.ones(0, bool)), x, backend=backend)
+    check_raises_like(lambda x: np.nanmean(x, dtype=np.int64), complex_rows(dtype), backend=backend)
+    check(lambda x: np.nanmean(x, axis=1, dtype=np.complex128), complex_rows(dtype), backend=backend)
+
+
+# ---- item 16c: nan-reductions of arrays of run-time length ------------------------------------------------------
+DYN_VALUES = {"float64": np.array([3.0, -1.0, nan, 2.0, 5.0, -2.0, nan]),
+              "float32": np.array([1, 2, -3, nan], np.float32),
+              "float16": np.array([1, 2, -3, nan, 7], np.float16),
+              "int64": np.array([3, -1, 4, 1]),
+              "complex128": np.array([1 + 2j, complex(nan, 1), -1j, 3 + 0j, complex(2, nan)]),
+              "complex64": np.array([complex(nan, 1), -1 + 0j, complex(1, nan), 2 - 1j], np.complex64)}
+
+
+def _positive(x):
+    return x.real > 0
+
+
+@pytest.mark.parametrize("key", DYN_VALUES)
+def test_nan_reductions_of_a_selection(backend, key):
+    x = DYN_VALUES[key]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(lambda x: (np.nanmax(x[_positive(x)]), np.nanmin(x[_positive(x) | np.isnan(x)]),
+                         np.nanargmax(x[_positive(x) | np.isnan(x)]), np.nanargmin(x[x.real != 2]),
+                         np.nancumsum(x[_positive(x) | np.isnan(x)]), np.nancumprod(x[_positive(x)]),
+                         np.nanmax(x[_positive(x)], initial=4), np.nanmin(x[_positive(x)], keepdims=True),
+                         np.max(x[_positive(x)]), np.argmax(x[_positive(x) | np.isnan(x)]),
+                         np.ptp(x[_positive(x)]), np.nansum(x[_positive(x)]), np.nanmean(x[x.real != 2])),
+              x, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", (np.float64, np.float16, np.complex64))
+def test_nan_reductions_of_selected_rows(backend, dtype):
+    x = np.array([[1.0, nan, 3.0], [nan, nan, nan], [2, 5, nan], [-1, 4, 2]])
+    if np.dtype(dtype).kind == "c":   # parts set one by one: 1j * nan is NaN in both parts
+        z = np.empty(x.shape, dtype)
+        z.real, z.imag = x, x[:, ::-1]
+        x = z
+    else: x = x.astype(dtype)
+
+    def f(x):
+        rows = x[x[:, 0].real > 0]
+        window = x[2:(x[:, 2].real > 0).sum() + 2]
+        return (np.nanmax(rows, axis=0), np.nanmin(rows, axis=1, keepdims=True), np.nanmax(rows),
+                np.nanargmax(rows, axis=1), np.nanargmin(rows, axis=0, keepdims=True), np.nanargmax(rows),
+                np.argmax(rows), np.argmin(rows, keepdims=True), np.cumsum(rows), np.nancumsum(rows, axis=1),
+                np.nancumprod(rows), rows.ravel(), np.nanmax(window, axis=1), np.nanargmin(window, axis=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(f, x, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", (np.float64, np.complex128))
+def test_nan_reductions_of_an_empty_or_all_nan_selection(backend, dtype):
+    x = np.array([nan, nan, -1.0]).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(lambda x: (np.nanmax(x[np.isnan(x)]), np.nanmin(x[x.real != -1], axis=0),
+                         np.nanmax(x[x.real > 0], initial=2), np.nancumsum(x[x.real > 0])), x, backend=backend)
+    for f, message in ((lambda x: np.nanmax(x[x.real > 0]), "zero-size array to reduction operation fmax"),
+                       (lambda x: np.nanmin(x[x.real > 0]), "zero-size array to reduction operation fmin"),
+                       (lambda x: np.nanargmax(x[x.real > 0]), "attempt to get argmax of an empty sequence"),
+                       (lambda x: np.nanargmin(x[np.isnan(x)]), "All-NaN slice encountered"),
+                       (lambda x: np.argmax(x[x.real > 0]), "attempt to get argmax of an empty sequence")):
+        with pytest.raises(ValueError, match=message):
+            f(x)   # the test's own premise: NumPy raises this
+        with pytest.raises(ValueError, match=message):
+            numfn.jit(f, backend=backend)(x)
