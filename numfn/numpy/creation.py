@@ -58,36 +58,53 @@ def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", su
               shape: ShapeLike | None = None) -> Tensor: return full_like(a, 1, dtype, shape=shape)
 
 
-def arange(start, stop=None, step=1, dtype: DTypeLike | None = None) -> Tensor:
+def arange(start, stop=None, step=None, dtype: DTypeLike | None = None) -> Tensor:
     """NumPy's arange, computed where it is used (an IOTA: no memory, fused into its consumers). The values are
-    NumPy's: its first element and step in the result dtype, element i = first + i * step (ints wrap alike)."""
+    NumPy's: its first two elements in the result dtype, then element i = first + i * (second - first), as NumPy's
+    fill loops compute them (ints wrap alike; float16 in float32, rounded once; complex part by part)."""
     for v in (start, stop, step):
         if isinstance(v, Tensor):
             raise TypeError(f"arange needs Python numbers, not traced arrays (at {user_location()})")
+    if step is None: step = 1
     if stop is None: start, stop = 0, start
-    # NumPy's own answer for the first two elements decides the dtype, the errors (step 0, bool ranges) and the step
     npdt = None if dtype is None else as_dtype(dtype).np
-    head = np.arange(start, stop, step, dtype=npdt) if _arange_length(start, stop, step) <= 2 else \
-        np.arange(start, start + 2 * step, step, dtype=npdt)
     n = _arange_length(start, stop, step)
-    dt = as_dtype(head.dtype)
-    if dt.is_bool and n > 2:
-        raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
-    if n <= 2: return T(head) if n else Tensor(UOp.const_like(dt, 0, (0,)))
-    if dt.is_float:
-        first, delta = head[0], head[1] - head[0]   # in the result dtype, as NumPy's fill loop computes them
-        i = Tensor(UOp.iota(n).cast(dt))
-        return Tensor(i.uop.alu(Ops.MUL, UOp.const(dt, delta.item())).alu(Ops.ADD, UOp.const(dt, first.item())))
+    if n is None or n <= 2:   # NumPy's own answer: its dtype, its errors (step 0, ...), its values
+        head = np.arange(start, stop, step, dtype=npdt)
+        return T(head) if head.size else Tensor(UOp.const_like(as_dtype(head.dtype), 0, (0,)))
+    if npdt is None:   # NumPy's: at least intp, promoted with the type of each argument (3.0 makes it float64)
+        npdt = np.dtype(np.intp)
+        for v in (start, stop, step): npdt = np.promote_types(npdt, np.asarray(v).dtype)
+    dt = as_dtype(npdt)
+    if dt.is_bool: raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
+    head = np.empty(2, npdt)   # NumPy stores start and start + step (Python's arithmetic) into the result dtype
+    head[0], head[1] = start, start + step
+    i = UOp.iota(n)
+    if dt.is_inexact:
+        part = dt.component if dt is not dtypes.float16 else dtypes.float32   # NumPy's HALF_fill: in float32
+        parts = []
+        for values in ((head.real, head.imag) if dt.is_complex else (head,)):
+            first, second = values.astype(part.np)
+            delta = second - first
+            parts.append(i.cast(part).alu(Ops.MUL, UOp.const(part, delta.item())).alu(
+                Ops.ADD, UOp.const(part, first.item())))
+        u = parts[0].alu(Ops.COMPLEX, parts[1]) if dt.is_complex else parts[0]
+        return Tensor(u.cast(dt))
     first, delta = int(head[0]), int(head[1]) - int(head[0])
-    u = UOp.iota(n).alu(Ops.MUL, UOp.const(dtypes.int64, delta)).alu(Ops.ADD, UOp.const(dtypes.int64, first))
+    u = i.alu(Ops.MUL, UOp.const(dtypes.int64, delta)).alu(Ops.ADD, UOp.const(dtypes.int64, first))
     return Tensor(u.cast(dt))
 
 
-def _arange_length(start, stop, step) -> int:
-    if step == 0: return 1   # NumPy raises; the head computation reports it
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop, step)):
-        return len(range(int(start), int(stop), int(step)))
-    return max(0, math.ceil((stop - start) / step))
+def _arange_length(start, stop, step) -> int | None:
+    """NumPy's length: ceil((stop - start) / step) in the arguments' own arithmetic (NumPy integer scalars wrap, as
+    in NumPy's own computation), at least 0; None where NumPy's arange itself must answer (a step of 0, a length
+    that is not a finite real number)."""
+    try:
+        val = (stop - start) / step
+    except (ZeroDivisionError, TypeError, OverflowError):
+        return None
+    if isinstance(val, (complex, np.complexfloating)) or not math.isfinite(val): return None
+    return max(0, math.ceil(val))
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64) -> Tensor:

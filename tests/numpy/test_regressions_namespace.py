@@ -181,3 +181,114 @@ def test_nan_reductions_of_an_empty_or_all_nan_selection(backend, dtype):
             f(x)   # the test's own premise: NumPy raises this
         with pytest.raises(ValueError, match=message):
             numfn.jit(f, backend=backend)(x)
+
+
+# ---- item 6: np.arange's dtype and values ------------------------------------------------------------------------
+ARANGE_CASES = [((3.0,), {}), ((3.5,), {}), ((2.0, 5), {}), ((np.float32(3),), {}), ((np.float32(0.5), 4), {}),
+                ((0, 1, 0.1), {}), ((5, 0, -1), {}), ((5.0, 0, -0.5), {}), ((0, 5, -1), {}), ((3, 3), {}),
+                ((1, 2.5), {}), ((10,), {"dtype": np.float32}), ((0.5, 4), {"dtype": np.int64}),
+                ((3,), {"dtype": complex}), ((1, 7), {"dtype": np.complex64}), ((0, 3000), {"dtype": np.float16}),
+                ((np.float16(0.1), 3000), {}), ((np.float16(0.1), np.float16(30), np.float16(0.3)), {}),
+                ((np.int8(5),), {}), ((np.uint8(3), 10), {}), ((np.uint64(3), 10), {}), ((10, np.int32(0), -3), {}),
+                ((0.0, 1.0, 0.3), {"dtype": np.float32}), ((1e20, 1e20 + 1e6, 1e5), {}), ((2, 20, 3), {"dtype": np.int8}),
+                ((np.float64(2), 9), {"dtype": np.float16}), ((0, 300), {"dtype": np.int8}),
+                ((1.5, -2.5, -1.0), {"dtype": np.int32}), ((0, 5), {"step": 2}), ((-1.5,), {}), ((3j,), {}),
+                ((np.int8(-100), np.int8(100)), {}), ((True,), {}), ((0, 3, True), {})]
+
+
+def test_arange_dtype_and_values(backend):
+    def f(x):
+        with warnings.catch_warnings():   # NumPy's overflow warning for np.int8(100) - np.int8(-100)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return [np.arange(*args, **kw) for args, kw in ARANGE_CASES] + [np.arange(*args, **kw) + x
+                                                                            for args, kw in ARANGE_CASES[:12]]
+    check(f, np.zeros((), np.int8), backend=backend)
+
+
+def test_arange_of_a_float_is_float_for_updates(backend):
+    n = 7
+
+    def f(x):
+        a = np.arange(3.0)
+        a += x            # a float array: NumPy updates it in place
+        a[1] = 0.5
+        b = np.arange(n * 1.0)
+        b[2:] *= x
+        c = np.arange(np.float32(4))
+        c[0] = x
+        return a, b, c, np.arange(3.5) * 0.5
+    check(f, 0.25, backend=backend)
+
+
+@pytest.mark.parametrize("args", [(0, 5, 0), (-3, 4, 1, np.uint8), (0, 5, 1, np.bool_)])
+def test_arange_errors(backend, args):
+    check_raises_like(lambda x: np.arange(*args[:3], dtype=args[3] if len(args) > 3 else None) + x, 0,
+                      backend=backend)
+
+
+# ---- item 16d: sorting complex arrays ---------------------------------------------------------------------------
+def complex_grid(dtype, shape, seed: int = 3) -> np.ndarray:
+    """Complex values whose parts are drawn from signed zeros, small integers, infinities and NaN."""
+    rng = np.random.default_rng(seed)
+    parts = np.array([0.0, -0.0, 1.0, -1.0, 2.0, inf, -inf, nan])
+    z = np.empty(shape, dtype)
+    z.real, z.imag = rng.choice(parts, shape), rng.choice(parts, shape)
+    return z
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_sort_complex_arrays(backend, dtype):
+    """NumPy's order: R + Rj, R + nan j, nan + Rj, nan + nan j, each by its parts that are not NaN (stable)."""
+    x, m, big = complex_grid(dtype, (40,)), complex_grid(dtype, (5, 13), 4), complex_grid(dtype, (300,), 5)
+    check(lambda x, m, big: (np.sort(x), np.argsort(x, kind="stable"), np.sort(m, axis=0), np.sort(m.T[::-1]),
+                             np.argsort(m, axis=None, stable=True), np.sort(m, axis=None), np.sort(big),
+                             np.argsort(big, kind="stable"), np.sort(x[:1]), np.sort(x[:0]),
+                             np.lexsort((x, x.real)), np.lexsort((x.imag, x)),
+                             np.searchsorted(np.sort(x), m.ravel()), np.searchsorted(np.sort(x), x, side="right"),
+                             np.sort_complex(m), np.sort_complex(m.real), np.sort_complex(m.real.astype(np.int16)),
+                             np.partition(big, 150)[150], np.partition(m, (1, 7), axis=1)[:, [1, 7]],
+                             np.argpartition(x, 5)[5] == np.argsort(x, kind="stable")[5]),
+          x, m, big, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_sort_complex_in_place_and_of_selections(backend, dtype):
+    x = complex_grid(dtype, (30,), 6)
+
+    def f(x):
+        y = x.copy()
+        y.sort()
+        sel = x[x.real != 1]
+        sel.sort()
+        return y, sel, np.sort(x[x.imag > 0]), np.argsort(x[x.real >= 0], stable=True), np.median(x[x.real > 0])
+    check(f, x, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_unique_of_complex_arrays(backend, dtype):
+    """equal_nan: every complex NaN is one value; NumPy keeps the first in the array's order when it finds the values
+    alone (a hash table), the first in sort order when it also returns positions or counts."""
+    x, m = complex_grid(dtype, (60,), 7), complex_grid(dtype, (6, 3), 8)
+    check(lambda x, m: (np.unique(x), np.unique(x[::-1]), np.unique(x, equal_nan=False), np.sort(np.unique_values(x)),
+                        tuple(np.unique(x, return_index=True, return_inverse=True, return_counts=True)),
+                        tuple(np.unique_counts(m)), np.unique(m, axis=0), np.unique(x[x.real > 0])),
+          x, m, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_median_of_complex_arrays(backend, dtype):
+    x = complex_grid(dtype, (5, 13), 9)
+    finite = x.copy()
+    finite[np.isinf(finite)] = 3   # NumPy's nanmedian along an axis sorts NaN as inf + 0j, among infinite values
+    c = complex
+    all_nan = np.array([[c(nan, 1), c(1, nan)], [c(nan, 2), 1 + 1j], [c(nan, 3), c(nan, nan)]], dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(lambda x, finite, all_nan: (
+            np.median(x, axis=1), np.median(x), np.median(x[:, :4], axis=0, keepdims=True), np.median(x[:0]),
+            np.nanmedian(finite, axis=1), np.nanmedian(x), np.nanmedian(x[0]), np.nanmedian(finite[:, :4], axis=0),
+            np.nanmedian(all_nan, axis=1), np.nanmedian(all_nan[0]), np.nanmedian(all_nan[:, :1]),
+            np.nanmedian(x[:0], axis=0), np.median(finite[finite.real > 0])),
+            x, finite, all_nan, backend=backend)
+    check_raises_like(lambda x: np.percentile(x, 50), x, backend=backend)
+    check_raises_like(lambda x: np.sort_complex(x[0, 0]), x, backend=backend)
