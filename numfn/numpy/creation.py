@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
-from numfn.errors import user_location
+from numfn.errors import unsupported, user_location
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
@@ -115,11 +115,32 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64)
     return (rows + k == cols).astype(dtype)
 
 
-def asarray(a: ArrayLike, dtype: Any = None) -> Tensor:
-    return T(a).astype(dtype, copy=False) if dtype is not None else T(a)   # the array itself when its dtype matches
+_NO_COPY = ("Unable to avoid copy while creating an array as requested.\nIf using `np.array(obj, copy=False)` replace "
+            "it with `np.asarray(obj)` to allow a copy when needed (no behavior change in NumPy 1.x).\nFor more "
+            "details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html#adapting-to-changes-in-the-copy-"
+            "keyword.")
 
 
-array = asarray
+def asarray(a: ArrayLike, dtype: Any = None, order: str | None = None, *, device: str | None = None,
+            copy: bool | None = None, like=None) -> Tensor:
+    """`a` as an array: a traced array itself where its dtype matches (writes into the result change it, as
+    NumPy's), else a new one; copy=True always a new array, copy=False NumPy's ValueError where one is needed."""
+    t = T(a)
+    if t.weak: t = Tensor(t.uop)   # a Python scalar becomes a strong 0-d array
+    converted = dtype is not None and as_dtype(dtype) is not t.uop.dtype
+    if copy is False and (converted or not isinstance(a, (Tensor, np.ndarray))): raise ValueError(_NO_COPY)
+    res = t.astype(dtype, copy=False) if converted else t
+    return res.copy() if copy and res is t else res
+
+
+def array(object: ArrayLike, dtype: Any = None, *, copy: bool | None = True, order: str = "K",  # noqa: A002
+          subok: bool = False, ndmin: int = 0, ndmax: int = 0, like=None) -> Tensor:
+    """NumPy's array: a new array (copy=True, the default: writes into it never change `object`; asarray's sharing
+    for copy=None), with at least `ndmin` dimensions (ones prepended)."""
+    if ndmax: raise unsupported("the ndmax= argument of numpy.array")
+    res = asarray(object, dtype, copy=copy)
+    if ndmin > res.ndim: res = res.reshape((1,) * (ndmin - res.ndim) + tuple(res.shape))
+    return res
 
 
 def empty(shape: ShapeLike, dtype: DTypeLike = np.float64, order: str = "C", *, device: str | None = None,

@@ -3,6 +3,7 @@ backends: NaN-ignoring reductions and arg-reductions of complex arrays, max/min 
 and friends of arrays of run-time length, np.arange's result dtype, sorting complex arrays, and writes of traced
 values into NumPy arrays made inside the function.
 """
+import re
 import warnings
 
 import numpy as np
@@ -292,3 +293,131 @@ def test_median_of_complex_arrays(backend, dtype):
             x, finite, all_nan, backend=backend)
     check_raises_like(lambda x: np.percentile(x, 50), x, backend=backend)
     check_raises_like(lambda x: np.sort_complex(x[0, 0]), x, backend=backend)
+
+
+# ---- item 16e: traced values stored into NumPy arrays made while tracing ----------------------------------------
+CONSTANT = np.array([1.0, 2.0, 3.0])
+
+
+def test_arrays_made_inside_the_function_take_traced_values(backend):
+    """NumPy's creation functions called by the function make traced arrays (numfn.interpose), which take writes."""
+    def f(x):
+        a = np.array([1.0, 2.0, 3.0])
+        a[1] = x.sum()
+        b = np.zeros(3)
+        b[0] = x[0]
+        c = np.array(CONSTANT)   # a copy of a captured array: traced
+        c[:2] = x[:2]
+        d = np.asarray([[1, 2], [3, 4]], dtype=np.float32)
+        d[x[:2] > 0] = 9
+        e = np.full((2, 3), 2.0)
+        e[:, 1] += x[:2]
+        return a, b, c, d, e
+    check(f, np.array([1.5, -2.0, 3.25]), backend=backend)
+
+
+STORES = {
+    "copy of a captured array": lambda x: _store(CONSTANT.copy(), 0, x[0]),
+    "captured array": lambda x: _store(CONSTANT, 0, x[0]),
+    "slice": lambda x: _store(CONSTANT.copy(), slice(0, 2), x[:2]),
+    "int array": lambda x: _store(CONSTANT.astype(np.int64), 1, x[1]),
+    "complex array": lambda x: _store(CONSTANT.astype(np.complex128), 1, x[1]),
+    "bool array": lambda x: _store(CONSTANT > 1, 1, x[1] > 0),
+    "traced index": lambda x: _store(CONSTANT.copy(), (x > 0).sum(), 1.0),
+    "concatenated": lambda x: _store(np.concatenate([CONSTANT, CONSTANT]), slice(2, 4), x[:2]),
+}
+
+
+def _store(a, index, value):
+    a[index] = value   # the line the error names
+    return a
+
+
+@pytest.mark.parametrize("case", STORES)
+def test_storing_into_a_numpy_array_is_explained(backend, case):
+    with pytest.raises(numfn.errors.StoreIntoConstantError, match=r"storing into a NumPy array with a traced value "
+                       r"or index \(at .*test_regressions_namespace.py:\d+ in _store: a\[index\] = value\).*"
+                       r"a = np.array\(a\)"):
+        numfn.jit(STORES[case], backend=backend)(np.array([1.5, -2.0, 3.25]))
+
+
+def test_storing_into_a_numpy_array_in_loops_and_methods(backend):
+    def loop(x):
+        a = CONSTANT.copy()
+        for i in range(3):
+            a[i] = x[i] * 2   # in a compiled loop
+        return a
+
+    def augmented(x):
+        a = CONSTANT.copy()
+        a[0] += x[0]
+        return a
+
+    def fill(x):
+        a = CONSTANT.copy()
+        a.fill(x[0])   # NumPy's own ValueError: numfn's explanation instead
+        return a
+    for f, line in ((loop, "a[i] = x[i] * 2"), (augmented, "a[0] += x[0]")):
+        with pytest.raises(numfn.errors.StoreIntoConstantError, match=re.escape(line)):
+            numfn.jit(f, backend=backend)(np.array([1.5, -2.0, 3.25]))
+    with pytest.raises(numfn.errors.TracerConversionError, match=re.escape("a.fill(x[0])")):
+        numfn.jit(fill, backend=backend)(np.array([1.5, -2.0, 3.25]))
+
+
+# ---- neighbours: clip, ufunc reductions and accumulations of complex arrays -----------------------------------------
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_clip_of_complex_arrays(backend, dtype):
+    """np.clip with both bounds is NumPy's clip loop (a NaN value kept, a bound compared with its NaN parts as they
+    are); with one bound it is np.maximum or np.minimum (NaN on either side wins)."""
+    x, lo, hi = complex_grid(dtype, (64,), 11), complex_grid(dtype, (64,), 12), complex_grid(dtype, (64,), 13)
+    check(lambda x, lo, hi: (np.clip(x, lo, hi), np.clip(x, lo, 1 + 1j), np.clip(x, -1 - 1j, hi), np.clip(x, lo, None),
+                             np.clip(x, None, hi), np.clip(x, -1, 2.5), np.clip(x.real, -1j, 2 + 1j),
+                             np.clip(x[x.real != 1], -1 - 1j, 2 + 0j), x.clip(lo, hi),
+                             np.maximum(x, lo), np.minimum(x, hi), np.fmax(x, lo), np.fmin(x, hi)),
+          x, lo, hi, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, ids=ids)
+def test_ufunc_reduce_and_accumulate_of_complex_arrays(backend, dtype):
+    rng = np.random.default_rng(14)
+    x = (rng.integers(-3, 4, (4, 6)) + 1j * rng.integers(-3, 4, (4, 6))).astype(dtype)
+    x[1, 2], x[3, 0], x[3, 4] = complex(nan, 1), complex(2, nan), complex(nan, nan)
+
+    def f(x):
+        out = []
+        for u in (np.maximum, np.minimum, np.fmax, np.fmin, np.multiply, np.add):
+            out += [u.reduce(x, axis=0), u.reduce(x, axis=1, keepdims=True), u.reduce(x, axis=None),
+                    u.reduce(x, axis=1, initial=1 + 1j), u.accumulate(x, axis=0), u.accumulate(x, axis=1)]
+        out += [np.subtract.reduce(x, axis=0), np.subtract.reduce(x[0]), np.subtract.accumulate(x, axis=1),
+                np.maximum.reduce(x, axis=()), np.multiply.reduce(x[:0], axis=0)]
+        return out
+    check(f, x, backend=backend, scale=1e4)
+
+
+def test_np_array_copies_and_asarray_shares(backend):
+    """np.array makes a new array (a write into it does not change its source, the caller's array among them);
+    np.asarray and copy=None share; ascontiguousarray and asfortranarray copy only where NumPy does."""
+    def f(x):
+        y = x * 1
+        a = np.array(x)
+        a[0] = 5
+        b = np.array(y)
+        b[1] = 6
+        c = np.asarray(y)
+        c[2] = 7                                            # y too
+        d = np.array(y, copy=None)
+        d[0] += 1                                           # y too
+        e = np.asarray(y, copy=True)
+        e[0] = -1
+        m = np.ones((2, 3)) * x
+        f_ = np.ascontiguousarray(m.T)
+        f_[0, 0] = 9
+        g = np.asfortranarray(m)
+        g[0, 1] = 8
+        h = np.ascontiguousarray(m[0])
+        h[2] = 4                                            # m too: a contiguous view
+        return x, y, a, b, c, d, e, m, f_, g, h, np.array(x, ndmin=3), np.array(2.0, ndmin=1) + np.float32(1), \
+            np.asarray(3) + np.int8(1), np.array(x, dtype=np.float32)
+    check(f, np.array([1.0, 2.0, 3.0]), backend=backend)
+    check_raises_like(lambda x: np.array([1, 2], copy=False) + x, np.ones(2), backend=backend)
+    check_raises_like(lambda x: np.array(x, dtype=np.float32, copy=False), np.ones(2), backend=backend)
