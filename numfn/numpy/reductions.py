@@ -14,7 +14,7 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
+from numfn.tensor import Tensor, add_check, gather, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes, DTypeLike, Scalar
 
@@ -253,11 +253,12 @@ def _first_of(t: Tensor, mask: UOp | None, axes: tuple[int, ...], keepdims: bool
     kept = tuple(i for i in range(t.ndim) if i not in axes)
     rows_shape = tuple(t.shape[i] for i in kept) + (math.prod(t.shape[a] for a in axes),)
     rows = t.transpose(kept + axes).reshape(rows_shape)
-    if mask is None: first = rows[..., :1]
-    else:
-        from numfn.numpy.indexing import take_along_axis
+    if mask is None or 0 in rows_shape: first = rows[..., :1]
+    else:   # (a row without marks reads its last element: gather clamps)
         marked = Tensor(mask).transpose(kept + axes).reshape(rows_shape)
-        first = take_along_axis(rows, _first_index(marked, len(kept), True), axis=-1)
+        lead = [Tensor(UOp.iota(n).reshape(tuple(n if j == i else 1 for j in range(len(rows_shape)))))
+                for i, n in enumerate(rows_shape[:-1])]
+        first = gather(rows, lead + [_first_index(marked, len(kept), True)])
     if keepdims: return first.reshape(tuple(1 if i in axes else n for i, n in enumerate(t.shape)))
     return first.reshape(rows_shape[:-1])
 
