@@ -116,6 +116,13 @@ def test_nan_reductions_of_complex_zero_size_and_errors(backend, dtype):
     check_raises_like(lambda x: np.nanmax(x[:, 0], where=np.ones(0, bool)), x, backend=backend)
     check_raises_like(lambda x: np.nanmean(x, dtype=np.int64), complex_rows(dtype), backend=backend)
     check(lambda x: np.nanmean(x, axis=1, dtype=np.complex128), complex_rows(dtype), backend=backend)
+    z, w = np.array(complex(nan, 1), dtype), np.array(2 - 1j, dtype)   # 0-d arrays
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(lambda z, w: (np.nansum(z), np.nanprod(z), np.nanmax(z), np.nanmin(w, axis=0), np.argmax(z),
+                            np.argmin(w), np.nanargmax(w), np.max(z), np.nancumsum(z), np.nanmean(w), np.nanvar(z),
+                            np.sort(w[None]), np.median(w)), z, w, backend=backend)
+    check_raises_like(lambda z: np.nanargmax(z), z, backend=backend)
 
 
 # ---- item 16c: nan-reductions of arrays of run-time length ------------------------------------------------------
@@ -421,3 +428,23 @@ def test_np_array_copies_and_asarray_shares(backend):
     check(f, np.array([1.0, 2.0, 3.0]), backend=backend)
     check_raises_like(lambda x: np.array([1, 2], copy=False) + x, np.ones(2), backend=backend)
     check_raises_like(lambda x: np.array(x, dtype=np.float32, copy=False), np.ones(2), backend=backend)
+
+
+def test_float16_nan_reductions_sorting_and_ranges(backend):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-3, 3, (5, 7)).astype(np.float16)
+    x[rng.random((5, 7)) < 0.2], x[2], x[0, 0] = nan, nan, -0.0
+
+    def f(x):
+        out = []
+        for fn in (np.nansum, np.nanmean, np.nanvar, np.nanmax, np.nanmin, np.nanmedian, np.median, np.ptp):
+            out += [fn(x, axis=1), fn(x.T[::-1], axis=-1, keepdims=True), fn(x)]
+        out += [np.nanargmax(x[[0, 1, 3, 4]], axis=1), np.nanargmin(x, axis=0), np.sort(x, axis=0), np.argsort(x.T),
+                np.nancumsum(x, axis=1), np.nancumprod(x[:, :3], axis=0), np.unique(x), np.argmax(x, axis=1),
+                np.clip(x, np.float16(-1), np.float16(1.5)), np.arange(np.float16(0.5), np.float16(100.0),
+                                                                        np.float16(0.7)),
+                np.arange(0, 3000, 3, dtype=np.float16), np.nanmax(x[x > 0]), np.nanargmin(x[~(x > 0)])]
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(f, x, backend=backend, scale=30.0)
