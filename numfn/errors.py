@@ -44,12 +44,12 @@ def storing_into_array(frame: FrameType | None) -> bool:
 
 def store_into_constant(where: str) -> StoreIntoConstantError:
     return StoreIntoConstantError(
-        f"storing into a NumPy array with a traced value or index (at {where}): that array is a constant of the compiled program, "
-        "made while numfn traced the function by NumPy code numfn does not trace (a NumPy array's own methods such "
-        "as a.copy() or a.reshape(), functions of NumPy arrays such as np.concatenate, or an array from outside the "
-        "function), and it cannot hold values known only when the compiled code runs. Make it a traced array "
-        "first: a = np.array(a) inside the function gives a copy numfn can write into (so do np.zeros, np.empty, "
-        "np.full, ... called inside the function)")
+        f"storing into a NumPy array with a traced value or index (at {where}): that array is a constant of the "
+        "compiled program, made while numfn traced the function by NumPy code numfn does not trace (a NumPy "
+        "array's own methods such as a.copy() or a.reshape(), functions of NumPy arrays such as np.concatenate, or "
+        "an array from outside the function), and it cannot hold values known only when the compiled code runs. "
+        "Make it a traced array first: a = np.array(a) inside the function gives a copy numfn can write into (so "
+        "do np.zeros, np.empty, np.full, ... called inside the function)")
 
 
 def _numpy_dir() -> str:

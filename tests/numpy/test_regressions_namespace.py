@@ -39,7 +39,7 @@ NAN_REDUCTIONS = ("nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", 
 def test_nan_reductions_of_complex_skip_nan(backend, dtype):
     x = complex_rows(dtype)
     ok = x[[0, 1, 3, 4]]   # no all-NaN row along axis 1
-    finite = x[[0, 1, 2, 4]]   # products: numfn multiplies complex values pairwise, which infinities tell from NumPy's order
+    finite = x[[0, 1, 2, 4]]   # products: numfn multiplies pairwise; infinities tell that from NumPy's order
 
     def f(x, ok, finite):
         out = {}
@@ -198,7 +198,8 @@ ARANGE_CASES = [((3.0,), {}), ((3.5,), {}), ((2.0, 5), {}), ((np.float32(3),), {
                 ((3,), {"dtype": complex}), ((1, 7), {"dtype": np.complex64}), ((0, 3000), {"dtype": np.float16}),
                 ((np.float16(0.1), 3000), {}), ((np.float16(0.1), np.float16(30), np.float16(0.3)), {}),
                 ((np.int8(5),), {}), ((np.uint8(3), 10), {}), ((np.uint64(3), 10), {}), ((10, np.int32(0), -3), {}),
-                ((0.0, 1.0, 0.3), {"dtype": np.float32}), ((1e20, 1e20 + 1e6, 1e5), {}), ((2, 20, 3), {"dtype": np.int8}),
+                ((0.0, 1.0, 0.3), {"dtype": np.float32}), ((1e20, 1e20 + 1e6, 1e5), {}),
+                ((2, 20, 3), {"dtype": np.int8}),
                 ((np.float64(2), 9), {"dtype": np.float16}), ((0, 300), {"dtype": np.int8}),
                 ((1.5, -2.5, -1.0), {"dtype": np.int32}), ((0, 5), {"step": 2}), ((-1.5,), {}), ((3j,), {}),
                 ((np.int8(-100), np.int8(100)), {}), ((True,), {}), ((0, 3, True), {})]
