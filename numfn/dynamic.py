@@ -418,20 +418,26 @@ def _extreme(name: str, op: Ops):
 
 
 def _arg_extreme(name: str):
+    """argmax/argmin, and nanargmax/nanargmin (NaN skipped: an all-NaN slice is NumPy's ValueError, raised by the
+    call; an empty one is argmax's, as NumPy checks)."""
     def method(y: DynTensor, axis=None, out=None, *, keepdims=False):
         from numfn.numpy import reductions
-        if y.ndim > 1 and axis is None:
-            raise unsupported(f"{name} over every axis of a multi-dimensional array whose length is only known at "
-                              "run time", _HINT)
+        if axis is None and keepdims and y.ndim > 1:   # NumPy keeps every axis, with size 1
+            return method(y, None, out).reshape((1,) * y.ndim)
+        if axis is None and y.ndim > 1: y = _flat(y, name)
         ax = 0 if axis is None else normalize_axes(axis, y.ndim)[0]
         left = _left(y, (ax,), keepdims)
         if y.lengths[ax] is None:
             return _plain(getattr(reductions, name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
+        plain = name.removeprefix("nan")
         add_check(Tensor(cast(UOp, y.lengths[ax])) == 0, 0,
-                  lambda _: ValueError(f"attempt to get {name} of an empty sequence"))
+                  lambda _: ValueError(f"attempt to get {plain} of an empty sequence"))
         dt = y.uop.dtype
-        if dt.is_float: fill = -math.inf if name == "argmax" else math.inf
-        else: fill = dt.min if name == "argmax" else dt.max
+        if name != plain and dt.is_inexact: fill: Any = math.nan   # skipped like the NaNs
+        elif dt.is_inexact:   # -inf - inf j is the first complex value in the lexicographic order
+            fill = -math.inf if plain == "argmax" else math.inf
+            if dt.is_complex: fill = complex(fill, fill)
+        else: fill = dt.min if plain == "argmax" else dt.max
         filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, cast(_Shape, y.uop.shape))))
         # positions past the length hold the fill, after every element: ties go to the first element anyway
         return _plain(getattr(reductions, name)(filled, axis=ax, keepdims=keepdims).uop, left)
@@ -456,10 +462,9 @@ def _numpy_reduction(name: str, empty_error: str | None = None):
 
 def _cumulative(name: str):
     def method(y: DynTensor, axis=None, dtype=None, out=None):
-        if y.ndim > 1 and axis is None:
-            raise unsupported(f"{name} over every axis of a multi-dimensional array whose length is only known at "
-                              "run time", _HINT)
-        fn = getattr(Tensor, name)
+        from numfn.numpy import reductions
+        if axis is None and y.ndim > 1: y = _flat(y, name)
+        fn = getattr(reductions, name)
         # along an axis the prefix before a run-time length is exactly NumPy's result; past it nothing matters
         out_ = fn(y.compact(), axis=0 if axis is None else axis, dtype=dtype)
         return DynTensor(out_.uop, lengths=y.lengths)
@@ -474,9 +479,16 @@ def _ptp(y: DynTensor, axis=None, out=None, keepdims=False):
     return y.max(axis=axis, keepdims=keepdims) - y.min(axis=axis, keepdims=keepdims)
 
 
-def _flat(y: DynTensor) -> DynTensor:
-    if y.ndim > 1: raise unsupported("flattening a multi-dimensional array selected by values", _HINT)
-    return y
+def _flat(y: DynTensor, name: str = "flattening") -> DynTensor:
+    """y flattened: its rows' elements in order, which are the first ones of its compacted form when only the first
+    axis has a run-time length (a selection of rows)."""
+    if y.ndim <= 1: return y
+    if any(ln is not None for ln in y.lengths[1:]):
+        raise unsupported(f"{name} of a multi-dimensional array whose length along an axis after the first is only "
+                          "known at run time", _HINT)
+    shape = cast(_Shape, y.uop.shape)
+    rest = math.prod(shape[1:])
+    return DynTensor(y.uop.reshape((math.prod(shape),)), (Tensor(cast(UOp, y.length)) * rest).uop)
 
 
 _METHODS = {
@@ -488,6 +500,20 @@ _METHODS = {
     "flatten": lambda y, order="C": _flat(y), "ravel": lambda y, order="C": _flat(y),
 }
 
+
+def _nan_extreme(name: str):
+    """nanmax/nanmin: NaN skipped; without `initial`, an empty selection is NumPy's ValueError (fmax, fmin)."""
+    def method(y: DynTensor, axis=None, out=None, keepdims=False, initial=None, where=None):
+        from numfn.numpy import reductions
+        if not y.uop.dtype.is_inexact: return _METHODS[name](y, axis, out, keepdims, initial, where)
+
+        def fn(t, axis, keepdims, where=None):
+            return reductions._nan_extreme(t, axis, out, keepdims, initial, where, name, valid_only=True)
+        empty = None if initial is not None else "fmax" if name == "max" else "fmin"
+        return reduce(fn, y, axis, keepdims, empty, where=where)
+    return method
+
+
 # numfn.numpy functions that take DynTensors, by name: reductions route to the methods above, the rest are
 # elementwise (they reach Tensor._elementwise, which routes to `elementwise`) or handle them themselves
 NUMPY = {
@@ -497,7 +523,9 @@ NUMPY = {
     "var": _METHODS["var"], "cumsum": _METHODS["cumsum"], "cumprod": _METHODS["cumprod"],
     "count_nonzero": _count_nonzero, "ptp": _ptp, "nansum": _numpy_reduction("nansum"),
     "nanprod": _numpy_reduction("nanprod"), "nanmean": _numpy_reduction("nanmean"),
-    "nanmax": _numpy_reduction("nanmax", "fmax"), "nanmin": _numpy_reduction("nanmin", "fmin"),
+    "nanmax": _nan_extreme("max"), "nanmin": _nan_extreme("min"), "nanargmax": _arg_extreme("nanargmax"),
+    "nanargmin": _arg_extreme("nanargmin"), "nancumsum": _cumulative("nancumsum"),
+    "nancumprod": _cumulative("nancumprod"),
     "nanstd": _numpy_reduction("nanstd"), "nanvar": _numpy_reduction("nanvar"),
     "ravel": lambda y, order="C": _flat(y), "shape": lambda y: y.shape, "ndim": lambda y: y.ndim,
     "size": lambda y, axis=None: y.size if axis is None else y.shape[axis],

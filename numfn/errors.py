@@ -1,13 +1,14 @@
 """Exceptions numfn raises, and how they point at the user's code."""
 from __future__ import annotations
 
+import dis
 import linecache
 import os
 import sys
 from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_NUMPY_DIR = None
+_NUMPY_DIR: str | None = None
 
 
 class NumfnError(Exception):
@@ -22,16 +23,50 @@ class TracerConversionError(NumfnError, TypeError):
     """A traced value was used where Python needs a concrete value (if/while, float(), int(), np.asarray)."""
 
 
-def user_location() -> str:
-    """'file:line in function: source' of the innermost stack frame outside numfn and NumPy."""
+class StoreIntoConstantError(TracerConversionError):
+    """A traced value was stored into a NumPy array (`a[i] = v`): a constant made while tracing. NumPy reports its
+    own error for some dtypes ("setting an array element with a sequence.", this one its cause); the trace raises
+    this one instead (numfn.interpose)."""
+
+
+_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
+
+
+def storing_into_array(frame: FrameType | None) -> bool:
+    """Whether `frame`, the frame that asked a traced value for a concrete one, is the user's code executing
+    `a[i] = v` itself: NumPy's __setitem__ (C, no frame of its own) converting v, `a` a NumPy array."""
+    if frame is None: return False
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(_numpy_dir() + os.sep): return False
+    code, i = frame.f_code.co_code, frame.f_lasti
+    return 0 <= i < len(code) and code[i] in _STORES
+
+
+def store_into_constant(where: str) -> StoreIntoConstantError:
+    return StoreIntoConstantError(
+        f"storing into a NumPy array with a traced value or index (at {where}): that array is a constant of the "
+        "compiled program, made while numfn traced the function by NumPy code numfn does not trace (a NumPy "
+        "array's own methods such as a.copy() or a.reshape(), functions of NumPy arrays such as np.concatenate, or "
+        "an array from outside the function), and it cannot hold values known only when the compiled code runs. "
+        "Make it a traced array first: a = np.array(a) inside the function gives a copy numfn can write into (so "
+        "do np.zeros, np.empty, np.full, ... called inside the function)")
+
+
+def _numpy_dir() -> str:
     global _NUMPY_DIR
     if _NUMPY_DIR is None:
         import numpy
         _NUMPY_DIR = os.path.dirname(os.path.abspath(numpy.__file__))
+    return _NUMPY_DIR
+
+
+def user_location() -> str:
+    """'file:line in function: source' of the innermost stack frame outside numfn and NumPy."""
+    numpy_dir = _numpy_dir()
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_NUMPY_DIR + os.sep) \
+        if not path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(numpy_dir + os.sep) \
                 and not frame.f_code.co_filename.startswith("<frozen"):
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             where = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"

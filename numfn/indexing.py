@@ -446,8 +446,8 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
     base = x.base if x.base is not None else x
     if base.memory == "constant":
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
-                          "It is a constant of the compiled program; copy it first (y = x.copy()) or pass it as "
-                          "an argument")
+                          "It is a constant of the compiled program; copy it first (y = np.array(x)) or pass it "
+                          "as an argument")
     if base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and arg[0] != "window")
                                         for op, arg in x.chain):
         raise ValueError("assignment destination is read-only")   # a broadcast, a diagonal

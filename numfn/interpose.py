@@ -79,7 +79,7 @@ class tracing_numpy:
         _local.depth = getattr(_local, "depth", 0) + 1
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         global _active
         _local.depth -= 1
         with _lock:
@@ -87,6 +87,11 @@ class tracing_numpy:
             if _active == 0:
                 for name, original in _originals.items(): setattr(np, name, original)
                 _originals.clear()
+        from numfn.errors import TracerConversionError
+        # NumPy reports a traced value it failed to convert (a[i] = v, a.fill(v), a NumPy array `a`) as its own
+        # ValueError ("setting an array element with a sequence."): numfn's explanation is its cause
+        if isinstance(exc, ValueError) and isinstance(exc.__cause__, TracerConversionError):
+            raise exc.__cause__.with_traceback(None) from None
 
 
 def _after_fork_in_child() -> None:

@@ -11,6 +11,7 @@ import hashlib
 import inspect
 import math
 import operator
+import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -23,7 +24,9 @@ from numpy.typing import ArrayLike, DTypeLike
 from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
-from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
+from numfn.errors import (NumfnError, TracerConversionError, store_into_constant, storing_into_array,
+                          unsupported, user_location)
+from numfn import complex_reductions
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
@@ -177,6 +180,8 @@ class Tensor:
     # ---------------------------------------------------------------------------------------------------------
     # things a tracer cannot do
     def _concrete(self, what: str) -> NoReturn:
+        # a[i] = self, `a` a NumPy array: its __setitem__ asked (the frame above the conversion is the store)
+        if storing_into_array(sys._getframe(2)): raise store_into_constant(user_location())
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
@@ -520,6 +525,12 @@ class Tensor:
             return u.permute(tuple(range(len(shape)))[::-1])
         return self.uop.reshape(shape)
 
+    def is_contiguous(self, order: str = "C") -> bool:
+        """Whether NumPy's array would be contiguous in C (row-major) or F (column-major) order: a view as its strides
+        say, an array that is no view (row-major) in F order too where at most one axis is longer than 1."""
+        if self.base is not None: return _contiguous(self, order)
+        return order == "C" or sum(n > 1 for n in self.shape) <= 1
+
     def flatten(self, order: str = "C") -> Tensor:
         return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
 
@@ -592,14 +603,16 @@ class Tensor:
             u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
         # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
         acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        if dt.is_complex and op is Ops.MUL and axes and all(self.shape[a] for a in axes):
+        if dt.is_complex and op is Ops.MUL and all(self.shape[a] for a in axes):
             # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
             # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
-            u = _times_first(u, init if init is not None else UOp.const(dt, 1), axes)
+            u = complex_reductions.times_first(u, init if init is not None else UOp.const(dt, 1), axes)
             init = None
-        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):   # an empty product: 1
-            u = UOp.const_like(dt, 1, tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
-        elif dt.is_complex and op is not Ops.ADD: u = _pairwise_reduce(u, op, axes, keepdims=True)
+        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):
+            # an empty product is 1; an empty max or min is `initial` (which it then needs)
+            empty = UOp.const(dt, 1) if op is Ops.MUL else cast(UOp, init)
+            u = Tensor(empty)._broadcast(tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
+        elif dt.is_complex and op is not Ops.ADD: u = complex_reductions.pairwise_reduce(u, op, axes)
         else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
         if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
         if init is not None:   # folded in like one more element
@@ -655,7 +668,7 @@ class Tensor:
         dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
         src = x.uop.cast(dt)
         if x.shape[ax] <= 1: return Tensor(src)
-        if dt.is_complex and op is not Ops.ADD: return Tensor(_doubling_scan(src, op, ax))
+        if dt.is_complex and op is not Ops.ADD: return Tensor(complex_reductions.doubling_scan(src, op, ax))
         return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
 
     # ---------------------------------------------------------------------------------------------------------
@@ -1050,65 +1063,6 @@ def warn_complex_discarded() -> None:
 def _check_complex(ufunc: str, op: Ops) -> None:
     from numfn.codegen.complex import COMPLEX_ALU
     if op not in COMPLEX_ALU: raise unsupported(f"numpy.{ufunc} of complex values")
-
-
-def _times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:
-    """u with its first element along `axes` (index 0 on each) multiplied by the scalar `start`."""
-    assert u.shape is not None
-    first = None
-    for a in axes:
-        here = UOp.iota(u.shape[a]).reshape(tuple(u.shape[a] if i == a else 1 for i in range(len(u.shape))))
-        here = here.expand(u.shape).alu(Ops.CMPEQ, UOp.const_like(dtypes.int64, 0, u.shape))
-        first = here if first is None else first.alu(Ops.AND, here)
-    assert first is not None, "no axes"
-    return first.alu(Ops.WHERE, start.reshape((1,) * len(u.shape)).expand(u.shape).alu(Ops.MUL, u), u)
-
-
-def _pairwise_reduce(u: UOp, op: Ops, axes: tuple[int, ...], keepdims: bool = True) -> UOp:
-    """A complex product (MUL) or lexicographic MAX/MIN over `axes`, by combining halves: log2(n) elementwise levels
-    per axis (REDUCE_AXIS adds the parts of complex values separately, which these ops cannot do); long levels are
-    stored, so each is a loop over its elements. Reduced axes are kept with size 1."""
-    for axis in axes:
-        while (shape := cast(tuple[int, ...], u.shape))[axis] > 1:
-            n, half = shape[axis], shape[axis] // 2
-            out = _along(u, axis, 0, half).alu(op, _along(u, axis, half, 2 * half))
-            if n % 2: out = _join(out, _along(u, axis, n - 1, n), axis)   # the odd one out goes to the next level
-            u = UOp(Ops.CONTIGUOUS, out.dtype, (out,)) if half > 8 else out
-    return u
-
-
-def _along(u: UOp, axis: int, lo: int, hi: int) -> UOp:
-    assert u.shape is not None
-    return u.shrink(tuple((lo, hi) if a == axis else (0, n) for a, n in enumerate(u.shape)))
-
-
-def _join(a: UOp, b: UOp, axis: int) -> UOp:
-    """a and b concatenated along `axis` (values kept exactly: a select between the two padded)."""
-    assert a.shape is not None and b.shape is not None
-    na, nb, ndim = a.shape[axis], b.shape[axis], len(a.shape)
-    pa = a.pad(tuple((0, nb) if i == axis else (0, 0) for i in range(ndim)))
-    pb = b.pad(tuple((na, 0) if i == axis else (0, 0) for i in range(ndim)))
-    assert pa.shape is not None
-    pos = UOp.iota(na + nb).reshape(tuple(na + nb if i == axis else 1 for i in range(ndim))).expand(pa.shape)
-    return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, na, pa.shape)).alu(Ops.WHERE, pa, pb)
-
-
-def _doubling_scan(u: UOp, op: Ops, axis: int) -> UOp:
-    """The running complex product along `axis` in log2(n) steps (each combining with the value 2**k back, each
-    stored): SCAN walks one real value, not the two parts a complex product mixes."""
-    shape = u.shape   # every step keeps it
-    assert shape is not None
-    n, ndim = shape[axis], len(shape)
-    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(shape)
-    k = 1
-    while k < n:
-        back = u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(shape))) \
-            .pad(tuple((k, 0) if a == axis else (0, 0) for a in range(ndim)))
-        later = pos.alu(Ops.CMPLE, UOp.const_like(dtypes.int64, k - 1, shape)).alu(Ops.XOR, UOp.const_like(
-            dtypes.bool, True, shape))
-        u = UOp(Ops.CONTIGUOUS, u.dtype, (later.alu(Ops.WHERE, back.alu(op, u), u),))
-        k *= 2
-    return u
 
 
 def _holds_tensors(x) -> bool:

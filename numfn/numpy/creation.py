@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
-from numfn.errors import user_location
+from numfn.errors import unsupported, user_location
 from numfn.tensor import Tensor, add_check, broadcast_shapes
 from numfn.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
@@ -58,36 +58,53 @@ def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, order: str = "K", su
               shape: ShapeLike | None = None) -> Tensor: return full_like(a, 1, dtype, shape=shape)
 
 
-def arange(start, stop=None, step=1, dtype: DTypeLike | None = None) -> Tensor:
+def arange(start, stop=None, step=None, dtype: DTypeLike | None = None) -> Tensor:
     """NumPy's arange, computed where it is used (an IOTA: no memory, fused into its consumers). The values are
-    NumPy's: its first element and step in the result dtype, element i = first + i * step (ints wrap alike)."""
+    NumPy's: its first two elements in the result dtype, then element i = first + i * (second - first), as NumPy's
+    fill loops compute them (ints wrap alike; float16 in float32, rounded once; complex part by part)."""
     for v in (start, stop, step):
         if isinstance(v, Tensor):
             raise TypeError(f"arange needs Python numbers, not traced arrays (at {user_location()})")
+    if step is None: step = 1
     if stop is None: start, stop = 0, start
-    # NumPy's own answer for the first two elements decides the dtype, the errors (step 0, bool ranges) and the step
     npdt = None if dtype is None else as_dtype(dtype).np
-    head = np.arange(start, stop, step, dtype=npdt) if _arange_length(start, stop, step) <= 2 else \
-        np.arange(start, start + 2 * step, step, dtype=npdt)
     n = _arange_length(start, stop, step)
-    dt = as_dtype(head.dtype)
-    if dt.is_bool and n > 2:
-        raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
-    if n <= 2: return T(head) if n else Tensor(UOp.const_like(dt, 0, (0,)))
-    if dt.is_float:
-        first, delta = head[0], head[1] - head[0]   # in the result dtype, as NumPy's fill loop computes them
-        i = Tensor(UOp.iota(n).cast(dt))
-        return Tensor(i.uop.alu(Ops.MUL, UOp.const(dt, delta.item())).alu(Ops.ADD, UOp.const(dt, first.item())))
+    if n is None or n <= 2:   # NumPy's own answer: its dtype, its errors (step 0, ...), its values
+        head = np.arange(start, stop, step, dtype=npdt)
+        return T(head) if head.size else Tensor(UOp.const_like(as_dtype(head.dtype), 0, (0,)))
+    if npdt is None:   # NumPy's: at least intp, promoted with the type of each argument (3.0 makes it float64)
+        npdt = np.dtype(np.intp)
+        for v in (start, stop, step): npdt = np.promote_types(npdt, np.asarray(v).dtype)
+    dt = as_dtype(npdt)
+    if dt.is_bool: raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
+    head = np.empty(2, npdt)   # NumPy stores start and start + step (Python's arithmetic) into the result dtype
+    head[0], head[1] = start, start + step
+    i = UOp.iota(n)
+    if dt.is_inexact:
+        part = dt.component if dt is not dtypes.float16 else dtypes.float32   # NumPy's HALF_fill: in float32
+        parts = []
+        for values in ((head.real, head.imag) if dt.is_complex else (head,)):
+            first, second = values.astype(part.np)
+            delta = second - first
+            parts.append(i.cast(part).alu(Ops.MUL, UOp.const(part, delta.item())).alu(
+                Ops.ADD, UOp.const(part, first.item())))
+        u = parts[0].alu(Ops.COMPLEX, parts[1]) if dt.is_complex else parts[0]
+        return Tensor(u.cast(dt))
     first, delta = int(head[0]), int(head[1]) - int(head[0])
-    u = UOp.iota(n).alu(Ops.MUL, UOp.const(dtypes.int64, delta)).alu(Ops.ADD, UOp.const(dtypes.int64, first))
+    u = i.alu(Ops.MUL, UOp.const(dtypes.int64, delta)).alu(Ops.ADD, UOp.const(dtypes.int64, first))
     return Tensor(u.cast(dt))
 
 
-def _arange_length(start, stop, step) -> int:
-    if step == 0: return 1   # NumPy raises; the head computation reports it
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop, step)):
-        return len(range(int(start), int(stop), int(step)))
-    return max(0, math.ceil((stop - start) / step))
+def _arange_length(start, stop, step) -> int | None:
+    """NumPy's length: ceil((stop - start) / step) in the arguments' own arithmetic (NumPy integer scalars wrap, as
+    in NumPy's own computation), at least 0; None where NumPy's arange itself must answer (a step of 0, a length
+    that is not a finite real number)."""
+    try:
+        val = (stop - start) / step
+    except (ZeroDivisionError, TypeError, OverflowError):
+        return None
+    if isinstance(val, (complex, np.complexfloating)) or not math.isfinite(val): return None
+    return max(0, math.ceil(val))
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64) -> Tensor:
@@ -98,11 +115,32 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64)
     return (rows + k == cols).astype(dtype)
 
 
-def asarray(a: ArrayLike, dtype: Any = None) -> Tensor:
-    return T(a).astype(dtype, copy=False) if dtype is not None else T(a)   # the array itself when its dtype matches
+_NO_COPY = ("Unable to avoid copy while creating an array as requested.\nIf using `np.array(obj, copy=False)` replace "
+            "it with `np.asarray(obj)` to allow a copy when needed (no behavior change in NumPy 1.x).\nFor more "
+            "details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html#adapting-to-changes-in-the-copy-"
+            "keyword.")
 
 
-array = asarray
+def asarray(a: ArrayLike, dtype: Any = None, order: str | None = None, *, device: str | None = None,
+            copy: bool | None = None, like=None) -> Tensor:
+    """`a` as an array: a traced array itself where its dtype matches (writes into the result change it, as
+    NumPy's), else a new one; copy=True always a new array, copy=False NumPy's ValueError where one is needed."""
+    t = T(a)
+    if t.weak: t = Tensor(t.uop)   # a Python scalar becomes a strong 0-d array
+    converted = dtype is not None and as_dtype(dtype) is not t.uop.dtype
+    if copy is False and (converted or not isinstance(a, (Tensor, np.ndarray))): raise ValueError(_NO_COPY)
+    res = t.astype(dtype, copy=False) if converted else t
+    return res.copy() if copy and res is t else res
+
+
+def array(object: ArrayLike, dtype: Any = None, *, copy: bool | None = True, order: str = "K",  # noqa: A002
+          subok: bool = False, ndmin: int = 0, ndmax: int = 0, like=None) -> Tensor:
+    """NumPy's array: a new array (copy=True, the default: writes into it never change `object`; asarray's sharing
+    for copy=None), with at least `ndmin` dimensions (ones prepended)."""
+    if ndmax: raise unsupported("the ndmax= argument of numpy.array")
+    res = asarray(object, dtype, copy=copy)
+    if ndmin > res.ndim: res = res.reshape((1,) * (ndmin - res.ndim) + tuple(res.shape))
+    return res
 
 
 def empty(shape: ShapeLike, dtype: DTypeLike = np.float64, order: str = "C", *, device: str | None = None,

@@ -26,21 +26,28 @@ __all__ = ['ascontiguousarray', 'asfortranarray', 'asanyarray', 'broadcast_shape
 
 
 # ---- conversions and predicates -----------------------------------------------------------------------------------
-def asanyarray(a: ArrayLike, dtype: DTypeLike | None = None, order: str | None = None, *, like=None) -> Tensor:
+def asanyarray(a: ArrayLike, dtype: DTypeLike | None = None, order: str | None = None, *, device=None, copy=None,
+               like=None) -> Tensor:
     """asarray: numfn has no ndarray subclasses."""
     from numfn.numpy.creation import asarray
-    return asarray(a, dtype)
+    return asarray(a, dtype, copy=copy)
 
 
 def ascontiguousarray(a: ArrayLike, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
-    """asarray with at least one dimension (a 0-d input becomes shape (1,)), as NumPy's; layout is numfn's concern."""
+    """asarray with at least one dimension (a 0-d input becomes shape (1,)): the array itself where NumPy's is (a
+    contiguous view: writes into the result change it), else a new array, as NumPy's copy."""
+    return _contiguous_array(a, dtype, "C")
+
+
+def _contiguous_array(a, dtype, order: str) -> Tensor:
     t = asanyarray(a, dtype)
-    return t.reshape((1,)) if t.ndim == 0 else t
+    if t.ndim == 0: t = t.reshape((1,))
+    return t if t.is_contiguous(order) else t.copy()
 
 
 def asfortranarray(a: ArrayLike, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
-    """Like ascontiguousarray: the values and shape are NumPy's; the memory order of a traced array is not visible."""
-    return ascontiguousarray(a, dtype)
+    """Like ascontiguousarray, in column-major order (a transposed C-contiguous array is the array itself)."""
+    return _contiguous_array(a, dtype, "F")
 
 
 def broadcast_shapes(*args: ShapeLike) -> tuple[int, ...]:

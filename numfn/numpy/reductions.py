@@ -14,7 +14,7 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, add_check, reduction_mask, tensor_method
+from numfn.tensor import Tensor, add_check, gather, reduction_mask, tensor_method
 from numfn.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes, DTypeLike, Scalar
 
@@ -127,7 +127,8 @@ def _arg_extreme(a, axis, keepdims, name: str, out=None) -> Tensor:
     if t.shape[ax] == 0: raise ValueError(f"attempt to get {name} of an empty sequence")
     extreme = t.max(axis=ax, keepdims=True) if name == "argmax" else t.min(axis=ax, keepdims=True)
     hit = t == extreme
-    if t.uop.dtype.is_float: hit = hit | (t != t)   # the extreme is NaN exactly when the slice holds one
+    # the extreme is NaN exactly when the slice holds one (a complex value is NaN when either part is)
+    if t.uop.dtype.is_inexact: hit = hit | (t != t)
     res = _first_index(hit, ax, keepdims)
     if keepdims and (axis is None or T(a).ndim == 0): res = res.reshape((1,) * T(a).ndim)
     return res
@@ -176,9 +177,10 @@ def ptp(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = Fals
 
 # ---- the NaN-ignoring functions -------------------------------------------------------------------------------
 def _without_nan(a, fill) -> tuple[Tensor, Tensor | None]:
-    """(a with NaN replaced by `fill`, the NaN mask), or (a, None) for arrays that cannot hold NaN."""
+    """(a with NaN replaced by `fill`, the NaN mask), or (a, None) for arrays that cannot hold NaN. A complex value
+    is NaN when either part is (NumPy's isnan), and `fill` replaces all of it (fill + 0j, as NumPy's copyto)."""
     t = T(a)
-    if not t.uop.dtype.is_float: return t, None
+    if not t.uop.dtype.is_inexact: return t, None
     nan = t != t
     return Tensor(nan.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, fill, t.shape), t.uop)), nan
 
@@ -207,17 +209,20 @@ def nancumprod(a: ArrayLike, axis: SupportsIndex | None = None, dtype: DTypeLike
     return cumprod(_without_nan(a, 1)[0], axis, dtype, out)
 
 
-def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
-    """nanmax/nanmin as NumPy computes them, a reduction with fmax/fmin: NaN is skipped, an all-NaN slice gives NaN
-    (NumPy also warns), and `initial` takes part like one more element."""
+def _nan_extreme(a, axis, out, keepdims, initial, where, name: str, valid_only: bool = False) -> Tensor:
+    """nanmax/nanmin as NumPy computes them, a reduction with fmax/fmin: NaN is skipped (a complex value is NaN
+    when either part is; complex values compare lexicographically), an all-NaN slice gives NaN (NumPy also warns;
+    for complex values its first element, where fmax's reduction stops), and `initial` takes part like one more
+    element. `valid_only`: `where` marks the elements that exist (an array of run-time length: numfn.dynamic), so
+    it needs no `initial`."""
     refuse(f"nan{name}", out=out)
     t = T(a)
-    if not t.uop.dtype.is_float: return getattr(t, name)(axis, None, keepdims, initial, where)
+    if not t.uop.dtype.is_inexact: return getattr(t, name)(axis, None, keepdims, initial, where)
     axes = normalize_axes(axis, t.ndim)
     ufunc = "fmax" if name == "max" else "fmin"
     mask = reduction_mask(where, t.shape)
     if initial is None:
-        if mask is not None:
+        if mask is not None and not valid_only:
             raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to use a where mask one "
                              "has to specify 'initial'")
         if builtins.any(t.shape[i] == 0 for i in axes):
@@ -225,11 +230,14 @@ def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
     valid = t == t
     if mask is not None: valid = valid & Tensor(mask)
     dt = t.uop.dtype
-    far = -math.inf if name == "max" else math.inf
+    far: float | complex = -math.inf if name == "max" else math.inf
+    if dt.is_complex: far = complex(far, far)   # before every other value in the lexicographic order
     filled = Tensor(valid.uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, far, t.shape)))
     res = getattr(filled, name)(axis=axes, keepdims=keepdims, initial=far)   # far: the identity, empty slices too
     found = valid.any(axis=axes, keepdims=keepdims)
-    res = Tensor(found.uop.alu(Ops.WHERE, res.uop, UOp.const_like(dt, math.nan, res.shape)))
+    if dt.is_complex and initial is None: nan = _first_of(t, mask, axes, keepdims).uop
+    else: nan = UOp.const_like(dt, math.nan, res.shape)
+    res = Tensor(found.uop.alu(Ops.WHERE, res.uop, nan))
     if initial is None: return res
     init = T(initial).astype(dt)
     combined = Tensor._elementwise("maximum" if name == "max" else "minimum",
@@ -237,6 +245,22 @@ def _nan_extreme(a, axis, out, keepdims, initial, where, name: str) -> Tensor:
     # fmax/fmin: a NaN on one side gives the other side
     return Tensor((res != res).uop.alu(Ops.WHERE, init._broadcast(res.shape),
                                        (init != init).uop.alu(Ops.WHERE, res.uop, combined.uop)))
+
+
+def _first_of(t: Tensor, mask: UOp | None, axes: tuple[int, ...], keepdims: bool) -> Tensor:
+    """The first element over `axes` in their C order (the first one `mask` marks, if given): where a reduction
+    of NumPy's starts. The axes are not empty."""
+    kept = tuple(i for i in range(t.ndim) if i not in axes)
+    rows_shape = tuple(t.shape[i] for i in kept) + (math.prod(t.shape[a] for a in axes),)
+    rows = t.transpose(kept + axes).reshape(rows_shape)
+    if mask is None or 0 in rows_shape: first = rows[..., :1]
+    else:   # (a row without marks reads its last element: gather clamps)
+        marked = Tensor(mask).transpose(kept + axes).reshape(rows_shape)
+        lead = [Tensor(UOp.iota(n).reshape(tuple(n if j == i else 1 for j in range(len(rows_shape)))))
+                for i, n in enumerate(rows_shape[:-1])]
+        first = gather(rows, lead + [_first_index(marked, len(kept), True)])
+    if keepdims: return first.reshape(tuple(1 if i in axes else n for i, n in enumerate(t.shape)))
+    return first.reshape(rows_shape[:-1])
 
 
 def nanmax(a: ArrayLike, axis: Axes = None, out: None = None, keepdims: bool = False, initial: Scalar | None = None,
@@ -259,9 +283,10 @@ def _nan_arg_extreme(a, axis, out, keepdims, name: str) -> Tensor:
     """nanargmax/nanargmin: NumPy replaces NaN by -inf (+inf) and takes argmax (argmin); an all-NaN slice is its
     ValueError, which depends on the values: the program checks for one and the call raises it."""
     t = T(a)
-    if not t.uop.dtype.is_float: return _arg_extreme(t, axis, keepdims, name[3:], out)
+    if not t.uop.dtype.is_inexact: return _arg_extreme(t, axis, keepdims, name[3:], out)
+    # NumPy fills with -inf (+inf), for complex arrays -inf + 0j: an element -inf - 1j is smaller than the fill
     filled, nan = _without_nan(t, -math.inf if name == "nanargmax" else math.inf)
-    assert nan is not None   # t is a float array
+    assert nan is not None   # t is an inexact array
     all_nan = nan.all(axis=axis, keepdims=keepdims)   # first, as in NumPy (its axis errors come first)
     res = _arg_extreme(filled, axis, keepdims, name[3:], out)
     add_check(all_nan, 0, _all_nan_slice)

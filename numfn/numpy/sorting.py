@@ -39,7 +39,7 @@ T = Tensor.lift
 I64 = dtypes.int64
 
 __all__ = ['sort', 'argsort', 'partition', 'argpartition', 'searchsorted', 'lexsort', 'unique', 'unique_values',
-           'unique_counts', 'unique_inverse', 'unique_all']
+           'unique_counts', 'unique_inverse', 'unique_all', 'sort_complex']
 
 # numfn/runtime/csrc/sort.c sorts rows this long with sorting networks, without scratch memory
 NETWORK_MAX = 64
@@ -74,6 +74,14 @@ def _sort_last(t: Tensor, arg: bool) -> Tensor:
         if not arg: return Tensor(t.uop)
         return Tensor(UOp.const_like(I64, 0, shape))
     _require_native()
+    if dt.is_complex:   # sorted by its keys, the last key first (a stable sort by each in turn: lexsort)
+        order: Tensor | None = None
+        for key in reversed(_complex_keys(t)):
+            keyed = key if order is None else _take_along(key, order, t.ndim - 1)
+            step = _sort_last(keyed, True)
+            order = step if order is None else _take_along(order, step, t.ndim - 1)
+        assert order is not None
+        return order if arg else _take_along(t, order, t.ndim - 1)
     from numfn.extern import extern
     room = _scratch_row(n, dt, arg)
     scratch = ((rows, room) if room else (1,), dtypes.uint64 if arg else dt, -1, False)
@@ -83,6 +91,19 @@ def _sort_last(t: Tensor, arg: bool) -> Tensor:
     else:
         out, _ = extern("sort", dt, (), (n, room), [flat], [((rows, n), dt, 0, False), scratch])
     return Tensor(out.reshape(shape))
+
+
+def _complex_keys(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Keys whose lexicographic order is NumPy's sort order of complex values: R + Rj, then R + nan j, nan + Rj and
+    nan + nan j (R a number that is not NaN), each class ordered by the parts that are not NaN (the real part
+    first). The class (int8), then the first part that is not NaN, then the imaginary part of R + Rj."""
+    re, im = Tensor(t.real.uop), Tensor(t.imag.uop)
+    nan_re, nan_im = re != re, im != im
+    zero = UOp.const_like(re.uop.dtype, 0, re.shape)
+    cls = nan_re.astype(np.int8) * 2 + nan_im.astype(np.int8)
+    first = Tensor(nan_re.uop.alu(Ops.WHERE, nan_im.uop.alu(Ops.WHERE, zero, im.uop), re.uop))
+    second = Tensor((nan_re | nan_im).uop.alu(Ops.WHERE, zero, im.uop))
+    return cls, first, second
 
 
 # partitions around at most this many positions use the native select; more sort
@@ -97,6 +118,7 @@ def _select_last(t: Tensor, kth: list[int]) -> Tensor:
     n, rows = shape[-1], math.prod(shape[:-1])
     ks = sorted(set(kth))
     if rows == 0 or n <= 1 or not ks: return Tensor(t.uop)
+    if dt.is_complex: return _sort_last(t, False)   # no native select of complex values: a sort does its work
     _require_native()
     from numfn.extern import extern
     positions = Tensor.lift(np.array(ks, np.int64)).uop
@@ -143,6 +165,17 @@ def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: st
     _check_kind(kind, stable)
     _check_order(order)
     return _sorted(T(a), axis, False)
+
+
+def sort_complex(a: ArrayLike) -> Tensor:
+    """a sorted (along its last axis) as a complex array: complex64 for int8, uint8, int16 and uint16 (and complex
+    arrays as they are), complex128 otherwise, as NumPy's."""
+    t = T(a)
+    out = _sorted(Tensor(t.uop), -1, False)   # a 0-d array: NumPy's AxisError
+    dt = t.uop.dtype
+    if dt.is_complex: return out
+    small = dt in (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)
+    return out.astype(np.complex64 if small else np.complex128)
 
 
 def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None, order: str | Sequence[str] | None = None, *,
@@ -207,7 +240,13 @@ def argpartition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str 
 # searching
 
 def _before(x: Tensor, y: Tensor) -> Tensor:
-    """x < y in NumPy's sort order: NaN after everything (and equal to NaN)."""
+    """x < y in NumPy's sort order: NaN after everything (and equal to NaN; complex values: see _complex_keys)."""
+    if x.uop.dtype.is_complex:
+        kx, ky = _complex_keys(x), _complex_keys(y)
+        out = kx[2] < ky[2]
+        for a, b in ((kx[1], ky[1]), (kx[0], ky[0])):   # the class decides, then the first part, then the second
+            out = (a < b) | ((a == b) & out)
+        return out
     if not x.uop.dtype.is_float: return x < y
     return (x < y) | ((y != y) & (x == x))
 
@@ -329,7 +368,8 @@ def _shifted_differs(s: Tensor, equal_nan: bool) -> Tensor:
     NaNs equal to each other with equal_nan); rows of several elements differ where any element does."""
     cur, prev = s[1:], s[:-1]
     differs = cur != prev
-    if equal_nan and s.uop.dtype.is_float: differs = differs & ~((cur != cur) & (prev != prev))
+    # NumPy: all NaNs one value (complex ones too, whichever part is NaN), the first in sort order kept
+    if equal_nan and s.uop.dtype.is_inexact: differs = differs & ~((cur != cur) & (prev != prev))
     if s.ndim > 1: differs = differs.any(axis=tuple(range(1, s.ndim)))
     from numfn.numpy.manipulation import concatenate
     return concatenate([Tensor(UOp.const_like(dtypes.bool, True, (1,))), differs])
@@ -380,6 +420,11 @@ def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equ
     first = _shifted_differs(s, equal_nan)
     if not isinstance(total, int): first = first & (_iota(n) < total)
     values, index, inverse, counts = _group_parts(s, perm, first, total, want_index, want_inverse, want_counts)
+    if equal_nan and flat.uop.dtype.is_complex and not (want_index or want_inverse or want_counts):
+        # NumPy finds the values alone with a hash table: the NaN it keeps is the first in the array's order
+        nan = flat != flat
+        first_nan = gather(flat, [Tensor(nan.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(I64, n, (n,)))).min()])
+        values = dynamic._where(values != values, first_nan, values)
     if inverse is not None:
         inverse = dynamic.DynTensor(inverse.uop, t.length) if isinstance(t, dynamic.DynTensor) else \
             inverse.reshape(t.shape)
@@ -488,6 +533,7 @@ def _searchsorted_method(self, v, side="left", sorter=None) -> Tensor:
 # arrays of run-time length (x[mask], windows x[k:]): sorted at their bound, the positions past a length last
 
 def _largest(dt: DType):
+    if dt.is_complex: return complex(math.nan, math.nan)
     if dt.is_float: return math.nan
     return dt.max
 

@@ -166,8 +166,10 @@ def _zero_weights(_payload: int) -> ZeroDivisionError:
 
 # ---- NaN-ignoring statistics ----------------------------------------------------------------------------------
 def _nan_split(a):
+    """(a with NaN replaced by 0, the NaN mask), or (a, None) for arrays that cannot hold NaN; a complex value is
+    NaN when either part is."""
     t = T(a)
-    if not t.uop.dtype.is_float: return t, None
+    if not t.uop.dtype.is_inexact: return t, None
     nan = t != t
     return Tensor(nan.uop.alu(Ops.WHERE, UOp.const_like(t.uop.dtype, 0, t.shape), t.uop)), nan
 
@@ -175,7 +177,7 @@ def _nan_split(a):
 def _inexact_dtype(dtype):
     if dtype is None: return None
     dt = as_dtype(dtype)
-    if not dt.is_float: raise TypeError("If a is inexact, then dtype must be inexact")
+    if not dt.is_inexact: raise TypeError("If a is inexact, then dtype must be inexact")
     return dt
 
 
@@ -227,12 +229,13 @@ class _Rows:
     which are the row's first n (NaNs, and the positions past a run-time length, sort last). `lengths`: the run-time
     lengths of the kept axes (an array of run-time length keeps those of the axes it does not reduce)."""
 
-    def __init__(self, a, axis, skip_nan: bool):
+    def __init__(self, a, axis, skip_nan: bool, complex_ok: bool = False):
         from numfn import dynamic
         from numfn.numpy.sorting import filled
         t = a if isinstance(a, dynamic.DynTensor) else T(a)
         self.dtype = t.uop.dtype
-        if self.dtype.kind not in "biuf": raise TypeError("a must be an array of real numbers")
+        if self.dtype.kind not in ("biufc" if complex_ok else "biuf"):
+            raise TypeError("a must be an array of real numbers")
         self.ndim = t.ndim
         self.axes = normalize_axes(axis, t.ndim)
         self.kept = tuple(i for i in range(t.ndim) if i not in self.axes)
@@ -253,7 +256,8 @@ class _Rows:
             for ln in lengths:
                 if ln is not None: count = count * Tensor(ln)
             self.n = Tensor(count._broadcast(kept_shape))
-        if skip_nan and self.dtype.is_float:
+        self.total = self.n   # the elements, NaNs included
+        if skip_nan and self.dtype.is_inexact:
             self.n = (rows == rows).sum(axis=-1, dtype=np.int64)   # the positions past a length hold NaN
         self.rows = rows
         self.s: Tensor | None = None
@@ -328,25 +332,40 @@ def nanmedian(a: ArrayLike, axis: Axes = None, out: None = None, overwrite_input
 
 
 def _median(a, axis, keepdims, skip_nan: bool) -> Tensor:
-    r = _Rows(a, axis, skip_nan)
+    r = _Rows(a, axis, skip_nan, complex_ok=True)   # complex values: NumPy's sort order (numfn.numpy.sorting)
     from numfn.numpy.manipulation import stack
     from numfn.numpy.ufuncs import isnan, where
-    if r.static and r.m == 0:   # the mean of nothing: NaN (NumPy warns)
-        mean_dt = Tensor(UOp.const_like(r.dtype, 0, (1,))).mean().uop.dtype
-        return r.finish(Tensor(UOp.const_like(mean_dt, math.nan, r.shape)), 0, keepdims)
+    mean_dt = Tensor(UOp.const_like(r.dtype, 0, (1,))).mean().uop.dtype
+    nothing = complex(math.nan, math.nan) if mean_dt.is_complex else math.nan   # the mean of nothing: 0 / 0
+    if r.static and r.m == 0:   # (NumPy warns)
+        return r.finish(Tensor(UOp.const_like(mean_dt, nothing, r.shape)), 0, keepdims)
     n = Tensor.lift(r.n)
-    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    nan_check = r.dtype.is_inexact and not skip_nan   # a NaN in the row is the result: the last element tells
     r.order((n - 1) // 2, n // 2, *([n - 1] if nan_check else []))
     lo, hi = r.pick((n - 1) // 2), r.pick(n // 2)
     one = stack([lo], axis=-1).mean(axis=-1)            # NumPy: the mean of the middle element(s)
     two = stack([lo, hi], axis=-1).mean(axis=-1)
     if r.static: res = one if r.m % 2 else two
     else: res = where(n % 2 == 1, one, two)
-    if not r.static: res = _nan_to(res, n == 0, Tensor(UOp.const(res.uop.dtype, math.nan)))   # the mean of nothing
+    if not r.static:
+        res = _nan_to(res, n == 0, Tensor(UOp.const(res.uop.dtype, nothing)))
+        if skip_nan and r.dtype.is_complex: res = _all_nan_complex(r, res)
     if nan_check:
         last = r.last()
         res = _nan_to(res, isnan(last), last)
     return r.finish(res, 0, keepdims)
+
+
+def _all_nan_complex(r: _Rows, res: Tensor) -> Tensor:
+    """nanmedian of complex rows that hold only NaNs, as NumPy's: its one-dimensional path (no axis kept, or rows of
+    600 elements or more) returns the row's last element, the other one NaN (nan + 0j); rows without elements stay
+    the mean of nothing."""
+    from numfn.numpy.ufuncs import where
+    if not r.kept or r.m >= 600:
+        last = gather(r.rows, [Tensor(UOp.iota(k).reshape(tuple(k if j == i else 1 for j in range(len(r.shape)))))
+                               for i, k in enumerate(r.shape)] + [Tensor.lift(r.total) - 1])
+    else: last = Tensor(UOp.const(res.uop.dtype, math.nan))
+    return where((Tensor.lift(r.n) == 0) & (Tensor.lift(r.total) > 0), last.astype(res.uop.dtype), res)
 
 
 # NumPy's quantile methods: the virtual index of q among n sorted elements, and how the weight of the next element
@@ -433,7 +452,7 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     def last_index() -> Tensor:
         return count - 1
 
-    nan_check = r.dtype.is_float and not skip_nan   # a NaN in the row is the result: the last element tells
+    nan_check = r.dtype.is_inexact and not skip_nan   # a NaN in the row is the result: the last element tells
     last_position = [last_index()] if nan_check else []
 
     if method in _DISCRETE or (method == "linear" and not qdt.is_float):
@@ -477,7 +496,7 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
         res = _lerp(below, above_v, gamma)
     if not r.static and not skip_nan:   # an empty array of run-time length: NumPy's IndexError
         add_check(r.n == 0, 0, lambda _: IndexError("index -1 is out of bounds for axis 0 with size 0"))
-    if skip_nan and r.dtype.is_float:
+    if skip_nan and r.dtype.is_inexact:
         res = _nan_to(res, (cast(Tensor, r.n) == 0).reshape((1,) * qdims + r.shape),
                       Tensor(UOp.const(r.dtype, math.nan)))
     elif nan_check:

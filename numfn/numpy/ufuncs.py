@@ -21,6 +21,7 @@ from typing import overload
 
 import numpy as np
 
+from numfn import complex_reductions
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_type
 from numfn.errors import unsupported, user_location
@@ -190,17 +191,28 @@ class ufunc:
                 slab = tuple(1 if i == axes[0] else s for i, s in enumerate(a.shape))
                 x = manipulation.concatenate([full(slab, _const(initial, dt), dt), x], axis=axes[0])
             res = self._fold(x, axes[0], dt) if axes else x
-        else:
-            res = self._reduce_axes(x, axes, dt)
-            if initial is not _NO_VALUE: res = self._combine(T(_const(initial, dt)).astype(dt), res, dt)
+        else: res = self._reduce_axes(x, axes, dt, None if initial is _NO_VALUE else T(_const(initial, dt)).astype(dt))
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
         if res is a: res = res.copy()   # nothing to reduce: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
-    def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType) -> Tensor:
-        if self._reduce_op is not None: return Tensor(x.uop.reduce(self._reduce_op, axes))
-        for ax in axes: x = self._tree(x, ax, dt)
-        return x
+    def _reduce_axes(self, x: Tensor, axes: tuple[int, ...], dt: DType, start: Tensor | None) -> Tensor:
+        """x reduced over `axes` (kept with size 1), `start` (initial=) combined first."""
+        op = self._reduce_op
+        if dt.is_complex and op is Ops.MUL:   # NumPy multiplies the first element by its start first
+            return Tensor(complex_reductions.reduce(x.uop, op, axes, None if start is None else start.uop))
+        if op is not None:
+            x = Tensor(complex_reductions.reduce(x.uop, op, axes) if dt.is_complex else x.uop.reduce(op, axes))
+        else:
+            for ax in axes: x = self._tree(x, ax, dt)
+        return x if start is None else self._combine(start, x, dt)
+
+    def _scan(self, x: Tensor, axis: int, dt: DType) -> Tensor | None:
+        """The SCAN primitive's running reduction along `axis` (None where it cannot compute this ufunc's)."""
+        if self._scan_op is None: return None
+        u = complex_reductions.scan(x.uop, self._scan_op, axis) if dt.is_complex else \
+            UOp(Ops.SCAN, dt, (x.uop,), (self._scan_op, axis))
+        return None if u is None else Tensor(u)
 
     def _tree(self, x: Tensor, axis: int, dt: DType) -> Tensor:
         """Reduce one axis by combining halves: log2(n) elementwise levels, each stored while it is long (a loop
@@ -219,10 +231,8 @@ class ufunc:
         """((x0 op x1) op x2) ... along one axis, keeping it with size 1."""
         n = x.shape[axis]
         if n <= 1: return x
-        if self._scan_op is not None:
-            scan = Tensor(UOp(Ops.SCAN, dt, (x.uop,), (self._scan_op, axis)))
-            return _take(scan, axis, n - 1, n)
-        return self._unrolled(x, axis, dt)[-1]
+        scan = self._scan(x, axis, dt)
+        return self._unrolled(x, axis, dt)[-1] if scan is None else _take(scan, axis, n - 1, n)
 
     def _unrolled(self, x: Tensor, axis: int, dt: DType) -> list[Tensor]:
         n = x.shape[axis]
@@ -243,7 +253,7 @@ class ufunc:
         x = a.astype(dt, copy=False)
         n = x.shape[ax]
         if n <= 1: res = x
-        elif self._scan_op is not None: res = Tensor(UOp(Ops.SCAN, dt, (x.uop,), (self._scan_op, ax)))
+        elif (scan := self._scan(x, ax, dt)) is not None: res = scan
         elif self._reorderable:   # Hillis-Steele: log2(n) steps, each combining with the value 2**k back
             res, k = x, 1
             pos = Tensor(UOp.iota(n).reshape(tuple(n if i == ax else 1 for i in range(x.ndim))))
@@ -857,9 +867,26 @@ def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None =
         if _is_pyint(a_min) and a_min < dt.min: a_min = None
         if _is_pyint(a_max) and a_max > dt.max: a_max = None
         if a_min is None and a_max is None: return res
-    if a_min is not None: res = maximum(res, a_min)
-    if a_max is not None: res = minimum(res, a_max)
-    return res
+    if a_min is None: return minimum(res, a_max)   # NumPy: the ufunc minimum, whose NaN handling differs
+    if a_max is None: return maximum(res, a_min)
+    lo = maximum(res, a_min)   # for complex values NumPy's clip compares otherwise (_clip_kernel)
+    lo = _clip_max(res, a_min) if lo.uop.dtype.is_complex else lo
+    hi = minimum(lo, a_max)
+    return _clip_min(lo, a_max) if hi.uop.dtype.is_complex else hi
+
+
+def _clip_kernel(op: Ops) -> Callable:
+    """np.clip's maximum (op MAX) and minimum: for complex values NumPy's clip keeps the value where it is NaN or
+    not smaller (larger) than the bound in the lexicographic order with NaN parts compared as they are; maximum's."""
+    def kernel(a: UOp, b: UOp) -> UOp:
+        if not a.dtype.is_complex: return a.alu(op, b)
+        ar, ai, br, bi = _re(a), _im(a), _re(b), _im(b)
+        keep = (ar > br if op is Ops.MAX else ar < br) | (ar.eq(br) & (ai >= bi if op is Ops.MAX else ai <= bi))
+        return (_isnan(ar) | _isnan(ai) | keep).where(a, b)
+    return kernel
+
+
+_clip_max, _clip_min = _make("maximum", _clip_kernel(Ops.MAX), 2), _make("minimum", _clip_kernel(Ops.MIN), 2)
 
 
 def _is_pyint(v) -> bool:
