@@ -16,14 +16,15 @@ FUZZ_COUNT = int(os.environ.get("NUMFN_FUZZ_COUNT", "240"))
 
 
 def test_random_programs_agree_with_numpy():
-    report = fuzz.fuzz(FUZZ_COUNT, seed=7_000_000, parts=4, steps=10, writes=False, shrink_failures=True)
+    report = fuzz.fuzz(FUZZ_COUNT, seed=7_000_000, parts=4, steps=10, writes=False, shrink_failures=True,
+                       classes=("base",))
     assert report.programs == FUZZ_COUNT
     assert not report.failures, "\n\n".join(f"seed {s}: {f}\n{p.describe()}" for s, f, p in report.failures)
 
 
 def test_random_programs_with_writes_agree_with_numpy():
     # writes into arrays and arguments (the defects W1-W4 below were found this way)
-    report = fuzz.fuzz(FUZZ_COUNT // 4, seed=7_500_000, parts=4, steps=10, writes=True)
+    report = fuzz.fuzz(FUZZ_COUNT // 4, seed=7_500_000, parts=4, steps=10, writes=True, classes=("base",))
     assert not report.failures, "\n\n".join(f"seed {s}: {f}\n{p.describe()}" for s, f, p in report.failures)
 
 
@@ -42,7 +43,7 @@ def test_described_programs_rerun_as_printed():
     args = [namespace[n] for n in prog.arg_names]
     for x, y in zip(args, prog.inputs):
         assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
-    meta = fuzz._metadata(prog)
+    meta = fuzz.metadata(prog)
     with np.errstate(all="ignore"):
         out = namespace["f"](*args)
     for name, value in zip(prog.outputs, out):
@@ -59,10 +60,10 @@ def test_generated_statements_cover_the_constructs():
 def test_shrinking_finds_a_minimal_failing_program(monkeypatch):
     # a stand-in defect: any program using np.sin "fails"; the shrunk program keeps one statement with np.sin
     def fake_check(prog, configs=fuzz.CONFIGS):
-        if any("np.sin(" in s.text for s in prog.stmts) and fuzz._metadata(prog) is not None:
+        if any("np.sin(" in s.text for s in prog.stmts) and fuzz.metadata(prog) is not None:
             return fuzz.Failure(("llvm", False), "mismatch", "sin")
         return None
-    monkeypatch.setattr(fuzz, "check", fake_check)
+    monkeypatch.setattr(fuzz.run, "check", fake_check)
     seed = next(s for s in range(1000) if fake_check(fuzz.generate(s, parts=4, steps=12)))
     prog = fuzz.generate(seed, parts=4, steps=12)
     small = fuzz.shrink(prog, fake_check(prog))
@@ -75,15 +76,15 @@ def test_a_wrong_result_is_reported():
     # the comparison itself: float64 results of correctly rounded operations agree to 1e-12 (an FMA the LLVM
     # backend may form changes the last bit), integers exactly, dtypes and shapes exactly
     prog = fuzz.Program([np.array([1.5, 2.0])], [fuzz.Stmt("add", "v0", ("x0", "x0"), "v0 = x0 + x0", 0)], ["v0"])
-    meta = fuzz._metadata(prog)
-    assert fuzz._compare(np.array([3.0, np.nextafter(4.0, 5.0)]), meta["v0"], "v0") is None
-    assert "differs" in fuzz._compare(np.array([3.0, 4.0 + 1e-9]), meta["v0"], "v0")
-    assert "dtype" in fuzz._compare(np.array([3.0, 4.0], np.float32), meta["v0"], "v0")
+    meta = fuzz.metadata(prog)
+    assert fuzz.compare(np.array([3.0, np.nextafter(4.0, 5.0)]), meta["v0"], "v0") is None
+    assert "differs" in fuzz.compare(np.array([3.0, 4.0 + 1e-9]), meta["v0"], "v0")
+    assert "dtype" in fuzz.compare(np.array([3.0, 4.0], np.float32), meta["v0"], "v0")
 
 
 def test_the_command_line_runs_programs(capsys):
     from numfn.__main__ import main
-    assert main(["fuzz", "--count", "4", "--parts", "2", "--seed", "11", "--no-writes"]) == 0
+    assert main(["fuzz", "--count", "4", "--parts", "2", "--seed", "11", "--no-writes", "--classes", "base"]) == 0
     assert "4 programs in 2 compiled functions, 0 failures" in capsys.readouterr().out
 
 
