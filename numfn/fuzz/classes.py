@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from numfn.fuzz.generator import Generator
-from numfn.fuzz.program import (BINARY, CAST_TARGETS, COMPLEX_UNARY, MAX_SCALE, NAN_UNARY, SUPPORTED, UNARY,
+from numfn.fuzz.program import (BINARY, CAST_TARGETS, COMPLEX_UNARY, LOWP, MAX_SCALE, NAN_UNARY, SUPPORTED, UNARY,
                                 Program, Reject, Stmt, Var, evaluate, exactness, is_py, py_ok, scale, tame)
 
 CLASSES = ("base", "loops", "index", "branches", "scalars", "complex", "calls")
@@ -91,10 +91,11 @@ class ClassGenerator(Generator):
         if kind in ("base", "calls"): return self.make_inputs(part)
         dtypes = {"loops": LOOP_DTYPES, "index": LOOP_DTYPES, "branches": LOOP_DTYPES, "scalars": SCALAR_DTYPES,
                   "complex": COMPLEX_DTYPES}[kind]
-        rank = int(self.rng.integers(0 if kind == "scalars" else 1, 3))
+        rank = int(self.rng.integers(1, 3))
         base = tuple(int(self.rng.integers(1, 6)) for _ in range(rank))
         for _ in range(int(self.rng.integers(1, 3 if kind == "scalars" else 4))):
-            k = int(self.rng.integers(0 if kind in ("scalars", "complex") else 1, len(base) + 1))
+            k = int(self.rng.integers(0 if kind == "complex" or (kind == "scalars" and self.chance(0.2)) else 1,
+                                      len(base) + 1))
             shape = base[len(base) - k:]
             x = self.array(shape, np.dtype(self.choice(dtypes)))
             nan = False
@@ -117,7 +118,7 @@ class ClassGenerator(Generator):
         menu = {"loops": ["base", "base", "loop", "loop", "loop", "while_", "write"],
                 "index": ["base", "loop", "loop", "loop", "while_"],
                 "branches": ["base", "base", "branch_view", "branch_view", "branch_value", "view_write", "write"],
-                "scalars": ["base", "scalar", "scalar", "np_scalar", "np_scalar", "mixed", "mixed"],
+                "scalars": ["base", "scalar", "scalar", "np_scalar", "np_scalar", "mixed", "mixed", "mixed"],
                 "complex": ["base", "base", "base", "complex", "complex", "nan", "loop", "branch_value",
                             "branch_view"]}[kind]
         what = self.choice(menu)
@@ -292,7 +293,7 @@ class ClassGenerator(Generator):
         for (name, raw, out), sc in zip(outs, scales):
             exact = exactness(opname, trips, operands, out) and not (name != targets[0] and op != "branch" and
                                                                       out.dtype.kind in "fc" and ".sum()" in text)
-            v = Var(name, out, sc, exact, out.dtype == np.float32 or any(w.lowp for w in operands), part,
+            v = Var(name, out, sc, exact, out.dtype in LOWP or any(w.lowp for w in operands), part,
                     half=out.dtype == np.float16 or any(w.half for w in operands), py=is_py(raw),
                     nan=out.dtype.kind in "fc" and bool(np.isnan(out).any()))
             v.copy = not v.py and out.flags.writeable and out.size > 0 and \

@@ -6,10 +6,9 @@ import builtins
 
 import numpy as np
 
-from numfn.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, INPUT_DTYPES, MAX_SCALE, NAN_OK, REDUCES,
-                                SELECTED_OK,
-                                SHAPES, TERNARY, UNARY, VIEWS, Reject, Stmt, Var, evaluate, exactness, fresh, is_py,
-                                mag, py_ok, scale, tame)
+from numfn.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, INPUT_DTYPES, LOWP, MAX_SCALE,
+                                NAN_OK, REDUCES, SELECTED_OK, SHAPES, TERNARY, UNARY, VIEWS, Reject, Stmt, Var, evaluate,
+                                exactness, fresh, is_py, mag, py_ok, scale, tame)
 
 
 class Generator:
@@ -47,7 +46,7 @@ class Generator:
         self.inputs.append(x)
         self.env[name] = fresh(x)
         value = np.asarray(self.env[name])
-        v = Var(name, value, mag(x), True, value.dtype == np.float32, part, copy=not is_py(x),
+        v = Var(name, value, mag(x), True, value.dtype in LOWP, part, copy=not is_py(x),
                 half=value.dtype == np.float16, py=is_py(x), nan=nan)
         self.vars.append(v)
         return v
@@ -208,7 +207,7 @@ class Generator:
             if write: self.replay()
             raise Reject from e
         exact = exactness(op, p, operands, out)
-        lowp = out.dtype == np.float32 or any(v.lowp for v in operands)
+        lowp = out.dtype in LOWP or any(v.lowp for v in operands)
         half = out.dtype == np.float16 or any(v.half for v in operands)
         nan = out.dtype.kind in "fc" and bool(np.isnan(out).any())
         self.env = env

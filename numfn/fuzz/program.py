@@ -19,6 +19,7 @@ SUPPORTED = BASE_SUPPORTED | {np.dtype(d) for d in ("float16", "complex64", "com
 MAX_SCALE = 1e6
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 PY_SCALARS = (bool, int, float)
+LOWP = (np.dtype(np.float32), np.dtype(np.complex64))   # single precision: float32's tolerance
 
 
 class Reject(Exception):

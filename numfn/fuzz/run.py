@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numfn.config import c_compiler, overriding
-from numfn.fuzz.program import Program, Stmt, Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame
+from numfn.fuzz.program import LOWP, Program, Stmt, Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame
 
 CONFIGS = (("llvm", False), ("c", False), ("llvm", True))   # (backend, NOOPT)
 
@@ -40,7 +40,7 @@ def metadata(prog: Program) -> dict[str, Var] | None:
     """NumPy's value, scale and exactness of every variable (replaying the statements), or None if NumPy refuses
     the program (a shrinking step may make it invalid)."""
     env = {name: fresh(x) for name, x in zip(prog.arg_names, prog.inputs)}
-    meta = {name: _var(name, env[name], mag(x), True, np.asarray(x).dtype == np.float32,
+    meta = {name: _var(name, env[name], mag(x), True, np.asarray(x).dtype in LOWP,
                        np.asarray(x).dtype == np.float16) for name, x in zip(prog.arg_names, prog.inputs)}
     for name, x in zip(prog.arg_names, prog.inputs):
         meta[name].nan = np.asarray(x).dtype.kind in "fc" and bool(np.isnan(x).any())
@@ -62,7 +62,7 @@ def metadata(prog: Program) -> dict[str, Var] | None:
             sc = scale(s.op, s.param, operands, out)
             exact = exactness(s.op, s.param, operands, out)
             if s.targets and name != s.target and out.dtype.kind in "fc" and ".sum()" in s.text: exact = False
-            lowp = out.dtype == np.float32 or any(v.lowp for v in operands)
+            lowp = out.dtype in LOWP or any(v.lowp for v in operands)
             half = out.dtype == np.float16 or any(v.half for v in operands)
             new = _var(name, raw, sc, exact, lowp, half)
             if s.write:
