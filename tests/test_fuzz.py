@@ -1,4 +1,4 @@
-"""Differential fuzzing in the suite (numfn/fuzz.py): random programs on both backends and with NOOPT=1 against
+"""Differential fuzzing in the suite (numfn/fuzz/): random programs on both backends and with NOOPT=1 against
 NumPy; the fuzzer's own machinery (generation, replay, shrinking); and the defects it found, each as a regression
 test. Long runs: `python -m numfn fuzz --count 20000` (see docs/reliability.md)."""
 import os
