@@ -18,18 +18,18 @@ and into copies made in the program. Each variable records
 One compiled function holds several independent programs (`parts`): they share one compilation, as a user's
 function with unrelated results would.
 
-Each part belongs to a program class (numfn.fuzz.classes): `base` draws the statements above; `loops`,
-`branches`, `scalars` and `complex` add native loops with writes after them, branches choosing views that are
-written through, Python scalar arguments, complex and float16 values with NaN; `calls` calls the compiled function
-with keyword arguments too. Loops and branches are compound statements (several lines binding fresh names), run
-by NumPy as Python runs them; the program's source is registered with linecache so numfn converts them as it
-converts a function of a file.
+Each part belongs to a program class (numfn.fuzz.classes): `base` draws the statements above; `loops`, `index`,
+`branches`, `scalars` and `complex` add native loops with writes after them (and their index in arithmetic),
+branches choosing views that are written through, Python scalar arguments, complex and float16 values with NaN;
+`calls` calls the compiled function with its arguments passed by name too. Loops and branches are compound
+statements (several lines binding fresh names), run by NumPy as Python runs them; the program's source is
+registered with linecache so numfn converts them as it converts a function of a file.
 
     python -m numfn fuzz --count 20000 [--seed S] [--parts 4] [--steps 10] [--classes loops,scalars] [--log DIR]
 
 A failure is a result that differs from NumPy's (value, dtype or shape), an exception NumPy does not raise, an
 argument left with other values than NumPy leaves it, a backend that needed the other one (a compiler fault), or
-a second call with the same keyword arguments that compiled again.
+(the calls class) a call passing the arguments of an earlier call by name that compiled again.
 
 Modules: program (variables, statements, programs, the operation tables), generator (the base statements),
 classes (the program classes and `generate`), run (running and comparing), shrinking, driver (`fuzz`, the command

@@ -15,8 +15,8 @@ decides its inputs and the statements it draws besides the base ones.
             and both mixed with arrays (NEP 50: Python scalars are weak, NumPy scalars strong)
   complex   complex64, complex128 and float16 arguments, NaN in some: elementwise operations, reductions, the nan-
             reductions, argmax/argmin, sort, and loops and branches carrying them
-  calls     the compiled function called with keyword arguments too: the results must agree and a second keyword
-            call must not compile again
+  calls     the compiled function called with its arguments passed by name too (and mixed): the results must
+            agree, and the calls must not compile again
 """
 from __future__ import annotations
 

@@ -127,8 +127,8 @@ CALLS = {False: ("positional", "positional"), True: ("positional", "keywords", "
 
 def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) -> Failure | None:
     """Compile and run `prog` with one configuration; compare with NumPy's values in `meta`. The first call
-    compiles, the second takes the registered fast path; a program of the calls class is called with keyword
-    arguments as well (the second keyword call must not compile again)."""
+    compiles, the second takes the registered fast path; a program of the calls class is then called with its
+    arguments passed by name (twice, and mixed with positional ones), which must not compile again."""
     import numfn
     from numfn.errors import CompileError, NumfnError
     backend, noopt = config
@@ -157,10 +157,10 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                 if nf.fallback is not None:
                     return Failure(config, "fallback", f"the {backend} backend failed; the program ran on "
                                                        f"{nf.fallback.backend}")
-            if how == "keywords" and call == 2 and len(jf.specializations) > compiled:
-                return Failure(config, "recompile", f"call {call}: a second call with the same keyword arguments "
+            if call == 0: compiled = len(jf.specializations)
+            elif len(jf.specializations) > compiled:   # the same arguments, passed by name: no new compilation
+                return Failure(config, "recompile", f"call {call} ({how}): the arguments of call 0 passed by name "
                                                     f"compiled again ({len(jf.specializations)} specializations)")
-            compiled = len(jf.specializations)
             if not isinstance(out, tuple) or len(out) != len(prog.outputs):
                 return Failure(config, "mismatch", f"call {call}: returned {type(out).__name__}")
             for name, got in zip(prog.outputs, out):
