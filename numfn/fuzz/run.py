@@ -158,7 +158,7 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                     return Failure(config, "fallback", f"the {backend} backend failed; the program ran on "
                                                        f"{nf.fallback.backend}")
             if call == 0: compiled = len(jf.specializations)
-            elif len(jf.specializations) > compiled:   # the same arguments, passed by name: no new compilation
+            elif how != "positional" and len(jf.specializations) > compiled:   # the same arguments, by name
                 return Failure(config, "recompile", f"call {call} ({how}): the arguments of call 0 passed by name "
                                                     f"compiled again ({len(jf.specializations)} specializations)")
             if not isinstance(out, tuple) or len(out) != len(prog.outputs):
