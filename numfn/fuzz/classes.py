@@ -368,9 +368,10 @@ class ClassGenerator(Generator):
         e1, e2 = self.choice(VIEW_PAIRS)
         b = a
         if "{b}" in e1 + e2:
-            b = self.pick(part, lambda v: v is not a and v.copy and v.value.shape == a.value.shape and
-                          v.value.dtype == a.value.dtype and not v.nan)
-            if b is None: raise Reject
+            other = self.pick(part, lambda v: v is not a and v.copy and v.value.shape == a.value.shape and
+                              v.value.dtype == a.value.dtype and not v.nan)
+            if other is None: raise Reject
+            b = other
         self.branch(part, "branch", e1.format(a=a.name, b=b.name), e2.format(a=a.name, b=b.name), [a, b])
         w = self.vars[-1]
         self.forced.append(w.name)

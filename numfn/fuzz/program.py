@@ -83,17 +83,19 @@ class Program:
         """The program as a Python function over NumPy's namespace `np`. With `ret`, the function returns from both
         sides of an if: `if cond: return (..., e1)` / `else: return (..., e2)` (e1, e2 views of one array)."""
         lines = [f"def f({', '.join(self.arg_names)}):"]
-        returning = self.ret is not None and self.ret[1] in self.outputs
+        ret = self.ret if self.ret is not None and self.ret[1] in self.outputs else None
         for s in self.stmts:
-            if returning and s.target == self.ret[1]: continue   # the if returning (its text is NumPy's)
+            if ret and s.target == ret[1]: continue   # the if returning (its text is NumPy's)
             lines += [f"    {line}" for line in s.text.split("\n")]
-        outs = ''.join(o + ', ' for o in self.outputs)
-        if returning:
-            cond, out, e1, e2 = self.ret
-            lines += [f"    if {cond}:", f"        return ({outs.replace(out + ',', e1 + ',', 1)})", "    else:",
-                      f"        return ({outs.replace(out + ',', e2 + ',', 1)})"]
+
+        def outs(r: str = "", e: str = "") -> str:
+            return ''.join((e if o == r else o) + ', ' for o in self.outputs)
+        if ret:
+            cond, out, e1, e2 = ret
+            lines += [f"    if {cond}:", f"        return ({outs(out, e1)})", "    else:",
+                      f"        return ({outs(out, e2)})"]
         else:
-            lines.append(f"    return ({outs})")
+            lines.append(f"    return ({outs()})")
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
