@@ -284,6 +284,19 @@ def test_a_keyword_call_that_compiles_again_is_reported(monkeypatch):
     assert fuzz.run_config(prog.but(keywords=False), ("llvm", False), fuzz.metadata(prog)) is None
 
 
+def test_programs_that_must_raise_overflow_error():
+    # NumPy raises OverflowError for a Python int out of an array's integer dtype, and numfn (holding Python ints
+    # in int64) must raise it too, also for a Python int that leaves int64 (Python computes it exactly)
+    assert any(s.op == "raises" for p in _programs("scalars", 40) for s in p.stmts)
+    narrow = fuzz.Program([np.array([1, 2], np.int8), 300], [fuzz.Stmt("raises", "v0", ("x0", "x1"), "v0 = x0 + x1", 0)],
+                          ["v0"])
+    assert "NumPy raises OverflowError" in fuzz.metadata(narrow)[fuzz.run.RAISES].selected
+    assert fuzz.check(narrow, (("llvm", False),)) is None   # numfn raises it when called
+    wide = fuzz.Program([5], [fuzz.Stmt("raises", "v0", ("x0",), "v0 = x0 ** 30", 0)], ["v0"])
+    assert "out of int64" in fuzz.metadata(wide)[fuzz.run.RAISES].selected
+    assert fuzz.metadata(wide.but(inputs=[3])) is None   # 3 ** 30 fits: not the program it was
+
+
 def test_complex_and_float16_tolerances():
     prog = fuzz.Program([np.array([1 + 2j], np.complex64), np.array([1.5], np.float16)],
                         [fuzz.Stmt("mul", "v0", ("x0", "x0"), "v0 = x0 * x0", 0),

@@ -12,7 +12,8 @@ decides its inputs and the statements it draws besides the base ones.
             returning different views from the two sides of an `if`
   scalars   Python bool, int and float arguments (2**40, 2**63-1, negative) with int8, uint8, float16 and float32
             arrays: Python arithmetic between two of them, NumPy functions of them (np.add(s, 1), np.where(c, s, 5)),
-            and both mixed with arrays (NEP 50: Python scalars are weak, NumPy scalars strong)
+            and both mixed with arrays (NEP 50: Python scalars are weak, NumPy scalars strong); a program may end
+            in a statement that must raise OverflowError (x_int8 + 2**40; a Python int leaving int64)
   complex   complex64, complex128 and float16 arguments, NaN in some: elementwise operations, reductions, the nan-
             reductions, argmax/argmin, sort, and loops and branches carrying them
   calls     the compiled function called with its arguments passed by name too (and mixed): the results must
@@ -72,10 +73,20 @@ class ClassGenerator(Generator):
         self.forced: list[str] = []   # outputs the templates want returned (the array written after a loop)
         self.ret: tuple[str, str, str, str] | None = None
         self.current = 0
+        self.raises = False   # the last statement raises OverflowError (and the program ends there)
 
     def fresh_name(self, prefix: str = "v") -> str:
         self.count += 1
         return f"{prefix}{self.count - 1}"
+
+    def overflowed(self, op: str, text: str, operands: list[Var], target: str) -> None:
+        """A scalars-class statement NumPy refuses with OverflowError (`x_int8 + 2**40`), or whose Python int
+        leaves int64 (`s ** 30`, which Python computes exactly): kept sometimes as the program's last statement,
+        and numfn must raise OverflowError too (numfn holds Python ints in int64; it checks them when called)."""
+        if self.kind.get(self.current) != "scalars" or self.raises or self.chance(0.7): return
+        part = operands[0].part if operands else self.current
+        self.stmts.append(Stmt("raises", target, tuple(v.name for v in operands), text, part))
+        self.raises = True
 
     def max_scale(self) -> float:
         # Python ints up to 2**63 in the scalars class (integers are compared exactly: their scale is not used)
@@ -499,12 +510,13 @@ def generate(seed: int, parts: int = 4, steps: int = 10, writes: bool = True, cl
     kinds = [c for c in classes if c != "calls"] or ["base"]
     outputs = []
     for part in range(parts):
+        if g.raises: break
         g.kind[part] = kinds[0] if len(kinds) == 1 else g.choice(kinds)
         g.make_class_inputs(part)
         tries = 0
         target = int(rng.integers(1, steps + 1))
         made = 0
-        while made < target and tries < 20 * steps:
+        while made < target and tries < 20 * steps and not g.raises:
             tries += 1
             before = len(g.stmts)
             try:
@@ -518,7 +530,7 @@ def generate(seed: int, parts: int = 4, steps: int = 10, writes: bool = True, cl
             for v in values[:-1]:
                 if rng.random() < 0.2 or v.name in g.forced: outputs.append(v.name)
     branch_parts = [p for p, k in g.kind.items() if k == "branches"]
-    if branch_parts and rng.random() < 0.5:
+    if branch_parts and not g.raises and rng.random() < 0.5:
         try:
             g.returns(g.choice(branch_parts))
             outputs.append(g.ret[1] if g.ret else "")

@@ -197,13 +197,18 @@ class Generator:
         try:
             evaluate(text, env)
             raw = env[out_name]
-            if is_py(raw) and not py_ok(raw): raise Reject
+            if is_py(raw) and not py_ok(raw): raise OverflowError(f"Python's int {raw} is out of int64")
+        except Exception as e:   # noqa: BLE001 - NumPy refuses: not a valid statement
+            if write: self.replay()
+            if isinstance(e, OverflowError): self.overflowed(op, text, operands, out_name)
+            raise Reject from e
+        try:
             out = np.asarray(raw)
             if not tame(out, operands, self.supported): raise Reject
             if out.size > 4096: raise Reject
             sc = scale(op, p, operands, out)
             if sc > self.max_scale(): raise Reject
-        except Exception as e:   # noqa: BLE001 - NumPy refuses: not a valid statement
+        except Exception as e:   # noqa: BLE001 - a value that is not tame
             if write: self.replay()
             raise Reject from e
         exact = exactness(op, p, operands, out)
@@ -229,6 +234,10 @@ class Generator:
         self.vars.append(Var(out_name, out, sc, exact, lowp, part, copy=writable, selected=selected, half=half,
                              py=is_py(raw), nan=nan))
         self.stmts.append(Stmt(op, out_name, used, text, part, param=p))
+
+    def overflowed(self, op: str, text: str, operands: list[Var], target: str) -> None:
+        """NumPy raised OverflowError for this statement (a Python int out of the bounds of an integer dtype), or
+        Python's int left int64: not a statement of the base programs."""
 
     def nan_ok(self) -> set:
         return NAN_OK

@@ -266,8 +266,8 @@ def scale(op: str, p, operands: list[Var], out: np.ndarray) -> float:
         base = s[0] * max(1, a.size // max(1, out.size) if op != "cumsum" else max(a.shape, default=1))
         if op == "var": base *= s[0]
         if op == "diff": base = 2 * s[0]
-    elif op in ("prod", "cumprod", "nanprod"): base = max(2.0, s[0]) ** max(1, max(a.shape, default=1))
-    elif op in ("pow", "spow"): base = s[0] ** (p or 2)
+    elif op in ("prod", "cumprod", "nanprod"): base = _power(max(2.0, s[0]), max(1, max(a.shape, default=1)))
+    elif op in ("pow", "spow"): base = _power(s[0], p or 2)
     elif op == "square": base = s[0] ** 2
     elif op in ("gram", "dot"): base = s[0] ** 2 * max(1, a.shape[-1] if a.ndim else 1)
     elif op in ("matmul", "einsum"): base = s[0] * s[1] * max(1, a.size)
@@ -277,6 +277,13 @@ def scale(op: str, p, operands: list[Var], out: np.ndarray) -> float:
     elif op in ("loop", "loop~", "while", "while~"): base = sum(s) * (1 + (p or 0))   # p: the trip count
     else: base = max(s)
     return max(base, mag(out), 1.0)
+
+
+def _power(a: float, b: float) -> float:
+    try:
+        return float(a) ** b
+    except OverflowError:
+        return float("inf")
 
 
 def exactness(op: str, p, operands: list[Var], out: np.ndarray) -> bool:

@@ -13,6 +13,7 @@ from numfn.config import c_compiler, overriding
 from numfn.fuzz.program import LOWP, Program, Stmt, Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame
 
 CONFIGS = (("llvm", False), ("c", False), ("llvm", True))   # (backend, NOOPT)
+RAISES = "!raises"   # metadata's entry for a program that must raise OverflowError (its `selected` says why)
 
 
 @dataclass
@@ -45,6 +46,11 @@ def metadata(prog: Program) -> dict[str, Var] | None:
     for name, x in zip(prog.arg_names, prog.inputs):
         meta[name].nan = np.asarray(x).dtype.kind in "fc" and bool(np.isnan(x).any())
     for s in prog.stmts:
+        if s.op == "raises":   # the program ends here: NumPy raises OverflowError, or Python's int leaves int64
+            why = _overflow(s, env)
+            if why is None: return None
+            meta[RAISES] = Var(RAISES, np.asarray(0), 1.0, True, False, 0, selected=why)
+            break
         try:
             evaluate(s.text, env)
         except Exception:   # noqa: BLE001
@@ -78,10 +84,24 @@ def metadata(prog: Program) -> dict[str, Var] | None:
     for name in prog.arg_names:
         old = meta[name]
         meta[name] = Var(name, np.asarray(env[name]), old.scale, old.exact, old.lowp, 0, half=old.half, py=old.py)
-    if any(o not in meta for o in prog.outputs): return None
+    if RAISES not in meta and any(o not in meta for o in prog.outputs): return None
     if prog.ret is not None and prog.ret[1] in prog.outputs and not names_in(" ".join(prog.ret)) <= set(meta):
         return None
     return meta
+
+
+def _overflow(s: Stmt, env: dict) -> str | None:
+    """Why the statement `s` overflows (NumPy's OverflowError, or a Python int out of int64), None if it does not."""
+    try:
+        evaluate(s.text, env)
+    except OverflowError as e:
+        return f"NumPy raises OverflowError: {e}"
+    except Exception:   # noqa: BLE001 - another error: not the statement it was
+        return None
+    raw = env.get(s.target)
+    if is_py(raw) and not py_ok(raw):
+        return f"Python computes an int of {raw.bit_length()} bits ({str(raw)[:24]}...), out of int64"
+    return None
 
 
 def literal(text: str) -> Var:
@@ -139,12 +159,16 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
         for call, how in enumerate(CALLS[prog.keywords]):
             args = [same_layout(x) for x in prog.inputs]
             names = prog.arg_names
+            raises = meta.get(RAISES)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     if how == "positional": out = jf(*args)
                     elif how == "keywords": out = jf(**dict(zip(names, args)))
                     else: out = jf(*args[:1], **dict(reversed(list(zip(names[1:], args[1:])))))
+            except OverflowError:
+                if raises is not None: continue
+                return Failure(config, "error", f"OverflowError: {traceback.format_exc(limit=-3)}")
             except CompileError as e:
                 return Failure(config, "error", f"CompileError: {e}")
             except NumfnError as e:
@@ -157,6 +181,9 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                 if nf.fallback is not None:
                     return Failure(config, "fallback", f"the {backend} backend failed; the program ran on "
                                                        f"{nf.fallback.backend}")
+            if raises is not None:
+                return Failure(config, "mismatch", f"call {call} ({how}): returned {out!r:.200}; {raises.selected}, "
+                                                   "so numfn should raise OverflowError")
             if call == 0: compiled = len(jf.specializations)
             elif how != "positional" and len(jf.specializations) > compiled:   # the same arguments, by name
                 return Failure(config, "recompile", f"call {call} ({how}): the arguments of call 0 passed by name "

@@ -24,7 +24,7 @@ def without_dead(prog: Program) -> Program:
     live = live_names(prog)
     keep = []
     for s in reversed(prog.stmts):
-        if s.write and (s.operands[0] in live) or any(t in live for t in s.binds):
+        if s.write and (s.operands[0] in live) or any(t in live for t in s.binds) or s.op == "raises":
             keep.append(s)
             live.update(s.operands)
     return prog.but(stmts=list(reversed(keep)))
