@@ -99,7 +99,7 @@ def _overflow(s: Stmt, env: dict) -> str | None:
     except Exception:   # noqa: BLE001 - another error: not the statement it was
         return None
     raw = env.get(s.target)
-    if is_py(raw) and not py_ok(raw):
+    if isinstance(raw, int) and not py_ok(raw):
         return f"Python computes an int of {raw.bit_length()} bits ({str(raw)[:24]}...), out of int64"
     return None
 
