@@ -166,9 +166,9 @@ def run_config(prog: Program, config: tuple[str, bool], meta: dict[str, Var]) ->
                     if how == "positional": out = jf(*args)
                     elif how == "keywords": out = jf(**dict(zip(names, args)))
                     else: out = jf(*args[:1], **dict(reversed(list(zip(names[1:], args[1:])))))
-            except OverflowError:
+            except OverflowError as e:
                 if raises is not None: continue
-                return Failure(config, "error", f"OverflowError: {traceback.format_exc(limit=-3)}")
+                return Failure(config, "error", f"OverflowError: {e}\n{traceback.format_exc(limit=-3)}")
             except CompileError as e:
                 return Failure(config, "error", f"CompileError: {e}")
             except NumfnError as e:
