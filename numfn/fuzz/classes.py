@@ -79,14 +79,16 @@ class ClassGenerator(Generator):
         self.count += 1
         return f"{prefix}{self.count - 1}"
 
-    def overflowed(self, op: str, text: str, operands: list[Var], target: str) -> None:
+    def overflowed(self, op: str, text: str, operands: list[Var], target: str, wide: bool) -> None:
         """A scalars-class statement NumPy refuses with OverflowError (`x_int8 + 2**40`), or whose Python int
-        leaves int64 (`s ** 30`, which Python computes exactly): kept sometimes as the program's last statement,
-        and numfn must raise OverflowError too (numfn holds Python ints in int64; it checks them when called)."""
+        leaves int64 (`s ** 30`, which Python computes exactly; `wide`, then returned): kept sometimes as the
+        program's last statement, and numfn must raise OverflowError too (numfn holds Python ints in int64; it
+        checks them when called)."""
         if self.kind.get(self.current) != "scalars" or self.raises or self.chance(0.7): return
         part = operands[0].part if operands else self.current
         self.stmts.append(Stmt("raises", target, tuple(v.name for v in operands), text, part))
         self.raises = True
+        if wide: self.forced.append(target)
 
     def max_scale(self) -> float:
         # Python ints up to 2**63 in the scalars class (integers are compared exactly: their scale is not used)
@@ -529,6 +531,7 @@ def generate(seed: int, parts: int = 4, steps: int = 10, writes: bool = True, cl
             outputs.append(values[-1].name)
             for v in values[:-1]:
                 if rng.random() < 0.2 or v.name in g.forced: outputs.append(v.name)
+    outputs += [s.target for s in g.stmts[-1:] if s.op == "raises" and s.target in g.forced]
     branch_parts = [p for p, k in g.kind.items() if k == "branches"]
     if branch_parts and not g.raises and rng.random() < 0.5:
         try:

@@ -200,7 +200,7 @@ class Generator:
             if is_py(raw) and not py_ok(raw): raise OverflowError(f"Python's int {raw} is out of int64")
         except Exception as e:   # noqa: BLE001 - NumPy refuses: not a valid statement
             if write: self.replay()
-            if isinstance(e, OverflowError): self.overflowed(op, text, operands, out_name)
+            if isinstance(e, OverflowError): self.overflowed(op, text, operands, out_name, is_py(env.get(out_name)))
             raise Reject from e
         try:
             out = np.asarray(raw)
@@ -235,9 +235,9 @@ class Generator:
                              py=is_py(raw), nan=nan))
         self.stmts.append(Stmt(op, out_name, used, text, part, param=p))
 
-    def overflowed(self, op: str, text: str, operands: list[Var], target: str) -> None:
+    def overflowed(self, op: str, text: str, operands: list[Var], target: str, wide: bool) -> None:
         """NumPy raised OverflowError for this statement (a Python int out of the bounds of an integer dtype), or
-        Python's int left int64: not a statement of the base programs."""
+        Python's int left int64 (`wide`): not a statement of the base programs."""
 
     def nan_ok(self) -> set:
         return NAN_OK

@@ -49,7 +49,9 @@ def metadata(prog: Program) -> dict[str, Var] | None:
         if s.op == "raises":   # the program ends here: NumPy raises OverflowError, or Python's int leaves int64
             why = _overflow(s, env)
             if why is None: return None
-            meta[RAISES] = Var(RAISES, np.asarray(0), 1.0, True, False, 0, selected=why)
+            # Python computes a wide int without complaint: numfn must refuse it where the program returns it
+            if why.startswith("NumPy") or s.target in prog.outputs:
+                meta[RAISES] = Var(RAISES, np.asarray(0), 1.0, True, False, 0, selected=why)
             break
         try:
             evaluate(s.text, env)
