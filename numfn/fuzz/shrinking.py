@@ -40,6 +40,12 @@ def removing(prog: Program, drop) -> Program:
 def candidates(prog: Program):
     # the statements nothing depends on removed (unless one of them is what fails: tracing runs them all)
     yield without_dead(prog)
+    # inputs nothing uses dropped (the others renumbered)
+    returned = set(prog.outputs) | (names_in(" ".join(prog.ret)) if prog.ret else set())
+    used = [n for n in prog.arg_names if n in returned
+            or any(n in st.operands or re.search(rf"\b{n}\b", st.text) for st in prog.stmts)]
+    if len(used) < len(prog.inputs):
+        yield keep_inputs(prog, used)
     # a part removed (its statements and outputs: the parts are independent)
     parts = sorted({s.part for s in prog.stmts})
     if len(parts) > 1:
@@ -79,14 +85,9 @@ def candidates(prog: Program):
     # simpler versions of compound statements (a shorter loop body, another trip count, one side of an if)
     for i, s in enumerate(prog.stmts):
         for alt in s.alts:
-            small = Stmt(s.op, s.target, s.operands, alt, s.part, s.write, s.param, s.targets)
+            operands = tuple(o for o in s.operands if not o.isidentifier() or re.search(rf"\b{o}\b", alt))
+            small = Stmt(s.op, s.target, operands, alt, s.part, s.write, s.param, s.targets)
             yield prog.but(stmts=prog.stmts[:i] + [small] + prog.stmts[i + 1:])
-    # inputs nothing uses dropped (the others renumbered)
-    returned = set(prog.outputs) | (names_in(" ".join(prog.ret)) if prog.ret else set())
-    used = [n for n in prog.arg_names if n in returned
-            or any(n in st.operands or re.search(rf"\b{n}\b", st.text) for st in prog.stmts)]
-    if len(used) < len(prog.inputs):
-        yield keep_inputs(prog, used)
     # inputs made simpler: ones
     for k, x in enumerate(prog.inputs):
         if is_py(x):
@@ -124,6 +125,11 @@ def rename_ret(ret, old: str, new: str):
     return (_sub(ret[0], old, new), ret[1], _sub(ret[2], old, new), _sub(ret[3], old, new))
 
 
+def _key(p: Program) -> tuple:
+    return (p.source(), p.keywords, tuple((type(x).__name__, np.asarray(x).dtype.str, np.shape(x),
+                                           np.asarray(x).tobytes()) for x in p.inputs))
+
+
 def _same(a: Program, b: Program) -> bool:
     return a.source() == b.source() and a.keywords == b.keywords and len(a.inputs) == len(b.inputs) and \
         all(type(x) is type(y) and np.array_equal(x, y) for x, y in zip(a.inputs, b.inputs))
@@ -134,10 +140,14 @@ def shrink(prog: Program, failure: Failure, budget: int = 300, log: Callable[[st
     configs = (failure.config,)
     tries = 0
     improved = True
+    tried: set = set()   # candidates already run (each restart would run the ones that failed again)
     while improved and tries < budget:
         improved = False
         for cand in candidates(prog):
             if len(cand.stmts) > len(prog.stmts) or _same(cand, prog): continue
+            key = _key(cand)
+            if key in tried: continue
+            tried.add(key)
             tries += 1
             if tries > budget: break
             if failure.same_kind(run.check(cand, configs)):
