@@ -4,7 +4,7 @@
     python -m numfn info             versions, CPU, backends, BLAS, native extensions, threads, the disk cache
     python -m numfn demo             compile a few functions, check them against NumPy, time both
     python -m numfn cache info|clear the disk cache
-    python -m numfn fuzz --count N   check N random programs against NumPy (numfn/fuzz.py)
+    python -m numfn fuzz --count N   check N random programs against NumPy (numfn/fuzz/)
 
 A command is one function taking its own arguments (a list of strings) and returning the exit status, registered
 in COMMANDS with `@command(name, summary)`: adding one touches nothing else.
@@ -48,7 +48,7 @@ def _cache(argv: list[str]) -> int:
     return cli(argv)
 
 
-@command("fuzz", "check random programs on both backends against NumPy (--count N, --seed S, --help)")
+@command("fuzz", "check random programs on both backends against NumPy (--count N, --seed S, --classes, --help)")
 def _fuzz(argv: list[str]) -> int:
     from numfn.fuzz import main
     return main(argv)
