@@ -33,22 +33,14 @@ def test_random_programs_with_writes_agree_with_numpy():
 # ---- the program classes of issue 29 (numfn/fuzz/classes.py) ----------------------------------------------------
 # CLASS_COUNT programs of each class (more of the classes that compile fast) in functions of 2, on both backends,
 # unshrunk: a failure names its seed, and `python -m numfn fuzz --classes CLASS --parts 2 --steps 6 --seed SEED
-# --count 2` shrinks it. The classes whose known defects are being fixed on other branches are expected to fail until
-# those are merged (strict=False: the mark goes when they pass).
+# --count 2` shrinks it. The classes with known open defects are expected to fail (strict=False: the mark goes when
+# they pass).
 CLASS_COUNT = int(os.environ.get("NUMFN_FUZZ_CLASS_COUNT", "8"))
 CLASS_SCALE = {"scalars": 4, "complex": 2}
 CLASS_SEEDS = {"loops": 8_100_000, "index": 8_200_000, "branches": 8_300_000, "scalars": 8_400_000,
                "complex": 8_500_000, "calls": 8_600_000}
-KNOWN = {"loops": "issue 29 item 1 (a write after a loop with an odd trip count is lost), fixed on another branch",
-         "index": "issue 29 item 4 (the loop index is int64, not a weak Python int), fixed on another branch",
-         "branches": "issue 29 item 2 (a write through a view chosen by a branch does not reach the argument), fixed "
-                     "on another branch",
-         "scalars": "issue 29 item 3 (NumPy functions of Python scalars are strong; Python bool arithmetic), fixed "
-                    "on another branch",
-         "complex": "issue 29 item 5 (complex values carried by loops; complex NaN in argmax and the nan-reductions), "
-                    "fixed on another branch",
-         "calls": "issue 29 item 6 (a call with keyword arguments compiles again after a positional one), fixed on "
-                  "another branch"}
+KNOWN = {"index": "issue 29 item 4 (the loop index is int64, not a weak Python int): open",
+         "scalars": "issue 29 item 3 (NumPy functions of Python scalars are strong; Python bool arithmetic): open"}
 
 
 def _class_param(cls: str):
