@@ -586,7 +586,10 @@ def test_keyword_calls_reuse_the_positional_specialization(backend):
     assert_same(outer(x, y), (x - y) * 2.0)
 
 
-def test_a_keyword_call_finds_the_program_in_the_disk_cache(backend):
+def test_a_keyword_call_finds_the_program_in_the_disk_cache(backend, tmp_path, monkeypatch):
+    # a cache of its own, enabled: the suite's shared one (and its settings) is what earlier tests left
+    monkeypatch.setenv("NUMFN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMFN_DISABLE_CACHE", raising=False)
     k = float(np.random.default_rng().integers(1 << 30))
 
     def fn(x, y):
