@@ -310,9 +310,7 @@ class Tensor:
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
                             f"at {user_location()})") from None
-        for t, d in zip(ts, cast):
-            if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
-            if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+        for t, d in zip(ts, cast): weak_fits(t, d)
         if any(d.is_complex for d in cast): _check_complex(ufunc, op)
         shape = broadcast_shapes(*(t.shape for t in ts))
         srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
@@ -745,9 +743,9 @@ _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equ
 
 
 def _compare_by_value(ts: list[Tensor], cast: tuple) -> tuple:
-    """A Python-int argument compared with an integer array: NumPy 2 compares the values, even when the int does
+    """A traced Python int compared with an integer array: NumPy 2 compares the values, even when the int does
     not fit the array's dtype, so both are widened to 64 bits instead (uint64 against int64 compares exactly)."""
-    params = [t.weak and t.uop.op is Ops.PARAM and t.uop.dtype.is_int for t in ts]
+    params = [t.weak and t.uop.op is not Ops.CONST and t.uop.dtype.is_int for t in ts]
     if not any(params) or not all(d.is_int for d in cast): return cast
     return tuple(dtypes.int64 if p or not ts[i].uop.dtype.is_unsigned or ts[i].uop.dtype.itemsize < 8
                  else dtypes.uint64 for i, p in enumerate(params))
@@ -790,6 +788,7 @@ class TraceRecord:
     """`int_limits`: {argument slot: (min, max)} for Python-int arguments converted to narrower integers (NumPy
     raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
     int_limits: dict = field(default_factory=dict)
+    int_types: dict = field(default_factory=dict)   # {slot: the integer types of those conversions, in trace order}
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
     cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
@@ -804,6 +803,25 @@ def _record_int_limit(slot: int, dt: DType) -> None:
     if record is None: return
     lo, hi = record.int_limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
     record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
+    record.int_types.setdefault(slot, []).append(dt)
+
+
+def weak_fits(t: Tensor, dt: DType) -> None:
+    """NEP 50: a Python int converted to the integer type `dt` of the array it meets must fit it, or NumPy raises
+    OverflowError. A constant is checked now; an argument by the dispatcher (its range: TraceRecord.int_limits);
+    a value computed from Python ints (a loop index, n + 1) after the call, unless its bounds fit."""
+    if not t.weak or not dt.is_int or t.uop.dtype.is_bool or t.uop.dtype is dt: return
+    if t.uop.op is Ops.CONST: return check_scalar_fits(t.pyvalue, dt)
+    if not t.uop.dtype.is_int: return
+    lo, hi = t.uop.bounds
+    if dt.min <= lo and hi <= dt.max: return
+    if t.uop.op is Ops.PARAM: return _record_int_limit(t.uop.arg[0], dt)
+    if not tracing(): return
+    v = t.uop.reshape(())
+    out = v.alu(Ops.CMPLT, UOp.const(v.dtype, max(dt.min, v.dtype.min))).alu(
+        Ops.OR, UOp.const(v.dtype, min(dt.max, v.dtype.max)).alu(Ops.CMPLT, v))
+    add_check(Tensor(out), Tensor(v), lambda value: OverflowError(f"Python integer {value} out of bounds for "
+                                                                 f"{dt.name}"))
 
 
 def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], BaseException]) -> None:
@@ -839,6 +857,7 @@ class recording_trace:
         if self.region:
             if self.previous is None: raise RuntimeError("a region is traced inside a trace")
             record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
+            record.int_types = self.previous.int_types
             record.born = set()
         _trace_state.record = record
         return record

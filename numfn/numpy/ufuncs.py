@@ -22,12 +22,12 @@ from typing import overload
 import numpy as np
 
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
-from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_type
+from numfn.dtype import DType, dtypes, resolve_loop, result_type
 from numfn.errors import unsupported, user_location
 from numfn.indexing import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
-from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
+from numfn.tensor import Tensor, broadcast_shapes, weak_fits
 from numfn.uop import Ops, UOp, toposort
 from numfn.numpy._typing import ArrayLike
 
@@ -329,15 +329,16 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     except TypeError as e:
         raise TypeError(f"{e} (numpy.{name} of {', '.join(t.uop.dtype.name for t in ts)}, at {user_location()})") \
             from None
-    for t, d in zip(ts, cast):
-        if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
-        if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+    for t, d in zip(ts, cast): weak_fits(t, d)
     if any(d.is_complex for d in cast) and name not in _COMPLEX_UFUNCS:
         raise unsupported(f"numpy.{name} of complex values")
     shape = broadcast_shapes(*(t.shape for t in ts))
-    if not getattr(kernel, "native_float16", False):   # NumPy's float16 loops compute in float32, rounding once
-        cast = tuple(dtypes.float32 if d is dtypes.float16 else d for d in cast)
-    results = _elementwise_graph(kernel, [Tensor(t.uop.cast(d))._broadcast(shape) for t, d in zip(ts, cast)])
+    # each operand converted to the loop's type first (a Python float meeting float16 is rounded to float16, as NumPy
+    # converts it); NumPy's float16 loops then compute in float32, rounding once
+    srcs = [t.uop.cast(d) for t, d in zip(ts, cast)]
+    if not getattr(kernel, "native_float16", False):
+        srcs = [u.cast(dtypes.float32) if u.dtype is dtypes.float16 else u for u in srcs]
+    results = _elementwise_graph(kernel, [Tensor(u)._broadcast(shape) for u in srcs])
     weak = builtins.all(t.weak for t in ts)
     out = tuple(Tensor(r.cast(d), weak) for r, d in zip(results, outs))
     return out if len(out) > 1 else out[0]

@@ -91,6 +91,7 @@ def fast_arg_specs(nf) -> tuple | None:
     limits = nf.int_limits   # Python ints the function narrows: other values must raise
     specs: list[tuple[Any, ...]] = []   # ("int", lo, hi), ("float",), ("bool",) or ("array", type number, shape)
     for slot, s in enumerate(nf.in_specs):
+        if s.value is not None: return None   # an int beyond int64, part of the program: the Python path checks it
         if s.weak:
             kind = _WEAK_KINDS.get(s.dtype.name)
             if kind is None or tuple(s.shape) != (): return None
