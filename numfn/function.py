@@ -100,6 +100,10 @@ class NumericalFunction:
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
+        for leaf in leaves:   # NumPy would make an object array of it
+            if isinstance(leaf, int) and not -2**63 <= leaf < 2**64:
+                raise unsupported(f"returning the Python int {leaf}, which is beyond 64 bits",
+                                  "numfn's outputs are arrays of 64-bit numbers")
         ts = [Tensor.lift(leaf) for leaf in leaves]
         values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
         record.cut = [(i, a) for i, t in enumerate(ts) if t.runtime_length

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from numfn import pyscalar
 from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
@@ -294,12 +295,17 @@ class Tensor:
         return u.expand(shape)
 
     @staticmethod
-    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None) -> Tensor:
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None,
+                     python: bool = False) -> Tensor:
+        """NumPy's `ufunc` (the ALU op `op`) on the operands; `python`: a Python operator, which computes as Python
+        does between two Python scalars (numfn.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
+        alone computes in their default types and gives a NumPy value, not a Python scalar."""
         if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
             from numfn import dynamic
-            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype),
-                                       operands)
+            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype,
+                                                                       python=python), operands)
         ts = [Tensor.lift(x) for x in operands]
+        if python and len(ts) == 2 and ts[0].weak and ts[1].weak: return _python_binary(_SYMBOLS[ufunc], *ts)
         if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
             decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
@@ -317,12 +323,15 @@ class Tensor:
         if swap: srcs.reverse()
         u = srcs[0].alu(op, *srcs[1:])
         if u.dtype is not out: u = u.cast(out)
-        return Tensor(u, weak=all(t.weak for t in ts))
+        return Tensor(u)
 
-    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None) -> Tensor:
+    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None, python: str | None = None) -> Tensor:
+        """NumPy's unary `ufunc`; `python`: the Python operator's symbol ('-', '+', '~', 'abs'), which computes as
+        Python does on a Python scalar (numfn.pyscalar)."""
         if self.runtime_length:
             from numfn import dynamic
-            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype), [self])
+            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
+        if python is not None and self.weak: return _python_unary(python, self)
         try:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
@@ -330,52 +339,52 @@ class Tensor:
         if cast.is_complex and op is not None: _check_complex(ufunc, op)
         u = self.uop.cast(cast)
         if op is not None: u = u.alu(op)
-        return Tensor(u.cast(out), self.weak)
+        return Tensor(u.cast(out))
 
     # arithmetic operators
-    def __add__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, self, x)
-    def __radd__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, x, self)
-    def __sub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, self, x)
-    def __rsub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, x, self)
-    def __mul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, self, x)
-    def __rmul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, x, self)
-    def __truediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, self, x)
-    def __rtruediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, x, self)
-    def __floordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x)
-    def __rfloordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
-    def __mod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, self, x)
-    def __rmod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, x, self)
-    def __lshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, self, x)
-    def __rlshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, x, self)
-    def __rshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, self, x)
-    def __rrshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, x, self)
+    def __add__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, self, x, python=True)
+    def __radd__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, x, self, python=True)
+    def __sub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, self, x, python=True)
+    def __rsub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, x, self, python=True)
+    def __mul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, self, x, python=True)
+    def __rmul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, x, self, python=True)
+    def __truediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, self, x, python=True)
+    def __rtruediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, x, self, python=True)
+    def __floordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x, python=True)
+    def __rfloordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self, python=True)
+    def __mod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, self, x, python=True)
+    def __rmod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, x, self, python=True)
+    def __lshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, self, x, python=True)
+    def __rlshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, x, self, python=True)
+    def __rshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, self, x, python=True)
+    def __rrshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, x, self, python=True)
     def __divmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]: return (self // x, self % x)
     def __rdivmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]:
         return (Tensor.lift(x) // self, Tensor.lift(x) % self)
-    def __pow__(self, x: TensorLike) -> Tensor: return _power(self, x)
-    def __rpow__(self, x: TensorLike) -> Tensor: return _power(x, self)
+    def __pow__(self, x: TensorLike) -> Tensor: return _power(self, x, python=True)
+    def __rpow__(self, x: TensorLike) -> Tensor: return _power(x, self, python=True)
     def __matmul__(self, x: TensorLike) -> Tensor: return matmul(self, x)
     def __rmatmul__(self, x: TensorLike) -> Tensor: return matmul(x, self)
-    def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG)
-    def __pos__(self) -> Tensor: return self._unary("positive", None)
+    def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG, python="-")
+    def __pos__(self) -> Tensor: return self._unary("positive", None, python="+")
     def __abs__(self) -> Tensor:   # a new array even for unsigned and bool values, which it leaves as they are
-        return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS)
-    def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT)
-    def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
-    def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self)
-    def __or__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, self, x)
-    def __ror__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, x, self)
-    def __xor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x)
-    def __rxor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self)
-    def __lt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, self, x)
-    def __le__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
-    def __gt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
+        return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS, python="abs")
+    def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT, python="~")
+    def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x, python=True)
+    def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self, python=True)
+    def __or__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, self, x, python=True)
+    def __ror__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, x, self, python=True)
+    def __xor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x, python=True)
+    def __rxor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self, python=True)
+    def __lt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, self, x, python=True)
+    def __le__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, self, x, python=True)
+    def __gt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True, python=True)
     def __ge__(self, x: TensorLike) -> Tensor:
-        return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
+        return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True, python=True)
     def __eq__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("equal", Ops.CMPEQ, self, x)
+        return Tensor._elementwise("equal", Ops.CMPEQ, self, x, python=True)
     def __ne__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)
+        return Tensor._elementwise("not_equal", Ops.CMPNE, self, x, python=True)
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
 
     def abs(self) -> Tensor: return abs(self)
@@ -686,7 +695,15 @@ class Tensor:
             _signature_of(impl).bind(*args, **kwargs)
         except TypeError as e:   # an argument NumPy takes and numfn does not
             raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
-        return impl(*args, **kwargs)
+        return _numpy_values(impl(*args, **kwargs))
+
+
+def _numpy_values(result: Any) -> Any:
+    """A NumPy function's result: NumPy values, never Python scalars (np.squeeze(5) is a 0-d int64 array, which
+    promotes as one: NEP 50)."""
+    if isinstance(result, Tensor): return Tensor(result.uop) if result.weak else result
+    if type(result) in (tuple, list): return type(result)(_numpy_values(r) for r in result)
+    return result
 
 
 # NumPy's functions and ufuncs (the objects themselves) -> numfn's implementations. numfn.numpy fills it: every
@@ -917,8 +934,47 @@ def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     return resolve_ufunc(ufunc, dts, dtype)
 
 
-def _power(base, exponent) -> Tensor:
+# the Python operator of each ufunc an operator calls
+_SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "floor_divide": "//", "remainder": "%",
+            "power": "**", "left_shift": "<<", "right_shift": ">>", "bitwise_and": "&", "bitwise_or": "|",
+            "bitwise_xor": "^", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+            "equal": "==", "not_equal": "!="}
+
+
+def _python_binary(sym: str, a: Tensor, b: Tensor) -> Tensor:
+    """`a sym b` between two Python scalars, as Python computes it: by Python itself for two constants, else by
+    numfn.pyscalar (its checks added to the trace)."""
+    if a.uop.op is Ops.CONST and b.uop.op is Ops.CONST:
+        return Tensor.lift(pyscalar.OPERATORS[sym](a.pyvalue, b.pyvalue))
+    for t, other in ((a, b), (b, a)):   # an int beyond int64 with a traced Python scalar
+        if t.uop.op is Ops.CONST and isinstance(t.pyvalue, int) and not -2**63 <= t.pyvalue < 2**63:
+            if sym in ("==", "!=", "<", "<=", ">", ">=") and other.uop.dtype.kind in "bi":
+                # every int64 is below an int from 2**63 up, and above one below -2**63
+                x, y = (0, t.pyvalue) if t is b else (t.pyvalue, 0)
+                return Tensor(UOp.const_like(dtypes.bool, pyscalar.OPERATORS[sym](x, y), other.shape), weak=True)
+            raise unsupported(f"Python int arithmetic with {t.pyvalue} (beyond 64 bits) and a traced Python scalar",
+                              "numfn computes a compiled function's Python ints as 64-bit integers")
+    shape = broadcast_shapes(a.shape, b.shape)
+    out, checks = pyscalar.binary(sym, a._broadcast(shape), b._broadcast(shape), user_location())
+    return _guarded(out, checks)
+
+
+def _python_unary(sym: str, a: Tensor) -> Tensor:
+    if a.uop.op is Ops.CONST: return Tensor.lift(pyscalar.UNARY[sym](a.pyvalue))
+    return _guarded(*pyscalar.unary(sym, a.uop, user_location()))
+
+
+def _guarded(out: UOp, checks: list) -> Tensor:
+    for failed, payload, error in checks:
+        if tracing(): add_check(Tensor(failed), Tensor(payload), error)
+    return Tensor(out, weak=True)
+
+
+def _power(base, exponent, python: bool = False) -> Tensor:
+    """`base ** exponent` (`python`: the operator, Python's own power between Python scalars), NumPy's otherwise,
+    with ndarray.__pow__'s fast paths."""
     b, e = Tensor.lift(base), Tensor.lift(exponent)
+    if python and b.weak and e.weak: return _python_binary("**", b, e)
     if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
     if b.uop.dtype.is_complex and not b.weak and type(exponent) in (int, float):

@@ -99,7 +99,9 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64)
 
 
 def asarray(a: ArrayLike, dtype: Any = None) -> Tensor:
-    return T(a).astype(dtype, copy=False) if dtype is not None else T(a)   # the array itself when its dtype matches
+    t = T(a)
+    if t.weak: t = Tensor(t.uop)   # a Python scalar becomes NumPy's array (strong: NEP 50)
+    return t.astype(dtype, copy=False) if dtype is not None else t   # the array itself when its dtype matches
 
 
 array = asarray

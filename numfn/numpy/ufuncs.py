@@ -311,8 +311,8 @@ def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
 
 
 def _new_array(t: Tensor) -> Tensor:
-    """t's value as an array of its own (a run-time length kept, a weak Python scalar kept weak)."""
-    return t.copy() if t.runtime_length else Tensor(t.uop, t.weak)
+    """t's value as an array of its own (a run-time length kept; a NumPy value, even of a Python scalar)."""
+    return t.copy() if t.runtime_length else Tensor(t.uop)
 
 
 def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
@@ -339,8 +339,7 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     if not getattr(kernel, "native_float16", False):
         srcs = [u.cast(dtypes.float32) if u.dtype is dtypes.float16 else u for u in srcs]
     results = _elementwise_graph(kernel, [Tensor(u)._broadcast(shape) for u in srcs])
-    weak = builtins.all(t.weak for t in ts)
-    out = tuple(Tensor(r.cast(d), weak) for r, d in zip(results, outs))
+    out = tuple(Tensor(r.cast(d)) for r, d in zip(results, outs))   # NumPy values, even of Python scalars
     return out if len(out) > 1 else out[0]
 
 
@@ -448,8 +447,12 @@ not_equal = _binary("not_equal", Ops.CMPNE, scan_op=Ops.CMPNE)
 
 
 def _power(a, b, dtype=None):
-    if dtype is None: return a ** b
-    return Tensor._elementwise("power", Ops.POW, a, b, dtype=dtype)
+    # numpy.power itself, not ndarray.__pow__ (whose fast paths square bools into int8 and use sqrt for ** 0.5)
+    t = Tensor._elementwise("power", Ops.POW, a, b, dtype=dtype)
+    ev = b.uop.arg if b.uop.op is Ops.CONST else None
+    if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:
+        raise ValueError(f"Integers to negative integer powers are not allowed (at {user_location()})")
+    return t
 
 
 power = pow = ufunc("power", _power, 2, scan_op=Ops.POW)   # noqa: A001 - NumPy's name
@@ -471,7 +474,6 @@ invert = bitwise_not = bitwise_invert = _unary("invert", Ops.NOT)
 
 
 def _absolute(x, dtype=None):
-    if dtype is None: return builtins.abs(x)
     return x._unary("absolute", Ops.ABS if x.uop.dtype.kind not in "ub" else None, dtype)
 
 
@@ -535,13 +537,13 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
             from numfn import dynamic
             return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
-            re, im = Tensor(_re(t.uop), t.weak), Tensor(_im(t.uop), t.weak)
+            re, im = Tensor(_re(t.uop)), Tensor(_im(t.uop))
             a, b = compute(re), compute(im)
-            return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop), t.weak)
+            return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop))
         if not t.uop.dtype.is_float:
             _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
-            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape), t.weak)   # (at a run-time length too)
-        return Tensor(test(t.uop), t.weak)
+            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape))   # (at a run-time length too)
+        return Tensor(test(t.uop))
     return ufunc(name, compute, 1)
 
 
@@ -851,7 +853,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
                                 Tensor(b.uop.cast(dt))._broadcast(shape))
-    return Tensor(u, weak=a.weak and b.weak)
+    return Tensor(u)   # a NumPy array, even of Python scalars (NumPy 2: where(c, 5, 6) is an int64 array)
 
 
 where_ = where
