@@ -359,3 +359,35 @@ def test_loop_state_from_a_python_scalar_becomes_numpys(backend):
         return t
 
     check(f, np.array([100, 27], np.int8), np.array([3]), backend=backend)
+
+
+# ---- checks on the fast path: Python int arithmetic and index checks cost no Python-path call --------------------
+def test_checks_are_read_on_the_fast_path(backend):
+    from numfn.runtime import extensions
+    from numfn.runtime.dispatch import register_specialization
+    if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
+
+    class Recorder(extensions.dispatch.Dispatcher):
+        def __init__(self):
+            self.misses = 0
+
+        def _dispatch_miss(self, *args, **kwargs):
+            self.misses += 1
+
+    def f(x, i, n):
+        return x[i] * (n + 1), n * n
+
+    nf = numfn.jit(f, backend=backend).specialize(np.arange(4.0), 1, 2)
+    assert len(nf.checks) == 3   # the index, n + 1 and n * n beyond 64 bits
+    d = Recorder()
+    assert register_specialization(d, nf)
+    x = np.arange(4.0)
+    for i, n in ((1, 2), (3, -7), (-4, 10**9)):
+        assert_same(d(x, i, n), f(x, i, n))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        d(x, 4, 1)
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        d(x, 0, 2**63 - 1)
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        d(x, 0, 2**40)
+    assert d.misses == 0
