@@ -27,7 +27,8 @@ import numpy as np
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, user_location
 from numfn.pytree import flatten, unflatten
-from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, recording_trace, tracing
+from numfn.tensor import Tensor, add_check
+from numfn.trace import new_region_tag, observing_rebinds, recording_trace, tracing
 from numfn.uop import Ops, UOp, format_graph, substitute
 
 I64, BOOL = dtypes.int64, dtypes.bool

@@ -48,7 +48,8 @@ from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, signature, static_key, static_spec
-from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
+from numfn.tensor import Tensor, add_check
+from numfn.trace import Check, TraceRecord, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 if TYPE_CHECKING:

@@ -11,9 +11,7 @@ import hashlib
 import inspect
 import math
 import operator
-import threading
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar, cast
 from collections.abc import Callable, Collection, Iterator, Sequence
 
@@ -25,6 +23,8 @@ from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtyp
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
+from numfn.trace import (Check, TraceRecord, current_record, new_region_tag, observing_rebinds, record_int_limit,
+                         recording_trace, tracing)
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
@@ -79,7 +79,7 @@ class Tensor:
         self.base: Tensor | None = None
         self.chain: tuple = ()
         self._views: list | None = None
-        record = getattr(_trace_state, "record", None)
+        record = current_record()
         if record is not None and record.born is not None: record.born.add(id(self))
 
     # ---------------------------------------------------------------------------------------------------------
@@ -472,7 +472,7 @@ class Tensor:
         """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
         body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
-        trace: TraceRecord | None = getattr(_trace_state, "record", None) if record else None
+        trace: TraceRecord | None = current_record() if record else None
         if trace is not None and trace.rebinds is not None and id(self) not in trace.rebinds and \
                 (trace.born is None or id(self) not in trace.born):
             trace.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
@@ -786,43 +786,6 @@ def _compare_out_of_range(ufunc: str, ts: list[Tensor]) -> Tensor | None:
     return None
 
 
-# What a trace records besides its graph, for the dispatcher (per thread: threads may trace at once).
-_trace_state = threading.local()
-
-
-@dataclass
-class Check:
-    """A condition checked after every call: where `failed` (a bool array computed by the program) holds, the call
-    raises `error(payload)` with the payload (an int64 array of failed's shape) at the first failed position. This
-    is how errors NumPy raises for values (an index out of bounds, a singular matrix) reach the caller."""
-    failed: UOp
-    payload: UOp
-    error: Callable[[int], BaseException]
-
-
-@dataclass
-class TraceRecord:
-    """`int_limits`: {argument slot: (min, max)} for Python-int arguments converted to narrower integers (NumPy
-    raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
-    int_limits: dict = field(default_factory=dict)
-    int_types: dict = field(default_factory=dict)   # {slot: the integer types of those conversions, in trace order}
-    checks: list = field(default_factory=list)
-    mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
-    cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
-    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
-    rebinds: dict | None = None
-    born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
-    regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
-
-
-def _record_int_limit(slot: int, dt: DType) -> None:
-    record = getattr(_trace_state, "record", None)
-    if record is None: return
-    lo, hi = record.int_limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
-    record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
-    record.int_types.setdefault(slot, []).append(dt)
-
-
 def weak_fits(t: Tensor, dt: DType) -> None:
     """NEP 50: a Python int converted to the integer type `dt` of the array it meets must fit it, or NumPy raises
     OverflowError. A constant is checked now; an argument by the dispatcher (its range: TraceRecord.int_limits);
@@ -832,7 +795,7 @@ def weak_fits(t: Tensor, dt: DType) -> None:
     if not t.uop.dtype.is_int: return
     lo, hi = t.uop.bounds
     if dt.min <= lo and hi <= dt.max: return
-    if t.uop.op is Ops.PARAM: return _record_int_limit(t.uop.arg[0], dt)
+    if t.uop.op is Ops.PARAM: return record_int_limit(t.uop.arg[0], dt)
     if not tracing(): return
     v = t.uop.reshape(())
     out = v.alu(Ops.CMPLT, UOp.const(v.dtype, max(dt.min, v.dtype.min))).alu(
@@ -844,7 +807,7 @@ def weak_fits(t: Tensor, dt: DType) -> None:
 def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], BaseException]) -> None:
     """Raise `error(payload at the first failed position)` after a call where `failed` holds anywhere (see Check).
     Outside a trace (no record), nothing is checked: callers only trace."""
-    record = getattr(_trace_state, "record", None)
+    record = current_record()
     if record is None: raise RuntimeError("add_check outside a trace")
     f, p = Tensor.lift(failed), Tensor.lift(payload)
     shape = broadcast_shapes(f.shape, p.shape)
@@ -858,59 +821,6 @@ def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], Ba
     check = Check(f.uop.reshape(()), p.uop.reshape(()), error)
     if not any(c.failed is check.failed and c.payload is check.payload for c in record.checks):   # once is enough
         record.checks.append(check)
-
-
-class recording_trace:
-    """Context manager active while a function is traced: yields its TraceRecord. `region=True` records a loop body
-    or branch inside a trace: its own checks and the arrays it rebinds, the argument limits shared with the
-    enclosing record."""
-
-    def __init__(self, region: bool = False):
-        self.region = region
-
-    def __enter__(self) -> TraceRecord:
-        self.previous = getattr(_trace_state, "record", None)
-        record = TraceRecord()
-        if self.region:
-            if self.previous is None: raise RuntimeError("a region is traced inside a trace")
-            record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
-            record.int_types = self.previous.int_types
-            record.born = set()
-        _trace_state.record = record
-        return record
-
-    def __exit__(self, *exc) -> None:
-        born = _trace_state.record.born
-        _trace_state.record = self.previous
-        if born and self.previous is not None and self.previous.born is not None: self.previous.born |= born
-
-
-class observing_rebinds:
-    """Context manager: yields a dict that collects the arrays rebound (written) while it is active, as a region's
-    record does, while checks and everything else still go to the current record."""
-
-    def __enter__(self) -> dict:
-        self.record = _trace_state.record
-        self.outer = self.record.rebinds
-        self.record.rebinds = {}
-        return self.record.rebinds
-
-    def __exit__(self, *exc) -> None:
-        seen, self.record.rebinds = self.record.rebinds, self.outer
-        if self.outer is not None:   # an enclosing region keeps each array's value from before it began
-            for k, v in seen.items(): self.outer.setdefault(k, v)
-
-
-def new_region_tag() -> int:
-    """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
-    counter = _trace_state.record.regions
-    counter[0] += 1
-    return counter[0]
-
-
-def tracing() -> bool:
-    """Whether this thread is tracing a function."""
-    return getattr(_trace_state, "record", None) is not None
 
 
 def reduction_mask(where: TensorLike | None, shape: tuple[int, ...]) -> UOp | None:
