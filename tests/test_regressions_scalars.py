@@ -350,12 +350,11 @@ def test_native_loop_index_beyond_the_carried_type_raises(backend):
 
 
 def test_loop_state_from_a_python_scalar_becomes_numpys(backend):
-    # `t = 0; t = t + x.sum()`: after one iteration t is NumPy's int64 (strong), so t + int8 is int64 from then on
+    # after one iteration t is NumPy's int64 (strong), so t + int8 is int64 from then on (the first: int8)
     def f(x, n):
         t = 0
         for i in range(n.sum()):
-            t = t + x.sum()
-            t = t + x[0]
+            t = (t + x[0]) + x.sum()
         return t
 
     check(f, np.array([100, 27], np.int8), np.array([3]), backend=backend)
