@@ -23,8 +23,9 @@ from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtyp
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
-from numfn.trace import (Check, TraceRecord, current_record, new_region_tag, observing_rebinds, record_int_limit,
-                         recording_trace, tracing)
+from numfn.trace import Check, TraceRecord, current_record, record_int_limit, tracing
+# what a trace records lived here before numfn.trace: these names are still importable from numfn.tensor
+from numfn.trace import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
@@ -342,22 +343,22 @@ class Tensor:
         return Tensor(u.cast(out))
 
     # arithmetic operators
-    def __add__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, self, x, python=True)
-    def __radd__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, x, self, python=True)
-    def __sub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, self, x, python=True)
-    def __rsub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, x, self, python=True)
-    def __mul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, self, x, python=True)
-    def __rmul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, x, self, python=True)
-    def __truediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, self, x, python=True)
-    def __rtruediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, x, self, python=True)
-    def __floordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x, python=True)
-    def __rfloordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self, python=True)
-    def __mod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, self, x, python=True)
-    def __rmod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, x, self, python=True)
-    def __lshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, self, x, python=True)
-    def __rlshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, x, self, python=True)
-    def __rshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, self, x, python=True)
-    def __rrshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, x, self, python=True)
+    def __add__(self, x: TensorLike) -> Tensor: return _operator("add", Ops.ADD, self, x)
+    def __radd__(self, x: TensorLike) -> Tensor: return _operator("add", Ops.ADD, x, self)
+    def __sub__(self, x: TensorLike) -> Tensor: return _operator("subtract", Ops.SUB, self, x)
+    def __rsub__(self, x: TensorLike) -> Tensor: return _operator("subtract", Ops.SUB, x, self)
+    def __mul__(self, x: TensorLike) -> Tensor: return _operator("multiply", Ops.MUL, self, x)
+    def __rmul__(self, x: TensorLike) -> Tensor: return _operator("multiply", Ops.MUL, x, self)
+    def __truediv__(self, x: TensorLike) -> Tensor: return _operator("true_divide", Ops.FDIV, self, x)
+    def __rtruediv__(self, x: TensorLike) -> Tensor: return _operator("true_divide", Ops.FDIV, x, self)
+    def __floordiv__(self, x: TensorLike) -> Tensor: return _operator("floor_divide", Ops.FLOORDIV, self, x)
+    def __rfloordiv__(self, x: TensorLike) -> Tensor: return _operator("floor_divide", Ops.FLOORDIV, x, self)
+    def __mod__(self, x: TensorLike) -> Tensor: return _operator("remainder", Ops.MOD, self, x)
+    def __rmod__(self, x: TensorLike) -> Tensor: return _operator("remainder", Ops.MOD, x, self)
+    def __lshift__(self, x: TensorLike) -> Tensor: return _operator("left_shift", Ops.SHL, self, x)
+    def __rlshift__(self, x: TensorLike) -> Tensor: return _operator("left_shift", Ops.SHL, x, self)
+    def __rshift__(self, x: TensorLike) -> Tensor: return _operator("right_shift", Ops.SHR, self, x)
+    def __rrshift__(self, x: TensorLike) -> Tensor: return _operator("right_shift", Ops.SHR, x, self)
     def __divmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]: return (self // x, self % x)
     def __rdivmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]:
         return (Tensor.lift(x) // self, Tensor.lift(x) % self)
@@ -370,21 +371,21 @@ class Tensor:
     def __abs__(self) -> Tensor:   # a new array even for unsigned and bool values, which it leaves as they are
         return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS, python="abs")
     def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT, python="~")
-    def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x, python=True)
-    def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self, python=True)
-    def __or__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, self, x, python=True)
-    def __ror__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, x, self, python=True)
-    def __xor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x, python=True)
-    def __rxor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self, python=True)
-    def __lt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, self, x, python=True)
-    def __le__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, self, x, python=True)
-    def __gt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True, python=True)
+    def __and__(self, x: TensorLike) -> Tensor: return _operator("bitwise_and", Ops.AND, self, x)
+    def __rand__(self, x: TensorLike) -> Tensor: return _operator("bitwise_and", Ops.AND, x, self)
+    def __or__(self, x: TensorLike) -> Tensor: return _operator("bitwise_or", Ops.OR, self, x)
+    def __ror__(self, x: TensorLike) -> Tensor: return _operator("bitwise_or", Ops.OR, x, self)
+    def __xor__(self, x: TensorLike) -> Tensor: return _operator("bitwise_xor", Ops.XOR, self, x)
+    def __rxor__(self, x: TensorLike) -> Tensor: return _operator("bitwise_xor", Ops.XOR, x, self)
+    def __lt__(self, x: TensorLike) -> Tensor: return _operator("less", Ops.CMPLT, self, x)
+    def __le__(self, x: TensorLike) -> Tensor: return _operator("less_equal", Ops.CMPLE, self, x)
+    def __gt__(self, x: TensorLike) -> Tensor: return _operator("greater", Ops.CMPLT, self, x, swap=True)
     def __ge__(self, x: TensorLike) -> Tensor:
-        return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True, python=True)
+        return _operator("greater_equal", Ops.CMPLE, self, x, swap=True)
     def __eq__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("equal", Ops.CMPEQ, self, x, python=True)
+        return _operator("equal", Ops.CMPEQ, self, x)
     def __ne__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("not_equal", Ops.CMPNE, self, x, python=True)
+        return _operator("not_equal", Ops.CMPNE, self, x)
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
 
     def abs(self) -> Tensor: return abs(self)
@@ -842,6 +843,11 @@ def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     # both operands are Python scalars: NumPy would compute with the default int64/float64
     dts = tuple(t.uop.dtype for t in ts)
     return resolve_ufunc(ufunc, dts, dtype)
+
+
+def _operator(ufunc: str, op: Ops, a: TensorLike, b: TensorLike, swap: bool = False) -> Tensor:
+    """A Python operator: NumPy's ufunc, or Python's own arithmetic between two Python scalars."""
+    return Tensor._elementwise(ufunc, op, a, b, swap=swap, python=True)
 
 
 # the Python operator of each ufunc an operator calls

@@ -3,14 +3,14 @@ promotion of Python scalars (as arguments, closure constants and literals), Pyth
 scalars, NumPy functions of Python scalars (strong results), a native loop's index (a Python int), a Python float
 meeting float16, and Python ints beyond an array's integer type."""
 import math
-import operator
+import re
 import warnings
 
 import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check, check_raises_like, numpy_exception, public_type, rand
+from helpers import assert_same, check, numpy_exception, public_type
 
 DTYPES = (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64,
           np.complex64, np.bool_)
@@ -40,7 +40,6 @@ def check_forms(body: str, x, value, *, backend: str, **kw):
 
 
 def _escaped(message: str) -> str:
-    import re
     return "^" + re.escape(message) + "$"
 
 
