@@ -125,7 +125,7 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     found = nf.fast_registration
     if found is None: return False
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
-    address, specs, outs, consts, keepalive, builder, big, checks = found
+    address, specs, outs, consts, keepalive, builder, checks, big = found
     gil = big if release_gil is None else bool(release_gil)
     if not checks:
         dispatcher._register(address, specs, outs, consts, keepalive, builder, gil)
@@ -146,7 +146,7 @@ def failed_checks(checks: tuple, values: tuple) -> None:
 
 def registration(nf) -> tuple | None:
     """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
-    constants, keepalive, builder, release_gil, then its checks), or None when its calls cannot take the fast path.
+    constants, keepalive, builder, its checks, release_gil), or None when its calls cannot take the fast path.
     What it needs beyond the signature comes from the compiled program's manifest, so a warm process decides as a
     cold one. The checks' flags and payloads are the program's last outputs: the fast path keeps them in C scalars
     (each is 0-d), so only the function's own outputs are registered."""
@@ -160,7 +160,7 @@ def registration(nf) -> tuple | None:
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
     nbytes += prog.manifest["arena_bytes"]
     return (prog.address, specs, outs, nf.pointer_constants, prog, result_builder(nf.out_tree, len(outs)),
-            nbytes >= RELEASE_GIL_BYTES, tuple(nf.checks))
+            tuple(nf.checks), nbytes >= RELEASE_GIL_BYTES)
 
 
 def _nbytes(shape, dt) -> int:
