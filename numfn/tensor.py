@@ -845,7 +845,7 @@ def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     return resolve_ufunc(ufunc, dts, dtype)
 
 
-def _operator(ufunc: str, op: Ops, a: TensorLike, b: TensorLike, swap: bool = False) -> Tensor:
+def _operator(ufunc: str, op: Ops, a: object, b: object, swap: bool = False) -> Tensor:
     """A Python operator: NumPy's ufunc, or Python's own arithmetic between two Python scalars."""
     return Tensor._elementwise(ufunc, op, a, b, swap=swap, python=True)
 
