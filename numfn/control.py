@@ -27,8 +27,9 @@ import numpy as np
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
-from numfn.tensor import Tensor, add_check, new_region_tag, observing_rebinds, recording_trace, tracing
-from numfn.uop import Ops, UOp, format_graph
+from numfn.tensor import Tensor, add_check
+from numfn.trace import new_region_tag, observing_rebinds, recording_trace, tracing
+from numfn.uop import Ops, UOp, format_graph, substitute
 
 I64, BOOL = dtypes.int64, dtypes.bool
 
@@ -160,20 +161,22 @@ def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _T
     return _Traced(values, rec.rebinds, rec.checks, rec.born)
 
 
-def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str]) -> list | None:
-    """The state's types after one iteration: None when `new` matches them, else the promoted types (a Python
-    scalar in the state takes the type the body gives it). Any other change is an error naming the value."""
+def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str], weak: list[bool]) -> list | None:
+    """The state's (shape, dtype, weak) after one iteration: None when `new` matches `specs` and `weak`, else the
+    promoted types (a Python scalar in the state takes the type the body gives it, and stays a Python scalar only
+    if the body gives it one: `total = 0; total = total + x.sum()` makes it NumPy's int64). Any other change is an
+    error naming the value."""
     out, changed = [], False
-    for t, n, (shape, dt), name in zip(state, new, specs, names):
+    for t, n, (shape, dt), name, w in zip(state, new, specs, names, weak):
         if n.shape != shape:
             raise NumfnError(f"{name} changes shape from {shape} to {n.shape} in the loop body (at "
                              f"{user_location()}); the state of a loop keeps its shape")
         nd = n.uop.dtype
-        if nd is dt:
-            out.append((shape, dt))
+        if nd is dt and (n.weak or not w):
+            out.append((shape, dt, w))
             continue
         if t.weak:   # a Python scalar: after one iteration NumPy gives it the body's type
-            out.append((shape, nd))
+            out.append((shape, nd, w and n.weak))
             changed = True
             continue
         raise NumfnError(f"{name} changes dtype from {dt.name} to {nd.name} in the loop body (at {user_location()}); "
@@ -202,9 +205,11 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
                  body_bounds: dict[int, tuple[int, int]] | None = None) -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
     returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
-    it writes into join the state; their final values are rebound to them. Checks inside the body (an index out
-    of bounds) are state too: whether one failed, and its payload, raised after the call. `body_bounds`: integer
-    state values' bounds inside the body (a loop index).
+    it writes into join the state; their final values are rebound to them. Checks inside the body or the condition
+    (an index out of bounds, a Python int beyond 64 bits) are state too: whether one failed, and its payload, raised
+    after the call; the loop stops at the first failure, where Python would have raised. A condition's checks are
+    made on the initial state, then by the body on each state it makes (the states the condition sees).
+    `body_bounds`: integer state values' bounds inside the body (a loop index).
 
     A state value that shares memory with other arrays (`passes_through`: v = x[1:], then v += 1 in the body) is
     given to the body as it is, not as a placeholder, when the body leaves it the same array: a write through it
@@ -212,8 +217,8 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     in the body sees it; after the loop it is the view of x's last value. When the body binds the name to another
     array, the value is a placeholder of its own as any other (traced again)."""
     extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
-    types: dict[int, DType] = {}                  # state values whose type the body changed (promoted scalars)
-    n_checks = 0                                  # checks the body makes: two state values each, last
+    types: dict[int, tuple[DType, bool]] = {}     # state values whose type the body changed (promoted scalars)
+    n_checks = n_cond = 0                         # checks the body and the condition make: two state values each
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
@@ -221,14 +226,14 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]
         n_kept = len(kept)
-        flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * n_checks
+        flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * (n_checks + n_cond)
         state = [init[k] for k in kept] + extra + flags
         all_names = [names[k] for k in kept] + [_name(t) for t in extra] + \
-            ["a check's flag", "a check's payload"] * n_checks
-        specs = [(t.shape, types.get(k, t.uop.dtype)) for k, t in enumerate(state)]
+            ["a check's flag", "a check's payload"] * (n_checks + n_cond)
+        specs = [(t.shape, types.get(k, (t.uop.dtype, t.weak))[0]) for k, t in enumerate(state)]
+        weak = [types.get(k, (t.uop.dtype, t.weak))[1] for k, t in enumerate(state)]
         for t, name in zip(state, all_names): _spec(t, name)
-        ph = [Tensor(placeholder(tag, k, s, d), weak=state[k].weak and k not in types) for k, (s, d) in
-              enumerate(specs)]
+        ph = [Tensor(placeholder(tag, k, s, d), weak=weak[k]) for k, (s, d) in enumerate(specs)]
         ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(kept[k]) if k < n_kept else None),
                           weak=p.weak) for k, ((s, d), p) in enumerate(zip(specs, ph))]
 
@@ -271,35 +276,44 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
             through -= rebound
             types = {}
             continue
-        if c.checks:
-            raise NumfnError(f"a value check (an index out of bounds, ...) in a loop condition is not supported (at "
-                             f"{user_location()}); compute the condition from values checked before")
-        if len(b.checks) != n_checks:   # the body checks values: their flags become state
-            n_checks = len(b.checks)
+        if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
+            n_checks, n_cond = len(b.checks), len(c.checks)
             continue
         new = [b.values[k] for k in kept] + [Tensor(u) for u in written]
-        for k, chk in enumerate(b.checks):   # failed so far, and the payload of the first failure
-            seen, payload = ph_body[n_kept + len(extra) + 2 * k], ph_body[n_kept + len(extra) + 2 * k + 1]
-            new += [seen | Tensor(chk.failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, chk.payload))]
-        settled = _settle(state, new, specs, all_names)
+        at = n_kept + len(extra)
+        # the condition's checks on the state the body makes (the condition sees it next)
+        after = {ph[k].uop: v.uop.cast(specs[k][1]) for k, v in enumerate(new[:at])}
+        made = [(chk.failed, chk.payload) for chk in b.checks] + \
+            [(substitute(chk.failed, after), substitute(chk.payload, after)) for chk in c.checks]
+        for k, (failed, value) in enumerate(made):   # failed so far, and the payload of the first failure
+            seen, payload = ph_body[at + 2 * k], ph_body[at + 2 * k + 1]
+            new += [seen | Tensor(failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, value))]
+        settled = _settle(state, new, specs, all_names, weak)
         if settled is None: break
-        types = {k: d for k, (_, d) in enumerate(settled) if d is not specs[k][1] or k in types}
+        types = {k: (d, w) for k, (_, d, w) in enumerate(settled)}
     else:
         raise NumfnError(f"the loop's state does not settle (at {user_location()})")
     pred = c.values[0]
     if pred.shape != (): raise ValueError(f"the loop condition must be a scalar, got an array of shape {pred.shape}")
+    at = n_kept + len(extra)
+    going = pred.uop.cast(BOOL)
+    for k in range(n_checks + n_cond):   # a failed check ends the loop
+        going = going.alu(Ops.AND, ph[at + 2 * k].uop.alu(Ops.XOR, UOp.const(BOOL, True)))
+    before = {ph[k].uop: t.uop.cast(specs[k][1]) for k, t in enumerate(state[:at])}
+    for k, chk in enumerate(c.checks):   # the condition's checks on the initial state
+        state[at + 2 * (n_checks + k)] = Tensor(substitute(chk.failed, before))
+        state[at + 2 * (n_checks + k) + 1] = Tensor(substitute(chk.payload, before))
     captures: dict[UOp, UOp] = {}
     sink = lambda us: UOp(Ops.SINK, dtypes.void, tuple(us))   # noqa: E731
-    cond_root = close(tag, [sink([pred.uop.cast(BOOL)])], len(specs), captures)[0]
+    cond_root = close(tag, [sink([going])], len(specs), captures)[0]
     body = close(tag, [sink([v.uop.cast(d) for v, (_, d) in zip(new, specs)])], len(specs), captures)[0]
     region = Region("while", tag, tuple(specs), cond_root, (body,), tuple(specs), tuple(all_names))
     srcs = tuple(t.uop.cast(d) for t, (_, d) in zip(state, specs)) + tuple(captures)
     loop = UOp(Ops.LOOP, dtypes.void, srcs, region)
-    results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=state[k].weak and k not in types)
-               for k, (_, d) in enumerate(specs)]
+    results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=weak[k]) for k, (_, d) in enumerate(specs)]
     for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
-    at = n_kept + len(extra)
-    for k, chk in enumerate(b.checks): add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
+    for k, chk in enumerate([*b.checks, *c.checks]):
+        add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
     return args(results[:n_kept])   # a value passed through is itself (a view follows its base's last value)
 
 
@@ -332,9 +346,6 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
             for t, lk in links: t._links = lk
-    if any(tr.checks for tr in traced):
-        raise NumfnError(f"a value check (an index out of bounds, ...) inside a branch is not supported yet (at "
-                         f"{user_location()})")
     counts = {len(tr.values) for tr in traced}
     if len(counts) != 1:
         raise NumfnError(f"the branches return different numbers of values ({sorted(counts)}) (at {user_location()})")
@@ -343,6 +354,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     values: list[list[UOp]] = []
     outs: list[list[Tensor]] = []
     borns: list[set] = []
+    branch_checks: list[list] = []   # the checks each branch makes (an index out of bounds, a Python int overflow)
     for fn in branches:
         with recording_trace(region=True) as rec:
             out = [_as_state(v, "a branch's result") for v in fn(*args)]
@@ -355,6 +367,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         values.append(finals)
         outs.append(out)
         borns.append(rec.born)
+        branch_checks.append(rec.checks)
     n_user = len(values[0]) - len(written)
     labels = [repr(names[k]) if names and len(names) == n_user else f"result {k}" for k in range(n_user)] + \
         [f"result {k}" for k in range(n_user, len(values[0]))]
@@ -370,12 +383,19 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         labels = [labels[k] for k in bv.keep] + [f"{what} {labels[k]}" for k, what in bv.extra_labels] + \
             labels[n_user:]
     n = len(values[0])
-    results = []
+    # every check is two more results: whether it failed and its payload (the branches that do not make it: no)
+    checks = [(j, c) for j, cs in enumerate(branch_checks) for c in cs]
+    for j, v in enumerate(values):
+        for jj, c in checks:
+            v += [c.failed, c.payload] if jj == j else [UOp.const(BOOL, False), UOp.const(I64, 0)]
+    results, result_weak = [], []
     from numfn.numpy.ufuncs import _promote
-    for k in range(n):
-        vs = [Tensor(v[k], weak=weak[i][k]) for i, v in enumerate(values)]
+    for k in range(len(values[0])):
+        vs = [Tensor(v[k], weak=weak[i][k] if k < len(weak[i]) else False) for i, v in enumerate(values)]
+        result_weak.append(all(v.weak for v in vs))   # a Python scalar on every path stays one
+        what = labels[k] if k < len(labels) else "a check's flag" if (k - n) % 2 == 0 else "a check's payload"
         if len({v.shape for v in vs}) != 1:   # broadcasting would give a shape no path of the Python code gives
-            raise NumfnError(f"the branches give {labels[k]} different shapes {[v.shape for v in vs]} (at "
+            raise NumfnError(f"the branches give {what} different shapes {[v.shape for v in vs]} (at "
                              f"{user_location()}); a compiled branch needs one shape for each value (broadcast them "
                              "with numpy.broadcast_to, or compute both and pick with numpy.where)")
         results.append((vs[0].shape, _promote(*vs)))
@@ -387,9 +407,10 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     region = Region("cond", tag, (), None, tuple(bodies), tuple(results))
     srcs = (index.uop.cast(I64),) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
-    res = [Tensor(UOp(Ops.RESULT, d, (node,), k)) for k, (_, d) in enumerate(results)]
-    for (t, _), r in zip(written, res[n - len(written):]): t.rebind(r.uop)
-    return bv.given(res[:n - len(written)])
+    out = [Tensor(UOp(Ops.RESULT, d, (node,), k), weak=w) for k, ((_, d), w) in enumerate(zip(results, result_weak))]
+    for (t, _), r in zip(written, out[n - len(written):n]): t.rebind(r.uop)
+    for m, (_, c) in enumerate(checks): add_check(out[n + 2 * m], out[n + 2 * m + 1], c.error)
+    return bv.given(out[:n - len(written)])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -428,16 +449,31 @@ def fori_loop(lower: SupportsInt | Tensor, upper: SupportsInt | Tensor, body_fun
             raise TypeError(f"fori_loop's {name} bound must be an integer scalar (at {user_location()})")
     lo = Tensor(lo.uop.cast(I64), weak=lo.weak)
     # inside the body lower <= i < upper: bounds that spare index checks (x[i] with upper <= len(x))
-    bounds = {0: (int(lower), int(upper) - 1)} if isinstance(lower, int) and isinstance(upper, int) and \
-        lower < upper else None
+    bounds = {0: _index_bounds(lo, Tensor(hi.uop.cast(I64)), 1)}
 
     def body(i, *vals):
         new = _same_structure(body_fun(i, unflatten(tdef, list(vals))), tdef, "the loop body")
-        return [i + 1, *new]
+        return [_advance(i, 1), *new]
 
     out = while_region(lambda i, *vals: i < hi, body, [lo, *state],
                        ["the loop index"] + [f"loop state {k}" for k in range(len(state))], bounds)
     return unflatten(tdef, out[1:])
+
+
+def _index_bounds(lo: Tensor, hi: Tensor, step) -> tuple[int, int]:
+    """Where the index of range(lo, hi, step) is inside the loop body, from the bounds of lo and hi: lo <= i < hi
+    going up, hi < i <= lo going down (a traced step: either)."""
+    (l0, l1), (h0, h1) = lo.uop.bounds, hi.uop.bounds
+    up, down = (l0, max(l0, h1 - 1)), (min(l1, h0 + 1), l1)
+    if isinstance(step, (int, np.integer)): lo_i, hi_i = up if step > 0 else down
+    else: lo_i, hi_i = min(up[0], down[0]), max(up[1], down[1])
+    return max(int(lo_i), I64.min), min(int(hi_i), I64.max)
+
+
+def _advance(i: Tensor, step) -> Tensor:
+    """The loop's own step of its index (i + step in int64: the loop ends before it could leave int64), keeping it
+    a Python int if it is one."""
+    return Tensor(i.uop.alu(Ops.ADD, Tensor.lift(step).uop.cast(I64)), weak=i.weak)
 
 
 def while_loop(cond_fun: Callable[[_T], object], body_fun: Callable[[_T], _T], init_val: _T) -> _T:
@@ -690,7 +726,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     lo = Tensor.lift(start).astype(np.int64)
     hi = Tensor.lift(stop).astype(np.int64)
     st = Tensor.lift(step).astype(np.int64)
-    if static: lo = Tensor(lo.uop, weak=True)   # a Python int index (NEP 50: weak)
+    lo = Tensor(lo.uop, weak=True)   # range() gives Python ints, whatever its bounds are (NEP 50: weak)
     up = step > 0 if isinstance(step, (int, np.integer)) else None
     init = [lo] + [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
 
@@ -710,10 +746,11 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
                 raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
                                  "after an iteration")
             new_leaves += [_as_state(x, name) for x in ls]
-        return [i + st] + [Tensor.lift(x) for x in new_flags] + new_leaves
+        return [_advance(i, st)] + [Tensor.lift(x) for x in new_flags] + new_leaves
 
-    # the index's range inside the body (spares index checks: x[i] with stop <= len(x))
-    bounds = {0: (start, max(start, stop - 1)) if step > 0 else (min(start, stop + 1), start)} if static else None
+    # the index's range inside the body (spares index checks: x[i] with stop <= len(x); Python int arithmetic
+    # on it that provably stays in int64 needs no check)
+    bounds = {0: _index_bounds(lo, hi, step)}
     out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
                        bounds)
     return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))

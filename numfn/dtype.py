@@ -179,8 +179,14 @@ def reduce_dtype(op: str, dt: DType) -> DType:
     return dtypes.from_numpy(getattr(np, op)(np.zeros(1, dt.np)).dtype)
 
 
-def check_scalar_fits(value, dt: DType, what: str = "operand") -> None:
-    """NEP 50: a Python int must fit the integer dtype it is combined with (NumPy raises OverflowError)."""
+def check_scalar_fits(value, dt: DType, what: str = "") -> None:
+    """NEP 50: a Python int must fit the integer dtype it is combined with, or NumPy raises OverflowError: its own
+    error, worded as NumPy words it ("Python integer 300 out of bounds for int8", or "Python int too large to
+    convert to C long" for an int beyond 64 bits). `what` is unused (NumPy's message names no operand)."""
     if isinstance(value, bool) or not isinstance(value, int) or not dt.is_int: return
-    if not dt.min <= value <= dt.max:
-        raise OverflowError(f"Python integer {value} out of bounds for {dt.name} ({what})")
+    if dt.min <= value <= dt.max: return
+    try:
+        np.array(value, dt.np)   # NumPy's conversion raises its own error for this value and dtype
+    except OverflowError as e:
+        raise OverflowError(str(e)) from None
+    raise OverflowError(f"Python integer {value} out of bounds for {dt.name}")

@@ -47,7 +47,8 @@ from numfn.control import unrolling
 from numfn.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
-from numfn.tensor import Check, Tensor, TraceRecord, add_check, recording_trace
+from numfn.tensor import Tensor, add_check
+from numfn.trace import Check, TraceRecord, recording_trace
 from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class NumericalFunction:
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
-        arguments = list(placeholders)
+        arguments: list = [p if s.value is None else s.value for p, s in zip(placeholders, self.in_specs)]
         for g in self.aliases:   # one placeholder over the group's memory; its members are views of it
             placeholders[g.slot] = Tensor.empty((g.length,), self.in_specs[g.slot].dtype, g.slot)
             for m in g.members:
@@ -100,6 +101,10 @@ class NumericalFunction:
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
+        for leaf in leaves:   # NumPy would make an object array of it
+            if isinstance(leaf, int) and not -2**63 <= leaf < 2**64:
+                raise unsupported(f"returning the Python int {leaf}, which is beyond 64 bits",
+                                  "numfn's outputs are arrays of 64-bit numbers")
         ts = [Tensor.lift(leaf) for leaf in leaves]
         values = [t.uop for t in ts] + [u for c in record.checks for u in (c.failed, c.payload)]
         record.cut = [(i, a) for i, t in enumerate(ts) if t.runtime_length
@@ -331,10 +336,12 @@ class NumericalFunction:
         prog = self.compiled
         entry = prog.entry
         out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
-        in_specs = [(s.dtype.np, s.weak) for s in self.in_specs]
+        # an int beyond int64 is part of the program (ArgSpec.value): its input slot is unused
+        in_specs = [(s.dtype.np, s.weak) if s.value is None else None for s in self.in_specs]
         consts = self.pointer_constants
         out_tree, name = self.out_tree, self.name
         limits = sorted(self.int_limits.items())
+        int_types = self._trace[2].int_types
         timings = prog.timings() if self.profile else None
 
         nout = out_tree.num_leaves
@@ -343,7 +350,7 @@ class NumericalFunction:
 
         def run(leaves: list, out=None) -> Any:
             for slot, (lo, hi) in limits:
-                if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], lo, hi)
+                if not lo <= leaves[slot] <= hi: raise _int_overflow(leaves[slot], int_types.get(slot, ()))
             for slot in written: self._check_writable(leaves, slot, shared=True)
             if written and not self.aliases:   # a written argument sharing memory with another: traced as views
                 groups = overlapping(leaves, written)
@@ -354,7 +361,11 @@ class NumericalFunction:
             else: outs = check_out(out, out_specs[:nout], leaves, consts) + \
                 [empty(shape, dt) for shape, dt in out_specs[nout:]]
             ins = []
-            for leaf, (dt, weak) in zip(leaves, in_specs):
+            for leaf, spec in zip(leaves, in_specs):
+                if spec is None:
+                    ins.append(_UNUSED)
+                    continue
+                dt, weak = spec
                 a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
                     else np.require(leaf, dtype=dt, requirements=("C", "A"))   # contiguous, aligned, native order
                 ins.append(a)
@@ -602,6 +613,9 @@ def _shares_traced_memory(leaves: list, written) -> bool:
     return any(roots[w] is not None and roots.count(roots[w]) > 1 for w in written)
 
 
+_UNUSED = np.zeros(1)   # what an input slot the program does not read points to
+
+
 def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
     """Raise the error of the first check that failed; `arrays` holds each check's failed and payload arrays."""
     for k, c in enumerate(checks):
@@ -609,11 +623,11 @@ def raise_failed_checks(checks: tuple[Check, ...], arrays: list) -> None:
         if failed.any(): raise c.error(int(payload.reshape(-1)[int(np.argmax(failed.reshape(-1)))]))
 
 
-def _int_overflow(value: int, lo: int, hi: int) -> OverflowError:
-    """NumPy's error for a Python int that does not fit the integer type(s) a function converts it to (the
-    range may be the intersection of several: the type named is one whose bound it crosses)."""
-    crossed = [d for d in dtypes.all if d.is_int and (d.max == hi if value > hi else d.min == lo)]
-    return OverflowError(f"Python integer {value} out of bounds for {crossed[0].name if crossed else f'[{lo}, {hi}]'}")
+def _int_overflow(value: int, types) -> OverflowError:
+    """NumPy's error for a Python int that does not fit an integer type the function converts it to: the first
+    of `types` (in the order the trace converted it) it does not fit, as NumPy raises at the first operation."""
+    crossed = [d for d in types if not d.min <= value <= d.max]
+    return OverflowError(f"Python integer {value} out of bounds for {crossed[0].name if crossed else 'int64'}")
 
 
 def _report_kernel_times(name: str, kernels: list[str], timings) -> None:

@@ -25,12 +25,15 @@ __all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "stat
 @dataclass(frozen=True)
 class ArgSpec:
     """What a signature records of one array argument: shape and dtype. `weak` marks a Python scalar (it
-    promotes like one, NEP 50)."""
+    promotes like one, NEP 50). `value`: a Python int beyond int64, which no 64-bit input holds: the function is
+    traced with the int itself, as if it were written in the code (one specialization per such value)."""
     shape: tuple[int, ...]
     dtype: DType
     weak: bool = False
+    value: int | None = None
 
     def __repr__(self) -> str:
+        if self.value is not None: return f"int {self.value}"
         return f"{'weak ' if self.weak else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
@@ -66,7 +69,8 @@ def leaf_spec(x, where: str) -> ArgSpec:
             raise TypeError(f"argument {where}: {e}") from None
     if isinstance(x, bool): return ArgSpec((), dtypes.bool, True)
     if isinstance(x, int):
-        if not -2**63 <= x < 2**63: raise OverflowError(f"argument {where}: Python integer {x} out of bounds for int64")
+        # beyond int64, NumPy takes it where it fits (a uint64 array, a float array, comparisons): traced as written
+        if not -2**63 <= x < 2**63: return ArgSpec((), dtypes.uint64 if 0 <= x < 2**64 else dtypes.float64, True, x)
         return ArgSpec((), dtypes.int64, True)
     if isinstance(x, float): return ArgSpec((), dtypes.float64, True)
     if isinstance(x, complex): return ArgSpec((), dtypes.complex128, True)

@@ -12,21 +12,23 @@ import inspect
 import math
 import operator
 import sys
-import threading
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar, cast
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from numfn import pyscalar
 from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import (NumfnError, TracerConversionError, store_into_constant, storing_into_array,
                           unsupported, user_location)
 from numfn import complex_reductions
+from numfn.trace import Check, TraceRecord, current_record, record_int_limit, tracing
+# what a trace records lived here before numfn.trace: these names are still importable from numfn.tensor
+from numfn.trace import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
 from numfn.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
@@ -82,7 +84,7 @@ class Tensor:
         self.chain: tuple = ()
         self._views: list | None = None
         self._links: list | None = None   # memory a branch may have made this array share (numfn.branch_views)
-        record = getattr(_trace_state, "record", None)
+        record = current_record()
         if record is not None and record.born is not None: record.born.add(id(self))
 
     # ---------------------------------------------------------------------------------------------------------
@@ -300,12 +302,17 @@ class Tensor:
         return u.expand(shape)
 
     @staticmethod
-    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None) -> Tensor:
+    def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None,
+                     python: bool = False) -> Tensor:
+        """NumPy's `ufunc` (the ALU op `op`) on the operands; `python`: a Python operator, which computes as Python
+        does between two Python scalars (numfn.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
+        alone computes in their default types and gives a NumPy value, not a Python scalar."""
         if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
             from numfn import dynamic
-            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype),
-                                       operands)
+            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype,
+                                                                       python=python), operands)
         ts = [Tensor.lift(x) for x in operands]
+        if python and len(ts) == 2 and ts[0].weak and ts[1].weak: return _python_binary(_SYMBOLS[ufunc], *ts)
         if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
             decided = _compare_out_of_range(ufunc, ts)
             if decided is not None: return decided
@@ -316,21 +323,22 @@ class Tensor:
         except TypeError as e:
             raise TypeError(f"{e} (numpy.{ufunc} of {', '.join(t.uop.dtype.name for t in ts)}, "
                             f"at {user_location()})") from None
-        for t, d in zip(ts, cast):
-            if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
-            if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+        for t, d in zip(ts, cast): weak_fits(t, d)
         if any(d.is_complex for d in cast): _check_complex(ufunc, op)
         shape = broadcast_shapes(*(t.shape for t in ts))
         srcs = [Tensor(t.uop.cast(d), t.weak)._broadcast(shape) for t, d in zip(ts, cast)]
         if swap: srcs.reverse()
         u = srcs[0].alu(op, *srcs[1:])
         if u.dtype is not out: u = u.cast(out)
-        return Tensor(u, weak=all(t.weak for t in ts))
+        return Tensor(u)
 
-    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None) -> Tensor:
+    def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None, python: str | None = None) -> Tensor:
+        """NumPy's unary `ufunc`; `python`: the Python operator's symbol ('-', '+', '~', 'abs'), which computes as
+        Python does on a Python scalar (numfn.pyscalar)."""
         if self.runtime_length:
             from numfn import dynamic
-            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype), [self])
+            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
+        if python is not None and self.weak: return _python_unary(python, self)
         try:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
         except TypeError as e:
@@ -338,52 +346,52 @@ class Tensor:
         if cast.is_complex and op is not None: _check_complex(ufunc, op)
         u = self.uop.cast(cast)
         if op is not None: u = u.alu(op)
-        return Tensor(u.cast(out), self.weak)
+        return Tensor(u.cast(out))
 
     # arithmetic operators
-    def __add__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, self, x)
-    def __radd__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("add", Ops.ADD, x, self)
-    def __sub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, self, x)
-    def __rsub__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("subtract", Ops.SUB, x, self)
-    def __mul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, self, x)
-    def __rmul__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("multiply", Ops.MUL, x, self)
-    def __truediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, self, x)
-    def __rtruediv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("true_divide", Ops.FDIV, x, self)
-    def __floordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, self, x)
-    def __rfloordiv__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("floor_divide", Ops.FLOORDIV, x, self)
-    def __mod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, self, x)
-    def __rmod__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("remainder", Ops.MOD, x, self)
-    def __lshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, self, x)
-    def __rlshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("left_shift", Ops.SHL, x, self)
-    def __rshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, self, x)
-    def __rrshift__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("right_shift", Ops.SHR, x, self)
+    def __add__(self, x: TensorLike) -> Tensor: return _operator("add", Ops.ADD, self, x)
+    def __radd__(self, x: TensorLike) -> Tensor: return _operator("add", Ops.ADD, x, self)
+    def __sub__(self, x: TensorLike) -> Tensor: return _operator("subtract", Ops.SUB, self, x)
+    def __rsub__(self, x: TensorLike) -> Tensor: return _operator("subtract", Ops.SUB, x, self)
+    def __mul__(self, x: TensorLike) -> Tensor: return _operator("multiply", Ops.MUL, self, x)
+    def __rmul__(self, x: TensorLike) -> Tensor: return _operator("multiply", Ops.MUL, x, self)
+    def __truediv__(self, x: TensorLike) -> Tensor: return _operator("true_divide", Ops.FDIV, self, x)
+    def __rtruediv__(self, x: TensorLike) -> Tensor: return _operator("true_divide", Ops.FDIV, x, self)
+    def __floordiv__(self, x: TensorLike) -> Tensor: return _operator("floor_divide", Ops.FLOORDIV, self, x)
+    def __rfloordiv__(self, x: TensorLike) -> Tensor: return _operator("floor_divide", Ops.FLOORDIV, x, self)
+    def __mod__(self, x: TensorLike) -> Tensor: return _operator("remainder", Ops.MOD, self, x)
+    def __rmod__(self, x: TensorLike) -> Tensor: return _operator("remainder", Ops.MOD, x, self)
+    def __lshift__(self, x: TensorLike) -> Tensor: return _operator("left_shift", Ops.SHL, self, x)
+    def __rlshift__(self, x: TensorLike) -> Tensor: return _operator("left_shift", Ops.SHL, x, self)
+    def __rshift__(self, x: TensorLike) -> Tensor: return _operator("right_shift", Ops.SHR, self, x)
+    def __rrshift__(self, x: TensorLike) -> Tensor: return _operator("right_shift", Ops.SHR, x, self)
     def __divmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]: return (self // x, self % x)
     def __rdivmod__(self, x: TensorLike) -> tuple[Tensor, Tensor]:
         return (Tensor.lift(x) // self, Tensor.lift(x) % self)
-    def __pow__(self, x: TensorLike) -> Tensor: return _power(self, x)
-    def __rpow__(self, x: TensorLike) -> Tensor: return _power(x, self)
+    def __pow__(self, x: TensorLike) -> Tensor: return _power(self, x, python=True)
+    def __rpow__(self, x: TensorLike) -> Tensor: return _power(x, self, python=True)
     def __matmul__(self, x: TensorLike) -> Tensor: return matmul(self, x)
     def __rmatmul__(self, x: TensorLike) -> Tensor: return matmul(x, self)
-    def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG)
-    def __pos__(self) -> Tensor: return self._unary("positive", None)
+    def __neg__(self) -> Tensor: return self._unary("negative", Ops.NEG, python="-")
+    def __pos__(self) -> Tensor: return self._unary("positive", None, python="+")
     def __abs__(self) -> Tensor:   # a new array even for unsigned and bool values, which it leaves as they are
-        return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS)
-    def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT)
-    def __and__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, self, x)
-    def __rand__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_and", Ops.AND, x, self)
-    def __or__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, self, x)
-    def __ror__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_or", Ops.OR, x, self)
-    def __xor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, self, x)
-    def __rxor__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("bitwise_xor", Ops.XOR, x, self)
-    def __lt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less", Ops.CMPLT, self, x)
-    def __le__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("less_equal", Ops.CMPLE, self, x)
-    def __gt__(self, x: TensorLike) -> Tensor: return Tensor._elementwise("greater", Ops.CMPLT, self, x, swap=True)
+        return self._unary("absolute", None if self.uop.dtype.kind in "ub" else Ops.ABS, python="abs")
+    def __invert__(self) -> Tensor: return self._unary("invert", Ops.NOT, python="~")
+    def __and__(self, x: TensorLike) -> Tensor: return _operator("bitwise_and", Ops.AND, self, x)
+    def __rand__(self, x: TensorLike) -> Tensor: return _operator("bitwise_and", Ops.AND, x, self)
+    def __or__(self, x: TensorLike) -> Tensor: return _operator("bitwise_or", Ops.OR, self, x)
+    def __ror__(self, x: TensorLike) -> Tensor: return _operator("bitwise_or", Ops.OR, x, self)
+    def __xor__(self, x: TensorLike) -> Tensor: return _operator("bitwise_xor", Ops.XOR, self, x)
+    def __rxor__(self, x: TensorLike) -> Tensor: return _operator("bitwise_xor", Ops.XOR, x, self)
+    def __lt__(self, x: TensorLike) -> Tensor: return _operator("less", Ops.CMPLT, self, x)
+    def __le__(self, x: TensorLike) -> Tensor: return _operator("less_equal", Ops.CMPLE, self, x)
+    def __gt__(self, x: TensorLike) -> Tensor: return _operator("greater", Ops.CMPLT, self, x, swap=True)
     def __ge__(self, x: TensorLike) -> Tensor:
-        return Tensor._elementwise("greater_equal", Ops.CMPLE, self, x, swap=True)
+        return _operator("greater_equal", Ops.CMPLE, self, x, swap=True)
     def __eq__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("equal", Ops.CMPEQ, self, x)
+        return _operator("equal", Ops.CMPEQ, self, x)
     def __ne__(self, x: object) -> Tensor:  # type: ignore[override]  # elementwise, as ndarray's
-        return Tensor._elementwise("not_equal", Ops.CMPNE, self, x)
+        return _operator("not_equal", Ops.CMPNE, self, x)
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise, so not hashable
 
     def abs(self) -> Tensor: return abs(self)
@@ -471,7 +479,7 @@ class Tensor:
         """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
         body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
         assert self.base is None
-        trace: TraceRecord | None = getattr(_trace_state, "record", None) if record else None
+        trace: TraceRecord | None = current_record() if record else None
         if trace is not None and trace.rebinds is not None and id(self) not in trace.rebinds and \
                 (trace.born is None or id(self) not in trace.born):
             trace.rebinds[id(self)] = (self, self.uop)   # a loop body writing into an array from outside it
@@ -705,7 +713,15 @@ class Tensor:
             _signature_of(impl).bind(*args, **kwargs)
         except TypeError as e:   # an argument NumPy takes and numfn does not
             raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
-        return impl(*args, **kwargs)
+        return _numpy_values(impl(*args, **kwargs))
+
+
+def _numpy_values(result: Any) -> Any:
+    """A NumPy function's result: NumPy values, never Python scalars (np.squeeze(5) is a 0-d int64 array, which
+    promotes as one: NEP 50)."""
+    if isinstance(result, Tensor): return Tensor(result.uop) if result.weak else result
+    if type(result) in (tuple, list): return type(result)(_numpy_values(r) for r in result)
+    return result
 
 
 # NumPy's functions and ufuncs (the objects themselves) -> numfn's implementations. numfn.numpy fills it: every
@@ -762,9 +778,9 @@ _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equ
 
 
 def _compare_by_value(ts: list[Tensor], cast: tuple) -> tuple:
-    """A Python-int argument compared with an integer array: NumPy 2 compares the values, even when the int does
+    """A traced Python int compared with an integer array: NumPy 2 compares the values, even when the int does
     not fit the array's dtype, so both are widened to 64 bits instead (uint64 against int64 compares exactly)."""
-    params = [t.weak and t.uop.op is Ops.PARAM and t.uop.dtype.is_int for t in ts]
+    params = [t.weak and t.uop.op is not Ops.CONST and t.uop.dtype.is_int for t in ts]
     if not any(params) or not all(d.is_int for d in cast): return cast
     return tuple(dtypes.int64 if p or not ts[i].uop.dtype.is_unsigned or ts[i].uop.dtype.itemsize < 8
                  else dtypes.uint64 for i, p in enumerate(params))
@@ -788,45 +804,28 @@ def _compare_out_of_range(ufunc: str, ts: list[Tensor]) -> Tensor | None:
     return None
 
 
-# What a trace records besides its graph, for the dispatcher (per thread: threads may trace at once).
-_trace_state = threading.local()
-
-
-@dataclass
-class Check:
-    """A condition checked after every call: where `failed` (a bool array computed by the program) holds, the call
-    raises `error(payload)` with the payload (an int64 array of failed's shape) at the first failed position. This
-    is how errors NumPy raises for values (an index out of bounds, a singular matrix) reach the caller."""
-    failed: UOp
-    payload: UOp
-    error: Callable[[int], BaseException]
-
-
-@dataclass
-class TraceRecord:
-    """`int_limits`: {argument slot: (min, max)} for Python-int arguments converted to narrower integers (NumPy
-    raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
-    int_limits: dict = field(default_factory=dict)
-    checks: list = field(default_factory=list)
-    mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
-    cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
-    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
-    rebinds: dict | None = None
-    born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
-    regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
-
-
-def _record_int_limit(slot: int, dt: DType) -> None:
-    record = getattr(_trace_state, "record", None)
-    if record is None: return
-    lo, hi = record.int_limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
-    record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
+def weak_fits(t: Tensor, dt: DType) -> None:
+    """NEP 50: a Python int converted to the integer type `dt` of the array it meets must fit it, or NumPy raises
+    OverflowError. A constant is checked now; an argument by the dispatcher (its range: TraceRecord.int_limits);
+    a value computed from Python ints (a loop index, n + 1) after the call, unless its bounds fit."""
+    if not t.weak or not dt.is_int or t.uop.dtype.is_bool or t.uop.dtype is dt: return
+    if t.uop.op is Ops.CONST: return check_scalar_fits(t.pyvalue, dt)
+    if not t.uop.dtype.is_int: return
+    lo, hi = t.uop.bounds
+    if dt.min <= lo and hi <= dt.max: return
+    if t.uop.op is Ops.PARAM: return record_int_limit(t.uop.arg[0], dt)
+    if not tracing(): return
+    v = t.uop.reshape(())
+    out = v.alu(Ops.CMPLT, UOp.const(v.dtype, max(dt.min, v.dtype.min))).alu(
+        Ops.OR, UOp.const(v.dtype, min(dt.max, v.dtype.max)).alu(Ops.CMPLT, v))
+    add_check(Tensor(out), Tensor(v), lambda value: OverflowError(f"Python integer {value} out of bounds for "
+                                                                 f"{dt.name}"))
 
 
 def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], BaseException]) -> None:
     """Raise `error(payload at the first failed position)` after a call where `failed` holds anywhere (see Check).
     Outside a trace (no record), nothing is checked: callers only trace."""
-    record = getattr(_trace_state, "record", None)
+    record = current_record()
     if record is None: raise RuntimeError("add_check outside a trace")
     f, p = Tensor.lift(failed), Tensor.lift(payload)
     shape = broadcast_shapes(f.shape, p.shape)
@@ -840,58 +839,6 @@ def add_check(failed: TensorLike, payload: TensorLike, error: Callable[[int], Ba
     check = Check(f.uop.reshape(()), p.uop.reshape(()), error)
     if not any(c.failed is check.failed and c.payload is check.payload for c in record.checks):   # once is enough
         record.checks.append(check)
-
-
-class recording_trace:
-    """Context manager active while a function is traced: yields its TraceRecord. `region=True` records a loop body
-    or branch inside a trace: its own checks and the arrays it rebinds, the argument limits shared with the
-    enclosing record."""
-
-    def __init__(self, region: bool = False):
-        self.region = region
-
-    def __enter__(self) -> TraceRecord:
-        self.previous = getattr(_trace_state, "record", None)
-        record = TraceRecord()
-        if self.region:
-            if self.previous is None: raise RuntimeError("a region is traced inside a trace")
-            record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
-            record.born = set()
-        _trace_state.record = record
-        return record
-
-    def __exit__(self, *exc) -> None:
-        born = _trace_state.record.born
-        _trace_state.record = self.previous
-        if born and self.previous is not None and self.previous.born is not None: self.previous.born |= born
-
-
-class observing_rebinds:
-    """Context manager: yields a dict that collects the arrays rebound (written) while it is active, as a region's
-    record does, while checks and everything else still go to the current record."""
-
-    def __enter__(self) -> dict:
-        self.record = _trace_state.record
-        self.outer = self.record.rebinds
-        self.record.rebinds = {}
-        return self.record.rebinds
-
-    def __exit__(self, *exc) -> None:
-        seen, self.record.rebinds = self.record.rebinds, self.outer
-        if self.outer is not None:   # an enclosing region keeps each array's value from before it began
-            for k, v in seen.items(): self.outer.setdefault(k, v)
-
-
-def new_region_tag() -> int:
-    """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
-    counter = _trace_state.record.regions
-    counter[0] += 1
-    return counter[0]
-
-
-def tracing() -> bool:
-    """Whether this thread is tracing a function."""
-    return getattr(_trace_state, "record", None) is not None
 
 
 def reduction_mask(where: TensorLike | None, shape: tuple[int, ...]) -> UOp | None:
@@ -915,8 +862,52 @@ def _weak_resolve(ufunc: str, ts, dtype: DType | None = None):
     return resolve_ufunc(ufunc, dts, dtype)
 
 
-def _power(base, exponent) -> Tensor:
+def _operator(ufunc: str, op: Ops, a: object, b: object, swap: bool = False) -> Tensor:
+    """A Python operator: NumPy's ufunc, or Python's own arithmetic between two Python scalars."""
+    return Tensor._elementwise(ufunc, op, a, b, swap=swap, python=True)
+
+
+# the Python operator of each ufunc an operator calls
+_SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "floor_divide": "//", "remainder": "%",
+            "power": "**", "left_shift": "<<", "right_shift": ">>", "bitwise_and": "&", "bitwise_or": "|",
+            "bitwise_xor": "^", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+            "equal": "==", "not_equal": "!="}
+
+
+def _python_binary(sym: str, a: Tensor, b: Tensor) -> Tensor:
+    """`a sym b` between two Python scalars, as Python computes it: by Python itself for two constants, else by
+    numfn.pyscalar (its checks added to the trace)."""
+    if a.uop.op is Ops.CONST and b.uop.op is Ops.CONST:
+        return Tensor.lift(pyscalar.OPERATORS[sym](a.pyvalue, b.pyvalue))
+    for t, other in ((a, b), (b, a)):   # an int beyond int64 with a traced Python scalar
+        if t.uop.op is Ops.CONST and isinstance(t.pyvalue, int) and not -2**63 <= t.pyvalue < 2**63:
+            if sym in ("==", "!=", "<", "<=", ">", ">=") and other.uop.dtype.kind in "bi":
+                # every int64 is below an int from 2**63 up, and above one below -2**63
+                x, y = (0, t.pyvalue) if t is b else (t.pyvalue, 0)
+                return Tensor(UOp.const_like(dtypes.bool, pyscalar.OPERATORS[sym](x, y), other.shape), weak=True)
+            raise unsupported(f"Python int arithmetic with {t.pyvalue} (beyond 64 bits) and a traced Python scalar",
+                              "numfn computes a compiled function's Python ints as 64-bit integers")
+    shape = broadcast_shapes(a.shape, b.shape)
+    out, checks = pyscalar.binary(sym, a._broadcast(shape), b._broadcast(shape), user_location())
+    return _guarded(out, checks)
+
+
+def _python_unary(sym: str, a: Tensor) -> Tensor:
+    if a.uop.op is Ops.CONST: return Tensor.lift(pyscalar.UNARY[sym](a.pyvalue))
+    return _guarded(*pyscalar.unary(sym, a.uop, user_location()))
+
+
+def _guarded(out: UOp, checks: list) -> Tensor:
+    for failed, payload, error in checks:
+        if tracing(): add_check(Tensor(failed), Tensor(payload), error)
+    return Tensor(out, weak=True)
+
+
+def _power(base, exponent, python: bool = False) -> Tensor:
+    """`base ** exponent` (`python`: the operator, Python's own power between Python scalars), NumPy's otherwise,
+    with ndarray.__pow__'s fast paths."""
     b, e = Tensor.lift(base), Tensor.lift(exponent)
+    if python and b.weak and e.weak: return _python_binary("**", b, e)
     if b.uop.dtype.is_bool and not b.weak and type(exponent) is int and exponent == 2:
         return NUMPY_IMPLEMENTATIONS[np.square](b)   # ndarray ** 2 takes NumPy's square fast path: int8 for bools
     if b.uop.dtype.is_complex and not b.weak and type(exponent) in (int, float):

@@ -33,22 +33,12 @@ def test_random_programs_with_writes_agree_with_numpy():
 # ---- the program classes of issue 29 (numfn/fuzz/classes.py) ----------------------------------------------------
 # CLASS_COUNT programs of each class (more of the classes that compile fast) in functions of 2, on both backends,
 # unshrunk: a failure names its seed, and `python -m numfn fuzz --classes CLASS --parts 2 --steps 6 --seed SEED
-# --count 2` shrinks it. The classes with known open defects are expected to fail (strict=False: the mark goes when
-# they pass).
+# --count 2` shrinks it.
 CLASS_COUNT = int(os.environ.get("NUMFN_FUZZ_CLASS_COUNT", "8"))
 CLASS_SCALE = {"scalars": 4, "complex": 2}
 CLASS_SEEDS = {"loops": 8_100_000, "index": 8_200_000, "branches": 8_300_000, "scalars": 8_400_000,
                "complex": 8_500_000, "calls": 8_600_000}
-KNOWN = {"index": "issue 29 item 4 (the loop index is int64, not a weak Python int): open",
-         "scalars": "issue 29 item 3 (NumPy functions of Python scalars are strong; Python bool arithmetic): open"}
-
-
-def _class_param(cls: str):
-    if cls not in KNOWN: return cls
-    return pytest.param(cls, marks=pytest.mark.xfail(reason=KNOWN[cls], strict=False))
-
-
-@pytest.mark.parametrize("cls", [_class_param(c) for c in CLASS_SEEDS])
+@pytest.mark.parametrize("cls", list(CLASS_SEEDS))
 def test_program_classes_agree_with_numpy(cls):
     count = CLASS_COUNT * CLASS_SCALE.get(cls, 1)
     report = fuzz.fuzz(count, seed=CLASS_SEEDS[cls], parts=2, steps=6, classes=(cls,),
@@ -173,13 +163,17 @@ def test_a_wrong_result_is_reported():
     assert "dtype" in fuzz.compare(np.array([3.0, 4.0], np.float32), meta["v0"], "v0")
 
 
-def test_the_command_line_runs_programs(capsys):
+def test_the_command_line_runs_programs(capsys, monkeypatch):
+    # the command turns the disk cache off for its process: set here, so it is undone for the tests after this
+    monkeypatch.setenv("NUMFN_DISABLE_CACHE", "1")
     from numfn.__main__ import main
     assert main(["fuzz", "--count", "4", "--parts", "2", "--seed", "11", "--no-writes", "--classes", "base"]) == 0
     assert "4 programs in 2 compiled functions, 0 failures" in capsys.readouterr().out
 
 
-def test_the_command_line_selects_classes(capsys):
+def test_the_command_line_selects_classes(capsys, monkeypatch):
+    # the command turns the disk cache off for its process: set here, so it is undone for the tests after this
+    monkeypatch.setenv("NUMFN_DISABLE_CACHE", "1")
     from numfn.__main__ import main
     assert main(["fuzz", "--count", "2", "--parts", "2", "--seed", "3", "--classes", "base",
                  "--backends", "llvm"]) == 0

@@ -23,12 +23,12 @@ import numpy as np
 
 from numfn import complex_reductions
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
-from numfn.dtype import DType, check_scalar_fits, dtypes, resolve_loop, result_type
+from numfn.dtype import DType, dtypes, resolve_loop, result_type
 from numfn.errors import unsupported, user_location
 from numfn.indexing import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
-from numfn.tensor import Tensor, _record_int_limit, broadcast_shapes
+from numfn.tensor import Tensor, broadcast_shapes, weak_fits
 from numfn.uop import Ops, UOp, toposort
 from numfn.numpy._typing import ArrayLike
 
@@ -321,8 +321,8 @@ def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
 
 
 def _new_array(t: Tensor) -> Tensor:
-    """t's value as an array of its own (a run-time length kept, a weak Python scalar kept weak)."""
-    return t.copy() if t.runtime_length else Tensor(t.uop, t.weak)
+    """t's value as an array of its own (a run-time length kept; a NumPy value, even of a Python scalar)."""
+    return t.copy() if t.runtime_length else Tensor(t.uop)
 
 
 def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
@@ -339,17 +339,17 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     except TypeError as e:
         raise TypeError(f"{e} (numpy.{name} of {', '.join(t.uop.dtype.name for t in ts)}, at {user_location()})") \
             from None
-    for t, d in zip(ts, cast):
-        if t.weak and t.uop.op is Ops.CONST: check_scalar_fits(t.pyvalue, d)
-        if t.weak and t.uop.op is Ops.PARAM and d.is_int and d.itemsize < 8: _record_int_limit(t.uop.arg[0], d)
+    for t, d in zip(ts, cast): weak_fits(t, d)
     if any(d.is_complex for d in cast) and name not in _COMPLEX_UFUNCS:
         raise unsupported(f"numpy.{name} of complex values")
     shape = broadcast_shapes(*(t.shape for t in ts))
-    if not getattr(kernel, "native_float16", False):   # NumPy's float16 loops compute in float32, rounding once
-        cast = tuple(dtypes.float32 if d is dtypes.float16 else d for d in cast)
-    results = _elementwise_graph(kernel, [Tensor(t.uop.cast(d))._broadcast(shape) for t, d in zip(ts, cast)])
-    weak = builtins.all(t.weak for t in ts)
-    out = tuple(Tensor(r.cast(d), weak) for r, d in zip(results, outs))
+    # each operand converted to the loop's type first (a Python float meeting float16 is rounded to float16, as NumPy
+    # converts it); NumPy's float16 loops then compute in float32, rounding once
+    srcs = [t.uop.cast(d) for t, d in zip(ts, cast)]
+    if not getattr(kernel, "native_float16", False):
+        srcs = [u.cast(dtypes.float32) if u.dtype is dtypes.float16 else u for u in srcs]
+    results = _elementwise_graph(kernel, [Tensor(u)._broadcast(shape) for u in srcs])
+    out = tuple(Tensor(r.cast(d)) for r, d in zip(results, outs))   # NumPy values, even of Python scalars
     return out if len(out) > 1 else out[0]
 
 
@@ -457,8 +457,12 @@ not_equal = _binary("not_equal", Ops.CMPNE, scan_op=Ops.CMPNE)
 
 
 def _power(a, b, dtype=None):
-    if dtype is None: return a ** b
-    return Tensor._elementwise("power", Ops.POW, a, b, dtype=dtype)
+    # numpy.power itself, not ndarray.__pow__ (whose fast paths square bools into int8 and use sqrt for ** 0.5)
+    t = Tensor._elementwise("power", Ops.POW, a, b, dtype=dtype)
+    ev = b.uop.arg if b.uop.op is Ops.CONST else None
+    if t.uop.dtype.is_int and isinstance(ev, int) and not isinstance(ev, bool) and ev < 0:
+        raise ValueError(f"Integers to negative integer powers are not allowed (at {user_location()})")
+    return t
 
 
 power = pow = ufunc("power", _power, 2, scan_op=Ops.POW)   # noqa: A001 - NumPy's name
@@ -480,7 +484,6 @@ invert = bitwise_not = bitwise_invert = _unary("invert", Ops.NOT)
 
 
 def _absolute(x, dtype=None):
-    if dtype is None: return builtins.abs(x)
     return x._unary("absolute", Ops.ABS if x.uop.dtype.kind not in "ub" else None, dtype)
 
 
@@ -544,13 +547,13 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
             from numfn import dynamic
             return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
-            re, im = Tensor(_re(t.uop), t.weak), Tensor(_im(t.uop), t.weak)
+            re, im = Tensor(_re(t.uop)), Tensor(_im(t.uop))
             a, b = compute(re), compute(im)
-            return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop), t.weak)
+            return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop))
         if not t.uop.dtype.is_float:
             _apply(name, lambda x: x, (t,))   # NumPy's TypeError for types it has no loop for
-            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape), t.weak)   # (at a run-time length too)
-        return Tensor(test(t.uop), t.weak)
+            return Tensor(UOp.const_like(dtypes.bool, otherwise, t.uop.shape))   # (at a run-time length too)
+        return Tensor(test(t.uop))
     return ufunc(name, compute, 1)
 
 
@@ -845,7 +848,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
                                 Tensor(b.uop.cast(dt))._broadcast(shape))
-    return Tensor(u, weak=a.weak and b.weak)
+    return Tensor(u)   # a NumPy array, even of Python scalars (NumPy 2: where(c, 5, 6) is an int64 array)
 
 
 where_ = where

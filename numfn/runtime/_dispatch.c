@@ -23,6 +23,12 @@
  * Output specs are (type_num, shape). The result is the single output, a tuple of the outputs, or, when the entry
  * has a `builder`, builder(tuple of outputs).
  *
+ * Checks (`checks=n`, `on_check`): the program computes n conditions besides its outputs (an index out of bounds,
+ * a Python int beyond 64 bits), each a failed flag (one byte) and a payload (int64), in buffer-table slots right
+ * after the outputs. They live in C scalars of the call, not in arrays; when a flag is set after the call,
+ * on_check(tuple of the 2n values: flag, payload, flag, ...) raises the check's error and the call returns that
+ * exception instead of the outputs.
+ *
  * `out=`: preallocated outputs (one array, or a tuple of as many arrays as there are outputs) with exactly the
  * registered dtype and shape, C-contiguous, aligned, writeable, and sharing no memory with the inputs, the pointer
  * constants or each other. The call writes into them and returns them. `out=None` means no `out`.
@@ -97,6 +103,8 @@ typedef struct {
     PyObject *constants;     /* tuple of C-contiguous aligned arrays (owned) */
     PyObject *keepalive;     /* owned */
     PyObject *builder;       /* owned, or NULL */
+    Py_ssize_t nchecks;      /* checks: two scalar slots each after the outputs */
+    PyObject *on_check;      /* owned, or NULL (no checks): raises the error of a failed check */
     int release_gil;
     npy_intp *dims;          /* storage for every spec's dims */
 } Entry;
@@ -279,12 +287,13 @@ entry_free(Entry *e)
     PyMem_Free(e->outs);
     PyMem_Free(e->const_ptrs);
     PyMem_Free(e->dims);
-    PyObject *constants = e->constants, *keepalive = e->keepalive, *builder = e->builder;
+    PyObject *constants = e->constants, *keepalive = e->keepalive, *builder = e->builder, *on_check = e->on_check;
     PyMem_Free(e);
     /* last: these may run arbitrary code (__del__), which must not see a half-freed entry */
     Py_XDECREF(constants);
     Py_XDECREF(keepalive);
     Py_XDECREF(builder);
+    Py_XDECREF(on_check);
 }
 
 static inline void
@@ -527,10 +536,13 @@ call_miss(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
 static PyObject *
 run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *out)
 {
-    Py_ssize_t nouts = e->nouts, nargs = e->nargs, nconsts = e->nconsts;
-    Py_ssize_t ntable = nouts + nargs + nconsts + 1;   /* + the thread pool */
+    Py_ssize_t nouts = e->nouts, nargs = e->nargs, nconsts = e->nconsts, nchecks = 2 * e->nchecks;
+    Py_ssize_t first_in = nouts + nchecks;              /* the table: outputs, check slots, inputs, constants */
+    Py_ssize_t ntable = first_in + nargs + nconsts + 1;   /* + the thread pool */
     void *table_stack[STACK_SLOTS];
     PyObject *objs_stack[STACK_SLOTS];
+    ScalarSlot checks_stack[STACK_SLOTS];
+    ScalarSlot *checks = checks_stack;
     void **table = table_stack;
     PyObject **outs = objs_stack, **copies;   /* outs: nouts slots, then copies: nargs slots */
     PyObject *result = NULL;
@@ -540,7 +552,8 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
     if (ntable > STACK_SLOTS) {
         table = PyMem_Malloc(sizeof(void *) * (size_t)ntable);
         outs = PyMem_Malloc(sizeof(PyObject *) * (size_t)(nouts + nargs + 1));
-        if (table == NULL || outs == NULL) {
+        if (nchecks > STACK_SLOTS) checks = PyMem_Malloc(sizeof(ScalarSlot) * (size_t)nchecks);
+        if (table == NULL || outs == NULL || checks == NULL) {
             PyErr_NoMemory();
             goto done_alloc;
         }
@@ -562,6 +575,10 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
         }
     }
     for (k = 0; k < nouts; k++) table[k] = PyArray_DATA((PyArrayObject *)outs[k]);
+    for (k = 0; k < nchecks; k++) {
+        checks[k].i = 0;
+        table[nouts + k] = (void *)&checks[k];
+    }
 
     /* inputs */
     for (j = 0; j < nargs; j++) {
@@ -573,13 +590,13 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
                 if (copies[j] == NULL) goto cleanup;
                 a = (PyArrayObject *)copies[j];
             }
-            table[nouts + j] = PyArray_DATA(a);
+            table[first_in + j] = PyArray_DATA(a);
         }
         else {
-            table[nouts + j] = (void *)&slots[j];
+            table[first_in + j] = (void *)&slots[j];
         }
     }
-    for (j = 0; j < nconsts; j++) table[nouts + nargs + j] = e->const_ptrs[j];
+    for (j = 0; j < nconsts; j++) table[first_in + nargs + j] = e->const_ptrs[j];
     table[ntable - 1] = pool_slot != NULL ? *pool_slot : NULL;
 
     /* the call */
@@ -594,6 +611,28 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
     }
     if (status != 0) {
         PyErr_SetString(PyExc_MemoryError, "a numfn program could not allocate its scratch memory");
+        goto cleanup;
+    }
+    for (k = 0; k < nchecks; k += 2) {
+        if (checks[k].b) break;
+    }
+    if (k < nchecks) {   /* a check failed: its error, raised by on_check */
+        PyObject *values = PyTuple_New(nchecks);
+        if (values == NULL) goto cleanup;
+        for (k = 0; k < nchecks; k++) {
+            PyObject *v = k % 2 == 0 ? PyBool_FromLong(checks[k].b) : PyLong_FromLongLong((long long)checks[k].i);
+            if (v == NULL) {
+                Py_DECREF(values);
+                goto cleanup;
+            }
+            PyTuple_SET_ITEM(values, k, v);
+        }
+        PyObject *r = PyObject_CallOneArg(e->on_check, values);
+        Py_DECREF(values);
+        if (r != NULL) {
+            Py_DECREF(r);
+            PyErr_SetString(PyExc_RuntimeError, "a check of a numfn program failed, and on_check raised nothing");
+        }
         goto cleanup;
     }
 
@@ -630,6 +669,7 @@ cleanup:
 done_alloc:
     if (table != table_stack) PyMem_Free(table);
     if (outs != objs_stack) PyMem_Free(outs);
+    if (checks != checks_stack) PyMem_Free(checks);
     return result;
 }
 
@@ -726,7 +766,7 @@ parse_type_num(PyObject *o, int *type_num, PyArray_Descr **descr, const char *wh
 /* Build an entry from _register's arguments (a new entry with refs == 1, or NULL with an exception). */
 static Entry *
 entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject *constants, PyObject *keepalive,
-          PyObject *builder, int release_gil)
+          PyObject *builder, int release_gil, Py_ssize_t nchecks, PyObject *on_check)
 {
     if (!PyTuple_Check(arg_specs) || !PyTuple_Check(out_specs) || !PyTuple_Check(constants)) {
         PyErr_SetString(PyExc_TypeError, "_register: arg_specs, out_specs and constants must be tuples");
@@ -740,6 +780,11 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
     if (builder == Py_None) builder = NULL;
     if (builder != NULL && !PyCallable_Check(builder)) {
         PyErr_SetString(PyExc_TypeError, "_register: builder must be callable or None");
+        return NULL;
+    }
+    if (on_check == Py_None) on_check = NULL;
+    if (nchecks < 0 || (nchecks > 0 && (on_check == NULL || !PyCallable_Check(on_check)))) {
+        PyErr_SetString(PyExc_TypeError, "_register: checks must be >= 0, and on_check callable when there are any");
         return NULL;
     }
     Entry *e = PyMem_Calloc(1, sizeof(Entry));
@@ -757,6 +802,9 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
     Py_INCREF(keepalive);
     e->builder = builder;
     Py_XINCREF(builder);
+    e->nchecks = nchecks;
+    e->on_check = nchecks > 0 ? on_check : NULL;
+    Py_XINCREF(e->on_check);
     e->args = PyMem_Calloc((size_t)e->nargs + 1, sizeof(ArgSpec));
     e->outs = PyMem_Calloc((size_t)e->nouts + 1, sizeof(OutSpec));
     if (e->args == NULL || e->outs == NULL) {
@@ -872,15 +920,18 @@ static PyObject *
 dispatcher_register(PyObject *self_, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"address", "arg_specs", "out_specs", "constants", "keepalive", "builder", "release_gil",
-                            NULL};
+                            "checks", "on_check", NULL};
     DispatcherObject *self = (DispatcherObject *)self_;
     PyObject *address, *arg_specs, *out_specs, *constants, *keepalive = Py_None, *builder = Py_None;
+    PyObject *on_check = Py_None;
     int release_gil = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OOp:_register", names, &address, &arg_specs, &out_specs,
-                                     &constants, &keepalive, &builder, &release_gil)) {
+    Py_ssize_t nchecks = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OOp$nO:_register", names, &address, &arg_specs, &out_specs,
+                                     &constants, &keepalive, &builder, &release_gil, &nchecks, &on_check)) {
         return NULL;
     }
-    Entry *e = entry_new(address, arg_specs, out_specs, constants, keepalive, builder, release_gil);
+    Entry *e = entry_new(address, arg_specs, out_specs, constants, keepalive, builder, release_gil, nchecks,
+                         on_check);
     if (e == NULL) return NULL;
 
     /* an entry for the same arguments is replaced; otherwise the least recently used one goes when full */
@@ -1010,6 +1061,7 @@ dispatcher_traverse(PyObject *self_, visitproc visit, void *arg)
         Py_VISIT(e->constants);
         Py_VISIT(e->keepalive);
         Py_VISIT(e->builder);
+        Py_VISIT(e->on_check);
     }
     return 0;
 }
@@ -1031,13 +1083,15 @@ dispatcher_dealloc(PyObject *self)
 
 static PyMethodDef dispatcher_methods[] = {
     {"_register", (PyCFunction)(void (*)(void))dispatcher_register, METH_VARARGS | METH_KEYWORDS,
-     "_register(address, arg_specs, out_specs, constants, keepalive=None, builder=None, release_gil=False)\n--\n\n"
+     "_register(address, arg_specs, out_specs, constants, keepalive=None, builder=None, release_gil=False, *,\n"
+     "          checks=0, on_check=None)\n--\n\n"
      "Register a compiled entry `int entry(void **)` at `address` for calls whose positional arguments match\n"
      "arg_specs ((\"array\", type_num, shape), (\"float\",), (\"int\",), (\"int\", lo, hi) or (\"bool\",) each).\n"
      "out_specs: a (type_num, shape) per output. constants: arrays passed by pointer after the inputs.\n"
      "keepalive: kept alive while the entry is registered. builder: called with the tuple of outputs to make the\n"
-     "result (None: the single output, or the tuple). release_gil: run the entry without the GIL. Replaces an\n"
-     "entry taking the same arguments; beyond 16 entries the least recently used is dropped."},
+     "result (None: the single output, or the tuple). release_gil: run the entry without the GIL. checks: the\n"
+     "program's checks (a flag and a payload each, after the outputs); on_check(their values) raises when a flag\n"
+     "is set. Replaces an entry taking the same arguments; beyond 16 entries the least recently used is dropped."},
     {"_clear", dispatcher_clear_entries, METH_NOARGS, "_clear()\n--\n\nDrop every registered entry."},
     {"_entries", dispatcher_entries, METH_NOARGS, "_entries()\n--\n\nThe number of registered entries."},
     {"_dispatch_miss", (PyCFunction)(void (*)(void))dispatcher_dispatch_miss, METH_VARARGS | METH_KEYWORDS,

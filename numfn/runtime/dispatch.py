@@ -13,7 +13,8 @@ What matches an entry (see `_dispatch.c` for details): exactly `numpy.ndarray` (
 Python path decides what they mean) of the registered dtype, native byte order, ndim and dims, in any layout
 (non-contiguous or misaligned arrays are copied); exactly `float`, `int` (fitting int64; never bool) or `bool` for
 Python scalars. Keyword arguments other than `out=` miss. `out=` takes preallocated outputs: see `check_out`, which
-states the same rules for the Python path.
+states the same rules for the Python path. A program's checks (numfn.tensor.Check: an index out of bounds, a Python
+int beyond 64 bits) are read by the fast path after the call, which raises their error through `failed_checks`.
 
 Without the extension (no C compiler when numfn was installed, or ``NUMFN_NO_DISPATCH_EXT=1``) `dispatcher_base()`
 is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions warns once.
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["byte_extent", "empty", "dispatcher_base", "PyDispatcher", "register_specialization", "registration",
-           "fast_arg_specs", "result_builder", "check_out", "RELEASE_GIL_BYTES"]
+           "fast_arg_specs", "result_builder", "check_out", "failed_checks", "RELEASE_GIL_BYTES"]
 
 # entries whose inputs, outputs and scratch add up to this many bytes run without the GIL: their run time dwarfs the
 # ~50 ns that releasing and taking it back costs, and other threads get to run meanwhile
@@ -47,7 +48,8 @@ class PyDispatcher:
         raise NotImplementedError(f"{type(self).__name__} defines no _dispatch_miss")
 
     def _register(self, address: int, arg_specs: tuple, out_specs: tuple, constants: tuple = (),
-                  keepalive: object = None, builder: object = None, release_gil: bool = False) -> None:
+                  keepalive: object = None, builder: object = None, release_gil: bool = False, *, checks: int = 0,
+                  on_check: object = None) -> None:
         """Accepted and ignored: without the extension there is no fast path."""
 
     def _clear(self) -> None:
@@ -81,9 +83,9 @@ def fast_arg_specs(nf) -> tuple | None:
     """The `arg_specs` of `_register` for a NumericalFunction, or None when its calls cannot take the fast path:
     keyword or nested arguments, static arguments (their values are not checked by the fast path). A Python int
     the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
-    Python path raises OverflowError for them. Programs with checks (numfn.tensor.Check) raise from Python."""
+    Python path raises OverflowError for them."""
     tree = nf.in_tree
-    if nf.checks or nf.mutated_inputs or nf.cut_outputs: return None
+    if nf.mutated_inputs or nf.cut_outputs: return None
     if nf.statics or tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
@@ -91,6 +93,7 @@ def fast_arg_specs(nf) -> tuple | None:
     limits = nf.int_limits   # Python ints the function narrows: other values must raise
     specs: list[tuple[Any, ...]] = []   # ("int", lo, hi), ("float",), ("bool",) or ("array", type number, shape)
     for slot, s in enumerate(nf.in_specs):
+        if s.value is not None: return None   # an int beyond int64, part of the program: the Python path checks it
         if s.weak:
             kind = _WEAK_KINDS.get(s.dtype.name)
             if kind is None or tuple(s.shape) != (): return None
@@ -122,25 +125,42 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     found = nf.fast_registration
     if found is None: return False
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
-    address, specs, outs, consts, keepalive, builder, big = found
-    dispatcher._register(address, specs, outs, consts, keepalive, builder, big if release_gil is None else
-                         bool(release_gil))
+    address, specs, outs, consts, keepalive, builder, checks, big = found
+    gil = big if release_gil is None else bool(release_gil)
+    if not checks:
+        dispatcher._register(address, specs, outs, consts, keepalive, builder, gil)
+        return True
+    try:
+        dispatcher._register(address, specs, outs, consts, keepalive, builder, gil, checks=len(checks),
+                             on_check=functools.partial(failed_checks, checks))
+    except TypeError:   # an extension built before checks were read on the fast path: calls take the Python path
+        return False
     return True
+
+
+def failed_checks(checks: tuple, values: tuple) -> None:
+    """Raise the error of the first failed check; `values`: each check's failed flag and payload, in turn."""
+    for k, c in enumerate(checks):
+        if values[2 * k]: raise c.error(int(values[2 * k + 1]))
 
 
 def registration(nf) -> tuple | None:
     """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
-    constants, keepalive, builder, release_gil), or None when its calls cannot take the fast path. What it needs
-    beyond the signature comes from the compiled program's manifest, so a warm process decides as a cold one."""
+    constants, keepalive, builder, its checks, release_gil), or None when its calls cannot take the fast path.
+    What it needs beyond the signature comes from the compiled program's manifest, so a warm process decides as a
+    cold one. The checks' flags and payloads are the program's last outputs: the fast path keeps them in C scalars
+    (each is 0-d), so only the function's own outputs are registered."""
     specs = fast_arg_specs(nf)
     if specs is None: return None
     prog = nf.compiled
-    outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in nf.out_specs)
-    nbytes = sum(_nbytes(shape, dt) for shape, dt in nf.out_specs)
+    visible = nf.out_specs[:nf.out_tree.num_leaves]
+    if any(tuple(shape) != () for shape, _ in nf.out_specs[len(visible):]): return None
+    outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in visible)
+    nbytes = sum(_nbytes(shape, dt) for shape, dt in visible)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
     nbytes += prog.manifest["arena_bytes"]
     return (prog.address, specs, outs, nf.pointer_constants, prog, result_builder(nf.out_tree, len(outs)),
-            nbytes >= RELEASE_GIL_BYTES)
+            tuple(nf.checks), nbytes >= RELEASE_GIL_BYTES)
 
 
 def _nbytes(shape, dt) -> int:

@@ -1,0 +1,108 @@
+"""What tracing a function records besides its graph (per thread: threads may trace at once): the checks made
+after every call, the ranges of Python-int arguments, the inputs written into, and (inside loops and branches,
+numfn.control) the arrays a region gives new values. numfn.tensor builds on it (add_check, the tracer's arrays)."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from numfn.dtype import DType, dtypes
+from numfn.uop import UOp
+
+__all__ = ["Check", "TraceRecord", "current_record", "record_int_limit", "recording_trace", "observing_rebinds",
+           "new_region_tag", "tracing"]
+
+_trace_state = threading.local()
+
+
+@dataclass
+class Check:
+    """A condition checked after every call: where `failed` (a bool array computed by the program) holds, the call
+    raises `error(payload)` with the payload (an int64 array of failed's shape) at the first failed position. This
+    is how errors NumPy raises for values (an index out of bounds, a singular matrix) reach the caller."""
+    failed: UOp
+    payload: UOp
+    error: Callable[[int], BaseException]
+
+
+@dataclass
+class TraceRecord:
+    """`int_limits`: {argument slot: (min, max)} for Python-int arguments converted to narrower integers (NumPy
+    raises OverflowError for values outside, and so does the dispatcher); `checks`: the Checks in trace order."""
+    int_limits: dict = field(default_factory=dict)
+    int_types: dict = field(default_factory=dict)   # {slot: the integer types of those conversions, in trace order}
+    checks: list = field(default_factory=list)
+    mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
+    cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
+    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
+    rebinds: dict | None = None
+    born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
+    regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
+
+
+def record_int_limit(slot: int, dt: DType) -> None:
+    """Python-int argument `slot` is converted to the integer type `dt`: the dispatcher checks its range."""
+    record = getattr(_trace_state, "record", None)
+    if record is None: return
+    lo, hi = record.int_limits.get(slot, (dtypes.int64.min, dtypes.int64.max))
+    record.int_limits[slot] = (max(lo, dt.min), min(hi, dt.max))
+    record.int_types.setdefault(slot, []).append(dt)
+
+
+def current_record() -> TraceRecord | None:
+    """The record of the trace (or region) under way in this thread, or None outside a trace."""
+    return getattr(_trace_state, "record", None)
+
+
+class recording_trace:
+    """Context manager active while a function is traced: yields its TraceRecord. `region=True` records a loop body
+    or branch inside a trace: its own checks and the arrays it rebinds, the argument limits shared with the
+    enclosing record."""
+
+    def __init__(self, region: bool = False):
+        self.region = region
+
+    def __enter__(self) -> TraceRecord:
+        self.previous = getattr(_trace_state, "record", None)
+        record = TraceRecord()
+        if self.region:
+            if self.previous is None: raise RuntimeError("a region is traced inside a trace")
+            record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
+            record.int_types = self.previous.int_types
+            record.born = set()
+        _trace_state.record = record
+        return record
+
+    def __exit__(self, *exc) -> None:
+        born = _trace_state.record.born
+        _trace_state.record = self.previous
+        if born and self.previous is not None and self.previous.born is not None: self.previous.born |= born
+
+
+class observing_rebinds:
+    """Context manager: yields a dict that collects the arrays rebound (written) while it is active, as a region's
+    record does, while checks and everything else still go to the current record."""
+
+    def __enter__(self) -> dict:
+        self.record = _trace_state.record
+        self.outer = self.record.rebinds
+        self.record.rebinds = {}
+        return self.record.rebinds
+
+    def __exit__(self, *exc) -> None:
+        seen, self.record.rebinds = self.record.rebinds, self.outer
+        if self.outer is not None:   # an enclosing region keeps each array's value from before it began
+            for k, v in seen.items(): self.outer.setdefault(k, v)
+
+
+def new_region_tag() -> int:
+    """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
+    counter = _trace_state.record.regions
+    counter[0] += 1
+    return counter[0]
+
+
+def tracing() -> bool:
+    """Whether this thread is tracing a function."""
+    return getattr(_trace_state, "record", None) is not None

@@ -1,0 +1,391 @@
+"""Python scalars in compiled functions, against NumPy 2 and Python on the same inputs (issue 29): NEP 50's weak
+promotion of Python scalars (as arguments, closure constants and literals), Python's own arithmetic between Python
+scalars, NumPy functions of Python scalars (strong results), a native loop's index (a Python int), a Python float
+meeting float16, and Python ints beyond an array's integer type."""
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import numfn
+from helpers import assert_same, check, numpy_exception, public_type
+
+DTYPES = (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64,
+          np.complex64, np.bool_)
+
+
+def forms(body: str, value):
+    """`body`, an expression of an array `x` and a Python scalar `S`, as three functions of `x` alone or `x` and the
+    scalar: the scalar as an argument (`arg(x, s)`), as a closure constant (`closure(x)`) and as a literal
+    (`literal(x)`)."""
+    ns = {"np": np, "math": math}
+    exec(f"def arg(x, S):\n    return {body}", ns)
+    exec(f"def make(S):\n    def closure(x):\n        return {body}\n    return closure", ns)
+    exec(f"def literal(x):\n    return {body.replace('S', f'({value!r})')}", ns)
+    return ns["arg"], ns["make"](value), ns["literal"]
+
+
+def check_forms(body: str, x, value, *, backend: str, **kw):
+    """`body` (see forms) computed by numfn equals NumPy's (or raises what NumPy raises) in all three forms."""
+    arg, closure, literal = forms(body, value)
+    for f, args in ((arg, (x, value)), (closure, (x,)), (literal, (x,))):
+        e = numpy_exception(f, args)
+        if e is not None:
+            with pytest.raises(public_type(e), match=_escaped(str(e))):
+                numfn.jit(f, backend=backend)(*args)
+        else:
+            check(f, *args, backend=backend, **kw)
+
+
+def _escaped(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+def sample(dtype, n: int = 25) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind == "b": return np.arange(n) % 3 == 0
+    if dt.kind in "fc": return np.linspace(-3, 3, n).astype(dt)
+    return (np.arange(n) % 7 + (0 if dt.kind == "u" else -3)).astype(dt)
+
+
+# ---- item 7: a Python float meeting float16 (or float32) is rounded to that type first --------------------------
+F16_BINARY = ("np.fmod(x, S)", "np.fmod(S, x)", "np.arctan2(S, x)", "np.arctan2(x, S)", "np.hypot(x, S)",
+              "np.copysign(S, x)", "np.nextafter(x, S)", "np.logaddexp(x, S)", "np.heaviside(x, S)",
+              "np.float_power(x, S)", "np.maximum(x, S)", "np.fmax(x, S)", "x + S", "x * S", "x / S", "x - S",
+              "x % S", "x // S", "x ** S", "S ** x", "x < S", "x == S", "x >= S", "np.where(x > 0, x, S)",
+              "np.clip(x, -S, S)", "np.isclose(x, S)")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("value", [0.1, 1e5, 1e-8])
+def test_python_float_is_rounded_to_the_arrays_float_type(dtype, value, backend):
+    x = sample(dtype)
+    body = "(" + ", ".join(F16_BINARY) + ",)"
+    check_forms(body, x, value, backend=backend)
+
+
+# ---- item 8: Python ints outside the range of the array's integer type ------------------------------------------
+@pytest.mark.parametrize("dtype,value", [
+    (np.uint64, -1), (np.uint64, 2**64 - 1), (np.uint64, 2**63), (np.uint64, 2**64), (np.uint8, -1),
+    (np.uint8, 256), (np.int8, 300), (np.int8, -129), (np.int8, 2**63), (np.int64, 2**63), (np.int64, -2**63 - 1),
+    (np.uint32, 2**63), (np.uint32, 2**32), (np.int16, 2**70), (np.float64, 10**30), (np.float32, 2**70),
+    (np.float16, 2**70), (np.float64, -10**300), (np.complex64, 2**64), (np.bool_, 300), (np.bool_, 2**63)],
+    ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v) if abs(v) < 2**80 else "huge")
+def test_python_int_beyond_the_arrays_type(dtype, value, backend):
+    x = sample(dtype, 5)
+    check_forms("x + S", x, value, backend=backend)
+    check_forms("x * S", x, value, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64, np.int64, np.uint32])
+@pytest.mark.parametrize("value", [1000, -1, -1000, 2**63, 2**64 + 5, -2**63 - 1, 255])
+def test_comparisons_with_python_ints_beyond_the_type(dtype, value, backend):
+    x = sample(dtype, 7)
+    check_forms("(x < S, x <= S, x > S, x >= S, x == S, x != S, S < x, S == x)", x, value, backend=backend)
+
+
+def test_python_int_argument_limits_name_the_first_type_it_does_not_fit(backend):
+    # NumPy raises at the first operation whose type the int does not fit: the message names that type
+    f = numfn.jit(lambda a, b, s: (a + s, b + s), backend=backend)
+    a, b = np.zeros(2, np.uint8), np.zeros(2, np.int8)
+    for s in (-1, 200, 300, 5):
+        e = numpy_exception(lambda a, b, s: (a + s, b + s), (a, b, s))
+        if e is None:
+            assert_same(f(a, b, s), (a + s, b + s))
+            continue
+        with pytest.raises(OverflowError, match=_escaped(str(e))):
+            f(a, b, s)
+
+
+def test_int_argument_beyond_int64_is_traced_per_value(backend):
+    f = numfn.jit(lambda x, s: (x + s, x * 2 + s), backend=backend)
+    x = np.arange(4, dtype=np.uint64)
+    for s in (2**64 - 1, 2**63, 2**64 - 1):
+        assert_same(f(x, s), (x + s, x * 2 + s))
+    g = numfn.jit(lambda x, s: x * s, backend=backend)
+    y = np.linspace(0, 1, 3)
+    for s in (10**30, -10**20):
+        assert_same(g(y, s), y * s)
+
+
+# ---- item 3: NumPy functions of Python scalars give NumPy values (strong), operators between them are Python's ----
+NUMPY_OF_SCALARS = ("np.add(S, 1)", "np.multiply(S, 2)", "np.where(np.array(True), S, 5)", "np.where(True, S, 5)",
+                    "np.subtract(S, True)", "np.maximum(S, 0)", "np.positive(S)", "np.negative(S)", "np.abs(S)",
+                    "np.sqrt(S)", "np.square(S)", "np.power(S, 2)", "np.clip(S, 0, 100)", "np.squeeze(S)",
+                    "np.floor_divide(S, 3)", "np.asarray(S)")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", [3, True, 2.5, 100])
+def test_numpy_function_of_a_python_scalar_is_a_numpy_value(dtype, value, backend):
+    x = sample(dtype, 6)
+    exprs = [e for e in NUMPY_OF_SCALARS if numpy_exception(lambda x, S, e=e: eval(e), (x, value)) is None]
+    # each result then meets the array: NumPy's strong int64/float64/bool, not the array's type
+    body = "(" + ", ".join(f"({e}) + x" if dtype is not np.bool_ else f"({e}) * x" for e in exprs) + ",)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check_forms(body, x, value, backend=backend)
+
+
+PY_VALUES = [True, False, 0, 1, -7, 5, 2**62, -2**63, 2.5, -0.0, math.inf, 1e300, 1.5 - 2j]
+PY_OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "<", "<=", ">", ">=", "==", "!=")
+
+
+def python_result(sym, a, b):
+    if type(b) is int and b > 200 and isinstance(a, int) and ((sym == "**" and abs(a) > 1) or (sym == "<<" and a)):
+        return ("value", 2**64)   # beyond 64 bits (Python would take ages computing it, or run out of memory)
+    try:
+        return ("value", eval(f"a {sym} b"))
+    except Exception as e:   # noqa: BLE001 - Python's exception is the oracle
+        return ("error", e)
+
+
+@pytest.mark.parametrize("sym", PY_OPERATORS)
+def test_operators_between_python_scalars_are_pythons(sym, backend):
+    # every pair of kinds and edge values, both as arguments: Python's result (its type, 64-bit ints), or its
+    # exception; a Python int beyond 64 bits is numfn's OverflowError
+    f = numfn.jit(eval(f"lambda a, b: a {sym} b"), backend=backend)
+    for a in PY_VALUES:
+        for b in PY_VALUES:
+            if sym == "**" and complex in (type(a), type(b)) and math.inf in (a, b):
+                continue   # Python's complex power of infinities raises ZeroDivisionError (C's cpow: nan parts)
+            kind, expected = python_result(sym, a, b)
+            if kind == "error":
+                if isinstance(expected, TypeError):   # raised while tracing
+                    with pytest.raises(TypeError, match=_escaped(str(expected))):
+                        f(a, b)
+                    continue
+                if isinstance(expected, OverflowError) or (sym == "**" and isinstance(expected, ZeroDivisionError)):
+                    with pytest.raises(type(expected)):
+                        f(a, b)
+                    continue
+                with pytest.raises(type(expected), match=_escaped(str(expected))):
+                    f(a, b)
+                continue
+            if isinstance(expected, complex) and sym == "**" and not isinstance(a, complex) and \
+                    not isinstance(b, complex):   # a negative float to a fractional power: complex in Python
+                with pytest.raises(ValueError, match="complex number in Python"):
+                    f(a, b)
+                continue
+            if isinstance(expected, int) and not -2**63 <= expected < 2**63:
+                with pytest.raises(OverflowError, match="beyond 64 bits"):
+                    f(a, b)
+                continue
+            if sym == "**" and isinstance(a, int) and isinstance(b, int) and not isinstance(b, bool) and b < 0:
+                with pytest.raises(ValueError, match="negative int power"):
+                    f(a, b)
+                continue
+            got = f(a, b)
+            assert_same(got, np.asarray(expected), signed_zeros=not isinstance(expected, complex),
+                        path=f"{a!r} {sym} {b!r}")
+
+
+@pytest.mark.parametrize("body,value", [
+    ("S + S", True), ("S - S", True), ("S * S", True), ("S / S", True), ("S // S", True), ("S ** S", True),
+    ("-S", True), ("+S", True), ("~S", True), ("abs(S)", True), ("S << 3", True), ("S & S", True), ("S ^ S", True),
+    ("S ** 30", 5), ("S << 70", 5), ("S * 2**61", 8), ("-S", -2**63), ("abs(S)", -2**63), ("S // -1", -2**63),
+    ("S // 0", 3), ("S % 0", 3), ("S / 0", 3), ("S / 0.0", 3.0), ("S // 0.0", 2.5), ("S % 0.0", 2.5),
+    ("0.0 ** -S", 1.0), ("S ** -1", 0), ("S ** -2", 4), ("S >> 70", -5), ("S >> 70", 5), ("S << -1", 5),
+    ("S ** 0.5", 2.0), ("S ** 2", 1e200), ("abs(S)", 3 - 4j), ("S // 2", -7), ("S % -3", 7), ("S % 3", -7.5),
+    ("divmod(S, 4)", -9), ("divmod(S, 0.75)", -9.5), ("S < 2**53 + 1.0", 2**53 + 1), ("S == 2.0**53", 2**53 + 1),
+    ("S > 9.223372036854775e18", 2**63 - 1), ("S < 2**70", -3), ("S >= -2**70", -3), ("S == 2**64", 5),
+    ("S / 3", 7), ("S * 0.1", 3), ("S + 1j", 2), ("S * (1 + 2j)", 1.5), ("S == 2 + 0j", 2), ("(S + 1) * x", 127),
+])
+def test_python_scalar_expressions(body, value, backend):
+    # the scalar as an argument, a closure constant and a literal (Python computes the last two itself)
+    x = np.array([1, 2], np.int8)
+    arg, closure, literal = forms(body, value)
+    for f, args in ((arg, (x, value)), (closure, (x,)), (literal, (x,))):
+        kind, expected = ("value", None), None
+        try:
+            expected = f(*args)
+        except Exception as e:   # noqa: BLE001 - Python's exception is the oracle
+            kind = ("error", e)
+        jf = numfn.jit(f, backend=backend)
+        if kind[0] == "error":
+            with pytest.raises(type(kind[1]), match=_escaped(str(kind[1]))):
+                jf(*args)
+        elif isinstance(expected, int) and not isinstance(expected, bool) and not -2**63 <= expected < 2**63 and \
+                (f is arg or not 0 <= expected < 2**64):   # a constant up to 2**64 is NumPy's uint64
+            # computed from an argument: after the call; returned as a constant: refused while tracing
+            with pytest.raises(OverflowError if f is arg else numfn.NumfnError, match="beyond 64 bits"):
+                jf(*args)
+        else:
+            got = jf(*args)
+            if isinstance(expected, tuple): assert_same(got, tuple(np.asarray(v) for v in expected))
+            else: assert_same(got, expected if isinstance(expected, np.ndarray) else np.asarray(expected))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_python_arithmetic_then_narrow_arrays(dtype, backend):
+    # Python's result (an int, a float) meets the array weakly, as the Python value would
+    x = sample(dtype, 5)
+    fs = ["x + (S + S)", "x * (S - 1)", "(S * S) + x", "x - (S // 2)", "x + abs(-S)", "x + (S > 1)", "x * (-S)",
+          "x + S / 4", "x * (S % 3)"]
+    for body in fs:
+        for value in (True, 3, 2.5):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                check_forms(body, x, value, backend=backend)
+
+
+def test_python_int_result_out_of_the_arrays_range_raises_after_the_call(backend):
+    # NumPy raises OverflowError for a Python int that does not fit the array's type, computed or not
+    f = numfn.jit(lambda x, n: x + (n + 100), backend=backend)
+    x = np.zeros(3, np.int8)
+    assert_same(f(x, 10), x + 110)
+    with pytest.raises(OverflowError, match=_escaped("Python integer 128 out of bounds for int8")):
+        f(x, 28)
+    with pytest.raises(OverflowError, match=_escaped("Python integer -1 out of bounds for uint8")):
+        numfn.jit(lambda x, n: x + (n - 1), backend=backend)(np.zeros(2, np.uint8), 0)
+
+
+def test_python_scalar_values_in_branches_and_loops_stay_python(backend):
+    def f(x, n, c):
+        k = n
+        if c.sum() > 0:
+            k = n * 2
+        else:
+            k = n + 1
+        t = 0
+        while t * t < k:
+            t += 1
+        return x + k, x + t, k, t
+
+    x = np.array([1, 2], np.int8)
+    for n, c in ((3, np.ones(2)), (60, -np.ones(2)), (63, np.ones(2))):
+        check(f, x, n, c, backend=backend)
+    with pytest.raises(OverflowError, match=_escaped("Python integer 128 out of bounds for int8")):
+        numfn.jit(f, backend=backend)(x, 64, np.ones(2))
+
+
+def test_python_int_overflow_in_a_loop_raises(backend):
+    def f(x, n):
+        k = 1
+        for _ in range(n):
+            k = k * 3
+        return k
+
+    jf = numfn.jit(f, backend=backend)
+    assert_same(jf(np.zeros(1), 39), np.asarray(3**39))
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        jf(np.zeros(1), 40)
+
+    def g(x, n):   # the condition overflows first: the loop stops there
+        k = 1
+        while k * k < n:
+            k = k * 2
+        return k
+
+    jg = numfn.jit(g, backend=backend)
+    assert_same(jg(np.zeros(1), 1000), np.asarray(32))
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        jg(np.zeros(1), 2**63 - 1)
+
+
+def test_check_inside_a_branch(backend):
+    def f(x, i, c):
+        if c.sum() > 0:
+            y = x[i] * 2
+        else:
+            y = x[0] + 1
+        return y
+
+    jf = numfn.jit(f, backend=backend)
+    x = np.arange(5.0)
+    for i, c in ((2, np.ones(2)), (7, -np.ones(2)), (4, np.ones(2))):
+        assert_same(jf(x, i, c), np.asarray(f(x, i, c)))
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        jf(x, 7, np.ones(2))
+
+
+# ---- item 4: a native loop's index is a Python int (weak) ------------------------------------------------------
+def loop_program(x, n):
+    c = np.uint8(0)
+    out = np.zeros(4, np.result_type(x.dtype, np.int64))
+    t = 0
+    for i in range(n.sum()):   # a run-time trip count: a native loop
+        c = c + i              # NumPy: uint8 + a Python int stays uint8
+        out[i] = (x * i).sum()
+        t = t + i * i
+    return c, out, t
+
+
+def loop_program_static(x, n):
+    c = np.uint8(0)
+    out = np.zeros(4, np.result_type(x.dtype, np.int64))
+    t = 0
+    for i in range(4):
+        c = c + i
+        out[i] = (x * i).sum()
+        t = t + i * i
+    return c, out, t
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float16, np.float32, np.uint64])
+def test_native_loop_index_is_a_python_int(dtype, backend):
+    x = (np.arange(5) * 30).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check(loop_program, x, np.array([4]), backend=backend)
+        check(loop_program_static, x, np.array([4]), backend=backend)
+        f = numfn.jit(loop_program_static, backend=backend, unroll=0)   # a native loop of static length
+        assert_same(f(x, np.array([4])), loop_program_static(x, np.array([4])))
+
+
+def test_native_loop_index_beyond_the_carried_type_raises(backend):
+    def f(x, n):
+        c = np.uint8(0)
+        for i in range(n.sum()):
+            c = c + i
+        return c
+
+    jf = numfn.jit(f, backend=backend)
+    assert_same(jf(np.zeros(1), np.array([256])), f(np.zeros(1), np.array([256])))
+    with pytest.raises(OverflowError, match=_escaped("Python integer 256 out of bounds for uint8")):
+        jf(np.zeros(1), np.array([257]))
+
+
+def test_loop_state_from_a_python_scalar_becomes_numpys(backend):
+    # after one iteration t is NumPy's int64 (strong), so t + int8 is int64 from then on (the first: int8)
+    def f(x, n):
+        t = 0
+        for i in range(n.sum()):
+            t = (t + x[0]) + x.sum()
+        return t
+
+    check(f, np.array([100, 27], np.int8), np.array([3]), backend=backend)
+
+
+# ---- checks on the fast path: Python int arithmetic and index checks cost no Python-path call --------------------
+def test_checks_are_read_on_the_fast_path(backend):
+    from numfn.runtime import extensions
+    from numfn.runtime.dispatch import register_specialization
+    if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
+
+    class Recorder(extensions.dispatch.Dispatcher):
+        def __init__(self):
+            self.misses = 0
+
+        def _dispatch_miss(self, *args, **kwargs):
+            self.misses += 1
+
+    def f(x, i, n):
+        return x[i] * (n + 1), n * n
+
+    nf = numfn.jit(f, backend=backend).specialize(np.arange(4.0), 1, 2)
+    assert len(nf.checks) == 3   # the index, n + 1 and n * n beyond 64 bits
+    d = Recorder()
+    assert register_specialization(d, nf)
+    x = np.arange(4.0)
+    for i, n in ((1, 2), (3, -7), (-4, 10**9)):
+        assert_same(d(x, i, n), f(x, i, n))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        d(x, 4, 1)
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        d(x, 0, 2**63 - 1)
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        d(x, 0, 2**40)
+    assert d.misses == 0
