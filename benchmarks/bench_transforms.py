@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import numfn
-from numfn.demo import quat_rotate
+from numfn.tools.demo import quat_rotate
 
 
 def det3(m):

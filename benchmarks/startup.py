@@ -28,7 +28,7 @@ t1 = time.perf_counter()
 import numfn
 t2 = time.perf_counter()
 
-from numfn.demo import quat_rotate   # after t2: import numfn is measured alone
+from numfn.tools.demo import quat_rotate   # after t2: import numfn is measured alone
 
 f = numfn.jit(quat_rotate, backend=sys.argv[1])
 q, v = np.array([0.9, 0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0])

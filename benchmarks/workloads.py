@@ -1,7 +1,7 @@
 """The benchmark workloads: each is a NumPy-style function, its inputs, and (where written) Numba and JAX versions.
 
 Used by bench_workloads.py (pytest-benchmark). The functions the demo also runs are the demo's own, imported
-from numfn.demo so the two never drift apart. Every function here is also a correctness check:
+from numfn.tools.demo so the two never drift apart. Every function here is also a correctness check:
 the benchmarks compare numfn's result with NumPy's on the same inputs.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numfn.demo import fused_elementwise, laplacian, mlp, quat_rotate, softmax_rows, sum_squares
+from numfn.tools.demo import fused_elementwise, laplacian, mlp, quat_rotate, softmax_rows, sum_squares
 
 
 def tiny_affine(x):

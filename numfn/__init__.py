@@ -10,15 +10,15 @@ The first call with a new signature (shapes and dtypes of the arguments) traces 
 native code and runs it; later calls with that signature run the native code directly.
 """
 from numfn import cache  # noqa: F401 - numfn.cache.clear(), numfn.cache.info()
-from numfn import indexing  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
+from numfn.trace import subscript  # noqa: F401 - gives Tensor its __getitem__ and __setitem__
 from numfn import numpy  # noqa: F401 - numfn.numpy is the tracing namespace; np.* on Tensors dispatches into it
 from numfn import random  # noqa: F401 - numfn.random: keys and random numbers generated inside kernels
-from numfn.control import cond, fori_loop, scan, switch, while_loop
+from numfn.trace.control import cond, fori_loop, scan, switch, while_loop
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
 from numfn.runtime.threads import set_num_threads
-from numfn.tensor import Tensor
+from numfn.trace.tensor import Tensor
 from numfn.transforms import svmap, vmap
 from numfn.version import __version__
 

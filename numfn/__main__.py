@@ -4,7 +4,7 @@
     python -m numfn info             versions, CPU, backends, BLAS, native extensions, threads, the disk cache
     python -m numfn demo             compile a few functions, check them against NumPy, time both
     python -m numfn cache info|clear the disk cache
-    python -m numfn fuzz --count N   check N random programs against NumPy (numfn/fuzz/)
+    python -m numfn fuzz --count N   check N random programs against NumPy (numfn/tools/fuzz/)
 
 A command is one function taking its own arguments (a list of strings) and returning the exit status, registered
 in COMMANDS with `@command(name, summary)`: adding one touches nothing else.
@@ -28,7 +28,7 @@ def command(name: str, summary: str) -> Callable[[Callable[[list[str]], int]], C
 
 @command("info", "versions, CPU features, backends, BLAS, threads and the disk cache (--json for a dict)")
 def _info(argv: list[str]) -> int:
-    from numfn.info import main
+    from numfn.tools.info import main
     return main(argv)
 
 
@@ -38,19 +38,19 @@ def _demo(argv: list[str]) -> int:
         print("usage: python -m numfn demo  (takes no arguments; NUMFN_BACKEND=c runs it on the C backend)",
               file=sys.stdout if argv[0] in ("-h", "--help") else sys.stderr)
         return 0 if argv[0] in ("-h", "--help") else 2
-    from numfn.demo import main
+    from numfn.tools.demo import main
     return main(argv)
 
 
 @command("cache", "cache info | cache clear: show or empty the disk cache of compiled code")
 def _cache(argv: list[str]) -> int:
-    from numfn.runtime.cache import cli
+    from numfn.runtime.diskcache import cli
     return cli(argv)
 
 
 @command("fuzz", "check random programs on both backends against NumPy (--count N, --seed S, --classes, --help)")
 def _fuzz(argv: list[str]) -> int:
-    from numfn.fuzz import main
+    from numfn.tools.fuzz import main
     return main(argv)
 
 

@@ -6,7 +6,7 @@ later process skips compilation. ``NUMFN_DISABLE_CACHE=1`` turns it off and ``NU
 """
 from __future__ import annotations
 
-from numfn.runtime import cache as _cache
+from numfn.runtime import diskcache as _cache
 
 __all__ = ["clear", "info", "directory"]
 
@@ -14,8 +14,8 @@ __all__ = ["clear", "info", "directory"]
 def clear() -> int:
     """Delete every entry of the disk cache; returns how many were deleted.
 
-    Raises numfn.runtime.cache.CacheDirectoryError when the directory is unsafe (owned by another user or writable by
-    group/others)."""
+    Raises numfn.runtime.diskcache.CacheDirectoryError when the directory is unsafe (owned by another user or
+    writable by group/others)."""
     return _cache.clear_cache()
 
 

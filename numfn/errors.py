@@ -90,13 +90,13 @@ def unsupported(what: str, hint: str = "") -> NumfnError:
 # ---- suggestions for what numfn does not implement -------------------------------------------------------------------
 
 COVERAGE_PAGE = "docs/numpy-coverage.md"
-COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.coverage --stdout)"
+COVERAGE_HINT = f"What numfn supports of NumPy is listed in {COVERAGE_PAGE} (python -m numfn.tools.coverage --stdout)"
 
 _OUTSIDE = "do this outside the compiled function: pass the values in as arguments, or convert its results after"
 
 # A NumPy name (as numfn's errors spell it: numpy.NAME, numpy.linalg.NAME, ndarray.NAME; a key ending in ".*" covers
 # a whole namespace) -> what to write instead, with what numfn supports. A name numfn comes to support never shows its
-# suggestion again (unsupported() is not called for it); `python -m numfn.coverage` lists such stale entries.
+# suggestion again (unsupported() is not called for it); `python -m numfn.tools.coverage` lists such stale entries.
 SUGGESTIONS: dict[str, str] = {
     "numpy.lib.stride_tricks.sliding_window_view":
         "Use shifted slices: the windows of width w along the last axis are "

@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import MOVEMENT, Ops, UOp
+from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
 @dataclass(frozen=True)

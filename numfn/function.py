@@ -32,7 +32,7 @@ import numpy as np
 from numfn import debug, progress
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
-from numfn.layout import Layout, make_layout
+from numfn.codegen.layout import Layout, make_layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
@@ -41,15 +41,15 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             program_steps)
 from numfn.errors import CompileError, unsupported
-from numfn.aliasing import aliasing_pattern, common_bases, member_view, overlapping
-from numfn.indexing import identity_indices
-from numfn.control import unrolling
-from numfn.convert import converted
+from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
+from numfn.trace.subscript import identity_indices
+from numfn.trace.control import unrolling
+from numfn.trace.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
-from numfn.tensor import Tensor, add_check
-from numfn.trace import Check, TraceRecord, recording_trace
-from numfn.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
+from numfn.trace.tensor import Tensor, add_check
+from numfn.trace.record import Check, TraceRecord, recording_trace
+from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 if TYPE_CHECKING:
     from numfn.codegen.program import KernelProgram
@@ -79,7 +79,7 @@ class NumericalFunction:
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
     fastmath: bool = False   # jit's: float + - * may be contracted into FMAs and reassociated (KernelProgram)
-    # arguments that share memory with a written one, traced as views of one base per group (numfn.aliasing)
+    # arguments that share memory with a written one, traced as views of one base per group (numfn.trace.aliasing)
     aliases: tuple = ()
 
     # ---- tracing ----------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ class NumericalFunction:
         params = [t.uop for t in placeholders]
         args, kwargs = self._arguments(arguments)
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll):
-            # Python loops and branches on traced values become numfn's (numfn.convert)
+            # Python loops and branches on traced values become numfn's (numfn.trace.convert)
             out = converted(self.fn)(*args, **kwargs)
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
@@ -143,7 +143,7 @@ class NumericalFunction:
 
     @cached_stage
     def checks(self) -> tuple[Check, ...]:
-        """Conditions checked after every call (see numfn.tensor.Check); their failed and payload arrays are the
+        """Conditions checked after every call (see numfn.trace.tensor.Check); their failed and payload arrays are the
         last outputs of the function graph, after the `out_tree` outputs."""
         return tuple(self._trace[2].checks)
 
@@ -252,7 +252,7 @@ class NumericalFunction:
         """The disk cache key of this program: the traced graph (which holds everything the function computes,
         captured constants included), the signature, backend, options, target CPU and numfn's own source. Equal
         keys mean equal programs, so a warm start skips scheduling, rendering and compiling."""
-        from numfn.runtime.cache import cache_key
+        from numfn.runtime.diskcache import cache_key
         from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
                          f"noopt={debug.noopt()} profile={self.profile} fastmath={self.fastmath}", repr(self.in_specs),
@@ -421,7 +421,7 @@ class NumericalFunction:
         return {}
 
     def _aliased(self, pattern: tuple) -> NumericalFunction:
-        """This function specialized further for arguments sharing memory as `pattern` says (numfn.aliasing), its
+        """This function specialized further for arguments sharing memory as `pattern` says (numfn.trace.aliasing), its
         native code ready (compiled on first use, once however many threads ask)."""
         found = self._aliased_specializations.get(pattern)
         if found is not None: return found
@@ -495,7 +495,7 @@ class ProgramBuild:
     @cached_stage
     def cache_key(self) -> str:
         if self.batched is None: return self.nf.cache_key
-        from numfn.runtime.cache import cache_key
+        from numfn.runtime.diskcache import cache_key
         return cache_key("numfn-batched", self.nf.cache_key, repr(self.batched))
 
     @cached_stage
@@ -535,7 +535,7 @@ class ProgramBuild:
         """What compiling needs: (source, entry name, manifest). A renderer that cannot express the schedule is a
         failure of this backend (CompileError); errors of tracing or scheduling are the program's."""
         if self.nf.backend == "llvm":
-            from numfn.runtime import llvm
+            from numfn.runtime import orcjit as llvm
             llvm.prepare()
         _ = self.nf.layout
         try:
@@ -754,7 +754,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         for k, (i, a) in enumerate(nf.cut_outputs):   # outputs of run-time length are so in the caller too
             lengths.setdefault(i, [None] * outs[i].ndim)[a] = outs[lengths_at + k].uop
         for i, ls in lengths.items():
-            from numfn.dynamic import DynTensor
+            from numfn.trace.dynamic import DynTensor
             outs[i] = DynTensor(outs[i].uop, lengths=tuple(ls))
         return unflatten(nf.out_tree, outs[:nout])
 
@@ -807,7 +807,7 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
     placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
     "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
-    most this (default numfn.control.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
+    most this (default numfn.trace.control.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
     and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
     progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
     every function).

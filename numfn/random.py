@@ -33,8 +33,8 @@ import numpy as np
 
 from numfn.args import as_dtype
 from numfn.dtype import DType, dtypes
-from numfn.tensor import Tensor, add_check, broadcast_shapes
-from numfn.uop import UOp
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
+from numfn.ir.uop import UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 __all__ = ["key", "split", "fold_in", "bits", "uniform", "normal", "integers", "randint", "bernoulli"]

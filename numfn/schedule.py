@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
-from numfn.symbolic import constant_branches, symbolic
-from numfn.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
+from numfn.ir.symbolic import constant_branches, symbolic
+from numfn.ir.uop import ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Buffer, Ops, UOp, graph_rewrite, substitute, toposort
 
 if TYPE_CHECKING:
     from numfn.extern import ExternKernel
@@ -894,7 +894,7 @@ def _loads_at(view: UOp, buf: UOp, lowered: LoweredKernel, shape: tuple[int, ...
 
 def _simplified(index: UOp) -> UOp:
     """An index expression in the codegen's canonical form (two ways of writing one index compare equal)."""
-    from numfn.symbolic import constant_branches, symbolic
+    from numfn.ir.symbolic import constant_branches, symbolic
     return graph_rewrite(index, symbolic)
 
 
@@ -988,7 +988,7 @@ def _prepare_externs(graph: UOp, roots: dict[UOp, _Root]) -> list[_Extern]:
 
 @dataclass(frozen=True)
 class LoopKernel:
-    """A loop or branch of the program (numfn.control.Region), as a step of a schedule. While loops: `inits` were
+    """A loop or branch of the program (numfn.trace.control.Region), as a step of a schedule. While loops: `inits` were
     written into the state buffers (`state`, the homes of the LOOP's results) before it; each iteration runs
     `cond` (which writes the bool `flag`), then `body`, which writes each state value in place or into its `next`
     buffer; then each state buffer and its next buffer swap (pointers). Branches: the int64 `flag` (the index)

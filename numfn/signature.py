@@ -16,7 +16,7 @@ import numpy as np
 
 from numfn.dtype import DType, dtypes
 from numfn.pytree import TreeDef, flatten
-from numfn.tensor import Tensor
+from numfn.trace.tensor import Tensor
 
 __all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "static_key", "argument_leaf_names",
            "describe", "static_spec", "call_parameters", "normalize_call"]

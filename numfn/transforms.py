@@ -32,9 +32,9 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.args import normalize_axis
 from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
-from numfn.tensor import Tensor, add_check
+from numfn.trace.tensor import Tensor, add_check
 from numfn.dtype import dtypes
-from numfn.uop import ELEMENTWISE, Ops, UOp, fold, toposort
+from numfn.ir.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def _batch_loop(u: UOp, srcs: list[tuple[UOp, bool]], size: int) -> UOp:
     (an unbatched one is broadcast). A while loop whose condition differs between examples runs until it is false
     for every example, and an example whose condition is already false keeps its state (as JAX's vmap of a
     while_loop does). A branch chosen per example computes every branch and takes each example's own."""
-    from numfn.control import Region, placeholder
+    from numfn.trace.control import Region, placeholder
     region, tag = u.arg, u.arg.tag
     first = 1 if region.kind == "cond" else 0        # a cond's first source is the branch index
     n = len(region.state)

@@ -1,4 +1,4 @@
-"""Arguments that share memory with an argument the function writes into (numfn.aliasing): the compiled function
+"""Arguments that share memory with an argument the function writes into (numfn.trace.aliasing): the compiled function
 gives NumPy's result, the same Python function run eagerly on the same memory layout, statement by statement."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The disk compile cache (numfn.runtime.cache): verified entries, atomic writes, safety checks, LRU cap, CLI."""
+"""The disk compile cache (numfn.runtime.diskcache): verified entries, atomic writes, safety checks, LRU cap, CLI."""
 import contextlib
 import ctypes
 import hashlib
@@ -15,8 +15,8 @@ import warnings
 import pytest
 
 import numfn.cache
-from numfn.runtime import cache as rc
-from numfn.runtime.cache import (ENTRY_SUFFIX, HEADER_SIZE, MAGIC, CacheDirectoryError, CacheWarning, DiskCache,
+from numfn.runtime import diskcache as rc
+from numfn.runtime.diskcache import (ENTRY_SUFFIX, HEADER_SIZE, MAGIC, CacheDirectoryError, CacheWarning, DiskCache,
                                  cache_key, default_cache)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -348,7 +348,7 @@ def test_stale_temporary_files_removed(cache):
 
 CHILD = r"""
 import os, sys, time, warnings
-from numfn.runtime.cache import CacheWarning, DiskCache
+from numfn.runtime.diskcache import CacheWarning, DiskCache
 warnings.simplefilter("error", CacheWarning)
 directory, key, index, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 valid = [bytes([i]) * (200_000 + i) for i in range(4)]
@@ -494,7 +494,7 @@ def test_public_module(env, tmp_path):
 
 def test_import_is_cheap_and_stdlib_only():
     # load the file on its own (not through the numfn package) and check what it pulled in
-    path = os.path.join(REPO, "numfn", "runtime", "cache.py")
+    path = os.path.join(REPO, "numfn", "runtime", "diskcache.py")
     code = ("import importlib.util, sys; before = set(sys.modules); "
             f"spec = importlib.util.spec_from_file_location('nfcache', {path!r}); "
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "

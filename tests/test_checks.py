@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import numfn
-from numfn.tensor import add_check, gather
+from numfn.trace.tensor import add_check, gather
 
 
 def take(x, i):

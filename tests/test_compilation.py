@@ -12,7 +12,7 @@ import pytest
 
 import numfn
 import numfn.runtime
-from numfn.runtime.cache import DiskCache
+from numfn.runtime.diskcache import DiskCache
 
 needs_cc = pytest.mark.skipif(not (os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc")),
                               reason="no C compiler")
@@ -443,7 +443,7 @@ def test_graphs_are_released_with_their_function():
     # the IR is hash-consed in a weak table: once a function is gone, its graphs must be too (caches keyed by
     # nodes kept them alive: up to 200,000 lowered nodes, and 65,536 index expressions twice over)
     import gc
-    from numfn.uop import UOp
+    from numfn.ir.uop import UOp
     x = np.ones((16, 8))
 
     def build(i):

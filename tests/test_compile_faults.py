@@ -9,7 +9,7 @@ import pytest
 import numfn
 from numfn.errors import CompileError, NumfnError
 from numfn.runtime import clang, contain
-from numfn.runtime import llvm as llvm_runtime
+from numfn.runtime import orcjit as llvm_runtime
 from helpers import check
 
 pytestmark = pytest.mark.skipif(not contain.enabled(), reason="compile containment needs fork (Linux)")

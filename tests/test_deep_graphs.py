@@ -17,7 +17,7 @@ import pytest
 import numfn
 from numfn.codegen import lower
 from numfn.schedule import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS
-from numfn.uop import ELEMENTWISE
+from numfn.ir.uop import ELEMENTWISE
 from helpers import assert_same
 
 LONG = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")

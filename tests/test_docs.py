@@ -1,6 +1,6 @@
 """The documentation cannot drift from the code: every ```python block of docs/*.md and README.md runs (a page's
 blocks in order, in one namespace, as a reader would type them), the NumPy coverage page is what
-`python -m numfn.coverage` generates now, the environment variables page names every variable numfn reads, and the
+`python -m numfn.tools.coverage` generates now, the environment variables page names every variable numfn reads, and the
 site builds with `mkdocs build --strict` (where the docs extra is installed: pip install '.[docs]').
 
 A block that must not run (it needs a file, a network, minutes) is preceded by the line
@@ -75,7 +75,7 @@ def test_examples_run(page, tmp_path):
 # ---- generated pages ---------------------------------------------------------------------------------------------
 @pytest.mark.nocompile
 def test_numpy_coverage_page_is_up_to_date():
-    from numfn import coverage
+    from numfn.tools import coverage
     path = os.path.join(ROOT, coverage.PAGE)
     with open(path, encoding="utf-8") as f:
         committed = f.read()
@@ -88,7 +88,7 @@ def test_numpy_coverage_page_is_up_to_date():
 
 @pytest.mark.nocompile
 def test_numpy_coverage_page_lists_every_name():
-    from numfn import coverage
+    from numfn.tools import coverage
     page = coverage.render()
     rows = set(re.findall(r"^\| `([\w.]+)` \| (✓|—) \|", page, re.M))
     names = {n for n, _ in rows}
@@ -101,7 +101,7 @@ def test_numpy_coverage_page_lists_every_name():
 
 @pytest.mark.nocompile
 def test_coverage_command_checks_and_writes(tmp_path):
-    from numfn import coverage
+    from numfn.tools import coverage
     out = tmp_path / "page.md"
     assert coverage.main(["--output", str(out), "--check"]) == 1   # missing
     assert coverage.main(["--output", str(out)]) == 0
@@ -111,7 +111,7 @@ def test_coverage_command_checks_and_writes(tmp_path):
 
 @pytest.mark.nocompile
 def test_refused_keywords_are_not_listed_as_supported():
-    from numfn import coverage
+    from numfn.tools import coverage
     import numfn.numpy as fnp
     entry = coverage.describe("cumprod", np.cumprod, fnp.cumprod)
     assert "out" not in entry.parameters and "out" in entry.lacks and "axis" in entry.parameters
@@ -163,7 +163,8 @@ def test_site_builds_strictly(tmp_path):
 
 @pytest.mark.nocompile
 def test_stale_suggestions_are_listed(monkeypatch):
-    from numfn import coverage, errors
+    from numfn import errors
+    from numfn.tools import coverage
     monkeypatch.setitem(errors.SUGGESTIONS, "numpy.sum", "stale")
     monkeypatch.setitem(errors.SUGGESTIONS, "ndarray.reshape", "stale")
     assert coverage.stale_suggestions(coverage.sections()) == ["ndarray.reshape", "numpy.sum"]

@@ -66,7 +66,7 @@ PROGRAMS = {
 
 
 def _llvm():
-    from numfn.runtime import llvm as L
+    from numfn.runtime import orcjit as L
     return L
 
 

@@ -1,4 +1,4 @@
-"""Differential fuzzing in the suite (numfn/fuzz/): random programs on both backends and with NOOPT=1 against
+"""Differential fuzzing in the suite (numfn/tools/fuzz/): random programs on both backends and with NOOPT=1 against
 NumPy; the fuzzer's own machinery (generation, replay, shrinking); and the defects it found, each as a regression
 test. Long runs: `python -m numfn fuzz --count 20000` (see docs/reliability.md)."""
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import numfn
-from numfn import fuzz
+from numfn.tools import fuzz
 from helpers import check
 
 # the programs every CI run checks: FUZZ_COUNT base programs in functions of 4, statements of every kind, and a
@@ -30,7 +30,7 @@ def test_random_programs_with_writes_agree_with_numpy():
     assert not report.failures, "\n\n".join(f"seed {s}: {f}\n{p.describe()}" for s, f, p in report.failures)
 
 
-# ---- the program classes of issue 29 (numfn/fuzz/classes.py) ----------------------------------------------------
+# ---- the program classes of issue 29 (numfn/tools/fuzz/classes.py) ----------------------------------------------------
 # CLASS_COUNT programs of each class (more of the classes that compile fast) in functions of 2, on both backends,
 # unshrunk: a failure names its seed, and `python -m numfn fuzz --classes CLASS --parts 2 --steps 6 --seed SEED
 # --count 2` shrinks it.
@@ -361,7 +361,7 @@ def test_declared_twice_reproducer(backend):
     check(lambda x, y: (y.sum() - np.cumsum(y, axis=0).max(axis=0)) + x, x, y, backend=backend)
 
 
-# ---- defects found in indexing/assignment (numfn/indexing.py, schedule._Versions), reported, not yet fixed -------
+# ---- defects found in indexing/assignment (numfn/trace/subscript.py, schedule._Versions), reported, not yet fixed -------
 
 def _mutating(fn, *xs):
     """fn run by NumPy and by numfn on copies of xs: (NumPy's result and arguments, numfn's)."""

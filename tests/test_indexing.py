@@ -175,11 +175,11 @@ def test_shape_queries_and_numpy_reshape_quirks(backend):
     check_raises_like(lambda x: x.max(axis=[0, 1]), x, backend=backend)
 
 
-# ---- the GATHER primitive (numfn.tensor.gather), which advanced indexing and take_along_axis build on ----------
+# ---- the GATHER primitive (numfn.trace.tensor.gather), which advanced indexing and take_along_axis build on ----------
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_], ids=lambda d: np.dtype(d).name)
 def test_gather_matches_take_along_axis(backend, dtype):
-    from numfn.tensor import gather
+    from numfn.trace.tensor import gather
     rng = np.random.default_rng(31)
     a = rand((6, 7), dtype, rng)
     idx = rng.integers(0, 7, (6, 3))
@@ -195,14 +195,14 @@ def test_gather_matches_take_along_axis(backend, dtype):
 
 
 def test_gather_clamps_indices_it_cannot_prove_in_range(backend):
-    from numfn.tensor import gather
+    from numfn.trace.tensor import gather
     x = np.arange(10.0)
     i = np.array([-5, 0, 9, 12, 3])
     check(lambda x, i: gather(x, [i]), x, i, backend=backend, expected=x[np.clip(i, 0, 9)])
 
 
 def test_vmap_of_gather():
-    from numfn.tensor import gather
+    from numfn.trace.tensor import gather
     x = np.arange(12.0).reshape(3, 4)
     i = np.array([[0, 1], [2, 3], [1, 1]])
     np.testing.assert_array_equal(numfn.vmap(lambda x, i: gather(x, [i]))(x, i), np.take_along_axis(x, i, 1))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from numfn.dtype import dtypes
-from numfn.symbolic import symbolic
-from numfn.uop import (ALU, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, fold, format_graph, graph_rewrite,
+from numfn.ir.symbolic import symbolic
+from numfn.ir.uop import (ALU, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, fold, format_graph, graph_rewrite,
                        rebuild, substitute, toposort)
 
 pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)

@@ -11,7 +11,7 @@ import pytest
 
 import numfn
 from numfn.runtime import clang
-from numfn.uop import Ops
+from numfn.ir.uop import Ops
 from tests.helpers import assert_same, check, check_raises_like
 
 FLOATS = (np.float32, np.float64)

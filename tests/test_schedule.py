@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import numfn
-from numfn.uop import Ops
+from numfn.ir.uop import Ops
 
 rng = np.random.default_rng(7)
 

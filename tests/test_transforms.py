@@ -8,7 +8,7 @@ import pytest
 
 import numfn
 import numfn.runtime
-from numfn.uop import Ops
+from numfn.ir.uop import Ops
 
 rng = np.random.default_rng(11)
 W = rng.standard_normal((4, 3))   # a closure constant

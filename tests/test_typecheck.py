@@ -25,7 +25,7 @@ def _declared_methods() -> dict:
     """The methods Tensor declares for type checkers only (its `if TYPE_CHECKING:` block), as plain functions with
     the declared parameters (annotations dropped)."""
     import ast
-    tree = ast.parse((ROOT / "numfn" / "tensor.py").read_text())
+    tree = ast.parse((ROOT / "numfn" / "trace" / "tensor.py").read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
     block = next(n for n in cls.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     out = {}
@@ -41,12 +41,12 @@ def _declared_methods() -> dict:
 
 
 def test_declared_tensor_methods_match_the_registered_ones():
-    """The ndarray methods numfn.numpy and numfn.indexing add to Tensor at import (tensor_method) are declared in
+    """The ndarray methods numfn.numpy and numfn.trace.subscript add to Tensor at import (tensor_method) are declared in
     Tensor for checkers: every one of them, each with the parameters (names, kinds, defaults) of what runs."""
     import inspect
 
     import numfn  # noqa: F401 - registers the methods
-    from numfn.tensor import Tensor
+    from numfn.trace.tensor import Tensor
 
     def params(fn):
         ps = list(inspect.signature(fn).parameters.values())[1:]   # self (named `a` in some implementations)
@@ -56,7 +56,7 @@ def test_declared_tensor_methods_match_the_registered_ones():
     registered = {}
     for name, value in vars(Tensor).items():
         fn = value.fget if isinstance(value, property) else value
-        if callable(fn) and getattr(fn, "__module__", "numfn.tensor") != "numfn.tensor": registered[name] = fn
+        if callable(fn) and getattr(fn, "__module__", "numfn.trace.tensor") != "numfn.trace.tensor": registered[name] = fn
     assert {"__getitem__", "__setitem__", "argmax", "sort", "mT"} <= set(registered)
     assert sorted(registered) == sorted(declared)
     for name, fn in registered.items():

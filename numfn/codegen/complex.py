@@ -30,8 +30,8 @@ from collections.abc import Callable
 from typing import cast
 
 from numfn.dtype import DType, dtypes
-from numfn.symbolic import symbolic
-from numfn.uop import ELEMENTWISE, MOVEMENT, Buffer, Ops, UOp, graph_rewrite, toposort
+from numfn.ir.symbolic import symbolic
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Buffer, Ops, UOp, graph_rewrite, toposort
 
 F32, F64 = dtypes.float32, dtypes.float64
 

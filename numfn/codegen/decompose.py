@@ -11,7 +11,7 @@ and the other math functions of the unary and binary op sets (ASIN ... HYPOT: li
 from __future__ import annotations
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import ALU, Ops, PatternMatcher, UOp, UPat
+from numfn.ir.uop import ALU, Ops, PatternMatcher, UOp, UPat
 
 
 def c(dtype: DType, value) -> UOp:

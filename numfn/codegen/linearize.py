@@ -12,7 +12,7 @@ import heapq
 
 from numfn.codegen.lower import free_ranges
 from numfn.dtype import DType, dtypes
-from numfn.uop import Ops, UOp, cast_scalar, rebuild, toposort
+from numfn.ir.uop import Ops, UOp, cast_scalar, rebuild, toposort
 
 
 def reduce_identity(op: Ops, dt: DType):

@@ -3,7 +3,7 @@
 Every tensor node is evaluated at a symbolic index: a tuple of integer expressions over RANGE loop counters.
 Movement ops only transform the index (a reshape re-splits a linear offset, a permute reorders, an expand drops,
 a pad subtracts and masks), so views never copy data. A REDUCE_AXIS opens fresh RANGEs for its reduced axes and
-becomes a REDUCE node over them. Index expressions are built with the smart constructors of numfn.symbolic, so a
+becomes a REDUCE node over them. Index expressions are built with the smart constructors of numfn.ir.symbolic, so a
 reshape of contiguous data leaves plain `i` behind instead of `(i//4)*4 + i%4`.
 
 The lowering also counts how often each tensor node would be evaluated once loop-invariant code is hoisted
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from numfn.dtype import dtypes
-from numfn.symbolic import add, idiv, imod, mul
-from numfn.uop import ELEMENTWISE, Buffer, Ops, UOp, memo_bottom_up, memo_get
+from numfn.ir.symbolic import add, idiv, imod, mul
+from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, memo_bottom_up, memo_get
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -298,7 +298,7 @@ def kernel_domain(value: UOp) -> tuple[int, ...]:
 def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
     """The strides (in elements of the base's row-major layout) of a view of a base of `base_shape` made by the
     movement ops `chain` ((op, arg) pairs), or None when no strides describe it (a reshape NumPy would copy)."""
-    from numfn.symbolic import affine
+    from numfn.ir.symbolic import affine
     base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)

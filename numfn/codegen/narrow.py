@@ -19,8 +19,8 @@ from __future__ import annotations
 from numfn.codegen.linearize import reduce_identity
 from numfn.codegen.lower import TRUE, LoweredKernel, free_ranges
 from numfn.dtype import dtypes
-from numfn.symbolic import affine, symbolic
-from numfn.uop import Ops, UOp, graph_rewrite, toposort
+from numfn.ir.symbolic import affine, symbolic
+from numfn.ir.uop import Ops, UOp, graph_rewrite, toposort
 
 
 def is_narrowed(r: UOp) -> bool:

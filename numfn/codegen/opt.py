@@ -33,8 +33,8 @@ import math
 
 from numfn.codegen.lower import LoweredKernel, free_ranges
 from numfn.dtype import dtypes
-from numfn.symbolic import add, affine, mul, symbolic
-from numfn.uop import Ops, UOp, graph_rewrite, substitute, toposort
+from numfn.ir.symbolic import add, affine, mul, symbolic
+from numfn.ir.uop import Ops, UOp, graph_rewrite, substitute, toposort
 
 VECTOR_BYTES = 64   # AVX-512; a wider upcast than the registers hold only costs spills
 

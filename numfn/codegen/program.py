@@ -11,8 +11,8 @@ from numfn.codegen.narrow import narrow
 from numfn.codegen.opt import block, choose_block, choose_row_tile, choose_upcasts, upcast, upcast_to_end
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
-from numfn.symbolic import symbolic
-from numfn.uop import Ops, UOp, format_node, graph_rewrite, rebuild
+from numfn.ir.symbolic import symbolic
+from numfn.ir.uop import Ops, UOp, format_node, graph_rewrite, rebuild
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ scheduler's analysis sees the graph's own bounds.
 from __future__ import annotations
 
 from numfn.dtype import dtypes
-from numfn.uop import Ops, PatternMatcher, UOp, UPat
+from numfn.ir.uop import Ops, PatternMatcher, UOp, UPat
 
 
 def _allowed(cond: UOp, x: UOp) -> tuple[int, int]:

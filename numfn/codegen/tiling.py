@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from numfn.codegen.program import KernelProgram
-from numfn.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp
 
 TILE_BYTES = 128 << 10   # a block's part of the temporary: it is still in the core's cache when copied
 MIN_TEMPORARY_BYTES = 1 << 20   # below this the temporary stays in cache anyway

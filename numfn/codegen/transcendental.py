@@ -71,7 +71,7 @@ from fractions import Fraction
 
 from numfn.dtype import dtypes
 from numfn.runtime.target import has_fma
-from numfn.uop import Ops, PatternMatcher, UOp, UPat
+from numfn.ir.uop import Ops, PatternMatcher, UOp, UPat
 
 F32, F64, I32, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint64, dtypes.uint32
 

@@ -2,7 +2,7 @@
 
 Inside a compiled function, `numfn.numpy.sin(x)` and `np.sin(x)` both trace: every name defined here that NumPy
 also defines (in its main namespace, or in np.linalg, np.fft, ... for the subpackages) is registered in
-`numfn.tensor.NUMPY_IMPLEMENTATIONS`, through which NumPy hands Tensors to these functions (__array_ufunc__,
+`numfn.trace.tensor.NUMPY_IMPLEMENTATIONS`, through which NumPy hands Tensors to these functions (__array_ufunc__,
 __array_function__). Every function follows NumPy's semantics: broadcasting, dtype promotion (NumPy 2 rules,
 Python scalars are weak), result shapes and the errors NumPy raises.
 
@@ -11,7 +11,7 @@ manipulation (shapes, views, joining), indexing (results of run-time length, gat
 reductions, statistics, products, signal (differences, convolution, interpolation, polynomials), sorting
 (sort, searchsorted, unique); subpackages mirror NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft
 (numfn.numpy.fft for np.fft). A module lists its names in __all__; ndarray methods are added to Tensor with
-numfn.tensor.tensor_method.
+numfn.trace.tensor.tensor_method.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import types
 
 import numpy as _np
 
-from numfn import dynamic
+from numfn.trace import dynamic
 from numfn.numpy import (creation, dtypes, extras, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
                          reductions, signal, sorting, statistics, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
@@ -33,13 +33,13 @@ from numfn.numpy.sorting import *  # noqa: F401,F403
 from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
-from numfn.tensor import NUMPY_IMPLEMENTATIONS
+from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
 
 _MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 
-# arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.dynamic.guard);
+# arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.trace.dynamic.guard);
 # the elementwise ones (numfn.numpy.ufuncs) all do, through the tracer's elementwise machinery
 for _name in __all__:
     _fn = globals()[_name]

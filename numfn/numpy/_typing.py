@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numfn.dtype import DType
-from numfn.tensor import Tensor
+from numfn.trace.tensor import Tensor
 
 # an array: traced (Tensor), a NumPy array, a Python or NumPy scalar, or (nested) sequences of them
 ArrayLike = Tensor | npt.ArrayLike

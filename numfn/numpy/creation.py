@@ -14,8 +14,8 @@ import numpy.typing as npt
 from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import unsupported, user_location
-from numfn.tensor import Tensor, add_check, broadcast_shapes
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 T = Tensor.lift

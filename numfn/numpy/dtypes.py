@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from numfn.tensor import Tensor
+from numfn.trace.tensor import Tensor
 
 __all__ = ['bool_', 'bool', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64', 'intp', 'uintp',
            'float16', 'half', 'float32', 'float64', 'double', 'single', 'byte', 'ubyte', 'short', 'ushort', 'intc',

@@ -13,8 +13,8 @@ import numpy as np
 from numfn.args import as_dtype
 from numfn.dtype import dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, gather
-from numfn.uop import UOp
+from numfn.trace.tensor import Tensor, add_check, gather
+from numfn.ir.uop import UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 
 T = Tensor.lift

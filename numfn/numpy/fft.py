@@ -35,8 +35,8 @@ import numpy as np
 from numfn.args import normalize_axis, refuse
 from numfn.codegen.complex import complex_dtype
 from numfn.dtype import DType, dtypes
-from numfn.tensor import Tensor
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor
+from numfn.ir.uop import Ops, UOp
 
 __all__ = ['fft', 'ifft', 'rfft', 'irfft', 'fft2', 'ifft2', 'rfft2', 'irfft2', 'fftn', 'ifftn', 'rfftn', 'irfftn',
            'hfft', 'ihfft', 'fftfreq', 'rfftfreq', 'fftshift', 'ifftshift']

@@ -1,6 +1,6 @@
 """Indexing functions: results of run-time length (nonzero, flatnonzero, argwhere, extract, compress), gathers
 (take, take_along_axis, choose, select), writes (put, put_along_axis, ufunc.at) and counting scatters (bincount,
-histogram, histogram2d). They build on numfn.indexing (x[index], x[index] = v) and numfn.dynamic (run-time
+histogram, histogram2d). They build on numfn.trace.subscript (x[index], x[index] = v) and numfn.trace.dynamic (run-time
 lengths)."""
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numfn import dynamic
+from numfn.trace import dynamic
 from numfn.args import normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
-from numfn.indexing import region, write
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.subscript import region, write
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
@@ -196,7 +196,7 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
     """arr[..., indices, ...] = values along `axis`, matching the other axes: written into arr."""
     t, ax, shape, j = _along_axis(arr, indices, axis)
     idx = [j if a == ax else _iota_on(m, a, t.ndim) for a, m in enumerate(shape)]
-    from numfn.indexing import assignable
+    from numfn.trace.subscript import assignable
     v = assignable(values, t.uop.dtype, shape)
     write(t, shape, idx, v, injective=False)
 
@@ -227,13 +227,13 @@ def ufunc_at(name: str, op: Ops, a, indices, b=None) -> None:
     items = _at_items(t, indices)
     shape, idx = region(t.shape, items)
     if b is None: raise unsupported(f"numpy.{name}.at of a unary ufunc")
-    from numfn.indexing import assignable
+    from numfn.trace.subscript import assignable
     v = assignable(b, t.uop.dtype, shape)
     write(t, shape, idx, v, injective=False, combine=op)
 
 
 def _at_items(t: Tensor, indices):
-    from numfn.indexing import normalize
+    from numfn.trace.subscript import normalize
     return normalize(t.shape, indices)
 
 

@@ -6,7 +6,7 @@ stacked inputs broadcast the way NumPy's gufuncs broadcast them, under vmap and 
 column-major matrices: a matrix handed to it is the row-major buffer of its transpose (`_cm`), which the kernel
 filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
 that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
-through numfn.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
+through numfn.trace.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
 generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross,
 outer, trace) is composed from the tracer's primitives and fuses with its surroundings.
 """
@@ -26,8 +26,8 @@ from numfn.numpy import ufuncs as U
 from numfn.numpy.creation import arange, eye
 from numfn.numpy.manipulation import stack
 from numfn.args import normalize_axis
-from numfn.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
+from numfn.ir.uop import Ops, UOp
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
            "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",

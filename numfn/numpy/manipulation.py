@@ -3,7 +3,7 @@
 delete.
 
 Where NumPy returns a view, so does numfn: the result is made with `Tensor._view`, so in-place updates know the two
-share memory. Elements that move by computed indices are read with `numfn.tensor.gather` at indices built from IOTA
+share memory. Elements that move by computed indices are read with `numfn.trace.tensor.gather` at indices built from IOTA
 (or, for positions known only as a list, a small constant index array): one load per element, fused into whatever
 consumes the result."""
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 from numfn.args import as_dtype, normalize_axis, refuse
 from numfn.dtype import check_scalar_fits, dtypes, result_type
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, broadcast_shapes, gather, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, broadcast_shapes, gather, tensor_method
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy import ufuncs
 from numfn.numpy.creation import _strong, _where, linspace, zeros
 from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike

@@ -16,8 +16,8 @@ import numpy as np
 from numfn.args import as_dtype, normalize_axis, refuse
 from numfn.dtype import result_type
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, broadcast_shapes, gather, matmul
-from numfn.uop import UOp
+from numfn.trace.tensor import Tensor, broadcast_shapes, gather, matmul
+from numfn.ir.uop import UOp
 from numfn.numpy.ufuncs import multiply
 from numfn.numpy._typing import ArrayLike, Casting, DTypeLike
 

@@ -31,7 +31,7 @@ import numpy as np
 import numfn.random as nr
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.progress import other_threads_running
-from numfn.tensor import Tensor, broadcast_shapes
+from numfn.trace.tensor import Tensor, broadcast_shapes
 from numfn.locks import lock
 
 __all__ = ["KeyedGenerator", "default_rng", "trace_guard", "generator_arguments", "RandomStateWarning"]

@@ -14,8 +14,8 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, add_check, gather, reduction_mask, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, gather, reduction_mask, tensor_method
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes, DTypeLike, Scalar
 
 T = Tensor.lift
@@ -213,7 +213,7 @@ def _nan_extreme(a, axis, out, keepdims, initial, where, name: str, valid_only: 
     """nanmax/nanmin as NumPy computes them, a reduction with fmax/fmin: NaN is skipped (a complex value is NaN
     when either part is; complex values compare lexicographically), an all-NaN slice gives NaN (NumPy also warns;
     for complex values its first element, where fmax's reduction stops), and `initial` takes part like one more
-    element. `valid_only`: `where` marks the elements that exist (an array of run-time length: numfn.dynamic), so
+    element. `valid_only`: `where` marks the elements that exist (an array of run-time length: numfn.trace.dynamic), so
     it needs no `initial`."""
     refuse(f"nan{name}", out=out)
     t = T(a)

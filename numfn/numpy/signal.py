@@ -14,8 +14,8 @@ import numpy as np
 from numfn.args import normalize_axes, normalize_axis
 from numfn.dtype import dtypes, result_type
 from numfn.numpy.manipulation import concatenate
-from numfn.tensor import Tensor, gather
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, gather
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes
 
 T = Tensor.lift

@@ -14,7 +14,7 @@ searchsorted needs no sort: a branch-free binary search of ceil(log2(n + 1)) gat
 searched for, so it vectorizes and fuses with what surrounds it (digitize, histogram and interp use it).
 
 unique sorts, marks the positions that differ from their predecessor and selects them: an array of run-time length
-(numfn.dynamic.DynTensor) whose returned value is cut to its length after the call. Sorting such an array (x[mask],
+(numfn.trace.dynamic.DynTensor) whose returned value is cut to its length after the call. Sorting such an array (x[mask],
 a window x[k:]) along an axis of run-time length sorts its bound with the positions past the length filled by the
 dtype's last value in sort order: a stable sort keeps them after every element. Their methods sort and partition
 work in place too (a window writes into the array it views); searchsorted searches the elements of such an `a` only.
@@ -27,12 +27,12 @@ from typing import cast
 
 import numpy as np
 
-from numfn import dynamic
+from numfn.trace import dynamic
 from numfn.args import normalize_axis
 from numfn.dtype import DType, dtypes, result_type
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, gather, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, gather, tensor_method
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
@@ -610,7 +610,7 @@ dynamic.NUMPY.update({"sort": _dyn_sort, "argsort": _dyn_argsort, "partition": _
                       "unique_inverse": unique_inverse, "unique_all": unique_all})
 # searchsorted takes arrays of run-time length as `a` or `v` itself (see there)
 dynamic.ELEMENTWISE_OK.add("searchsorted")
-# their ndarray methods (numfn.dynamic refuses the others)
+# their ndarray methods (numfn.trace.dynamic refuses the others)
 dynamic._METHODS.update({"sort": _dyn_sort_method, "argsort": _dyn_argsort, "partition": _dyn_partition_method,
                          "argpartition": dynamic.NUMPY["argpartition"],
                          "searchsorted": lambda y, v, side="left", sorter=None: searchsorted(y, v, side, sorter)})

@@ -18,8 +18,8 @@ import numpy as np
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, reduction_mask, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, reduction_mask, tensor_method
+from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes, DTypeLike
 
 T = Tensor.lift
@@ -230,7 +230,7 @@ class _Rows:
     lengths of the kept axes (an array of run-time length keeps those of the axes it does not reduce)."""
 
     def __init__(self, a, axis, skip_nan: bool, complex_ok: bool = False):
-        from numfn import dynamic
+        from numfn.trace import dynamic
         from numfn.numpy.sorting import filled
         t = a if isinstance(a, dynamic.DynTensor) else T(a)
         self.dtype = t.uop.dtype
@@ -306,7 +306,7 @@ class _Rows:
                 lengths.append(length)
             result = result.reshape(tuple(full))
         if all(ln is None for ln in lengths): return result
-        from numfn import dynamic
+        from numfn.trace import dynamic
         return dynamic.DynTensor(result.uop, lengths=tuple(lengths))
 
 
@@ -432,7 +432,7 @@ def _quantile(a, q, axis, method, keepdims, weights, percent: bool, skip_nan: bo
     if qt.ndim > 2: raise ValueError("q must be a scalar or 1d")
     if method not in _METHODS:
         raise ValueError(f"{method!r} is not a valid method. Use one of: dict_keys({list(_METHODS)!r})")
-    from numfn import dynamic
+    from numfn.trace import dynamic
     if skip_nan and not isinstance(a, dynamic.DynTensor) and T(a).size == 0:
         # NumPy: nanmean of the empty array (NaN, or an empty result), whatever q
         return nanmean(a, axis, keepdims=keepdims)
@@ -515,8 +515,8 @@ def _lerp(a: Tensor, b: Tensor, t: Tensor) -> Tensor:
     return where(t >= 0.5, other, out)
 
 
-# arrays of run-time length (x[mask]) reach these through numfn.dynamic's guard
-from numfn import dynamic  # noqa: E402
+# arrays of run-time length (x[mask]) reach these through numfn.trace.dynamic's guard
+from numfn.trace import dynamic  # noqa: E402
 
 dynamic.NUMPY.update({"median": median, "nanmedian": nanmedian, "percentile": percentile, "quantile": quantile,
                       "nanpercentile": nanpercentile, "nanquantile": nanquantile})

@@ -8,7 +8,7 @@ traced x (through __array_ufunc__) run the same code. The elementwise part is a 
 the math functions with their own kernel (arcsin, expm1, hypot, ...) are single IR ops rewritten into polynomial
 code by numfn/codegen/transcendental.py.
 
-`out=` writes into the array given, as `out[...] = result` does (numfn.indexing: an input's memory is the caller's
+`out=` writes into the array given, as `out[...] = result` does (numfn.trace.subscript: an input's memory is the caller's
 array, a captured array is refused). `where=` needs out=: without it NumPy leaves the masked-out elements
 uninitialized, which numfn refuses rather than invent values (write `fnp.where(mask, f(x), fill)` instead).
 """
@@ -21,15 +21,15 @@ from typing import overload
 
 import numpy as np
 
-from numfn import complex_reductions
+from numfn.trace import complex_reductions
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.dtype import DType, dtypes, resolve_loop, result_type
 from numfn.errors import unsupported, user_location
-from numfn.indexing import setitem
+from numfn.trace.subscript import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
-from numfn.tensor import Tensor, broadcast_shapes, weak_fits
-from numfn.uop import Ops, UOp, toposort
+from numfn.trace.tensor import Tensor, broadcast_shapes, weak_fits
+from numfn.ir.uop import Ops, UOp, toposort
 from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
@@ -329,7 +329,7 @@ def _apply(name: str, kernel: Callable, operands, dtype: DType | None = None):
     """NumPy's ufunc machinery for `kernel`: resolve the loop (NEP 50 promotion, dtype=), cast and broadcast the
     operands, and call kernel(*uops) in the loop's dtypes; its result(s) are cast to the output dtypes."""
     if builtins.any(isinstance(x, Tensor) and x.runtime_length for x in operands):   # x[mask]: keeps its length
-        from numfn import dynamic
+        from numfn.trace import dynamic
         return dynamic.elementwise(lambda *ts: _apply(name, kernel, ts, dtype), operands)
     ts = [T(x) for x in operands]
     try:
@@ -544,7 +544,7 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
     def compute(t, dtype=None):
         if dtype is not None: raise unsupported(f"the dtype= argument of numpy.{name}")
         if t.runtime_length:   # x[mask]: computed at its bound, the result keeps its length
-            from numfn import dynamic
+            from numfn.trace import dynamic
             return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
             re, im = Tensor(_re(t.uop)), Tensor(_im(t.uop))
@@ -841,7 +841,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         return nonzero(condition)
     if x is None or y is None: raise ValueError("either both or neither of x and y should be given")
     if any(isinstance(v, Tensor) and v.runtime_length for v in (condition, x, y)):
-        from numfn import dynamic
+        from numfn.trace import dynamic
         return dynamic.elementwise(where, [condition, x, y])
     c, a, b = _truth(condition), T(x), T(y)
     dt = _promote(a, b)

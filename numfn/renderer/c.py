@@ -7,10 +7,10 @@ import math
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.layout import Layout
+from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
-from numfn.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
           Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.CMPLT: "<", Ops.CMPLE: "<=", Ops.CMPEQ: "==",
@@ -333,7 +333,7 @@ def _expr(u: UOp, a: list[str]) -> str:
 def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
                    batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
-    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.layout), then the externs
+    `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.codegen.layout), then the externs
     table if the program calls extern routines, then the thread pool's parallel_for or NULL. It returns 0, or 1
     when the scratch arena cannot be allocated.
 

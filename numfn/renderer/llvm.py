@@ -14,10 +14,10 @@ import struct
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.layout import Layout
+from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
-from numfn.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp
 
 _INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
             Ops.SHL: "shl"}

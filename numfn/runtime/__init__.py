@@ -2,7 +2,7 @@
 the disk cache.
 
 Every compiled program has one entry point, `int entry([int64 start, int64 end,] void **buffers)`: the buffer
-pointers in the order of numfn.layout (outputs, inputs, pointer constants), returning 0 on success.
+pointers in the order of numfn.codegen.layout (outputs, inputs, pointer constants), returning 0 on success.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def manifest_problem(manifest: Any) -> str | None:
 def load_cached(backend: str, key: str, nints: int, accept=None) -> LoadedCode | None:
     """The program cached under `key`, loaded, or None (no cache, a miss, or an unusable entry). `accept(manifest)`
     may refuse an entry whose manifest does not fit the caller (it returns why, or None)."""
-    from numfn.runtime.cache import default_cache
+    from numfn.runtime.diskcache import default_cache
     cache_ = default_cache()
     if cache_ is None: return None
     payload = cache_.get(key)
@@ -144,7 +144,7 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
             code = clang.link_shared(code)
             prog = _load(backend, code, manifest, nints)
     elif backend == "llvm":
-        from numfn.runtime import llvm
+        from numfn.runtime import orcjit as llvm
         from numfn.runtime.elf import LoadedObject
         code = llvm.compile_object(source)
         prog = _load(backend, code, manifest, nints)
@@ -153,7 +153,7 @@ def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: 
     else:
         raise ValueError(f"unknown backend {backend!r}")
     if key is not None:   # what is cached is what loaded
-        from numfn.runtime.cache import default_cache
+        from numfn.runtime.diskcache import default_cache
         cache_ = default_cache()
         if cache_ is not None: cache_.put(key, _pack(manifest, code))
     return prog
@@ -175,7 +175,7 @@ def _load(backend: str, code: bytes, manifest: dict, nints: int, cached: bool = 
         lib = elf.load_object(code, symbols)
         addrs = [lib.address(s) for s in symbols]
     else:
-        from numfn.runtime import llvm
+        from numfn.runtime import orcjit as llvm
         lib, addrs = llvm.load_object(code, symbols, orc=not cached or manifest.get("linker") == "orc")
     loaded = LoadedCode(addrs[0], nints, manifest, lib, addrs[1] if profiled else 0)
     # the arena the program keeps between calls is freed with it (`lib` stays mapped until then)

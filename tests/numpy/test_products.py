@@ -343,7 +343,7 @@ def test_interp_of_many_points_is_exact_at_nodes_and_linear_between(backend):
 def test_numfn_numpy_names_and_registration():
     import numfn.numpy.products as p
     import numfn.numpy.signal as s
-    from numfn.tensor import NUMPY_IMPLEMENTATIONS
+    from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
     for mod in (p, s):
         for name in mod.__all__:
             assert NUMPY_IMPLEMENTATIONS[getattr(np, name)] is getattr(fnp, name), name

@@ -291,7 +291,7 @@ def test_numfn_numpy_names(backend):
     check(make(fnp), x, backend=backend, expected=expected, scale=50.0)
     import numfn.numpy.reductions as r
     import numfn.numpy.statistics as s
-    from numfn.tensor import NUMPY_IMPLEMENTATIONS
+    from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
     for mod in (r, s):
         for name in mod.__all__:
             assert NUMPY_IMPLEMENTATIONS[getattr(np, name)] is getattr(fnp, name), name

@@ -9,9 +9,9 @@ instead, handing it the statement's parts as nested functions:
         <body>                          (x, y) = _numfn.for_range(a, b, None, _body, (x, y), ...)
 
 The runtime functions (`Runtime`) decide when the statement runs: as plain Python when nothing in it is traced
-(or a loop's trip count is small and known: unrolled), or as numfn.control's native loops and branches. The
+(or a loop's trip count is small and known: unrolled), or as numfn.trace.control's native loops and branches. The
 variables a statement carries are the names it assigns that exist before it; arrays written through indexing
-(`out[i] = v`) need no name: the loop finds them itself (numfn.control).
+(`out[i] = v`) need no name: the loop finds them itself (numfn.trace.control).
 
 Also converted: `return` inside `if` (the rest of the function moves into the branches, so every path ends in one
 return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop).
@@ -451,7 +451,7 @@ def _convert(fn: Callable):
 
 class Runtime:
     """What converted code calls: each statement decides, when it runs, to run as Python or as numfn's loops and
-    branches (see numfn.control)."""
+    branches (see numfn.trace.control)."""
 
     @staticmethod
     def value(get):
@@ -466,22 +466,22 @@ class Runtime:
 
     @staticmethod
     def and_(*thunks):
-        from numfn.control import logical
+        from numfn.trace.control import logical
         return logical("and", thunks)
 
     @staticmethod
     def or_(*thunks):
-        from numfn.control import logical
+        from numfn.trace.control import logical
         return logical("or", thunks)
 
     @staticmethod
     def not_(x):
-        from numfn.control import logical_not
+        from numfn.trace.control import logical_not
         return logical_not(x)
 
     @staticmethod
     def not_flags(brk, cont):
-        from numfn.control import not_flags
+        from numfn.trace.control import not_flags
         return not_flags(brk, cont)
 
     @staticmethod
@@ -490,17 +490,17 @@ class Runtime:
 
     @staticmethod
     def for_range(start, stop, step, body, state, names, flags, line):
-        from numfn.control import run_for_range
+        from numfn.trace.control import run_for_range
         return run_for_range(start, stop, step, body, state, names, flags, line)
 
     @staticmethod
     def while_(cond, body, state, names, flags, line):
-        from numfn.control import run_while
+        from numfn.trace.control import run_while
         return run_while(cond, body, state, names, flags, line)
 
     @staticmethod
     def if_(test, then, orelse, state, names, both, line):
-        from numfn.control import run_if
+        from numfn.trace.control import run_if
         return run_if(test, then, orelse, state, names, both, line)
 
 

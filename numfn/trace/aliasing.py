@@ -23,8 +23,8 @@ import numpy as np
 
 from numfn.errors import unsupported
 from numfn.runtime.dispatch import byte_extent
-from numfn.tensor import Tensor
-from numfn.uop import UOp
+from numfn.trace.tensor import Tensor
+from numfn.ir.uop import UOp
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _dims(u: UOp) -> tuple[int, ...]:
 
 def member_view(base: Tensor, member: Member, shape: tuple[int, ...]) -> Tensor:
     """The view of the 1-D `base` that `member` describes, from movement ops (shrink, pad, reshape, permute, flip,
-    expand) as basic indexing builds them, so writes through it reach the base (numfn.indexing)."""
+    expand) as basic indexing builds them, so writes through it reach the base (numfn.trace.subscript)."""
     u = base.uop
     assert u.shape is not None   # a tensor-level node
     moving = [a for a, (n, s) in enumerate(zip(shape, member.strides)) if n > 1 and s != 0]

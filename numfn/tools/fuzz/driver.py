@@ -1,4 +1,4 @@
-"""The fuzzer's driver and command line: `python -m numfn fuzz` (see numfn.fuzz)."""
+"""The fuzzer's driver and command line: `python -m numfn fuzz` (see numfn.tools.fuzz)."""
 from __future__ import annotations
 
 import os
@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from numfn.config import set_default
-from numfn.fuzz import run, shrinking
-from numfn.fuzz.classes import CLASSES, generate
-from numfn.fuzz.run import CONFIGS
+from numfn.tools.fuzz import run, shrinking
+from numfn.tools.fuzz.classes import CLASSES, generate
+from numfn.tools.fuzz.run import CONFIGS
 
 
 @dataclass

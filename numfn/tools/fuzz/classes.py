@@ -1,4 +1,4 @@
-"""Program classes beyond the base statements (see numfn.fuzz): each part of a program belongs to one class, which
+"""Program classes beyond the base statements (see numfn.tools.fuzz): each part of a program belongs to one class, which
 decides its inputs and the statements it draws besides the base ones.
 
   loops     native loops (more than numfn's unroll limit of 4 iterations) with odd and even, static and run-time
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numfn.fuzz.generator import Generator
-from numfn.fuzz.program import (BINARY, CAST_TARGETS, COMPLEX_UNARY, LOWP, MAX_SCALE, NAN_UNARY, SUPPORTED, UNARY,
+from numfn.tools.fuzz.generator import Generator
+from numfn.tools.fuzz.program import (BINARY, CAST_TARGETS, COMPLEX_UNARY, LOWP, MAX_SCALE, NAN_UNARY, SUPPORTED, UNARY,
                                 Program, Reject, Stmt, Var, evaluate, exactness, is_py, py_ok, scale, tame)
 
 CLASSES = ("base", "loops", "index", "branches", "scalars", "complex", "calls")

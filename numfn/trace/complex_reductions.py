@@ -8,7 +8,7 @@ import math
 from typing import cast
 
 from numfn.dtype import dtypes
-from numfn.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp
 
 
 def times_first(u: UOp, start: UOp, axes: tuple[int, ...]) -> UOp:

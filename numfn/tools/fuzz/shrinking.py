@@ -1,4 +1,4 @@
-"""Shrinking a failing fuzz program to a small one failing the same way (see numfn.fuzz)."""
+"""Shrinking a failing fuzz program to a small one failing the same way (see numfn.tools.fuzz)."""
 from __future__ import annotations
 
 import re
@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from numfn.fuzz import run
-from numfn.fuzz.program import Program, Stmt, is_py
-from numfn.fuzz.run import Failure, names_in
+from numfn.tools.fuzz import run
+from numfn.tools.fuzz.program import Program, Stmt, is_py
+from numfn.tools.fuzz.run import Failure, names_in
 
 
 def live_names(prog: Program) -> set[str]:

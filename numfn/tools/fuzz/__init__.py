@@ -18,7 +18,7 @@ and into copies made in the program. Each variable records
 One compiled function holds several independent programs (`parts`): they share one compilation, as a user's
 function with unrelated results would.
 
-Each part belongs to a program class (numfn.fuzz.classes): `base` draws the statements above; `loops`, `index`,
+Each part belongs to a program class (numfn.tools.fuzz.classes): `base` draws the statements above; `loops`, `index`,
 `branches`, `scalars` and `complex` add native loops with writes after them (and their index in arithmetic),
 branches choosing views that are written through, Python scalar arguments, complex and float16 values with NaN;
 `calls` calls the compiled function with its arguments passed by name too. Loops and branches are compound
@@ -37,12 +37,12 @@ line).
 """
 from __future__ import annotations
 
-from numfn.fuzz.classes import CLASSES, ClassGenerator, generate
-from numfn.fuzz.driver import Report, fuzz, main, parse_classes
-from numfn.fuzz.generator import Generator
-from numfn.fuzz.program import MAX_SCALE, SUPPORTED, Program, Reject, Stmt, Var
-from numfn.fuzz.run import CONFIGS, Failure, check, compare, metadata, run_config
-from numfn.fuzz.shrinking import shrink
+from numfn.tools.fuzz.classes import CLASSES, ClassGenerator, generate
+from numfn.tools.fuzz.driver import Report, fuzz, main, parse_classes
+from numfn.tools.fuzz.generator import Generator
+from numfn.tools.fuzz.program import MAX_SCALE, SUPPORTED, Program, Reject, Stmt, Var
+from numfn.tools.fuzz.run import CONFIGS, Failure, check, compare, metadata, run_config
+from numfn.tools.fuzz.shrinking import shrink
 
 __all__ = ["CLASSES", "CONFIGS", "ClassGenerator", "Failure", "Generator", "MAX_SCALE", "Program", "Reject",
            "Report", "SUPPORTED", "Stmt", "Var", "check", "compare", "fuzz", "generate", "main", "metadata",

@@ -1,12 +1,12 @@
 """The fuzzer's base generator: statements of every kind, one at a time, each evaluated by NumPy as it is made (see
-numfn.fuzz). numfn.fuzz.classes extends it with the program classes (loops, branches, Python scalars, complex)."""
+numfn.tools.fuzz). numfn.tools.fuzz.classes extends it with the program classes (loops, branches, Python scalars, complex)."""
 from __future__ import annotations
 
 import builtins
 
 import numpy as np
 
-from numfn.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, INPUT_DTYPES, LOWP, MAX_SCALE,
+from numfn.tools.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, INPUT_DTYPES, LOWP, MAX_SCALE,
                                 NAN_OK, REDUCES, SELECTED_OK, SHAPES, TERNARY, UNARY, VIEWS, Reject, Stmt, Var, evaluate,
                                 exactness, fresh, is_py, mag, py_ok, scale, tame)
 
@@ -178,7 +178,7 @@ class Generator:
         selected: set[str] | str = {v.selected for v in operands if v.selected}
         if selected:
             # arrays of run-time length take elementwise operations with scalars or arrays of the same selection,
-            # reductions, cumulative sums and products, and basic indexing (numfn.dynamic); nothing else
+            # reductions, cumulative sums and products, and basic indexing (numfn.trace.dynamic); nothing else
             if write or op not in SELECTED_OK or len(selected) > 1: raise Reject
             if builtins.any(not v.selected and v.value.ndim > 0 for v in operands[1:]): raise Reject
         if builtins.any(v.nan for v in operands) and op not in self.nan_ok(): raise Reject

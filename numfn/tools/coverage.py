@@ -1,8 +1,8 @@
 """The NumPy coverage page (docs/numpy-coverage.md), generated from numfn's code.
 
-    python -m numfn.coverage            rewrite docs/numpy-coverage.md in this checkout
-    python -m numfn.coverage --check    exit 1 if the committed page differs from what the code gives
-    python -m numfn.coverage --stdout   print the page
+    python -m numfn.tools.coverage            rewrite docs/numpy-coverage.md in this checkout
+    python -m numfn.tools.coverage --check    exit 1 if the committed page differs from what the code gives
+    python -m numfn.tools.coverage --stdout   print the page
 
 Every public name of NumPy's main namespace, np.linalg, np.fft and np.random, and every public ndarray attribute,
 is listed with whether numfn supports it: numfn.numpy (or its submodule) defines it, and, for functions, np.NAME on
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 PAGE = os.path.join("docs", "numpy-coverage.md")
-COMMAND = "python -m numfn.coverage"
+COMMAND = "python -m numfn.tools.coverage"
 
 # NumPy names whose numfn counterpart has another name
 COUNTERPARTS = {("numpy.random", "Generator"): "KeyedGenerator"}
@@ -112,7 +112,7 @@ def _refused_keywords(obj: Any, depth: int) -> frozenset[str]:
 def _callee(obj: Any, func: ast.expr) -> tuple[Any, int]:
     """The numfn function (or Tensor method) a call in `obj`'s source calls, and how many of its leading parameters
     the call does not pass (1 for a method's self); (None, 0) for anything else."""
-    from numfn.tensor import Tensor
+    from numfn.trace.tensor import Tensor
     if isinstance(func, ast.Name):
         target = getattr(obj, "__globals__", {}).get(func.id)
         if isinstance(target, types.FunctionType) and target.__module__.startswith("numfn.numpy"): return target, 0
@@ -204,7 +204,7 @@ def _submodule(name: str) -> types.ModuleType | None:
 def _implementation(numpy_module: types.ModuleType, numpy_name: str, ours_module: types.ModuleType | None,
                     name: str) -> Any:
     """numfn's implementation of NumPy's `numpy_name`.`name`, or None."""
-    from numfn.tensor import NUMPY_IMPLEMENTATIONS
+    from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
     obj = getattr(numpy_module, name)
     try:
         impl = NUMPY_IMPLEMENTATIONS.get(obj)
@@ -235,7 +235,7 @@ def namespace_entries(numpy_module: types.ModuleType, numpy_name: str,
 
 def ndarray_entries() -> list[Entry]:
     """ndarray's public methods and attributes against Tensor's."""
-    from numfn.tensor import Tensor
+    from numfn.trace.tensor import Tensor
     out = []
     for name in sorted(n for n in dir(np.ndarray) if not n.startswith("_")):
         ours = inspect.getattr_static(Tensor, name, None)

@@ -42,7 +42,7 @@ def _cpu_model() -> str:
 
 def _llvm() -> dict[str, Any]:
     try:
-        from numfn.runtime.llvm import binding as load
+        from numfn.runtime.orcjit import binding as load
         llvm = load()
         features = llvm.get_host_cpu_features()
         return {"available": True, "llvm": ".".join(map(str, llvm.llvm_version_info)),

@@ -11,7 +11,7 @@ constant that decides them. Python's TypeErrors (a float shifted, complex number
 
 `binary(sym, a, b)` and `unary(sym, a)` build the graph on the operands' UOps (weak types: bool, int64, float64,
 complex128, any one shape) and return it with the checks that guard it: (failed, payload, error) triples, for
-numfn.tensor.add_check. numfn.tensor calls them for operators between two weak values.
+numfn.trace.tensor.add_check. numfn.trace.tensor calls them for operators between two weak values.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import operator
 from collections.abc import Callable
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp
 
 __all__ = ["OPERATORS", "UNARY", "Check", "binary", "unary", "result_kind", "python_error"]
 

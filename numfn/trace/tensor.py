@@ -19,17 +19,17 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from numfn import pyscalar
+from numfn.trace import pyscalar
 from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
                          scalar_dtype)
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import (NumfnError, TracerConversionError, store_into_constant, storing_into_array,
                           unsupported, user_location)
-from numfn import complex_reductions
-from numfn.trace import Check, TraceRecord, current_record, record_int_limit, tracing
-# what a trace records lived here before numfn.trace: these names are still importable from numfn.tensor
-from numfn.trace import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
-from numfn.uop import MOVEMENT, Buffer, Ops, UOp
+from numfn.trace import complex_reductions
+from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
+# what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
+from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
+from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
 # (Python and NumPy scalars, arrays, nested sequences); a shape is an int or several (a tuple or list); axes are
@@ -71,19 +71,19 @@ class Tensor:
 
     Memory, as NumPy shares it: a view (basic indexing, reshape, transpose, ...) has a `base`, the array owning
     the memory, and a `chain` of movement ops (op, arg) from the base's value to its own. Writing into any of them
-    (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.indexing). `memory`
+    (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.trace.subscript). `memory`
     says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
     captured from outside (writes refused), or "readonly"."""
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "__weakref__")
     __array_priority__ = 1000
-    runtime_length = False   # numfn.dynamic.DynTensor: the first axis has a length known only at run time
+    runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
     def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed") -> None:
         self.uop, self.weak, self.memory = uop, weak, memory
         self.base: Tensor | None = None
         self.chain: tuple = ()
         self._views: list | None = None
-        self._links: list | None = None   # memory a branch may have made this array share (numfn.branch_views)
+        self._links: list | None = None   # memory a branch may have made this array share (numfn.trace.branch_views)
         record = current_record()
         if record is not None and record.born is not None: record.born.add(id(self))
 
@@ -128,7 +128,7 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
-        from numfn.convert import is_unbound
+        from numfn.trace.convert import is_unbound
         if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
@@ -221,7 +221,7 @@ class Tensor:
                 raise TypeError(f"Cannot cast ufunc '{ufunc}' output from {result.dtype!r} to {self.dtype!r} with "
                                 "casting rule 'same_kind'")
             result = result.astype(self.dtype)
-        self[...] = result   # numfn.indexing's __setitem__
+        self[...] = result   # numfn.trace.subscript's __setitem__
         return self
 
     def __iadd__(self, x: TensorLike) -> Tensor: return self._inplace("add", "+", operator.add, x)
@@ -244,7 +244,7 @@ class Tensor:
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
     if TYPE_CHECKING:
-        # ndarray's methods that numfn.indexing and numfn.numpy add (tensor_method), declared for type checkers
+        # ndarray's methods that numfn.trace.subscript and numfn.numpy add (tensor_method), declared for type checkers
         def __getitem__(self, index: Any) -> Tensor: ...
         def __setitem__(self, index: Any, value: TensorLike) -> None: ...
         def all(self, axis: Axes = None, out: None = None, keepdims: bool = False, *,
@@ -305,10 +305,10 @@ class Tensor:
     def _elementwise(ufunc: str, op: Ops, *operands, swap: bool = False, dtype: DType | None = None,
                      python: bool = False) -> Tensor:
         """NumPy's `ufunc` (the ALU op `op`) on the operands; `python`: a Python operator, which computes as Python
-        does between two Python scalars (numfn.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
+        does between two Python scalars (numfn.trace.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
         alone computes in their default types and gives a NumPy value, not a Python scalar."""
         if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
-            from numfn import dynamic
+            from numfn.trace import dynamic
             return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype,
                                                                        python=python), operands)
         ts = [Tensor.lift(x) for x in operands]
@@ -334,9 +334,9 @@ class Tensor:
 
     def _unary(self, ufunc: str, op: Ops | None, dtype: DType | None = None, python: str | None = None) -> Tensor:
         """NumPy's unary `ufunc`; `python`: the Python operator's symbol ('-', '+', '~', 'abs'), which computes as
-        Python does on a Python scalar (numfn.pyscalar)."""
+        Python does on a Python scalar (numfn.trace.pyscalar)."""
         if self.runtime_length:
-            from numfn import dynamic
+            from numfn.trace import dynamic
             return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
         if python is not None and self.weak: return _python_unary(python, self)
         try:
@@ -415,7 +415,7 @@ class Tensor:
 
     @real.setter
     def real(self, value: TensorLike) -> None:
-        from numfn.indexing import setitem
+        from numfn.trace.subscript import setitem
         setitem(self.real, Ellipsis, value)
 
     @property
@@ -429,12 +429,12 @@ class Tensor:
     @imag.setter
     def imag(self, value: TensorLike) -> None:
         if not self.uop.dtype.is_complex: raise TypeError("array does not have imaginary part to set")
-        from numfn.indexing import setitem
+        from numfn.trace.subscript import setitem
         setitem(self.imag, Ellipsis, value)
 
     def _component(self, lane: int) -> Tensor:
         """The view of one part of a complex array: a chain step (CAST for the real part, IMAG for the imaginary
-        one) that keeps every index where it is; writes through it replace that part only (numfn.indexing)."""
+        one) that keeps every index where it is; writes through it replace that part only (numfn.trace.subscript)."""
         step = (Ops.CAST, None) if lane == 0 else (Ops.IMAG, None)
         uop = _replay(self.uop, (step,))
         if self.weak or (self.base is None and self.memory == "computed" and self.uop.op is Ops.CONST):
@@ -454,9 +454,9 @@ class Tensor:
 
     def _view(self, uop: UOp, make: Callable[[UOp], Tensor] | None = None) -> Tensor:
         """The view of this array whose value is `uop`, built from self.uop by movement ops and gathers: it shares
-        memory with this array's base, so writes into either show through the other (see numfn.indexing). Where
+        memory with this array's base, so writes into either show through the other (see numfn.trace.subscript). Where
         NumPy would copy instead (a reshape that no strides can describe), the result is a copy: it shares nothing.
-        `make` builds the view object from its value (a window of run-time length: numfn.dynamic)."""
+        `make` builds the view object from its value (a window of run-time length: numfn.trace.dynamic)."""
         make = make or (lambda v: Tensor(v, self.weak))
         ops: list[tuple[Ops, Any]] = []
         u = uop
@@ -477,7 +477,7 @@ class Tensor:
 
     def rebind(self, uop: UOp, record: bool = True) -> None:
         """Give this base array a new value (a new version of its memory): its live views now read it too. A loop
-        body or branch being traced notes the arrays it rebinds (`record=False` for numfn.control's own)."""
+        body or branch being traced notes the arrays it rebinds (`record=False` for numfn.trace.control's own)."""
         assert self.base is None
         trace: TraceRecord | None = current_record() if record else None
         if trace is not None and trace.rebinds is not None and id(self) not in trace.rebinds and \
@@ -492,7 +492,7 @@ class Tensor:
             alive.append(ref)
         self._views = alive or None
         if self._links and record:   # a branch's result that is this array's memory in some branches follows it
-            from numfn.branch_views import follow
+            from numfn.trace.branch_views import follow
             follow(self)
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -732,7 +732,7 @@ NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
 
 def tensor_method(name: str) -> Callable[[_F], _F]:
     """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way, and
-    numfn.indexing `__getitem__` and `__setitem__`: this module imports neither)."""
+    numfn.trace.subscript `__getitem__` and `__setitem__`: this module imports neither)."""
     def register(fn: _F) -> _F:
         setattr(Tensor, name, fn)
         return fn
@@ -876,7 +876,7 @@ _SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "f
 
 def _python_binary(sym: str, a: Tensor, b: Tensor) -> Tensor:
     """`a sym b` between two Python scalars, as Python computes it: by Python itself for two constants, else by
-    numfn.pyscalar (its checks added to the trace)."""
+    numfn.trace.pyscalar (its checks added to the trace)."""
     if a.uop.op is Ops.CONST and b.uop.op is Ops.CONST:
         return Tensor.lift(pyscalar.OPERATORS[sym](a.pyvalue, b.pyvalue))
     for t, other in ((a, b), (b, a)):   # an int beyond int64 with a traced Python scalar
@@ -926,7 +926,7 @@ def matmul(a: TensorLike, b: TensorLike) -> Tensor:
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
     if getattr(a, "runtime_length", False) or getattr(b, "runtime_length", False):
-        from numfn import dynamic
+        from numfn.trace import dynamic
         return dynamic.matmul(a, b)
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
@@ -974,7 +974,7 @@ def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
     index (array or int) per axis of x. Indices outside [0, n) are clamped into it, so native code never reads
     outside x: callers wrap negative indices and check bounds first where NumPy raises. Clamping costs nothing
     where the indices' bounds prove them in range (ranges, and index arithmetic on them). `window`: the gather
-    reads a slice of run-time bounds (a writable view, numfn.dynamic), not a diagonal (a read-only one)."""
+    reads a slice of run-time bounds (a writable view, numfn.trace.dynamic), not a diagonal (a read-only one)."""
     x = Tensor.lift(x)
     if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
     if not indices: return x   # a 0-d array at no index: itself (a 0-d view's element mapped through a gather)
@@ -998,7 +998,7 @@ KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not co
 
 def known_value(u: UOp) -> np.ndarray | None:
     """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
-    from numfn.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
+    from numfn.ir.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
     done: dict[UOp, np.ndarray] = {}
     for v in u.toposort():
         if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: return None

@@ -1,4 +1,4 @@
-"""Running a fuzz program on numfn and comparing with NumPy's values (see numfn.fuzz)."""
+"""Running a fuzz program on numfn and comparing with NumPy's values (see numfn.tools.fuzz)."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numfn.config import c_compiler, overriding
-from numfn.fuzz.program import LOWP, Program, Stmt, Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame
+from numfn.tools.fuzz.program import LOWP, Program, Stmt, Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame
 
 CONFIGS = (("llvm", False), ("c", False), ("llvm", True))   # (backend, NOOPT)
 RAISES = "!raises"   # metadata's entry for a program that must raise OverflowError (its `selected` says why)

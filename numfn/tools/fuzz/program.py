@@ -1,4 +1,4 @@
-"""The fuzzer's programs (see numfn.fuzz): variables with what is known of their values, statements, programs and
+"""The fuzzer's programs (see numfn.tools.fuzz): variables with what is known of their values, statements, programs and
 how they print; the tables of operations and how each propagates the scale and exactness of its values."""
 from __future__ import annotations
 
@@ -287,7 +287,7 @@ def _power(a: float, b: float) -> float:
 
 
 def exactness(op: str, p, operands: list[Var], out: np.ndarray) -> bool:
-    """Whether `out` is computed by correctly rounded operations only (see numfn.fuzz)."""
+    """Whether `out` is computed by correctly rounded operations only (see numfn.tools.fuzz)."""
     if out.dtype.kind not in "fc": return True
     if op in INEXACT or not all(v.exact for v in operands): return False
     if op == "pow" and p != 2: return False

@@ -14,7 +14,7 @@ from typing import Any, cast
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar,
+from numfn.ir.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar,
                        memo_bottom_up, memo_get, node_cached, substitute)
 
 # ---------------------------------------------------------------------------------------------------------------

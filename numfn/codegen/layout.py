@@ -8,7 +8,7 @@ import numpy as np
 
 from numfn.dtype import DType
 from numfn.schedule import MemoryPlan, Schedule, all_items
-from numfn.uop import Buffer, UOp
+from numfn.ir.uop import Buffer, UOp
 
 # Captured constants up to this size are embedded in the program as static arrays; larger ones are passed by
 # pointer at every call (embedding them would make the source, and compile times, grow with the data).

@@ -27,9 +27,9 @@ import numpy as np
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
-from numfn.tensor import Tensor, add_check
-from numfn.trace import new_region_tag, observing_rebinds, recording_trace, tracing
-from numfn.uop import Ops, UOp, format_graph, substitute
+from numfn.trace.tensor import Tensor, add_check
+from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace, tracing
+from numfn.ir.uop import Ops, UOp, format_graph, substitute
 
 I64, BOOL = dtypes.int64, dtypes.bool
 
@@ -111,7 +111,7 @@ def _constant(u: UOp) -> bool:
 
 
 def toposort_many(roots: Sequence[UOp]) -> list[UOp]:
-    from numfn.uop import toposort
+    from numfn.ir.uop import toposort
     return toposort(list(roots))
 
 
@@ -244,7 +244,7 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
 
         passed = [init[k] for k in through]
         outer = [t.uop for t in extra]
-        # links a branch in the body makes to these arrays are the body's own (numfn.branch_views): dropped after
+        # links a branch in the body makes to these arrays are the body's own (numfn.trace.branch_views): dropped after
         # each attempt, so a result of an attempt that is traced again does not follow them
         links = [(t, t._links) for t in {id(t): t for t in (*extra, *passed, *(p.base for p in passed if p.base
                                                                                is not None))}.values()]
@@ -332,7 +332,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             raise unsupported(f"{name}, an array of run-time length (x[mask], nonzero), assigned in a branch on a "
                               "traced value", "keep the mask and use numpy.where instead")
     args = passed = list(operands)   # every value a branch reads is a capture: the region has no state
-    # links a branch inside makes to these arrays are its own (numfn.branch_views): dropped after each trace
+    # links a branch inside makes to these arrays are its own (numfn.trace.branch_views): dropped after each trace
     links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
              .values()]
     traced: list[_Traced] = []
@@ -372,8 +372,8 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     labels = [repr(names[k]) if names and len(names) == n_user else f"result {k}" for k in range(n_user)] + \
         [f"result {k}" for k in range(n_user, len(values[0]))]
     weak = [[tr.values[k].weak for k in range(n_user)] + [False] * len(written) for tr in traced]
-    # results that share memory with outer arrays: views of them after the branch (numfn.branch_views)
-    from numfn.branch_views import BranchViews
+    # results that share memory with outer arrays: views of them after the branch (numfn.trace.branch_views)
+    from numfn.trace.branch_views import BranchViews
     bv = BranchViews(outs, borns, {}, n_user)
     if bv.extra_labels:
         for i, v in enumerate(values):
@@ -586,7 +586,7 @@ def switch(index: SupportsInt | Tensor, branches: Sequence[Callable[..., _R]], *
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# what converted Python code calls (numfn.convert): a statement runs as Python, or as a loop or branch
+# what converted Python code calls (numfn.trace.convert): a statement runs as Python, or as a loop or branch
 
 UNROLL = 4   # a converted loop with at most this many iterations known while tracing runs as Python (unrolled)
 _unroll = __import__("threading").local()
@@ -619,7 +619,7 @@ def _is_traced(x) -> bool:
 def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], list] | None:
     """The carried values as state leaves (arrays and numbers) and their tree, or None when one cannot be carried
     by a native loop (a list, None, an object: the loop then runs as Python, or fails naming it)."""
-    from numfn.convert import _UNBOUND
+    from numfn.trace.convert import _UNBOUND
     leaves, trees = [], []
     for v, name in zip(state, names):
         if v is _UNBOUND: return None
@@ -631,7 +631,7 @@ def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], li
 
 
 def _carriable(v) -> bool:
-    from numfn.convert import is_unbound
+    from numfn.trace.convert import is_unbound
     return not is_unbound(v) and all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray))
                                      for x in flatten(v)[0])
 
@@ -639,7 +639,7 @@ def _carriable(v) -> bool:
 def _local_slots(state: tuple, fresh: set[int]) -> list[int]:
     """The state slots a native loop does not carry: values still unbound, and those bound in the body (`fresh`:
     unbound when the loop began) to something a loop cannot carry (a list, an object)."""
-    from numfn.convert import is_unbound
+    from numfn.trace.convert import is_unbound
     return [k for k, v in enumerate(state) if is_unbound(v) or (k in fresh and not _carriable(v))]
 
 
@@ -656,13 +656,13 @@ class _Slots:
         return [values[k] for k in self.kept]
 
     def inner(self, kept_values) -> list:
-        from numfn.convert import _UNBOUND
+        from numfn.trace.convert import _UNBOUND
         full = [_UNBOUND] * len(self.names)
         for k, v in zip(self.kept, kept_values): full[k] = v
         return full
 
     def after(self, kept_values, why: str) -> tuple:
-        from numfn.convert import undefined
+        from numfn.trace.convert import undefined
         full = self.inner(kept_values)
         for k in self.local: full[k] = undefined(self.names[k], why)
         return tuple(full)
@@ -677,7 +677,7 @@ def _unflatten_state(leaves: list, trees: list) -> list:
 
 
 def _refuse_python_state(names: tuple, state: tuple, line: int, what: str) -> NoReturn:
-    from numfn.convert import _UNBOUND
+    from numfn.trace.convert import _UNBOUND
     bad = [n for n, v in zip(names, state) if v is _UNBOUND or not all(
         isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in flatten(v)[0])]
     raise NumfnError(f"{what} at line {line} runs as a compiled loop, but it changes {', '.join(map(repr, bad))}, "
@@ -694,7 +694,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     step = 1 if step is None else step
     static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     if static and step == 0: raise ValueError("range() arg 3 must not be zero")
-    from numfn.convert import is_unbound
+    from numfn.trace.convert import is_unbound
     f: list = [False] * len(flags)
     fresh = {k for k, v in enumerate(state) if is_unbound(v)}
     if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
@@ -790,7 +790,7 @@ def _truth(x) -> bool:
 def run_while(cond, body, state, names, flags, line):
     """`while test:` of converted code: Python while the test is a Python value; once it is traced (or after a
     few iterations whose state holds arrays), a native loop from the state reached."""
-    from numfn.convert import is_unbound
+    from numfn.trace.convert import is_unbound
     vals = tuple(state)
     fresh = {k for k, v in enumerate(vals) if is_unbound(v)}
     f = [False] * len(flags)
@@ -840,7 +840,7 @@ def run_if(test, then, orelse, state, names, both, line):
     if t.ndim and t.size != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
                          "a.all()")
-    from numfn.convert import is_unbound
+    from numfn.trace.convert import is_unbound
     # a variable unbound before the branch: an output only if both sides bind it, else undefined after it
     ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v)])
     outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])

@@ -1,7 +1,7 @@
 """Views a branch chooses: `if c: v = x[1:] else: v = x[:-1]` makes v a view of x in NumPy, whichever side runs,
 so a write through v afterwards changes x. A branch's results are arrays of their own (RESULTs of the LOOP node),
 so a result that every branch makes a view of one outer array (or that array itself) is given back as a view of
-that array instead (numfn.control.branch_region):
+that array instead (numfn.trace.control.branch_region):
 
 - the same chain of movement ops in every branch: the view itself, taken after the branch;
 - different chains (or chains through traced slice bounds): each branch gives, for every axis of the array, the
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
-from numfn.tensor import Tensor, _replay, gather
-from numfn.uop import MOVEMENT, Ops, UOp
+from numfn.trace.tensor import Tensor, _replay, gather
+from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
 def _writable(step: tuple) -> bool:
@@ -154,7 +154,7 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
                   combine, gate: Tensor | None) -> None:
     """`result` was written at `at` (its indices, of `shape`): write the same into each array it is linked to,
     where the branch made it a view of that array."""
-    from numfn.indexing import write
+    from numfn.trace.subscript import write
     for lk in list(result._links or ()):
         if lk.view() is not result: continue
         idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]

@@ -27,8 +27,8 @@ import numpy as np
 from numfn.args import normalize_axes
 from numfn.dtype import dtypes
 from numfn.errors import TracerConversionError, unsupported, user_location
-from numfn.tensor import Tensor, add_check, gather
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, gather
+from numfn.ir.uop import Ops, UOp
 
 I64 = dtypes.int64
 _Shape = tuple[int, ...]   # an array's value (a tensor-level UOp) always has a shape: what cast() tells mypy
@@ -158,7 +158,7 @@ class DynTensor(Tensor):
         if self.base is None:
             raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
                               "assign through the mask instead: x[mask] = v")
-        from numfn.indexing import setitem
+        from numfn.trace.subscript import setitem
         setitem(self, index, value)
 
     def _inplace(self, ufunc, symbol, compute, x):
@@ -605,7 +605,7 @@ def getitem(y: DynTensor, index) -> Tensor:
     if y.length is not None and isinstance(first, (Tensor, np.ndarray, list)) and not (
             isinstance(first, Tensor) and first.ndim == 0 and first.uop.dtype.is_int):
         return _select_rows(y, first, index[1:])
-    from numfn.indexing import gathered
+    from numfn.trace.subscript import gathered
     return gathered(y, items(y, index), not any(i is Ellipsis for i in index))
 
 
@@ -633,9 +633,9 @@ def _select_rows(y: DynTensor, first, rest: tuple):
 
 
 def items(y: DynTensor, index) -> list:
-    """The index items (numfn.indexing.Item) of `index` over y's bound shape: an axis of run-time length becomes a
+    """The index items (numfn.trace.subscript.Item) of `index` over y's bound shape: an axis of run-time length becomes a
     window (a slice clamped to the length, or all of it) or a traced integer checked against the length."""
-    from numfn.indexing import Item, _static_slice, normalize, window
+    from numfn.trace.subscript import Item, _static_slice, normalize, window
     index = index if isinstance(index, tuple) else (index,)
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if used > y.ndim:
@@ -702,7 +702,7 @@ def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:
     """`value` as assigned into a region of bound `shape` whose axes in `lengths` have run-time lengths: cast to dt
     and broadcast, an axis of it meeting a run-time length either size 1 or that length (checked when the program
     runs, NumPy's ValueError otherwise); the result at the bound shape."""
-    from numfn.indexing import assignable
+    from numfn.trace.subscript import assignable
     if not isinstance(value, Tensor) and np.ndim(value) == 0: return assignable(value, dt, shape)
     v = value if isinstance(value, DynTensor) else Tensor.lift(value)
     rank = len(shape)

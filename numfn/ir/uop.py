@@ -86,7 +86,7 @@ class Ops(enum.Enum):
     # a native routine numfn does not generate (BLAS, LAPACK): src = its inputs, arg = numfn.extern.ExternCall; its
     # value is the tuple of the routine's results, RESULT(extern, arg=i) is result i (see numfn/extern.py)
     EXTERN = enum.auto(); RESULT = enum.auto()  # noqa: E702
-    # LOOP(*state, *captures): a loop or a branch (arg = numfn.control.Region, whose sub-graphs read CARRY(tag, k,
+    # LOOP(*state, *captures): a loop or a branch (arg = numfn.trace.control.Region, whose sub-graphs read CARRY(tag, k,
     # shape) placeholders); its value is the tuple of the region's results, RESULT(loop, k) is result k
     LOOP = enum.auto(); CARRY = enum.auto()  # noqa: E702
     CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers

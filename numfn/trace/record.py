@@ -1,6 +1,6 @@
 """What tracing a function records besides its graph (per thread: threads may trace at once): the checks made
 after every call, the ranges of Python-int arguments, the inputs written into, and (inside loops and branches,
-numfn.control) the arrays a region gives new values. numfn.tensor builds on it (add_check, the tracer's arrays)."""
+numfn.trace.control) the arrays a region gives new values. numfn.trace.tensor builds on it (add_check, the tracer's arrays)."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from numfn.dtype import DType, dtypes
-from numfn.uop import UOp
+from numfn.ir.uop import UOp
 
 __all__ = ["Check", "TraceRecord", "current_record", "record_int_limit", "recording_trace", "observing_rebinds",
            "new_region_tag", "tracing"]
@@ -35,7 +35,7 @@ class TraceRecord:
     checks: list = field(default_factory=list)
     mutated: list = field(default_factory=list)   # input slots written into (see NumericalFunction.mutated_inputs)
     cut: list = field(default_factory=list)       # outputs of run-time length (see NumericalFunction.cut_outputs)
-    # inside a loop body or a branch (numfn.control): the arrays it gives a new value, {id: (array, value before)}
+    # inside a loop body or a branch (numfn.trace.control): the arrays it gives a new value, {id: (array, value before)}
     rebinds: dict | None = None
     born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
     regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records

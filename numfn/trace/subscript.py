@@ -12,7 +12,7 @@ chain of `x` to indices of its base array, and the base gets a new version, SCAT
 view of the base then reads the new version. An assignment into a function input changes the caller's array.
 
 Integer arrays known while tracing are checked and wrapped then (IndexError as NumPy raises it); traced ones are
-wrapped in the program and checked by a Check (numfn.tensor.add_check), raised after the call.
+wrapped in the program and checked by a Check (numfn.trace.tensor.add_check), raised after the call.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
-from numfn.uop import Ops, UOp
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
+from numfn.ir.uop import Ops, UOp
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _static_slice(s: slice) -> slice:
 def window(s: slice, n, axis: int) -> Item:
     """The item of a slice with traced bounds of an axis of size n (an int, or a 0-d int64 Tensor: a run-time
     length): a window of run-time count, at most `count` (the bound) long."""
-    from numfn.dynamic import slice_span
+    from numfn.trace.dynamic import slice_span
     step = 1 if s.step is None else int(s.step)
     if step == 0: raise ValueError("slice step cannot be zero")
     start, count = slice_span(s.start, s.stop, step, n)
@@ -318,8 +318,8 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
 @tensor_method("__getitem__")
 def getitem(x: Tensor, index) -> Tensor:
     """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
-    whose number is only known at run time), an array of run-time length (numfn.dynamic)."""
-    from numfn import dynamic
+    whose number is only known at run time), an array of run-time length (numfn.trace.dynamic)."""
+    from numfn.trace import dynamic
     masked = _leading_mask(x.shape, index)
     if masked is not None:
         mask, rest = masked
@@ -339,8 +339,8 @@ def getitem(x: Tensor, index) -> Tensor:
 
 def gathered(x: Tensor, items: list[Item], scalar: bool = True) -> Tensor:
     """x[items] by a GATHER: a view of x's memory where NumPy's result is one (traced integers and slice bounds),
-    with run-time lengths where windows give them (numfn.dynamic.DynTensor)."""
-    from numfn.dynamic import DynTensor
+    with run-time lengths where windows give them (numfn.trace.dynamic.DynTensor)."""
+    from numfn.trace.dynamic import DynTensor
     lengths: dict = {}
     shape, indices = region(cast(tuple[int, ...], x.uop.shape), items, lengths)
     view = is_view(items)
@@ -365,7 +365,7 @@ def setitem(x: Tensor, index, value) -> None:
         view = getitem(x, (slice(None),) * mask.ndim + rest)
         setitem(x, (slice(None),) * mask.ndim + rest, _masked_update(view, mask, value))
         return
-    from numfn import dynamic
+    from numfn.trace import dynamic
     dyn = isinstance(x, dynamic.DynTensor)
     items = dynamic.items(cast(dynamic.DynTensor, x), index) if dyn else normalize(x.shape, index)
     if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
@@ -392,7 +392,7 @@ def setitem(x: Tensor, index, value) -> None:
 def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
     """The region (whose leading axes the mask covers) with `value` stored where the mask holds: a value that
     broadcasts, or one element per true position (checked when the program runs)."""
-    from numfn import dynamic
+    from numfn.trace import dynamic
     from numfn.numpy import where
     rest = region.shape[mask.ndim:]
     m = mask.reshape(mask.shape + (1,) * len(rest))
@@ -422,7 +422,7 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
                              f"indexing result of shape {_fmt(shape)}")
         raise ValueError(f"could not broadcast input array from shape {_fmt(v.shape)} into shape {_fmt(shape)}")
     if v.uop.dtype.is_complex and not (dt.is_complex or dt.is_bool):
-        from numfn.tensor import warn_complex_discarded
+        from numfn.trace.tensor import warn_complex_discarded
         warn_complex_discarded()
     u = v.uop.cast(dt).reshape(vshape)
     return Tensor(Tensor(u)._broadcast(shape))
@@ -465,7 +465,7 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
     if base._links:   # a branch's result that some branches made a view of another array: it is written too
-        from numfn.branch_views import write_through
+        from numfn.trace.branch_views import write_through
         write_through(base, shape, at, value, injective, combine, gate)
 
 

@@ -1,6 +1,0 @@
-"""`python -m numfn.fuzz ARGS`, the same as `python -m numfn fuzz ARGS`."""
-import sys
-
-from numfn.fuzz.driver import main
-
-sys.exit(main(sys.argv[1:]))

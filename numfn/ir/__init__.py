@@ -1,0 +1,2 @@
+"""The IR layer: UOp graphs (uop), symbolic sizes and values (symbolic). It imports only the base modules (config,
+errors, dtype, debug, locks); everything above builds graphs of it or reads them."""
