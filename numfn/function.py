@@ -53,7 +53,7 @@ from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, 
 
 if TYPE_CHECKING:
     from numfn.codegen.program import KernelProgram
-    from numfn.extern import ExternProgram
+    from numfn.schedule import ExternProgram
     from numfn.runtime.dispatch import PyDispatcher
 
 _P = ParamSpec("_P")      # the parameters of a compiled function
@@ -216,7 +216,7 @@ class NumericalFunction:
         renderer = renderer_for(self.backend)
         for ei, name in zip(self.kernel_items, unique_names([ei.kernel.name for ei in self.kernel_items])):
             if ei.lowered is None:   # an extern call (numfn.extern)
-                from numfn.extern import ExternKernel, build_extern_program
+                from numfn.schedule import ExternKernel, build_extern_program
                 assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
                 prog: KernelProgram | ExternProgram = build_extern_program(replace(ei.kernel, name=name),
                                                                            self.layout.externs)

@@ -59,16 +59,16 @@ def recursion_limit(extra: int):
 def counting_expansions():
     """Counts how often lowering expands a (node, index) pair: the analysis work of scheduling and lowering."""
     counts = Counter()
-    original = lower._Lowerer._lower
+    original = lower.Lowerer._lower
 
     def counted(self, u, idx):
         counts[u.op] += 1
         return original(self, u, idx)
-    lower._Lowerer._lower = counted
+    lower.Lowerer._lower = counted
     try:
         yield counts
     finally:
-        lower._Lowerer._lower = original
+        lower.Lowerer._lower = original
 
 
 def kernel_depths(nf) -> list[int]:

@@ -39,7 +39,7 @@ def linear_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
     return out
 
 
-def _reshape_groups(new: tuple[int, ...], old: tuple[int, ...]):
+def reshape_groups(new: tuple[int, ...], old: tuple[int, ...]):
     """Pairs of axis runs (of `new`, of `old`) with equal element counts, in order: each run of a reshape maps
     onto its partner alone, which keeps index expressions small."""
     groups, gi, gj, pi, pj, i, j = [], [], [], 1, 1, 0, 0
@@ -59,7 +59,7 @@ def reshape_index(idx: tuple[UOp, ...], new: tuple[int, ...], old: tuple[int, ..
     """The index into `old` of element `idx` of its reshape to `new` (row-major order is preserved)."""
     if math.prod(new) == 0: return (ZERO,) * len(old)
     out: list[UOp] = [ZERO] * len(old)
-    for gnew, gold in _reshape_groups(new, old):
+    for gnew, gold in reshape_groups(new, old):
         flat = linear_index(tuple(idx[a] for a in gnew), tuple(new[a] for a in gnew))
         for b, st in zip(gold, strides_for(tuple(old[b] for b in gold))):
             out[b] = imod(idiv(flat, st), old[b]) if old[b] != 1 else ZERO
@@ -132,7 +132,7 @@ class RealizeCheck:
     def cut(self, u: UOp) -> bool: raise NotImplementedError
 
 
-class _Lowerer:
+class Lowerer:
     def __init__(self, check: RealizeCheck | None = None):
         self.memo: dict = {}
         self.chain: dict[UOp, tuple[UOp, ...]] = {}
@@ -303,7 +303,7 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
     assert v.shape is not None
-    lw = _Lowerer()
+    lw = Lowerer()
     ranges = tuple(lw.new_range(n, "loop", ()) if n > 1 else ZERO for n in v.shape)
     loaded = lw.lower(v, ranges)
     loads = [u for u in loaded.toposort() if u.op is Ops.LOAD]
@@ -349,7 +349,7 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
     the values it decides to store are in `realize` of the result (and the kernel is only good for counting)."""
     stores = ast.src
     shape = kernel_domain(stores[0].src[1])
-    lw = _Lowerer(check)
+    lw = Lowerer(check)
     idx: list[UOp] = []
     ranges: list[UOp] = []
     for n in shape:

@@ -226,7 +226,7 @@ def render_extern(prog) -> str:
     """An extern call (numfn.extern.ExternProgram) as a static C function over the externs table and its buffers:
     per batch element, its calls through the table's function pointers, every argument by reference (the Fortran
     convention), then one hidden length per character argument."""
-    from numfn.extern import Char, Int, Ptr, Real
+    from numfn.ir.extern import Char, Int, Ptr, Real
     params = ["void *const *externs"] + [f"{'const ' if i >= prog.written else ''}{p.dtype.cname} *{buffer_name(p.arg)}"
                                          for i, p in enumerate(prog.params)]
     itype = "int64_t" if prog.int_bits == 64 else "int32_t"

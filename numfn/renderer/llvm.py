@@ -363,7 +363,7 @@ def render_extern(prog) -> str:
     """An extern call (numfn.extern.ExternProgram) as an internal function over the externs table and its buffers:
     per batch element, its calls through the table's function pointers, every argument by reference (the Fortran
     convention: stack slots filled once), then one hidden length (i64 1) per character argument."""
-    from numfn.extern import Char, Int, Ptr, Real
+    from numfn.ir.extern import Char, Int, Ptr, Real
     from numfn.renderer.c import batch_offset
     itype = "i64" if prog.int_bits == 64 else "i32"
     ftype = ltype(prog.dtype)
