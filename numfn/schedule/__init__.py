@@ -16,11 +16,11 @@ regions, memory, items, roots, realize; callify stands alone.
 """
 from numfn.schedule.callify import callify
 from numfn.schedule.externs import ExternProgram, build_extern_program
-from numfn.schedule.items import ExecItem, ExternKernel, Kernel, LoopKernel, Schedule, all_items, program_steps
-from numfn.schedule.memory import MemoryPlan, plan_memory
+from numfn.schedule.items import ExecItem, ExternKernel, LoopKernel, Schedule, all_items, program_steps
+from numfn.schedule.memory import MemoryPlan
 from numfn.schedule.realize import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS
 from numfn.schedule.scheduler import create_schedule
 
-__all__ = ["callify", "create_schedule", "plan_memory", "Schedule", "ExecItem", "Kernel", "ExternKernel", "LoopKernel",
-           "MemoryPlan", "all_items", "program_steps", "ExternProgram", "build_extern_program", "MAX_KERNEL_DEPTH",
-           "MAX_KERNEL_OPS"]
+# what the rest of numfn (the pipeline, codegen.layout) and the tests use; the parts' own names are in their modules
+__all__ = ["callify", "create_schedule", "Schedule", "ExecItem", "ExternKernel", "LoopKernel", "MemoryPlan",
+           "all_items", "program_steps", "ExternProgram", "build_extern_program", "MAX_KERNEL_DEPTH", "MAX_KERNEL_OPS"]
