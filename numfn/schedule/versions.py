@@ -8,15 +8,16 @@ Interface, used by numfn/schedule/scheduler.py and kernels.py:
   - `Versions(writebacks)`: `writebacks` are the last versions of the arguments written into (only those writes
     may overwrite an argument's memory);
   - `plan(roots)` makes every SCATTER and the version it overwrites a root (numfn/schedule/roots.py), resets the
-    other roots' targets to their outputs, sets each chain's home buffer as their target, and adds the copies the
-    plan needs (a version that is a second output; the write-back of writes into an argument that started from a
-    copy, a root with `last` set). It fills `prev` (each SCATTER -> the version it overwrites), `chain_of` (each
-    version -> the first of its chain) and reads `copies` and `solo`, which the fixes below change;
-  - kernels.py then orders kernels so that a kernel reading a version runs before the next version is written.
-    Where that order is impossible it asks for a fix and the scheduler plans again: `copy_fix(s)` makes the write
-    `s` start from a copy of its old value in a fresh buffer (two writes start from one version, a kernel needs two
-    versions at once, a reader of a version depends on the next one), `solo` gives the values of one kernel kernels
-    of their own (a kernel of several values reads two versions).
+    other roots' targets to their outputs, makes each chain's home buffer the target of its versions (roots with
+    no target get a home in kernels.py), and adds the copies the plan needs (a version that is a second output;
+    the write-back of writes into an argument that started from a copy: a root with `last` set). It fills `prev`
+    (each SCATTER -> the version it overwrites: its old value, or the copy in `copies` it starts from) and
+    `chain_of` (each version -> the first of its chain);
+  - kernels.py then orders kernels so that a kernel reading a version runs before the next version is written
+    (`next_writers`). Where that order is impossible it raises a fix and the scheduler plans again: `copy_fix(s)`
+    makes the write `s` start from a copy of its old value in a fresh buffer (two writes start from one version, a
+    kernel needs two versions at once, a reader of a version depends on the next one); adding to `solo` gives the
+    values of one kernel kernels of their own (a kernel of several values reads two versions).
   - `write_hazard(value, lowered, kernel_value)`: a scatter kernel reading the memory it writes at another place
     than the one it writes (`x[1:] = x[:-1]`) returns the part of its value to store first (`demand_gate`: only
     the part's elements under a gated write's gate, when nothing else reads it).
