@@ -12,7 +12,7 @@ from numfn.ir.uop import Buffer, Ops, UOp, toposort
 from numfn.schedule import (ExecItem, ExternKernel, LoopKernel, MAX_KERNEL_DEPTH, Schedule, all_items, callify,
                             create_schedule, program_steps)
 from numfn.schedule.items import Kernel
-from numfn.schedule.kernels import classify_uses
+from numfn.schedule.kernels import Replan, build_kernels, classify_uses
 from numfn.schedule.memory import plan_memory
 from numfn.schedule.realize import (MAX_COPIES, RealizeRule, SPLIT_PARTS, realizable, should_realize,
                                     split_reductions)
@@ -205,6 +205,25 @@ def test_two_writes_from_one_version_start_one_from_a_copy():
                             ("E_4_3n1", ["output1"], ["output0"]),
                             ("W_1_3", ["output0"], []),
                             ("W_1_3n1", ["output1"], [])]
+
+
+def test_kernels_ask_for_a_copy_when_two_writes_start_from_one_version():
+    v = buffer("input", 0, (4, 3)).alu(Ops.EXP)
+    first, second = scatter(v, const(1.0, (1, 3)), *ROW0), scatter(v, const(2.0, (1, 3)), *ROW1)
+    out0, out1 = buffer("output", 0, (4, 3)), buffer("output", 1, (4, 3))
+    roots = {first: Root(first, [out0]), second: Root(second, [out1])}
+    versions = Versions(set())
+    versions.plan(roots)
+    with pytest.raises(Replan) as replan:
+        build_kernels(roots, versions)
+    assert versions.copies == {}
+    replan.value.fix()   # the later write starts from a copy of v
+    assert list(versions.copies) == [second] and versions.copies[second].src == (v,)
+    versions.plan(roots)
+    assert versions.prev == {first: v, second: versions.copies[second]}
+    kernels = build_kernels(roots, versions)
+    assert [(k.name, [u.arg for u in k.outputs]) for k, _ in kernels] == [
+        ("E_4_3", [out0.arg]), ("E_4_3n1", [out1.arg]), ("W_1_3", [out0.arg]), ("W_1_3n1", [out1.arg])]
 
 
 def test_a_write_into_an_argument_happens_in_place():
