@@ -32,14 +32,14 @@ import numpy as np
 from numfn import debug, progress
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout, make_layout
+from numfn.codegen.layout import Layout
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
-                            program_steps)
+                            make_layout, program_steps)
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices

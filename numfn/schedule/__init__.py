@@ -17,10 +17,10 @@ regions, memory, items, roots, realize; callify stands alone.
 from numfn.schedule.callify import callify
 from numfn.schedule.externs import ExternProgram, build_extern_program
 from numfn.schedule.items import ExecItem, ExternKernel, LoopKernel, Schedule, all_items, program_steps
-from numfn.schedule.memory import MemoryPlan
+from numfn.schedule.memory import MemoryPlan, make_layout
 from numfn.schedule.realize import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS
 from numfn.schedule.scheduler import create_schedule
 
-# what the rest of numfn (the pipeline, codegen.layout) and the tests use; the parts' own names are in their modules
+# what the rest of numfn (the pipeline) and the tests use; the parts' own names are in their modules
 __all__ = ["callify", "create_schedule", "Schedule", "ExecItem", "ExternKernel", "LoopKernel", "MemoryPlan",
-           "all_items", "program_steps", "ExternProgram", "build_extern_program", "MAX_KERNEL_DEPTH", "MAX_KERNEL_OPS"]
+           "all_items", "make_layout", "program_steps", "ExternProgram", "build_extern_program", "MAX_KERNEL_DEPTH", "MAX_KERNEL_OPS"]

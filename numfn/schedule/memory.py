@@ -7,13 +7,17 @@ a loop's state buffer and its next buffer swap, so they live as long as each oth
 overlap may share bytes; buffers whose lifetimes overlap never do. Outputs, inputs and constants are not in the
 arena: they are the caller's arrays or the program's constants, never reused.
 Buffers are placed largest first, each at the lowest offset free throughout its lifetime.
+
+`make_layout(call, schedule, memory)` then gives the program's calling convention (numfn.codegen.layout.Layout):
+which buffers the entry point takes, in which order, which constants are embedded.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numfn.ir.uop import Buffer
-from numfn.schedule.items import LoopKernel, Schedule
+from numfn.codegen.layout import EMBED_LIMIT_BYTES, Layout
+from numfn.ir.uop import Buffer, UOp
+from numfn.schedule.items import LoopKernel, Schedule, all_items
 
 ALIGNMENT = 64   # every buffer starts at a multiple of this many bytes (a cache line)
 
@@ -60,3 +64,20 @@ def plan_memory(items: Schedule) -> MemoryPlan:
     arena = max((e for _, e, _, _ in placed), default=0)
     naive = sum(-(-n // ALIGNMENT) * ALIGNMENT for n in nbytes.values())
     return MemoryPlan(offsets, arena, naive)
+
+
+def make_layout(call: UOp, schedule: Schedule, memory: MemoryPlan) -> Layout:
+    """The calling convention of the program `call` is, scheduled as `schedule` with intermediates at `memory`."""
+    used: dict[Buffer, UOp] = {}
+    for ei in schedule:
+        for u in ei.kernel.buffers: used.setdefault(u.arg, u)
+    inputs = tuple((b.arg, b.dtype) for b in call.src[1:] if b.arg.category == "input")
+    outputs = tuple((b, call.src[0].src[i].dtype) for i, b in enumerate(call.arg))
+    consts = [(u.arg, u.dtype, u.arg.data) for u in call.src[1:] if u.arg.category == "constant" and u.arg in used]
+    embedded = tuple(c for c in consts if c[2].nbytes <= EMBED_LIMIT_BYTES)
+    pointer = tuple(c for c in consts if c[2].nbytes > EMBED_LIMIT_BYTES)
+    inter = tuple(sorted(((b, used[b].dtype, off) for b, off in memory.offsets.items()), key=lambda t: t[0].number))
+    written = frozenset(u.arg for ei in schedule for u in ei.kernel.outputs if u.arg.category == "input")
+    externs = tuple(dict.fromkeys(s for ei in all_items(schedule) if ei.lowered is None
+                                  and hasattr(ei.kernel, "symbols") for s in ei.kernel.symbols()))
+    return Layout(outputs, inputs, embedded, pointer, inter, memory.arena_bytes, written, externs)
