@@ -10,6 +10,7 @@ from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
+from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
@@ -324,8 +325,16 @@ EXPRESSIONS = {
 }
 
 
+def _register_render_rules() -> None:
+    """The C rule of every elementwise op, in the table of primitives (numfn.ir.primitives)."""
+    for op, rule in EXPRESSIONS.items(): register(op, "render", rule, backend="c")
+
+
+_register_render_rules()
+
+
 def _expr(u: UOp, a: list[str]) -> str:
-    rule = EXPRESSIONS.get(u.op)
+    rule = PRIMITIVES[u.op].render.get("c")   # the op's C rule in the table of primitives (EXPRESSIONS, registered)
     if rule is None: raise NotImplementedError(f"C renderer: {u.op.name}")
     return rule(u, a)
 
