@@ -17,8 +17,8 @@ pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
 
 # the modules that register rules: not all of them are imported by `import numfn` (a renderer is loaded when a
 # program is first rendered), so the check imports them all
-REGISTERING = ("numfn.codegen.lower", "numfn.codegen.complex", "numfn.codegen.decompose", "numfn.renderer.c",
-               "numfn.renderer.llvm", "numfn.transforms")
+REGISTERING = ("numfn.codegen.lower", "numfn.codegen.complex", "numfn.codegen.decompose",
+               "numfn.codegen.transcendental", "numfn.renderer.c", "numfn.renderer.llvm", "numfn.transforms")
 for _module in REGISTERING: importlib.import_module(_module)
 
 DTYPES = (dtypes.bool, dtypes.uint8, dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64, dtypes.complex64)
@@ -64,6 +64,8 @@ def test_the_layers_read_their_rules_from_the_table():
     assert all(PRIMITIVES[op].render["c"] is rule for op, rule in c.EXPRESSIONS.items())
     assert all(PRIMITIVES[op].render["llvm"] is rule for op, rule in llvm.ALU_RULES.items())
     assert BATCHING_RULES == {op: p.batch for op, p in PRIMITIVES.items() if p.batch is not None}
+    approximated = {op for op, p in PRIMITIVES.items() if p.approximate is not None}
+    assert approximated == primitives.TRANSCENDENTAL - {Ops.POW}   # every float function but pow has a polynomial
 
 
 def test_the_op_groups_are_read_off_the_table():

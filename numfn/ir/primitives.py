@@ -9,28 +9,37 @@ An entry (`Primitive`) declares, here in the IR layer:
   bounds      its value's conservative [min, max] from its sources' (`UOp.bounds`, used by index
               simplification), or None where nothing better than the dtype's range is known
   numpy       the NumPy ufunc an ALU op computes (tests compare the shape and dtype rules with it)
+  libm        the C math library's function computing a float op (the renderers call it: renderer/c.py always,
+              renderer/llvm.py where LLVM has no intrinsic for it)
   commutative, transcendental, machine (made by codegen only, never traced), complex (takes complex operands),
   needs       the rules higher layers must register for it (tests/test_primitives.py checks them)
 
 and it has slots the higher layers fill by registering into it (`register`; the layers import this module, never
 the other way round):
   lower          codegen/lower.py: the node evaluated at a symbolic index inside a kernel
-  decompose      codegen/decompose.py: the rewrites into machine ops (NumPy semantics) an op always needs
+  decompose      codegen/decompose.py: the rewrites into machine ops (NumPy semantics), for some dtypes or always
+  approximate    codegen/transcendental.py: a float function's polynomial form (optional: the renderers' libm
+                 call is the fallback)
   render         renderer/c.py and renderer/llvm.py, one rule per backend ("c", "llvm")
   batch          transforms.py (vmap): the node with a leading batch axis
   complex_split  codegen/complex.py: the node on complex values as real parts
   jvp, transpose the derivative rules (forward mode, and the transpose of a linear op for reverse mode) that a
                  later issue adds; empty now, and nothing reads them yet
 
-Adding an elementwise operation (say a unary `Ops.ERF` computing np.erf... or any ufunc):
-  1. the enum member in `Ops` below, and its entry in `_declare` (`_unary(...)` with its NumPy name, flags, and a
-     bounds rule if index simplification can use one);
-  2. its rules in the layers that `needs` names: `lower` and `batch` come with the kind (the elementwise rules are
-     registered for every elementwise op); a render rule in renderer/c.py (`EXPRESSIONS`) and renderer/llvm.py
-     (`ALU_RULES`), or a rewrite in codegen/decompose.py into ops that have them; a `complex_split` rule in
-     codegen/complex.py (`_FUNCTIONS`) if it takes complex values; constant folding in ir/symbolic.py (`_UFUNC`);
+Adding an elementwise operation (say a float function `Ops.SINPI`):
+  1. here: the member in `Ops`, and its entry in `_declare`: `_alu(Kind.UNARY, Ops.SINPI, "sinpi", libm=...)` with
+     its NumPy name, its C math library function if there is one (both renderers then call it), its flags
+     (`transcendental`, `commutative`, `complex` if it takes complex values, `decomposed` if it has no machine form)
+     and a bounds rule if index simplification can use one. Its shape and dtype rules, its lowering and its batching
+     rule come with its kind (one rule serves every elementwise op);
+  2. where `needs` asks for more: without a libm function, a render rule in renderer/c.py (`EXPRESSIONS`) and
+     renderer/llvm.py (`ALU_RULES`), or a rewrite in codegen/decompose.py into ops that have them (`decomposed`);
+     with `complex`, its arithmetic on parts in codegen/complex.py (`_FUNCTIONS`); optionally a polynomial form in
+     codegen/transcendental.py (`_IMPL`). Outside the compiler: the NumPy function in numfn/numpy/ufuncs.py, which
+     records the op, and constant folding in ir/symbolic.py (`_UFUNC`);
   3. tests: tests/test_primitives.py checks that the entry has every rule it needs and that its shape and dtype
-     rules agree with NumPy's; the op's numerical tests go with the ufunc (tests/test_elementwise.py).
+     rules agree with NumPy's; the op's numerical tests go with the others (tests/test_elementwise.py,
+     tests/test_transcendental.py for a polynomial form).
 """
 from __future__ import annotations
 
@@ -140,7 +149,7 @@ class Kind(enum.Enum):
 ALU_KINDS = frozenset({Kind.UNARY, Kind.BINARY, Kind.TERNARY})
 BACKENDS = ("c", "llvm")         # the renderers: each registers a render rule per op it renders
 # the slots higher layers register into (render per backend)
-SLOTS = ("lower", "decompose", "render", "batch", "complex_split", "jvp", "transpose")
+SLOTS = ("lower", "decompose", "approximate", "render", "batch", "complex_split", "jvp", "transpose")
 
 ShapeRule = Callable[[Node], "tuple[int, ...] | None"]
 DTypeRule = Callable[[tuple[DType, ...]], DType]
@@ -157,6 +166,7 @@ class Primitive:
     dtype: DTypeRule | None = None
     bounds: BoundsRule | None = None
     numpy: str | None = None
+    libm: str | None = None
     commutative: bool = False
     transcendental: bool = False
     machine: bool = False
@@ -165,6 +175,7 @@ class Primitive:
     # registered by higher layers
     lower: Callable | None = None           # codegen/lower.py: generator or function (lowerer, node, index)
     decompose: tuple[Callable, ...] = ()    # codegen/decompose.py: its rewrites (node) -> node or None
+    approximate: Callable | None = None     # codegen/transcendental.py: (node) -> its polynomial form, or None
     render: dict[str, Callable] = field(default_factory=dict)   # backend -> the renderer's rule
     batch: Callable | None = None           # transforms.py: (node, [(source, batched)], size) -> node
     complex_split: Callable | None = None   # codegen/complex.py: (splitter, node) -> parts, or a real node
@@ -174,7 +185,8 @@ class Primitive:
 
     def registered(self) -> frozenset[str]:
         """The rules the higher layers have registered, named as in `needs`."""
-        have = {slot for slot in ("lower", "batch", "complex_split", "jvp", "transpose") if getattr(self, slot)}
+        have = {slot for slot in ("lower", "approximate", "batch", "complex_split", "jvp", "transpose")
+                if getattr(self, slot)}
         if self.decompose: have.add("decompose")
         have.update(f"render:{backend}" for backend in self.render)
         return frozenset(have)
@@ -402,8 +414,8 @@ _RENDERED = frozenset(f"render:{b}" for b in BACKENDS)
 
 
 def _alu(kind: Kind, op: Ops, numpy: str | None, dtype: DTypeRule = _first_dtype, bounds: BoundsRule | None = None,
-         commutative: bool = False, transcendental: bool = False, machine: bool = False, complex: bool = False,
-         decomposed: bool = False, complex_only: bool = False) -> None:
+         libm: str | None = None, commutative: bool = False, transcendental: bool = False, machine: bool = False,
+         complex: bool = False, decomposed: bool = False, complex_only: bool = False) -> None:
     """An elementwise ALU op's entry. `decomposed`: codegen/decompose.py always rewrites it into other ops (no
     renderer sees it); `complex_only`: it exists for complex values only and codegen/complex.py removes it;
     `machine`: made by codegen only (vmap never sees it)."""
@@ -413,8 +425,13 @@ def _alu(kind: Kind, op: Ops, numpy: str | None, dtype: DTypeRule = _first_dtype
     else: needs |= _RENDERED
     if complex: needs.add("complex_split")
     PRIMITIVES[op] = Primitive(op, kind, _WHERE_SHAPE if op is Ops.WHERE else _SAME, dtype,
-                               None if bounds is None else _integer(bounds), numpy, commutative, transcendental,
-                               machine, complex or complex_only, frozenset(needs))
+                               None if bounds is None else _integer(bounds), numpy, libm, commutative,
+                               transcendental, machine, complex or complex_only, frozenset(needs))
+
+
+# the C names of the float functions whose NumPy names differ
+_LIBM_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+               "arctanh": "atanh"}
 
 
 def _declare() -> None:
@@ -428,8 +445,8 @@ def _declare() -> None:
     # unary
     _alu(U, Ops.NEG, "negative", bounds=_bounds_neg, complex=True)
     _alu(U, Ops.NOT, "invert", decomposed=True)
-    _alu(U, Ops.ABS, "absolute", complex=True)
-    _alu(U, Ops.SQRT, "sqrt", complex=True)
+    _alu(U, Ops.ABS, "absolute", libm="fabs", complex=True)
+    _alu(U, Ops.SQRT, "sqrt", libm="sqrt", complex=True)
     for op, name, cplx in ((Ops.EXP, "exp", True), (Ops.EXP2, "exp2", True), (Ops.LOG, "log", True),
                            (Ops.LOG2, "log2", True), (Ops.SIN, "sin", True), (Ops.COS, "cos", True),
                            (Ops.TAN, "tan", True), (Ops.TANH, "tanh", True), (Ops.ASIN, "arcsin", False),
@@ -437,9 +454,9 @@ def _declare() -> None:
                            (Ops.COSH, "cosh", True), (Ops.ASINH, "arcsinh", False), (Ops.ACOSH, "arccosh", False),
                            (Ops.ATANH, "arctanh", False), (Ops.EXPM1, "expm1", True), (Ops.LOG1P, "log1p", True),
                            (Ops.LOG10, "log10", True), (Ops.CBRT, "cbrt", False)):
-        _alu(U, op, name, transcendental=True, complex=cplx)
-    for op, name in ((Ops.FLOOR, "floor"), (Ops.CEIL, "ceil"), (Ops.TRUNC, "trunc")): _alu(U, op, name)
-    _alu(U, Ops.RINT, "rint", complex=True)
+        _alu(U, op, name, libm=_LIBM_NAMES.get(name, name), transcendental=True, complex=cplx)
+    for op, name in ((Ops.FLOOR, "floor"), (Ops.CEIL, "ceil"), (Ops.TRUNC, "trunc")): _alu(U, op, name, libm=name)
+    _alu(U, Ops.RINT, "rint", libm="rint", complex=True)
     _alu(U, Ops.IMAG, "imag", dtype=_component_dtype, complex_only=True)
     # binary
     _alu(B, Ops.ADD, "add", bounds=_bounds_add, commutative=True, complex=True)
@@ -448,7 +465,7 @@ def _declare() -> None:
     _alu(B, Ops.FDIV, "true_divide", complex=True)
     _alu(B, Ops.FLOORDIV, "floor_divide", bounds=_bounds_floordiv, decomposed=True)
     _alu(B, Ops.MOD, "remainder", bounds=_bounds_mod, decomposed=True)
-    _alu(B, Ops.POW, "power", transcendental=True, complex=True)
+    _alu(B, Ops.POW, "power", libm="pow", transcendental=True, complex=True)
     _alu(B, Ops.MAX, "maximum", bounds=_bounds_max, commutative=True, complex=True)
     _alu(B, Ops.MIN, "minimum", bounds=_bounds_min, commutative=True, complex=True)
     _alu(B, Ops.CMPLT, "less", dtype=_bool_dtype, bounds=_bounds_cmplt, complex=True)
@@ -460,16 +477,16 @@ def _declare() -> None:
     _alu(B, Ops.XOR, "bitwise_xor", commutative=True)
     _alu(B, Ops.SHL, "left_shift")
     _alu(B, Ops.SHR, "right_shift")
-    _alu(B, Ops.ATAN2, "arctan2", transcendental=True)
-    _alu(B, Ops.HYPOT, "hypot", transcendental=True)
+    _alu(B, Ops.ATAN2, "arctan2", libm="atan2", transcendental=True)
+    _alu(B, Ops.HYPOT, "hypot", libm="hypot", transcendental=True)
     _alu(B, Ops.GCD, "gcd", bounds=_bounds_gcd, commutative=True)
     _alu(B, Ops.COMPLEX, None, dtype=_complex_dtype, complex_only=True)
     _alu(B, Ops.IDIV, None, bounds=_bounds_idiv, machine=True)
     _alu(B, Ops.IMOD, None, bounds=_bounds_imod, machine=True)
-    _alu(B, Ops.FMOD, "fmod", machine=True)
+    _alu(B, Ops.FMOD, "fmod", libm="fmod", machine=True)
     # ternary
     _alu(T, Ops.WHERE, "where", dtype=_last_dtype, bounds=_bounds_where, complex=True)
-    _alu(T, Ops.FMA, None)
+    _alu(T, Ops.FMA, None, libm="fma")
     # conversions: the node's dtype is the target, given when it is made
     for op in (Ops.CAST, Ops.BITCAST):
         needs = _ELEMENTWISE_NEEDS | _RENDERED | ({"complex_split"} if op is Ops.CAST else set())

@@ -30,9 +30,10 @@ _INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log"
               Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
               Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10",
               Ops.FMA: "fma"}
-_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh",
-         Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh", Ops.EXPM1: "expm1",
-         Ops.LOG1P: "log1p", Ops.CBRT: "cbrt", Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
+# the float functions LLVM has no intrinsic (or instruction) for: calls of the C math library's, by the name the table
+# of primitives gives (numfn.ir.primitives)
+_LIBM = {op: p.libm for op, p in PRIMITIVES.items()
+         if p.libm is not None and op not in _INTRINSIC and op not in _FLOAT_BIN}
 
 
 def ltype(dt: DType) -> str:
