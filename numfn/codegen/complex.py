@@ -21,6 +21,9 @@ Arithmetic follows NumPy's loops exactly, rounding included: a product is NumPy'
 NaN cases. The math functions (exp, log, sqrt, power, the trigonometric and hyperbolic functions) are composed from
 the real ones (codegen/transcendental.py turns those into polynomial code), with C99 Annex G's special values as
 glibc, whose functions NumPy calls, returns them; complex64 functions are computed in float64 and rounded once.
+
+Each op's rule is registered in the table of primitives (numfn.ir.primitives, slot `complex_split`): an elementwise
+op on complex values needs its arithmetic on parts in `_FUNCTIONS` (and the `complex` flag in its entry).
 """
 from __future__ import annotations
 

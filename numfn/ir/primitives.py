@@ -436,11 +436,12 @@ _LIBM_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": 
 
 def _declare() -> None:
     for op, shape in _SOURCE_SHAPES.items():
-        needs = frozenset({"lower"}) if op in (Ops.CONST, Ops.IOTA, Ops.EMPTY, Ops.BUFFER) else frozenset()
+        needs = frozenset({"lower"}) if op in (Ops.IOTA, Ops.EMPTY, Ops.BUFFER) else frozenset()
+        if op is Ops.CONST: needs = frozenset({"lower", "complex_split"})
         PRIMITIVES[op] = Primitive(op, Kind.SOURCE, shape, bounds=_SOURCE_BOUNDS.get(op), needs=needs)
     for op, shape in _MOVEMENT_SHAPES.items():
         PRIMITIVES[op] = Primitive(op, Kind.MOVEMENT, shape, bounds=_integer(_bounds_pad) if op is Ops.PAD else
-                                   _bounds_view, needs=frozenset({"lower", "batch"}))
+                                   _bounds_view, needs=frozenset({"lower", "batch", "complex_split"}))
     U, B, T = Kind.UNARY, Kind.BINARY, Kind.TERNARY
     # unary
     _alu(U, Ops.NEG, "negative", bounds=_bounds_neg, complex=True)
