@@ -247,35 +247,35 @@ class _Lowerer:
 # loop-level value, or is a generator that yields the (source, index) pairs it needs, is sent their values and
 # returns the node's (SCATTER and SCAN are lowered where they are stored: lower_kernel)
 
-def _lower_buffer(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]) -> UOp:
+def _lower_buffer(lw, u: UOp, idx: tuple[UOp, ...]) -> UOp:
     if u.arg.size == 0: return UOp.const(u.dtype, 0)
     return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, cast(tuple[int, ...], u.shape))))
 
 
-def _lower_reshape(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_reshape(lw, u: UOp, idx: tuple[UOp, ...]):
     return (yield u.src[0], reshape_index(idx, cast(tuple[int, ...], u.shape), cast(tuple[int, ...], u.src[0].shape)))
 
 
-def _lower_permute(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_permute(lw, u: UOp, idx: tuple[UOp, ...]):
     inner = [ZERO] * len(idx)
     for k, a in enumerate(u.arg): inner[a] = idx[k]
     return (yield u.src[0], tuple(inner))
 
 
-def _lower_expand(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_expand(lw, u: UOp, idx: tuple[UOp, ...]):
     return (yield u.src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, cast(tuple[int, ...], u.src[0].shape))))
 
 
-def _lower_shrink(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_shrink(lw, u: UOp, idx: tuple[UOp, ...]):
     return (yield u.src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
 
 
-def _lower_flip(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_flip(lw, u: UOp, idx: tuple[UOp, ...]):
     return (yield u.src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
                                   for a, (i, n) in enumerate(zip(idx, cast(tuple[int, ...], u.shape)))))
 
 
-def _lower_pad(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_pad(lw, u: UOp, idx: tuple[UOp, ...]):
     # outside the source the value is 0; inside, the index is clamped into range so every load stays in bounds
     # whatever the mask says (a clamped axis the source only broadcasts disappears again)
     inner, valid = [], TRUE
@@ -290,7 +290,7 @@ def _lower_pad(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
     return value if valid is TRUE else valid.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
 
 
-def _lower_reduce_axis(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_reduce_axis(lw, u: UOp, idx: tuple[UOp, ...]):
     rop, axes = u.arg
     parent = lw.scope(*idx)
     inner, ranges = list(idx), []
@@ -308,20 +308,20 @@ def _lower_reduce_axis(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
     return value.alu(Ops.ADD, UOp.const(u.dtype, 0.0)) if rop is Ops.ADD and u.dtype.is_float else value
 
 
-def lower_elementwise(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def lower_elementwise(lw, u: UOp, idx: tuple[UOp, ...]):
     """Every elementwise op: the same op on its sources' values at the same index."""
     values = []
     for s in u.src: values.append((yield s, idx))
     return UOp(u.op, u.dtype, tuple(values), u.arg)
 
 
-def _lower_gather(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_gather(lw, u: UOp, idx: tuple[UOp, ...]):
     at = []
     for i in u.src[1:]: at.append((yield i, idx))
     return (yield u.src[0], tuple(at))
 
 
-def _lower_contiguous(lw: _Lowerer, u: UOp, idx: tuple[UOp, ...]):
+def _lower_contiguous(lw, u: UOp, idx: tuple[UOp, ...]):
     return (yield u.src[0], idx)
 
 
