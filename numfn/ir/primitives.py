@@ -171,7 +171,7 @@ class Primitive:
     transcendental: bool = False
     machine: bool = False
     complex: bool = False
-    needs: frozenset[str] = frozenset()     # "lower", "batch", "render:c", ... (see required_rules)
+    needs: frozenset[str] = frozenset()     # "lower", "batch", "render:c", ...: set by _declare from kind and flags
     # registered by higher layers
     lower: Callable | None = None           # codegen/lower.py: generator or function (lowerer, node, index)
     decompose: tuple[Callable, ...] = ()    # codegen/decompose.py: its rewrites (node) -> node or None
@@ -179,7 +179,9 @@ class Primitive:
     render: dict[str, Callable] = field(default_factory=dict)   # backend -> the renderer's rule
     batch: Callable | None = None           # transforms.py: (node, [(source, batched)], size) -> node
     complex_split: Callable | None = None   # codegen/complex.py: (splitter, node) -> parts, or a real node
-    # derivative rules: added by a later issue (forward-mode jvp, and the transpose of a linear primitive)
+    # derivative rules, added by a later issue (in none of `needs` yet). As in JAX: jvp(node, primals, tangents) ->
+    # the output's tangent (forward mode); transpose(node, cotangent) -> the cotangents of the operands the node is
+    # linear in (reverse mode is the jvp's linear part transposed). The issue that adds them fixes their signatures.
     jvp: Callable | None = None
     transpose: Callable | None = None
 
