@@ -34,6 +34,7 @@ from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.trace.tensor import Tensor, add_check
 from numfn.dtype import dtypes
+from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 
 
@@ -149,7 +150,7 @@ def _batch_subgraph(sink: UOp, carries: dict[UOp, tuple[UOp, bool]], size: int) 
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
             return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
-        rule = BATCHING_RULES.get(u.op)
+        rule = PRIMITIVES[u.op].batch
         if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
         return rule(u, list(srcs), size), True
 
@@ -157,24 +158,33 @@ def _batch_subgraph(sink: UOp, carries: dict[UOp, tuple[UOp, bool]], size: int) 
     return [done[v] for v in sink.src]
 
 
-# op -> rule(node, its sources as (value, batched) pairs with at least one batched, batch size): the node with a
-# leading batch axis. A new primitive needs its rule here (vmap raises NotImplementedError naming it otherwise).
-BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
-    **{op: _batch_elementwise for op in (*ELEMENTWISE, Ops.CONTIGUOUS)},
-    Ops.RESHAPE: _batch_view(lambda a, size: (size,) + a),
-    Ops.EXPAND: _batch_view(lambda a, size: (size,) + a),
-    Ops.PERMUTE: _batch_view(lambda a, size: (0,) + tuple(i + 1 for i in a)),
-    Ops.PAD: _batch_view(lambda a, size: ((0, 0),) + a),
-    Ops.SHRINK: _batch_view(lambda a, size: ((0, size),) + a),
-    Ops.FLIP: _batch_view(lambda a, size: tuple(i + 1 for i in a)),
-    Ops.REDUCE_AXIS: _batch_view(lambda a, size: (a[0], tuple(i + 1 for i in a[1]))),
-    Ops.SCAN: _batch_view(lambda a, size: (a[0], a[1] + 1)),
-    Ops.GATHER: _batch_gather,
-    Ops.SCATTER: _batch_scatter,
-    Ops.EXTERN: _batch_extern,
-    Ops.RESULT: _batch_view(lambda a, size: a),
-    Ops.LOOP: _batch_loop,
-}
+def _register_batching_rules() -> None:
+    """Each primitive's rule(node, its sources as (value, batched) pairs with at least one batched, batch size): the
+    node with a leading batch axis, registered in the table of primitives (numfn.ir.primitives). A new primitive
+    needs its rule here (vmap raises NotImplementedError naming it otherwise; tests/test_primitives.py fails)."""
+    rules: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = {
+        **{op: _batch_elementwise for op in (*ELEMENTWISE, Ops.CONTIGUOUS)},
+        Ops.RESHAPE: _batch_view(lambda a, size: (size,) + a),
+        Ops.EXPAND: _batch_view(lambda a, size: (size,) + a),
+        Ops.PERMUTE: _batch_view(lambda a, size: (0,) + tuple(i + 1 for i in a)),
+        Ops.PAD: _batch_view(lambda a, size: ((0, 0),) + a),
+        Ops.SHRINK: _batch_view(lambda a, size: ((0, size),) + a),
+        Ops.FLIP: _batch_view(lambda a, size: tuple(i + 1 for i in a)),
+        Ops.REDUCE_AXIS: _batch_view(lambda a, size: (a[0], tuple(i + 1 for i in a[1]))),
+        Ops.SCAN: _batch_view(lambda a, size: (a[0], a[1] + 1)),
+        Ops.GATHER: _batch_gather,
+        Ops.SCATTER: _batch_scatter,
+        Ops.EXTERN: _batch_extern,
+        Ops.RESULT: _batch_view(lambda a, size: a),
+        Ops.LOOP: _batch_loop,
+    }
+    for op, rule in rules.items(): register(op, "batch", rule)
+
+
+_register_batching_rules()
+# the batching rules by op, as the table has them (for reading: register new ones in the table)
+BATCHING_RULES: dict[Ops, Callable[[UOp, list[tuple[UOp, bool]], int], UOp]] = \
+    {p.op: p.batch for p in PRIMITIVES.values() if p.batch is not None}
 
 
 def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
@@ -188,7 +198,7 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
             return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
-        rule = BATCHING_RULES.get(u.op)
+        rule = PRIMITIVES[u.op].batch
         if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
         return rule(u, list(srcs), size), True
 

@@ -21,6 +21,9 @@ Arithmetic follows NumPy's loops exactly, rounding included: a product is NumPy'
 NaN cases. The math functions (exp, log, sqrt, power, the trigonometric and hyperbolic functions) are composed from
 the real ones (codegen/transcendental.py turns those into polynomial code), with C99 Annex G's special values as
 glibc, whose functions NumPy calls, returns them; complex64 functions are computed in float64 and rounded once.
+
+Each op's rule is registered in the table of primitives (numfn.ir.primitives, slot `complex_split`): an elementwise
+op on complex values needs its arithmetic on parts in `_FUNCTIONS` (and the `complex` flag in its entry).
 """
 from __future__ import annotations
 
@@ -31,17 +34,10 @@ from typing import cast
 
 from numfn.dtype import DType, dtypes
 from numfn.ir.symbolic import symbolic
-from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Buffer, Ops, UOp, graph_rewrite, toposort
+from numfn.ir.primitives import PRIMITIVES, register
+from numfn.ir.uop import ALU, MOVEMENT, Buffer, Ops, UOp, graph_rewrite, toposort
 
 F32, F64 = dtypes.float32, dtypes.float64
-
-# The ops a complex value may be computed by (besides views, casts, COMPLEX, WHERE, reductions with ADD, GATHER,
-# SCATTER, CONTIGUOUS and extern calls): the tracer refuses the others before they reach this module.
-COMPLEX_ALU = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.POW, Ops.ABS, Ops.SQRT, Ops.EXP,
-                         Ops.EXP2, Ops.EXPM1, Ops.LOG, Ops.LOG2, Ops.LOG10, Ops.LOG1P, Ops.SIN, Ops.COS, Ops.TAN,
-                         Ops.SINH, Ops.COSH, Ops.TANH, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE,
-                         Ops.RINT, Ops.WHERE})
-
 
 def has_complex(u: UOp) -> bool:
     """Whether the graph holds a complex value, the sub-graphs of its loops and branches included."""
@@ -218,50 +214,85 @@ class _Splitter:
         if not any(s.dtype.is_complex for s in u.src):
             src = tuple(self.new[s] for s in u.src)
             return u if src == u.src else UOp(op, u.dtype, src, u.arg)
-        z = u.src[0]
-        if op is Ops.CAST:   # NumPy's cast to a real type keeps the real part; to bool, whether any part is nonzero
-            re, im = self.parts[z]
-            if u.dtype.is_bool: return _at_shape(lambda a, b: a.ne(0.0) | b.ne(0.0), re, im)[0]
-            return re if u.dtype is re.dtype else UOp(Ops.CAST, u.dtype, (re,))
-        if op is Ops.IMAG: return self.parts[z][1]
-        if op in (Ops.CMPEQ, Ops.CMPNE, Ops.CMPLT, Ops.CMPLE):
-            return _at_shape(_COMPARE[op], *self.parts[u.src[0]], *self.parts[u.src[1]])[0]
-        raise NotImplementedError(f"{op.name} of a complex value")
+        rule = PRIMITIVES[op].complex_split   # a real value of complex ones: a cast, IMAG, a comparison
+        if rule is None: raise NotImplementedError(f"{op.name} of a complex value")
+        return rule(self, u)
 
     # ---- complex nodes ----
     def _split(self, u: UOp) -> tuple[UOp, ...]:
-        op, comp = u.op, u.dtype.component
         if self.has_memory(u): return _lanes(self.pair(u))
-        if op is Ops.CONST:
-            z = complex(u.arg)
-            return UOp.const(comp, z.real), UOp.const(comp, z.imag)
-        if op in MOVEMENT:
-            return tuple(UOp(op, comp, (p,), u.arg) for p in self.parts[u.src[0]])
-        if op is Ops.COMPLEX: return self.new[u.src[0]], self.new[u.src[1]]
-        if op is Ops.CAST:
-            x = u.src[0]
-            if x.dtype.is_complex: return tuple(p if p.dtype is comp else UOp(Ops.CAST, comp, (p,))
-                                                for p in self.parts[x])
-            v = self.new[x]
-            return (v if v.dtype is comp else UOp(Ops.CAST, comp, (v,))), \
-                UOp.const_like(comp, 0.0, cast(tuple[int, ...], u.shape))
-        if op is Ops.WHERE:
-            c = self.new[u.src[0]]
-            (ar, ai), (br, bi) = self.parts[u.src[1]], self.parts[u.src[2]]
-            return c.alu(Ops.WHERE, ar, br), c.alu(Ops.WHERE, ai, bi)
-        if op in (Ops.REDUCE_AXIS, Ops.SCAN):
-            if u.arg[0] is not Ops.ADD: raise NotImplementedError(f"a complex {u.arg[0].name} {op.name}")
-            return tuple(UOp(op, comp, (p,), u.arg) for p in self.parts[u.src[0]])
-        if op is Ops.GATHER:
-            idx = tuple(self.new[i] for i in u.src[1:])
-            return tuple(UOp(Ops.GATHER, comp, (p, *idx)) for p in self.parts[u.src[0]])
-        if op is Ops.CONTIGUOUS: return tuple(UOp(Ops.CONTIGUOUS, comp, (p,), u.arg) for p in self.parts[u.src[0]])
-        if op in ELEMENTWISE:
-            fn = _FUNCTIONS.get(op)
-            if fn is None: raise NotImplementedError(f"{op.name} of complex values")
-            args = [p for s in u.src for p in self.parts[s]]
-            return _at_shape(fn, *args)
-        raise NotImplementedError(f"{op.name} of complex values")
+        rule = PRIMITIVES[u.op].complex_split
+        if rule is None: raise NotImplementedError(f"{u.op.name} of complex values")
+        return rule(self, u)
+
+    def operands(self, u: UOp) -> list[UOp]:
+        """The real operands of `u`: both parts of each complex source, a real source as it was rewritten."""
+        return [p for s in u.src for p in (self.parts[s] if s.dtype.is_complex else (self.new[s],))]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# complex split rules, one per op (registered in numfn.ir.primitives): rule(splitter, node) gives a complex node's
+# (re, im), or a real node computed from complex ones (a cast, IMAG, a comparison) as a real node
+
+def _complex_only(rule: Callable[[_Splitter, UOp], tuple[UOp, ...]]) -> Callable[[_Splitter, UOp], tuple[UOp, ...]]:
+    """A rule for complex results: a real node of complex sources has no rule here."""
+    def split(sp: _Splitter, u: UOp) -> tuple[UOp, ...]:
+        if not u.dtype.is_complex: raise NotImplementedError(f"{u.op.name} of a complex value")
+        return rule(sp, u)
+    return split
+
+
+def _real_only(rule: Callable[[_Splitter, UOp], UOp]) -> Callable[[_Splitter, UOp], UOp]:
+    """A rule for real results of complex sources (a complex node of this op has no rule here)."""
+    def split(sp: _Splitter, u: UOp) -> UOp:
+        if u.dtype.is_complex: raise NotImplementedError(f"{u.op.name} of complex values")
+        return rule(sp, u)
+    return split
+
+
+def _split_const(sp: _Splitter, u: UOp) -> tuple[UOp, ...]:
+    z, comp = complex(u.arg), u.dtype.component
+    return UOp.const(comp, z.real), UOp.const(comp, z.imag)
+
+
+def _split_each_part(sp: _Splitter, u: UOp) -> tuple[UOp, ...]:
+    """Views, sums, scans and materializations: the same op on each part."""
+    if u.op in (Ops.REDUCE_AXIS, Ops.SCAN) and u.arg[0] is not Ops.ADD:
+        raise NotImplementedError(f"a complex {u.arg[0].name} {u.op.name}")
+    return tuple(UOp(u.op, u.dtype.component, (p,), u.arg) for p in sp.parts[u.src[0]])
+
+
+def _split_cast(sp: _Splitter, u: UOp):
+    comp = u.dtype.component if u.dtype.is_complex else None
+    x = u.src[0]
+    if comp is None:   # NumPy's cast to a real type keeps the real part; to bool, whether any part is nonzero
+        re, im = sp.parts[x]
+        if u.dtype.is_bool: return _at_shape(lambda a, b: a.ne(0.0) | b.ne(0.0), re, im)[0]
+        return re if u.dtype is re.dtype else UOp(Ops.CAST, u.dtype, (re,))
+    if x.dtype.is_complex: return tuple(p if p.dtype is comp else UOp(Ops.CAST, comp, (p,)) for p in sp.parts[x])
+    v = sp.new[x]
+    return (v if v.dtype is comp else UOp(Ops.CAST, comp, (v,))), \
+        UOp.const_like(comp, 0.0, cast(tuple[int, ...], u.shape))
+
+
+def _split_where(sp: _Splitter, u: UOp) -> tuple[UOp, ...]:
+    c = sp.new[u.src[0]]
+    (ar, ai), (br, bi) = sp.parts[u.src[1]], sp.parts[u.src[2]]
+    return c.alu(Ops.WHERE, ar, br), c.alu(Ops.WHERE, ai, bi)
+
+
+def _split_gather(sp: _Splitter, u: UOp) -> tuple[UOp, ...]:
+    idx = tuple(sp.new[i] for i in u.src[1:])
+    return tuple(UOp(Ops.GATHER, u.dtype.component, (p, *idx)) for p in sp.parts[u.src[0]])
+
+
+def _parts_rule(fn: Callable) -> Callable:
+    """The rule of an elementwise op whose arithmetic `fn` takes and gives parts (see _FUNCTIONS)."""
+    return lambda sp, u: _at_shape(fn, *sp.operands(u))
+
+
+def _compare_rule(fn: Callable) -> Callable:
+    return lambda sp, u: _at_shape(fn, *sp.operands(u))[0]
 
 
 def _at_shape(fn: Callable, *srcs: UOp) -> tuple[UOp, ...]:
@@ -679,6 +710,25 @@ _FUNCTIONS: dict[Ops, Callable] = {
     Ops.COSH: ccosh, Ops.TANH: ctanh, Ops.MAX: _maximum, Ops.MIN: functools.partial(_maximum, smaller=True),
     Ops.RINT: _rint,
 }
+
+
+def _register_complex_rules() -> None:
+    rules: dict[Ops, Callable] = {
+        Ops.CONST: _complex_only(_split_const), Ops.CAST: _split_cast, Ops.WHERE: _complex_only(_split_where),
+        Ops.COMPLEX: _complex_only(lambda sp, u: (sp.new[u.src[0]], sp.new[u.src[1]])),
+        Ops.IMAG: _real_only(lambda sp, u: sp.parts[u.src[0]][1]),
+        Ops.GATHER: _complex_only(_split_gather),
+        **{op: _complex_only(_split_each_part) for op in (*MOVEMENT, Ops.REDUCE_AXIS, Ops.SCAN, Ops.CONTIGUOUS)},
+        **{op: _complex_only(_parts_rule(fn)) for op, fn in _FUNCTIONS.items()},
+        **{op: _real_only(_compare_rule(fn)) for op, fn in _COMPARE.items()}}
+    for op, rule in rules.items(): register(op, "complex_split", rule)
+
+
+_register_complex_rules()
+
+# The ALU ops a complex value may be computed by (besides views, casts, COMPLEX, reductions with ADD, GATHER,
+# SCATTER, CONTIGUOUS and extern calls): the tracer refuses the others before they reach this module.
+COMPLEX_ALU = frozenset(op for op in ALU if PRIMITIVES[op].complex) - {Ops.COMPLEX, Ops.IMAG}
 
 
 def complex_dtype(component: DType) -> DType:

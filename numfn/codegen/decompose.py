@@ -11,6 +11,7 @@ and the other math functions of the unary and binary op sets (ASIN ... HYPOT: li
 from __future__ import annotations
 
 from numfn.dtype import DType, dtypes
+from numfn.ir.primitives import register
 from numfn.ir.uop import ALU, Ops, PatternMatcher, UOp, UPat
 
 
@@ -300,3 +301,13 @@ decompositions = PatternMatcher([
     (UPat((Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE), name="x"), _mixed_sign_compare),
     (UPat((Ops.SHL, Ops.SHR), arg=None, name="x"), _shift),
 ])
+
+
+def _register_decompositions() -> None:
+    """Each rewrite under the ops it rewrites, in the table of primitives (numfn.ir.primitives): NOT, FLOORDIV and
+    MOD have no machine op and are always rewritten; the others only for some dtypes."""
+    for pat, fn in decompositions.rules:
+        for op in pat.ops or (): register(op, "decompose", fn)
+
+
+_register_decompositions()

@@ -7,7 +7,11 @@ becomes a REDUCE node over them. Index expressions are built with the smart cons
 reshape of contiguous data leaves plain `i` behind instead of `(i//4)*4 + i%4`.
 
 The lowering also counts how often each tensor node would be evaluated once loop-invariant code is hoisted
-(a node sits in the innermost loop it depends on): the scheduler uses that count to decide what to store.
+(a node sits in the innermost loop it depends on): the scheduler uses that count to decide what to store, and it
+chooses the short loops the code generator unrolls (`choose_unrolls`), so that the counts reflect them.
+
+Each op's lowering rule is registered in the table of primitives (numfn.ir.primitives, slot `lower`): one rule
+serves every elementwise op, so a new elementwise op needs nothing here.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from typing import cast
 
 from numfn.dtype import dtypes
 from numfn.ir.symbolic import add, idiv, imod, mul
-from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, memo_bottom_up, memo_get
+from numfn.ir.primitives import PRIMITIVES, register
+from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, memo_bottom_up, memo_get, toposort
 
 ZERO = UOp.const(dtypes.index, 0)
 TRUE = UOp.const(dtypes.bool, True)
@@ -111,7 +116,7 @@ def _free_range_sources(u: UOp) -> tuple[UOp, ...]:
 class LoweredKernel:
     """A kernel as a loop-level graph: `sink` holds STORE(BUFFER, index, value) nodes over `ranges` (the output
     loops, outermost first). `evaluations` counts evaluations per tensor node after hoisting, with the loops in
-    `unrolls` unrolled (codegen/opt.py's choose_unrolls: their copies share what does not depend on them)."""
+    `unrolls` unrolled (choose_unrolls below: their copies share what does not depend on them)."""
     sink: UOp
     ranges: tuple[UOp, ...]
     shape: tuple[int, ...]
@@ -228,66 +233,111 @@ class Lowerer:
         return value
 
     def _lower(self, u: UOp, idx: tuple[UOp, ...]):
-        op, src = u.op, u.src
-        if op is Ops.CONST: return u
-        if op is Ops.IOTA: return idx[0]
-        if op is Ops.EMPTY: return UOp.const(u.dtype, 0)   # read before anything was written: zeros, deterministic
-        if op is Ops.BUFFER:
-            if u.arg.size == 0: return UOp.const(u.dtype, 0)
-            return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, cast(tuple[int, ...], u.shape))))
-        if op is Ops.RESHAPE:
-            return (yield src[0], reshape_index(idx, cast(tuple[int, ...], u.shape),
-                                                cast(tuple[int, ...], src[0].shape)))
-        if op is Ops.PERMUTE:
-            inner = [ZERO] * len(idx)
-            for k, a in enumerate(u.arg): inner[a] = idx[k]
-            return (yield src[0], tuple(inner))
-        if op is Ops.EXPAND:
-            return (yield src[0], tuple(ZERO if s == 1 else i
-                                        for i, s in zip(idx, cast(tuple[int, ...], src[0].shape))))
-        if op is Ops.SHRINK: return (yield src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
-        if op is Ops.FLIP:
-            return (yield src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
-                                        for a, (i, n) in enumerate(zip(idx, cast(tuple[int, ...], u.shape)))))
-        if op is Ops.PAD:
-            # outside the source the value is 0; inside, the index is clamped into range so every load stays in
-            # bounds whatever the mask says (a clamped axis the source only broadcasts disappears again)
-            inner, valid = [], TRUE
-            for i, (b, _), n in zip(idx, u.arg, cast(tuple[int, ...], src[0].shape)):
-                if b: i = add(i, -b)
-                here = land(cmp_const_le(0, i), cmp_lt_const(i, n))
-                if here is not TRUE: i = here.alu(Ops.WHERE, i, ZERO)
-                valid = land(valid, here)
-                inner.append(i)
-            if valid.op is Ops.CONST and not valid.arg: return UOp.const(u.dtype, 0)
-            value = yield src[0], tuple(inner)
-            return value if valid is TRUE else valid.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
-        if op is Ops.REDUCE_AXIS:
-            rop, axes = u.arg
-            parent = self.scope(*idx)
-            inner, ranges = list(idx), []
-            for a in axes:
-                n = cast(tuple[int, ...], src[0].shape)[a]
-                if n == 1: inner[a] = ZERO
-                else:
-                    r = self.new_range(n, "reduce", parent)
-                    parent = self.chain[r]
-                    inner[a] = r
-                    ranges.append(r)
-            value = yield src[0], tuple(inner)
-            if ranges: return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop)
-            # one element: NumPy's sum still adds it to 0.0 (the sum of [-0.0] is 0.0)
-            return value.alu(Ops.ADD, UOp.const(u.dtype, 0.0)) if rop is Ops.ADD and u.dtype.is_float else value
-        if op in ELEMENTWISE:
-            values = []
-            for s in src: values.append((yield s, idx))
-            return UOp(op, u.dtype, tuple(values), u.arg)
-        if op is Ops.GATHER:
-            at = []
-            for i in src[1:]: at.append((yield i, idx))
-            return (yield src[0], tuple(at))
-        if op is Ops.CONTIGUOUS: return (yield src[0], idx)
-        raise NotImplementedError(f"cannot lower {op.name} inside a kernel")
+        """The generator `lower` runs for `u` at `idx`: the op's lowering rule from the table of primitives (the
+        rules below register there), which is a generator too where it needs its sources' values."""
+        rule = PRIMITIVES[u.op].lower
+        if rule is None: raise NotImplementedError(f"cannot lower {u.op.name} inside a kernel")
+        out = rule(self, u, idx)
+        if isinstance(out, UOp): return out
+        return (yield from out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lowering rules, one per op (registered in numfn.ir.primitives): rule(lowerer, node, index) returns the node's
+# loop-level value, or is a generator that yields the (source, index) pairs it needs, is sent their values and
+# returns the node's (SCATTER and SCAN are lowered where they are stored: lower_kernel)
+
+def _lower_buffer(lw, u: UOp, idx: tuple[UOp, ...]) -> UOp:
+    if u.arg.size == 0: return UOp.const(u.dtype, 0)
+    return UOp(Ops.LOAD, u.dtype, (u, linear_index(idx, cast(tuple[int, ...], u.shape))))
+
+
+def _lower_reshape(lw, u: UOp, idx: tuple[UOp, ...]):
+    return (yield u.src[0], reshape_index(idx, cast(tuple[int, ...], u.shape), cast(tuple[int, ...], u.src[0].shape)))
+
+
+def _lower_permute(lw, u: UOp, idx: tuple[UOp, ...]):
+    inner = [ZERO] * len(idx)
+    for k, a in enumerate(u.arg): inner[a] = idx[k]
+    return (yield u.src[0], tuple(inner))
+
+
+def _lower_expand(lw, u: UOp, idx: tuple[UOp, ...]):
+    return (yield u.src[0], tuple(ZERO if s == 1 else i for i, s in zip(idx, cast(tuple[int, ...], u.src[0].shape))))
+
+
+def _lower_shrink(lw, u: UOp, idx: tuple[UOp, ...]):
+    return (yield u.src[0], tuple(add(i, b) for i, (b, _) in zip(idx, u.arg)))
+
+
+def _lower_flip(lw, u: UOp, idx: tuple[UOp, ...]):
+    return (yield u.src[0], tuple(add(mul(i, -1), n - 1) if a in u.arg else i
+                                  for a, (i, n) in enumerate(zip(idx, cast(tuple[int, ...], u.shape)))))
+
+
+def _lower_pad(lw, u: UOp, idx: tuple[UOp, ...]):
+    # outside the source the value is 0; inside, the index is clamped into range so every load stays in bounds
+    # whatever the mask says (a clamped axis the source only broadcasts disappears again)
+    inner, valid = [], TRUE
+    for i, (b, _), n in zip(idx, u.arg, cast(tuple[int, ...], u.src[0].shape)):
+        if b: i = add(i, -b)
+        here = land(cmp_const_le(0, i), cmp_lt_const(i, n))
+        if here is not TRUE: i = here.alu(Ops.WHERE, i, ZERO)
+        valid = land(valid, here)
+        inner.append(i)
+    if valid.op is Ops.CONST and not valid.arg: return UOp.const(u.dtype, 0)
+    value = yield u.src[0], tuple(inner)
+    return value if valid is TRUE else valid.alu(Ops.WHERE, value, UOp.const(u.dtype, 0))
+
+
+def _lower_reduce_axis(lw, u: UOp, idx: tuple[UOp, ...]):
+    rop, axes = u.arg
+    parent = lw.scope(*idx)
+    inner, ranges = list(idx), []
+    for a in axes:
+        n = cast(tuple[int, ...], u.src[0].shape)[a]
+        if n == 1: inner[a] = ZERO
+        else:
+            r = lw.new_range(n, "reduce", parent)
+            parent = lw.chain[r]
+            inner[a] = r
+            ranges.append(r)
+    value = yield u.src[0], tuple(inner)
+    if ranges: return UOp(Ops.REDUCE, u.dtype, (value, *ranges), rop)
+    # one element: NumPy's sum still adds it to 0.0 (the sum of [-0.0] is 0.0)
+    return value.alu(Ops.ADD, UOp.const(u.dtype, 0.0)) if rop is Ops.ADD and u.dtype.is_float else value
+
+
+def lower_elementwise(lw, u: UOp, idx: tuple[UOp, ...]):
+    """Every elementwise op: the same op on its sources' values at the same index."""
+    values = []
+    for s in u.src: values.append((yield s, idx))
+    return UOp(u.op, u.dtype, tuple(values), u.arg)
+
+
+def _lower_gather(lw, u: UOp, idx: tuple[UOp, ...]):
+    at = []
+    for i in u.src[1:]: at.append((yield i, idx))
+    return (yield u.src[0], tuple(at))
+
+
+def _lower_contiguous(lw, u: UOp, idx: tuple[UOp, ...]):
+    return (yield u.src[0], idx)
+
+
+def _register_lowering_rules() -> None:
+    rules = {
+        Ops.CONST: lambda lw, u, idx: u,
+        Ops.IOTA: lambda lw, u, idx: idx[0],
+        Ops.EMPTY: lambda lw, u, idx: UOp.const(u.dtype, 0),   # read before anything was written: zeros, deterministic
+        Ops.BUFFER: _lower_buffer, Ops.RESHAPE: _lower_reshape, Ops.PERMUTE: _lower_permute, Ops.EXPAND: _lower_expand,
+        Ops.SHRINK: _lower_shrink, Ops.FLIP: _lower_flip, Ops.PAD: _lower_pad, Ops.REDUCE_AXIS: _lower_reduce_axis,
+        Ops.GATHER: _lower_gather, Ops.CONTIGUOUS: _lower_contiguous,
+        **{op: lower_elementwise for op in ELEMENTWISE}}
+    for op, rule in rules.items(): register(op, "lower", rule)
+
+
+_register_lowering_rules()
 
 
 def kernel_domain(value: UOp) -> tuple[int, ...]:
@@ -391,7 +441,32 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
         out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
     lk = LoweredKernel(UOp(Ops.SINK, dtypes.void, tuple(out)), tuple(ranges), shape, lw.evaluations,
                        frozenset(sequential), frozenset(lw.realize))
-    from numfn.codegen.opt import choose_unrolls   # (opt builds on this module)
     lk.unrolls = tuple(choose_unrolls(lk))
     if lk.unrolls: lk.evaluations = lw.evaluations_unrolled(frozenset(r for r, _ in lk.unrolls))
     return lk
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# full unrolls of short loops (see codegen/opt.py's docstring), chosen here so the evaluation counts reflect them
+
+UNROLL_MAX = 16             # loops up to this size are unrolled where their counter selects between values
+UNROLL_MAX_NODES = 1 << 14  # ... as long as the unrolled kernel stays this small: its nodes that do not depend on
+                            # the loop once, those that do once per copy
+
+
+def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
+    """The short output loops whose counter is compared with constants (see codegen/opt.py's docstring), to be upcast by
+    their whole size; loops a scan walks in order are left alone. Called by lower_kernel (LoweredKernel.unrolls);
+    codegen/opt.py's upcast unrolls them (see its docstring)."""
+    nodes = toposort([lk.sink])
+    compared = {u.src[i] for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
+                for i in (0, 1) if u.src[i].op is Ops.RANGE and u.src[1 - i].op is Ops.CONST}
+    out, shared, copied = [], len(nodes), 0   # nodes the copies share, and nodes repeated in each copy
+    for r in lk.ranges:
+        n = r.src[0].arg
+        if r not in compared or not 1 < n <= UNROLL_MAX or r in lk.sequential: continue
+        depends = sum(1 for u in nodes if r in free_ranges(u))
+        if shared + (copied + depends) * n > UNROLL_MAX_NODES: continue
+        out.append((r, n))
+        shared, copied = shared - depends, (copied + depends) * n
+    return out

@@ -21,11 +21,11 @@ at 4), and the reduction stays vectorized along its axis. The rows may run to a 
 (numfn.codegen.narrow: a window shrinking with a loop variable): the tile loop then runs to the end rounded up, and
 a copy past the end reads the last row again and does not store.
 
-Full unrolls (`choose_unrolls`): a short output loop whose counter is compared with constants selects between
-values by position (a stack of values along a new axis: the outputs of an FFT butterfly, numfn.numpy.fft). Upcast
-by its whole size, each copy's selects fold to one value, and everything the copies share (the butterfly's loads
-and common subexpressions) is computed once per iteration of the loops around it. The choice is made when the
-kernel is lowered, so the scheduler counts evaluations as the unrolled code performs them.
+Full unrolls (`choose_unrolls`, in codegen/lower.py): a short output loop whose counter is compared with constants
+selects between values by position (a stack of values along a new axis: the outputs of an FFT butterfly,
+numfn.numpy.fft). Upcast by its whole size, each copy's selects fold to one value, and everything the copies share
+(the butterfly's loads and common subexpressions) is computed once per iteration of the loops around it. The choice
+is made when the kernel is lowered, so the scheduler counts evaluations as the unrolled code performs them.
 """
 from __future__ import annotations
 
@@ -187,25 +187,3 @@ def choose_row_tile(lk: LoweredKernel) -> tuple[UOp, int] | None:
         depends = [r in free_ranges(ld.src[1]) for ld in loads]
         if any(depends) and not all(depends): return r, ROW_TILE
     return None
-
-
-UNROLL_MAX = 16             # loops up to this size are unrolled where their counter selects between values
-UNROLL_MAX_NODES = 1 << 14  # ... as long as the unrolled kernel stays this small: its nodes that do not depend on
-                            # the loop once, those that do once per copy
-
-
-def choose_unrolls(lk: LoweredKernel) -> list[tuple[UOp, int]]:
-    """The short output loops whose counter is compared with constants (see the module docstring), to be upcast by
-    their whole size; loops a scan walks in order are left alone. Called by lower_kernel (LoweredKernel.unrolls)."""
-    nodes = toposort([lk.sink])
-    compared = {u.src[i] for u in nodes if u.op in (Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE)
-                for i in (0, 1) if u.src[i].op is Ops.RANGE and u.src[1 - i].op is Ops.CONST}
-    out, shared, copied = [], len(nodes), 0   # nodes the copies share, and nodes repeated in each copy
-    for r in lk.ranges:
-        n = r.src[0].arg
-        if r not in compared or not 1 < n <= UNROLL_MAX or r in lk.sequential: continue
-        depends = sum(1 for u in nodes if r in free_ranges(u))
-        if shared + (copied + depends) * n > UNROLL_MAX_NODES: continue
-        out.append((r, n))
-        shared, copied = shared - depends, (copied + depends) * n
-    return out

@@ -71,6 +71,7 @@ from fractions import Fraction
 
 from numfn.dtype import dtypes
 from numfn.runtime.target import has_fma
+from numfn.ir.primitives import PRIMITIVES, ops_where, register
 from numfn.ir.uop import Ops, PatternMatcher, UOp, UPat
 
 F32, F64, I32, I64, U64, U32 = dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint64, dtypes.uint32
@@ -813,12 +814,28 @@ _IMPL: dict[Ops, tuple[Callable[..., UOp], Callable[..., UOp]]] = {
 }
 
 
+def _approximation(impl64: Callable[..., UOp], impl32: Callable[..., UOp]) -> Callable[[UOp], UOp | None]:
+    def rule(x: UOp) -> UOp | None:
+        """The polynomial form of one transcendental op on float32 or float64 (constants are left to constant
+        folding, which uses NumPy)."""
+        if all(a.op is Ops.CONST for a in x.src) or any(a.dtype is not x.dtype for a in x.src): return None
+        return impl64(*x.src) if x.dtype is F64 else impl32(*x.src)
+    return rule
+
+
+def _register_approximations() -> None:
+    """Each op's polynomial form, in the table of primitives (numfn.ir.primitives, slot `approximate`)."""
+    for op, (impl64, impl32) in _IMPL.items(): register(op, "approximate", _approximation(impl64, impl32))
+
+
+_register_approximations()
+
+
 def _rewrite(x: UOp) -> UOp | None:
-    """The polynomial form of one transcendental op on float32 or float64 (constants are left to constant
-    folding, which uses NumPy)."""
-    if all(a.op is Ops.CONST for a in x.src) or any(a.dtype is not x.dtype for a in x.src): return None
-    impl64, impl32 = _IMPL[x.op]
-    return impl64(*x.src) if x.dtype is F64 else impl32(*x.src)
+    rule = PRIMITIVES[x.op].approximate
+    return None if rule is None else rule(x)
 
 
-transcendental = PatternMatcher([(UPat(tuple(_IMPL), (F32, F64), name="x"), _rewrite)])
+# the ops with a polynomial form, as the table has them
+transcendental = PatternMatcher([(UPat(ops_where(lambda p: p.approximate is not None), (F32, F64), name="x"),
+                                  _rewrite)])

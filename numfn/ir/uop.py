@@ -8,7 +8,6 @@ The same node type carries every level of the compiler; the ops used separate th
 """
 from __future__ import annotations
 
-import enum
 import inspect
 import itertools
 import math
@@ -20,103 +19,9 @@ from collections.abc import Callable, Iterable
 
 from numfn import debug, locks
 from numfn.dtype import DType, dtypes
-
-
-class Ops(enum.Enum):
-    # sources
-    PARAM = enum.auto()        # a function input: arg = (slot, shape)
-    BUFFER = enum.auto()       # memory with a category: arg = Buffer
-    CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
-    DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
-    IOTA = enum.auto()         # 0, 1, ..., n-1 as an int64 tensor of shape (n,): arg = n
-    EMPTY = enum.auto()        # memory whose values do not matter (every element is written before it is read)
-    # movement: views of their source, no data moves
-    RESHAPE = enum.auto()      # arg = new shape
-    PERMUTE = enum.auto()      # arg = axis order
-    EXPAND = enum.auto()       # arg = new shape (size-1 axes broadcast)
-    PAD = enum.auto()          # arg = ((before, after), ...), padding with zeros
-    SHRINK = enum.auto()       # arg = ((start, end), ...)
-    FLIP = enum.auto()         # arg = axes reversed
-    # unary
-    NEG = enum.auto(); NOT = enum.auto(); ABS = enum.auto(); SQRT = enum.auto()  # noqa: E702
-    EXP = enum.auto(); EXP2 = enum.auto(); LOG = enum.auto(); LOG2 = enum.auto()  # noqa: E702
-    SIN = enum.auto(); COS = enum.auto(); TAN = enum.auto(); TANH = enum.auto()  # noqa: E702
-    FLOOR = enum.auto(); CEIL = enum.auto(); TRUNC = enum.auto()  # noqa: E702
-    # more of NumPy's float functions (each has a libm fallback and a polynomial form in codegen/transcendental.py)
-    ASIN = enum.auto(); ACOS = enum.auto(); ATAN = enum.auto(); SINH = enum.auto(); COSH = enum.auto()  # noqa: E702
-    ASINH = enum.auto(); ACOSH = enum.auto(); ATANH = enum.auto(); EXPM1 = enum.auto()  # noqa: E702
-    LOG1P = enum.auto(); LOG10 = enum.auto(); CBRT = enum.auto(); RINT = enum.auto()  # noqa: E702
-    # binary (NumPy semantics: FLOORDIV/MOD round towards -inf, integer division by zero gives 0)
-    ADD = enum.auto(); SUB = enum.auto(); MUL = enum.auto(); FDIV = enum.auto()  # noqa: E702
-    FLOORDIV = enum.auto(); MOD = enum.auto(); POW = enum.auto()  # noqa: E702
-    MAX = enum.auto(); MIN = enum.auto()  # noqa: E702
-    CMPLT = enum.auto(); CMPLE = enum.auto(); CMPEQ = enum.auto(); CMPNE = enum.auto()  # noqa: E702
-    AND = enum.auto(); OR = enum.auto(); XOR = enum.auto(); SHL = enum.auto(); SHR = enum.auto()  # noqa: E702
-    ATAN2 = enum.auto(); HYPOT = enum.auto()  # noqa: E702
-    # the greatest common divisor of two unsigned integers (gcd(0, 0) = 0): one op, whose loop the renderers call as a
-    # helper function (binary GCD), so that np.gcd and np.lcm compile in constant time at every width
-    GCD = enum.auto()
-    # complex numbers (tensor level only, rewritten into their parts by codegen/complex.py): COMPLEX(re, im) makes a
-    # complex value of two reals, IMAG(z) is its imaginary part (its real part is CAST(z) to the component type,
-    # NumPy's cast); every other ALU op on complex values means what NumPy's ufunc does for complex numbers
-    COMPLEX = enum.auto(); IMAG = enum.auto()  # noqa: E702
-    # binary ops of the machine, produced by codegen only: C semantics (truncating, divisor never 0 or -1)
-    IDIV = enum.auto(); IMOD = enum.auto(); FMOD = enum.auto()  # noqa: E702
-    # ternary
-    WHERE = enum.auto()
-    FMA = enum.auto()          # a * b + c rounded once (floats): complex products as NumPy computes them
-    # conversions
-    CAST = enum.auto(); BITCAST = enum.auto()  # noqa: E702
-    # GATHER(x, i_0, ..., i_{n-1}): x[i_0[o], ..., i_{n-1}[o]] at every position o; one int64 index tensor per axis of
-    # x, all of the result's shape and within x's bounds (the tracer clamps or checks them first)
-    GATHER = enum.auto()
-    # SCATTER(old, value, i_0, ..., i_{n-1}): old with old[i_0[o], ..., i_{n-1}[o]] = value[o] at every position o of
-    # value (indices of value's shape, within old's bounds), in row-major order of o, so the last write wins. arg =
-    # (combine, injective, gated): combine (ADD, MUL, MAX, MIN or None) accumulates into the old value instead
-    # (ufunc.at); injective says no two positions write the same element; gated says a last source, a bool tensor of
-    # value's shape, says which positions write at all. It is a new version of old's memory: the scheduler writes it
-    # in place where nothing reads the old version afterwards.
-    SCATTER = enum.auto()
-    # reductions over a tensor: arg = (op, axes) keeping reduced axes as size 1; SCAN: arg = (op, axis), the running
-    # left fold ((x0 op x1) op x2) ... along the axis for any binary ALU op
-    REDUCE_AXIS = enum.auto(); SCAN = enum.auto()  # noqa: E702
-    # program structure
-    CONTIGUOUS = enum.auto()   # materialize the source in a fresh row-major buffer
-    SINK = enum.auto()         # groups several results: a function's outputs, a kernel's stores
-    # a native routine numfn does not generate (BLAS, LAPACK): src = its inputs, arg = numfn.extern.ExternCall; its
-    # value is the tuple of the routine's results, RESULT(extern, arg=i) is result i (see numfn/extern.py)
-    EXTERN = enum.auto(); RESULT = enum.auto()  # noqa: E702
-    # LOOP(*state, *captures): a loop or a branch (arg = numfn.trace.control.Region, whose sub-graphs read CARRY(tag, k,
-    # shape) placeholders); its value is the tuple of the region's results, RESULT(loop, k) is result k
-    LOOP = enum.auto(); CARRY = enum.auto()  # noqa: E702
-    CALL = enum.auto()         # src = (body SINK, *argument BUFFERs): the body with PARAMs bound to buffers
-    STORE = enum.auto()        # kernel level: (BUFFER, value); loop level: (BUFFER, index, value[, gate])
-    LOAD = enum.auto()         # loop level: (BUFFER, index)
-    # loops
-    RANGE = enum.auto()        # a loop counter 0..src[0]-1, arg = (id, kind)
-    REDUCE = enum.auto()       # value src[0] reduced over the RANGEs src[1:], arg = op
-    DEFINE_ACC = enum.auto()   # an accumulator initialised to arg[0] inside the loops in src
-    ASSIGN = enum.auto()       # acc = arg(acc, value): src = (acc, value, *reduce ranges)
-    END = enum.auto()          # closes the loop src[0]
-
-
-UNARY = frozenset({Ops.NEG, Ops.NOT, Ops.ABS, Ops.SQRT, Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS,
-                   Ops.TAN, Ops.TANH, Ops.FLOOR, Ops.CEIL, Ops.TRUNC, Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH,
-                   Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH, Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.RINT,
-                   Ops.IMAG})
-BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.FLOORDIV, Ops.MOD, Ops.POW, Ops.MAX, Ops.MIN,
-                    Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
-                    Ops.IDIV, Ops.IMOD, Ops.FMOD, Ops.ATAN2, Ops.HYPOT, Ops.COMPLEX, Ops.GCD})
-TERNARY = frozenset({Ops.WHERE, Ops.FMA})
-ALU = UNARY | BINARY | TERNARY
-ELEMENTWISE = ALU | {Ops.CAST, Ops.BITCAST}
-COMPARISON = frozenset({Ops.CMPLT, Ops.CMPLE, Ops.CMPEQ, Ops.CMPNE})
-COMMUTATIVE = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.MIN, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR,
-                         Ops.GCD})
-MOVEMENT = frozenset({Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP})
-TRANSCENDENTAL = frozenset({Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.POW,
-                            Ops.ASIN, Ops.ACOS, Ops.ATAN, Ops.SINH, Ops.COSH, Ops.ASINH, Ops.ACOSH, Ops.ATANH,
-                            Ops.EXPM1, Ops.LOG1P, Ops.LOG10, Ops.CBRT, Ops.ATAN2, Ops.HYPOT})
+# the op set and its groups live with the table of primitives (numfn/ir/primitives.py); they are imported from here too
+from numfn.ir.primitives import (ALU, BINARY, COMMUTATIVE, COMPARISON, ELEMENTWISE, MOVEMENT, PRIMITIVES, TERNARY,
+                                 TRANSCENDENTAL, UNARY, Ops)
 
 
 @dataclass(frozen=True)
@@ -219,10 +124,8 @@ class UOp:
 
     def alu(self, op: Ops, *others: UOp) -> UOp:
         srcs = (self, *others)
-        dtype = dtypes.bool if op in COMPARISON else (srcs[-1].dtype if op is Ops.WHERE else self.dtype)
-        if op is Ops.IMAG: dtype = self.dtype.component
-        if op is Ops.COMPLEX: dtype = dtypes.complex64 if self.dtype is dtypes.float32 else dtypes.complex128
-        return UOp(op, dtype, srcs)
+        rule = PRIMITIVES[op].dtype   # the op's dtype rule (numfn/ir/primitives.py)
+        return UOp(op, self.dtype if rule is None else rule(tuple(s.dtype for s in srcs)), srcs)
 
     def cast(self, dtype: DType) -> UOp:
         return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
@@ -410,115 +313,17 @@ def _fill_bottom_up(root: UOp, slot: str, unset: Any, compute: Callable[[UOp], A
 
 
 def _infer_shape(u: UOp) -> tuple[int, ...] | None:
-    op = u.op
-    if op is Ops.PARAM: return u.arg[1]
-    if op is Ops.BUFFER: return u.arg.shape
-    if op is Ops.CONST: return ()
-    if op is Ops.IOTA: return (u.arg,)
-    if op is Ops.EMPTY: return u.arg[0]
-    if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
-    if op is Ops.GATHER: return u.src[1].shape
-    if op is Ops.RESULT: return u.src[0].arg.results[u.arg][0]
-    if op is Ops.CARRY: return u.arg[2]
-    if op is Ops.SCATTER: return u.src[0].shape
-    if not u.src or u.src[0].shape is None: return None
-    s = u.src[0].shape
-    if op is Ops.PERMUTE: return tuple(s[i] for i in u.arg)
-    if op is Ops.PAD: return tuple(n + b + a for n, (b, a) in zip(s, u.arg))
-    if op is Ops.SHRINK: return tuple(e - b for b, e in u.arg)
-    if op is Ops.REDUCE_AXIS: return tuple(1 if i in u.arg[1] else n for i, n in enumerate(s))
-    if op in ELEMENTWISE or op in (Ops.FLIP, Ops.SCAN, Ops.CONTIGUOUS):
-        return u.src[-1].shape if op is Ops.WHERE else s
-    return None
+    return PRIMITIVES[u.op].shape(u)   # the op's shape rule (numfn/ir/primitives.py)
 
 
 def _bounds(u: UOp) -> tuple[Any, Any]:
-    """Conservative [min, max] of an integer or bool expression in terms of its RANGE and CONST leaves."""
+    """Conservative [min, max] of an integer or bool expression in terms of its RANGE and CONST leaves: the op's
+    bounds rule (numfn/ir/primitives.py), else the dtype's whole range."""
     dt = u.dtype
     full = (dt.min, dt.max) if (dt.is_int or dt.is_bool) else (-math.inf, math.inf)
-    op = u.op
-    if op is Ops.CONST: return (u.arg, u.arg)
-    if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
-    if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
-    if op is Ops.IOTA: return (0, max(u.arg - 1, 0))
-    if op is Ops.CARRY and len(u.arg) > 3 and u.arg[3] is not None: return u.arg[3]   # a loop index's range
-    if op is Ops.BUFFER and u.arg.data is not None and u.arg.size and (dt.is_int or dt.is_bool):   # captured data
-        return (u.arg.data.min().item(), u.arg.data.max().item())
-    if op in (Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.FLIP, Ops.SHRINK): return u.src[0].bounds
-    if op is Ops.PAD and (dt.is_int or dt.is_bool):   # padding adds zeros
-        lo, hi = u.src[0].bounds
-        return (min(lo, 0), max(hi, 0))
-    if not (dt.is_int or dt.is_bool): return full
-    if op is Ops.ADD:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return _clip((a0 + b0, a1 + b1), full)
-    if op is Ops.SUB:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return _clip((a0 - b1, a1 - b0), full)
-    if op is Ops.MUL:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        c = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
-        return _clip((min(c), max(c)), full)
-    if op is Ops.NEG:
-        a0, a1 = u.src[0].bounds
-        return _clip((-a1, -a0), full)
-    if op is Ops.MOD and const_divisor(u) is not None and const_divisor(u) > 0:   # NumPy's: the divisor's sign
-        return (0, const_divisor(u) - 1)
-    if op is Ops.FLOORDIV and const_divisor(u) is not None and const_divisor(u) > 0:
-        (a0, a1), c = u.src[0].bounds, const_divisor(u)
-        return (a0 // c, a1 // c) if a0 != dt.min and a1 != dt.max else full
-    if op is Ops.IDIV and u.src[1].op is Ops.CONST and u.src[1].arg > 0:
-        (a0, a1), c = u.src[0].bounds, u.src[1].arg
-        return (_tdiv(a0, c), _tdiv(a1, c))
-    if op is Ops.IMOD and u.src[1].op is Ops.CONST and u.src[1].arg > 0:
-        (a0, a1), c = u.src[0].bounds, u.src[1].arg
-        if a0 >= 0: return (0, min(a1, c - 1))
-        return (-(c - 1), c - 1)
-    if op is Ops.MAX:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return (max(a0, b0), max(a1, b1))
-    if op is Ops.MIN:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return (min(a0, b0), min(a1, b1))
-    if op is Ops.WHERE:
-        (a0, a1), (b0, b1) = u.src[1].bounds, u.src[2].bounds
-        return (min(a0, b0), max(a1, b1))
-    if op is Ops.GCD:   # unsigned operands: a divisor of one (or the other, when one is 0)
-        return (0, max(u.src[0].vmax, u.src[1].vmax))
-    if op is Ops.CAST and (u.src[0].dtype.is_int or u.src[0].dtype.is_bool):
-        a0, a1 = u.src[0].bounds
-        if dt.min <= a0 and a1 <= dt.max: return (a0, a1)
-    if op is Ops.CMPLT:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        if a1 < b0: return (True, True)
-        if a0 >= b1: return (False, False)
-    if op is Ops.CMPLE:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        if a1 <= b0: return (True, True)
-        if a0 > b1: return (False, False)
-    if op is Ops.AND and dt.is_bool:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return (a0 and b0, a1 and b1)
-    if op is Ops.OR and dt.is_bool:
-        (a0, a1), (b0, b1) = u.src[0].bounds, u.src[1].bounds
-        return (a0 or b0, a1 or b1)
-    return full
-
-
-def const_divisor(u: UOp):
-    """The divisor of a tensor-level division or modulo when it is one constant (seen through broadcasting)."""
-    d = u.src[1]
-    while d.op in (Ops.RESHAPE, Ops.EXPAND): d = d.src[0]
-    return d.arg if d.op is Ops.CONST and d.dtype.is_int else None
-
-
-def _clip(b, full):
-    return (max(b[0], full[0]), min(b[1], full[1])) if b[0] >= full[0] and b[1] <= full[1] else full
-
-
-def _tdiv(a: int, c: int) -> int:
-    q = abs(a) // c
-    return q if a >= 0 else -q
+    rule = PRIMITIVES[u.op].bounds
+    found = None if rule is None else rule(u, full)
+    return full if found is None else found
 
 
 def graph_fingerprint(roots: Iterable[UOp]) -> str:

@@ -10,17 +10,14 @@ from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
+from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import Ops, UOp
 
 _INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.IDIV: "/", Ops.IMOD: "%", Ops.AND: "&",
           Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.CMPLT: "<", Ops.CMPLE: "<=", Ops.CMPEQ: "==",
           Ops.CMPNE: "!="}
-_MATH = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log", Ops.LOG2: "log2", Ops.SIN: "sin",
-         Ops.COS: "cos", Ops.TAN: "tan", Ops.TANH: "tanh", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc",
-         Ops.ABS: "fabs", Ops.POW: "pow", Ops.FMOD: "fmod", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan",
-         Ops.SINH: "sinh", Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh",
-         Ops.EXPM1: "expm1", Ops.LOG1P: "log1p", Ops.LOG10: "log10", Ops.CBRT: "cbrt", Ops.RINT: "rint",
-         Ops.ATAN2: "atan2", Ops.HYPOT: "hypot", Ops.FMA: "fma"}
+# the float functions: the C math library's, by the name the table of primitives gives (numfn.ir.primitives)
+_MATH = {op: p.libm for op, p in PRIMITIVES.items() if p.libm is not None}
 
 PRELUDE = """\
 #define _POSIX_C_SOURCE 199309L   /* clock_gettime, for DEBUG=2's kernel timings */
@@ -324,8 +321,16 @@ EXPRESSIONS = {
 }
 
 
+def _register_render_rules() -> None:
+    """The C rule of every elementwise op, in the table of primitives (numfn.ir.primitives)."""
+    for op, rule in EXPRESSIONS.items(): register(op, "render", rule, backend="c")
+
+
+_register_render_rules()
+
+
 def _expr(u: UOp, a: list[str]) -> str:
-    rule = EXPRESSIONS.get(u.op)
+    rule = PRIMITIVES[u.op].render.get("c")   # the op's C rule in the table of primitives (EXPRESSIONS, registered)
     if rule is None: raise NotImplementedError(f"C renderer: {u.op.name}")
     return rule(u, a)
 

@@ -17,6 +17,7 @@ from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
+from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import Ops, UOp
 
 _INT_BIN = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul", Ops.AND: "and", Ops.OR: "or", Ops.XOR: "xor",
@@ -29,9 +30,10 @@ _INTRINSIC = {Ops.SQRT: "sqrt", Ops.EXP: "exp", Ops.EXP2: "exp2", Ops.LOG: "log"
               Ops.COS: "cos", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.TRUNC: "trunc", Ops.ABS: "fabs",
               Ops.POW: "pow", Ops.MAX: "maximum", Ops.MIN: "minimum", Ops.RINT: "rint", Ops.LOG10: "log10",
               Ops.FMA: "fma"}
-_LIBM = {Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ASIN: "asin", Ops.ACOS: "acos", Ops.ATAN: "atan", Ops.SINH: "sinh",
-         Ops.COSH: "cosh", Ops.ASINH: "asinh", Ops.ACOSH: "acosh", Ops.ATANH: "atanh", Ops.EXPM1: "expm1",
-         Ops.LOG1P: "log1p", Ops.CBRT: "cbrt", Ops.ATAN2: "atan2", Ops.HYPOT: "hypot"}
+# the float functions LLVM has no intrinsic (or instruction) for: calls of the C math library's, by the name the table
+# of primitives gives (numfn.ir.primitives)
+_LIBM = {op: p.libm for op, p in PRIMITIVES.items()
+         if p.libm is not None and op not in _INTRINSIC and op not in _FLOAT_BIN}
 
 
 def ltype(dt: DType) -> str:
@@ -230,7 +232,8 @@ def fast_math_flags(prog: KernelProgram, u: UOp) -> str:
 
 
 def _alu(f: _Function, u: UOp, flags: str) -> str:
-    rule = ALU_RULES.get(u.op)
+    """The instruction computing an elementwise node: its op's rule in the table of primitives."""
+    rule = PRIMITIVES[u.op].render.get("llvm")
     if rule is None: raise _unsupported(u)
     return rule(f, u, [f.ref(s) for s in u.src], ltype(u.src[0].dtype), flags)
 
@@ -328,7 +331,7 @@ def render_kernel(prog: KernelProgram) -> str:
         else:
             name = f.fresh()
             f.names[u] = name
-            f.emit(f"{name} = {_cast(f, u) if op in (Ops.CAST, Ops.BITCAST) else _alu(f, u, fast_math_flags(prog, u))}")
+            f.emit(f"{name} = {_alu(f, u, fast_math_flags(prog, u))}")
     body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
     out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", body, "}"]
     if prog.parallel is not None: out += _parallel_wrappers(prog, params)
@@ -695,3 +698,16 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     body.append("  ret i32 0")
     out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join([*sorted(declares), *out]) + "\n"
+
+
+def _register_render_rules() -> None:
+    """The LLVM rule of every elementwise op, in the table of primitives (numfn.ir.primitives)."""
+    for op, rule in ALU_RULES.items(): register(op, "render", rule, backend="llvm")
+    for op in (Ops.CAST, Ops.BITCAST): register(op, "render", _cast_rule, backend="llvm")
+
+
+def _cast_rule(f: _Function, u: UOp, a: list[str], t: str, flags: str) -> str:
+    return _cast(f, u)
+
+
+_register_render_rules()
