@@ -242,14 +242,20 @@ def _mentions_source(node: ast.AST, names: set[str]) -> bool:
                for n in ast.walk(node))
 
 
-def _own_nodes(fn: ast.AST) -> list[ast.AST]:
-    """The nodes of a function's body, not those of functions defined inside it (they are checked on their own)."""
-    out, stack = [], list(ast.iter_child_nodes(fn))
+def _functions(tree: ast.AST) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST]]]:
+    """Every function of a module with the nodes of its own body: not those of functions defined inside it (they
+    are checked on their own), lambdas included. One pass over the module."""
+    out: list = []
+    stack: list[tuple[ast.AST, list | None]] = [(tree, None)]
     while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                                ast.Lambda)))
+        node, own = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((child, []))
+                stack.append((child, out[-1][1]))
+                continue
+            if own is not None: own.append(child)
+            stack.append((child, own))
     return out
 
 
@@ -311,12 +317,18 @@ def _growing(nodes, names) -> bool:
     return False
 
 
+def _toposort(node: ast.AST) -> bool:
+    return any((isinstance(n, ast.Name) and n.id == "toposort") or (isinstance(n, ast.Attribute) and
+                                                                     n.attr == "toposort") for n in ast.walk(node))
+
+
 def _fold(nodes, names) -> bool:
-    sorted_names = {t.id for n in nodes if isinstance(n, ast.Assign) and "toposort" in ast.unparse(n.value)
+    loops = [n for n in nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)]
+    if not loops: return False
+    sorted_names = {t.id for n in nodes if isinstance(n, ast.Assign) and _toposort(n.value)
                     for t in n.targets if isinstance(t, ast.Name)}
-    for loop in (n for n in nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
-        if "toposort" not in ast.unparse(loop.iter) and not (isinstance(loop.iter, ast.Name) and
-                                                             loop.iter.id in sorted_names):
+    for loop in loops:
+        if not _toposort(loop.iter) and not (isinstance(loop.iter, ast.Name) and loop.iter.id in sorted_names):
             continue
         v = loop.target.id
         stored = {t.value.id for m in ast.walk(loop) if isinstance(m, ast.Assign) for t in m.targets
@@ -332,9 +344,8 @@ def _fold(nodes, names) -> bool:
 def hand_written_traversals(source: str) -> list[tuple[str, int, str]]:
     """(function, line, kind) for each function of `source` that walks a graph by hand (see above)."""
     found = []
-    for fn in ast.walk(ast.parse(source)):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)): continue
-        nodes = _own_nodes(fn)
+    for fn, nodes in _functions(ast.parse(source)):
+        if not any(isinstance(n, ast.Attribute) and n.attr == "src" for n in nodes): continue   # (the quick case)
         names = _source_names(nodes)
         for kind, test in (("recursion", lambda: _recursion(fn, nodes, names)), ("worklist", lambda: _worklist(nodes, names)),
                            ("growing", lambda: _growing(nodes, names)), ("fold", lambda: _fold(nodes, names))):

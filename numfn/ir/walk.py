@@ -11,7 +11,7 @@ Interface:
   fold(roots, visit)                   {node: visit(node, its sources' results)}, sources first
   fill_bottom_up(root, unfilled, fill) fill(node) for the nodes not filled yet, sources before users, on demand
   bottom_up(root, memo, compute)       memo[node] = compute(node), sources first, for the keys not in `memo`
-  preorder(roots, children)            a lazy walk, each node before its sources (stop early: "is any node ...")
+  preorder(roots, children)            a lazy walk, users before sources (stops early: "is any node ...")
   operands(root, through)              the terms of a nest of one operation (a sum's terms, a conjunction's)
 
 `sources` / `children` arguments name what to walk into instead of `node.src` (a part of the sources, or keys that
@@ -72,7 +72,8 @@ def fill_bottom_up(root: Any, unfilled: Callable[[Any], bool], fill: Callable[[A
                    sources: Callable[[Any], Sequence] | None = None) -> None:
     """Call fill(x) for `root` and every node below it with unfilled(x) true, each after the nodes `sources(x)`
     names (its `src` by default), each once, without recursion: fill may read what its sources were filled with.
-    The walk does not go below filled nodes, so filling on demand costs only the new part of a graph."""
+    The walk does not go below filled nodes, so filling on demand costs only the new part of a graph. fill(x) must
+    leave x filled (unfilled(x) false)."""
     stack = [root]
     while stack:
         x = stack[-1]
@@ -101,8 +102,9 @@ def bottom_up(root: Hashable, memo: dict, compute: Callable[[Any], Any],
 
 def preorder(roots: Iterable[Any], children: Callable[[Any], Sequence] | None = None,
              once: bool = True) -> Iterator[Any]:
-    """The nodes reachable from `roots` through `children` (`src` by default), each before what it leads to:
-    depth first, left to right. Lazy, so `any(...)` over it stops at the first node found, and `children` may
+    """The nodes reachable from `roots` through `children` (`src` by default), depth first, left to right, each
+    before the nodes first reached through it (not a topological order: a shared node comes where it is first
+    reached). Lazy, so `any(...)` over it stops at the first node found, and `children` may
     prune (return () for a node not to look below). With `once` (the default) each node comes once; without, a
     node reached along several paths comes once per path (a DAG walked as the tree it unfolds to)."""
     stack = list(roots)
