@@ -1,2 +1,3 @@
-"""The IR layer: UOp graphs (uop), symbolic sizes and values (symbolic). It imports only the base modules (config,
-errors, dtype, debug, locks); everything above builds graphs of it or reads them."""
+"""The IR layer: UOp graphs (uop), the walkers every traversal of a graph uses (walk), symbolic sizes and values
+(symbolic). It imports only the base modules (config, errors, dtype, debug, locks); everything above builds graphs
+of it or reads them."""

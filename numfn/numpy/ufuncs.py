@@ -364,12 +364,12 @@ def _elementwise_graph(kernel: Callable, srcs: list[UOp]) -> tuple[UOp, ...]:
     assert shape is not None   # the sources are arrays' values: tensor-level nodes
     sub = dict(zip(holes, srcs))
 
-    def on_sources(u: UOp, src: tuple[UOp, ...]) -> UOp:
+    def rebuilt(u: UOp, src: tuple[UOp, ...]) -> UOp:   # u over the sources, constants broadcast
         if u in sub: return sub[u]
         if u.op is Ops.CONST: return UOp.const_like(u.dtype, u.arg, shape)
         return UOp(u.op, u.dtype, src, u.arg)
 
-    done = fold(outs, on_sources)
+    done = fold(outs, rebuilt)
     return tuple(done[o] for o in outs)
 
 
