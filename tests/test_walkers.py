@@ -221,6 +221,8 @@ def test_walkers_on_a_wide_and_deep_lattice():
 #   growing     a `for` loop over a list that the loop extends with sources.
 #   fold        a `for` loop over toposort(...) (or a name assigned from it) storing `done[v]` for its loop variable
 #               v, computed from `done` at v's sources (one expression reading `done` and naming a source).
+# A function defined inside the one checked that returns sources (a walk's `sources(u)`) names sources when called.
+# Not seen: a walk split across functions (mutual recursion; a fold whose values are read inside other methods).
 # The helpers themselves are allowed, and nothing else.
 
 HELPERS = {
@@ -244,13 +246,14 @@ def _mentions_source(node: ast.AST, names: set[str]) -> bool:
 
 def _functions(tree: ast.AST) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST]]]:
     """Every function of a module with the nodes of its own body: not those of functions defined inside it (they
-    are checked on their own), lambdas included. One pass over the module."""
+    are checked on their own, their definitions are listed), lambdas included. One pass over the module."""
     out: list = []
     stack: list[tuple[ast.AST, list | None]] = [(tree, None)]
     while stack:
         node, own = stack.pop()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if own is not None: own.append(child)   # (its definition, not its body)
                 out.append((child, []))
                 stack.append((child, out[-1][1]))
                 continue
@@ -259,9 +262,19 @@ def _functions(tree: ast.AST) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionD
     return out
 
 
-def _source_names(nodes: list[ast.AST]) -> set[str]:
-    """Names bound (by for, comprehension or assignment) from an expression holding sources."""
-    names: set[str] = set()
+def _bound(target: ast.AST) -> set[str]:
+    """The names an assignment target binds (not those of a subscript or attribute it writes into)."""
+    if isinstance(target, ast.Name): return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)): return set().union(*map(_bound, target.elts))
+    if isinstance(target, ast.Starred): return _bound(target.value)
+    return set()
+
+
+def _source_names(nodes: list[ast.AST], giving: set[str]) -> set[str]:
+    """Names bound (by for, comprehension or assignment) from an expression holding sources, and the functions
+    `giving` sources."""
+    if not giving and not any(isinstance(n, ast.Attribute) and n.attr == "src" for n in nodes): return set()
+    names: set[str] = set(giving)
     while True:
         before = len(names)
         for n in nodes:
@@ -271,8 +284,7 @@ def _source_names(nodes: list[ast.AST]) -> set[str]:
             elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and n.value is not None:
                 pairs.append((n.target, n.value))
             for target, value in pairs:
-                if _mentions_source(value, names):
-                    names |= {t.id for t in ast.walk(target) if isinstance(t, ast.Name)}
+                if _mentions_source(value, names): names |= _bound(target)
         if len(names) == before: return names
 
 
@@ -344,9 +356,15 @@ def _fold(nodes, names) -> bool:
 def hand_written_traversals(source: str) -> list[tuple[str, int, str]]:
     """(function, line, kind) for each function of `source` that walks a graph by hand (see above)."""
     found = []
-    for fn, nodes in _functions(ast.parse(source)):
-        if not any(isinstance(n, ast.Attribute) and n.attr == "src" for n in nodes): continue   # (the quick case)
-        names = _source_names(nodes)
+    functions = _functions(ast.parse(source))
+    own_names = {id(fn): _source_names(nodes, set()) for fn, nodes in functions}
+    for fn, nodes in functions:
+        # functions defined inside that return sources (a walk's `sources(u)`): calling one names sources too
+        giving = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and
+                  any(isinstance(r, ast.Return) and r.value is not None and _mentions_source(r.value, own_names[id(n)])
+                      for r in ast.walk(n))}
+        names = _source_names(nodes, giving) if giving else own_names[id(fn)]
+        if not names and not any(isinstance(n, ast.Attribute) and n.attr == "src" for n in nodes): continue
         for kind, test in (("recursion", lambda: _recursion(fn, nodes, names)), ("worklist", lambda: _worklist(nodes, names)),
                            ("growing", lambda: _growing(nodes, names)), ("fold", lambda: _fold(nodes, names))):
             if test(): found.append((fn.name, fn.lineno, kind))
@@ -417,6 +435,21 @@ def leaves(root):
         if g.op is Ops.AND: todo += list(g.src)
         else: out.append(g)
     return out
+''',
+    "worklist through a sources function": '''
+def rebuilt(value, home):
+    def sources(u):
+        srcs = u.src[1:] if u.op is Ops.SCATTER else u.src
+        return [s for s in srcs if s not in home]
+    memo, stack = {}, [value]
+    while stack:
+        u = stack[-1]
+        missing = [s for s in sources(u) if s not in memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        memo[u] = stack.pop()
+    return memo[value]
 ''',
     "growing": '''
 def below(root):
