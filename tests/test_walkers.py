@@ -346,9 +346,10 @@ def _fold(nodes, names) -> bool:
         stored = {t.value.id for m in ast.walk(loop) if isinstance(m, ast.Assign) for t in m.targets
                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and ast.unparse(t.slice) == v}
         for m in ast.walk(loop):
-            if isinstance(m, (ast.Subscript, ast.Call, ast.Compare, ast.ListComp, ast.GeneratorExp, ast.SetComp,
-                              ast.DictComp)) and _mentions_source(m, names) and \
-                    any(isinstance(k, ast.Name) and k.id in stored and isinstance(k.ctx, ast.Load) for k in ast.walk(m)):
+            if not isinstance(m, (ast.Subscript, ast.Call, ast.Compare, ast.ListComp, ast.GeneratorExp, ast.SetComp,
+                                  ast.DictComp)) or not _mentions_source(m, names):
+                continue
+            if any(isinstance(k, ast.Name) and k.id in stored and isinstance(k.ctx, ast.Load) for k in ast.walk(m)):
                 return True
     return False
 
@@ -365,9 +366,9 @@ def hand_written_traversals(source: str) -> list[tuple[str, int, str]]:
                       for r in ast.walk(n))}
         names = _source_names(nodes, giving) if giving else own_names[id(fn)]
         if not names and not any(isinstance(n, ast.Attribute) and n.attr == "src" for n in nodes): continue
-        for kind, test in (("recursion", lambda: _recursion(fn, nodes, names)), ("worklist", lambda: _worklist(nodes, names)),
-                           ("growing", lambda: _growing(nodes, names)), ("fold", lambda: _fold(nodes, names))):
-            if test(): found.append((fn.name, fn.lineno, kind))
+        kinds = (("recursion", _recursion(fn, nodes, names)), ("worklist", _worklist(nodes, names)),
+                 ("growing", _growing(nodes, names)), ("fold", _fold(nodes, names)))
+        found += [(fn.name, fn.lineno, kind) for kind, hit in kinds if hit]
     return found
 
 
