@@ -20,7 +20,7 @@ from numfn.codegen.linearize import reduce_identity
 from numfn.codegen.lower import TRUE, LoweredKernel, free_ranges
 from numfn.dtype import dtypes
 from numfn.ir.symbolic import affine, symbolic
-from numfn.ir.uop import Ops, UOp, graph_rewrite, toposort
+from numfn.ir.uop import Ops, UOp, graph_rewrite, operands, substitute, toposort
 
 
 def is_narrowed(r: UOp) -> bool:
@@ -33,7 +33,8 @@ def narrow(lk: LoweredKernel) -> LoweredKernel:
     _narrow_stores(lk, replace)
     _narrow_reductions(lk, replace)
     if not replace: return lk
-    sink = graph_rewrite(_substitute(lk.sink, replace), symbolic)
+    # a replacement from the graph (a dropped clamp's operand) keeps the replacements made inside it
+    sink = graph_rewrite(substitute(lk.sink, replace, rebuild_replacements=True), symbolic)
     # a gate left always true goes (a plain store)
     sink = sink.replace(src=tuple(st.replace(src=st.src[:3]) if st.op is Ops.STORE and len(st.src) > 3 and
                                   st.src[3] is TRUE else st for st in sink.src))
@@ -88,12 +89,8 @@ def _gate_bounds(gate: UOp, r: UOp) -> list[tuple[UOp, UOp]]:
     """The terms `r + k < e` of a gate's conjunction (k, e computed before the loops), with the bound `e - k` each
     puts on r."""
     out = []
-    stack = [gate]
-    while stack:
-        g = stack.pop()
-        if g.op is Ops.AND and g.dtype is dtypes.bool:
-            stack += list(g.src)
-            continue
+    # the terms last first, the order the bounds have always been combined in (min(min(c, b), a))
+    for g in reversed(operands(gate, lambda g: g.op is Ops.AND and g.dtype is dtypes.bool)):
         if g.op is not Ops.CMPLT or free_ranges(g.src[1]): continue
         offset = _offset_from(g.src[0], r)
         if offset is not None: out.append((g, _sub(g.src[1], offset)))
@@ -137,14 +134,3 @@ def _max_all(xs: list[UOp]) -> UOp:
     out = xs[0]
     for x in xs[1:]: out = out.alu(Ops.MAX, x)
     return out
-
-
-def _substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    done: dict[UOp, UOp] = {}
-    for u in toposort([root]):
-        if u in mapping:   # a replacement from the graph (a dropped clamp's operand) is itself rebuilt
-            done[u] = done.get(mapping[u], mapping[u])
-            continue
-        src = tuple(done[s] for s in u.src)
-        done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-    return done[root]

@@ -11,18 +11,15 @@ scheduler's analysis sees the graph's own bounds.
 from __future__ import annotations
 
 from numfn.dtype import dtypes
-from numfn.ir.uop import Ops, PatternMatcher, UOp, UPat
+from numfn.ir.uop import Ops, PatternMatcher, UOp, UPat, operands
 
 
 def _allowed(cond: UOp, x: UOp) -> tuple[int, int]:
     """The range of `x` wherever `cond` holds: its bounds, narrowed by the comparisons of `x` with other values in
     the conjunction `cond`."""
     lo, hi = x.vmin, x.vmax
-    stack = [cond]
-    while stack:
-        c = stack.pop()
-        if c.op is Ops.AND and c.dtype is dtypes.bool: stack.extend(c.src)
-        elif c.op in (Ops.CMPLT, Ops.CMPLE) and c.src[0].dtype.is_int:
+    for c in operands(cond, lambda c: c.op is Ops.AND and c.dtype is dtypes.bool):
+        if c.op in (Ops.CMPLT, Ops.CMPLE) and c.src[0].dtype.is_int:
             strict = 1 if c.op is Ops.CMPLT else 0
             if c.src[0] is x: hi = min(hi, c.src[1].vmax - strict)
             elif c.src[1] is x: lo = max(lo, c.src[0].vmin + strict)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from numfn.codegen.program import KernelProgram
-from numfn.ir.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp, operands
 
 TILE_BYTES = 128 << 10   # a block's part of the temporary: it is still in the core's cache when copied
 MIN_TEMPORARY_BYTES = 1 << 20   # below this the temporary stays in cache anyway
@@ -144,13 +144,8 @@ def _pair(first: int, second: int, programs: list[KernelProgram]) -> TiledPair |
 def _affine(index: UOp, r: UOp) -> tuple[int, int, int] | None:
     """`index` as stride * r + (something in [lo, hi]): (stride, lo, hi), or None when `r` appears other than as a
     term `r` or `r * constant` of a sum (then nothing is claimed)."""
-    terms, stack = [], [index]
-    while stack:
-        u = stack.pop()
-        if u.op is Ops.ADD: stack.extend(u.src)
-        else: terms.append(u)
     stride, lo, hi = 0, 0, 0
-    for t in terms:
+    for t in operands(index, lambda u: u.op is Ops.ADD):
         if t is r: stride += 1
         elif t.op is Ops.MUL and t.src[0] is r and t.src[1].op is Ops.CONST: stride += t.src[1].arg
         elif t.op is Ops.MUL and t.src[1] is r and t.src[0].op is Ops.CONST: stride += t.src[0].arg

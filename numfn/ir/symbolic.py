@@ -15,7 +15,7 @@ import numpy as np
 
 from numfn.dtype import DType, dtypes
 from numfn.ir.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, cast_scalar,
-                       memo_bottom_up, memo_get, node_cached, substitute)
+                       memo_bottom_up, memo_get, substitute)
 
 # ---------------------------------------------------------------------------------------------------------------
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
@@ -162,23 +162,37 @@ def _fold_views(x: UOp) -> UOp | None:
 # ---------------------------------------------------------------------------------------------------------------
 # integer index expressions: affine canonical form
 
-@node_cached
 def affine(u: UOp) -> tuple[tuple[tuple[UOp, int], ...], int]:
-    """u as (((atom, coefficient), ...), constant): a sum of atoms (RANGEs, loads, divisions...) times integers."""
+    """u as (((atom, coefficient), ...), constant): a sum of atoms (RANGEs, loads, divisions...) times integers.
+    Kept on the nodes, and computed for the sums below first without recursion (uop.memo_bottom_up): an index
+    can be a sum as long as the traced program."""
+    return memo_bottom_up(u, affine, _affine_of, _affine_sources)
+
+
+def _affine_sources(u: UOp) -> tuple[UOp, ...]:
+    """The sources whose affine forms u's is made of."""
+    if u.op in (Ops.ADD, Ops.SUB, Ops.NEG): return u.src
+    if u.op is Ops.MUL:
+        if u.src[1].op is Ops.CONST: return u.src[:1]
+        if u.src[0].op is Ops.CONST: return u.src[1:]
+    return ()
+
+
+def _affine_of(u: UOp) -> tuple[tuple[tuple[UOp, int], ...], int]:
     if u.op is Ops.CONST: return ((), int(u.arg))
     if u.op in (Ops.ADD, Ops.SUB):
-        ta, ca = affine(u.src[0])
-        tb, cb = affine(u.src[1])
+        ta, ca = memo_get(u.src[0], affine)
+        tb, cb = memo_get(u.src[1], affine)
         sign = 1 if u.op is Ops.ADD else -1
         return _merge(ta, tb, sign), ca + sign * cb
     if u.op is Ops.MUL:
         for s, o in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
             if o.op is Ops.CONST:
-                t, c = affine(s)
+                t, c = memo_get(s, affine)
                 k = int(o.arg)
                 return tuple((a, m * k) for a, m in t if m * k), c * k
     if u.op is Ops.NEG:
-        t, c = affine(u.src[0])
+        t, c = memo_get(u.src[0], affine)
         return tuple((a, -m) for a, m in t), -c
     return ((u, 1),), 0
 

@@ -1,4 +1,6 @@
-"""The IR: one immutable, hash-consed node type (UOp), the op set, pattern rewriting and a readable printer.
+"""The IR: one immutable, hash-consed node type (UOp), the op set, pattern rewriting and a readable printer; the
+graph walkers of numfn/ir/walk.py (toposort, fold, preorder, ...) are importable from here too; rebuild, substitute
+and the caches kept on nodes (memo_bottom_up) are built on them here.
 
 The same node type carries every level of the compiler; the ops used separate the levels:
   tensor graph   PARAM / BUFFER / CONST / IOTA sources, movement ops, ALU ops, GATHER, REDUCE_AXIS, SCAN,
@@ -22,6 +24,8 @@ from numfn.dtype import DType, dtypes
 # the op set and its groups live with the table of primitives (numfn/ir/primitives.py); they are imported from here too
 from numfn.ir.primitives import (ALU, BINARY, COMMUTATIVE, COMPARISON, ELEMENTWISE, MOVEMENT, PRIMITIVES, TERNARY,
                                  TRANSCENDENTAL, UNARY, Ops)
+# the graph walkers live in walk.py; they are part of the IR's interface, so importable from here too
+from numfn.ir.walk import bottom_up, fill_bottom_up, fold, operands, preorder, toposort  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ class UOp:
     # _bounds is a (min, max) pair once computed, None before
     _shape: Any
     _bounds: Any
-    _memo: dict[Any, Any] | None         # node_cached results, None until the first
+    _memo: dict[Any, Any] | None         # memo_bottom_up results, None until the first
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
         key = (op, dtype, src, _argkey(arg))
@@ -222,26 +226,21 @@ class UOp:
 
 
 def memo_bottom_up(root: UOp, key: Any, compute: Callable[[UOp], Any],
-                   sources: Callable[[UOp], tuple[UOp, ...]] = lambda u: u.src) -> Any:
-    """compute(root), kept in the node's memo under `key` (as node_cached does), computing it for the nodes
-    `sources` names first, without recursion: compute may read its sources' results with `memo_get`. Index and
-    value expressions can be as deep as the traced program."""
-    stack = [root]
-    while stack:
-        x = stack[-1]
-        if x._memo is not None and key in x._memo:
-            stack.pop()
-            continue
-        missing = [s for s in sources(x) if s._memo is None or key not in s._memo]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
+                   sources: Callable[[UOp], tuple[UOp, ...]] | None = None) -> Any:
+    """compute(root), kept in the node's memo under `key`, computing it for the nodes `sources` names (`src` by
+    default) first, without recursion (walk.fill_bottom_up): compute may read its sources' results with
+    `memo_get`. Index and value expressions can be as deep as the traced program. On the node, a result lives
+    exactly as long as the node: a cache keyed by nodes in a module would keep every graph it ever saw alive."""
+    memo = root._memo
+    if memo is not None and key in memo: return memo[key]
+
+    def store(x: UOp) -> None:
         memo = x._memo
         if memo is None:
             memo = {}
             object.__setattr__(x, "_memo", memo)
         memo[key] = compute(x)
+    fill_bottom_up(root, lambda x: x._memo is None or key not in x._memo, store, sources)
     assert root._memo is not None   # filled above
     return root._memo[key]
 
@@ -249,23 +248,6 @@ def memo_bottom_up(root: UOp, key: Any, compute: Callable[[UOp], Any],
 def memo_get(u: UOp, key: Any) -> Any:
     """What memo_bottom_up kept for `u` under `key`, or None."""
     return None if u._memo is None else u._memo.get(key)
-
-
-def node_cached(fn: Callable[[UOp], Any]) -> Callable[[UOp], Any]:
-    """Memoize a function of one node on the node itself, so results live exactly as long as the node: a cache
-    keyed by nodes in a module would keep every graph it ever saw alive (nodes are hash-consed, so equal nodes
-    share the result anyway)."""
-    def cached(u: UOp) -> Any:
-        memo = u._memo
-        if memo is None:
-            memo = {}
-            object.__setattr__(u, "_memo", memo)
-        found = memo.get(cached, _UNSET)
-        if found is _UNSET: found = memo[cached] = fn(u)
-        return found
-    cached.__name__, cached.__qualname__, cached.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    cached.__wrapped__ = fn   # type: ignore[attr-defined]
-    return cached
 
 
 def cast_scalar(value, dtype: DType):
@@ -298,18 +280,7 @@ def _np_float32(value: float, name: str = "float32"):
 def _fill_bottom_up(root: UOp, slot: str, unset: Any, compute: Callable[[UOp], Any]) -> None:
     """Set the cached attribute `slot` of `root` to compute(root), computing it for the sources first: compute may
     read its sources' attribute, and a chain of a hundred thousand nodes must not recurse that deep."""
-    stack = [root]
-    while stack:
-        u = stack[-1]
-        if getattr(u, slot) is not unset:
-            stack.pop()
-            continue
-        missing = [s for s in u.src if getattr(s, slot) is unset]
-        if missing:
-            stack.extend(missing)
-            continue
-        object.__setattr__(u, slot, compute(u))
-        stack.pop()
+    fill_bottom_up(root, lambda u: getattr(u, slot) is unset, lambda u: object.__setattr__(u, slot, compute(u)))
 
 
 def _infer_shape(u: UOp) -> tuple[int, ...] | None:
@@ -330,48 +301,18 @@ def graph_fingerprint(roots: Iterable[UOp]) -> str:
     """A hash of everything in the graph: ops, dtypes, structure and arguments, constants by content. Equal
     fingerprints mean equal graphs."""
     import hashlib
-    index: dict[UOp, int] = {}
+    nodes = toposort(roots)
+    index = {u: i for i, u in enumerate(nodes)}   # a node's sources by their places in the order
     h = hashlib.sha256()
-    for u in toposort(roots):
+    for u in nodes:
         arg = u.arg
         if isinstance(arg, Buffer): arg = (arg.category, arg.number, arg.shape, arg.data_hash)
         h.update(f"{u.op.name}|{u.dtype.name}|{[index[s] for s in u.src]}|{_argkey(arg)!r}\n".encode())
-        index[u] = len(index)
     return h.hexdigest()
 
 
-def toposort(roots: Iterable[UOp]) -> list[UOp]:
-    """Every node reachable from `roots`, each after its sources, in a deterministic order."""
-    order: list[UOp] = []
-    seen: set[UOp] = set()
-    for root in roots:
-        if root in seen: continue
-        stack = [(root, iter(root.src))]
-        seen.add(root)
-        while stack:
-            node, children = stack[-1]
-            for child in children:
-                if child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(child.src)))
-                    break
-            else:
-                stack.pop()
-                order.append(node)
-    return order
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# walking and rebuilding graphs: the one walker every pass that rebuilds a graph uses
-
-def fold(roots: Iterable[UOp], visit: Callable[[UOp, tuple], Any]) -> dict[UOp, Any]:
-    """{node: visit(node, results of its sources)} for every node reachable from `roots`, sources first.
-    Iterative (graphs of any depth), and each shared node is visited once."""
-    results: dict[UOp, Any] = {}
-    for u in toposort(roots):
-        results[u] = visit(u, tuple(results[s] for s in u.src))
-    return results
-
+# rebuilding graphs: the one walker every pass that rebuilds a graph uses (walk.fold underneath)
 
 def rebuild(root: UOp, visit: Callable[[UOp, tuple[UOp, ...]], UOp | None]) -> UOp:
     """The graph below `root` rebuilt bottom-up: each node, given its sources' new nodes, becomes
@@ -384,10 +325,20 @@ def rebuild(root: UOp, visit: Callable[[UOp, tuple[UOp, ...]], UOp | None]) -> U
     return fold([root], step)[root]
 
 
-def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    """`root` with every node in `mapping` replaced by its value (the replacements are taken as they are), and
-    everything above them rebuilt."""
-    return rebuild(root, lambda u, src: mapping.get(u))
+def substitute(root: UOp, mapping: dict[UOp, UOp], rebuild_replacements: bool = False) -> UOp:
+    """`root` with every node in `mapping` replaced by its value, and everything above them rebuilt. The
+    replacements are taken as they are; with `rebuild_replacements`, a replacement that is itself a node of the
+    graph met before (one of the replaced node's sources, say: a dropped clamp's operand) is taken as rebuilt, so
+    the substitutions made inside it stay."""
+    if not rebuild_replacements: return rebuild(root, lambda u, src: mapping.get(u))
+    done: dict[UOp, UOp] = {}
+
+    def step(u: UOp, src: tuple[UOp, ...]) -> UOp:
+        if u in mapping: new = done.get(mapping[u], mapping[u])
+        else: new = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+        done[u] = new
+        return new
+    return fold([root], step)[root]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from numfn.trace.subscript import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
 from numfn.trace.tensor import Tensor, broadcast_shapes, weak_fits
-from numfn.ir.uop import Ops, UOp, toposort
+from numfn.ir.uop import Ops, UOp, fold
 from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
@@ -363,11 +363,14 @@ def _elementwise_graph(kernel: Callable, srcs: list[UOp]) -> tuple[UOp, ...]:
     shape = srcs[0].shape
     assert shape is not None   # the sources are arrays' values: tensor-level nodes
     sub = dict(zip(holes, srcs))
-    for u in toposort(outs):
-        if u in sub: continue
-        if u.op is Ops.CONST: sub[u] = UOp.const_like(u.dtype, u.arg, shape)
-        else: sub[u] = UOp(u.op, u.dtype, tuple(sub[s] for s in u.src), u.arg)
-    return tuple(sub[o] for o in outs)
+
+    def rebuilt(u: UOp, src: tuple[UOp, ...]) -> UOp:   # u over the sources, constants broadcast
+        if u in sub: return sub[u]
+        if u.op is Ops.CONST: return UOp.const_like(u.dtype, u.arg, shape)
+        return UOp(u.op, u.dtype, src, u.arg)
+
+    done = fold(outs, rebuilt)
+    return tuple(done[o] for o in outs)
 
 
 def _from_kernel(name: str, kernel: Callable) -> Callable:

@@ -29,7 +29,7 @@ from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check
 from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace, tracing
-from numfn.ir.uop import Ops, UOp, format_graph, substitute
+from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute
 
 I64, BOOL = dtypes.int64, dtypes.bool
 
@@ -83,21 +83,21 @@ def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp
     """`roots` with every outer value they use (a maximal subgraph not reading this region's placeholders)
     replaced by a placeholder numbered from `first_capture` on; `captures` (outer value -> placeholder) is
     extended, so several sub-graphs of one region share their captures."""
-    inner: dict[UOp, UOp] = {}
-    for u in toposort_many(roots):
-        if u.op is Ops.CARRY and u.arg[0] == tag:
-            inner[u] = u
-            continue
-        if not any(s in inner for s in u.src) or u.op is Ops.SINK:
-            if u.op is Ops.SINK: inner[u] = UOp(u.op, u.dtype, tuple(_captured(s, inner, tag, first_capture,
-                                                                                 captures) for s in u.src), u.arg)
-            continue
-        inner[u] = UOp(u.op, u.dtype, tuple(_captured(s, inner, tag, first_capture, captures) for s in u.src), u.arg)
-    return [_captured(r, inner, tag, first_capture, captures) for r in roots]
+    def inside(u: UOp, src: tuple[UOp | None, ...]) -> UOp | None:
+        """u rebuilt inside the region, or None for an outer value (one reading none of its placeholders)."""
+        if u.op is Ops.CARRY and u.arg[0] == tag: return u
+        if u.op is not Ops.SINK and all(s is None for s in src): return None
+        return UOp(u.op, u.dtype, tuple(_captured(s, new, tag, first_capture, captures) for s, new in zip(u.src, src)),
+                   u.arg)
+
+    inner = fold(roots, inside)   # (in toposort order: the captures are numbered in it)
+    return [_captured(r, inner[r], tag, first_capture, captures) for r in roots]
 
 
-def _captured(u: UOp, inner: dict, tag: int, first: int, captures: dict) -> UOp:
-    if u in inner: return inner[u]
+def _captured(u: UOp, inside: UOp | None, tag: int, first: int, captures: dict) -> UOp:
+    """What the region reads for `u`: its version inside (`inside`), else u itself when it is a constant, else the
+    placeholder of its capture."""
+    if inside is not None: return inside
     if _constant(u): return u   # constants (and ranges, and views of them) stay where they are used: no memory
     if u not in captures:
         captures[u] = placeholder(tag, first + len(captures), cast(tuple[int, ...], u.shape), u.dtype)
@@ -108,12 +108,6 @@ def _constant(u: UOp) -> bool:
     return all(v.op in (Ops.CONST, Ops.IOTA) or (v.src and v.op not in (Ops.REDUCE_AXIS, Ops.SCAN, Ops.GATHER,
                                                                        Ops.SCATTER, Ops.LOOP, Ops.RESULT, Ops.EXTERN))
                for v in u.toposort())
-
-
-def toposort_many(roots: Sequence[UOp]) -> list[UOp]:
-    from numfn.ir.uop import toposort
-    return toposort(list(roots))
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # tracing a region

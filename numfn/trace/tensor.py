@@ -29,7 +29,7 @@ from numfn.trace import complex_reductions
 from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
 # what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
 from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
-from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp
+from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp, fold
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
 # (Python and NumPy scalars, arrays, nested sequences); a shape is an int or several (a tuple or list); axes are
@@ -996,13 +996,17 @@ def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
 KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
 
 
+class _Unknown(Exception):
+    """A node known_value cannot compute (so the whole value is unknown)."""
+
+
 def known_value(u: UOp) -> np.ndarray | None:
     """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
     from numfn.ir.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
-    done: dict[UOp, np.ndarray] = {}
-    for v in u.toposort():
-        if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: return None
-        op, src = v.op, [done[s] for s in v.src] if v.src else []
+
+    def value(v: UOp, src: tuple) -> np.ndarray:
+        if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: raise _Unknown
+        op = v.op
         if op is Ops.CONST: out = np.array(v.arg, v.dtype.np)
         elif op is Ops.IOTA: out = np.arange(v.arg, dtype=np.int64)
         elif op is Ops.BUFFER and v.arg.data is not None: out = v.arg.data
@@ -1020,10 +1024,14 @@ def known_value(u: UOp) -> np.ndarray | None:
             try:
                 with np.errstate(all="ignore"): out = np.asarray(_UFUNC[op](*src)).astype(v.dtype.np, copy=False)
             except (ValueError, TypeError):   # integers to negative powers, ...: left to the program
-                return None
-        else: return None
-        done[v] = out
-    return done[u]
+                raise _Unknown from None
+        else: raise _Unknown
+        return out
+
+    try:
+        return fold([u], value)[u]
+    except _Unknown:   # the first node that cannot be computed ends the walk
+        return None
 
 
 def _same_shape(a: Tensor, b: Tensor) -> bool:
