@@ -27,7 +27,6 @@ class Ops(enum.Enum):
     PARAM = enum.auto()        # a function input: arg = (slot, shape)
     BUFFER = enum.auto()       # memory with a category: arg = Buffer
     CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
-    DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
     IOTA = enum.auto()         # 0, 1, ..., n-1 as an int64 tensor of shape (n,): arg = n
     EMPTY = enum.auto()        # memory whose values do not matter (every element is written before it is read)
     # movement: views of their source, no data moves
@@ -439,7 +438,6 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     op = u.op
     if op is Ops.CONST: return (u.arg, u.arg)
     if op is Ops.RANGE: return (0, max(u.src[0].vmax - 1, 0))
-    if op is Ops.DEFINE_VAR: return (u.arg[1], u.arg[2])
     if op is Ops.IOTA: return (0, max(u.arg - 1, 0))
     if op is Ops.CARRY and len(u.arg) > 3 and u.arg[3] is not None: return u.arg[3]   # a loop index's range
     if op is Ops.BUFFER and u.arg.data is not None and u.arg.size and (dt.is_int or dt.is_bool):   # captured data
