@@ -5,8 +5,12 @@ import tempfile
 
 import pytest
 
-# tests never share a disk cache with the user's, and never leave one behind
-os.environ.setdefault("NUMFN_CACHE_DIR", tempfile.mkdtemp(prefix="numfn-test-cache-"))
+# tests never share a disk cache with the user's, and never leave one behind. Under pytest-xdist (-n 2) each worker
+# has its own (the workers inherit the controller's): a worker runs its tests as a serial run of them would.
+if "NUMFN_CACHE_DIR" not in os.environ:
+    os.environ["NUMFN_CACHE_DIR"] = os.environ["NUMFN_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="numfn-test-cache-")
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NUMFN_TEST_CACHE_DIR") == os.environ["NUMFN_CACHE_DIR"]:
+    os.environ["NUMFN_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"numfn-test-cache-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 BACKENDS = ["llvm", "c"]
 
