@@ -1,6 +1,8 @@
 """Shared test fixtures: every differential test runs on each backend available on this machine."""
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -46,3 +48,53 @@ def _no_perf_map_left_behind():
     existed = os.path.exists(path)
     yield
     if not existed and os.path.exists(path): os.remove(path)
+
+
+# mypy over numfn/ (tests/test_typecheck.py) keeps a core busy for about 20 s and needs nothing else: where that test
+# is selected, mypy starts as soon as collection ends and runs beside the tests before it (on the other core of a
+# 2-core machine); the test then waits for its result. (Under pytest-xdist every worker collects every test: there
+# the test starts mypy itself, in the worker that runs it.)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_mypy_run: list = []
+
+
+def start_mypy() -> tuple[subprocess.Popen, str]:
+    cache = tempfile.mkdtemp(prefix="numfn-mypy-cache-")
+    proc = subprocess.Popen([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT,
+                            env=dict(os.environ, MYPY_CACHE_DIR=cache), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return proc, cache
+
+
+def _have_mypy() -> bool:
+    try:
+        import mypy  # noqa: F401 - in the test extras
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER") or _mypy_run: return
+    if any(item.name == "test_mypy_is_clean" for item in session.items) and _have_mypy():
+        _mypy_run.append(start_mypy())
+
+
+def pytest_sessionfinish(session):
+    for proc, cache in _mypy_run:   # started, but its test did not run (-x stopped the session)
+        proc.kill()
+        proc.communicate()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.fixture
+def mypy_result() -> tuple[int, str]:
+    """(exit status, output) of mypy over numfn/ with the project's settings, started at collection if it could be."""
+    if not _have_mypy(): pytest.skip("mypy is in the test extras: pip install '.[test]'")
+    proc, cache = _mypy_run.pop() if _mypy_run else start_mypy()
+    try:
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+        shutil.rmtree(cache, ignore_errors=True)
+    return proc.returncode, out
