@@ -17,9 +17,9 @@ if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NUMFN_TEST_CACHE_DI
 BACKENDS = ["llvm", "c"]
 
 
-# The compile-free tier (`python -m pytest tests -m nocompile`, seconds): tests of the IR, the scheduler on
-# hand-built graphs, the import graph and the docs. A test in it (by `pytestmark = pytest.mark.nocompile` in its
-# file, or the mark on the test) that reaches native compilation fails, so the tier stays honest.
+# The compile-free tier (`python -m pytest tests -m nocompile`, seconds): tests of the IR, the schedules of traced
+# functions (not compiled), the import graph and the docs. A test in it (by `pytestmark = pytest.mark.nocompile` in
+# its file, or the mark on the test) that reaches native compilation fails, so the tier stays honest.
 def _refuse_compile(*args, **kwargs):
     raise AssertionError("a test of the compile-free tier (marked nocompile) compiled native code")
 

@@ -390,7 +390,7 @@ def test_threads_put_and_get_same_key(cache):
     assert cache.get(KEY) in valid
 
 
-# ---- the file dlopen loads: a private copy of the verified payload -----------------------------------------------------
+# ---- the file dlopen loads: a private copy of the verified payload ------------------------------------------------
 
 def test_private_library_file_holds_exactly_the_payload(cache):
     from numfn.runtime.native import private_library_file
