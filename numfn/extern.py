@@ -23,6 +23,7 @@ from functools import cache
 
 import numpy as np
 
+from numfn.codegen.opt import VECTOR_BYTES
 from numfn.dtype import DType, dtypes
 from numfn.ir.extern import NATIVE_PREFIX, ROUTINES, ExternCall
 from numfn.ir.uop import MOVEMENT, Ops, UOp
@@ -148,7 +149,6 @@ def native_identity() -> str:
 # multiple of a vector (an odd size, a few columns) the tile is narrow, and GEMM takes over from SMALL_GEMM_MACS.
 GEMM_MIN_MACS = 64 * 64 * 64
 SMALL_GEMM_MACS = 1 << 15
-VECTOR_BYTES = 64
 
 
 def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:

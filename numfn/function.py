@@ -22,14 +22,15 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import update_wrapper
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
-from numfn import debug, progress
+from numfn import config, debug, progress
+from numfn.config import BACKENDS
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
@@ -75,7 +76,7 @@ class NumericalFunction:
     in_tree: TreeDef
     in_specs: tuple[ArgSpec, ...]
     statics: tuple = ()
-    backend: str = "c"
+    backend: str = field(default_factory=config.default_backend)   # jit's default: NUMFN_BACKEND, else llvm
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
     fastmath: bool = False   # jit's: float + - * may be contracted into FMAs and reassociated (KernelProgram)
@@ -566,7 +567,6 @@ class ProgramBuild:
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
 _ALIASED_LOCK = lock()   # compiles of aliased specializations (rare), one at a time
 ALIASED_KEPT = 16   # aliased specializations kept in memory per signature (oldest dropped first)
-BACKENDS = ("c", "llvm")
 
 
 def unique_names(names: Sequence[str]) -> list[str]:

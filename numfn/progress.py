@@ -17,6 +17,7 @@ import contextlib
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 
 THRESHOLD = 1.0    # seconds of compilation before the first report
@@ -103,10 +104,21 @@ class ReporterThread(threading.Thread):
     other threads run during a trace (the np.random guard) leaves it out."""
 
 
+_runs_no_user_code: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def mark_runs_no_user_code() -> None:
+    """Called in a thread of numfn's own that runs only compiled code and numfn's (svmap's pool workers, as their
+    pool's initializer): other_threads_running() leaves it out, alive and idle or busy, as it does reporters."""
+    _runs_no_user_code.add(threading.current_thread())
+
+
 def other_threads_running() -> bool:
-    """Whether threads other than this one and progress reporters are alive (they could touch shared state)."""
+    """Whether threads that could run the user's code (touch shared state: draw from a generator) are alive besides
+    this one: progress reporters and numfn's own workers (mark_runs_no_user_code) are left out."""
     me = threading.current_thread()
-    return any(t is not me and not isinstance(t, ReporterThread) for t in threading.enumerate())
+    return any(t is not me and not isinstance(t, ReporterThread) and t not in _runs_no_user_code
+               for t in threading.enumerate())
 
 
 def _seconds(t: float) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
 import numpy as np
 
 from numfn import debug
+from numfn.progress import mark_runs_no_user_code
 from numfn.function import JitFunction, NumericalFunction, ProgramBuild, raise_failed_checks
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
@@ -389,7 +390,9 @@ _pool: ThreadPoolExecutor | None = None
 
 def _thread_pool() -> ThreadPoolExecutor:
     global _pool
-    if _pool is None: _pool = ThreadPoolExecutor(max_workers=max(2, thread_count()), thread_name_prefix="numfn")
+    # its workers run only compiled programs: the np.random guard does not count them as threads of the user's
+    if _pool is None: _pool = ThreadPoolExecutor(max_workers=max(2, thread_count()), thread_name_prefix="numfn",
+                                                 initializer=mark_runs_no_user_code)
     return _pool
 
 

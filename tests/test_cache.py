@@ -102,7 +102,6 @@ def test_put_accepts_bytearray_and_memoryview_and_overwrites(cache):
 def test_miss(cache, tmp_path):
     with no_cache_warnings():
         assert cache.get(KEY) is None
-        assert cache.get_path(KEY) is None
         assert DiskCache(tmp_path / "other").get(KEY) is None
 
 
@@ -145,16 +144,6 @@ def test_bad_entry_is_discarded_with_warning(cache, mutate, reason):
     assert cache.put(KEY, payload) and cache.get(KEY) == payload
 
 
-def test_bad_entry_via_get_path(cache):
-    cache.put(KEY, b"payload")
-    with open(cache.path_for(KEY), "r+b") as f:
-        f.seek(-1, os.SEEK_END)
-        f.write(b"X")
-    with pytest.warns(CacheWarning, match="checksum"):
-        assert cache.get_path(KEY) is None
-    assert not os.path.exists(cache.path_for(KEY))
-
-
 # ---- safety ----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o702, 0o720])
@@ -177,8 +166,6 @@ def test_directory_that_becomes_unsafe_is_refused(cache):
     os.chmod(cache.directory, 0o777)
     with pytest.warns(CacheWarning, match="writable by group or others"):
         assert cache.get(KEY) is None
-    with pytest.warns(CacheWarning, match="writable by group or others"):
-        assert cache.get_path(KEY) is None
     with pytest.warns(CacheWarning, match="writable by group or others"):
         assert cache.put(OTHER_KEY, b"payload") is False
     assert not os.path.exists(cache.path_for(OTHER_KEY))
@@ -317,7 +304,7 @@ def test_lru_eviction(tmp_path):
     assert cache.get(keys[0]) == payload  # 0 is now the most recently used
     assert cache.put(keys[3], payload)  # over the cap: 1, the least recently used, goes
     assert [cache.get(k) is not None for k in keys[:4]] == [True, False, True, True]
-    assert cache.get_path(keys[2]) is not None  # get_path counts as a use too
+    assert cache.get(keys[2]) is not None  # 2 is now the most recently used
     assert cache.put(keys[4], payload)  # 0 goes
     assert cache.put(keys[5], payload)  # 3 goes
     assert [cache.get(k) is not None for k in keys] == [False, False, True, False, True, True]
@@ -389,9 +376,6 @@ def test_threads_put_and_get_same_key(cache):
             for _ in range(25):
                 assert cache.put(KEY, valid[index]) is True
                 assert cache.get(KEY) in valid
-                path = cache.get_path(KEY)
-                with open(path, "rb") as f:
-                    assert f.read() in valid
         except BaseException as e:  # reported below
             errors.append(e)
 
@@ -406,20 +390,20 @@ def test_threads_put_and_get_same_key(cache):
     assert cache.get(KEY) in valid
 
 
-# ---- get_path --------------------------------------------------------------------------------------------------------
+# ---- the file dlopen loads: a private copy of the verified payload ------------------------------------------------
 
-def test_get_path_holds_exactly_the_payload(cache):
+def test_private_library_file_holds_exactly_the_payload(cache):
+    from numfn.runtime.native import private_library_file
     payload = os.urandom(5000)
     cache.put(KEY, payload)
-    path = cache.get_path(KEY)
+    path = private_library_file(cache.get(KEY), "entry")
     with open(path, "rb") as f:
         assert f.read() == payload
     assert path.endswith(".so") and not path.startswith(cache.directory)
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-    assert cache.get_path(KEY) == path  # same contents, same path
-    assert cache.get_path(KEY, suffix=".o").endswith(".o")
-    os.unlink(path)  # e.g. a tmp cleaner: extracted again on demand
-    assert cache.get_path(KEY) == path and os.path.exists(path)
+    assert private_library_file(cache.get(KEY), "entry") == path  # same contents, same path
+    os.unlink(path)  # e.g. a tmp cleaner: written again on demand
+    assert private_library_file(cache.get(KEY), "entry") == path and os.path.exists(path)
     # the copy stays valid whatever happens to the entry afterwards
     cache.clear()
     with open(path, "rb") as f:
@@ -427,14 +411,15 @@ def test_get_path_holds_exactly_the_payload(cache):
 
 
 @pytest.mark.skipif(not (shutil.which("cc") or shutil.which("clang")), reason="no C compiler")
-def test_get_path_is_loadable_with_dlopen(cache, tmp_path):
+def test_private_library_file_is_loadable_with_dlopen(cache, tmp_path):
+    from numfn.runtime.native import private_library_file
     compiler = shutil.which("cc") or shutil.which("clang")
     src, lib = tmp_path / "f.c", tmp_path / "f.so"
     src.write_text("int numfn_cache_test_answer(int x) { return 6 * x; }\n")
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     cache.put(KEY, lib.read_bytes())
     lib.unlink()
-    loaded = ctypes.CDLL(cache.get_path(KEY))
+    loaded = ctypes.CDLL(private_library_file(cache.get(KEY), "answer"))
     assert loaded.numfn_cache_test_answer(7) == 42
 
 

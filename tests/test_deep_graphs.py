@@ -2,7 +2,8 @@
 compiles under a small recursion limit), the work of compiling grows linearly with the number of traced operations,
 and fusion never multiplies work (an unrolled stencil loop is one kernel per step, not 5**steps evaluations).
 
-The CI runs 20,000 chained operations through the front end and 3,000 through compilation; the long run,
+The CI runs 8,000 chained operations through the front end (any recursion in a pass fails at a limit of 200
+frames, and the chain is cut into about twenty kernels) and 3,000 through compilation; the long run,
 `NUMFN_LONG_TESTS=1 python -m pytest tests/test_deep_graphs.py`, compiles and runs 100,000 (about two minutes on
 two cores; see docs/reliability.md for measured times)."""
 import math
@@ -83,7 +84,7 @@ def kernel_depths(nf) -> list[int]:
 
 
 def test_a_long_chain_compiles_under_a_small_recursion_limit():
-    n = 20_000
+    n = 20_000 if LONG else 8_000
     unrolled(chain(10), backend="llvm")(np.ones(16))   # imports done before the limit is lowered
     nf = unrolled(chain(n), backend="llvm").specialize(np.ones(16))
     with recursion_limit(200):
@@ -106,7 +107,7 @@ def test_a_long_chain_matches_numpy(backend):
 
 def test_the_work_of_compiling_a_chain_grows_linearly():
     work = []
-    for n in (2000, 4000, 8000):
+    for n in (1000, 2000, 4000):   # quadratic work would double the ratios at any size
         nf = unrolled(chain(n), backend="llvm").specialize(np.ones(8))
         with counting_expansions() as counts:
             _ = nf.rendered_kernels

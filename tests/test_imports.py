@@ -4,6 +4,7 @@ import nothing above them, import no private names across modules, and the envir
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 
@@ -26,6 +27,7 @@ def modules(root: str = ROOT) -> dict[str, str]:
     return out
 
 
+@functools.cache   # parsed once for the tests below (the compile-free tier's time); callers do not change it
 def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
     """({module: the numfn modules it imports}, private imports). An import of a name from a package counts as an
     edge to the package (its __init__ defines the name) unless the name is a submodule; a module's parent packages

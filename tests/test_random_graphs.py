@@ -13,6 +13,7 @@ On failure the program is printed as Python source (hypothesis `note`).
 from __future__ import annotations
 
 import operator
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -22,6 +23,15 @@ from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
 from helpers import assert_same, check_no_sharing, public_type, run_jit
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property run n times in a full run: half as many in CI (CI set: the suite's time;
+    every example compiles on its backend), NUMFN_HYPOTHESIS_SCALE times as many when set (a long run: 4, 10)."""
+    scale = os.environ.get("NUMFN_HYPOTHESIS_SCALE")
+    factor = float(scale) if scale else 0.5 if os.environ.get("CI", "") not in ("", "0", "false") else 1.0
+    return max(1, round(n * factor))
+
 
 SETTINGS = dict(deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -378,13 +388,13 @@ def _check_program(backend, draw, max_steps: int):
     check_no_sharing(actual, inputs)
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(data=st.data())
 def test_random_programs(backend, data):
     _check_program(backend, data.draw, max_steps=8)
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(data=st.data())
 def test_random_long_programs(backend, data):
     _check_program(backend, data.draw, max_steps=20)
@@ -398,7 +408,7 @@ ALL_DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.
               np.bool_]
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_random_binary_promotion(backend, data):
     draw = data.draw

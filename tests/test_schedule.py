@@ -1,5 +1,7 @@
 """The scheduler: kernel counts for a catalogue of patterns, memory reuse, constants, aliasing, simplification and the
-printed schedule. Every case is also checked against NumPy."""
+printed schedule. Every case is also checked against NumPy. The schedule's structure does not depend on the backend:
+the tests of structure alone trace and schedule without compiling (the compile-free tier, `-m nocompile`), and
+test_scheduled_cases_match_numpy compiles and runs their functions on each backend."""
 import numpy as np
 import pytest
 
@@ -18,6 +20,12 @@ def compiled(fn, *args, backend="llvm"):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=2e-5 if w.dtype == np.float32 else 1e-12, atol=1e-5)
     return got, f.specialize(*args)
+
+
+def scheduled(fn, *args):
+    """The NumericalFunction of fn for args, traced and scheduled (its schedule, memory plan and layout), not
+    compiled: the compile-free tier's view of the scheduler."""
+    return numfn.jit(fn).specialize(*args)
 
 
 def softmax(x):
@@ -53,14 +61,30 @@ CATALOGUE = [
 ]
 
 
+@pytest.mark.nocompile
 @pytest.mark.parametrize("name,fn,args,kernels", CATALOGUE, ids=[c[0] for c in CATALOGUE])
-def test_kernel_counts(backend, name, fn, args, kernels):
-    _, nf = compiled(fn, *args, backend=backend)
+def test_kernel_counts(name, fn, args, kernels):
+    nf = scheduled(fn, *args)
     assert len(nf.schedule) == kernels, f"{name}:\n{nf.schedule}"
 
 
+A = np.random.default_rng(8).standard_normal((8, 8)).astype(np.float32)   # (the tests below draw from rng)
+SQUARES = (lambda a: (a * a).sum(), (X,))
+PRODUCTS = (lambda a: (((a @ a) @ a) @ a) @ a, (A,))
+RETURNED_TWICE = (lambda x: ((y := np.exp(x)), y), (X,))
+STRUCTURE_CASES = {"sum of squares": SQUARES, "chained products": PRODUCTS, "returned twice": RETURNED_TWICE,
+                   **{name: (fn, args) for name, fn, args, _ in CATALOGUE}}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURE_CASES))
+def test_scheduled_cases_match_numpy(backend, name):
+    fn, args = STRUCTURE_CASES[name]
+    compiled(fn, *args, backend=backend)
+
+
+@pytest.mark.nocompile
 def test_fused_reduction_has_no_intermediate():
-    _, nf = compiled(lambda a: (a * a).sum(), X)
+    nf = scheduled(SQUARES[0], *SQUARES[1])
     assert nf.memory.arena_bytes == 0
     assert all(b.category != "intermediate" for ei in nf.schedule for b in ei.buffers)
 
@@ -93,9 +117,9 @@ def test_a_gather_of_a_gather_is_stored_once():
     assert len(copies) == 1, nf.schedule
 
 
+@pytest.mark.nocompile
 def test_intermediate_memory_is_reused():
-    a = rng.standard_normal((8, 8)).astype(np.float32)
-    _, nf = compiled(lambda a: (((a @ a) @ a) @ a) @ a, a)
+    nf = scheduled(PRODUCTS[0], *PRODUCTS[1])
     assert len(nf.memory.offsets) == 3
     assert nf.memory.arena_bytes < nf.memory.naive_bytes   # the first product's bytes serve the third
     offsets = sorted(nf.memory.offsets.values())
@@ -141,8 +165,9 @@ def test_outputs_never_alias_inputs_or_each_other(backend):
     assert e[0, 0] != 123.0
 
 
+@pytest.mark.nocompile
 def test_one_node_returned_twice_is_computed_once():
-    _, nf = compiled(lambda x: ((y := np.exp(x)), y), X)
+    nf = scheduled(RETURNED_TWICE[0], *RETURNED_TWICE[1])
     assert len(nf.schedule) == 1 and len(nf.schedule[0].kernel.outputs) == 2
     assert sum(u.op is Ops.EXP for u in nf.rendered_kernels[0].program.uops) <= 1
 

@@ -23,7 +23,7 @@ DEEP = 100_000
 
 
 def leaf(name: str) -> UOp:
-    return UOp(Ops.DEFINE_VAR, I, (), (name, 0, 100))
+    return UOp(Ops.PARAM, I, (), (name, ()))   # a leaf (a parameter named `name`)
 
 
 def c(v: int) -> UOp:
@@ -83,7 +83,7 @@ def test_fold_visits_each_node_once_sources_first():
 
     def visit(u, src):
         calls.append(u)
-        if u.op is Ops.DEFINE_VAR: return u.arg[0]
+        if u.op is Ops.PARAM: return u.arg[0]
         if u.op is Ops.CONST: return str(u.arg)
         return "(" + ("*" if u.op is Ops.MUL else "+").join(src) + ")"
     out = fold([D], visit)
@@ -93,7 +93,7 @@ def test_fold_visits_each_node_once_sources_first():
 
 def test_rebuild_and_substitute():
     assert rebuild(D, lambda u, src: None) is D            # unchanged: the same object back
-    doubled = rebuild(D, lambda u, src: mul(u, c(2)) if u.op is Ops.DEFINE_VAR else None)
+    doubled = rebuild(D, lambda u, src: mul(u, c(2)) if u.op is Ops.PARAM else None)
     assert doubled is mul(add(mul(A, c(2)), mul(B, c(2))), add(mul(A, c(2)), TWO))
     assert substitute(D, {A: B}) is mul(add(B, B), add(B, TWO))
     assert substitute(D, {L: A, A: B}) is mul(A, add(B, TWO))   # a replacement is taken as it is...
@@ -107,7 +107,7 @@ def test_fill_bottom_up_fills_only_unfilled_nodes_sources_first():
 
     def fill(u):
         order.append(u)
-        filled[u] = "".join(filled[s] for s in u.src) or str(u.arg[0] if u.op is Ops.DEFINE_VAR else u.arg)
+        filled[u] = "".join(filled[s] for s in u.src) or str(u.arg[0] if u.op is Ops.PARAM else u.arg)
     fill_bottom_up(D, lambda u: u not in filled, fill)
     assert filled[D] == "ab" + "a2" and A not in order
     assert set(order) == {B, L, TWO, R, D} and len(order) == 5

@@ -60,7 +60,6 @@ class Ops(enum.Enum):
     PARAM = enum.auto()        # a function input: arg = (slot, shape)
     BUFFER = enum.auto()       # memory with a category: arg = Buffer
     CONST = enum.auto()        # a scalar constant: arg = Python value, shape ()
-    DEFINE_VAR = enum.auto()   # a runtime integer: arg = (name, min, max)
     IOTA = enum.auto()         # 0, 1, ..., n-1 as an int64 tensor of shape (n,): arg = n
     EMPTY = enum.auto()        # memory whose values do not matter (every element is written before it is read)
     # movement: views of their source, no data moves
@@ -237,7 +236,6 @@ _WHERE_SHAPE = _of_first(lambda u, s: u.src[-1].shape)
 _SOURCE_SHAPES: dict[Ops, ShapeRule] = {
     Ops.PARAM: lambda u: u.arg[1], Ops.BUFFER: lambda u: u.arg.shape, Ops.CONST: lambda u: (),
     Ops.IOTA: lambda u: (u.arg,), Ops.EMPTY: lambda u: u.arg[0], Ops.CARRY: lambda u: u.arg[2],
-    Ops.DEFINE_VAR: _no_shape,
 }
 _MOVEMENT_SHAPES: dict[Ops, ShapeRule] = {
     Ops.RESHAPE: _arg_shape, Ops.EXPAND: _arg_shape,
@@ -399,7 +397,6 @@ def _bounds_view(u, full): return u.src[0].bounds
 _SOURCE_BOUNDS: dict[Ops, BoundsRule] = {
     Ops.CONST: lambda u, full: (u.arg, u.arg),
     Ops.RANGE: lambda u, full: (0, max(u.src[0].vmax - 1, 0)),
-    Ops.DEFINE_VAR: lambda u, full: (u.arg[1], u.arg[2]),
     Ops.IOTA: lambda u, full: (0, max(u.arg - 1, 0)),
     Ops.CARRY: lambda u, full: u.arg[3] if len(u.arg) > 3 and u.arg[3] is not None else None,   # a loop index's
     Ops.BUFFER: _bounds_buffer,

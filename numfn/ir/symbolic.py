@@ -204,7 +204,7 @@ def _merge(ta, tb, sign):
 
 
 def _order_key(u: UOp) -> tuple:
-    """A deterministic sort key for the atoms of an affine sum: loops by number first, then variables, constants,
+    """A deterministic sort key for the atoms of an affine sum: loops by number first, then constants,
     then other nodes by a digest of their structure. Flat, and computed without recursion (uop.memo_bottom_up):
     index expressions can be hundreds of operations deep (np.gcd's steps), too deep for nested keys (recursion in
     building them and in comparing them)."""
@@ -218,7 +218,7 @@ def _order_key_of(x: UOp) -> tuple:
     return (3, x.op.value, h.hexdigest())
 
 
-_LEAF_KEYS = {Ops.RANGE: 0, Ops.DEFINE_VAR: 1, Ops.CONST: 2}
+_LEAF_KEYS = {Ops.RANGE: 0, Ops.CONST: 1}
 
 
 def from_affine(terms, const: int, dtype: DType = dtypes.index) -> UOp:

@@ -5,7 +5,6 @@ compilation.
     cache = default_cache()                  # None when disabled, or when the directory is unsafe or unusable
     if cache is not None:
         obj = cache.get(key)                 # verified payload bytes, or None
-        lib = cache.get_path(key)            # or: a path to a file holding exactly the payload, ready for dlopen
         ...
         cache.put(key, artifact_bytes)
 
@@ -36,11 +35,9 @@ Entry format
     Why one file rather than a payload-only ``.so`` plus a checksum sidecar: a single file is published by a single
     atomic ``os.replace``, so a payload and its checksum can never disagree (two writers of one key racing on two
     files could pair one writer's payload with the other's checksum). dlopen needs a file holding exactly the payload:
-    `DiskCache.get_path` verifies the entry in memory and writes those verified bytes to a private directory
-    (``tempfile.mkdtemp``, mode 0700, removed at exit) under a name derived from the payload's sha256. The bytes
-    dlopen maps are therefore the bytes that were checked, and a concurrent eviction or rewrite of the entry cannot
-    pull the file away between the check and the dlopen. Equal names mean equal contents, which matters because
-    dlopen returns the already loaded library when it is given a path it has seen before.
+    the caller writes the verified bytes `get` returns to a private file (numfn.runtime.native.private_library_file),
+    so the bytes dlopen maps are the bytes that were checked, and a concurrent eviction or rewrite of the entry cannot
+    pull the file away between the check and the dlopen.
 
 Writes
     Into a temporary file in the cache directory (``.tmp-*``, mode 0600), then ``os.replace`` onto the entry's name:
@@ -66,10 +63,8 @@ Eviction
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
 import stat
 import struct
 import sys
@@ -265,7 +260,7 @@ class DiskCache:
         return True
 
     def path_for(self, key: str) -> str:
-        """The file the entry for `key` lives in (header and payload; see `get_path` for a file to dlopen)."""
+        """The file the entry for `key` lives in (header and payload)."""
         _check_key(key)
         return os.path.join(self.directory, key + ENTRY_SUFFIX)
 
@@ -334,22 +329,6 @@ class DiskCache:
         """
         found = self._load(key)
         return None if found is None else found[0]
-
-    def get_path(self, key: str, suffix: str = ".so") -> str | None:
-        """A path to a file holding exactly the verified payload of `key` (for dlopen), or None on a miss.
-
-        The file is a private copy (see the module docstring): it lives in a per-process directory (mode 0700) that
-        is removed at exit, is named after the payload's sha256 plus `suffix`, and stays valid however the cache
-        changes afterwards.
-        """
-        found = self._load(key)
-        if found is None: return None
-        payload, digest = found
-        try:
-            return _extract(payload, digest.hex() + suffix)
-        except OSError as e:
-            _warn(f"cannot extract numfn cache entry {self.path_for(key)} for loading: {e}; treating it as a miss")
-            return None
 
     def put(self, key: str, data: bytes | bytearray | memoryview) -> bool:
         """Store `data` under `key` atomically (temporary file + os.replace), then evict least recently used entries
@@ -443,32 +422,6 @@ class DiskCache:
                 "total_bytes": sum(size for _, _, size in entries), "max_bytes": self.max_bytes}
 
 
-_extract_lock = threading.Lock()
-_extract_dir: str | None = None
-
-
-def _extract(payload: bytes, name: str) -> str:
-    """The path of a file `name` holding `payload` in this process's private extraction directory."""
-    global _extract_dir
-    with _extract_lock:
-        if _extract_dir is None or not os.path.isdir(_extract_dir):
-            _extract_dir = tempfile.mkdtemp(prefix="numfn-lib-")
-            atexit.register(shutil.rmtree, _extract_dir, True)
-        directory = _extract_dir
-    path = os.path.join(directory, name)
-    # the name is the payload's sha256 and only this process writes here, so an existing file is the payload
-    if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
-        try:
-            with open(fd, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
-    return path
-
-
 # numfn.config reads the environment; imported when used, so that importing this module stays stdlib-only
 
 def cache_directory() -> str:
@@ -501,7 +454,7 @@ def _reinit_locks_after_fork() -> None:
     """In a forked child (where only the forking thread exists): the locks another thread held are released. This
     module imports nothing of numfn's (it loads on its own), so it does for its locks what numfn.locks does for the
     others."""
-    for held in (_clock_lock, _extract_lock, _instances_lock):
+    for held in (_clock_lock, _instances_lock):
         reinit = getattr(held, "_at_fork_reinit", None)
         if reinit is not None: reinit()
 
