@@ -1001,3 +1001,62 @@ def _traced_row_in_branch(x, a):
                          ids=lambda v: v.__name__)
 def test_traced_integer_index_is_view(fn, n, backend):
     check_mutates(fn, np.arange(12.0).reshape(3, 4), np.array([n]), backend=backend)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# layout questions about a view a branch chose (issue 29 item 2, found by the 20,000-program fuzz run): ravel,
+# reshape and ascontiguousarray of `v = x[1:] if c else x[:-1]` are views in NumPy when the chosen view is
+# contiguous; the branch view (a gather at the positions each branch gave) was taken as never contiguous, so ravel
+# copied and the write through it was lost. Where the branches choose views of different layouts, NumPy's answer
+# depends on the branch taken at run time: a clear error instead of a guess
+
+_LAYOUT_VIEWS = {"rows_from_1": lambda x: x[1:3], "rows_from_0": lambda x: x[:2], "every_other": lambda x: x[::2],
+                 "reversed": lambda x: x[::-1][:2], "cols_from_1": lambda x: x[:, 1:], "cols_from_0": lambda x: x[:, :-1]}
+_LAYOUT_OPS = {"np_ravel": lambda v: np.ravel(v), "ravel": lambda v: v.ravel(), "reshape": lambda v: v.reshape(-1),
+               "ascontiguousarray": lambda v: np.ascontiguousarray(v)}
+_SAME_LAYOUT = [("rows_from_1", "rows_from_0"), ("every_other", "reversed"), ("cols_from_1", "cols_from_0")]
+_MIXED_LAYOUT = [("rows_from_1", "every_other"), ("reversed", "rows_from_0")]
+
+
+def _layout_program(first: str, second: str, op: str):
+    a, b, flat = _LAYOUT_VIEWS[first], _LAYOUT_VIEWS[second], _LAYOUT_OPS[op]
+
+    def f(x, c):
+        v = a(x)
+        if c.sum() > 0:
+            v = b(x)
+        w = flat(v)
+        w[1] += 100.0
+        return w * 2.0
+    return f
+
+
+@pytest.mark.parametrize("op", list(_LAYOUT_OPS))
+@pytest.mark.parametrize("first,second", _SAME_LAYOUT)
+def test_layout_of_a_view_a_branch_chose(first, second, op, backend):
+    f = _layout_program(first, second, op)
+    for c in (np.ones(1), -np.ones(1)):   # each branch taken
+        check_mutates(f, np.arange(12.0).reshape(4, 3), c, backend=backend, calls=1)
+
+
+@pytest.mark.parametrize("op", ["ravel", "reshape", "ascontiguousarray"])
+@pytest.mark.parametrize("first,second", _MIXED_LAYOUT)
+def test_layout_that_depends_on_the_branch_taken_is_refused(first, second, op, backend):
+    with pytest.raises(numfn.NumfnError, match="views of one layout"):
+        numfn.jit(_layout_program(first, second, op), backend=backend)(np.arange(12.0).reshape(4, 3), np.ones(1))
+
+
+def _fuzz_20000017(x0, x1):   # the fuzz run's program, shrunk
+    v0 = x0[:-1]
+    if np.any(x1 > 0):
+        v0 = x0[1:]
+    v4 = np.ravel(v0)
+    v4[0] += 2
+    return ()
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.float64, np.int8])
+def test_fuzz_ravel_of_a_branch_view(dtype, backend):
+    x0 = (np.arange(15).reshape(5, 3) % 2).astype(dtype)
+    for x1 in (np.ones((5, 3)), -np.ones((5, 3))):
+        check_mutates(_fuzz_20000017, x0, x1, backend=backend, calls=1)

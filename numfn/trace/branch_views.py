@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
-from numfn.trace.tensor import Tensor, _replay, gather
+from numfn.trace.tensor import Tensor, _replay, gather, is_window
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
 def _writable(step: tuple) -> bool:
     op, arg = step
-    return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and arg[0] == "window")
+    return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and is_window(arg[0]))
 
 
 def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
@@ -111,7 +111,7 @@ class BranchViews:
                 out[k] = view_after(base, chains[0], None)
                 continue
             width = len(positions(base, ()))
-            out[k] = view_after(base, (), res[at:at + width])
+            out[k] = view_after(base, (), res[at:at + width], chains)
             at += width
         for k, links in self.linked.items():
             for base, _ in links:
@@ -120,14 +120,15 @@ class BranchViews:
         return [out[k] if k in out else plain[k] for k in range(self.n)]
 
 
-def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None) -> Tensor:
+def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None, chains: Sequence[tuple] = ()) -> Tensor:
     """The view of `base` (its value after the branch) that the branch chose: by `chain` when every branch made the
-    same one, else a gather at the positions the branch gave (`index`, see `positions`)."""
+    same one, else a gather at the positions the branch gave (`index`, see `positions`) that keeps every branch's
+    chain (`chains`), so a layout question (ravel: a view or a copy?) gets the answer of the branch taken."""
     if index is None:
         if not chain: return base
         return base._view(_replay(base.uop, chain))
     src = base if base.shape else base.reshape(1)
-    return src._view(gather(src, list(index), window=True).uop)
+    return src._view(gather(src, list(index), window=("window", tuple(chains)) if base.shape else True).uop)
 
 
 @dataclass(eq=False)

@@ -24,7 +24,7 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, is_window, known_value, tensor_method
 from numfn.ir.uop import Ops, UOp
 
 
@@ -448,7 +448,7 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
                           "It is a constant of the compiled program; copy it first (y = np.array(x)) or pass it "
                           "as an argument")
-    if base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and arg[0] != "window")
+    if base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and not is_window(arg[0]))
                                         for op, arg in x.chain):
         raise ValueError("assignment destination is read-only")   # a broadcast, a diagonal
     if math.prod(shape) == 0: return

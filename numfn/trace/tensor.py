@@ -969,12 +969,14 @@ def _product(a: UOp, b: UOp) -> UOp:
     return (exact_mul(ar, br) - exact_mul(ai, bi)).alu(Ops.COMPLEX, exact_mul(ar, bi) + exact_mul(ai, br))
 
 
-def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
+def gather(x: Tensor, indices: Sequence, window: bool | tuple = False) -> Tensor:
     """x[i_0, ..., i_{n-1}] at every position of the indices' broadcast shape (the GATHER primitive): one integer
     index (array or int) per axis of x. Indices outside [0, n) are clamped into it, so native code never reads
     outside x: callers wrap negative indices and check bounds first where NumPy raises. Clamping costs nothing
     where the indices' bounds prove them in range (ranges, and index arithmetic on them). `window`: the gather
-    reads a slice of run-time bounds (a writable view, numfn.trace.dynamic), not a diagonal (a read-only one)."""
+    reads a slice of run-time bounds (a writable view, numfn.trace.dynamic), not a diagonal (a read-only one); a
+    tuple ("window", chains) marks the view a branch chose (numfn.trace.branch_views), with each branch's chain of
+    movement ops from the base, so layout questions (ravel, reshape, flags) get the taken branch's answer."""
     x = Tensor.lift(x)
     if len(indices) != x.ndim: raise ValueError(f"gather needs {x.ndim} indices for a {x.ndim}-d array")
     if not indices: return x   # a 0-d array at no index: itself (a 0-d view's element mapped through a gather)
@@ -990,7 +992,7 @@ def gather(x: Tensor, indices: Sequence, window: bool = False) -> Tensor:
         if hi > n - 1: u = u.alu(Ops.MIN, UOp.const(dtypes.int64, max(n - 1, 0)))
         srcs.append(Tensor(u)._broadcast(shape))
     if math.prod(shape) == 0 or x.size == 0: return Tensor(UOp.const_like(x.uop.dtype, 0, shape))
-    return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs), "window" if window else None))
+    return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs), window if isinstance(window, tuple) else "window" if window else None))
 
 
 KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
@@ -1071,18 +1073,26 @@ def _holds_tensors(x) -> bool:
 def _contiguous(view: Tensor, order: str) -> bool:
     """Whether a view of a base is contiguous in memory in C (row-major) or F (column-major) order, as NumPy's flags
     say it: axes of size 1 do not count, and an empty or one-element array is contiguous."""
-    from numfn.codegen.lower import view_offset
     assert view.base is not None
     if view.size <= 1: return True
+    per_branch = _branch_chains(view)
+    if per_branch is not None:   # a view a branch chose: NumPy's answer is the taken branch's
+        return _same_in_every_branch([_contiguous_chain(view.base.shape, c, view.shape, order) for c in per_branch],
+                                     f"whether the view is {order}-contiguous (ravel, flags)")
     if any(op is Ops.GATHER for op, _ in view.chain): return False
-    strides = view_offset(view.base.shape, view.chain)
+    return _contiguous_chain(view.base.shape, view.chain, view.shape, order)
+
+
+def _contiguous_chain(base_shape: tuple[int, ...], chain: tuple, shape: tuple[int, ...], order: str) -> bool:
+    from numfn.codegen.lower import view_offset
+    strides = view_offset(base_shape, chain)
     if strides is None: return False
-    axes = range(view.ndim) if order == "F" else reversed(range(view.ndim))
+    axes = range(len(shape)) if order == "F" else reversed(range(len(shape)))
     step = 1
     for a in axes:
-        if view.shape[a] == 1: continue
+        if shape[a] == 1: continue
         if strides[a] != step: return False
-        step *= view.shape[a]
+        step *= shape[a]
     return True
 
 
@@ -1091,7 +1101,33 @@ def _strided(view: Tensor) -> bool:
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
     assert view.base is not None
+    per_branch = _branch_chains(view)
+    if per_branch is not None:
+        return _same_in_every_branch([view_offset(view.base.shape, c) is not None for c in per_branch],
+                                     "whether the reshape is a view or a copy")
     return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.shape, view.chain) is not None
+
+
+def is_window(arg: Any) -> bool:
+    """Whether a GATHER's arg makes it a writable window (see `gather`)."""
+    return arg == "window" or (isinstance(arg, tuple) and arg[0] == "window")
+
+
+def _branch_chains(view: Tensor) -> list[tuple] | None:
+    """For a view whose last gather is one a branch chose (numfn.trace.branch_views: its arg holds every branch's
+    chain of movement ops from the base), the chain each branch gives the whole view; else None."""
+    at = max((k for k, (op, _) in enumerate(view.chain) if op is Ops.GATHER), default=None)
+    if at is None: return None
+    arg = view.chain[at][1][0]
+    if not (isinstance(arg, tuple) and arg[0] == "window"): return None
+    return [c + view.chain[at + 1:] for c in arg[1]]
+
+
+def _same_in_every_branch(answers: list[bool], what: str) -> bool:
+    if all(answers) or not any(answers): return answers[0]
+    raise unsupported(f"an array that is a view of different layouts in the branches of an `if` on a traced value, "
+                      f"where NumPy's result depends on the branch taken ({what})",
+                      "copy it (v.copy()) or make the branches choose views of one layout")
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]
