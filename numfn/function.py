@@ -43,7 +43,7 @@ from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_item
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
-from numfn.trace.control import unrolling
+from numfn.trace.statements import unrolling
 from numfn.trace.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
@@ -807,7 +807,7 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
     placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
     "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
-    most this (default numfn.trace.control.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
+    most this (default numfn.trace.statements.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
     and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
     progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
     every function).

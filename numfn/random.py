@@ -287,10 +287,10 @@ def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype
                          f"{shape}")
     lo64 = Tensor(lo_t.uop.cast(dtypes.int64)).astype(np.uint64)
     span = Tensor(hi_t.uop.cast(dtypes.int64)).astype(np.uint64) - lo64
-    from numfn.numpy.creation import _where
+    from numfn.numpy.creation import where_same_dtype
     empty = Tensor(hi_t.uop.cast(dtypes.int64)) <= Tensor(lo_t.uop.cast(dtypes.int64))
     if empty.size: add_check(empty, 0, lambda _: ValueError("low >= high"))
-    return (_where(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
+    return (where_same_dtype(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
 
 
 def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLike, dtype: DTypeLike = np.int64) -> Any:

@@ -33,7 +33,7 @@ from numfn.numpy.sorting import *  # noqa: F401,F403
 from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
-from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
+from numfn.trace.tensor import NUMFN_NUMPY, NUMPY_IMPLEMENTATIONS
 
 _MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
@@ -57,6 +57,7 @@ def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, nam
 
 
 register(__import__(__name__, fromlist=["*"]), _np, __all__)
+NUMFN_NUMPY.update((_name, globals()[_name]) for _name in __all__)   # how numfn.trace calls this namespace
 
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 

@@ -156,10 +156,10 @@ def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, order: str 
 
 def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Tensor:
     """A new array with a's values: it shares no memory with `a`, so either may be updated in place."""
-    return _strong(a)
+    return as_strong(a)
 
 
-def _strong(a) -> Tensor:
+def as_strong(a) -> Tensor:
     """`a` as NumPy's asarray sees it: a Python scalar becomes a (strong) int64/float64/bool array."""
     t = T(a)
     return Tensor(t.uop)
@@ -190,19 +190,19 @@ def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
 
 def tril(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements above diagonal k zeroed (a 1-D m is taken as a row repeated: the result is 2-D)."""
-    t = _strong(m)
+    t = as_strong(m)
     mask = tri(*_matrix_shape(t, "tril"), k=k, dtype=np.bool_)
-    return _where(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
+    return where_same_dtype(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
 def triu(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements below diagonal k zeroed."""
-    t = _strong(m)
+    t = as_strong(m)
     mask = tri(*_matrix_shape(t, "triu"), k=operator.index(k) - 1, dtype=np.bool_)
-    return _where(mask, Tensor(UOp.const(t.uop.dtype, 0)), t)
+    return where_same_dtype(mask, Tensor(UOp.const(t.uop.dtype, 0)), t)
 
 
-def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
+def where_same_dtype(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """where(c, a, b) for a and b of one dtype, broadcast together."""
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     return Tensor(c._broadcast(shape).alu(Ops.WHERE, a._broadcast(shape), b._broadcast(shape)))
@@ -210,7 +210,7 @@ def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
 
 def diag(v: ArrayLike, k: int = 0) -> Tensor:
     """A 1-D v placed on diagonal k of a square matrix (zeros elsewhere), or diagonal k of a 2-D v (a view)."""
-    t = _strong(v) if not isinstance(v, Tensor) else v
+    t = as_strong(v) if not isinstance(v, Tensor) else v
     k = operator.index(k)
     if t.ndim == 2:
         from numfn.numpy.manipulation import diagonal
@@ -223,12 +223,12 @@ def diag(v: ArrayLike, k: int = 0) -> Tensor:
     u = Tensor(t.uop).uop.pad(((0, abs(k)),))
     vb = Tensor(u.reshape((n, 1) if k >= 0 else (1, n)).expand((n, n)))
     rows, cols = _rows_cols(n, n)
-    return _where(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
+    return where_same_dtype(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
 def diagflat(v: ArrayLike, k: int = 0) -> Tensor:
     """The flattened input on diagonal k of a new square matrix."""
-    return diag(_strong(v).reshape(-1), k)
+    return diag(as_strong(v).reshape(-1), k)
 
 
 def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
@@ -302,13 +302,13 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
             y = y / div * delta if zero.uop.arg else y * step
         else:                          # NumPy asks whether any step is 0: one answer for the whole result
             any_zero = zero.reshape(-1).max() if zero.size > 1 else zero.reshape(())
-            y = _where(any_zero, y / div * delta, y * step) if zero.size else y * step
+            y = where_same_dtype(any_zero, y / div * delta, y * step) if zero.size else y * step
     else:
         y = y * delta
     y = y + sc
     if endpoint and num > 1:
         last = Tensor(UOp.iota(num).reshape((num,) + (1,) * delta.ndim)) == num - 1
-        y = _where(last, ec, y)
+        y = where_same_dtype(last, ec, y)
     if axis != 0: y = _move_first(y, axis)
     if dtype is not None:
         target = as_dtype(dtype)
@@ -325,7 +325,7 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     _check_dtype_kind(dtype)
     if not isinstance(base, (float, int)) and T(base).ndim:
         # an array base: NumPy makes all three arrays of the broadcast rank (Python scalars become strong)
-        parts = [_strong(a) for a in (start, stop, base)]
+        parts = [as_strong(a) for a in (start, stop, base)]
         nd = len(broadcast_shapes(*(p.shape for p in parts)))
         start, stop, base = (p.reshape((1,) * (nd - p.ndim) + p.shape) for p in parts)
         base = base.expand_dims(axis)
@@ -340,7 +340,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     logarithms, with the ends set to start and stop exactly. A bound of 0 raises NumPy's ValueError: while tracing
     if it is known then, else after the call (a run-time check)."""
     _check_dtype_kind(dtype)
-    s, e = _strong(start), _strong(stop)
+    s, e = as_strong(start), as_strong(stop)
     for t in (s, e):
         zero = ValueError("Geometric sequence cannot include zero")
         if t.uop.op is Ops.CONST:
@@ -359,8 +359,8 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     result = logspace(log10(s), log10(e), num=num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
         at = Tensor(UOp.iota(num).reshape((num,) + (1,) * (result.ndim - 1)))
-        result = _where(at == 0, s, result)
-        if num > 1 and endpoint: result = _where(at == num - 1, e, result)
+        result = where_same_dtype(at == 0, s, result)
+        if num > 1 and endpoint: result = where_same_dtype(at == num - 1, e, result)
     result = result * sign
     if axis != 0: result = _move_first(result, axis)
     return Tensor(result.astype(out_dtype).uop)
@@ -372,7 +372,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
     with 'ij' they are not (matrix); sparse keeps each array one-dimensional in spirit (size 1 along the others)."""
     if indexing not in ("xy", "ij"): raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
     n = len(xi)
-    ts = [T(x) if isinstance(x, Tensor) else _strong(x) for x in xi]
+    ts = [T(x) if isinstance(x, Tensor) else as_strong(x) for x in xi]
     shapes = [[1] * n for _ in range(n)]
     for i in range(n): shapes[i][i] = -1
     if indexing == "xy" and n > 1:

@@ -16,7 +16,7 @@ from numfn.args import normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
 from numfn.trace.subscript import region, write
-from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, promote, tensor_method
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike
 
@@ -179,8 +179,7 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     cs = [T(c) for c in choices]
     d = T(default)
     from numfn.numpy import where
-    from numfn.numpy.ufuncs import _promote
-    dt = _promote(*cs, d)
+    dt = promote(*cs, d)
     out = Tensor(d.uop.cast(dt), d.weak)
     for k, (c, v) in reversed(list(enumerate(zip(conds, cs)))):
         ct = T(c)

@@ -28,7 +28,7 @@ from numfn.errors import unsupported, user_location
 from numfn.trace.subscript import setitem
 from numfn.numpy.creation import full, full_like
 from numfn.numpy import manipulation   # a module: manipulation imports this one too
-from numfn.trace.tensor import Tensor, broadcast_shapes, weak_fits
+from numfn.trace.tensor import Tensor, broadcast_shapes, promote, weak_fits
 from numfn.ir.uop import Ops, UOp, toposort
 from numfn.numpy._typing import ArrayLike
 
@@ -818,16 +818,6 @@ conjugate = conj = _make("conjugate", lambda x: _cplx(_re(x), -_im(x)) if x.dtyp
 # ---------------------------------------------------------------------------------------------------------------
 # functions built from ufuncs
 
-def _promote(*xs: Tensor):
-    """NumPy 2 result_type with weak Python scalars: the dtype arrays and scalars combine to."""
-    strong = [t.uop.dtype for t in xs if not t.weak]
-    kinds = [t.uop.dtype.kind for t in xs if t.weak]
-    if not strong: return result_type(*(t.uop.dtype for t in xs))
-    dt = result_type(*strong)
-    rep = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
-    return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
-
-
 @overload
 def where(condition: ArrayLike) -> tuple[Tensor, ...]: ...
 @overload
@@ -844,7 +834,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         from numfn.trace import dynamic
         return dynamic.elementwise(where, [condition, x, y])
     c, a, b = _truth(condition), T(x), T(y)
-    dt = _promote(a, b)
+    dt = promote(a, b)
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
                                 Tensor(b.uop.cast(dt))._broadcast(shape))
@@ -911,7 +901,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     atol = atol if _is_python_number(atol) else _strong(atol)
     rtol = rtol if _is_python_number(rtol) else _strong(rtol)
     if isinstance(y, Tensor):
-        y = y.astype(_promote(y, T(1.0)), copy=False)
+        y = y.astype(promote(y, T(1.0)), copy=False)
     elif isinstance(y, int):
         y = float(y)
     yt = T(y)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
-from numfn.trace.tensor import Tensor, _replay, gather
+from numfn.trace.tensor import Tensor, replay, gather
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
@@ -49,11 +49,11 @@ def positions(base: Tensor, chain: tuple) -> list[UOp]:
     """For each axis of `base` (one for a 0-d base, viewed as 1-d), the position along it of every element of the
     view `chain` makes of it (int64, the view's shape)."""
     shape = base.shape
-    if not shape: return [_replay(UOp.const(dtypes.int64, 0), chain)]
+    if not shape: return [replay(UOp.const(dtypes.int64, 0), chain)]
     out = []
     for a, n in enumerate(shape):
         iota = UOp.iota(n).reshape(tuple(n if i == a else 1 for i in range(len(shape)))).expand(tuple(shape))
-        out.append(_replay(iota, chain))
+        out.append(replay(iota, chain))
     return out
 
 
@@ -125,7 +125,7 @@ def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None) -> Te
     same one, else a gather at the positions the branch gave (`index`, see `positions`)."""
     if index is None:
         if not chain: return base
-        return base._view(_replay(base.uop, chain))
+        return base._view(replay(base.uop, chain))
     src = base if base.shape else base.reshape(1)
     return src._view(gather(src, list(index), window=True).uop)
 

@@ -27,7 +27,7 @@ import numpy as np
 from numfn.args import normalize_axes
 from numfn.dtype import dtypes
 from numfn.errors import TracerConversionError, unsupported, user_location
-from numfn.trace.tensor import Tensor, add_check, gather
+from numfn.trace.tensor import Tensor, add_check, gather, numpy_function
 from numfn.ir.uop import Ops, UOp
 
 I64 = dtypes.int64
@@ -39,8 +39,7 @@ def _i64(value) -> Tensor:
 
 
 def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    from numfn import numpy as fnp
-    return fnp.where(c, a, b)
+    return numpy_function("where")(c, a, b)
 
 
 class Length(Tensor):
@@ -169,8 +168,8 @@ class DynTensor(Tensor):
         self.__len__()
 
     def __getattribute__(self, name: str):
-        if name in _METHODS:
-            return functools.partial(_METHODS[name], self)
+        if name in METHODS:
+            return functools.partial(METHODS[name], self)
         if not name.startswith("_") and name not in _OWN and hasattr(np.ndarray, name):
             raise unsupported(f"ndarray.{name} on an array whose length is only known at run time (x[mask], "
                               "nonzero, a slice with traced bounds)", _HINT)
@@ -421,14 +420,13 @@ def _arg_extreme(name: str):
     """argmax/argmin, and nanargmax/nanargmin (NaN skipped: an all-NaN slice is NumPy's ValueError, raised by the
     call; an empty one is argmax's, as NumPy checks)."""
     def method(y: DynTensor, axis=None, out=None, *, keepdims=False):
-        from numfn.numpy import reductions
         if axis is None and keepdims and y.ndim > 1:   # NumPy keeps every axis, with size 1
             return method(y, None, out).reshape((1,) * y.ndim)
         if axis is None and y.ndim > 1: y = _flat(y, name)
         ax = 0 if axis is None else normalize_axes(axis, y.ndim)[0]
         left = _left(y, (ax,), keepdims)
         if y.lengths[ax] is None:
-            return _plain(getattr(reductions, name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
+            return _plain(numpy_function(name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
         plain = name.removeprefix("nan")
         add_check(Tensor(cast(UOp, y.lengths[ax])) == 0, 0,
                   lambda _: ValueError(f"attempt to get {plain} of an empty sequence"))
@@ -440,7 +438,7 @@ def _arg_extreme(name: str):
         else: fill = dt.min if plain == "argmax" else dt.max
         filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, cast(_Shape, y.uop.shape))))
         # positions past the length hold the fill, after every element: ties go to the first element anyway
-        return _plain(getattr(reductions, name)(filled, axis=ax, keepdims=keepdims).uop, left)
+        return _plain(numpy_function(name)(filled, axis=ax, keepdims=keepdims).uop, left)
     return method
 
 
@@ -454,17 +452,15 @@ def _sum_like(name: str):
 
 def _numpy_reduction(name: str, empty_error: str | None = None):
     def method(y: DynTensor, axis=None, *args, keepdims=False, where=None, **kw):
-        from numfn import numpy as fnp
-        fn = getattr(fnp, name)
+        fn = numpy_function(name)
         return reduce(lambda t, **k: fn(t, *args, **k, **kw), y, axis, keepdims, empty_error, where=where)
     return method
 
 
 def _cumulative(name: str):
     def method(y: DynTensor, axis=None, dtype=None, out=None):
-        from numfn.numpy import reductions
         if axis is None and y.ndim > 1: y = _flat(y, name)
-        fn = getattr(reductions, name)
+        fn = numpy_function(name)
         # along an axis the prefix before a run-time length is exactly NumPy's result; past it nothing matters
         out_ = fn(y.compact(), axis=0 if axis is None else axis, dtype=dtype)
         return DynTensor(out_.uop, lengths=y.lengths)
@@ -491,7 +487,7 @@ def _flat(y: DynTensor, name: str = "flattening") -> DynTensor:
     return DynTensor(y.uop.reshape((math.prod(shape),)), (Tensor(cast(UOp, y.length)) * rest).uop)
 
 
-_METHODS = {
+METHODS = {
     "sum": _sum_like("sum"), "prod": _sum_like("prod"), "mean": _sum_like("mean"),
     "max": _extreme("max", Ops.MAX), "min": _extreme("min", Ops.MIN),
     "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
@@ -501,29 +497,17 @@ _METHODS = {
 }
 
 
-def _nan_extreme(name: str):
-    """nanmax/nanmin: NaN skipped; without `initial`, an empty selection is NumPy's ValueError (fmax, fmin)."""
-    def method(y: DynTensor, axis=None, out=None, keepdims=False, initial=None, where=None):
-        from numfn.numpy import reductions
-        if not y.uop.dtype.is_inexact: return _METHODS[name](y, axis, out, keepdims, initial, where)
-
-        def fn(t, axis, keepdims, where=None):
-            return reductions._nan_extreme(t, axis, out, keepdims, initial, where, name, valid_only=True)
-        empty = None if initial is not None else "fmax" if name == "max" else "fmin"
-        return reduce(fn, y, axis, keepdims, empty, where=where)
-    return method
-
-
 # numfn.numpy functions that take DynTensors, by name: reductions route to the methods above, the rest are
-# elementwise (they reach Tensor._elementwise, which routes to `elementwise`) or handle them themselves
+# elementwise (they reach Tensor._elementwise, which routes to `elementwise`) or handle them themselves; numfn.numpy
+# adds its own (nanmax and nanmin: numfn.numpy.reductions)
 NUMPY = {
-    "sum": _METHODS["sum"], "prod": _METHODS["prod"], "mean": _METHODS["mean"], "max": _METHODS["max"],
-    "min": _METHODS["min"], "amax": _METHODS["max"], "amin": _METHODS["min"], "argmax": _METHODS["argmax"],
-    "argmin": _METHODS["argmin"], "any": _METHODS["any"], "all": _METHODS["all"], "std": _METHODS["std"],
-    "var": _METHODS["var"], "cumsum": _METHODS["cumsum"], "cumprod": _METHODS["cumprod"],
+    "sum": METHODS["sum"], "prod": METHODS["prod"], "mean": METHODS["mean"], "max": METHODS["max"],
+    "min": METHODS["min"], "amax": METHODS["max"], "amin": METHODS["min"], "argmax": METHODS["argmax"],
+    "argmin": METHODS["argmin"], "any": METHODS["any"], "all": METHODS["all"], "std": METHODS["std"],
+    "var": METHODS["var"], "cumsum": METHODS["cumsum"], "cumprod": METHODS["cumprod"],
     "count_nonzero": _count_nonzero, "ptp": _ptp, "nansum": _numpy_reduction("nansum"),
     "nanprod": _numpy_reduction("nanprod"), "nanmean": _numpy_reduction("nanmean"),
-    "nanmax": _nan_extreme("max"), "nanmin": _nan_extreme("min"), "nanargmax": _arg_extreme("nanargmax"),
+    "nanargmax": _arg_extreme("nanargmax"),
     "nanargmin": _arg_extreme("nanargmin"), "nancumsum": _cumulative("nancumsum"),
     "nancumprod": _cumulative("nancumprod"),
     "nanstd": _numpy_reduction("nanstd"), "nanvar": _numpy_reduction("nanvar"),
@@ -635,7 +619,7 @@ def _select_rows(y: DynTensor, first, rest: tuple):
 def items(y: DynTensor, index) -> list:
     """The index items (numfn.trace.subscript.Item) of `index` over y's bound shape: an axis of run-time length becomes a
     window (a slice clamped to the length, or all of it) or a traced integer checked against the length."""
-    from numfn.trace.subscript import Item, _static_slice, normalize, window
+    from numfn.trace.subscript import Item, static_slice, normalize, window
     index = index if isinstance(index, tuple) else (index,)
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if used > y.ndim:
@@ -657,7 +641,7 @@ def items(y: DynTensor, index) -> list:
             it = normalize((n,), (i,))[0]
             out.append(Item(it.kind, axis, it.start, it.step, it.count, it.value))
         elif isinstance(i, slice):
-            out.append(window(_static_slice(i), DynLength(ln, n), axis))
+            out.append(window(static_slice(i), DynLength(ln, n), axis))
         elif isinstance(i, (int, np.integer)) or (isinstance(i, Tensor) and i.ndim == 0 and i.uop.dtype.is_int):
             k, length = Tensor(Tensor.lift(i).uop.cast(I64)), Tensor(ln)
             add_check((k < -length) | (k >= length), k,

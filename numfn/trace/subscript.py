@@ -24,7 +24,8 @@ import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, known_value, tensor_method
+from numfn.trace.tensor import (Tensor, add_check, broadcast_shapes, gather, known_value, numpy_function,
+                                tensor_method)
 from numfn.ir.uop import Ops, UOp
 
 
@@ -78,7 +79,7 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         elif i is None: items.append(Item("none"))
         elif isinstance(i, (bool, np.bool_)): items.append(Item("bool", value=bool(i)))
         elif isinstance(i, slice):
-            i = _static_slice(i)
+            i = static_slice(i)
             if any(isinstance(v, Tensor) for v in (i.start, i.stop)): items.append(window(i, shape[axis], axis))
             else:
                 start, stop, step = i.indices(shape[axis])
@@ -100,7 +101,7 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
     return items
 
 
-def _static_slice(s: slice) -> slice:
+def static_slice(s: slice) -> slice:
     """The slice with bounds known while tracing as Python ints; traced ones stay Tensors (0-d integers)."""
     parts = []
     for v in (s.start, s.stop, s.step):
@@ -393,7 +394,7 @@ def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
     """The region (whose leading axes the mask covers) with `value` stored where the mask holds: a value that
     broadcasts, or one element per true position (checked when the program runs)."""
     from numfn.trace import dynamic
-    from numfn.numpy import where
+    where = numpy_function("where")
     rest = region.shape[mask.ndim:]
     m = mask.reshape(mask.shape + (1,) * len(rest))
     v = value if isinstance(value, Tensor) and value.runtime_length else Tensor.lift(value)

@@ -26,6 +26,7 @@ from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
 from numfn.errors import (NumfnError, TracerConversionError, store_into_constant, storing_into_array,
                           unsupported, user_location)
 from numfn.trace import complex_reductions
+from numfn.trace.unbound import is_unbound
 from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
 # what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
 from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
@@ -128,7 +129,6 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
-        from numfn.trace.convert import is_unbound
         if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
@@ -436,7 +436,7 @@ class Tensor:
         """The view of one part of a complex array: a chain step (CAST for the real part, IMAG for the imaginary
         one) that keeps every index where it is; writes through it replace that part only (numfn.trace.subscript)."""
         step = (Ops.CAST, None) if lane == 0 else (Ops.IMAG, None)
-        uop = _replay(self.uop, (step,))
+        uop = replay(self.uop, (step,))
         if self.weak or (self.base is None and self.memory == "computed" and self.uop.op is Ops.CONST):
             return Tensor(uop, self.weak)
         base = self if self.base is None else self.base
@@ -488,7 +488,7 @@ class Tensor:
         for ref in self._views or ():
             view = ref()
             if view is None: continue
-            view.uop = _replay(uop, view.chain)
+            view.uop = replay(uop, view.chain)
             alive.append(ref)
         self._views = alive or None
         if self._links and record:   # a branch's result that is this array's memory in some branches follows it
@@ -501,7 +501,7 @@ class Tensor:
         out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         u = self.base.uop
         for step in self.chain:
-            nu = _replay(u, (step,))
+            nu = replay(u, (step,))
             assert nu.shape is not None and u.shape is not None   # views are tensor-level nodes
             out.append((nu.shape, u.shape))
             u = nu
@@ -728,6 +728,25 @@ def _numpy_values(result: Any) -> Any:
 # name it defines that NumPy's namespace (or np.linalg, np.fft, ...) also defines is registered, so np.sin(x) and
 # np.linalg.solve(a, b) on traced arrays run numfn.numpy's versions.
 NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
+
+
+# numfn.numpy's namespace by name (numfn.numpy fills it): how the tracer, below numfn.numpy, calls its functions
+NUMFN_NUMPY: dict[str, Any] = {}
+
+
+def numpy_function(name: str) -> Any:
+    """numfn.numpy's function `name` (fnp.name, as the user's code calls it)."""
+    return NUMFN_NUMPY[name]
+
+
+def promote(*xs: Tensor) -> DType:
+    """NumPy 2 result_type with weak Python scalars: the dtype arrays and scalars combine to."""
+    strong = [t.uop.dtype for t in xs if not t.weak]
+    kinds = [t.uop.dtype.kind for t in xs if t.weak]
+    if not strong: return result_type(*(t.uop.dtype for t in xs))
+    dt = result_type(*strong)
+    rep = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+    return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
 
 
 def tensor_method(name: str) -> Callable[[_F], _F]:
@@ -998,7 +1017,7 @@ KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not co
 
 def known_value(u: UOp) -> np.ndarray | None:
     """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
-    from numfn.ir.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
+    from numfn.ir.symbolic import UFUNCS   # NumPy ufuncs per op: what constant folding uses too
     done: dict[UOp, np.ndarray] = {}
     for v in u.toposort():
         if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: return None
@@ -1016,9 +1035,9 @@ def known_value(u: UOp) -> np.ndarray | None:
             x = src[0].real if v.src[0].dtype.is_complex and not (v.dtype.is_complex or v.dtype.is_bool) else src[0]
             with np.errstate(all="ignore"): out = x.astype(v.dtype.np)
         elif op is Ops.WHERE: out = np.where(src[0], src[1], src[2])
-        elif op in _UFUNC:   # tensor-level ops mean what NumPy's ufuncs do
+        elif op in UFUNCS:   # tensor-level ops mean what NumPy's ufuncs do
             try:
-                with np.errstate(all="ignore"): out = np.asarray(_UFUNC[op](*src)).astype(v.dtype.np, copy=False)
+                with np.errstate(all="ignore"): out = np.asarray(UFUNCS[op](*src)).astype(v.dtype.np, copy=False)
             except (ValueError, TypeError):   # integers to negative powers, ...: left to the program
                 return None
         else: return None
@@ -1034,7 +1053,7 @@ def _same_shape(a: Tensor, b: Tensor) -> bool:
         all(x is y for x, y in zip(la, lb))
 
 
-def _replay(u: UOp, chain: tuple) -> UOp:
+def replay(u: UOp, chain: tuple) -> UOp:
     """A view's value from its base's: the chain's ops applied in turn (a GATHER's holds its arg and indices; CAST and
     IMAG are the parts of a complex array)."""
     for op, arg in chain:
