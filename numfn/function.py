@@ -33,6 +33,7 @@ from numfn import debug, progress
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout, make_layout
+from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
@@ -823,3 +824,6 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     if fn is None:
         return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath)
     return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress, fastmath)
+
+
+_random_keys.compiler = jit   # numfn.random's samplers called outside a compiled function compile themselves with it

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -196,13 +196,15 @@ def _float_dtype(dtype, what: str):
 def _eager(name: str, *args, static=("shape", "dtype"), **kwargs):
     """A sampler called outside a compiled function: compiled once per value of its `static` arguments, then run
     (the key and the other arguments are arguments of the compiled function)."""
-    from numfn.function import jit
     fn = _EAGER.get((name, static))
-    if fn is None: fn = _EAGER.setdefault((name, static), jit(globals()[name], static_argnames=static))
+    if fn is None: fn = _EAGER.setdefault((name, static), compiler(globals()[name], static_argnames=static))
     return fn(*args, **kwargs)
 
 
 _EAGER: dict[tuple, Any] = {}
+# numfn.jit, which compiles the samplers called outside a compiled function: numfn.function (above this module)
+# sets it when it is imported
+compiler: Callable[..., Any]
 
 
 def bits(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.uint32) -> Any:

@@ -34,10 +34,15 @@ from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
 from numfn.trace.tensor import NUMFN_NUMPY, NUMPY_IMPLEMENTATIONS
+from numfn.numpy._core import IMPLEMENTATIONS
 
 _MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
+
+# the families' functions by name, for a family that calls one above it (numfn.numpy._core)
+IMPLEMENTATIONS.update((_name, globals()[_name]) for _name in __all__)
+IMPLEMENTATIONS["ufunc_at"] = indexing.ufunc_at   # ufunc.at (numfn.numpy.ufuncs)
 
 # arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.trace.dynamic.guard);
 # the elementwise ones (numfn.numpy.ufuncs) all do, through the tracer's elementwise machinery

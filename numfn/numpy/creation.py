@@ -17,6 +17,7 @@ from numfn.errors import unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
+from numfn.numpy._core import IMPLEMENTATIONS, implementation
 
 T = Tensor.lift
 
@@ -213,7 +214,7 @@ def diag(v: ArrayLike, k: int = 0) -> Tensor:
     t = as_strong(v) if not isinstance(v, Tensor) else v
     k = operator.index(k)
     if t.ndim == 2:
-        from numfn.numpy.manipulation import diagonal
+        diagonal = implementation("diagonal")
         return diagonal(t, k)
     if t.ndim != 1: raise ValueError("Input must be 1- or 2-d.")
     size = t.shape[0]
@@ -240,7 +241,7 @@ def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
     grids = [arange(d, dtype=dtype).reshape(tuple(d if j == i else 1 for j in range(n))) for i, d in enumerate(dims)]
     if sparse: return tuple(grids)
     if not grids: return zeros((0,), dtype)
-    from numfn.numpy.manipulation import stack
+    stack = implementation("stack")
     return stack([g.broadcast_to(dims) for g in grids])
 
 
@@ -254,7 +255,7 @@ def _inexact_type(*xs: Tensor) -> DType:
 
 def _move_first(t: Tensor, axis: int) -> Tensor:
     """moveaxis(t, 0, axis), as the functions built on it call it."""
-    from numfn.numpy.manipulation import moveaxis
+    moveaxis = implementation("moveaxis")
     return moveaxis(t, 0, axis)
 
 
@@ -352,10 +353,9 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     dt = dtypes.from_numpy(np.result_type(s.dtype, e.dtype, float(num), np.float64 if dtype is None else dtype))
     out_dtype = dt if dtype is None else as_dtype(dtype)
     s, e = s.astype(dt), e.astype(dt)
-    from numfn.numpy import ufuncs
-    sign = ufuncs.sign(s)
+    sign = implementation("sign")(s)
     s, e = s / sign, e / sign
-    log10 = getattr(ufuncs, "log10", None) or (lambda x: ufuncs.log(x) / math.log(10.0))
+    log10 = IMPLEMENTATIONS.get("log10") or (lambda x: implementation("log")(x) / math.log(10.0))
     result = logspace(log10(s), log10(e), num=num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
         at = Tensor(UOp.iota(num).reshape((num,) + (1,) * (result.ndim - 1)))
@@ -380,7 +380,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
         shapes[1][0], shapes[1][1] = -1, 1
     out = [t.reshape(tuple(s)) for t, s in zip(ts, shapes)]
     if not sparse:
-        from numfn.numpy.manipulation import broadcast_arrays
+        broadcast_arrays = implementation("broadcast_arrays")
         out = list(broadcast_arrays(*out))
     return tuple(Tensor(o.uop) for o in out) if copy else tuple(out)
 
@@ -421,7 +421,7 @@ class _Grid:
         if self.sparse: return tuple(Tensor(g.uop) for g in out)
         if any(n < 0 for n in sizes): raise ValueError("negative dimensions are not allowed")
         full_shape = tuple(sizes)
-        from numfn.numpy.manipulation import stack
+        stack = implementation("stack")
         return stack([g.broadcast_to(full_shape) for g in out]) if out else zeros((0,), typ)
 
     @staticmethod

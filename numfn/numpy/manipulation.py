@@ -23,6 +23,7 @@ from numfn.ir.uop import Ops, UOp
 from numfn.numpy import ufuncs
 from numfn.numpy.creation import as_strong, where_same_dtype, linspace, zeros
 from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike
+from numfn.numpy._core import implementation
 
 T = Tensor.lift
 
@@ -653,7 +654,7 @@ def _pad_stat(cur: Tensor, axis: int, b: int, e: int, lengths, mode: str) -> Ten
         if mode == "maximum": return chunk.max(axis=axis, keepdims=True)
         if mode == "minimum": return chunk.min(axis=axis, keepdims=True)
         if mode == "median":
-            from numfn.numpy.statistics import median
+            median = implementation("median")
             m = median(chunk, axis=axis, keepdims=True)
         else:
             m = chunk.mean(axis=axis, keepdims=True)
@@ -796,7 +797,7 @@ def _repeat_method(self, repeats, axis=None) -> Tensor:
 @tensor_method("dot")
 def _dot_method(self, b, out=None) -> Tensor:
     refuse("ndarray.dot", out=out)
-    from numfn.numpy.products import dot
+    dot = implementation("dot")
     return dot(self, b)
 
 
