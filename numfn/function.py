@@ -808,8 +808,8 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
     placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
     "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
-    most this (default numfn.trace.statements.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
-    and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
+    most this (default numfn.trace.statements.UNROLL, 4) run as Python, their body traced once per iteration; longer
+    ones, and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
     progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
     every function).
 

@@ -629,7 +629,8 @@ def _pad_constant(t: Tensor, widths, values, out_shape) -> Tensor:
     for ax, ((b, e), (v0, v1)) in enumerate(zip(widths, values)):
         if not (b or e): continue
         j = _iota_on(out_shape[ax], ax, t.ndim)
-        out = where_same_dtype(j < b, _fill_value(v0, dt), where_same_dtype(j >= out_shape[ax] - e, _fill_value(v1, dt), out))
+        out = where_same_dtype(j < b, _fill_value(v0, dt),
+                               where_same_dtype(j >= out_shape[ax] - e, _fill_value(v1, dt), out))
     return Tensor(out.uop)
 
 

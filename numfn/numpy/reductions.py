@@ -318,4 +318,5 @@ def _run_time_length_nan_extreme(name: str):
 
 
 # numfn.trace.dynamic (below this module) knows these through its table of numfn.numpy functions
-dynamic.NUMPY["nanmax"], dynamic.NUMPY["nanmin"] = _run_time_length_nan_extreme("max"), _run_time_length_nan_extreme("min")
+dynamic.NUMPY["nanmax"] = _run_time_length_nan_extreme("max")
+dynamic.NUMPY["nanmin"] = _run_time_length_nan_extreme("min")

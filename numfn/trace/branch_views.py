@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
-from numfn.trace.tensor import Tensor, replay, gather
+from numfn.trace.tensor import Links, Tensor, replay, gather
+from numfn.trace.subscript import write
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
@@ -154,7 +155,6 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
                   combine, gate: Tensor | None) -> None:
     """`result` was written at `at` (its indices, of `shape`): write the same into each array it is linked to,
     where the branch made it a view of that array."""
-    from numfn.trace.subscript import write
     for lk in list(result._links or ()):
         if lk.view() is not result: continue
         idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
@@ -179,3 +179,6 @@ def follow(memory: Tensor) -> None:
         new = lk.flag._broadcast(shape).alu(Ops.WHERE, now, view.uop)
         if new is not view.uop: view.rebind(new)
     memory._links = alive or None
+
+
+Links.follow, Links.write_through = follow, write_through   # what numfn.trace.tensor and subscript call

@@ -28,6 +28,7 @@ from numfn.args import normalize_axes
 from numfn.dtype import dtypes
 from numfn.errors import TracerConversionError, unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, gather, numpy_function
+from numfn.trace.subscript import Item, RunTimeLength, assignable, gathered, normalize, setitem, static_slice, window
 from numfn.ir.uop import Ops, UOp
 
 I64 = dtypes.int64
@@ -150,6 +151,14 @@ class DynTensor(Tensor):
     def T(self) -> Tensor:
         return self.transpose()
 
+    @staticmethod
+    def runtime_length_elementwise(fn, operands) -> Tensor:
+        return elementwise(fn, operands)
+
+    @staticmethod
+    def runtime_length_matmul(a, b) -> Tensor:
+        return matmul(a, b)
+
     def __getitem__(self, index):
         return getitem(self, index)
 
@@ -157,7 +166,6 @@ class DynTensor(Tensor):
         if self.base is None:
             raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
                               "assign through the mask instead: x[mask] = v")
-        from numfn.trace.subscript import setitem
         setitem(self, index, value)
 
     def _inplace(self, ufunc, symbol, compute, x):
@@ -589,7 +597,6 @@ def getitem(y: DynTensor, index) -> Tensor:
     if y.length is not None and isinstance(first, (Tensor, np.ndarray, list)) and not (
             isinstance(first, Tensor) and first.ndim == 0 and first.uop.dtype.is_int):
         return _select_rows(y, first, index[1:])
-    from numfn.trace.subscript import gathered
     return gathered(y, items(y, index), not any(i is Ellipsis for i in index))
 
 
@@ -619,7 +626,6 @@ def _select_rows(y: DynTensor, first, rest: tuple):
 def items(y: DynTensor, index) -> list:
     """The index items (numfn.trace.subscript.Item) of `index` over y's bound shape: an axis of run-time length becomes a
     window (a slice clamped to the length, or all of it) or a traced integer checked against the length."""
-    from numfn.trace.subscript import Item, static_slice, normalize, window
     index = index if isinstance(index, tuple) else (index,)
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if used > y.ndim:
@@ -686,7 +692,6 @@ def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:
     """`value` as assigned into a region of bound `shape` whose axes in `lengths` have run-time lengths: cast to dt
     and broadcast, an axis of it meeting a run-time length either size 1 or that length (checked when the program
     runs, NumPy's ValueError otherwise); the result at the bound shape."""
-    from numfn.trace.subscript import assignable
     if not isinstance(value, Tensor) and np.ndim(value) == 0: return assignable(value, dt, shape)
     v = value if isinstance(value, DynTensor) else Tensor.lift(value)
     rank = len(shape)
@@ -761,3 +766,15 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
     idx = [ranks.reshape((count,) + (1,) * len(rest))]
     idx += [Tensor(UOp.iota(m).reshape((1,) * (1 + b) + (m,) + (1,) * (len(rest) - 1 - b))) for b, m in enumerate(rest)]
     return gather(values, idx).reshape(mask.shape + rest)
+
+
+# what indexing (numfn.trace.subscript, below this module) needs of arrays of run-time length
+RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
+RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
+RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span
+
+
+# what indexing (numfn.trace.subscript, below this module) needs of arrays of run-time length
+RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
+RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
+RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span

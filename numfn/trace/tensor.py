@@ -79,6 +79,15 @@ class Tensor:
     __array_priority__ = 1000
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
+    # what DynTensor (numfn.trace.dynamic, above this module) overrides: operations with an operand of run-time length
+    @staticmethod
+    def runtime_length_elementwise(fn: Callable[..., Tensor], operands: Sequence) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def runtime_length_matmul(a: Any, b: Any) -> Tensor:
+        raise NotImplementedError
+
     def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed") -> None:
         self.uop, self.weak, self.memory = uop, weak, memory
         self.base: Tensor | None = None
@@ -307,10 +316,10 @@ class Tensor:
         """NumPy's `ufunc` (the ALU op `op`) on the operands; `python`: a Python operator, which computes as Python
         does between two Python scalars (numfn.trace.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
         alone computes in their default types and gives a NumPy value, not a Python scalar."""
-        if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
-            from numfn.trace import dynamic
-            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype,
-                                                                       python=python), operands)
+        dyn = next((x for x in operands if isinstance(x, Tensor) and x.runtime_length), None)
+        if dyn is not None:
+            return dyn.runtime_length_elementwise(
+                lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype, python=python), operands)
         ts = [Tensor.lift(x) for x in operands]
         if python and len(ts) == 2 and ts[0].weak and ts[1].weak: return _python_binary(_SYMBOLS[ufunc], *ts)
         if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
@@ -336,8 +345,7 @@ class Tensor:
         """NumPy's unary `ufunc`; `python`: the Python operator's symbol ('-', '+', '~', 'abs'), which computes as
         Python does on a Python scalar (numfn.trace.pyscalar)."""
         if self.runtime_length:
-            from numfn.trace import dynamic
-            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
+            return self.runtime_length_elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
         if python is not None and self.weak: return _python_unary(python, self)
         try:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
@@ -415,8 +423,7 @@ class Tensor:
 
     @real.setter
     def real(self, value: TensorLike) -> None:
-        from numfn.trace.subscript import setitem
-        setitem(self.real, Ellipsis, value)
+        Tensor.__setitem__(self.real, Ellipsis, value)   # numfn.trace.subscript's setitem
 
     @property
     def imag(self) -> Tensor:
@@ -429,8 +436,7 @@ class Tensor:
     @imag.setter
     def imag(self, value: TensorLike) -> None:
         if not self.uop.dtype.is_complex: raise TypeError("array does not have imaginary part to set")
-        from numfn.trace.subscript import setitem
-        setitem(self.imag, Ellipsis, value)
+        Tensor.__setitem__(self.imag, Ellipsis, value)
 
     def _component(self, lane: int) -> Tensor:
         """The view of one part of a complex array: a chain step (CAST for the real part, IMAG for the imaginary
@@ -492,8 +498,7 @@ class Tensor:
             alive.append(ref)
         self._views = alive or None
         if self._links and record:   # a branch's result that is this array's memory in some branches follows it
-            from numfn.trace.branch_views import follow
-            follow(self)
+            Links.follow(self)
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
@@ -749,6 +754,13 @@ def promote(*xs: Tensor) -> DType:
     return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
 
 
+class Links:
+    """What happens to the memory a branch's result may share with other arrays (Tensor._links) when one of them
+    is written: numfn.trace.branch_views, above this module, registers it when imported."""
+    follow: Callable[[Tensor], None]              # an array was rebound: the results linked to it read its value
+    write_through: Callable[..., None]            # a result was written: so are the arrays it is linked to
+
+
 def tensor_method(name: str) -> Callable[[_F], _F]:
     """Register `fn(self, ...)` as the Tensor method `name` (numfn.numpy adds ndarray's methods this way, and
     numfn.trace.subscript `__getitem__` and `__setitem__`: this module imports neither)."""
@@ -944,9 +956,8 @@ def matmul(a: TensorLike, b: TensorLike) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
-    if getattr(a, "runtime_length", False) or getattr(b, "runtime_length", False):
-        from numfn.trace import dynamic
-        return dynamic.matmul(a, b)
+    if getattr(a, "runtime_length", False): return a.runtime_length_matmul(a, b)
+    if getattr(b, "runtime_length", False): return b.runtime_length_matmul(a, b)
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
