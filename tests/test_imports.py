@@ -115,8 +115,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # and ndarray methods; NUMPY_IMPLEMENTATIONS and numpy_function: numfn.numpy; Links: branch views) or override
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
     ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
-               "numfn.trace.unbound", "numfn.trace.tensor", "numfn.trace.subscript", "numfn.trace.dynamic",
-               "numfn.trace.aliasing", "numfn.trace.branch_views", "numfn.trace.control",
+               "numfn.trace.unbound", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
+               "numfn.trace.dynamic", "numfn.trace.aliasing", "numfn.trace.branch_views", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.convert", "numfn.trace")),
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through
     # numfn.numpy._core.implementation (what the package registers), never by importing it
