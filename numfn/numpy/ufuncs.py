@@ -23,7 +23,7 @@ import numpy as np
 
 from numfn.trace import complex_reductions
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
-from numfn.dtype import DType, dtypes, resolve_loop, result_type
+from numfn.dtype import DType, dtypes, resolve_loop
 from numfn.errors import unsupported, user_location
 from numfn.trace.subscript import setitem
 from numfn.numpy.creation import full, full_like

@@ -19,7 +19,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn, SupportsInt, TypeVar, cast
+from typing import Any, SupportsInt, TypeVar, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,7 +28,7 @@ from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
-from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace, tracing
+from numfn.trace.record import new_region_tag, recording_trace, tracing
 from numfn.ir.uop import Ops, UOp, format_graph, substitute
 
 I64, BOOL = dtypes.int64, dtypes.bool
