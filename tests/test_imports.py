@@ -28,7 +28,7 @@ def modules(root: str = ROOT) -> dict[str, str]:
 
 
 def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
-    """({module: the numfn modules it imports}, private imports). An import of a name from a package counts as an
+    """({module: the numfn modules it imports}, private names it imports or reads from a module). An import of a name from a package counts as an
     edge to the package (its __init__ defines the name) unless the name is a submodule; a module's parent packages
     are not edges (Python initializes them first, but they define nothing the module uses)."""
     mods = modules(root)
@@ -43,9 +43,11 @@ def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
+        aliases: dict[str, str] = {}   # names bound to numfn modules: a private attribute of one is private too
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [owner(a.name) for a in node.names if a.name.split(".")[0] == "numfn"]
+                aliases.update((a.asname, a.name) for a in node.names if a.asname and a.name in mods)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -56,11 +58,16 @@ def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
                 for a in node.names:
                     full = f"{base}.{a.name}"
                     targets.append(full if full in mods else owner(base))
+                    if full in mods: aliases[a.asname or a.name] = full
                     if a.name.startswith("_") and not a.name.startswith("__") and full not in mods:
                         private.append(f"{module} imports {a.name} from {base}")
             else:
                 continue
             graph[module].update(t for t in targets if t and t != module)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                private.append(f"{module} uses {node.attr} of {aliases[node.value.id]}")
     return graph, private
 
 

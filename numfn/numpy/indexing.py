@@ -41,7 +41,7 @@ def _coordinates(shape: tuple[int, ...]) -> list[Tensor]:
 def nonzero(a: ArrayLike) -> tuple:
     """The indices of the nonzero elements, one array per axis (their number is known when the program runs)."""
     t = T(a)
-    if t.runtime_length: raise unsupported("numpy.nonzero of an array selected by values", dynamic._HINT)
+    if t.runtime_length: raise unsupported("numpy.nonzero of an array selected by values", dynamic.HINT)
     if t.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
     mask = t.astype(np.bool_)

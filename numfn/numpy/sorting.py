@@ -403,7 +403,7 @@ def _group_parts(s: Tensor, perm: Tensor | None, first: Tensor, total, want_inde
 
 def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equal_nan: bool) -> tuple:
     if isinstance(t, dynamic.DynTensor):
-        if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic._HINT)
+        if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic.HINT)
         dt = t.uop.dtype
         assert t.uop.shape is not None   # an array's value is a tensor-level node
         flat = Tensor(t.valid().uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, _largest(dt), t.uop.shape)))
@@ -466,7 +466,7 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         values, index, inverse, counts = _unique_flat(t, return_index, return_inverse, return_counts, equal_nan)
     else:
         if isinstance(t, dynamic.DynTensor):
-            raise unsupported("numpy.unique with axis= of an array selected by values", dynamic._HINT)
+            raise unsupported("numpy.unique with axis= of an array selected by values", dynamic.HINT)
         axis = normalize_axis(axis, t.ndim)
         values, index, inverse, counts = _unique_rows(t, axis, return_index, return_inverse, return_counts)
     extra = [x for x, want in ((index, return_index), (inverse, return_inverse), (counts, return_counts)) if want]
@@ -551,7 +551,7 @@ def filled(y: dynamic.DynTensor) -> Tensor:
 def _dyn_sorted(y: dynamic.DynTensor, axis, arg: bool) -> dynamic.DynTensor:
     if axis is None:
         if y.ndim > 1: raise unsupported("sorting a multi-dimensional array of run-time length, flattened",
-                                         dynamic._HINT)
+                                         dynamic.HINT)
         axis = 0
     axis = normalize_axis(axis, y.ndim)
     t = filled(y) if y.lengths[axis] is not None else y.compact()

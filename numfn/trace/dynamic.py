@@ -180,7 +180,7 @@ class DynTensor(Tensor):
             return functools.partial(METHODS[name], self)
         if not name.startswith("_") and name not in _OWN and hasattr(np.ndarray, name):
             raise unsupported(f"ndarray.{name} on an array whose length is only known at run time (x[mask], "
-                              "nonzero, a slice with traced bounds)", _HINT)
+                              "nonzero, a slice with traced bounds)", HINT)
         return object.__getattribute__(self, name)
 
 
@@ -208,7 +208,7 @@ def _made(like: Tensor, uop: UOp, lengths: tuple, weak: bool | None = None) -> T
     return DynTensor(uop, weak=weak, lengths=lengths)
 
 
-_HINT = "keep the mask and use where= or np.where(mask, x, 0) instead"
+HINT = "keep the mask and use where= or np.where(mask, x, 0) instead"   # what to do instead, in errors
 _OWN = {"shape", "size", "ndim", "dtype", "astype", "copy", "T", "transpose", "itemsize", "nbytes", "compact",
         "valid", "valid_rows", "runtime_length", "lengths",
         "selection", "bound", "length", "source", "mask", "uop", "weak", "memory", "base", "chain", "known",
@@ -267,7 +267,7 @@ def _map(fn, operands: list) -> Tensor:
     out = fn(*compact)
     lengths = tuple(ref[a][0] if a in ref else None for a in range(out.ndim)) if out.ndim == rank else None
     if lengths is None or any(out.uop.shape[a] != ref[a][1] for a in ref):
-        raise unsupported("this operation on an array whose length is only known at run time", _HINT)
+        raise unsupported("this operation on an array whose length is only known at run time", HINT)
     dyns = [t for t in ts if isinstance(t, DynTensor)]
     first = dyns[0]
     # the selection's lazy form: every run-time operand selected by one mask along its only run-time axis, 0
@@ -489,7 +489,7 @@ def _flat(y: DynTensor, name: str = "flattening") -> DynTensor:
     if y.ndim <= 1: return y
     if any(ln is not None for ln in y.lengths[1:]):
         raise unsupported(f"{name} of a multi-dimensional array whose length along an axis after the first is only "
-                          "known at run time", _HINT)
+                          "known at run time", HINT)
     shape = cast(_Shape, y.uop.shape)
     rest = math.prod(shape[1:])
     return DynTensor(y.uop.reshape((math.prod(shape),)), (Tensor(cast(UOp, y.length)) * rest).uop)
@@ -537,7 +537,7 @@ def matmul(a, b) -> Tensor:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
     if a.ndim > 2 or b.ndim > 2:
         raise unsupported("a product of arrays of more than two dimensions whose length is only known at run time",
-                          _HINT)
+                          HINT)
     _, out = resolve_ufunc("matmul", (a.uop.dtype, b.uop.dtype))
     a2 = (a[None, :] if a.ndim == 1 else a).astype(out.np)
     b2 = (b[:, None] if b.ndim == 1 else b).astype(out.np)
@@ -549,7 +549,7 @@ def matmul(a, b) -> Tensor:
 
 def _outer(a, b, out=None):
     for x in (a, b):
-        if x.ndim != 1: raise unsupported("numpy.outer of arrays of several dimensions of run-time length", _HINT)
+        if x.ndim != 1: raise unsupported("numpy.outer of arrays of several dimensions of run-time length", HINT)
     return a[:, None] * b[None, :]
 
 
@@ -579,7 +579,7 @@ def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             if product is not None: return product(*args, **kwargs)
             if name not in ELEMENTWISE_OK:
                 raise unsupported(f"numpy.{name} on an array whose length is only known at run time (x[mask], "
-                                  "nonzero, a slice with traced bounds)", _HINT)
+                                  "nonzero, a slice with traced bounds)", HINT)
         return fn(*args, **kwargs)
     guarded.__wrapped__ = fn
     return guarded
@@ -604,11 +604,11 @@ def _select_rows(y: DynTensor, first, rest: tuple):
     """y[first, *rest] for an array `first` along the run-time first axis."""
     if rest: y = cast(DynTensor, getitem(y, (slice(None),) + rest))   # its first axis keeps the run-time length
     if y.ndim > 1 and any(ln is not None for ln in y.lengths[1:]):
-        raise unsupported("an index array into an array with several axes of run-time length", _HINT)
+        raise unsupported("an index array into an array with several axes of run-time length", HINT)
     t = Tensor.lift(first)
     if isinstance(first, DynTensor) or t.uop.dtype.is_bool:   # y[y > 0]: a selection of the selection
         if not isinstance(first, DynTensor) or first.ndim != 1:
-            raise unsupported("this boolean index of an array selected by values", _HINT)
+            raise unsupported("this boolean index of an array selected by values", HINT)
         m = _aligned(first, y) if first.length is not y.length else first
         return select(y.compact(), Tensor(m.uop.cast(dtypes.bool)) & y.valid_rows())
     if not t.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
@@ -752,7 +752,7 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
     flat = Tensor(mask.uop.cast(dtypes.bool).reshape((count,)))
     n = flat.astype(np.int64).sum()
     if isinstance(v, DynTensor) and any(ln is not None for ln in v.lengths[1:]):
-        raise unsupported("assigning through a mask an array with a run-time length past its first axis", _HINT)
+        raise unsupported("assigning through a mask an array with a run-time length past its first axis", HINT)
     given = Tensor(v.length) if isinstance(v, DynTensor) and v.length is not None else _i64(v.shape[0])
     add_check(given != n, given * (count + 1) + n,
               lambda p: ValueError(f"NumPy boolean array indexing assignment cannot assign {p // (count + 1)} input "
