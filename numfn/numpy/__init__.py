@@ -11,7 +11,8 @@ manipulation (shapes, views, joining), indexing (results of run-time length, gat
 reductions, statistics, products, signal (differences, convolution, interpolation, polynomials), sorting
 (sort, searchsorted, unique); subpackages mirror NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft
 (numfn.numpy.fft for np.fft). A module lists its names in __all__; ndarray methods are added to Tensor with
-numfn.trace.tensor.tensor_method.
+numfn.trace.tensor.tensor_method. The families are ordered (tests/test_imports.py, LAYERS): a family imports those
+before it only, and calls one after it through numfn.numpy._core.implementation, which this module fills.
 """
 from __future__ import annotations
 
