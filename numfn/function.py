@@ -34,6 +34,7 @@ from numfn.config import BACKENDS
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
+from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
@@ -44,7 +45,7 @@ from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_item
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
-from numfn.trace.control import unrolling
+from numfn.trace.statements import unrolling
 from numfn.trace.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
@@ -807,8 +808,8 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
     placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
     "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
-    most this (default numfn.trace.control.UNROLL, 4) run as Python, their body traced once per iteration; longer ones,
-    and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
+    most this (default numfn.trace.statements.UNROLL, 4) run as Python, their body traced once per iteration; longer
+    ones, and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
     progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
     every function).
 
@@ -823,3 +824,6 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     if fn is None:
         return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath)
     return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress, fastmath)
+
+
+_random_keys.compiler = jit   # numfn.random's samplers called outside a compiled function compile themselves with it

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,12 +103,12 @@ def _tracing(k) -> bool:
     return isinstance(k, Tensor) or is_tracing()
 
 
-_trace_depth = threading.local()
+trace_depth = threading.local()
 
 
 def is_tracing() -> bool:
     """Whether this thread is tracing a function for numfn.jit (see numfn.numpy.random.trace_guard)."""
-    return getattr(_trace_depth, "n", 0) > 0
+    return getattr(trace_depth, "n", 0) > 0
 
 
 def split(k: ArrayLike, num: int = 2) -> Any:
@@ -148,7 +148,7 @@ def fold_in(k: ArrayLike, data: ArrayLike) -> Any:
 
 
 # ---- samplers -----------------------------------------------------------------------------------------------------
-def _shape(shape) -> tuple[int, ...]:
+def normalize_shape(shape) -> tuple[int, ...]:
     if shape is None: return ()
     shape = (shape,) if not isinstance(shape, (tuple, list)) else shape
     out = tuple(operator.index(s) for s in shape)
@@ -196,18 +196,20 @@ def _float_dtype(dtype, what: str):
 def _eager(name: str, *args, static=("shape", "dtype"), **kwargs):
     """A sampler called outside a compiled function: compiled once per value of its `static` arguments, then run
     (the key and the other arguments are arguments of the compiled function)."""
-    from numfn.function import jit
     fn = _EAGER.get((name, static))
-    if fn is None: fn = _EAGER.setdefault((name, static), jit(globals()[name], static_argnames=static))
+    if fn is None: fn = _EAGER.setdefault((name, static), compiler(globals()[name], static_argnames=static))  # noqa: F821
     return fn(*args, **kwargs)
 
 
 _EAGER: dict[tuple, Any] = {}
+# numfn.jit, which compiles the samplers called outside a compiled function: numfn.function (above this module)
+# sets it when it is imported
+compiler: Callable[..., Any]
 
 
 def bits(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.uint32) -> Any:
     """Raw random bits: uint32 (one Philox word per element) or uint64 (two)."""
-    shape, dt = _shape(shape), as_dtype(dtype)
+    shape, dt = normalize_shape(shape), as_dtype(dtype)
     if dt not in (dtypes.uint32, dtypes.uint64): raise ValueError(f"bits gives uint32 or uint64, not {dt.name}")
     if not _tracing(key): return _eager("bits", key, shape=shape, dtype=dt.np)
     if dt is dtypes.uint32: return _counter_words(key, shape, 1)[0].astype(np.uint32)
@@ -220,7 +222,7 @@ def uniform(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64
     """Uniform floats in [minval, maxval) (maxval itself may occur by rounding, as in NumPy): minval + (maxval -
     minval) * u, u in [0, 1) with every float32 (24-bit) or float64 (53-bit) grid point equally likely. minval and
     maxval broadcast with shape."""
-    shape, dt = _shape(shape), _float_dtype(dtype, "uniform")
+    shape, dt = normalize_shape(shape), _float_dtype(dtype, "uniform")
     if not _tracing(key): return _eager("uniform", key, minval=minval, maxval=maxval, shape=shape, dtype=dt.np)
     lo, hi = Tensor.lift(minval), Tensor.lift(maxval)
     full = broadcast_shapes(shape, lo.shape, hi.shape)
@@ -234,7 +236,7 @@ def normal(key: ArrayLike, shape: ShapeLike = (), dtype: DTypeLike = np.float64,
            scale: ArrayLike = 1.0) -> Any:
     """Normally distributed floats, loc + scale * z with z standard normal (Box-Muller: z = sqrt(-2 log u1) *
     cos(2 pi u2), u1 in (0, 1] and u2 in [0, 1) from independent words; no rejection, so it vectorizes)."""
-    shape, dt = _shape(shape), _float_dtype(dtype, "normal")
+    shape, dt = normalize_shape(shape), _float_dtype(dtype, "normal")
     if not _tracing(key): return _eager("normal", key, loc=loc, scale=scale, shape=shape, dtype=dt.np)
     from numfn.numpy import ufuncs
     if dt is dtypes.float32:
@@ -258,7 +260,7 @@ def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype
     2**32 (no rejection loop, so it vectorizes). Bounds are checked as NumPy checks them (ValueError for low >= high):
     while tracing where they are known then, else after the call."""
     if maxval is None: minval, maxval = 0, minval
-    shape, dt = _shape(shape), as_dtype(dtype)
+    shape, dt = normalize_shape(shape), as_dtype(dtype)
     if not dt.is_int: raise ValueError(f"integers needs an integer dtype, not {dt.name}")
     static = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in (minval, maxval))
     if static:
@@ -287,10 +289,10 @@ def integers(key: ArrayLike, shape: ShapeLike = (), minval=0, maxval=None, dtype
                          f"{shape}")
     lo64 = Tensor(lo_t.uop.cast(dtypes.int64)).astype(np.uint64)
     span = Tensor(hi_t.uop.cast(dtypes.int64)).astype(np.uint64) - lo64
-    from numfn.numpy.creation import _where
+    from numfn.numpy.creation import where_same_dtype
     empty = Tensor(hi_t.uop.cast(dtypes.int64)) <= Tensor(lo_t.uop.cast(dtypes.int64))
     if empty.size: add_check(empty, 0, lambda _: ValueError("low >= high"))
-    return (_where(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
+    return (where_same_dtype(empty, Tensor.lift(np.uint64(0)), x % span) + lo64).astype(dt)
 
 
 def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLike, dtype: DTypeLike = np.int64) -> Any:
@@ -301,7 +303,7 @@ def randint(key: ArrayLike, shape: ShapeLike, minval: ArrayLike, maxval: ArrayLi
 def bernoulli(key: ArrayLike, p: ArrayLike = 0.5, shape: ShapeLike | None = None) -> Any:
     """True with probability p (broadcast to shape; shape defaults to p's): u < p for u uniform in [0, 1)."""
     pt = Tensor.lift(p) if _tracing(key) else np.asarray(p)
-    shape = tuple(pt.shape) if shape is None else _shape(shape)
+    shape = tuple(pt.shape) if shape is None else normalize_shape(shape)
     if not _tracing(key): return _eager("bernoulli", key, p=p, shape=shape)
     assert isinstance(pt, Tensor)   # lifted above: tracing
     dt = pt.uop.dtype if pt.uop.dtype.is_float else dtypes.float64

@@ -1,6 +1,7 @@
-"""numfn's import graph, imports inside functions included (they only hide a cycle): the runtime and the IR core
-import nothing above them, import no private names across modules, and the environment is read in one place.
-`python tests/test_imports.py` prints the whole graph, one module a line, with every cycle and private import."""
+"""numfn's layers (LAYERS, the one list of them) and its import graph, imports inside functions included (they
+only hide a cycle): every import points down the layers, no import cycle, no private name imported across modules,
+and the environment is read in one place. `python tests/test_imports.py` prints the whole graph, one module a
+line, with every upward import, cycle and private import."""
 from __future__ import annotations
 
 import ast
@@ -29,7 +30,7 @@ def modules(root: str = ROOT) -> dict[str, str]:
 
 @functools.cache   # parsed once for the tests below (the compile-free tier's time); callers do not change it
 def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
-    """({module: the numfn modules it imports}, private imports). An import of a name from a package counts as an
+    """({module: the numfn modules it imports}, private names it imports or reads from a module). An import of a name from a package counts as an
     edge to the package (its __init__ defines the name) unless the name is a submodule; a module's parent packages
     are not edges (Python initializes them first, but they define nothing the module uses)."""
     mods = modules(root)
@@ -44,9 +45,11 @@ def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
         package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
+        aliases: dict[str, str] = {}   # names bound to numfn modules: a private attribute of one is private too
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [owner(a.name) for a in node.names if a.name.split(".")[0] == "numfn"]
+                aliases.update((a.asname, a.name) for a in node.names if a.asname and a.name in mods)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -57,11 +60,16 @@ def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
                 for a in node.names:
                     full = f"{base}.{a.name}"
                     targets.append(full if full in mods else owner(base))
+                    if full in mods: aliases[a.asname or a.name] = full
                     if a.name.startswith("_") and not a.name.startswith("__") and full not in mods:
                         private.append(f"{module} imports {a.name} from {base}")
             else:
                 continue
             graph[module].update(t for t in targets if t and t != module)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                private.append(f"{module} uses {node.attr} of {aliases[node.value.id]}")
     return graph, private
 
 
@@ -103,15 +111,97 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# The layers below the compiler: they import only each other, so no import cycle can pass through them (and the
-# runtime loads without the tracer or the compiler). The rest of numfn is checked by the same graph when this file
-# runs as a script; cycles there are listed, and should go.
-LOWER_LAYERS = ("numfn.config", "numfn.version", "numfn.debug", "numfn.errors", "numfn.dtype", "numfn.pytree",
-                "numfn.ir.walk", "numfn.ir.uop", "numfn.ir.primitives", "numfn.runtime", "numfn.locks")
+# numfn's layers, lowest first: every import (inside functions too) points down this list, to a module listed
+# before the importing one. An entry is a module, or a package standing for all its modules (the modules inside it
+# may import each other in any order without a cycle). Within a layer the order of its modules is the order listed.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("numfn.version", "numfn.config", "numfn.locks", "numfn.errors", "numfn.dtype", "numfn.pytree",
+              "numfn.debug", "numfn.progress", "numfn.args")),
+    ("ir", ("numfn.ir.walk", "numfn.ir.primitives", "numfn.ir.extern", "numfn.ir.uop", "numfn.ir.symbolic",
+            "numfn.ir")),
+    ("runtime", ("numfn.runtime",)),
+    ("compiler", ("numfn.codegen", "numfn.renderer", "numfn.schedule", "numfn.extern")),
+    # the tracer: `tensor` is a closed core; the modules above it register what they add (tensor_method: indexing
+    # and ndarray methods; NUMPY_IMPLEMENTATIONS and numpy_function: numfn.numpy; Links: branch views) or override
+    # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
+    ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
+               "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
+               "numfn.trace.dynamic", "numfn.trace.aliasing", "numfn.trace.branch_views", "numfn.trace.control",
+               "numfn.trace.statements", "numfn.trace.convert", "numfn.trace")),
+    # numfn.numpy: its families over the shared helpers; a family calls a family above it through
+    # numfn.numpy._core.implementation (what the package registers), never by importing it
+    ("numpy", ("numfn.numpy._typing", "numfn.numpy._core", "numfn.numpy.creation", "numfn.numpy.ufuncs",
+               "numfn.numpy.manipulation", "numfn.numpy.reductions", "numfn.numpy.products",
+               "numfn.numpy.sorting", "numfn.numpy.statistics", "numfn.numpy.indexing", "numfn.numpy.extras",
+               "numfn.numpy.signal", "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.dtypes")),
+    # numfn.random's keys are built from numfn.numpy's families; numfn.numpy.random (np.random while tracing:
+    # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
+    ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),
+    ("pipeline", ("numfn.signature", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
+                  "numfn")),
+    ("tools", ("numfn.tools", "numfn.__main__")),
+)
+
+# Imports that break the rules on purpose, each with its reason: none today. Nothing else may import upward.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
+KNOWN_CYCLES: list[list[str]] = []
+KNOWN_PRIVATE: set[str] = set()
+
+
+def rank(module: str) -> tuple[int, str]:
+    """(position of the module's entry in LAYERS, the entry): the module itself if listed, else its innermost
+    listed package; KeyError for a module with no place."""
+    entries = [e for _, layer in LAYERS for e in layer]
+    name = module
+    while name:
+        if name in entries: return entries.index(name), name
+        name = name.rpartition(".")[0]
+        if name == "numfn": break   # the package numfn is its __init__ only
+    raise KeyError(f"{module} has no place in LAYERS")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The imports that do not point down LAYERS (within one package entry, only cycles are wrong)."""
+    out = []
+    for module, targets in graph.items():
+        for target in targets:
+            mine, theirs = rank(module)[0], rank(target)[0]
+            if theirs > mine:
+                out.append(f"{module} imports {target}")
+    return sorted(out)
 
 
 def _lower(module: str) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in LOWER_LAYERS)
+    return rank(module)[0] < rank("numfn.codegen")[0]
+
+
+def test_every_module_has_a_place_in_the_layers():
+    entries = [e for _, layer in LAYERS for e in layer]
+    assert len(entries) == len(set(entries))
+    for module in modules(): rank(module)
+    assert [e for e in entries if not any(m == e or m.startswith(e + ".") for m in modules())] == []
+
+
+def test_imports_point_down_the_layers():
+    graph, _ = import_graph()
+    assert [u for u in upward_imports(graph) if tuple(u.split(" imports ")) not in KNOWN_UPWARD] == []
+
+
+def test_no_import_cycles():
+    graph, _ = import_graph()
+    assert [c for c in cycles(graph) if c not in KNOWN_CYCLES] == []
+
+
+def test_no_private_names_imported_across_modules():
+    _, private = import_graph()
+    assert [p for p in private if p not in KNOWN_PRIVATE] == []
+
+
+def test_the_layer_check_finds_upward_imports():
+    assert upward_imports({"numfn.dtype": {"numfn.trace.tensor"}, "numfn.trace.tensor": {"numfn.dtype"}}) == \
+        ["numfn.dtype imports numfn.trace.tensor"]
+    assert upward_imports({"numfn.runtime.elf": {"numfn.runtime.clang"}}) == []   # inside a package entry
 
 
 def test_lower_layers_import_only_lower_layers():
@@ -124,11 +214,6 @@ def test_lower_layers_import_only_lower_layers():
 def test_the_cycle_finder_finds_cycles():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_no_private_names_imported_from_lower_layers_or_into_them():
-    _, private = import_graph()
-    assert [p for p in private if _lower(p.split()[0]) or _lower(p.split()[-1])] == []
 
 
 def test_leaf_modules():
@@ -157,5 +242,7 @@ if __name__ == "__main__":
     width = max(map(len, graph))
     for module in sorted(graph):
         print(f"{module:<{width}}  -> {', '.join(sorted(graph[module])) or '(nothing in numfn)'}")
-    print(f"\ncycles: {cycles(graph) or 'none'}; private imports across modules: {private or 'none'}")
-    sys.exit(1 if cycles(graph) or private else 0)
+    upward = upward_imports(graph)
+    print(f"\nupward imports: {upward or 'none'}")
+    print(f"cycles: {cycles(graph) or 'none'}; private imports across modules: {private or 'none'}")
+    sys.exit(1 if cycles(graph) or private or upward else 0)

@@ -21,7 +21,7 @@ from numfn.ir.uop import (ALU, COMMUTATIVE, ELEMENTWISE, MOVEMENT, Ops, PatternM
 # scalar evaluation with NumPy semantics (constant folding must give exactly what NumPy would)
 
 # NumPy's ufunc for each op
-_UFUNC: dict[Ops, Callable[..., Any]] = {
+UFUNCS: dict[Ops, Callable[..., Any]] = {
           Ops.NEG: np.negative, Ops.ABS: np.absolute, Ops.SQRT: np.sqrt, Ops.EXP: np.exp, Ops.EXP2: np.exp2,
           Ops.LOG: np.log, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.COS: np.cos, Ops.TAN: np.tan, Ops.TANH: np.tanh,
           Ops.FLOOR: np.floor, Ops.CEIL: np.ceil, Ops.TRUNC: np.trunc, Ops.ADD: np.add, Ops.SUB: np.subtract,
@@ -58,12 +58,12 @@ def exec_alu(op: Ops, dtype: DType, values: tuple, src_dtypes: tuple[DType, ...]
         if b == 0: return None
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
         return cast_scalar(q if op is Ops.IDIV else a - q * b, dtype)
-    if op not in _UFUNC: return None   # FMA: left to the generated code
+    if op not in UFUNCS: return None   # FMA: left to the generated code
     if op is Ops.POW and dtype.is_int and values[1] < 0: return None
     if op in (Ops.SHL, Ops.SHR) and not 0 <= values[1] < src_dtypes[0].bits: return None
     args = [np.array(v, d.np)[()] for v, d in zip(values, src_dtypes)]
     with np.errstate(all="ignore"):
-        out = _UFUNC[op](*args)
+        out = UFUNCS[op](*args)
     return cast_scalar(out.item(), dtype)
 
 

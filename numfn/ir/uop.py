@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from numfn import debug, locks
 from numfn.dtype import DType, dtypes
 # the op set and its groups live with the table of primitives (numfn/ir/primitives.py); they are imported from here too
-from numfn.ir.primitives import (ALU, BINARY, COMMUTATIVE, COMPARISON, ELEMENTWISE, MOVEMENT, PRIMITIVES, TERNARY,
-                                 TRANSCENDENTAL, UNARY, Ops)
+from numfn.ir.primitives import (ALU, BINARY, COMMUTATIVE, COMPARISON, ELEMENTWISE, MOVEMENT, PRIMITIVES,  # noqa: F401
+                                 TERNARY, TRANSCENDENTAL, UNARY, Ops)
 # the graph walkers live in walk.py; they are part of the IR's interface, so importable from here too
 from numfn.ir.walk import bottom_up, fill_bottom_up, fold, operands, preorder, toposort  # noqa: F401
 

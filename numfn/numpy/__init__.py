@@ -11,7 +11,8 @@ manipulation (shapes, views, joining), indexing (results of run-time length, gat
 reductions, statistics, products, signal (differences, convolution, interpolation, polynomials), sorting
 (sort, searchsorted, unique); subpackages mirror NumPy's: linalg (numfn.numpy.linalg for np.linalg), fft
 (numfn.numpy.fft for np.fft). A module lists its names in __all__; ndarray methods are added to Tensor with
-numfn.trace.tensor.tensor_method.
+numfn.trace.tensor.tensor_method. The families are ordered (tests/test_imports.py, LAYERS): a family imports those
+before it only, and calls one after it through numfn.numpy._core.implementation, which this module fills.
 """
 from __future__ import annotations
 
@@ -33,11 +34,16 @@ from numfn.numpy.sorting import *  # noqa: F401,F403
 from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
-from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS
+from numfn.trace.tensor import NUMFN_NUMPY, NUMPY_IMPLEMENTATIONS
+from numfn.numpy._core import IMPLEMENTATIONS
 
 _MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
+
+# the families' functions by name, for a family that calls one above it (numfn.numpy._core)
+IMPLEMENTATIONS.update((_name, globals()[_name]) for _name in __all__)
+IMPLEMENTATIONS["ufunc_at"] = indexing.ufunc_at   # ufunc.at (numfn.numpy.ufuncs)
 
 # arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.trace.dynamic.guard);
 # the elementwise ones (numfn.numpy.ufuncs) all do, through the tracer's elementwise machinery
@@ -57,6 +63,7 @@ def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, nam
 
 
 register(__import__(__name__, fromlist=["*"]), _np, __all__)
+NUMFN_NUMPY.update((_name, globals()[_name]) for _name in __all__)   # how numfn.trace calls this namespace
 
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 

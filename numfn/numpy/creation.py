@@ -17,6 +17,7 @@ from numfn.errors import unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
+from numfn.numpy._core import IMPLEMENTATIONS, implementation
 
 T = Tensor.lift
 
@@ -156,10 +157,10 @@ def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, order: str 
 
 def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Tensor:
     """A new array with a's values: it shares no memory with `a`, so either may be updated in place."""
-    return _strong(a)
+    return as_strong(a)
 
 
-def _strong(a) -> Tensor:
+def as_strong(a) -> Tensor:
     """`a` as NumPy's asarray sees it: a Python scalar becomes a (strong) int64/float64/bool array."""
     t = T(a)
     return Tensor(t.uop)
@@ -190,19 +191,19 @@ def _matrix_shape(m: Tensor, name: str) -> tuple[int, int]:
 
 def tril(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements above diagonal k zeroed (a 1-D m is taken as a row repeated: the result is 2-D)."""
-    t = _strong(m)
+    t = as_strong(m)
     mask = tri(*_matrix_shape(t, "tril"), k=k, dtype=np.bool_)
-    return _where(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
+    return where_same_dtype(mask, t, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
 def triu(m: ArrayLike, k: int = 0) -> Tensor:
     """m with the elements below diagonal k zeroed."""
-    t = _strong(m)
+    t = as_strong(m)
     mask = tri(*_matrix_shape(t, "triu"), k=operator.index(k) - 1, dtype=np.bool_)
-    return _where(mask, Tensor(UOp.const(t.uop.dtype, 0)), t)
+    return where_same_dtype(mask, Tensor(UOp.const(t.uop.dtype, 0)), t)
 
 
-def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
+def where_same_dtype(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """where(c, a, b) for a and b of one dtype, broadcast together."""
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     return Tensor(c._broadcast(shape).alu(Ops.WHERE, a._broadcast(shape), b._broadcast(shape)))
@@ -210,10 +211,10 @@ def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
 
 def diag(v: ArrayLike, k: int = 0) -> Tensor:
     """A 1-D v placed on diagonal k of a square matrix (zeros elsewhere), or diagonal k of a 2-D v (a view)."""
-    t = _strong(v) if not isinstance(v, Tensor) else v
+    t = as_strong(v) if not isinstance(v, Tensor) else v
     k = operator.index(k)
     if t.ndim == 2:
-        from numfn.numpy.manipulation import diagonal
+        diagonal = implementation("diagonal")
         return diagonal(t, k)
     if t.ndim != 1: raise ValueError("Input must be 1- or 2-d.")
     size = t.shape[0]
@@ -223,12 +224,12 @@ def diag(v: ArrayLike, k: int = 0) -> Tensor:
     u = Tensor(t.uop).uop.pad(((0, abs(k)),))
     vb = Tensor(u.reshape((n, 1) if k >= 0 else (1, n)).expand((n, n)))
     rows, cols = _rows_cols(n, n)
-    return _where(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
+    return where_same_dtype(cols - rows == k, vb, Tensor(UOp.const(t.uop.dtype, 0)))
 
 
 def diagflat(v: ArrayLike, k: int = 0) -> Tensor:
     """The flattened input on diagonal k of a new square matrix."""
-    return diag(_strong(v).reshape(-1), k)
+    return diag(as_strong(v).reshape(-1), k)
 
 
 def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
@@ -240,7 +241,7 @@ def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
     grids = [arange(d, dtype=dtype).reshape(tuple(d if j == i else 1 for j in range(n))) for i, d in enumerate(dims)]
     if sparse: return tuple(grids)
     if not grids: return zeros((0,), dtype)
-    from numfn.numpy.manipulation import stack
+    stack = implementation("stack")
     return stack([g.broadcast_to(dims) for g in grids])
 
 
@@ -254,7 +255,7 @@ def _inexact_type(*xs: Tensor) -> DType:
 
 def _move_first(t: Tensor, axis: int) -> Tensor:
     """moveaxis(t, 0, axis), as the functions built on it call it."""
-    from numfn.numpy.manipulation import moveaxis
+    moveaxis = implementation("moveaxis")
     return moveaxis(t, 0, axis)
 
 
@@ -302,13 +303,13 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
             y = y / div * delta if zero.uop.arg else y * step
         else:                          # NumPy asks whether any step is 0: one answer for the whole result
             any_zero = zero.reshape(-1).max() if zero.size > 1 else zero.reshape(())
-            y = _where(any_zero, y / div * delta, y * step) if zero.size else y * step
+            y = where_same_dtype(any_zero, y / div * delta, y * step) if zero.size else y * step
     else:
         y = y * delta
     y = y + sc
     if endpoint and num > 1:
         last = Tensor(UOp.iota(num).reshape((num,) + (1,) * delta.ndim)) == num - 1
-        y = _where(last, ec, y)
+        y = where_same_dtype(last, ec, y)
     if axis != 0: y = _move_first(y, axis)
     if dtype is not None:
         target = as_dtype(dtype)
@@ -325,7 +326,7 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     _check_dtype_kind(dtype)
     if not isinstance(base, (float, int)) and T(base).ndim:
         # an array base: NumPy makes all three arrays of the broadcast rank (Python scalars become strong)
-        parts = [_strong(a) for a in (start, stop, base)]
+        parts = [as_strong(a) for a in (start, stop, base)]
         nd = len(broadcast_shapes(*(p.shape for p in parts)))
         start, stop, base = (p.reshape((1,) * (nd - p.ndim) + p.shape) for p in parts)
         base = base.expand_dims(axis)
@@ -340,7 +341,7 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     logarithms, with the ends set to start and stop exactly. A bound of 0 raises NumPy's ValueError: while tracing
     if it is known then, else after the call (a run-time check)."""
     _check_dtype_kind(dtype)
-    s, e = _strong(start), _strong(stop)
+    s, e = as_strong(start), as_strong(stop)
     for t in (s, e):
         zero = ValueError("Geometric sequence cannot include zero")
         if t.uop.op is Ops.CONST:
@@ -352,15 +353,14 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     dt = dtypes.from_numpy(np.result_type(s.dtype, e.dtype, float(num), np.float64 if dtype is None else dtype))
     out_dtype = dt if dtype is None else as_dtype(dtype)
     s, e = s.astype(dt), e.astype(dt)
-    from numfn.numpy import ufuncs
-    sign = ufuncs.sign(s)
+    sign = implementation("sign")(s)
     s, e = s / sign, e / sign
-    log10 = getattr(ufuncs, "log10", None) or (lambda x: ufuncs.log(x) / math.log(10.0))
+    log10 = IMPLEMENTATIONS.get("log10") or (lambda x: implementation("log")(x) / math.log(10.0))
     result = logspace(log10(s), log10(e), num=num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
         at = Tensor(UOp.iota(num).reshape((num,) + (1,) * (result.ndim - 1)))
-        result = _where(at == 0, s, result)
-        if num > 1 and endpoint: result = _where(at == num - 1, e, result)
+        result = where_same_dtype(at == 0, s, result)
+        if num > 1 and endpoint: result = where_same_dtype(at == num - 1, e, result)
     result = result * sign
     if axis != 0: result = _move_first(result, axis)
     return Tensor(result.astype(out_dtype).uop)
@@ -372,7 +372,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
     with 'ij' they are not (matrix); sparse keeps each array one-dimensional in spirit (size 1 along the others)."""
     if indexing not in ("xy", "ij"): raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
     n = len(xi)
-    ts = [T(x) if isinstance(x, Tensor) else _strong(x) for x in xi]
+    ts = [T(x) if isinstance(x, Tensor) else as_strong(x) for x in xi]
     shapes = [[1] * n for _ in range(n)]
     for i in range(n): shapes[i][i] = -1
     if indexing == "xy" and n > 1:
@@ -380,7 +380,7 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: 
         shapes[1][0], shapes[1][1] = -1, 1
     out = [t.reshape(tuple(s)) for t, s in zip(ts, shapes)]
     if not sparse:
-        from numfn.numpy.manipulation import broadcast_arrays
+        broadcast_arrays = implementation("broadcast_arrays")
         out = list(broadcast_arrays(*out))
     return tuple(Tensor(o.uop) for o in out) if copy else tuple(out)
 
@@ -421,7 +421,7 @@ class _Grid:
         if self.sparse: return tuple(Tensor(g.uop) for g in out)
         if any(n < 0 for n in sizes): raise ValueError("negative dimensions are not allowed")
         full_shape = tuple(sizes)
-        from numfn.numpy.manipulation import stack
+        stack = implementation("stack")
         return stack([g.broadcast_to(full_shape) for g in out]) if out else zeros((0,), typ)
 
     @staticmethod

@@ -253,8 +253,8 @@ def blackman(M: int) -> Tensor:
 
 def bartlett(M: int) -> Tensor:
     """The triangular window: 1 + n / (M-1) up to the middle, 1 - n / (M-1) after."""
-    from numfn.numpy.creation import _where
-    return _window(M, lambda n, m: _where(n <= 0, 1 + n / (m - 1), 1 - n / (m - 1)))
+    from numfn.numpy.creation import where_same_dtype
+    return _window(M, lambda n, m: where_same_dtype(n <= 0, 1 + n / (m - 1), 1 - n / (m - 1)))
 
 
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Tensor:

@@ -16,7 +16,8 @@ from numfn.args import normalize_axis, refuse
 from numfn.dtype import dtypes, result_type
 from numfn.errors import unsupported
 from numfn.trace.subscript import region, write
-from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, tensor_method
+from numfn.trace.tensor import (Tensor, add_check, broadcast_shapes, gather, numpy_function, promote,
+                                tensor_method)
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike
 
@@ -40,7 +41,7 @@ def _coordinates(shape: tuple[int, ...]) -> list[Tensor]:
 def nonzero(a: ArrayLike) -> tuple:
     """The indices of the nonzero elements, one array per axis (their number is known when the program runs)."""
     t = T(a)
-    if t.runtime_length: raise unsupported("numpy.nonzero of an array selected by values", dynamic._HINT)
+    if t.runtime_length: raise unsupported("numpy.nonzero of an array selected by values", dynamic.HINT)
     if t.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
     mask = t.astype(np.bool_)
@@ -63,7 +64,7 @@ def argwhere(a: ArrayLike) -> Tensor:
 
 
 def _stack_last(ts: list[Tensor]) -> Tensor:
-    from numfn.numpy import stack
+    stack = numpy_function("stack")
     return stack(ts, axis=-1)
 
 
@@ -109,7 +110,7 @@ def _mode_indices(indices: Tensor, n: int, mode: str, axis: int) -> Tensor:
     i = indices.astype(np.int64)
     if n == 0: raise IndexError("cannot do a non-empty take from an empty axes.")
     if mode == "wrap": return i % n
-    from numfn.numpy import clip
+    clip = numpy_function("clip")
     return clip(i, 0, n - 1)
 
 
@@ -166,7 +167,7 @@ def choose(a: ArrayLike, choices: Tensor | np.ndarray | Sequence[ArrayLike], out
     i = _mode_indices(idx, n, mode, 0).astype(np.int64)
     if mode == "raise":
         add_check((i < 0) | (i >= n), i, lambda v: ValueError("invalid entry in choice array"))
-    from numfn.numpy import stack
+    stack = numpy_function("stack")
     stacked = stack([Tensor(c.astype(dt)._broadcast(shape)) for c in cs])
     return gather(stacked, [Tensor(i._broadcast(shape))] + _coordinates(shape))
 
@@ -178,9 +179,8 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], defau
     if not choices: raise ValueError("select with an empty condition list is not possible")
     cs = [T(c) for c in choices]
     d = T(default)
-    from numfn.numpy import where
-    from numfn.numpy.ufuncs import _promote
-    dt = _promote(*cs, d)
+    where = numpy_function("where")
+    dt = promote(*cs, d)
     out = Tensor(d.uop.cast(dt), d.weak)
     for k, (c, v) in reversed(list(enumerate(zip(conds, cs)))):
         ct = T(c)
@@ -350,7 +350,7 @@ def histogram(a: ArrayLike, bins: ArrayLike = 10, range: tuple[float, float] | N
 
 def _bins(t: Tensor, bins, rng) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """(edges, (keep, index)): the bin edges and, for each value, whether it falls in the histogram and its bin."""
-    from numfn.numpy import linspace
+    linspace = numpy_function("linspace")
     if isinstance(bins, str): raise unsupported(f"numpy.histogram with bins={bins!r}", "pass a number of bins")
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
         nb = operator.index(bins)

@@ -21,8 +21,9 @@ from numfn.errors import unsupported
 from numfn.trace.tensor import Tensor, broadcast_shapes, gather, tensor_method
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy import ufuncs
-from numfn.numpy.creation import _strong, _where, linspace, zeros
+from numfn.numpy.creation import as_strong, where_same_dtype, linspace, zeros
 from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike
+from numfn.numpy._core import implementation
 
 T = Tensor.lift
 
@@ -37,7 +38,7 @@ __all__ = ['reshape', 'ndim', 'shape', 'size', 'transpose', 'swapaxes', 'expand_
 def _array(a) -> Tensor:
     """`a` as NumPy's asanyarray gives it: a traced array itself (so views share its memory family), anything else
     as a strong array."""
-    return a if isinstance(a, Tensor) and not a.weak else _strong(a)
+    return a if isinstance(a, Tensor) and not a.weak else as_strong(a)
 
 
 def _axis_tuple(axis, ndim: int, name: str, allow_duplicate: bool = False) -> tuple[int, ...]:
@@ -209,7 +210,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, out: None = None, *, dty
                 casting: Casting = "same_kind") -> Tensor:
     refuse("concatenate", out=out)
     if isinstance(arrays, Tensor): arrays = list(arrays)
-    ts = [_strong(a) for a in arrays]
+    ts = [as_strong(a) for a in arrays]
     if not ts: raise ValueError("need at least one array to concatenate")
     if dtype is not None:
         target = as_dtype(dtype)
@@ -256,7 +257,7 @@ def stack(arrays: Sequence, axis: int = 0, out: None = None, *, dtype: DTypeLike
           casting: Casting = "same_kind") -> Tensor:
     refuse("stack", out=out)
     if isinstance(arrays, Tensor): arrays = list(arrays)
-    ts = [_strong(a) for a in arrays]
+    ts = [as_strong(a) for a in arrays]
     if not ts: raise ValueError("need at least one array to stack")
     if any(t.shape != ts[0].shape for t in ts): raise ValueError("all input arrays must have the same shape")
     ax = normalize_axis(axis, ts[0].ndim + 1)
@@ -355,7 +356,7 @@ def block(arrays: Sequence[ArrayLike]) -> Tensor:
     def build(x, depth):
         if depth < list_ndim:
             return concatenate([build(v, depth + 1) for v in x], axis=-(list_ndim - depth))
-        t = _strong(x)
+        t = as_strong(x)
         return t.reshape((1,) * (result_ndim - t.ndim) + t.shape)
 
     return Tensor(build(arrays, 0).uop)
@@ -430,7 +431,7 @@ def tile(A: ArrayLike, reps: SupportsIndex | tuple[SupportsIndex, ...] | list[Su
     reps = tuple(operator.index(r) for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
         else (operator.index(reps),)
     if any(r < 0 for r in reps): raise ValueError("negative dimensions are not allowed")
-    t = _strong(A)
+    t = as_strong(A)
     nd = builtins.max(len(reps), t.ndim)
     reps = (1,) * (nd - len(reps)) + reps
     shp = (1,) * (nd - t.ndim) + t.shape
@@ -453,7 +454,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
             raise TypeError(f"Cannot cast {'scalar' if counts.ndim == 0 else 'array data'} from {counts.dtype!r} to "
                             "dtype('int64') according to the rule 'safe'")
         counts = counts.astype(np.intp)
-    t = _strong(a)
+    t = as_strong(a)
     if axis is None: t, axis = t.reshape(-1), 0
     else: axis = _axis_index(axis, t.ndim)
     n = t.shape[axis]
@@ -473,7 +474,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
 def roll(a: ArrayLike, shift: ArrayLike, axis: Axes = None) -> Tensor:
     """Elements shifted along the axes, those leaving one end coming back at the other. A shift may be a traced
     integer (the amount is then taken modulo the axis length at run time)."""
-    t = _strong(a) if not isinstance(a, Tensor) else Tensor(a.uop)
+    t = as_strong(a) if not isinstance(a, Tensor) else Tensor(a.uop)
     if axis is None: return roll(t.reshape(-1), shift, 0).reshape(t.shape)
     axes = _axis_tuple(axis, t.ndim, "", allow_duplicate=True)
     shifts: list | np.ndarray
@@ -501,7 +502,7 @@ def roll(a: ArrayLike, shift: ArrayLike, axis: Axes = None) -> Tensor:
             continue
         # result[i] = a[i - s] wrapped: i - s + n for the first s positions, i - s after them
         off = s % n if isinstance(s, int) else Tensor(T(s).uop.cast(dtypes.int64)) % n
-        index.append(_where(i < off, i - off + n, i - off))
+        index.append(where_same_dtype(i < off, i - off + n, i - off))
     return gather(t, index)
 
 
@@ -556,7 +557,7 @@ def pad(array: ArrayLike, pad_width, mode: str = "constant", **kwargs) -> Tensor
     """NumPy's pad for the modes constant, edge, reflect and symmetric (reflect_type even or odd), wrap, linear_ramp,
     maximum, minimum, mean, median and empty (zeros here). Axes are padded one after the other, each from the array
     padded along the axes before it, as NumPy does (which decides the corners)."""
-    t = _strong(array)
+    t = as_strong(array)
     if isinstance(pad_width, dict):
         seq = [(0, 0)] * t.ndim
         for ax, width in pad_width.items():
@@ -612,7 +613,7 @@ def _pad_source(n: int, before: int, after: int, mode: str) -> Tensor:
     if n == 1: return t * 0
     period = 2 * (n - 1) if mode == "reflect" else 2 * n
     u = t % period
-    return _where(u < n, u, period - u - (mode == "symmetric"))
+    return where_same_dtype(u < n, u, period - u - (mode == "symmetric"))
 
 
 def _join(cur: Tensor, axis: int, before: Tensor | None, after: Tensor | None) -> Tensor:
@@ -628,7 +629,8 @@ def _pad_constant(t: Tensor, widths, values, out_shape) -> Tensor:
     for ax, ((b, e), (v0, v1)) in enumerate(zip(widths, values)):
         if not (b or e): continue
         j = _iota_on(out_shape[ax], ax, t.ndim)
-        out = _where(j < b, _fill_value(v0, dt), _where(j >= out_shape[ax] - e, _fill_value(v1, dt), out))
+        out = where_same_dtype(j < b, _fill_value(v0, dt),
+                               where_same_dtype(j >= out_shape[ax] - e, _fill_value(v1, dt), out))
     return Tensor(out.uop)
 
 
@@ -653,7 +655,7 @@ def _pad_stat(cur: Tensor, axis: int, b: int, e: int, lengths, mode: str) -> Ten
         if mode == "maximum": return chunk.max(axis=axis, keepdims=True)
         if mode == "minimum": return chunk.min(axis=axis, keepdims=True)
         if mode == "median":
-            from numfn.numpy.statistics import median
+            median = implementation("median")
             m = median(chunk, axis=axis, keepdims=True)
         else:
             m = chunk.mean(axis=axis, keepdims=True)
@@ -669,7 +671,7 @@ def _round_half_even(x: Tensor) -> Tensor:
     f = Tensor(x.uop.alu(Ops.FLOOR))
     diff = x - f
     odd = f - Tensor((f * 0.5).uop.alu(Ops.FLOOR)) * 2 != 0
-    return _where((diff > 0.5) | ((diff == 0.5) & odd), f + 1, f)
+    return where_same_dtype((diff > 0.5) | ((diff == 0.5) & odd), f + 1, f)
 
 
 def _pad_odd(cur: Tensor, axis: int, b: int, e: int, include_edge: bool) -> Tensor:
@@ -715,16 +717,16 @@ def _static_positions(obj, what: str):
 
 def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Tensor:
     """values joined to the end of arr along `axis` (both flattened for None)."""
-    t = _strong(arr)
+    t = as_strong(arr)
     if axis is None:
         t = t.reshape(-1)
-        return concatenate([t, _strong(values).reshape(-1)], 0)
+        return concatenate([t, as_strong(values).reshape(-1)], 0)
     return concatenate([t, values], axis)
 
 
 def delete(arr: ArrayLike, obj, axis: int | None = None) -> Tensor:
     """arr without the positions `obj` (an int, a slice, a list or array of ints, or a boolean mask) along `axis`."""
-    t = _strong(arr)
+    t = as_strong(arr)
     if axis is None: t, axis = t.reshape(-1), 0
     else: axis = _axis_index(axis, t.ndim)
     obj = _static_positions(obj, "delete")
@@ -735,7 +737,7 @@ def delete(arr: ArrayLike, obj, axis: int | None = None) -> Tensor:
 def insert(arr: ArrayLike, obj, values: ArrayLike, axis: int | None = None) -> Tensor:
     """values inserted before the positions `obj` (an int, a slice, a list or array of ints) along `axis` (arr
     flattened for None), converted to arr's dtype."""
-    t = _strong(arr)
+    t = as_strong(arr)
     if axis is None: t, axis = t.reshape(-1), 0
     else: axis = _axis_index(axis, t.ndim)
     n = t.shape[axis]
@@ -768,7 +770,7 @@ def insert(arr: ArrayLike, obj, values: ArrayLike, axis: int | None = None) -> T
     if not from_values.any(): return Tensor(old.uop)
     new = _take(v, np.where(from_values, -1 - source, 0), axis)
     mask = Tensor.lift(from_values).reshape(tuple(source.size if a == axis else 1 for a in range(t.ndim)))
-    return _where(mask, new, old)
+    return where_same_dtype(mask, new, old)
 
 
 # ---- ndarray methods ------------------------------------------------------------------------------------------
@@ -796,7 +798,7 @@ def _repeat_method(self, repeats, axis=None) -> Tensor:
 @tensor_method("dot")
 def _dot_method(self, b, out=None) -> Tensor:
     refuse("ndarray.dot", out=out)
-    from numfn.numpy.products import dot
+    dot = implementation("dot")
     return dot(self, b)
 
 

@@ -61,7 +61,7 @@ class KeyedGenerator(NamedTuple):
     @staticmethod
     def _size(size, *params) -> tuple[int, ...]:
         """NumPy's result shape: size, or (size None) the parameters' broadcast shape."""
-        if size is not None: return nr._shape(size)
+        if size is not None: return nr.normalize_shape(size)
         return broadcast_shapes(*(Tensor.lift(p).shape for p in params)) if params else ()
 
     def random(self, size=None, dtype=np.float64, out=None):
@@ -194,13 +194,13 @@ class trace_guard:
                     _saved[name] = f
                     setattr(np.random, name, _wrap(name, f))
             _guard_users += 1
-        nr._trace_depth.n = getattr(nr._trace_depth, "n", 0) + 1
+        nr.trace_depth.n = getattr(nr.trace_depth, "n", 0) + 1
         self.watched = [(where, g, _state(g)) for where, g in _reachable_generators(self.fn)]
         return self
 
     def __exit__(self, exc_type, exc, tb):
         global _guard_users
-        nr._trace_depth.n -= 1
+        nr.trace_depth.n -= 1
         with _guard_lock:
             _guard_users -= 1
             if _guard_users == 0:
@@ -222,7 +222,7 @@ def _after_fork_in_child() -> None:
     """A forked child has only the forking thread: the guards of other threads' traces are not the child's, and
     np.random gets its own functions back when the child's traces (if the forking thread was in one) end."""
     global _guard_users
-    _guard_users = getattr(nr._trace_depth, "n", 0)
+    _guard_users = getattr(nr.trace_depth, "n", 0)
     if _guard_users == 0:
         for name, f in _saved.items(): setattr(np.random, name, f)
         _saved.clear()

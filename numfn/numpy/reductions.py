@@ -14,6 +14,7 @@ import numpy as np
 
 from numfn.args import normalize_axes, normalize_axis, refuse
 from numfn.dtype import dtypes
+from numfn.trace import dynamic
 from numfn.trace.tensor import Tensor, add_check, gather, reduction_mask, tensor_method
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, Axes, DTypeLike, Scalar
@@ -301,3 +302,21 @@ def nanargmax(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None,
 def nanargmin(a: ArrayLike, axis: SupportsIndex | None = None, out: None = None, *, keepdims: bool = False) -> Tensor:
     """argmin ignoring NaN; NumPy's ValueError (raised by the call) for an all-NaN slice."""
     return _nan_arg_extreme(a, axis, out, keepdims, "nanargmin")
+
+
+def _run_time_length_nan_extreme(name: str):
+    """nanmax/nanmin of an array of run-time length (numfn.trace.dynamic): NaN skipped; without `initial`, an empty
+    selection is NumPy's ValueError (fmax, fmin)."""
+    def method(y: dynamic.DynTensor, axis=None, out=None, keepdims=False, initial=None, where=None):
+        if not y.uop.dtype.is_inexact: return dynamic.METHODS[name](y, axis, out, keepdims, initial, where)
+
+        def fn(t, axis, keepdims, where=None):
+            return _nan_extreme(t, axis, out, keepdims, initial, where, name, valid_only=True)
+        empty = None if initial is not None else "fmax" if name == "max" else "fmin"
+        return dynamic.reduce(fn, y, axis, keepdims, empty, where=where)
+    return method
+
+
+# numfn.trace.dynamic (below this module) knows these through its table of numfn.numpy functions
+dynamic.NUMPY["nanmax"] = _run_time_length_nan_extreme("max")
+dynamic.NUMPY["nanmin"] = _run_time_length_nan_extreme("min")

@@ -34,6 +34,7 @@ from numfn.errors import unsupported
 from numfn.trace.tensor import Tensor, add_check, gather, tensor_method
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike
+from numfn.numpy.ufuncs import where
 
 T = Tensor.lift
 I64 = dtypes.int64
@@ -65,7 +66,7 @@ def _scratch_row(n: int, dt: DType, arg: bool) -> int:
     return 4 * n if dt.itemsize == 8 or n > 0xFFFFFFFF else 2 * n
 
 
-def _sort_last(t: Tensor, arg: bool) -> Tensor:
+def sort_last(t: Tensor, arg: bool) -> Tensor:
     """t sorted along its last axis (arg: the positions that sort it, int64), NumPy's stable order."""
     dt = t.uop.dtype
     shape = t.shape
@@ -78,7 +79,7 @@ def _sort_last(t: Tensor, arg: bool) -> Tensor:
         order: Tensor | None = None
         for key in reversed(_complex_keys(t)):
             keyed = key if order is None else _take_along(key, order, t.ndim - 1)
-            step = _sort_last(keyed, True)
+            step = sort_last(keyed, True)
             order = step if order is None else _take_along(order, step, t.ndim - 1)
         assert order is not None
         return order if arg else _take_along(t, order, t.ndim - 1)
@@ -110,7 +111,7 @@ def _complex_keys(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 SELECT_MAX = 64
 
 
-def _select_last(t: Tensor, kth: list[int]) -> Tensor:
+def select_last(t: Tensor, kth: list[int]) -> Tensor:
     """t partitioned along its last axis around the positions `kth` (in [0, n)): each holds what a sort puts there,
     smaller elements (in NumPy's order, NaNs last) before it and larger ones after (NumPy's partition)."""
     dt = t.uop.dtype
@@ -118,7 +119,7 @@ def _select_last(t: Tensor, kth: list[int]) -> Tensor:
     n, rows = shape[-1], math.prod(shape[:-1])
     ks = sorted(set(kth))
     if rows == 0 or n <= 1 or not ks: return Tensor(t.uop)
-    if dt.is_complex: return _sort_last(t, False)   # no native select of complex values: a sort does its work
+    if dt.is_complex: return sort_last(t, False)   # no native select of complex values: a sort does its work
     _require_native()
     from numfn.extern import extern
     positions = Tensor.lift(np.array(ks, np.int64)).uop
@@ -140,7 +141,7 @@ def _sorted(t: Tensor, axis, arg: bool) -> Tensor:
         normalize_axis(axis, 1)
         return Tensor(UOp.const_like(I64, 0, (1,)))
     axis = normalize_axis(axis, t.ndim)
-    return _along(t, axis, lambda x: _sort_last(x, arg))
+    return _along(t, axis, lambda x: sort_last(x, arg))
 
 
 _KINDS = {"q": "quicksort", "h": "heapsort", "m": "mergesort", "s": "stable"}
@@ -215,7 +216,7 @@ def _partitioned(a, kth, axis, kind, order, arg: bool) -> Tensor:
     ks = _kth(kth, n)
     if arg or len(set(ks)) > SELECT_MAX:   # a full sort puts every element where partition may put it
         return _sorted(t, axis, arg)
-    return _along(t, ax, lambda x: _select_last(x, [k % n for k in ks]))
+    return _along(t, ax, lambda x: select_last(x, [k % n for k in ks]))
 
 
 def partition(a: ArrayLike, kth: ArrayLike, axis: int | None = -1, kind: str = "introselect",
@@ -402,7 +403,7 @@ def _group_parts(s: Tensor, perm: Tensor | None, first: Tensor, total, want_inde
 
 def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equal_nan: bool) -> tuple:
     if isinstance(t, dynamic.DynTensor):
-        if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic._HINT)
+        if t.ndim != 1: raise unsupported("numpy.unique of a multi-dimensional array selected by values", dynamic.HINT)
         dt = t.uop.dtype
         assert t.uop.shape is not None   # an array's value is a tensor-level node
         flat = Tensor(t.valid().uop.alu(Ops.WHERE, t.uop, UOp.const_like(dt, _largest(dt), t.uop.shape)))
@@ -415,8 +416,8 @@ def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equ
         empty = lambda dt: Tensor(UOp.const_like(dt, 0, (0,)))  # noqa: E731
         inverse = Tensor(UOp.const_like(I64, 0, t.shape))
         return empty(flat.uop.dtype), empty(I64), inverse, empty(I64)
-    perm = _sort_last(flat, True) if want_index or want_inverse else None
-    s = gather(flat, [perm]) if perm is not None else _sort_last(flat, False)
+    perm = sort_last(flat, True) if want_index or want_inverse else None
+    s = gather(flat, [perm]) if perm is not None else sort_last(flat, False)
     first = _shifted_differs(s, equal_nan)
     if not isinstance(total, int): first = first & (_iota(n) < total)
     values, index, inverse, counts = _group_parts(s, perm, first, total, want_index, want_inverse, want_counts)
@@ -424,7 +425,7 @@ def _unique_flat(t, want_index: bool, want_inverse: bool, want_counts: bool, equ
         # NumPy finds the values alone with a hash table: the NaN it keeps is the first in the array's order
         nan = flat != flat
         first_nan = gather(flat, [Tensor(nan.uop.alu(Ops.WHERE, UOp.iota(n), UOp.const_like(I64, n, (n,)))).min()])
-        values = dynamic._where(values != values, first_nan, values)
+        values = where(values != values, first_nan, values)
     if inverse is not None:
         inverse = dynamic.DynTensor(inverse.uop, t.length) if isinstance(t, dynamic.DynTensor) else \
             inverse.reshape(t.shape)
@@ -465,7 +466,7 @@ def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = Fal
         values, index, inverse, counts = _unique_flat(t, return_index, return_inverse, return_counts, equal_nan)
     else:
         if isinstance(t, dynamic.DynTensor):
-            raise unsupported("numpy.unique with axis= of an array selected by values", dynamic._HINT)
+            raise unsupported("numpy.unique with axis= of an array selected by values", dynamic.HINT)
         axis = normalize_axis(axis, t.ndim)
         values, index, inverse, counts = _unique_rows(t, axis, return_index, return_inverse, return_counts)
     extra = [x for x, want in ((index, return_index), (inverse, return_inverse), (counts, return_counts)) if want]
@@ -550,7 +551,7 @@ def filled(y: dynamic.DynTensor) -> Tensor:
 def _dyn_sorted(y: dynamic.DynTensor, axis, arg: bool) -> dynamic.DynTensor:
     if axis is None:
         if y.ndim > 1: raise unsupported("sorting a multi-dimensional array of run-time length, flattened",
-                                         dynamic._HINT)
+                                         dynamic.HINT)
         axis = 0
     axis = normalize_axis(axis, y.ndim)
     t = filled(y) if y.lengths[axis] is not None else y.compact()
@@ -611,6 +612,6 @@ dynamic.NUMPY.update({"sort": _dyn_sort, "argsort": _dyn_argsort, "partition": _
 # searchsorted takes arrays of run-time length as `a` or `v` itself (see there)
 dynamic.ELEMENTWISE_OK.add("searchsorted")
 # their ndarray methods (numfn.trace.dynamic refuses the others)
-dynamic._METHODS.update({"sort": _dyn_sort_method, "argsort": _dyn_argsort, "partition": _dyn_partition_method,
+dynamic.METHODS.update({"sort": _dyn_sort_method, "argsort": _dyn_argsort, "partition": _dyn_partition_method,
                          "argpartition": dynamic.NUMPY["argpartition"],
                          "searchsorted": lambda y, v, side="left", sorter=None: searchsorted(y, v, side, sorter)})

@@ -267,15 +267,15 @@ class _Rows:
         """Make the rows readable at `positions` (index arrays, as `pick` takes them): where every one is known
         while tracing (a static count and static q), the native select puts just those positions in place (NumPy's
         partition: linear time); else the rows are sorted."""
-        from numfn.numpy.sorting import SELECT_MAX, _select_last, _sort_last
+        from numfn.numpy.sorting import SELECT_MAX, select_last, sort_last
         if self.s is not None: return
         known = [T(p).known() for p in positions] if self.static else [None]
         if all(k is not None for k in known):
             kth = sorted({int(v) for k in known for v in np.ravel(cast(np.ndarray, k)) if 0 <= v < self.m})
             if 0 < len(kth) <= SELECT_MAX:
-                self.s = _select_last(self.rows, kth)
+                self.s = select_last(self.rows, kth)
                 return
-        self.s = _sort_last(self.rows, False)
+        self.s = sort_last(self.rows, False)
 
     def pick(self, idx) -> Tensor:
         """s at per-row positions `idx` (an int Tensor of shape q's shape + the kept shape, or broadcastable)."""

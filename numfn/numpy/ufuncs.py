@@ -23,14 +23,14 @@ import numpy as np
 
 from numfn.trace import complex_reductions
 from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
-from numfn.dtype import DType, dtypes, resolve_loop, result_type
+from numfn.dtype import DType, dtypes, resolve_loop
 from numfn.errors import unsupported, user_location
 from numfn.trace.subscript import setitem
 from numfn.numpy.creation import full, full_like
-from numfn.numpy import manipulation   # a module: manipulation imports this one too
-from numfn.trace.tensor import Tensor, broadcast_shapes, weak_fits
+from numfn.trace.tensor import Tensor, broadcast_shapes, promote, weak_fits
 from numfn.ir.uop import Ops, UOp, fold
 from numfn.numpy._typing import ArrayLike
+from numfn.numpy._core import implementation
 
 T = Tensor.lift
 
@@ -189,7 +189,7 @@ class ufunc:
         elif not self._reorderable:
             if initial is not _NO_VALUE and axes:   # the initial value starts the left fold
                 slab = tuple(1 if i == axes[0] else s for i, s in enumerate(a.shape))
-                x = manipulation.concatenate([full(slab, _const(initial, dt), dt), x], axis=axes[0])
+                x = implementation("concatenate")([full(slab, _const(initial, dt), dt), x], axis=axes[0])
             res = self._fold(x, axes[0], dt) if axes else x
         else: res = self._reduce_axes(x, axes, dt, None if initial is _NO_VALUE else T(_const(initial, dt)).astype(dt))
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
@@ -222,7 +222,7 @@ class ufunc:
             if n % 2:   # one more element: the identity, or the last element again for idempotent ufuncs
                 pad = _take(x, axis, n - 1, n) if self.identity is None or self._idempotent else \
                     full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), _const(self.identity, dt), dt)
-                x, n = manipulation.concatenate([x, pad], axis=axis), n + 1
+                x, n = implementation("concatenate")([x, pad], axis=axis), n + 1
             x = self._combine(_take(x, axis, 0, n // 2), _take(x, axis, n // 2, n), dt)
             if n // 2 > 8: x = x.contiguous()
         return x
@@ -262,7 +262,7 @@ class ufunc:
                                                                      for i in range(x.ndim))))
                 res = where_(pos >= k, self._combine(back, res, dt), res)
                 k *= 2
-        else: res = manipulation.concatenate(self._unrolled(x, ax, dt), axis=ax)
+        else: res = implementation("concatenate")(self._unrolled(x, ax, dt), axis=ax)
         if res is a: res = res.copy()   # an axis of length 1: still a new array (a write into `array` must not show)
         return self._store((res,), out)
 
@@ -278,7 +278,7 @@ class ufunc:
         op = self._reduce_op or self._scan_op
         if self.nin != 2 or op is None:
             raise unsupported(f"numpy.{self.__name__}.at", "write a[indices] = f(a[indices], b) (buffered) instead")
-        from numfn.numpy.indexing import ufunc_at
+        ufunc_at = implementation("ufunc_at")
         ufunc_at(self.__name__, op, a, indices, b)
 
     def reduceat(self, *args, **kwargs):
@@ -821,16 +821,6 @@ conjugate = conj = _make("conjugate", lambda x: _cplx(_re(x), -_im(x)) if x.dtyp
 # ---------------------------------------------------------------------------------------------------------------
 # functions built from ufuncs
 
-def _promote(*xs: Tensor):
-    """NumPy 2 result_type with weak Python scalars: the dtype arrays and scalars combine to."""
-    strong = [t.uop.dtype for t in xs if not t.weak]
-    kinds = [t.uop.dtype.kind for t in xs if t.weak]
-    if not strong: return result_type(*(t.uop.dtype for t in xs))
-    dt = result_type(*strong)
-    rep = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
-    return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
-
-
 @overload
 def where(condition: ArrayLike) -> tuple[Tensor, ...]: ...
 @overload
@@ -840,14 +830,14 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Tensor: ...
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None) -> Tensor | tuple[Tensor, ...]:
     """Elements of x where condition is true, else of y (both broadcast); where(condition) is nonzero(condition)."""
     if x is None and y is None:
-        from numfn.numpy.indexing import nonzero
+        nonzero = implementation("nonzero")
         return nonzero(condition)
     if x is None or y is None: raise ValueError("either both or neither of x and y should be given")
     if any(isinstance(v, Tensor) and v.runtime_length for v in (condition, x, y)):
         from numfn.trace import dynamic
         return dynamic.elementwise(where, [condition, x, y])
     c, a, b = _truth(condition), T(x), T(y)
-    dt = _promote(a, b)
+    dt = promote(a, b)
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
                                 Tensor(b.uop.cast(dt))._broadcast(shape))
@@ -914,7 +904,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     atol = atol if _is_python_number(atol) else _strong(atol)
     rtol = rtol if _is_python_number(rtol) else _strong(rtol)
     if isinstance(y, Tensor):
-        y = y.astype(_promote(y, T(1.0)), copy=False)
+        y = y.astype(promote(y, T(1.0)), copy=False)
     elif isinstance(y, int):
         y = float(y)
     yt = T(y)

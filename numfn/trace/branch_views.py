@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
-from numfn.trace.tensor import Tensor, _replay, gather, is_window
+from numfn.trace.tensor import Links, Tensor, replay, gather
+from numfn.trace.subscript import write
+from numfn.trace.branch_layout import is_window
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
@@ -49,11 +51,11 @@ def positions(base: Tensor, chain: tuple) -> list[UOp]:
     """For each axis of `base` (one for a 0-d base, viewed as 1-d), the position along it of every element of the
     view `chain` makes of it (int64, the view's shape)."""
     shape = base.shape
-    if not shape: return [_replay(UOp.const(dtypes.int64, 0), chain)]
+    if not shape: return [replay(UOp.const(dtypes.int64, 0), chain)]
     out = []
     for a, n in enumerate(shape):
         iota = UOp.iota(n).reshape(tuple(n if i == a else 1 for i in range(len(shape)))).expand(tuple(shape))
-        out.append(_replay(iota, chain))
+        out.append(replay(iota, chain))
     return out
 
 
@@ -126,7 +128,7 @@ def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None, chain
     chain (`chains`), so a layout question (ravel: a view or a copy?) gets the answer of the branch taken."""
     if index is None:
         if not chain: return base
-        return base._view(_replay(base.uop, chain))
+        return base._view(replay(base.uop, chain))
     src = base if base.shape else base.reshape(1)
     return src._view(gather(src, list(index), window=("window", tuple(chains)) if base.shape else True).uop)
 
@@ -155,7 +157,6 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
                   combine, gate: Tensor | None) -> None:
     """`result` was written at `at` (its indices, of `shape`): write the same into each array it is linked to,
     where the branch made it a view of that array."""
-    from numfn.trace.subscript import write
     for lk in list(result._links or ()):
         if lk.view() is not result: continue
         idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
@@ -180,3 +181,6 @@ def follow(memory: Tensor) -> None:
         new = lk.flag._broadcast(shape).alu(Ops.WHERE, now, view.uop)
         if new is not view.uop: view.rebind(new)
     memory._links = alive or None
+
+
+Links.follow, Links.write_through = follow, write_through   # what numfn.trace.tensor and subscript call

@@ -35,6 +35,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from numfn import debug
+from numfn.trace.statements import logical, logical_not, not_flags, run_for_range, run_if, run_while
+from numfn.trace.unbound import UNBOUND
 
 _RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -458,30 +460,26 @@ class Runtime:
         try:
             return get()
         except (NameError, UnboundLocalError):
-            return _UNBOUND
+            return UNBOUND
 
     @staticmethod
     def unbound(x) -> bool:
-        return x is _UNBOUND
+        return x is UNBOUND
 
     @staticmethod
     def and_(*thunks):
-        from numfn.trace.control import logical
         return logical("and", thunks)
 
     @staticmethod
     def or_(*thunks):
-        from numfn.trace.control import logical
         return logical("or", thunks)
 
     @staticmethod
     def not_(x):
-        from numfn.trace.control import logical_not
         return logical_not(x)
 
     @staticmethod
     def not_flags(brk, cont):
-        from numfn.trace.control import not_flags
         return not_flags(brk, cont)
 
     @staticmethod
@@ -490,54 +488,12 @@ class Runtime:
 
     @staticmethod
     def for_range(start, stop, step, body, state, names, flags, line):
-        from numfn.trace.control import run_for_range
         return run_for_range(start, stop, step, body, state, names, flags, line)
 
     @staticmethod
     def while_(cond, body, state, names, flags, line):
-        from numfn.trace.control import run_while
         return run_while(cond, body, state, names, flags, line)
 
     @staticmethod
     def if_(test, then, orelse, state, names, both, line):
-        from numfn.trace.control import run_if
         return run_if(test, then, orelse, state, names, both, line)
-
-
-class _Unbound:
-    """A variable not bound yet when a converted statement runs (bound inside it). Using it raises
-    UnboundLocalError: a body that reads a variable an earlier iteration was to bind."""
-    __slots__ = ("_why",)
-
-    def __init__(self, why: str = "a variable is read before it is assigned"):
-        self._why = why
-
-    def __repr__(self) -> str:
-        return "<unbound>"
-
-    def _fail(self, *args, **kwargs):
-        raise UnboundLocalError(self._why)
-
-    def __getattr__(self, name):
-        if name.startswith("__") and name.endswith("__"): raise AttributeError(name)
-        self._fail()
-
-
-for _m in ("bool", "index", "int", "float", "complex", "len", "iter", "getitem", "setitem", "array", "call", "neg",
-           "pos", "abs", "invert", "lt", "le", "gt", "ge", "matmul", "rmatmul", *(
-               f"{r}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
-                                     "lshift", "rshift") for r in ("", "r", "i"))):
-    setattr(_Unbound, f"__{_m}__", _Unbound._fail)
-del _m
-
-_UNBOUND = _Unbound()
-
-
-def undefined(name: str, why: str) -> _Unbound:
-    """The value of `name` after a compiled statement that binds it on some paths only: reading it raises an
-    UnboundLocalError saying why."""
-    return _Unbound(f"{name!r} has no value here: {why}")
-
-
-def is_unbound(x) -> bool:
-    return isinstance(x, _Unbound)

@@ -27,7 +27,8 @@ import numpy as np
 from numfn.args import normalize_axes
 from numfn.dtype import dtypes
 from numfn.errors import TracerConversionError, unsupported, user_location
-from numfn.trace.tensor import Tensor, add_check, gather
+from numfn.trace.tensor import Tensor, add_check, gather, numpy_function
+from numfn.trace.subscript import Item, RunTimeLength, assignable, gathered, normalize, setitem, static_slice, window
 from numfn.ir.uop import Ops, UOp
 
 I64 = dtypes.int64
@@ -39,8 +40,7 @@ def _i64(value) -> Tensor:
 
 
 def _where(c: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    from numfn import numpy as fnp
-    return fnp.where(c, a, b)
+    return numpy_function("where")(c, a, b)
 
 
 class Length(Tensor):
@@ -151,6 +151,14 @@ class DynTensor(Tensor):
     def T(self) -> Tensor:
         return self.transpose()
 
+    @staticmethod
+    def runtime_length_elementwise(fn, operands) -> Tensor:
+        return elementwise(fn, operands)
+
+    @staticmethod
+    def runtime_length_matmul(a, b) -> Tensor:
+        return matmul(a, b)
+
     def __getitem__(self, index):
         return getitem(self, index)
 
@@ -158,7 +166,6 @@ class DynTensor(Tensor):
         if self.base is None:
             raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
                               "assign through the mask instead: x[mask] = v")
-        from numfn.trace.subscript import setitem
         setitem(self, index, value)
 
     def _inplace(self, ufunc, symbol, compute, x):
@@ -169,11 +176,11 @@ class DynTensor(Tensor):
         self.__len__()
 
     def __getattribute__(self, name: str):
-        if name in _METHODS:
-            return functools.partial(_METHODS[name], self)
+        if name in METHODS:
+            return functools.partial(METHODS[name], self)
         if not name.startswith("_") and name not in _OWN and hasattr(np.ndarray, name):
             raise unsupported(f"ndarray.{name} on an array whose length is only known at run time (x[mask], "
-                              "nonzero, a slice with traced bounds)", _HINT)
+                              "nonzero, a slice with traced bounds)", HINT)
         return object.__getattribute__(self, name)
 
 
@@ -201,7 +208,7 @@ def _made(like: Tensor, uop: UOp, lengths: tuple, weak: bool | None = None) -> T
     return DynTensor(uop, weak=weak, lengths=lengths)
 
 
-_HINT = "keep the mask and use where= or np.where(mask, x, 0) instead"
+HINT = "keep the mask and use where= or np.where(mask, x, 0) instead"   # what to do instead, in errors
 _OWN = {"shape", "size", "ndim", "dtype", "astype", "copy", "T", "transpose", "itemsize", "nbytes", "compact",
         "valid", "valid_rows", "runtime_length", "lengths",
         "selection", "bound", "length", "source", "mask", "uop", "weak", "memory", "base", "chain", "known",
@@ -260,7 +267,7 @@ def _map(fn, operands: list) -> Tensor:
     out = fn(*compact)
     lengths = tuple(ref[a][0] if a in ref else None for a in range(out.ndim)) if out.ndim == rank else None
     if lengths is None or any(out.uop.shape[a] != ref[a][1] for a in ref):
-        raise unsupported("this operation on an array whose length is only known at run time", _HINT)
+        raise unsupported("this operation on an array whose length is only known at run time", HINT)
     dyns = [t for t in ts if isinstance(t, DynTensor)]
     first = dyns[0]
     # the selection's lazy form: every run-time operand selected by one mask along its only run-time axis, 0
@@ -421,14 +428,13 @@ def _arg_extreme(name: str):
     """argmax/argmin, and nanargmax/nanargmin (NaN skipped: an all-NaN slice is NumPy's ValueError, raised by the
     call; an empty one is argmax's, as NumPy checks)."""
     def method(y: DynTensor, axis=None, out=None, *, keepdims=False):
-        from numfn.numpy import reductions
         if axis is None and keepdims and y.ndim > 1:   # NumPy keeps every axis, with size 1
             return method(y, None, out).reshape((1,) * y.ndim)
         if axis is None and y.ndim > 1: y = _flat(y, name)
         ax = 0 if axis is None else normalize_axes(axis, y.ndim)[0]
         left = _left(y, (ax,), keepdims)
         if y.lengths[ax] is None:
-            return _plain(getattr(reductions, name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
+            return _plain(numpy_function(name)(y.compact(), axis=ax, keepdims=keepdims).uop, left)
         plain = name.removeprefix("nan")
         add_check(Tensor(cast(UOp, y.lengths[ax])) == 0, 0,
                   lambda _: ValueError(f"attempt to get {plain} of an empty sequence"))
@@ -440,7 +446,7 @@ def _arg_extreme(name: str):
         else: fill = dt.min if plain == "argmax" else dt.max
         filled = Tensor(y.valid().uop.alu(Ops.WHERE, y.uop, UOp.const_like(dt, fill, cast(_Shape, y.uop.shape))))
         # positions past the length hold the fill, after every element: ties go to the first element anyway
-        return _plain(getattr(reductions, name)(filled, axis=ax, keepdims=keepdims).uop, left)
+        return _plain(numpy_function(name)(filled, axis=ax, keepdims=keepdims).uop, left)
     return method
 
 
@@ -454,17 +460,15 @@ def _sum_like(name: str):
 
 def _numpy_reduction(name: str, empty_error: str | None = None):
     def method(y: DynTensor, axis=None, *args, keepdims=False, where=None, **kw):
-        from numfn import numpy as fnp
-        fn = getattr(fnp, name)
+        fn = numpy_function(name)
         return reduce(lambda t, **k: fn(t, *args, **k, **kw), y, axis, keepdims, empty_error, where=where)
     return method
 
 
 def _cumulative(name: str):
     def method(y: DynTensor, axis=None, dtype=None, out=None):
-        from numfn.numpy import reductions
         if axis is None and y.ndim > 1: y = _flat(y, name)
-        fn = getattr(reductions, name)
+        fn = numpy_function(name)
         # along an axis the prefix before a run-time length is exactly NumPy's result; past it nothing matters
         out_ = fn(y.compact(), axis=0 if axis is None else axis, dtype=dtype)
         return DynTensor(out_.uop, lengths=y.lengths)
@@ -485,13 +489,13 @@ def _flat(y: DynTensor, name: str = "flattening") -> DynTensor:
     if y.ndim <= 1: return y
     if any(ln is not None for ln in y.lengths[1:]):
         raise unsupported(f"{name} of a multi-dimensional array whose length along an axis after the first is only "
-                          "known at run time", _HINT)
+                          "known at run time", HINT)
     shape = cast(_Shape, y.uop.shape)
     rest = math.prod(shape[1:])
     return DynTensor(y.uop.reshape((math.prod(shape),)), (Tensor(cast(UOp, y.length)) * rest).uop)
 
 
-_METHODS = {
+METHODS = {
     "sum": _sum_like("sum"), "prod": _sum_like("prod"), "mean": _sum_like("mean"),
     "max": _extreme("max", Ops.MAX), "min": _extreme("min", Ops.MIN),
     "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
@@ -501,29 +505,17 @@ _METHODS = {
 }
 
 
-def _nan_extreme(name: str):
-    """nanmax/nanmin: NaN skipped; without `initial`, an empty selection is NumPy's ValueError (fmax, fmin)."""
-    def method(y: DynTensor, axis=None, out=None, keepdims=False, initial=None, where=None):
-        from numfn.numpy import reductions
-        if not y.uop.dtype.is_inexact: return _METHODS[name](y, axis, out, keepdims, initial, where)
-
-        def fn(t, axis, keepdims, where=None):
-            return reductions._nan_extreme(t, axis, out, keepdims, initial, where, name, valid_only=True)
-        empty = None if initial is not None else "fmax" if name == "max" else "fmin"
-        return reduce(fn, y, axis, keepdims, empty, where=where)
-    return method
-
-
 # numfn.numpy functions that take DynTensors, by name: reductions route to the methods above, the rest are
-# elementwise (they reach Tensor._elementwise, which routes to `elementwise`) or handle them themselves
+# elementwise (they reach Tensor._elementwise, which routes to `elementwise`) or handle them themselves; numfn.numpy
+# adds its own (nanmax and nanmin: numfn.numpy.reductions)
 NUMPY = {
-    "sum": _METHODS["sum"], "prod": _METHODS["prod"], "mean": _METHODS["mean"], "max": _METHODS["max"],
-    "min": _METHODS["min"], "amax": _METHODS["max"], "amin": _METHODS["min"], "argmax": _METHODS["argmax"],
-    "argmin": _METHODS["argmin"], "any": _METHODS["any"], "all": _METHODS["all"], "std": _METHODS["std"],
-    "var": _METHODS["var"], "cumsum": _METHODS["cumsum"], "cumprod": _METHODS["cumprod"],
+    "sum": METHODS["sum"], "prod": METHODS["prod"], "mean": METHODS["mean"], "max": METHODS["max"],
+    "min": METHODS["min"], "amax": METHODS["max"], "amin": METHODS["min"], "argmax": METHODS["argmax"],
+    "argmin": METHODS["argmin"], "any": METHODS["any"], "all": METHODS["all"], "std": METHODS["std"],
+    "var": METHODS["var"], "cumsum": METHODS["cumsum"], "cumprod": METHODS["cumprod"],
     "count_nonzero": _count_nonzero, "ptp": _ptp, "nansum": _numpy_reduction("nansum"),
     "nanprod": _numpy_reduction("nanprod"), "nanmean": _numpy_reduction("nanmean"),
-    "nanmax": _nan_extreme("max"), "nanmin": _nan_extreme("min"), "nanargmax": _arg_extreme("nanargmax"),
+    "nanargmax": _arg_extreme("nanargmax"),
     "nanargmin": _arg_extreme("nanargmin"), "nancumsum": _cumulative("nancumsum"),
     "nancumprod": _cumulative("nancumprod"),
     "nanstd": _numpy_reduction("nanstd"), "nanvar": _numpy_reduction("nanvar"),
@@ -545,7 +537,7 @@ def matmul(a, b) -> Tensor:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
     if a.ndim > 2 or b.ndim > 2:
         raise unsupported("a product of arrays of more than two dimensions whose length is only known at run time",
-                          _HINT)
+                          HINT)
     _, out = resolve_ufunc("matmul", (a.uop.dtype, b.uop.dtype))
     a2 = (a[None, :] if a.ndim == 1 else a).astype(out.np)
     b2 = (b[:, None] if b.ndim == 1 else b).astype(out.np)
@@ -557,7 +549,7 @@ def matmul(a, b) -> Tensor:
 
 def _outer(a, b, out=None):
     for x in (a, b):
-        if x.ndim != 1: raise unsupported("numpy.outer of arrays of several dimensions of run-time length", _HINT)
+        if x.ndim != 1: raise unsupported("numpy.outer of arrays of several dimensions of run-time length", HINT)
     return a[:, None] * b[None, :]
 
 
@@ -587,7 +579,7 @@ def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             if product is not None: return product(*args, **kwargs)
             if name not in ELEMENTWISE_OK:
                 raise unsupported(f"numpy.{name} on an array whose length is only known at run time (x[mask], "
-                                  "nonzero, a slice with traced bounds)", _HINT)
+                                  "nonzero, a slice with traced bounds)", HINT)
         return fn(*args, **kwargs)
     guarded.__wrapped__ = fn
     return guarded
@@ -605,7 +597,6 @@ def getitem(y: DynTensor, index) -> Tensor:
     if y.length is not None and isinstance(first, (Tensor, np.ndarray, list)) and not (
             isinstance(first, Tensor) and first.ndim == 0 and first.uop.dtype.is_int):
         return _select_rows(y, first, index[1:])
-    from numfn.trace.subscript import gathered
     return gathered(y, items(y, index), not any(i is Ellipsis for i in index))
 
 
@@ -613,11 +604,11 @@ def _select_rows(y: DynTensor, first, rest: tuple):
     """y[first, *rest] for an array `first` along the run-time first axis."""
     if rest: y = cast(DynTensor, getitem(y, (slice(None),) + rest))   # its first axis keeps the run-time length
     if y.ndim > 1 and any(ln is not None for ln in y.lengths[1:]):
-        raise unsupported("an index array into an array with several axes of run-time length", _HINT)
+        raise unsupported("an index array into an array with several axes of run-time length", HINT)
     t = Tensor.lift(first)
     if isinstance(first, DynTensor) or t.uop.dtype.is_bool:   # y[y > 0]: a selection of the selection
         if not isinstance(first, DynTensor) or first.ndim != 1:
-            raise unsupported("this boolean index of an array selected by values", _HINT)
+            raise unsupported("this boolean index of an array selected by values", HINT)
         m = _aligned(first, y) if first.length is not y.length else first
         return select(y.compact(), Tensor(m.uop.cast(dtypes.bool)) & y.valid_rows())
     if not t.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
@@ -635,7 +626,6 @@ def _select_rows(y: DynTensor, first, rest: tuple):
 def items(y: DynTensor, index) -> list:
     """The index items (numfn.trace.subscript.Item) of `index` over y's bound shape: an axis of run-time length becomes a
     window (a slice clamped to the length, or all of it) or a traced integer checked against the length."""
-    from numfn.trace.subscript import Item, _static_slice, normalize, window
     index = index if isinstance(index, tuple) else (index,)
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if used > y.ndim:
@@ -657,7 +647,7 @@ def items(y: DynTensor, index) -> list:
             it = normalize((n,), (i,))[0]
             out.append(Item(it.kind, axis, it.start, it.step, it.count, it.value))
         elif isinstance(i, slice):
-            out.append(window(_static_slice(i), DynLength(ln, n), axis))
+            out.append(window(static_slice(i), DynLength(ln, n), axis))
         elif isinstance(i, (int, np.integer)) or (isinstance(i, Tensor) and i.ndim == 0 and i.uop.dtype.is_int):
             k, length = Tensor(Tensor.lift(i).uop.cast(I64)), Tensor(ln)
             add_check((k < -length) | (k >= length), k,
@@ -702,7 +692,6 @@ def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:
     """`value` as assigned into a region of bound `shape` whose axes in `lengths` have run-time lengths: cast to dt
     and broadcast, an axis of it meeting a run-time length either size 1 or that length (checked when the program
     runs, NumPy's ValueError otherwise); the result at the bound shape."""
-    from numfn.trace.subscript import assignable
     if not isinstance(value, Tensor) and np.ndim(value) == 0: return assignable(value, dt, shape)
     v = value if isinstance(value, DynTensor) else Tensor.lift(value)
     rank = len(shape)
@@ -763,7 +752,7 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
     flat = Tensor(mask.uop.cast(dtypes.bool).reshape((count,)))
     n = flat.astype(np.int64).sum()
     if isinstance(v, DynTensor) and any(ln is not None for ln in v.lengths[1:]):
-        raise unsupported("assigning through a mask an array with a run-time length past its first axis", _HINT)
+        raise unsupported("assigning through a mask an array with a run-time length past its first axis", HINT)
     given = Tensor(v.length) if isinstance(v, DynTensor) and v.length is not None else _i64(v.shape[0])
     add_check(given != n, given * (count + 1) + n,
               lambda p: ValueError(f"NumPy boolean array indexing assignment cannot assign {p // (count + 1)} input "
@@ -777,3 +766,15 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
     idx = [ranks.reshape((count,) + (1,) * len(rest))]
     idx += [Tensor(UOp.iota(m).reshape((1,) * (1 + b) + (m,) + (1,) * (len(rest) - 1 - b))) for b, m in enumerate(rest)]
     return gather(values, idx).reshape(mask.shape + rest)
+
+
+# what indexing (numfn.trace.subscript, below this module) needs of arrays of run-time length
+RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
+RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
+RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span
+
+
+# what indexing (numfn.trace.subscript, below this module) needs of arrays of run-time length
+RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
+RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
+RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span

@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, cast
+from collections.abc import Callable
 
 import numpy as np
 
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
-from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, is_window, known_value, tensor_method
+from numfn.trace.known import known_value
+from numfn.trace.tensor import Links, Tensor, add_check, broadcast_shapes, gather, numpy_function, tensor_method
+from numfn.trace.branch_layout import is_window
 from numfn.ir.uop import Ops, UOp
 
 
@@ -38,6 +41,19 @@ class Item:
     count: int = 0
     value: Any = None         # int: the index (wrapped; a 0-d int64 Tensor when traced); array: a Tensor of int64
     #                           (wrapped); bool: True/False; window: (first element, run-time count), 0-d Tensors
+
+
+class RunTimeLength:
+    """What indexing needs of arrays whose length is known only at run time (x[mask], nonzero, a slice with traced
+    bounds): numfn.trace.dynamic, above this module, registers them here when it is imported."""
+    array: Any = type("NoRunTimeLengthYet", (), {})   # numfn.trace.dynamic.DynTensor(uop, weak=, lengths=)
+    select: Callable[..., Tensor]        # x[mask] of the leading axes of x
+    take: Callable[..., Tensor]          # x[i] for integer arrays i of run-time length
+    items: Callable[..., list[Item]]     # an index of a DynTensor, normalized
+    valid_mask: Callable[..., Tensor]    # True inside run-time lengths
+    fit: Callable[..., Tensor]           # a value as assigned into a region of run-time lengths
+    spread: Callable[..., Tensor]        # x[mask] = v: v's elements at the mask's true positions
+    slice_span: Callable[..., tuple]     # the first element and count of a slice with traced bounds
 
 
 _VALID = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are " \
@@ -78,7 +94,7 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         elif i is None: items.append(Item("none"))
         elif isinstance(i, (bool, np.bool_)): items.append(Item("bool", value=bool(i)))
         elif isinstance(i, slice):
-            i = _static_slice(i)
+            i = static_slice(i)
             if any(isinstance(v, Tensor) for v in (i.start, i.stop)): items.append(window(i, shape[axis], axis))
             else:
                 start, stop, step = i.indices(shape[axis])
@@ -100,7 +116,7 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
     return items
 
 
-def _static_slice(s: slice) -> slice:
+def static_slice(s: slice) -> slice:
     """The slice with bounds known while tracing as Python ints; traced ones stay Tensors (0-d integers)."""
     parts = []
     for v in (s.start, s.stop, s.step):
@@ -120,10 +136,9 @@ def _static_slice(s: slice) -> slice:
 def window(s: slice, n, axis: int) -> Item:
     """The item of a slice with traced bounds of an axis of size n (an int, or a 0-d int64 Tensor: a run-time
     length): a window of run-time count, at most `count` (the bound) long."""
-    from numfn.trace.dynamic import slice_span
     step = 1 if s.step is None else int(s.step)
     if step == 0: raise ValueError("slice step cannot be zero")
-    start, count = slice_span(s.start, s.stop, step, n)
+    start, count = RunTimeLength.slice_span(s.start, s.stop, step, n)
     return Item("window", axis, 0, step, len(range(0, n if isinstance(n, int) else n.bound, abs(step))),
                 (start, count))
 
@@ -319,14 +334,13 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
 def getitem(x: Tensor, index) -> Tensor:
     """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
     whose number is only known at run time), an array of run-time length (numfn.trace.dynamic)."""
-    from numfn.trace import dynamic
     masked = _leading_mask(x.shape, index)
     if masked is not None:
         mask, rest = masked
-        return dynamic.select(getitem(x, (slice(None),) * mask.ndim + rest), mask)
+        return RunTimeLength.select(getitem(x, (slice(None),) * mask.ndim + rest), mask)
     leading = _leading_dynamic(index)
     if leading:
-        return dynamic.take(getitem(x, (slice(None),) * len(leading) + _as_tuple(index)[len(leading):]), leading)
+        return RunTimeLength.take(getitem(x, (slice(None),) * len(leading) + _as_tuple(index)[len(leading):]), leading)
     items = normalize(x.shape, index)
     # NumPy gives a scalar (a copy) where integers pick a single element, unless an Ellipsis keeps it an array
     scalar = not (isinstance(index, tuple) and any(i is Ellipsis for i in index))
@@ -340,14 +354,13 @@ def getitem(x: Tensor, index) -> Tensor:
 def gathered(x: Tensor, items: list[Item], scalar: bool = True) -> Tensor:
     """x[items] by a GATHER: a view of x's memory where NumPy's result is one (traced integers and slice bounds),
     with run-time lengths where windows give them (numfn.trace.dynamic.DynTensor)."""
-    from numfn.trace.dynamic import DynTensor
     lengths: dict = {}
     shape, indices = region(cast(tuple[int, ...], x.uop.shape), items, lengths)
     view = is_view(items)
     g = gather(Tensor(x.uop), [Tensor(i._broadcast(shape)) for i in indices], window=view)
     rank = len(shape)
     lens = tuple(lengths.get(a) for a in range(rank))
-    make = (lambda u: DynTensor(u, weak=x.weak, lengths=lens)) if lengths else (lambda u: Tensor(u, x.weak))
+    make = (lambda u: RunTimeLength.array(u, weak=x.weak, lengths=lens)) if lengths else (lambda u: Tensor(u, x.weak))
     if view and not (rank == 0 and scalar): return x._view(g.uop, make)
     return make(g.uop)
 
@@ -365,20 +378,19 @@ def setitem(x: Tensor, index, value) -> None:
         view = getitem(x, (slice(None),) * mask.ndim + rest)
         setitem(x, (slice(None),) * mask.ndim + rest, _masked_update(view, mask, value))
         return
-    from numfn.trace import dynamic
-    dyn = isinstance(x, dynamic.DynTensor)
-    items = dynamic.items(cast(dynamic.DynTensor, x), index) if dyn else normalize(x.shape, index)
+    dyn = isinstance(x, RunTimeLength.array)
+    items = RunTimeLength.items(x, index) if dyn else normalize(x.shape, index)
     if is_basic(items) and isinstance(value, Tensor) and value.uop is basic_view(x.uop, items):
         return   # x[i] op= v: the view x[i] was updated in place already; storing it again changes nothing
     if is_view(items) and not is_basic(items) and isinstance(value, Tensor) and value.uop is gathered(x, items).uop:
         return   # the same for a view through traced indices or bounds
     lengths: dict = {}
     shape, indices = region(cast(tuple[int, ...], x.uop.shape), items, lengths)
-    gate = dynamic.valid_mask(shape, lengths) if lengths else None
+    gate = RunTimeLength.valid_mask(shape, lengths) if lengths else None
     if dyn:   # a window: only its elements (inside its run-time lengths) are written
         inside = gather(x.valid(), [Tensor(i._broadcast(shape)) for i in indices])
         gate = inside if gate is None else gate & inside
-    if lengths or isinstance(value, dynamic.DynTensor): v = dynamic.fit(value, x.uop.dtype, shape, lengths)
+    if lengths or isinstance(value, RunTimeLength.array): v = RunTimeLength.fit(value, x.uop.dtype, shape, lengths)
     else: v = assignable(value, x.uop.dtype, shape, advanced=not is_basic(items))
     whole = not dyn and gate is None and tuple(shape) == tuple(x.shape) and all(
         it.kind == "slice" and it.start == 0 and it.step == 1 for it in items)
@@ -392,15 +404,14 @@ def setitem(x: Tensor, index, value) -> None:
 def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
     """The region (whose leading axes the mask covers) with `value` stored where the mask holds: a value that
     broadcasts, or one element per true position (checked when the program runs)."""
-    from numfn.trace import dynamic
-    from numfn.numpy import where
+    where = numpy_function("where")
     rest = region.shape[mask.ndim:]
     m = mask.reshape(mask.shape + (1,) * len(rest))
     v = value if isinstance(value, Tensor) and value.runtime_length else Tensor.lift(value)
-    if isinstance(v, dynamic.DynTensor) and v.mask is mask.uop.cast(dtypes.bool) and v.source is not None:
+    if isinstance(v, RunTimeLength.array) and v.mask is mask.uop.cast(dtypes.bool) and v.source is not None:
         return where(m, Tensor(v.source).astype(region.dtype), region)   # x[m] = f(x[m]): elementwise, in place
-    if isinstance(v, dynamic.DynTensor) or (v.ndim > len(rest) and v.shape[0] != 1):
-        return where(m, dynamic.spread(v, mask, region.dtype), region)
+    if isinstance(v, RunTimeLength.array) or (v.ndim > len(rest) and v.shape[0] != 1):
+        return where(m, RunTimeLength.spread(v, mask, region.dtype), region)
     return where(m, assignable(value, region.uop.dtype, rest), region)
 
 
@@ -465,8 +476,7 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
     if base._links:   # a branch's result that some branches made a view of another array: it is written too
-        from numfn.trace.branch_views import write_through
-        write_through(base, shape, at, value, injective, combine, gate)
+        Links.write_through(base, shape, at, value, injective, combine, gate)
 
 
 def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:

@@ -6,30 +6,29 @@ Python values, so Python code may branch on them; values are not known, so Pytho
 """
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import math
 import operator
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar, cast
-from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, TypeAlias, TypeVar
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from numfn.trace import pyscalar
-from numfn.dtype import (DType, PyScalar, check_scalar_fits, dtypes, reduce_dtype, resolve_ufunc, result_type,
-                         scalar_dtype)
-from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
+from numfn.dtype import DType, PyScalar, check_scalar_fits, dtypes, resolve_ufunc, result_type, scalar_dtype
+from numfn.args import as_dtype
 from numfn.errors import (NumfnError, TracerConversionError, store_into_constant, storing_into_array,
                           unsupported, user_location)
-from numfn.trace import complex_reductions
+from numfn.trace.unbound import is_unbound
+from numfn.trace.known import known_value
+from numfn.trace.branch_layout import branch_chains, same_in_every_branch
 from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
 # what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
 from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
-from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp, fold
+from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
 # (Python and NumPy scalars, arrays, nested sequences); a shape is an int or several (a tuple or list); axes are
@@ -77,6 +76,15 @@ class Tensor:
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "__weakref__")
     __array_priority__ = 1000
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
+
+    # what DynTensor (numfn.trace.dynamic, above this module) overrides: operations with an operand of run-time length
+    @staticmethod
+    def runtime_length_elementwise(fn: Callable[..., Tensor], operands: Sequence) -> Tensor:
+        raise NotImplementedError
+
+    @staticmethod
+    def runtime_length_matmul(a: Any, b: Any) -> Tensor:
+        raise NotImplementedError
 
     def __init__(self, uop: UOp, weak: bool = False, memory: str = "computed") -> None:
         self.uop, self.weak, self.memory = uop, weak, memory
@@ -128,7 +136,6 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
-        from numfn.trace.convert import is_unbound
         if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
@@ -244,7 +251,36 @@ class Tensor:
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
     if TYPE_CHECKING:
-        # ndarray's methods that numfn.trace.subscript and numfn.numpy add (tensor_method), declared for type checkers
+        # what numfn.trace's shape_methods, reduction_methods, numpy_protocol and subscript and numfn.numpy add
+        # (tensor_method), declared for type checkers
+        def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any: ...
+        def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...],
+                               kwargs: dict[str, Any]) -> Any: ...
+        def reshape(self, *shape: ShapeArg, order: str = "C", copy: bool | None = None) -> Tensor: ...
+        def _reshaped(self, shape: tuple, order: str = "C") -> UOp: ...
+        def is_contiguous(self, order: str = "C") -> bool: ...
+        def flatten(self, order: str = "C") -> Tensor: ...
+        def ravel(self, order: str = "C") -> Tensor: ...
+        def transpose(self, *axes: ShapeArg) -> Tensor: ...
+        def permute(self, *axes: ShapeArg) -> Tensor: ...
+        def swapaxes(self, a: int, b: int) -> Tensor: ...
+        def broadcast_to(self, shape: ShapeArg) -> Tensor: ...
+        def squeeze(self, axis: Axes = None) -> Tensor: ...
+        def expand_dims(self, axis: ShapeArg) -> Tensor: ...
+        def _reduce(self, name: str, op: Ops, axis: Axes, keepdims: bool, dtype: DTypeArg = None,
+                    initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor: ...
+        def sum(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+                initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor: ...
+        def prod(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+                 initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor: ...
+        def max(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
+                where: TensorLike | None = None) -> Tensor: ...
+        def min(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
+                where: TensorLike | None = None) -> Tensor: ...
+        def mean(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
+                 where: TensorLike | None = None) -> Tensor: ...
+        def cumsum(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor: ...
+        def _scan(self, name: str, op: Ops, axis: SupportsIndex | None, dtype: DTypeArg) -> Tensor: ...
         def __getitem__(self, index: Any) -> Tensor: ...
         def __setitem__(self, index: Any, value: TensorLike) -> None: ...
         def all(self, axis: Axes = None, out: None = None, keepdims: bool = False, *,
@@ -307,10 +343,10 @@ class Tensor:
         """NumPy's `ufunc` (the ALU op `op`) on the operands; `python`: a Python operator, which computes as Python
         does between two Python scalars (numfn.trace.pyscalar). Anything else is NumPy's: a ufunc of Python scalars
         alone computes in their default types and gives a NumPy value, not a Python scalar."""
-        if any(isinstance(x, Tensor) and x.runtime_length for x in operands):
-            from numfn.trace import dynamic
-            return dynamic.elementwise(lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype,
-                                                                       python=python), operands)
+        dyn = next((x for x in operands if isinstance(x, Tensor) and x.runtime_length), None)
+        if dyn is not None:
+            return dyn.runtime_length_elementwise(
+                lambda *ts: Tensor._elementwise(ufunc, op, *ts, swap=swap, dtype=dtype, python=python), operands)
         ts = [Tensor.lift(x) for x in operands]
         if python and len(ts) == 2 and ts[0].weak and ts[1].weak: return _python_binary(_SYMBOLS[ufunc], *ts)
         if ufunc in _COMPARISONS and len(ts) == 2 and dtype is None:
@@ -336,8 +372,7 @@ class Tensor:
         """NumPy's unary `ufunc`; `python`: the Python operator's symbol ('-', '+', '~', 'abs'), which computes as
         Python does on a Python scalar (numfn.trace.pyscalar)."""
         if self.runtime_length:
-            from numfn.trace import dynamic
-            return dynamic.elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
+            return self.runtime_length_elementwise(lambda t: t._unary(ufunc, op, dtype, python), [self])
         if python is not None and self.weak: return _python_unary(python, self)
         try:
             (cast,), out = resolve_ufunc(ufunc, (self.uop.dtype,), dtype)
@@ -415,8 +450,7 @@ class Tensor:
 
     @real.setter
     def real(self, value: TensorLike) -> None:
-        from numfn.trace.subscript import setitem
-        setitem(self.real, Ellipsis, value)
+        Tensor.__setitem__(self.real, Ellipsis, value)   # numfn.trace.subscript's setitem
 
     @property
     def imag(self) -> Tensor:
@@ -429,14 +463,13 @@ class Tensor:
     @imag.setter
     def imag(self, value: TensorLike) -> None:
         if not self.uop.dtype.is_complex: raise TypeError("array does not have imaginary part to set")
-        from numfn.trace.subscript import setitem
-        setitem(self.imag, Ellipsis, value)
+        Tensor.__setitem__(self.imag, Ellipsis, value)
 
     def _component(self, lane: int) -> Tensor:
         """The view of one part of a complex array: a chain step (CAST for the real part, IMAG for the imaginary
         one) that keeps every index where it is; writes through it replace that part only (numfn.trace.subscript)."""
         step = (Ops.CAST, None) if lane == 0 else (Ops.IMAG, None)
-        uop = _replay(self.uop, (step,))
+        uop = replay(self.uop, (step,))
         if self.weak or (self.base is None and self.memory == "computed" and self.uop.op is Ops.CONST):
             return Tensor(uop, self.weak)
         base = self if self.base is None else self.base
@@ -488,12 +521,11 @@ class Tensor:
         for ref in self._views or ():
             view = ref()
             if view is None: continue
-            view.uop = _replay(uop, view.chain)
+            view.uop = replay(uop, view.chain)
             alive.append(ref)
         self._views = alive or None
         if self._links and record:   # a branch's result that is this array's memory in some branches follows it
-            from numfn.trace.branch_views import follow
-            follow(self)
+            Links.follow(self)
 
     def chain_shapes(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """For every op of this view's chain: (the shape it makes, the shape of its source)."""
@@ -501,7 +533,7 @@ class Tensor:
         out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         u = self.base.uop
         for step in self.chain:
-            nu = _replay(u, (step,))
+            nu = replay(u, (step,))
             assert nu.shape is not None and u.shape is not None   # views are tensor-level nodes
             out.append((nu.shape, u.shape))
             u = nu
@@ -511,223 +543,37 @@ class Tensor:
         """Materialize the array in its own buffer (a scheduling hint; the values do not change)."""
         return Tensor(UOp(Ops.CONTIGUOUS, self.uop.dtype, (self.uop,)), self.weak)
 
-    def reshape(self, *shape: ShapeArg, order: str = "C", copy: bool | None = None) -> Tensor:
-        if copy: return Tensor(self._reshaped(shape, order), self.weak)
-        return self._view(self._reshaped(shape, order))
-
-    def _reshaped(self, shape: tuple, order: str = "C") -> UOp:
-        order = _memory_order(order, self.ndim, "reshape")
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
-        shape = tuple(operator.index(s) for s in shape)
-        # NumPy 2 takes any negative number as the one unknown dimension
-        if sum(s < 0 for s in shape) > 1: raise ValueError("can only specify one unknown dimension")
-        if any(s < 0 for s in shape):
-            known = math.prod(s for s in shape if s >= 0)
-            if known == 0 or self.size % known:
-                raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-            shape = tuple(self.size // known if s < 0 else s for s in shape)
-        if math.prod(shape) != self.size:
-            raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
-        if order == "F":   # column-major: the same as reshaping the reversed axes in row-major order
-            u = self.uop.permute(tuple(range(self.ndim))[::-1]).reshape(shape[::-1])
-            return u.permute(tuple(range(len(shape)))[::-1])
-        return self.uop.reshape(shape)
-
-    def is_contiguous(self, order: str = "C") -> bool:
-        """Whether NumPy's array would be contiguous in C (row-major) or F (column-major) order: a view as its strides
-        say, an array that is no view (row-major) in F order too where at most one axis is longer than 1."""
-        if self.base is not None: return _contiguous(self, order)
-        return order == "C" or sum(n > 1 for n in self.shape) <= 1
-
-    def flatten(self, order: str = "C") -> Tensor:
-        return Tensor(self._reshaped((-1,), order), self.weak)   # a copy in NumPy
-
-    def ravel(self, order: str = "C") -> Tensor:
-        # NumPy's ravel is a view of an array contiguous in that order, else a copy (reshape(-1) is a view whenever
-        # strides allow, a reversed array's too)
-        flat = self._reshaped((-1,), order)
-        if self.base is not None and order in ("C", "F") and not _contiguous(self, order):
-            return Tensor(flat, self.weak)
-        return self._view(flat)
-
-    def transpose(self, *axes: ShapeArg) -> Tensor:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)): axes = tuple(axes[0])
-        if not axes: axes = tuple(range(self.ndim))[::-1]
-        if len(axes) != self.ndim: raise ValueError("axes don't match array")
-        order = tuple(normalize_axis(cast(int, a), self.ndim) for a in axes)   # ints, or normalize_axis says so
-        if len(set(order)) != len(order): raise ValueError("repeated axis in transpose")
-        return self._view(self.uop.permute(order))
-
-    permute = transpose
-
-    def swapaxes(self, a: int, b: int) -> Tensor:
-        order = list(range(self.ndim))
-        a, b = normalize_axis(a, self.ndim), normalize_axis(b, self.ndim)
-        order[a], order[b] = order[b], order[a]
-        return self.transpose(order)
-
-    def broadcast_to(self, shape: ShapeArg) -> Tensor:
-        dims = tuple(map(operator.index, shape)) if isinstance(shape, (tuple, list)) else \
-            (operator.index(cast(SupportsIndex, shape)),)
-        if len(dims) < self.ndim or any(s != n and s != 1 for s, n in zip(self.shape[::-1], dims[::-1])):
-            raise ValueError(f"cannot broadcast an array of shape {self.shape} to shape {dims}")
-        return self._view(self._broadcast(dims))
-
-    def squeeze(self, axis: Axes = None) -> Tensor:
-        axes = tuple(i for i, s in enumerate(self.shape) if s == 1) if axis is None else normalize_axes(axis, self.ndim)
-        if any(self.shape[a] != 1 for a in axes):
-            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-        return self.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-
-    def expand_dims(self, axis: ShapeArg) -> Tensor:
-        axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-        ndim = self.ndim + len(axes)
-        axes = normalize_axes(axes, ndim)
-        it = iter(self.shape)
-        return self.reshape(tuple(1 if i in axes else next(it) for i in range(ndim)))
-
-    # ---------------------------------------------------------------------------------------------------------
-    # reductions
-    def _reduce(self, name: str, op: Ops, axis: Axes, keepdims: bool, dtype: DTypeArg = None,
-                initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
-        axes = normalize_axes(axis, self.ndim)
-        mask = reduction_mask(where, self.shape)
-        if name in ("max", "min") and initial is None:
-            ufunc = "maximum" if name == "max" else "minimum"
-            if mask is not None:
-                raise ValueError(f"reduction operation '{ufunc}' does not have an identity, so to use a where mask "
-                                 "one has to specify 'initial'")
-            if any(self.shape[a] == 0 for a in axes):
-                raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
-        dt = reduce_dtype(name, self.uop.dtype) if dtype is None else as_dtype(dtype)
-        init = None
-        if initial is not None:   # NumPy converts `initial` to the reduction's dtype (a Python int must fit it)
-            if isinstance(initial, int) and not isinstance(initial, (bool, np.generic)): check_scalar_fits(initial, dt)
-            init = Tensor.lift(initial).uop.cast(dt)
-            if init.shape != (): raise ValueError("Input object to FillWithScalar is not a scalar")
-        u = self.uop.cast(dt)
-        if mask is not None:   # masked-out elements become the identity (max/min: `initial`, folded in anyway)
-            fill = init if init is not None else UOp.const(dt, 0 if name == "sum" else 1)
-            u = mask.alu(Ops.WHERE, u, Tensor(fill)._broadcast(self.shape))
-        # NumPy sums float16 with float32 partial sums (its pairwise loop), rounding once at the end
-        acc = dtypes.float32 if dt is dtypes.float16 and op is Ops.ADD else dt
-        if dt.is_complex and op is Ops.MUL and all(self.shape[a] for a in axes):
-            # NumPy's product starts from its initial value (1 unless given): the first element is multiplied by it
-            # first, which matters for the signs of zeros and for infinities (1 * (inf + 0j) is inf + nan j)
-            u = complex_reductions.times_first(u, init if init is not None else UOp.const(dt, 1), axes)
-            init = None
-        if dt.is_complex and op is not Ops.ADD and any(self.shape[a] == 0 for a in axes):
-            # an empty product is 1; an empty max or min is `initial` (which it then needs)
-            empty = UOp.const(dt, 1) if op is Ops.MUL else cast(UOp, init)
-            u = Tensor(empty)._broadcast(tuple(1 if i in axes else n for i, n in enumerate(self.shape)))
-        elif dt.is_complex and op is not Ops.ADD: u = complex_reductions.pairwise_reduce(u, op, axes)
-        else: u = u.cast(acc).reduce(op, axes).cast(dt) if axes else u
-        if not keepdims: u = u.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-        if init is not None:   # folded in like one more element
-            u = u.alu(op, Tensor(init)._broadcast(cast(tuple[int, ...], u.shape)))
-        return Tensor(u)
-
-    def sum(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
-               initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
-        refuse("sum", out=out)
-        return self._reduce("sum", Ops.ADD, axis, keepdims, dtype, initial, where)
-
-    def prod(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
-                initial: TensorLike | None = None, where: TensorLike | None = None) -> Tensor:
-        refuse("prod", out=out)
-        return self._reduce("prod", Ops.MUL, axis, keepdims, dtype, initial, where)
-
-    def max(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
-               where: TensorLike | None = None) -> Tensor:
-        refuse("max", out=out)
-        return self._reduce("max", Ops.MAX, axis, keepdims, None, initial, where)
-
-    def min(self, axis: Axes = None, out: None = None, keepdims: bool = False, initial: TensorLike | None = None,
-               where: TensorLike | None = None) -> Tensor:
-        refuse("min", out=out)
-        return self._reduce("min", Ops.MIN, axis, keepdims, None, initial, where)
-
-    def mean(self, axis: Axes = None, dtype: DTypeArg = None, out: None = None, keepdims: bool = False,
-             where: TensorLike | None = None) -> Tensor:
-        refuse("mean", out=out)
-        if self.ndim == 0 and axis is not None:   # unlike sum, NumPy's mean checks the axis of a 0-d array
-            for a in (axis if isinstance(axis, (tuple, list)) else (axis,)): normalize_axis(a, 0)
-        axes = normalize_axes(axis, self.ndim)
-        mask = reduction_mask(where, self.shape)
-        acc = as_dtype(dtype) if dtype is not None else None
-        x = self.astype(acc) if acc is not None else self if self.uop.dtype.is_inexact else self.astype(np.float64)
-        total = x.sum(axis=axes, keepdims=keepdims, where=where)
-        if mask is None: count = Tensor(UOp.const(total.uop.dtype, math.prod(self.shape[a] for a in axes)))
-        else: count = Tensor(mask.cast(dtypes.int64)).sum(axis=axes, keepdims=keepdims)
-        # NumPy divides into the sum's own dtype (true_divide with out=, unsafe casting)
-        out_ = Tensor._elementwise("true_divide", Ops.FDIV, total, count).astype(total.uop.dtype)
-        return out_ if acc is None else out_.astype(acc)
-
-    def cumsum(self, axis: SupportsIndex | None = None, dtype: DTypeArg = None, out: None = None) -> Tensor:
-        refuse("cumsum", out=out)
-        return self._scan("cumsum", Ops.ADD, axis, dtype)
-
-    def _scan(self, name: str, op: Ops, axis: SupportsIndex | None, dtype: DTypeArg) -> Tensor:
-        """Cumulative sums (op ADD) or products (MUL) along `axis`, as NumPy's cumsum/cumprod compute them."""
-        # NumPy flattens for axis=None, and for a 0-d array with axis 0 or -1
-        flat = axis is None or (self.ndim == 0 and isinstance(axis, (int, np.integer)) and axis in (0, -1))
-        x = self.reshape(-1) if flat else self
-        ax = 0 if flat else normalize_axis(cast(int, axis), x.ndim)
-        dt = reduce_dtype(name, x.uop.dtype) if dtype is None else as_dtype(dtype)
-        src = x.uop.cast(dt)
-        if x.shape[ax] <= 1: return Tensor(src)
-        if dt.is_complex and op is not Ops.ADD: return Tensor(complex_reductions.doubling_scan(src, op, ax))
-        return Tensor(UOp(Ops.SCAN, dt, (src,), (op, ax)))
-
-    # ---------------------------------------------------------------------------------------------------------
-    # NumPy interop: np.sin(tensor), np.sum(tensor), tensor + ndarray all trace
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        impl = NUMPY_IMPLEMENTATIONS.get(ufunc)
-        if method != "__call__":
-            impl = getattr(impl, method, None)
-            if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
-            return impl(*inputs, **kwargs)
-        out = kwargs.get("out")
-        if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
-            # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
-            raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
-                              "with out=)", "That array is a constant of the program: write a = a + y, or create "
-                              "arrays you update with numfn.numpy (fnp.zeros, ...)")
-        if impl is not None and getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
-        for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
-            if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
-                # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
-                raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
-                                  "with out=)", "That array is a constant of the program: write a = a + y, or create "
-                                  "arrays you update with numfn.numpy (fnp.zeros, ...)")
-            if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
-                raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
-        if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
-        return impl(*inputs)
-
-    def __array_function__(self, func: Callable[..., Any], types: Collection[type], args: tuple[Any, ...],
-                           kwargs: dict[str, Any]) -> Any:
-        impl = NUMPY_IMPLEMENTATIONS.get(func)
-        if impl is None: raise unsupported(f"{func.__module__}.{func.__name__}")
-        try:
-            _signature_of(impl).bind(*args, **kwargs)
-        except TypeError as e:   # an argument NumPy takes and numfn does not
-            raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
-        return _numpy_values(impl(*args, **kwargs))
-
-
-def _numpy_values(result: Any) -> Any:
-    """A NumPy function's result: NumPy values, never Python scalars (np.squeeze(5) is a 0-d int64 array, which
-    promotes as one: NEP 50)."""
-    if isinstance(result, Tensor): return Tensor(result.uop) if result.weak else result
-    if type(result) in (tuple, list): return type(result)(_numpy_values(r) for r in result)
-    return result
-
 
 # NumPy's functions and ufuncs (the objects themselves) -> numfn's implementations. numfn.numpy fills it: every
 # name it defines that NumPy's namespace (or np.linalg, np.fft, ...) also defines is registered, so np.sin(x) and
 # np.linalg.solve(a, b) on traced arrays run numfn.numpy's versions.
 NUMPY_IMPLEMENTATIONS: dict[Any, Any] = {}
+
+
+# numfn.numpy's namespace by name (numfn.numpy fills it): how the tracer, below numfn.numpy, calls its functions
+NUMFN_NUMPY: dict[str, Any] = {}
+
+
+def numpy_function(name: str) -> Any:
+    """numfn.numpy's function `name` (fnp.name, as the user's code calls it)."""
+    return NUMFN_NUMPY[name]
+
+
+def promote(*xs: Tensor) -> DType:
+    """NumPy 2 result_type with weak Python scalars: the dtype arrays and scalars combine to."""
+    strong = [t.uop.dtype for t in xs if not t.weak]
+    kinds = [t.uop.dtype.kind for t in xs if t.weak]
+    if not strong: return result_type(*(t.uop.dtype for t in xs))
+    dt = result_type(*strong)
+    rep = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+    return dtypes.from_numpy(np.result_type(dt.np, *(rep[k] for k in kinds)))
+
+
+class Links:
+    """What happens to the memory a branch's result may share with other arrays (Tensor._links) when one of them
+    is written: numfn.trace.branch_views, above this module, registers it when imported."""
+    follow: Callable[[Tensor], None]              # an array was rebound: the results linked to it read its value
+    write_through: Callable[..., None]            # a result was written: so are the arrays it is linked to
 
 
 def tensor_method(name: str) -> Callable[[_F], _F]:
@@ -737,24 +583,6 @@ def tensor_method(name: str) -> Callable[[_F], _F]:
         setattr(Tensor, name, fn)
         return fn
     return register
-
-
-@functools.cache
-def _signature_of(fn) -> inspect.Signature:
-    return inspect.signature(fn)
-
-
-def _memory_order(order, ndim: int, what: str) -> str:
-    """'C' or 'F' for an order argument; 'A' and 'K' (which follow the memory layout, which traced arrays do not
-    have) only where all orders agree."""
-    if order is None: order = "C"
-    if order not in ("C", "F", "A", "K"):
-        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
-    if order in ("A", "K"):
-        if ndim > 1: raise unsupported(f"{what} with order={order!r}", "traced arrays have no memory layout; pass "
-                                       "order='C' or 'F'")
-        return "C"
-    return order
 
 
 class _BigInt(Tensor):
@@ -925,9 +753,8 @@ def matmul(a: TensorLike, b: TensorLike) -> Tensor:
     """NumPy's matmul: 1-D operands are promoted to matrices and the added axis removed again; leading axes
     broadcast. The product is a multiply and a sum over the shared axis, which the scheduler fuses; a large float
     product is a BLAS GEMM call instead (numfn.extern.blas_product)."""
-    if getattr(a, "runtime_length", False) or getattr(b, "runtime_length", False):
-        from numfn.trace import dynamic
-        return dynamic.matmul(a, b)
+    dyn = a if isinstance(a, Tensor) and a.runtime_length else b if isinstance(b, Tensor) and b.runtime_length else None
+    if dyn is not None: return dyn.runtime_length_matmul(a, b)
     a, b = Tensor.lift(a), Tensor.lift(b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: Input operand does not have enough dimensions (a 0-d array; use * instead)")
@@ -995,47 +822,6 @@ def gather(x: Tensor, indices: Sequence, window: bool | tuple = False) -> Tensor
     return Tensor(UOp(Ops.GATHER, x.uop.dtype, (x.uop, *srcs), window if isinstance(window, tuple) else "window" if window else None))
 
 
-KNOWN_LIMIT = 1 << 20   # elements: larger values known while tracing are not computed then (they would cost memory)
-
-
-class _Unknown(Exception):
-    """A node known_value cannot compute (so the whole value is unknown)."""
-
-
-def known_value(u: UOp) -> np.ndarray | None:
-    """The value of a tensor graph without inputs, computed with NumPy (see Tensor.known), or None."""
-    from numfn.ir.symbolic import _UFUNC   # NumPy ufuncs per op: what constant folding uses too
-
-    def value(v: UOp, src: tuple) -> np.ndarray:
-        if v.shape is None or math.prod(v.shape) > KNOWN_LIMIT: raise _Unknown
-        op = v.op
-        if op is Ops.CONST: out = np.array(v.arg, v.dtype.np)
-        elif op is Ops.IOTA: out = np.arange(v.arg, dtype=np.int64)
-        elif op is Ops.BUFFER and v.arg.data is not None: out = v.arg.data
-        elif op is Ops.RESHAPE: out = src[0].reshape(v.arg)
-        elif op is Ops.EXPAND: out = np.broadcast_to(src[0], v.arg)
-        elif op is Ops.PERMUTE: out = src[0].transpose(v.arg)
-        elif op is Ops.PAD: out = np.pad(src[0], v.arg)
-        elif op is Ops.SHRINK: out = src[0][tuple(slice(b, e) for b, e in v.arg)]
-        elif op is Ops.FLIP: out = np.flip(src[0], v.arg)
-        elif op is Ops.CAST:
-            x = src[0].real if v.src[0].dtype.is_complex and not (v.dtype.is_complex or v.dtype.is_bool) else src[0]
-            with np.errstate(all="ignore"): out = x.astype(v.dtype.np)
-        elif op is Ops.WHERE: out = np.where(src[0], src[1], src[2])
-        elif op in _UFUNC:   # tensor-level ops mean what NumPy's ufuncs do
-            try:
-                with np.errstate(all="ignore"): out = np.asarray(_UFUNC[op](*src)).astype(v.dtype.np, copy=False)
-            except (ValueError, TypeError):   # integers to negative powers, ...: left to the program
-                raise _Unknown from None
-        else: raise _Unknown
-        return out
-
-    try:
-        return fold([u], value)[u]
-    except _Unknown:   # the first node that cannot be computed ends the walk
-        return None
-
-
 def _same_shape(a: Tensor, b: Tensor) -> bool:
     """Whether two arrays have one shape (run-time lengths: the same length values)."""
     la, lb = getattr(a, "lengths", None), getattr(b, "lengths", None)
@@ -1044,7 +830,7 @@ def _same_shape(a: Tensor, b: Tensor) -> bool:
         all(x is y for x, y in zip(la, lb))
 
 
-def _replay(u: UOp, chain: tuple) -> UOp:
+def replay(u: UOp, chain: tuple) -> UOp:
     """A view's value from its base's: the chain's ops applied in turn (a GATHER's holds its arg and indices; CAST and
     IMAG are the parts of a complex array)."""
     for op, arg in chain:
@@ -1070,64 +856,16 @@ def _holds_tensors(x) -> bool:
     return any(isinstance(e, Tensor) or (isinstance(e, (list, tuple)) and _holds_tensors(e)) for e in x)
 
 
-def _contiguous(view: Tensor, order: str) -> bool:
-    """Whether a view of a base is contiguous in memory in C (row-major) or F (column-major) order, as NumPy's flags
-    say it: axes of size 1 do not count, and an empty or one-element array is contiguous."""
-    assert view.base is not None
-    if view.size <= 1: return True
-    per_branch = _branch_chains(view)
-    if per_branch is not None:   # a view a branch chose: NumPy's answer is the taken branch's
-        return _same_in_every_branch([_contiguous_chain(view.base.shape, c, view.shape, order) for c in per_branch],
-                                     f"whether the view is {order}-contiguous (ravel, flags)")
-    if any(op is Ops.GATHER for op, _ in view.chain): return False
-    return _contiguous_chain(view.base.shape, view.chain, view.shape, order)
-
-
-def _contiguous_chain(base_shape: tuple[int, ...], chain: tuple, shape: tuple[int, ...], order: str) -> bool:
-    from numfn.codegen.lower import view_offset
-    strides = view_offset(base_shape, chain)
-    if strides is None: return False
-    axes = range(len(shape)) if order == "F" else reversed(range(len(shape)))
-    step = 1
-    for a in axes:
-        if shape[a] == 1: continue
-        if strides[a] != step: return False
-        step *= shape[a]
-    return True
-
-
 def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
     assert view.base is not None
-    per_branch = _branch_chains(view)
+    per_branch = branch_chains(view)
     if per_branch is not None:
-        return _same_in_every_branch([view_offset(view.base.shape, c) is not None for c in per_branch],
+        return same_in_every_branch([view_offset(view.base.shape, c) is not None for c in per_branch],
                                      "whether the reshape is a view or a copy")
     return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.shape, view.chain) is not None
-
-
-def is_window(arg: Any) -> bool:
-    """Whether a GATHER's arg makes it a writable window (see `gather`)."""
-    return arg == "window" or (isinstance(arg, tuple) and arg[0] == "window")
-
-
-def _branch_chains(view: Tensor) -> list[tuple] | None:
-    """For a view whose last gather is one a branch chose (numfn.trace.branch_views: its arg holds every branch's
-    chain of movement ops from the base), the chain each branch gives the whole view; else None."""
-    at = max((k for k, (op, _) in enumerate(view.chain) if op is Ops.GATHER), default=None)
-    if at is None: return None
-    arg = view.chain[at][1][0]
-    if not (isinstance(arg, tuple) and arg[0] == "window"): return None
-    return [c + view.chain[at + 1:] for c in arg[1]]
-
-
-def _same_in_every_branch(answers: list[bool], what: str) -> bool:
-    if all(answers) or not any(answers): return answers[0]
-    raise unsupported(f"an array that is a view of different layouts in the branches of an `if` on a traced value, "
-                      f"where NumPy's result depends on the branch taken ({what})",
-                      "copy it (v.copy()) or make the branches choose views of one layout")
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]

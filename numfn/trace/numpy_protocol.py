@@ -1,0 +1,64 @@
+"""How NumPy hands Tensors to numfn.numpy: np.sin(tensor), np.sum(tensor) and tensor + ndarray trace, through
+Tensor.__array_ufunc__ and __array_function__ (registered here, tensor_method), which look NumPy's function up in
+numfn.trace.tensor.NUMPY_IMPLEMENTATIONS (numfn.numpy fills it)."""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+from collections.abc import Callable, Collection
+
+import numpy as np
+
+from numfn.errors import unsupported
+from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS, Tensor, tensor_method
+
+
+@tensor_method("__array_ufunc__")
+def _array_ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    impl = NUMPY_IMPLEMENTATIONS.get(ufunc)
+    if method != "__call__":
+        impl = getattr(impl, method, None)
+        if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
+        return impl(*inputs, **kwargs)
+    out = kwargs.get("out")
+    if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
+        # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+        raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                          "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                          "arrays you update with numfn.numpy (fnp.zeros, ...)")
+    if impl is not None and getattr(impl, "takes_ufunc_keywords", False): return impl(*inputs, **kwargs)
+    for name, value in kwargs.items():   # any keyword changes what the ufunc computes: none is implemented
+        if name == "out" and isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+            # `a += traced` with a NumPy array `a` (captured, or made by np.zeros inside the function)
+            raise unsupported(f"updating a NumPy array in place with a traced value (numpy.{ufunc.__name__} "
+                              "with out=)", "That array is a constant of the program: write a = a + y, or create "
+                              "arrays you update with numfn.numpy (fnp.zeros, ...)")
+        if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
+            raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
+    if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
+    return impl(*inputs)
+
+@tensor_method("__array_function__")
+def _array_function(self, func: Callable[..., Any], types: Collection[type], args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Any:
+    impl = NUMPY_IMPLEMENTATIONS.get(func)
+    if impl is None: raise unsupported(f"{func.__module__}.{func.__name__}")
+    try:
+        _signature_of(impl).bind(*args, **kwargs)
+    except TypeError as e:   # an argument NumPy takes and numfn does not
+        raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
+    return _numpy_values(impl(*args, **kwargs))
+
+
+def _numpy_values(result: Any) -> Any:
+    """A NumPy function's result: NumPy values, never Python scalars (np.squeeze(5) is a 0-d int64 array, which
+    promotes as one: NEP 50)."""
+    if isinstance(result, Tensor): return Tensor(result.uop) if result.weak else result
+    if type(result) in (tuple, list): return type(result)(_numpy_values(r) for r in result)
+    return result
+
+
+@functools.cache
+def _signature_of(fn) -> inspect.Signature:
+    return inspect.signature(fn)

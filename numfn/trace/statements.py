@@ -1,0 +1,325 @@
+"""What converted Python code calls (numfn.trace.convert hands its statements here): a `for` over a range, a
+`while` and an `if` run as Python, or, on traced values, as a loop or branch of the program (numfn.trace.control);
+`and`, `or` and `not` of traced values are elementwise logic. `unrolling` sets how long a static loop may be to
+run as Python (jit's unroll= option)."""
+from __future__ import annotations
+
+import threading
+from typing import Any, NoReturn
+from collections.abc import Callable
+
+import numpy as np
+
+from numfn.errors import NumfnError, user_location
+from numfn.pytree import flatten, unflatten
+from numfn.trace.tensor import Tensor, add_check
+from numfn.trace.record import observing_rebinds, tracing
+from numfn.trace.unbound import UNBOUND, is_unbound, undefined
+from numfn.trace.control import advance, as_state, branch_region, index_bounds, passes_through, while_region
+from numfn.dtype import dtypes
+from numfn.ir.uop import UOp
+
+BOOL = dtypes.bool
+
+
+UNROLL = 4   # a converted loop with at most this many iterations known while tracing runs as Python (unrolled)
+_unroll = threading.local()
+
+
+def unroll_limit() -> int:
+    return getattr(_unroll, "limit", UNROLL)
+
+
+class unrolling:
+    """Context manager: converted loops of at most `limit` static iterations unroll while it is active (jit's
+    unroll= option)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+
+    def __enter__(self):
+        self.previous = getattr(_unroll, "limit", None)
+        if self.limit is not None: _unroll.limit = int(self.limit)
+
+    def __exit__(self, *exc):
+        if self.previous is None: _unroll.__dict__.pop("limit", None)
+        else: _unroll.limit = self.previous
+
+
+def _is_traced(x) -> bool:
+    return any(isinstance(v, Tensor) for v in flatten(x)[0])
+
+
+def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], list] | None:
+    """The carried values as state leaves (arrays and numbers) and their tree, or None when one cannot be carried
+    by a native loop (a list, None, an object: the loop then runs as Python, or fails naming it)."""
+    leaves, trees = [], []
+    for v, name in zip(state, names):
+        if v is UNBOUND: return None
+        ls, tdef = flatten(v)
+        if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls): return None
+        leaves += [as_state(x, name) for x in ls]
+        trees.append(tdef)
+    return leaves, trees
+
+
+def _carriable(v) -> bool:
+    return not is_unbound(v) and all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray))
+                                     for x in flatten(v)[0])
+
+
+def _local_slots(state: tuple, fresh: set[int]) -> list[int]:
+    """The state slots a native loop does not carry: values still unbound, and those bound in the body (`fresh`:
+    unbound when the loop began) to something a loop cannot carry (a list, an object)."""
+    return [k for k, v in enumerate(state) if is_unbound(v) or (k in fresh and not _carriable(v))]
+
+
+class _Slots:
+    """A statement's state with some slots left out of a native region: `inner` fills them back (unbound) for the
+    Python function of a body or branch, `outer` drops them from what it gives, `after` marks them undefined."""
+
+    def __init__(self, names: tuple, local: list[int]):
+        self.names, self.local = names, set(local)
+        self.kept = [k for k in range(len(names)) if k not in self.local]
+
+    def outer(self, values) -> list:
+        values = list(values)
+        return [values[k] for k in self.kept]
+
+    def inner(self, kept_values) -> list:
+        full = [UNBOUND] * len(self.names)
+        for k, v in zip(self.kept, kept_values): full[k] = v
+        return full
+
+    def after(self, kept_values, why: str) -> tuple:
+        full = self.inner(kept_values)
+        for k in self.local: full[k] = undefined(self.names[k], why)
+        return tuple(full)
+
+
+def _unflatten_state(leaves: list, trees: list) -> list:
+    out, at = [], 0
+    for tdef in trees:
+        out.append(unflatten(tdef, leaves[at:at + tdef.num_leaves]))
+        at += tdef.num_leaves
+    return out
+
+
+def _refuse_python_state(names: tuple, state: tuple, line: int, what: str) -> NoReturn:
+    bad = [n for n, v in zip(names, state) if v is UNBOUND or not all(
+        isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in flatten(v)[0])]
+    raise NumfnError(f"{what} at line {line} runs as a compiled loop, but it changes {', '.join(map(repr, bad))}, "
+                     f"which is not an array or a number (a list, None, an object) (at {user_location()}); "
+                     "keep arrays in the loop's variables, or make the loop short and static so it unrolls")
+
+
+def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], state: tuple[Any, ...],
+                  names: tuple[str, ...], flags: tuple[str, ...], line: int) -> tuple[Any, ...]:
+    """`for i in range(start, stop, step)` of converted code: Python (unrolled) when the trip count is static and
+    short, or when nothing in it is traced; else a native loop (the body's break flag ends it). A long static loop
+    over Python variables runs its first iteration as Python to find out: it stays Python if that iteration left
+    its variables Python values and wrote into no array, else the rest is a native loop."""
+    step = 1 if step is None else step
+    static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+    if static and step == 0: raise ValueError("range() arg 3 must not be zero")
+    f: list = [False] * len(flags)
+    fresh = {k for k, v in enumerate(state) if is_unbound(v)}
+    if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
+        state, f, start = _python_for(start, stop, step, body, state, flags)
+        if start is None: return state
+    # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
+    # when some are bound only inside the loop (that binds them: the native loop then carries them)
+    elif static and (not _is_traced(state) or fresh):
+        if not range(start, stop, step): return tuple(state)
+        with observing_rebinds() as wrote:
+            out = body(start, *f, *state)
+        f, state = list(out[:len(flags)]), tuple(out[len(flags):])
+        start += step
+        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
+        if not wrote and not _is_traced(out):
+            state, f, start = _python_for(start, stop, step, body, state, flags, f)
+            if start is None: return state
+    if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
+    slots = _Slots(names, _local_slots(state, fresh))
+    carried = _loop_state(tuple(slots.outer(state)), tuple(slots.outer(names)), line)
+    if carried is None:
+        if static and not any(isinstance(x, Tensor) for x in f):
+            state, f2, _ = _python_for(start, stop, step, body, state, flags, f)
+            if f2 is None: return state
+        _refuse_python_state(tuple(slots.outer(names)), tuple(slots.outer(state)), line, "a for loop")
+    leaves, trees = carried
+    kept_names = tuple(slots.outer(names))
+    n_flags = len(flags)
+    lo = Tensor.lift(start).astype(np.int64)
+    hi = Tensor.lift(stop).astype(np.int64)
+    st = Tensor.lift(step).astype(np.int64)
+    lo = Tensor(lo.uop, weak=True)   # range() gives Python ints, whatever its bounds are (NEP 50: weak)
+    up = step > 0 if isinstance(step, (int, np.integer)) else None
+    init = [lo] + [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
+
+    def more(i, *rest):
+        if up is None: going = ((st > 0) & (i < hi)) | ((st < 0) & (i > hi))   # a traced step: its sign decides
+        else: going = (i < hi) if up else (i > hi)
+        return going & ~rest[0] if n_flags else going
+
+    def step_body(i, *rest):
+        f, vals = list(rest[:n_flags]), _unflatten_state(list(rest[n_flags:]), trees)
+        out = body(i, *f, *slots.inner(vals))
+        new_flags, new_vals = list(out[:n_flags]), slots.outer(out[n_flags:])
+        new_leaves = []
+        for v, tdef, name in zip(new_vals, trees, kept_names):
+            ls, t2 = flatten(v)
+            if t2.unordered() != tdef.unordered():
+                raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
+                                 "after an iteration")
+            new_leaves += [as_state(x, name) for x in ls]
+        return [advance(i, st)] + [Tensor.lift(x) for x in new_flags] + new_leaves
+
+    # the index's range inside the body (spares index checks: x[i] with stop <= len(x); Python int arithmetic
+    # on it that provably stays in int64 needs no check)
+    bounds = {0: index_bounds(lo, hi, step)}
+    out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
+                       bounds)
+    return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
+
+
+def _compiled_loop_local(line: int) -> str:
+    return (f"it is assigned inside the loop at line {line}, which runs compiled, and only there; assign it "
+            "before the loop to read it after")
+
+
+def _zero_step(_) -> BaseException:
+    return ValueError("range() arg 3 must not be zero")
+
+
+def _leaf_names(names, trees) -> list[str]:
+    return [f"{n!r}" if t.num_leaves == 1 else f"{n!r}[{k}]" for n, t in zip(names, trees)
+            for k in range(t.num_leaves)]
+
+
+def _python_for(start, stop, step, body, state, flags, f=None):
+    """The loop as Python from `start`: (state, None, None) at its end, or (state, flags, next index) when a
+    traced value decided a break (the rest must then be a native loop that stops where the flag says)."""
+    vals = tuple(state)
+    f = [False] * len(flags) if f is None else f
+    for i in range(int(start), int(stop), int(step)):
+        out = body(i, *f, *vals)
+        f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        if f and isinstance(f[0], Tensor): return vals, f, i + int(step)
+        if f and _truth(f[0]): break
+    return vals, None, None
+
+
+def _truth(x) -> bool:
+    return bool(x)
+
+
+def run_while(cond, body, state, names, flags, line):
+    """`while test:` of converted code: Python while the test is a Python value; once it is traced (or after a
+    few iterations whose state holds arrays), a native loop from the state reached."""
+    vals = tuple(state)
+    fresh = {k for k, v in enumerate(vals) if is_unbound(v)}
+    f = [False] * len(flags)
+    peeled = 0
+    while True:
+        test = cond(*f, *vals)
+        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return vals
+        if isinstance(test, Tensor) or (f and isinstance(f[0], Tensor)) or \
+                (tracing() and peeled >= unroll_limit() and _is_traced(vals)):
+            break
+        if not _truth(test): return vals
+        out = body(*f, *vals)
+        f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        peeled += 1
+    slots = _Slots(names, _local_slots(vals, fresh))
+    kept_names = tuple(slots.outer(names))
+    carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
+    if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
+    leaves, trees = carried
+    leaves = [t if passes_through(t) else Tensor(t.uop, weak=t.weak) for t in leaves]
+    n_flags = len(flags)
+    init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
+
+    def more(*rest):
+        t = Tensor.lift(cond(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees))))
+        return t.astype(np.bool_) & ~rest[0] if n_flags else t.astype(np.bool_)
+
+    def step_body(*rest):
+        out = body(*rest[:n_flags], *slots.inner(_unflatten_state(list(rest[n_flags:]), trees)))
+        new = [Tensor.lift(x) for x in out[:n_flags]]
+        for v, tdef, name in zip(slots.outer(out[n_flags:]), trees, kept_names):
+            ls, t2 = flatten(v)
+            if t2.unordered() != tdef.unordered():
+                raise NumfnError(f"{name!r} changes structure in the loop at line {line}: {tdef!r} before, {t2!r} "
+                                 "after an iteration")
+            new += [as_state(x, name) for x in ls]
+        return new
+
+    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees))
+    return slots.after(_unflatten_state(out[n_flags:], trees), _compiled_loop_local(line))
+
+
+def run_if(test, then, orelse, state, names, both, line):
+    """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one."""
+    if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
+    t = Tensor.lift(test)
+    if t.ndim and t.size != 1:
+        raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                         "a.all()")
+    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it
+    ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v)])
+    outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])
+    carried = _loop_state(tuple(ins.outer(state)), ("",) * len(ins.kept), line)
+    if carried is None:
+        raise NumfnError(f"a branch at line {line} on a traced value reads a variable that is not an array or a "
+                         f"number (at {user_location()})")
+    leaves, trees = carried
+    out_trees = []
+
+    def branch(fn):
+        def run(*vals):
+            out = outs.outer(fn(*ins.inner(_unflatten_state(list(vals), trees))))
+            if any(is_unbound(v) for v in out):
+                raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
+                                 f"{user_location()})")
+            ls, tdef = flatten(tuple(out))
+            out_trees.append(tdef)
+            if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls):
+                raise NumfnError(f"a branch at line {line} on a traced value gives {', '.join(map(repr, names))} "
+                                 f"a value that is not an array or a number (at {user_location()})")
+            return ls
+        return run
+
+    index = t.reshape(()).astype(np.bool_).astype(np.int64)
+    out_names = tuple(outs.outer(names))
+    out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
+    if len({t.unordered() for t in out_trees}) != 1:
+        raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
+                         f"different structures (at {user_location()})")
+    return outs.after(unflatten(out_trees[0], out),
+                      f"only one side of the branch at line {line} assigns it, and which side runs is decided by a "
+                      "traced value; assign it before the if (or on both sides)")
+
+
+def logical(kind: str, thunks) -> Any:
+    """`a and b` / `a or b` of converted code: Python's on Python values; on a traced one, elementwise logic
+    (both sides are then computed)."""
+    value = thunks[0]()
+    for thunk in thunks[1:]:
+        if isinstance(value, Tensor):
+            other = Tensor.lift(thunk()).astype(np.bool_)
+            value = value.astype(np.bool_) & other if kind == "and" else value.astype(np.bool_) | other
+            continue
+        if (kind == "and" and not _truth(value)) or (kind == "or" and _truth(value)): return value
+        value = thunk()
+    return value
+
+
+def logical_not(x) -> Any:
+    return ~Tensor.lift(x).astype(np.bool_) if isinstance(x, Tensor) else not x
+
+
+def not_flags(brk, cont) -> Any:
+    return logical_not(logical("or", [lambda: brk, lambda: cont]))
+
+
