@@ -1060,3 +1060,95 @@ def test_fuzz_ravel_of_a_branch_view(dtype, backend):
     x0 = (np.arange(15).reshape(5, 3) % 2).astype(dtype)
     for x1 in (np.ones((5, 3)), -np.ones((5, 3))):
         check_mutates(_fuzz_20000017, x0, x1, backend=backend, calls=1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# found by the 20,000-program fuzz run. Seed 20000056: a loop that updates an array in place (`v += 3`) under one
+# name while another name is bound to the same array (`v = w` before the loop): in Python both names are one array
+# after the loop; the loop's result was bound to `v` alone, so `w` kept its old value
+
+def _alias_native_for(x):
+    w = np.exp(np.clip(x, -4, 4))
+    v = w
+    for i in range(5, -1, -1):   # a native loop (more than 4 iterations)
+        v += 3
+    return w, v
+
+
+def _alias_runtime_for(x, n):
+    w = x * 2.0
+    v = w
+    for i in range(n.sum()):
+        v += i
+    return w
+
+
+def _alias_while(x):
+    w = x + 1.0
+    v = w
+    k = 0
+    while v.sum() < 100.0:
+        v *= 2.0
+        k += 1
+    return w, k
+
+
+def _alias_setitem_loop(x, n):
+    w = x - 1.0
+    v = w
+    for i in range(n.sum()):
+        v[i % 3] = v[(i + 1) % 3] + 1.0
+    return w
+
+
+def _alias_rebound_in_loop(x):
+    w = x * 1.0
+    v = w
+    for i in range(6):
+        v = v + 1.0   # a new array: w keeps its value
+    return w, v
+
+
+def _alias_inner_loop(x):
+    w = x * 1.0
+    v = w
+    for i in range(5):
+        for j in range(5):
+            v += 1.0
+    return w
+
+
+@pytest.mark.parametrize("fn,args", [
+    (_alias_native_for, (np.array([[1, 1, 1]]),)),
+    (_alias_runtime_for, (np.arange(4.0), np.array([3]))),
+    (_alias_runtime_for, (np.arange(4.0), np.array([0]))),
+    (_alias_while, (np.arange(3.0),)),
+    (_alias_setitem_loop, (np.arange(4.0), np.array([7]))),
+    (_alias_rebound_in_loop, (np.arange(3.0),)),
+    (_alias_inner_loop, (np.arange(3.0),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_a_loop_updating_an_array_in_place_updates_every_name_of_it(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+# Seeds 20000049 and 20000073: a branch returning the same array in both branches (kept as that array) before a
+# value of its own: the region's results were read shifted by one, so `x1[0]` came back as x1
+
+def _same_array_then_value(x0, x1):
+    if np.any(x0 > 0):
+        return x1, x1[0] * 2
+    else:
+        return x1, x1[-1] * 3
+
+
+def _value_then_same_array(x0, x1):
+    if np.any(x0 > 0):
+        return x1[0] * 2, x1, x1 + 1
+    else:
+        return x1[-1] * 3, x1, x1 - 1
+
+
+@pytest.mark.parametrize("fn", [_same_array_then_value, _value_then_same_array], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("sign", [1, -1])
+def test_branch_results_beside_an_array_both_branches_return(fn, sign, backend):
+    check(fn, sign * np.ones(4, np.int8), np.arange(4.0).astype(np.float16), backend=backend)

@@ -308,7 +308,17 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
     for k, chk in enumerate([*b.checks, *c.checks]):
         add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
-    return args(results[:n_kept])   # a value passed through is itself (a view follows its base's last value)
+    final = args(results[:n_kept])   # a value passed through is itself (a view follows its base's last value)
+    # a state array the body only changed in place (it gave back the very placeholder it was given) is, in Python, the
+    # same array after the loop: it takes the loop's last value, so every other name bound to it (v = w before the
+    # loop, `v += 1` in it) sees that value too
+    for j, k in enumerate(kept):
+        t = init[k]
+        if b.values[k] is ph_body[j] and isinstance(t, Tensor) and not t.weak and t.base is None \
+                and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
+            t.rebind(final[k].uop)
+            final[k] = t
+    return final
 
 
 def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Tensor],
@@ -369,7 +379,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     # results that share memory with outer arrays: views of them after the branch (numfn.trace.branch_views)
     from numfn.trace.branch_views import BranchViews
     bv = BranchViews(outs, borns, {}, n_user)
-    if bv.extra_labels:
+    if bv.extra_labels or len(bv.keep) != n_user:   # the region gives the results kept, then the extra values
         for i, v in enumerate(values):
             where = bv.extra(i)
             values[i] = [v[k] for k in bv.keep] + where + v[n_user:]

@@ -236,6 +236,7 @@ def run_while(cond, body, state, names, flags, line):
     carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
     if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
     leaves, trees = carried
+    originals = leaves
     leaves = [t if passes_through(t) else Tensor(t.uop, weak=t.weak) for t in leaves]
     n_flags = len(flags)
     init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
@@ -256,6 +257,10 @@ def run_while(cond, body, state, names, flags, line):
         return new
 
     out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees))
+    for k, (t, copy) in enumerate(zip(originals, leaves)):   # an array changed only in place: the user's own object
+        if out[n_flags + k] is copy and copy is not t:
+            t.rebind(copy.uop)
+            out[n_flags + k] = t
     return slots.after(_unflatten_state(out[n_flags:], trees), _compiled_loop_local(line))
 
 
