@@ -62,6 +62,9 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     on both: a memo keyed by the node alone would make a shared node's answer depend on the depth at which it was
     first reached. (Walking only `budget` levels down, not the node's full depth, keeps each question cheap on a
     long chain of integer operations.)"""
+    key = (u, budget)
+    if key in memo: return memo[key]
+
     def leaf(x: UOp) -> bool:
         return x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER) or x in realized
 
@@ -79,7 +82,10 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
         if leaf(x): return x.size == 1
         if left <= 0 or not arithmetic(x): return False
         return all(memo[k] for k in sources(key))
-    return bottom_up((u, budget), memo, answer, sources)
+    if not sources(key):   # (most values asked about are not integer arithmetic: answered without a walk)
+        memo[key] = answer(key)
+        return memo[key]
+    return bottom_up(key, memo, answer, sources)
 
 
 def realizable(u: UOp, realized, index_memo: dict | None = None) -> bool:
