@@ -35,7 +35,7 @@ from typing import cast
 from numfn.dtype import DType, dtypes
 from numfn.ir.symbolic import symbolic
 from numfn.ir.primitives import PRIMITIVES, register
-from numfn.ir.uop import ALU, MOVEMENT, Buffer, Ops, UOp, graph_rewrite, toposort
+from numfn.ir.uop import ALU, MOVEMENT, Buffer, Ops, UOp, fold, graph_rewrite, toposort
 
 F32, F64 = dtypes.float32, dtypes.float64
 
@@ -305,11 +305,13 @@ def _at_shape(fn: Callable, *srcs: UOp) -> tuple[UOp, ...]:
     shape = srcs[0].shape
     assert shape is not None
     sub = dict(zip(holes, srcs))
-    for u in toposort(list(outs)):
-        if u in sub: continue
-        if u.op is Ops.CONST: sub[u] = UOp.const_like(u.dtype, u.arg, shape)
-        else: sub[u] = UOp(u.op, u.dtype, tuple(sub[s] for s in u.src), u.arg)
-    return tuple(sub[o] for o in outs)
+
+    def on_sources(u: UOp, src: tuple[UOp, ...]) -> UOp:
+        if u in sub: return sub[u]
+        if u.op is Ops.CONST: return UOp.const_like(u.dtype, u.arg, shape)
+        return UOp(u.op, u.dtype, src, u.arg)
+    rebuilt = fold(outs, on_sources)
+    return tuple(rebuilt[o] for o in outs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import cast
 
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
-from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, toposort
+from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, bottom_up, preorder, toposort
 from numfn.schedule.externs import ScheduledExtern
 from numfn.schedule.items import ExternKernel, Kernel, LoopKernel
 from numfn.schedule.realize import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS, chain_depth
@@ -231,21 +231,24 @@ def classify_uses(value: UOp, realized: set, memo: dict | None = None) -> tuple[
     loaded: set[UOp] = set()
     # the root's own op counts: the sources of a root that is a view (a.T) or a reduction are not at its index
     srcs = value.src[1:] if value.op is Ops.SCATTER else value.src
-    stack, seen = [(s, value.op in ELEMENTWISE) for s in srcs], set()
-    while stack:
-        u, elementwise = stack.pop()
-        if (u, elementwise) in seen: continue
-        seen.add((u, elementwise))
+
+    def reached_through(key: tuple[UOp, bool]) -> list[tuple[UOp, bool]]:
+        """The (source, reached through elementwise ops only) pairs to walk below a pair; none below a load, a
+        memoized realized value or a buffer. (In reverse order: the sets are filled in the order of the walk this
+        replaced, so that their iteration order, and all that follows from it, stays the same.)"""
+        u, elementwise = key
+        if u in realized and u is not value and \
+                (not elementwise or (memo is not None and u in memo and u.op is not Ops.SCATTER)):
+            return []
+        if u.op is Ops.BUFFER: return []
+        keeps = elementwise and u.op in ELEMENTWISE
+        return [(s, keeps) for s in reversed(u.src)]
+    for u, elementwise in preorder([(s, value.op in ELEMENTWISE) for s in reversed(srcs)], reached_through):
         if u in realized and u is not value:
             (direct if elementwise else loaded).add(u)
-            if not elementwise: continue
-            if memo is not None and u in memo and u.op is not Ops.SCATTER:
+            if elementwise and memo is not None and u in memo and u.op is not Ops.SCATTER:
                 direct |= memo[u][0]
                 loaded |= memo[u][1]
-                continue
-        if u.op is Ops.BUFFER: continue
-        keeps = elementwise and u.op in ELEMENTWISE
-        stack.extend((s, keeps) for s in u.src)
     if memo is not None: memo[value] = (direct, loaded)
     return direct - loaded, loaded
 
@@ -272,39 +275,28 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
     memo: dict = {}
     loaded: set = set()
 
-    def sources(u: UOp, elementwise: bool) -> list:
+    def sources(key: tuple[UOp, bool]) -> list:
         """The (node, reached through elementwise ops only) pairs `u` is rebuilt from; [] when it is a load."""
+        u, elementwise = key
         if u is not value and u in home and not (elementwise and u in inline): return []
         keeps = elementwise and u.op in ELEMENTWISE
         srcs = u.src[1:] if u is value and u.op is Ops.SCATTER else u.src   # a SCATTER's old value is in its buffer
         return [(s, keeps) for s in srcs]
 
-    stack = [(value, True)]   # iterative (post-order): chains of operations can be a hundred thousand deep
-    while stack:
-        key = stack[-1]
-        if key in memo:
-            stack.pop()
-            continue
+    def rebuilt(key: tuple[UOp, bool]) -> UOp:
         u, elementwise = key
-        needs = sources(u, elementwise)
-        missing = [k for k in needs if k not in memo]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
         if u is not value and u in home and not (elementwise and u in inline):
-            out = home[u]
             loaded.add(u)
-        elif u.op is Ops.BUFFER:   # an input's memory, read as it is before any write into it
-            out = u
+            return home[u]
+        if u.op is Ops.BUFFER:   # an input's memory, read as it is before any write into it
             loaded.add(u)
-        else:
-            src = tuple(memo[k] for k in needs)
-            if u is value and u.op is Ops.SCATTER: src = (home[u],) + src   # (its own buffer, not read)
-            out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-            if out is not u and origin is not None: origin[out] = origin.get(u, u)
-        memo[key] = out
-    return memo[(value, True)], loaded
+            return u
+        src = tuple(memo[k] for k in sources(key))
+        if u is value and u.op is Ops.SCATTER: src = (home[u],) + src   # (its own buffer, not read)
+        out = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+        if out is not u and origin is not None: origin[out] = origin.get(u, u)
+        return out
+    return bottom_up((value, True), memo, rebuilt, sources), loaded
 
 
 def order_versions(groups: KernelGroups, reads: list[set[UOp]], versions: Versions, topo: dict[UOp, float]) -> None:

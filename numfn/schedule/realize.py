@@ -29,7 +29,7 @@ from typing import cast
 
 from numfn.codegen.lower import RealizeCheck
 from numfn.dtype import dtypes
-from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, substitute, toposort
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, bottom_up, substitute, toposort
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
@@ -38,42 +38,54 @@ GCD_COST = 64   # a loop of up to 2 * bits steps (binary GCD): about 100 operati
 
 def element_cost(u: UOp, realized, memo: dict) -> int:
     """Estimated ALU work to compute one element of `u` inside a consumer (realized values cost a load)."""
-    stack = [u]   # iterative (post-order): chains of operations can be a hundred thousand deep
-    while stack:
-        x = stack[-1]
-        if x in memo:
-            stack.pop()
-            continue
-        leaf = x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER, Ops.REDUCE_AXIS) or x in realized
-        srcs = () if leaf else x.src[:1] if x.op in MOVEMENT else x.src
-        missing = [s for s in srcs if s not in memo]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        if x.op in (Ops.CONST, Ops.IOTA): c = 0
+    def leaf(x: UOp) -> bool:
+        return x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER, Ops.REDUCE_AXIS) or x in realized
+
+    def sources(x: UOp) -> tuple[UOp, ...]:
+        return () if leaf(x) else x.src[:1] if x.op in MOVEMENT else x.src
+
+    def cost(x: UOp) -> int:
+        if x.op in (Ops.CONST, Ops.IOTA): return 0
         # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
-        elif leaf: c = 1
-        elif x.op in MOVEMENT: c = memo[x.src[0]]
-        else: c = (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else GCD_COST if x.op is Ops.GCD else 1) + \
-            sum(memo[s] for s in srcs)
-        memo[x] = c
-    return memo[u]
+        if leaf(x): return 1
+        if x.op in MOVEMENT: return memo[x.src[0]]
+        return (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else GCD_COST if x.op is Ops.GCD else 1) + \
+            sum(memo[s] for s in x.src)
+    return bottom_up(u, memo, cost, sources)
 
 
 def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     """Whether `u` is a little integer or boolean arithmetic on positions (IOTA), constants and scalars (a window's
     indices and its mask `i < length`): recomputed wherever it is used, never stored, so that kernels see the
-    expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays."""
-    if u in memo: return memo[u]
-    if u.op in (Ops.CONST, Ops.IOTA): out = True
-    elif u.op is Ops.BUFFER or u in realized: out = u.size == 1
-    elif not (u.dtype.is_int or u.dtype is dtypes.bool) or budget <= 0 or u.op is Ops.GCD: out = False
-    elif u.op in MOVEMENT or u.op in ELEMENTWISE:
-        out = all(index_arithmetic(s, realized, memo, budget - 1) for s in u.src)
-    else: out = False
-    memo[u] = out
-    return out
+    expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays.
+    "Little": at most `budget` operations deep. `memo` is keyed by (node, remaining budget), as the answer depends
+    on both: a memo keyed by the node alone would make a shared node's answer depend on the depth at which it was
+    first reached. (Walking only `budget` levels down, not the node's full depth, keeps each question cheap on a
+    long chain of integer operations.)"""
+    key = (u, budget)
+    if key in memo: return memo[key]
+
+    def leaf(x: UOp) -> bool:
+        return x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER) or x in realized
+
+    def arithmetic(x: UOp) -> bool:
+        return (x.dtype.is_int or x.dtype is dtypes.bool) and x.op is not Ops.GCD and \
+            (x.op in MOVEMENT or x.op in ELEMENTWISE)
+
+    def sources(key: tuple[UOp, int]) -> list[tuple[UOp, int]]:
+        x, left = key
+        return [(s, left - 1) for s in x.src] if left > 0 and not leaf(x) and arithmetic(x) else []
+
+    def answer(key: tuple[UOp, int]) -> bool:
+        x, left = key
+        if x.op in (Ops.CONST, Ops.IOTA): return True
+        if leaf(x): return x.size == 1
+        if left <= 0 or not arithmetic(x): return False
+        return all(memo[k] for k in sources(key))
+    if not sources(key):   # (most values asked about are not integer arithmetic: answered without a walk)
+        memo[key] = answer(key)
+        return memo[key]
+    return bottom_up(key, memo, answer, sources)
 
 
 def realizable(u: UOp, realized, index_memo: dict | None = None) -> bool:
@@ -135,22 +147,13 @@ class RealizeRule(RealizeCheck):
 
 def chain_depth(u: UOp, realized: set, memo: dict) -> int:
     """Elementwise operations on the longest chain of `u`'s kernel value (values in `realized` are loads)."""
-    stack = list(u.src)
-    while stack:
-        x = stack[-1]
-        if x in memo:
-            stack.pop()
-            continue
-        if x in realized:
-            memo[x] = 0
-            continue
-        missing = [s for s in x.src if s not in memo]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        memo[x] = max((memo[s] for s in x.src), default=0) + (x.op in ELEMENTWISE)
-    return max((memo[s] for s in u.src), default=0) + (u.op in ELEMENTWISE)
+    def sources(x: UOp) -> tuple[UOp, ...]:
+        return () if x in realized else x.src
+
+    def depth(x: UOp) -> int:
+        if x in realized: return 0
+        return max((memo[s] for s in x.src), default=0) + (x.op in ELEMENTWISE)
+    return max((bottom_up(s, memo, depth, sources) for s in u.src), default=0) + (u.op in ELEMENTWISE)
 
 
 # A reduction of at least SPLIT_MIN_ELEMENTS elements into at most SPLIT_MAX_OUTPUTS results is split in two: partial

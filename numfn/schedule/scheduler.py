@@ -20,7 +20,7 @@ import itertools
 from collections import Counter
 
 from numfn.ir.symbolic import constant_branches
-from numfn.ir.uop import Ops, UOp, graph_rewrite, substitute, toposort
+from numfn.ir.uop import Ops, UOp, fold, graph_rewrite, substitute, toposort
 from numfn.schedule.externs import prepare_externs
 from numfn.schedule.items import ExecItem, Schedule
 from numfn.schedule.kernels import Built, Replan, build_kernels
@@ -109,13 +109,10 @@ def _without_contiguous(graph: UOp) -> dict[UOp, UOp]:
     """Every node of `graph` mapped to itself with the CONTIGUOUS markers removed, in its sources too (a realized
     value that reads another one, x.contiguous() inside y.contiguous(), must not keep the inner marker: the roots
     are the stripped values, and a marker left in place would be a second, unrealized copy of one)."""
-    done: dict[UOp, UOp] = {}
-    for u in toposort([graph]):
-        if u.op is Ops.CONTIGUOUS and not is_copy(u): done[u] = done[u.src[0]]
-        else:
-            src = tuple(done[s] for s in u.src)
-            done[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-    return done
+    def strip(u: UOp, src: tuple[UOp, ...]) -> UOp:
+        if u.op is Ops.CONTIGUOUS and not is_copy(u): return src[0]
+        return u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+    return fold([graph], strip)
 
 
 def _realized_by_round(kernels: list[Built], origin: dict[UOp, UOp], roots: dict[UOp, Root]) -> list[UOp]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from numfn.codegen.lower import LoweredKernel, Lowerer
 from numfn.dtype import dtypes
 from numfn.ir.symbolic import symbolic
-from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Ops, UOp, graph_rewrite, toposort
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Ops, UOp, fold, graph_rewrite, preorder, toposort
 from numfn.schedule.realize import index_arithmetic
 from numfn.schedule.regions import swapped_state
 from numfn.schedule.roots import Root, chain_down, copy_of, parents_of
@@ -143,11 +143,9 @@ def demand_gate(part: UOp, scatter: UOp, roots: dict[UOp, Root]) -> UOp | None:
     if part.shape != value.shape or gate.shape != value.shape: return None
     # a window's `i < length` (positions and scalars, which narrow loops), not a mask read from arrays
     if not index_arithmetic(gate, set(roots), {}): return None
-    between: set[UOp] = set()   # the nodes from `part` up to `value`, elementwise all the way
-    reaches: dict[UOp, bool] = {}
-    for u in toposort([value]):
-        reaches[u] = u is part or (u.op in ELEMENTWISE and any(reaches.get(s, False) for s in u.src))
-        if reaches[u]: between.add(u)
+    # the nodes from `part` up to `value`, elementwise all the way
+    reaches = fold([value], lambda u, src: u is part or (u.op in ELEMENTWISE and any(src)))
+    between = {u for u, r in reaches.items() if r}
     if part not in between: return None
     parents = parents_of(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
     inside = between | {scatter}
@@ -159,13 +157,16 @@ def _graph_node(kernel_value: UOp, value: UOp) -> dict[UOp, UOp]:
     """The graph node each node of a kernel's value stands for (the kernel's value is the graph's with realized
     values replaced by their buffers: walked side by side)."""
     out: dict[UOp, UOp] = {}
-    stack = [(kernel_value, value)]
-    while stack:
-        k, g = stack.pop()
-        if k in out: continue
+
+    def side_by_side(pair: tuple[UOp, UOp]) -> list[tuple[UOp, UOp]]:
+        """Keeps the first graph node a kernel node is reached with, and walks on below it only then. (Sources
+        in reverse: the order of the walk this replaced, which decides which graph node is first.)"""
+        k, g = pair
+        if k in out: return []
         out[k] = g
-        if k.op is Ops.BUFFER and g.op is not Ops.BUFFER: continue   # realized: a load of its buffer
-        if len(k.src) == len(g.src): stack.extend(zip(k.src, g.src))
+        if k.op is Ops.BUFFER and g.op is not Ops.BUFFER: return []   # realized: a load of its buffer
+        return list(zip(k.src, g.src))[::-1] if len(k.src) == len(g.src) else []
+    for _ in preorder([(kernel_value, value)], side_by_side): pass
     return out
 
 
@@ -181,9 +182,8 @@ def _first_read_elsewhere(kernel_value: UOp, buf: UOp, index: UOp, lowered: Lowe
     parents: dict[UOp, UOp] = {}
     for u in toposort([values]):
         for s in u.src: parents.setdefault(s, u)
-    on_buf: dict[UOp, bool] = {}
-    for u in toposort([values]):   # views of buf: movement and gathers down to buf itself
-        on_buf[u] = u is buf or (u.op in views and on_buf.get(u.src[0], False))
+    # views of buf: movement and gathers down to buf itself
+    on_buf: dict[UOp, bool] = fold([values], lambda u, src: u is buf or (u.op in views and bool(src) and src[0]))
     tops = [u for u in on_buf if on_buf[u] and u is not buf
             and not on_buf.get(parents.get(u), False)]  # type: ignore[arg-type]  # None (no parent): False
     for top in tops:
