@@ -389,3 +389,82 @@ def test_checks_are_read_on_the_fast_path(backend):
     with pytest.raises(OverflowError, match="beyond 64 bits"):
         d(x, 0, 2**40)
     assert d.misses == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 0-d arrays and NumPy scalars (found by the 20,000-program fuzz run, seeds 20000027 and 20000237): `v += w` changes
+# a 0-d ndarray in place (keeping its dtype) but rebinds a NumPy scalar (promoting). np.where, np.array, copy,
+# astype of an array and np.zeros(()) give 0-d arrays; ufuncs, operators and reductions give scalars. numfn took
+# every computed 0-d value as a scalar, so `v = np.where(...); v += np.int64(3)` became int64 instead of int8
+
+def _where_then_inplace(x):
+    v = np.where(x[0] > 0, x[0], x[1])
+    v += np.int64(3)
+    return v
+
+
+def _scalar_copy(x):
+    v = x.sum().copy()          # a NumPy scalar's copy is a scalar
+    v += np.float64(0.5)
+    return v
+
+
+def _scalar_inplace(x):
+    v = x.sum()
+    v += np.float64(0.5)
+    return v
+
+
+def _zeros_in_loop(x, n):
+    v = np.zeros((), np.int8)
+    for i in range(n):          # a native loop: the state is a 0-d array
+        v += np.int64(2)
+    return v
+
+
+def _array_in_while(x, n):
+    v = np.array(x[0])
+    k = 0
+    while k < n:
+        v += np.int64(2)
+        k += 1
+    return v
+
+
+def _asarray_of_scalar(x):
+    v = np.asarray(x.max())
+    v += np.int64(1)
+    return v, x
+
+
+def _astype_of_scalar(x):
+    v = x[0].astype(np.int16)   # a scalar's astype: a scalar
+    v += np.int64(1)
+    return v
+
+
+def _fuzz_20000027(x1, x2, x3):
+    v4 = x1.copy()
+    for i5 in range(x3[0], x3.sum()):
+        v4 = np.where(v4 > i5, v4 - x2, v4 + i5)
+    c7 = np.zeros((), np.int64)
+    while c7 < 8:
+        c7 = c7 + 1
+    v4 += c7
+    return v4
+
+
+@pytest.mark.parametrize("fn,args", [
+    (_where_then_inplace, (np.arange(3, dtype=np.int8),)),
+    (_scalar_copy, (np.arange(3, dtype=np.float32),)),
+    (_scalar_inplace, (np.arange(3, dtype=np.float32),)),
+    (_zeros_in_loop, (np.arange(3), 5)),
+    (_zeros_in_loop, (np.arange(3), 0)),
+    (_array_in_while, (np.arange(3, dtype=np.int8), np.array(6))),
+    (_asarray_of_scalar, (np.arange(3, dtype=np.int8),)),
+    (_astype_of_scalar, (np.arange(3, dtype=np.int8),)),
+    (_fuzz_20000027, (np.array(4, np.int8), np.array(0, np.int8), np.array([1, 1], np.int8))),
+    (_fuzz_20000027, (np.array(4, np.int8), np.array(0, np.int8), np.array([1, 3], np.int8))),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_0d_arrays_update_in_place_and_scalars_rebind(fn, args, backend):
+    check(fn, *args, backend=backend)

@@ -37,10 +37,10 @@ def full(shape: ShapeLike, fill_value: ArrayLike, dtype: DTypeLike | None = None
     if isinstance(fill_value, (Tensor, np.ndarray, list, tuple)):   # an array fill is broadcast
         t = T(fill_value)
         dt = t.uop.dtype if dtype is None else as_dtype(dtype)
-        return t.astype(dt).broadcast_to(_shape(shape))
+        return Tensor(t.astype(dt).broadcast_to(_shape(shape)).uop).as_array()   # a new array
     dt = scalar_dtype(fill_value) if dtype is None else as_dtype(dtype)
     check_scalar_fits(fill_value, dt, "fill value")   # like NumPy: a Python int must fit an integer dtype
-    return Tensor(UOp.const_like(dt, fill_value, _shape(shape)))
+    return Tensor(UOp.const_like(dt, fill_value, _shape(shape))).as_array()
 
 
 def zeros(shape: ShapeLike, dtype: DTypeLike = np.float64) -> Tensor: return full(shape, 0, dtype)
@@ -127,7 +127,7 @@ def asarray(a: ArrayLike, dtype: Any = None, order: str | None = None, *, device
     """`a` as an array: a traced array itself where its dtype matches (writes into the result change it, as
     NumPy's), else a new one; copy=True always a new array, copy=False NumPy's ValueError where one is needed."""
     t = T(a)
-    if t.weak: t = Tensor(t.uop)   # a Python scalar becomes a strong 0-d array
+    if t.is_scalar(): t = Tensor(t.uop).as_array()   # a Python or NumPy scalar becomes a (strong) 0-d array
     converted = dtype is not None and as_dtype(dtype) is not t.uop.dtype
     if copy is False and (converted or not isinstance(a, (Tensor, np.ndarray))): raise ValueError(_NO_COPY)
     res = t.astype(dtype, copy=False) if converted else t
@@ -157,7 +157,7 @@ def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, order: str 
 
 def copy(a: ArrayLike, order: str = "K", subok: bool = False) -> Tensor:
     """A new array with a's values: it shares no memory with `a`, so either may be updated in place."""
-    return as_strong(a)
+    return as_strong(a).as_array()
 
 
 def as_strong(a) -> Tensor:

@@ -776,8 +776,9 @@ def insert(arr: ArrayLike, obj, values: ArrayLike, axis: int | None = None) -> T
 # ---- ndarray methods ------------------------------------------------------------------------------------------
 @tensor_method("copy")
 def _copy_method(self, order: str = "C") -> Tensor:
-    """A new array with the same values (sharing no memory with this one)."""
-    return Tensor(self.uop)
+    """A new array with the same values (sharing no memory with this one); a NumPy scalar's copy is a scalar."""
+    out = Tensor(self.uop, self.weak)
+    return out if self.is_scalar() else out.as_array()
 
 
 @tensor_method("diagonal")
@@ -812,10 +813,9 @@ def _clip_method(self, min=None, max=None, out=None, **kwargs) -> Tensor:  # noq
 def _fill_method(self, value) -> None:
     """Every element set to `value` (cast as NumPy assigns it): written into the array's memory, as x[...] = value
     (the base of a view, and the caller's array for an input, change too)."""
-    if self.ndim == 0 and self.uop.op is not Ops.PARAM:
-        raise unsupported("ndarray.fill on a 0-d result", "numfn cannot tell a NumPy scalar (which fill leaves "
-                          "unchanged) from a 0-d array; build the value with numfn.numpy.full instead")
     if self.weak: raise AttributeError(f"'{type(self.pyvalue).__name__}' object has no attribute 'fill'")
+    if self.is_scalar():   # a NumPy scalar's fill does nothing
+        return
     dt = self.uop.dtype
     v = _fill_value(value, dt) if not isinstance(value, Tensor) else Tensor(value.uop.cast(dt))
     if v.ndim: raise ValueError("Input object to FillWithScalar is not a scalar")

@@ -841,7 +841,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
                                 Tensor(b.uop.cast(dt))._broadcast(shape))
-    return Tensor(u)   # a NumPy array, even of Python scalars (NumPy 2: where(c, 5, 6) is an int64 array)
+    return Tensor(u).as_array()   # a NumPy array, even of Python scalars (NumPy 2: where(c, 5, 6) is an int64 array)
 
 
 where_ = where

@@ -230,6 +230,8 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
         ph = [Tensor(placeholder(tag, k, s, d), weak=weak[k]) for k, (s, d) in enumerate(specs)]
         ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(kept[k]) if k < n_kept else None),
                           weak=p.weak) for k, ((s, d), p) in enumerate(zip(specs, ph))]
+        for t, p, pb in zip(state, ph, ph_body):   # a 0-d array stays one (in-place updates keep its dtype)
+            if t.array0d: p.as_array(), pb.as_array()
 
         def args(phs: list[Tensor]) -> list[Tensor]:
             full = list(init)
@@ -305,6 +307,8 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     srcs = tuple(t.uop.cast(d) for t, (_, d) in zip(state, specs)) + tuple(captures)
     loop = UOp(Ops.LOOP, dtypes.void, srcs, region)
     results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=weak[k]) for k, (_, d) in enumerate(specs)]
+    for r, v in zip(results, new):   # a 0-d array after the loop where the body leaves one (NumPy's kind of value)
+        if v.array0d or (v.base is not None and v.ndim == 0): r.as_array()
     for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
     for k, chk in enumerate([*b.checks, *c.checks]):
         add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
@@ -411,6 +415,8 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     srcs = (index.uop.cast(I64),) + tuple(captures)
     node = UOp(Ops.LOOP, dtypes.void, srcs, region)
     out = [Tensor(UOp(Ops.RESULT, d, (node,), k), weak=w) for k, ((_, d), w) in enumerate(zip(results, result_weak))]
+    for k, r in enumerate(out[:n_user]):   # a 0-d array where every branch gives one
+        if k < len(bv.keep) and all(not o[bv.keep[k]].is_scalar() for o in outs): r.as_array()
     for (t, _), r in zip(written, out[n - len(written):n]): t.rebind(r.uop)
     for m, (_, c) in enumerate(checks): add_check(out[n + 2 * m], out[n + 2 * m + 1], c.error)
     return bv.given(out[:n - len(written)])

@@ -237,7 +237,7 @@ def run_while(cond, body, state, names, flags, line):
     if carried is None: _refuse_python_state(kept_names, tuple(slots.outer(vals)), line, "a while loop")
     leaves, trees = carried
     originals = leaves
-    leaves = [t if passes_through(t) else Tensor(t.uop, weak=t.weak) for t in leaves]
+    leaves = [t if passes_through(t) else _state_copy(t) for t in leaves]
     n_flags = len(flags)
     init = [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
 
@@ -328,3 +328,7 @@ def not_flags(brk, cont) -> Any:
     return logical_not(logical("or", [lambda: brk, lambda: cont]))
 
 
+def _state_copy(t: Tensor) -> Tensor:
+    """A new Tensor of t's value and kind (weak, 0-d array) for a while loop's state."""
+    out = Tensor(t.uop, weak=t.weak)
+    return out.as_array() if t.array0d else out

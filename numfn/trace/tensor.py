@@ -73,7 +73,7 @@ class Tensor:
     (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.trace.subscript). `memory`
     says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
     captured from outside (writes refused), or "readonly"."""
-    __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "__weakref__")
+    __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "array0d", "__weakref__")
     __array_priority__ = 1000
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
@@ -92,6 +92,7 @@ class Tensor:
         self.chain: tuple = ()
         self._views: list | None = None
         self._links: list | None = None   # memory a branch may have made this array share (numfn.trace.branch_views)
+        self.array0d = False   # a 0-d value NumPy would give as an ndarray, not a NumPy scalar (see is_scalar)
         record = current_record()
         if record is not None and record.born is not None: record.born.add(id(self))
 
@@ -210,15 +211,26 @@ class Tensor:
 
     # ---------------------------------------------------------------------------------------------------------
     # in-place operators
+    def is_scalar(self) -> bool:
+        """Whether NumPy would hold this value as a Python or NumPy scalar (immutable: `+=` rebinds the name, and a
+        NumPy scalar's dtype promotes as an array's): a weak value, or a 0-d value computed by a ufunc, a reduction
+        or an operator. 0-d arrays are arguments, views (x[...]) and what NumPy's functions that make arrays give
+        (np.array, np.where, copy, astype of an array, np.zeros(()), ...: `as_array`)."""
+        return self.weak or (self.ndim == 0 and self.memory == "computed" and self.base is None
+                             and self.uop.op is not Ops.PARAM and not self.array0d)
+
+    def as_array(self) -> Tensor:
+        """This value as a 0-d ndarray where it is 0-d (what NumPy's array-making functions return); itself."""
+        if self.ndim == 0 and not self.weak: self.array0d = True
+        return self
+
     def _inplace(self, ufunc: str, symbol: str, compute: Callable[[Tensor, TensorLike], Tensor],
                  x: TensorLike) -> Tensor:
         """`self symbol= x` as NumPy does it: the result, cast back to self's dtype under 'same_kind' casting, is
         written into this array's memory (every name bound to it and every view of its base see it; for a
-        function input, the caller's array changes). Python and NumPy scalars (weak or 0-d computed values) are
-        immutable: Python rebinds the name instead."""
-        if self.weak or (self.ndim == 0 and self.memory == "computed" and self.base is None
-                         and self.uop.op is not Ops.PARAM):
-            return NotImplemented
+        function input, the caller's array changes). Python and NumPy scalars (`is_scalar`) are immutable: Python
+        rebinds the name instead."""
+        if self.is_scalar(): return NotImplemented
         result = compute(self, x)
         if not _same_shape(result, self):
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the broadcast "
@@ -439,7 +451,8 @@ class Tensor:
         dt = as_dtype(dtype)
         if not copy and dt == self.uop.dtype: return self   # NumPy returns the array itself
         if self.uop.dtype.is_complex and not (dt.is_complex or dt.is_bool): warn_complex_discarded()
-        return Tensor(self.uop.cast(dt))
+        out = Tensor(self.uop.cast(dt))
+        return out if self.is_scalar() else out.as_array()   # a NumPy scalar's astype is a scalar
 
     # complex numbers: .real and .imag are views (writable: x.real[...] = v and x.imag = v write into x's memory)
     @property

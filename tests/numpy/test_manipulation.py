@@ -254,8 +254,7 @@ def test_refused_with_a_clear_error():
     x = np.ones((3, 2))
     for fn in (lambda x: fnp.repeat(x, (x[:, 0] > 0).astype(np.int64)), lambda x: fnp.delete(x, x[0].astype(int)),
                lambda x: fnp.insert(x, x[0].astype(int), 1), lambda x: np.pad(x, 1, mode=lambda *a: None),
-               lambda x: x.reshape(6, order="A"),
-               lambda x: (x + 1).sum().fill(2)):
+               lambda x: x.reshape(6, order="A")):
         with pytest.raises(numfn.NumfnError, match="not supported"):
             numfn.jit(fn, backend="llvm")(x)
 
@@ -267,3 +266,15 @@ def test_pad_widths_generated(before, after, mode, reflect_type, n):
     x = np.arange(1.0, n + 1.0) ** 2
     kw = {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
     check(lambda x: np.pad(x, (before, after), mode=mode, **kw), x, backend="llvm")
+
+
+def _fill_scalar_and_array(x):
+    s = (x + 1).sum()
+    s.fill(2)                    # a NumPy scalar: fill leaves it as it is
+    a = np.array((x + 1).sum())
+    a.fill(5)                    # a 0-d array: filled
+    return s, a
+
+
+def test_fill_of_a_numpy_scalar_and_of_a_0d_array(backend):
+    check(_fill_scalar_and_array, np.ones((3, 2)), backend=backend)
