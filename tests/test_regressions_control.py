@@ -1152,3 +1152,46 @@ def _value_then_same_array(x0, x1):
 @pytest.mark.parametrize("sign", [1, -1])
 def test_branch_results_beside_an_array_both_branches_return(fn, sign, backend):
     check(fn, sign * np.ones(4, np.int8), np.arange(4.0).astype(np.float16), backend=backend)
+
+
+# Seed 20000281: a native loop reading an argument (a capture of the loop) that the function writes after the loop
+# (x0 += x0): the write into the argument's memory was ordered before the loop, which then read the new values. A
+# loop's or extern call's reads of an argument's buffer now order the next write after it
+
+def _loop_reads_argument_then_written(x0, n):
+    v2 = x0.copy()
+    for i in range(n.sum()):
+        v2 = v2 - x0
+    x0 += x0
+    return v2
+
+
+def _static_loop_reads_argument_then_written(x0, n):
+    v2 = x0 * 1
+    for i in range(8):
+        v2 = v2 - x0
+    x0[1:] = 7
+    return v2
+
+
+def _while_reads_argument_then_written(x0, n):
+    s = x0 * 0
+    k = 0
+    while k < n.sum():
+        s = s + x0
+        k += 1
+    x0[0] = 100
+    return s
+
+
+def _product_reads_argument_then_written(x0, n):
+    y = np.outer(x0, x0).astype(np.float64) @ np.ones(x0.shape[0])
+    x0 += 1
+    return y
+
+
+@pytest.mark.parametrize("fn", [_loop_reads_argument_then_written, _static_loop_reads_argument_then_written,
+                                _while_reads_argument_then_written, _product_reads_argument_then_written],
+                         ids=lambda f: f.__name__)
+def test_a_write_into_an_argument_after_a_loop_that_reads_it(fn, backend):
+    check_mutates(fn, np.arange(1, 5, dtype=np.int32), np.array([1, 2], np.int16), backend=backend)

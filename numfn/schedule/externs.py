@@ -110,6 +110,10 @@ class ScheduledExtern:
             elif i[2] in roots: out.append(i[2])
         return out
 
+    def memory_reads(self) -> list[UOp]:
+        """Every value whose memory the call reads, buffers of the arguments included (see ScheduledLoop's)."""
+        return [i[1] if i[0] == "inout" else i[2] for i in self.inputs]
+
     def kernel(self, name: str, roots: dict, home: dict) -> ExternKernel:
         results = tuple(roots[r].targets[0] for r in self.results)
         operands: list[tuple[UOp, int, tuple[int, ...]] | None] = []

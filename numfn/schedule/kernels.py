@@ -198,9 +198,9 @@ class KernelGroups:
                 {("extern", e) for e in range(len(self.externs))}
 
     def order_extern_reads_before_writes(self, versions: Versions) -> None:
-        """An extern call reading a version runs before the next is written."""
-        for e, rs in enumerate(self.extern_reads):
-            for v in rs:
+        """An extern call or loop reading a version (an argument's memory too) runs before the next is written."""
+        for e, x in enumerate(self.externs):
+            for v in x.memory_reads():
                 for s in versions.next_writers().get(v, ()):
                     if s in self.group_of: self.group_deps[self.group_of[s]].add(("extern", e))
 

@@ -51,6 +51,11 @@ class ScheduledLoop:
     def reads(self, roots: dict) -> list[UOp]:
         return self.inits + [v for v in self.values if v in roots]
 
+    def memory_reads(self) -> list[UOp]:
+        """Every value whose memory the loop reads, buffers of the arguments included: a later write into that
+        memory (x += 1 after the loop) must wait for the loop (KernelGroups.order_extern_reads_before_writes)."""
+        return self.inits + list(self.values)
+
     def name_hint(self) -> str:
         return "L" if self.node.arg.kind == "while" else "B"
 
