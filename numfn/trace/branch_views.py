@@ -27,6 +27,11 @@ from numfn.trace.branch_layout import is_window
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
 
+def _same_shape(a: tuple, b: tuple) -> bool:
+    """Shapes equal, a run-time length (numfn.trace.dynamic) only to itself (comparing two would trace)."""
+    return len(a) == len(b) and all(x is y or (type(x) is int and type(y) is int and x == y) for x, y in zip(a, b))
+
+
 def _writable(step: tuple) -> bool:
     op, arg = step
     return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and is_window(arg[0]))
@@ -75,7 +80,7 @@ class BranchViews:
         self.chosen: dict[int, tuple[Tensor, list, bool]] = {}     # k -> (memory, chains, same view everywhere)
         self.linked: dict[int, list[tuple[Tensor, list]]] = {}     # k -> [(memory, chain or None per branch)]
         for k in range(n):
-            if len({o[k].shape for o in outs}) != 1: continue   # an error follows (shapes must agree)
+            if not all(_same_shape(o[k].shape, outs[0][k].shape) for o in outs): continue   # (an error follows)
             mems = [memory_of(o[k], born, operands) for o, born in zip(outs, borns)]
             bases = list({id(m[0]): m[0] for m in mems if m is not None}.values())
             if not bases: continue

@@ -188,6 +188,10 @@ def passes_through(t: Any) -> bool:
         any(ref() is not None for ref in t._views or ())
 
 
+def _memory_base(t: Tensor) -> Tensor:
+    return t if t.base is None else t.base
+
+
 def _same_memory(new: Any, old: Tensor) -> bool:
     """Whether the body left a passed-through state value the same array (or the same view of the same base)."""
     if new is old: return True
@@ -268,6 +272,12 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
             raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
                              f"{user_location()})")
         rebound = {k for k in through if not _same_memory(b.values[k], init[k])}
+        wrote = {id(t) for tr in (c, b) for t, _ in tr.rebinds.values()}
+        shared = [names[k] for k in rebound if id(_memory_base(init[k])) in wrote]
+        if shared:   # in the first iteration the name is that memory: the body's writes into it reach what it reads
+            raise unsupported(f"{shared[0]}, an array sharing memory with another that the loop body writes into, and "
+                              "then bound to a new array in the body (in the first iteration only the two are one "
+                              "array)", "copy it before the loop (v = x.copy())")
         if rebound:   # the body binds these names to other arrays: they are state of their own
             through -= rebound
             types = {}
@@ -354,6 +364,12 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
             for t, lk in links: t._links = lk
+    for tr in traced:   # a result of run-time length would lose its length through the region's results
+        for k, v in enumerate(tr.values):
+            if isinstance(v, Tensor) and v.runtime_length:
+                name = f"{names[k]!r}" if k < len(names) and not names[k].startswith("_numfn") else "a value"
+                raise unsupported(f"{name}, an array of run-time length (x[mask], nonzero), given by a branch on a "
+                                  "traced value", "keep the mask and use numpy.where instead")
     counts = {len(tr.values) for tr in traced}
     if len(counts) != 1:
         raise NumfnError(f"the branches return different numbers of values ({sorted(counts)}) (at {user_location()})")
