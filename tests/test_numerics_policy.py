@@ -305,3 +305,27 @@ def test_gcd_folds_constants():
         .specialize(np.arange(3))
     assert not [u for k in nf.rendered_kernels for u in k.program.uops if u.op is Ops.GCD]
     np.testing.assert_array_equal(nf(np.arange(3)), np.arange(3) + np.gcd(np.int64(-2) ** 63, 0) + 88)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# integer // and % of a value that wrapped around (found by the fuzz run, seed 20000218): the index simplifier
+# rewrote (x * 2) // 2 into x for a uint8 x, true of mathematical integers but not of NumPy's wrapping ones
+# (247 * 2 is 238 in uint8, and 238 // 2 is 119). Such rules now apply only where no operation can wrap
+
+_WRAPPING = {
+    "double_halved": lambda x: (x * 2) // 2,
+    "sum_halved": lambda x: (x + x) // 2,
+    "times4_mod3": lambda x: (x * 4) % 3,
+    "affine_div": lambda x: (x * 3 + 1) // 4,
+    "shifted_mod": lambda x: (x + 100) % 7,
+    "nested": lambda x: ((x * 6) // 2) // 3,
+}
+
+
+@pytest.mark.parametrize("expr", list(_WRAPPING))
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64])
+def test_integer_division_of_wrapped_values(expr, dtype, backend):
+    info = np.iinfo(dtype)
+    lo = max(int(info.min), 0) if dtype != np.int64 else 0   # nonnegative values: where the simplifier applies
+    x = np.array([lo, lo + 1, info.max // 2, info.max // 2 + 1, info.max - 1, info.max], dtype=dtype)
+    check(_WRAPPING[expr], x, backend=backend)

@@ -263,6 +263,17 @@ def mul(a: UOp, k: int) -> UOp:
     return from_affine(tuple((x, m * k) for x, m in t), c * k, a.dtype)
 
 
+def _exact(terms, k: int, dtype) -> bool:
+    """Whether the affine form (terms, k) of a value is its value: the form's whole range fits the dtype, so no
+    operation of it wrapped around. (+, - and * are exact modulo 2**bits anyway, but // and % of a wrapped value
+    are not what the form says: (x * 2) // 2 of a uint8 x >= 128 is not x.)"""
+    lo = hi = k
+    for x, m in terms:
+        a, b = x.vmin * m, x.vmax * m
+        lo, hi = lo + min(a, b), hi + max(a, b)
+    return dtype.min <= lo and hi <= dtype.max
+
+
 def idiv(a: UOp, c: int) -> UOp:
     """a // c for c > 0, simplified. Exact for a >= 0; where a may be negative (only inside a padding
     region whose loads are masked) the division truncates like C."""
@@ -271,6 +282,7 @@ def idiv(a: UOp, c: int) -> UOp:
     if a.vmin >= 0:
         if a.vmax < c: return UOp.const(a.dtype, 0)
         terms, k = affine(a)
+        if not _exact(terms, k, a.dtype): return UOp(Ops.IDIV, a.dtype, (a, UOp.const(a.dtype, c)))
         q_terms = [(x, m // c) for x, m in terms if m % c == 0]
         r_terms = [(x, m) for x, m in terms if m % c != 0]
         q_const, r_const = divmod(k, c)
@@ -296,6 +308,7 @@ def imod(a: UOp, c: int) -> UOp:
     if a.vmin >= 0:
         if a.vmax < c: return a
         terms, k = affine(a)
+        if not _exact(terms, k, a.dtype): return UOp(Ops.IMOD, a.dtype, (a, UOp.const(a.dtype, c)))
         # drop the terms that are multiples of c, as idiv splits them off, and keep the others as they are: then
         # x // c and x % c stay a matching pair, and (x // c) * c + x % c recombines into x
         r_terms = [(x, m) for x, m in terms if m % c != 0]
