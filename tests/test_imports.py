@@ -132,6 +132,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through
     # numfn.numpy._core.implementation (what the package registers), never by importing it
     ("numpy", ("numfn.numpy._typing", "numfn.numpy._core", "numfn.numpy.creation", "numfn.numpy.ufuncs",
+               "numfn.numpy.ufunc_functions",
                "numfn.numpy.manipulation", "numfn.numpy.reductions", "numfn.numpy.products",
                "numfn.numpy.sorting", "numfn.numpy.statistics", "numfn.numpy.indexing", "numfn.numpy.extras",
                "numfn.numpy.signal", "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.dtypes")),

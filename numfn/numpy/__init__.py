@@ -22,7 +22,7 @@ import numpy as _np
 
 from numfn.trace import dynamic
 from numfn.numpy import (creation, dtypes, extras, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
-                         reductions, signal, sorting, statistics, ufuncs)
+                         reductions, signal, sorting, statistics, ufunc_functions, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.dtypes import *  # noqa: F401,F403
 from numfn.numpy.extras import *  # noqa: F401,F403
@@ -34,10 +34,12 @@ from numfn.numpy.sorting import *  # noqa: F401,F403
 from numfn.numpy.statistics import *  # noqa: F401,F403
 from numfn.numpy.manipulation import *  # noqa: F401,F403
 from numfn.numpy.ufuncs import *  # noqa: F401,F403
+from numfn.numpy.ufunc_functions import *  # noqa: F401,F403
 from numfn.trace.tensor import NUMFN_NUMPY, NUMPY_IMPLEMENTATIONS
 from numfn.numpy._core import IMPLEMENTATIONS
 
-_MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs)
+_MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs,
+            ufunc_functions)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 

@@ -203,7 +203,7 @@ def ravel_multi_index(multi_index, dims: SupportsIndex | tuple[SupportsIndex, ..
     strides, s = [0] * len(dims), 1
     for a in (range(len(dims) - 1, -1, -1) if order == "C" else range(len(dims))):
         strides[a], s = s, s * dims[a]
-    from numfn.numpy.ufuncs import clip
+    from numfn.numpy.ufunc_functions import clip
     total = Tensor(UOp.const_like(dtypes.int64, 0, coords[0].shape if coords else ()))
     for c, d, md, st in zip(coords, dims, modes, strides):
         if md == "wrap":
@@ -320,7 +320,8 @@ def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias
              ddof: float | None = None, *, dtype: DTypeLike | None = None) -> Tensor:
     """The correlation coefficients: cov divided by the outer product of the standard deviations, clipped to
     [-1, 1] (bias and ddof have no effect, as in NumPy)."""
-    from numfn.numpy.ufuncs import clip, sqrt
+    from numfn.numpy.ufunc_functions import clip
+    from numfn.numpy.ufuncs import sqrt
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0: return Tensor((c / c).uop)
     d = sqrt(c.diagonal())

@@ -805,7 +805,7 @@ def _dot_method(self, b, out=None) -> Tensor:
 
 @tensor_method("clip")
 def _clip_method(self, min=None, max=None, out=None, **kwargs) -> Tensor:  # noqa: A002 - NumPy's names
-    from numfn.numpy.ufuncs import clip
+    from numfn.numpy.ufunc_functions import clip
     return clip(self, min, max, out, **kwargs)
 
 

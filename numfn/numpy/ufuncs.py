@@ -1,6 +1,6 @@
-"""Elementwise functions: NumPy's ufuncs as `ufunc` objects over traced arrays, and a few relatives (where, clip,
-isclose, round, nan_to_num, ...). Broadcasting, NumPy 2 promotion with weak Python scalars (NEP 50), NaN, inf and
-signed zeros as NumPy has them.
+"""Elementwise functions: NumPy's ufuncs as `ufunc` objects over traced arrays, and `where` (their relatives built
+from them, clip, isclose, round, ..., are numfn/numpy/ufunc_functions.py). Broadcasting, NumPy 2 promotion with
+weak Python scalars (NEP 50), NaN, inf and signed zeros as NumPy has them.
 
 Every ufunc is one `ufunc` object: calling it computes elementwise (keywords out=, where=, dtype= as NumPy has
 them), and `reduce`, `accumulate` and `outer` are its methods, so `fnp.add.reduce(x)` and `np.add.reduce(x)` on a
@@ -8,8 +8,8 @@ traced x (through __array_ufunc__) run the same code. The elementwise part is a 
 the math functions with their own kernel (arcsin, expm1, hypot, ...) are single IR ops rewritten into polynomial
 code by numfn/codegen/transcendental.py.
 
-`out=` writes into the array given, as `out[...] = result` does (numfn.trace.subscript: an input's memory is the caller's
-array, a captured array is refused). `where=` needs out=: without it NumPy leaves the masked-out elements
+`out=` writes into the array given, as `out[...] = result` does (numfn.trace.subscript: an input's memory is the
+caller's array, a captured array is refused). `where=` needs out=: without it NumPy leaves the masked-out elements
 uninitialized, which numfn refuses rather than invent values (write `fnp.where(mask, f(x), fill)` instead).
 """
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import overload
 import numpy as np
 
 from numfn.trace import complex_reductions
-from numfn.args import as_dtype, normalize_axes, normalize_axis, refuse
+from numfn.args import as_dtype, normalize_axes, normalize_axis
 from numfn.dtype import DType, dtypes, resolve_loop
 from numfn.errors import unsupported, user_location
 from numfn.trace.subscript import setitem
-from numfn.numpy.creation import full, full_like
+from numfn.numpy.creation import full
 from numfn.trace.tensor import Tensor, broadcast_shapes, promote, weak_fits
 from numfn.ir.uop import Ops, UOp, fold
 from numfn.numpy._typing import ArrayLike
@@ -50,10 +50,7 @@ __all__ = [
     'abs', 'acos', 'asin', 'atan', 'atan2', 'acosh', 'asinh', 'atanh', 'pow', 'bitwise_invert', 'bitwise_left_shift',
     'bitwise_right_shift',
     # functions built from ufuncs
-    'where', 'clip', 'isclose', 'allclose', 'array_equal', 'array_equiv', 'nan_to_num', 'round', 'around', 'fix',
-    'real', 'imag', 'sinc',
-    # complex numbers
-    'angle', 'iscomplexobj', 'isrealobj', 'iscomplex', 'isreal',
+    'where',
 ]
 
 _NO_VALUE = np._NoValue
@@ -137,7 +134,7 @@ class ufunc:
                                 "casting rule 'same_kind'")
             value = Tensor(r.uop.cast(o.uop.dtype))
             if not (where is True or where is np.True_):
-                mask = _truth(where)
+                mask = as_bool(where)
                 if broadcast_shapes(mask.shape, o.shape) != o.shape:
                     raise ValueError(f"non-broadcastable operand with shape {mask.shape} doesn't match the broadcast "
                                      f"shape {o.shape}")
@@ -177,21 +174,24 @@ class ufunc:
             if fill is None:
                 raise ValueError(f"reduction operation '{name}' does not have an identity, so to use a where mask one "
                                  "has to specify 'initial'")
-            mask = _truth(where)
+            mask = as_bool(where)
             if broadcast_shapes(mask.shape, a.shape) != a.shape:
                 raise ValueError(f"operands could not be broadcast together with shapes {mask.shape} {a.shape}")
-            x = where_(mask, x, _const(fill, dt))
+            x = where_(mask, x, fill_constant(fill, dt))
         kept = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
         empty = any(a.shape[i] == 0 for i in axes)
         if empty and fill is None and math.prod(kept) > 0:
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-        if empty: res = full(kept, _const(fill, dt), dt) if fill is not None else Tensor(UOp.const_like(dt, 0, kept))
+        if empty:
+            res = full(kept, fill_constant(fill, dt), dt) if fill is not None else Tensor(UOp.const_like(dt, 0, kept))
         elif not self._reorderable:
             if initial is not _NO_VALUE and axes:   # the initial value starts the left fold
                 slab = tuple(1 if i == axes[0] else s for i, s in enumerate(a.shape))
-                x = implementation("concatenate")([full(slab, _const(initial, dt), dt), x], axis=axes[0])
+                x = implementation("concatenate")([full(slab, fill_constant(initial, dt), dt), x], axis=axes[0])
             res = self._fold(x, axes[0], dt) if axes else x
-        else: res = self._reduce_axes(x, axes, dt, None if initial is _NO_VALUE else T(_const(initial, dt)).astype(dt))
+        else:
+            start = None if initial is _NO_VALUE else T(fill_constant(initial, dt)).astype(dt)
+            res = self._reduce_axes(x, axes, dt, start)
         if not keepdims: res = res.reshape(tuple(s for i, s in enumerate(a.shape) if i not in axes))
         if res is a: res = res.copy()   # nothing to reduce: still a new array (a write into `array` must not show)
         return self._store((res,), out)
@@ -221,7 +221,8 @@ class ufunc:
             n = x.shape[axis]
             if n % 2:   # one more element: the identity, or the last element again for idempotent ufuncs
                 pad = _take(x, axis, n - 1, n) if self.identity is None or self._idempotent else \
-                    full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)), _const(self.identity, dt), dt)
+                    full(tuple(1 if i == axis else s for i, s in enumerate(x.shape)),
+                         fill_constant(self.identity, dt), dt)
                 x, n = implementation("concatenate")([x, pad], axis=axis), n + 1
             x = self._combine(_take(x, axis, 0, n // 2), _take(x, axis, n // 2, n), dt)
             if n // 2 > 8: x = x.contiguous()
@@ -269,7 +270,7 @@ class ufunc:
     def outer(self, A, B, /, **kwargs):
         """op(a, b) for every pair of an element a of A and b of B: shape A.shape + B.shape."""
         self._binary_only("outer", A, B)
-        a, b = _strong(A), _strong(B)   # NumPy makes arrays of both: a Python scalar is not weak here
+        a, b = strong_operand(A), strong_operand(B)   # NumPy makes arrays of both: a Python scalar is not weak here
         return self(a.reshape(a.shape + (1,) * b.ndim), b, **kwargs)
 
     def at(self, a, indices, b=None):
@@ -289,7 +290,7 @@ def _take(x: Tensor, axis: int, start: int, end: int) -> Tensor:
     return Tensor(x.uop.shrink(tuple((start, end) if i == axis else (0, s) for i, s in enumerate(x.shape))))
 
 
-def _const(value, dt: DType):
+def fill_constant(value, dt: DType):
     """A fill value (identity or initial) as a NumPy scalar of dt, converted as NumPy converts it."""
     if isinstance(value, Tensor): return value
     with np.errstate(all="ignore"):
@@ -317,7 +318,7 @@ def _method_dtype(name: str, method: str, dt: DType, dtype: DType | None) -> DTy
 # ---------------------------------------------------------------------------------------------------------------
 # building ufuncs
 
-def _truth(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
+def as_bool(x) -> Tensor: return T(x).astype(np.bool_, copy=False)
 
 
 def _new_array(t: Tensor) -> Tensor:
@@ -378,7 +379,7 @@ def _from_kernel(name: str, kernel: Callable) -> Callable:
     return compute
 
 
-def _make(name: str, kernel: Callable, nin: int, nout: int = 1, **kw) -> ufunc:
+def make_ufunc(name: str, kernel: Callable, nin: int, nout: int = 1, **kw) -> ufunc:
     return ufunc(name, _from_kernel(name, kernel), nin, nout, **kw)
 
 
@@ -399,12 +400,12 @@ _COMPLEX_UFUNCS = frozenset({
     'tan', 'tanh', 'true_divide'})
 
 
-def _re(z: UOp) -> UOp: return z.cast(z.dtype.component)
-def _im(z: UOp) -> UOp: return z.alu(Ops.IMAG)
+def real_part(z: UOp) -> UOp: return z.cast(z.dtype.component)
+def imag_part(z: UOp) -> UOp: return z.alu(Ops.IMAG)
 def _cplx(re: UOp, im: UOp) -> UOp: return re.alu(Ops.COMPLEX, im)
 
 
-def _isnan(x: UOp) -> UOp: return x.ne(x)
+def isnan_uop(x: UOp) -> UOp: return x.ne(x)
 
 
 def _bits(x: UOp) -> tuple[DType, int]:
@@ -528,7 +529,7 @@ def _complex_sign(z: UOp) -> UOp:
     """NumPy 2's sign of a complex number: z / |z| (0 for 0); an infinite part gives that part's sign alone, two
     infinite parts NaN; where |z| overflows with finite parts, NumPy's branch for an infinite imaginary part gives
     0 + i sign(imag)."""
-    ar, ai = _re(z), _im(z)
+    ar, ai = real_part(z), imag_part(z)
     h = ar.alu(Ops.HYPOT, ai)
     inf_r, inf_i = ar.alu(Ops.ABS).eq(math.inf), ai.alu(Ops.ABS).eq(math.inf)
     zero, one, nan = _c(ar, 0.0), _c(ar, 1.0), _c(ar, math.nan)
@@ -550,7 +551,7 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
             from numfn.trace import dynamic
             return dynamic.elementwise(compute, [t])
         if t.uop.dtype.is_complex:   # NumPy: either part NaN (inf); finite when both parts are
-            re, im = Tensor(_re(t.uop)), Tensor(_im(t.uop))
+            re, im = Tensor(real_part(t.uop)), Tensor(imag_part(t.uop))
             a, b = compute(re), compute(im)
             return Tensor(a.uop.alu(Ops.AND if name == "isfinite" else Ops.OR, b.uop))
         if not t.uop.dtype.is_float:
@@ -560,14 +561,14 @@ def _classify(name: str, test: Callable, otherwise: bool) -> ufunc:
     return ufunc(name, compute, 1)
 
 
-isnan = _classify("isnan", _isnan, False)
+isnan = _classify("isnan", isnan_uop, False)
 isinf = _classify("isinf", lambda x: x.alu(Ops.ABS).eq(_c(x, math.inf)), False)
 isfinite = _classify("isfinite", lambda x: x.alu(Ops.ABS) < _c(x, math.inf), True)
 
 
 def _logical(name: str, op: Ops | None, **kw) -> ufunc:
-    if op is None: return _make(name, lambda x: x.ne(_c(x, 0)).alu(Ops.XOR, UOp.const(dtypes.bool, True)), 1)
-    return _make(name, lambda a, b: a.ne(_c(a, 0)).alu(op, b.ne(_c(b, 0))), 2, **kw)
+    if op is None: return make_ufunc(name, lambda x: x.ne(_c(x, 0)).alu(Ops.XOR, UOp.const(dtypes.bool, True)), 1)
+    return make_ufunc(name, lambda a, b: a.ne(_c(a, 0)).alu(op, b.ne(_c(b, 0))), 2, **kw)
 
 
 logical_and = _logical("logical_and", Ops.AND, scan_op=Ops.AND, reorderable=True, idempotent=True)
@@ -578,23 +579,23 @@ logical_not = _logical("logical_not", None)
 # ---------------------------------------------------------------------------------------------------------------
 # math functions: one IR op each (libm with NOOPT=1, polynomials in codegen/transcendental.py otherwise)
 
-arcsin = asin = _make("arcsin", _op(Ops.ASIN), 1)
-arccos = acos = _make("arccos", _op(Ops.ACOS), 1)
-arctan = atan = _make("arctan", _op(Ops.ATAN), 1)
-sinh = _make("sinh", _op(Ops.SINH), 1)
-cosh = _make("cosh", _op(Ops.COSH), 1)
-arcsinh = asinh = _make("arcsinh", _op(Ops.ASINH), 1)
-arccosh = acosh = _make("arccosh", _op(Ops.ACOSH), 1)
-arctanh = atanh = _make("arctanh", _op(Ops.ATANH), 1)
-expm1 = _make("expm1", _op(Ops.EXPM1), 1)
-log1p = _make("log1p", _op(Ops.LOG1P), 1)
-log10 = _make("log10", _op(Ops.LOG10), 1)
-cbrt = _make("cbrt", _op(Ops.CBRT), 1)
-rint = _make("rint", lambda x: x.alu(Ops.RINT) if x.dtype.is_inexact else x, 1)
-arctan2 = atan2 = _make("arctan2", _op(Ops.ATAN2), 2, scan_op=Ops.ATAN2)
-hypot = _make("hypot", _op(Ops.HYPOT), 2, scan_op=Ops.HYPOT, reorderable=True)
-fabs = _make("fabs", _op(Ops.ABS), 1)
-float_power = _make("float_power", _op(Ops.POW), 2, scan_op=Ops.POW)
+arcsin = asin = make_ufunc("arcsin", _op(Ops.ASIN), 1)
+arccos = acos = make_ufunc("arccos", _op(Ops.ACOS), 1)
+arctan = atan = make_ufunc("arctan", _op(Ops.ATAN), 1)
+sinh = make_ufunc("sinh", _op(Ops.SINH), 1)
+cosh = make_ufunc("cosh", _op(Ops.COSH), 1)
+arcsinh = asinh = make_ufunc("arcsinh", _op(Ops.ASINH), 1)
+arccosh = acosh = make_ufunc("arccosh", _op(Ops.ACOSH), 1)
+arctanh = atanh = make_ufunc("arctanh", _op(Ops.ATANH), 1)
+expm1 = make_ufunc("expm1", _op(Ops.EXPM1), 1)
+log1p = make_ufunc("log1p", _op(Ops.LOG1P), 1)
+log10 = make_ufunc("log10", _op(Ops.LOG10), 1)
+cbrt = make_ufunc("cbrt", _op(Ops.CBRT), 1)
+rint = make_ufunc("rint", lambda x: x.alu(Ops.RINT) if x.dtype.is_inexact else x, 1)
+arctan2 = atan2 = make_ufunc("arctan2", _op(Ops.ATAN2), 2, scan_op=Ops.ATAN2)
+hypot = make_ufunc("hypot", _op(Ops.HYPOT), 2, scan_op=Ops.HYPOT, reorderable=True)
+fabs = make_ufunc("fabs", _op(Ops.ABS), 1)
+float_power = make_ufunc("float_power", _op(Ops.POW), 2, scan_op=Ops.POW)
 
 
 def _reciprocal(x: UOp) -> UOp:
@@ -604,14 +605,14 @@ def _reciprocal(x: UOp) -> UOp:
     return UOp.const(dtypes.float64, 1.0).alu(Ops.FDIV, x.cast(dtypes.float64)).cast(x.dtype)
 
 
-reciprocal = _make("reciprocal", _reciprocal, 1)
+reciprocal = make_ufunc("reciprocal", _reciprocal, 1)
 
 
 def _complex_reciprocal(z: UOp) -> UOp:
     """NumPy's reciprocal of a complex number (not its division): the ratio of the smaller part to the larger,
     r, then 1/d and -r/d (or r/d and -1/d) with d the larger part plus the smaller times r."""
     from numfn.codegen.complex import exact_mul
-    ar, ai = _re(z), _im(z)
+    ar, ai = real_part(z), imag_part(z)
     first = ai.alu(Ops.ABS) <= ar.alu(Ops.ABS)
     r1 = ai.alu(Ops.FDIV, ar)
     d1 = ar + exact_mul(ai, r1)
@@ -628,8 +629,8 @@ def _signbit(x: UOp) -> UOp:
     return (x.bitcast(ut) & UOp.const(ut, sign)).ne(UOp.const(ut, 0))
 
 
-signbit = _make("signbit", _native_float16(_signbit), 1)
-copysign = _make("copysign", _native_float16(_copysign), 2)
+signbit = make_ufunc("signbit", _native_float16(_signbit), 1)
+copysign = make_ufunc("copysign", _native_float16(_copysign), 2)
 
 
 def _nextafter(x: UOp, y: UOp) -> UOp:
@@ -639,10 +640,10 @@ def _nextafter(x: UOp, y: UOp) -> UOp:
     moved = (x.bitcast(it) + step).bitcast(x.dtype)
     tiny = UOp.const(it, 1).bitcast(x.dtype)
     moved = x.eq(_c(x, 0.0)).where(_copysign(tiny, y), moved)
-    return (_isnan(x) | _isnan(y)).where(x + y, x.eq(y).where(y, moved))
+    return (isnan_uop(x) | isnan_uop(y)).where(x + y, x.eq(y).where(y, moved))
 
 
-nextafter = _make("nextafter", _native_float16(_nextafter), 2)
+nextafter = make_ufunc("nextafter", _native_float16(_nextafter), 2)
 
 
 def _spacing(x: UOp) -> UOp:
@@ -653,7 +654,7 @@ def _spacing(x: UOp) -> UOp:
     return x.alu(Ops.ABS).eq(_c(x, math.inf)).where(_c(x, math.nan), away)
 
 
-spacing = _make("spacing", _native_float16(_spacing), 1)
+spacing = make_ufunc("spacing", _native_float16(_spacing), 1)
 
 
 def _with_exponent(v: UOp, e: UOp) -> UOp:
@@ -695,7 +696,7 @@ def _ldexp(x: UOp, n: UOp) -> UOp:
     return _zero_or_nonfinite(xd).where(xd, y).cast(x.dtype)
 
 
-ldexp = _make("ldexp", _ldexp, 2)
+ldexp = make_ufunc("ldexp", _ldexp, 2)
 
 
 def _frexp(x: UOp) -> tuple[UOp, UOp]:
@@ -707,7 +708,7 @@ def _frexp(x: UOp) -> tuple[UOp, UOp]:
         .cast(dtypes.int32)
 
 
-frexp = _make("frexp", _frexp, 1, 2)
+frexp = make_ufunc("frexp", _frexp, 1, 2)
 
 
 def _modf(x: UOp) -> tuple[UOp, UOp]:
@@ -716,13 +717,13 @@ def _modf(x: UOp) -> tuple[UOp, UOp]:
     return _copysign(frac, x), whole
 
 
-modf = _make("modf", _modf, 1, 2)
+modf = make_ufunc("modf", _modf, 1, 2)
 
 
 def _scale(name: str, f64: float, f32_num: float, f32_den: float) -> ufunc:
     # NumPy multiplies by the constant rounded in the dtype (float32: NPY_PIf / 180.0f and 180.0f / NPY_PIf)
     c32 = float(np.float32(f32_num) / np.float32(f32_den))
-    return _make(name, lambda x: x * _c(x, c32 if x.dtype is dtypes.float32 else f64), 1)
+    return make_ufunc(name, lambda x: x * _c(x, c32 if x.dtype is dtypes.float32 else f64), 1)
 
 
 deg2rad = radians = _scale("deg2rad", math.pi / 180.0, math.pi, 180.0)
@@ -731,10 +732,10 @@ degrees.__name__ = "degrees"
 
 
 def _heaviside(x: UOp, h0: UOp) -> UOp:
-    return _isnan(x).where(x, x.eq(_c(x, 0.0)).where(h0, (x < _c(x, 0.0)).where(_c(x, 0.0), _c(x, 1.0))))
+    return isnan_uop(x).where(x, x.eq(_c(x, 0.0)).where(h0, (x < _c(x, 0.0)).where(_c(x, 0.0), _c(x, 1.0))))
 
 
-heaviside = _make("heaviside", _heaviside, 2)
+heaviside = make_ufunc("heaviside", _heaviside, 2)
 
 
 def _logaddexp(base2: bool) -> Callable:
@@ -750,8 +751,8 @@ def _logaddexp(base2: bool) -> Callable:
     return kernel
 
 
-logaddexp = _make("logaddexp", _logaddexp(False), 2, reorderable=True)
-logaddexp2 = _make("logaddexp2", _logaddexp(True), 2, reorderable=True)
+logaddexp = make_ufunc("logaddexp", _logaddexp(False), 2, reorderable=True)
+logaddexp2 = make_ufunc("logaddexp2", _logaddexp(True), 2, reorderable=True)
 
 
 def _fmod(a: UOp, b: UOp) -> UOp:
@@ -761,20 +762,20 @@ def _fmod(a: UOp, b: UOp) -> UOp:
     return bad.where(zero, a.alu(Ops.IMOD, bad.where(_c(b, 1), b)))   # C's truncated remainder; x % 0 is 0
 
 
-fmod = _make("fmod", _fmod, 2)
+fmod = make_ufunc("fmod", _fmod, 2)
 
 
 def _fminmax(op: Ops) -> Callable:
     def kernel(a: UOp, b: UOp) -> UOp:
         if not a.dtype.is_inexact: return a.alu(op, b)
         # the non-NaN operand wins; on ties (+0 and -0) the first, as NumPy's loops
-        keep = (a >= b if op is Ops.MAX else a <= b) | _isnan(b)
+        keep = (a >= b if op is Ops.MAX else a <= b) | isnan_uop(b)
         return keep.where(a, b)
     return kernel
 
 
-fmax = _make("fmax", _fminmax(Ops.MAX), 2, reorderable=True, idempotent=True)
-fmin = _make("fmin", _fminmax(Ops.MIN), 2, reorderable=True, idempotent=True)
+fmax = make_ufunc("fmax", _fminmax(Ops.MAX), 2, reorderable=True, idempotent=True)
+fmin = make_ufunc("fmin", _fminmax(Ops.MIN), 2, reorderable=True, idempotent=True)
 
 
 def _abs_unsigned(x: UOp) -> UOp:
@@ -797,8 +798,8 @@ def _lcm(a: UOp, b: UOp) -> UOp:
     return zero.where(_c(g, 0), ua.alu(Ops.IDIV, zero.where(_c(g, 1), g)) * ub).cast(a.dtype)
 
 
-gcd = _make("gcd", _gcd, 2, reorderable=True)
-lcm = _make("lcm", _lcm, 2, reorderable=True, idempotent=True)
+gcd = make_ufunc("gcd", _gcd, 2, reorderable=True)
+lcm = make_ufunc("lcm", _lcm, 2, reorderable=True, idempotent=True)
 
 
 def _bitwise_count(x: UOp) -> UOp:
@@ -814,8 +815,8 @@ def _bitwise_count(x: UOp) -> UOp:
     return v.cast(dtypes.uint8)
 
 
-bitwise_count = _make("bitwise_count", _bitwise_count, 1)
-conjugate = conj = _make("conjugate", lambda x: _cplx(_re(x), -_im(x)) if x.dtype.is_complex else x, 1)
+bitwise_count = make_ufunc("bitwise_count", _bitwise_count, 1)
+conjugate = conj = make_ufunc("conjugate", lambda x: _cplx(real_part(x), -imag_part(x)) if x.dtype.is_complex else x, 1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -836,7 +837,7 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     if any(isinstance(v, Tensor) and v.runtime_length for v in (condition, x, y)):
         from numfn.trace import dynamic
         return dynamic.elementwise(where, [condition, x, y])
-    c, a, b = _truth(condition), T(x), T(y)
+    c, a, b = as_bool(condition), T(x), T(y)
     dt = promote(a, b)
     shape = broadcast_shapes(c.shape, a.shape, b.shape)
     u = c._broadcast(shape).alu(Ops.WHERE, Tensor(a.uop.cast(dt))._broadcast(shape),
@@ -847,203 +848,10 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
 where_ = where
 
 
-def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None = None, out: None = None, *,
-         min: ArrayLike | None = None, max: ArrayLike | None = None) -> Tensor:  # noqa: A002 - NumPy's names
-    """minimum(maximum(a, a_min), a_max) with NumPy's promotion; either bound may be None (NumPy 2.1 also spells
-    them min= and max=)."""
-    refuse("clip", out=out)
-    a_min = min if a_min is None else a_min
-    a_max = max if a_max is None else a_max
-    if a_min is None and a_max is None: raise ValueError("One of max or min must be given")
-    res = T(a)
-    if not res.runtime_length: res = Tensor(res.uop)   # np.clip converts `a` with asarray: a Python scalar is strong
-    dt = res.uop.dtype
-    # like NumPy, a Python-int bound beyond the dtype's range on the side it cannot reach is no bound at all
-    if dt.is_int and not res.weak:
-        if _is_pyint(a_min) and a_min < dt.min: a_min = None
-        if _is_pyint(a_max) and a_max > dt.max: a_max = None
-        if a_min is None and a_max is None: return res
-    if a_min is None: return minimum(res, a_max)   # NumPy: the ufunc minimum, whose NaN handling differs
-    if a_max is None: return maximum(res, a_min)
-    lo = maximum(res, a_min)   # for complex values NumPy's clip compares otherwise (_clip_kernel)
-    lo = _clip_max(res, a_min) if lo.uop.dtype.is_complex else lo
-    hi = minimum(lo, a_max)
-    return _clip_min(lo, a_max) if hi.uop.dtype.is_complex else hi
-
-
-def _clip_kernel(op: Ops) -> Callable:
-    """np.clip's maximum (op MAX) and minimum: for complex values NumPy's clip keeps the value where it is NaN or
-    not smaller (larger) than the bound in the lexicographic order with NaN parts compared as they are; maximum's."""
-    def kernel(a: UOp, b: UOp) -> UOp:
-        if not a.dtype.is_complex: return a.alu(op, b)
-        ar, ai, br, bi = _re(a), _im(a), _re(b), _im(b)
-        keep = (ar > br if op is Ops.MAX else ar < br) | (ar.eq(br) & (ai >= bi if op is Ops.MAX else ai <= bi))
-        return (_isnan(ar) | _isnan(ai) | keep).where(a, b)
-    return kernel
-
-
-_clip_max, _clip_min = _make("maximum", _clip_kernel(Ops.MAX), 2), _make("minimum", _clip_kernel(Ops.MIN), 2)
-
-
-def _is_pyint(v) -> bool:
+def is_python_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
-
-def _strong(x) -> Tensor:
+def strong_operand(x) -> Tensor:
     """np.asanyarray(x): a Python scalar becomes a strong 0-d array."""
     t = T(x)
     return Tensor(t.uop) if t.weak else t
-
-
-def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
-            equal_nan: bool = False) -> Tensor:
-    """abs(a - b) <= atol + rtol * abs(b) elementwise (NumPy's formula, b made floating first; infinities equal
-    only to themselves)."""
-    x = a if _is_python_number(a) else _strong(a)
-    y = b if _is_python_number(b) else _strong(b)
-    atol = atol if _is_python_number(atol) else _strong(atol)
-    rtol = rtol if _is_python_number(rtol) else _strong(rtol)
-    if isinstance(y, Tensor):
-        y = y.astype(promote(y, T(1.0)), copy=False)
-    elif isinstance(y, int):
-        y = float(y)
-    yt = T(y)
-    result = (less_equal(absolute(subtract(x, yt)), add(atol, multiply(rtol, absolute(yt)))) & isfinite(yt)) \
-        | equal(x, yt)
-    if equal_nan: result = result | (isnan(x) & isnan(yt))
-    return result
-
-
-def _is_python_number(v) -> bool:
-    return isinstance(v, (int, float, complex)) and not isinstance(v, Tensor)
-
-
-def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
-             equal_nan: bool = False) -> Tensor:
-    """isclose(...).all(). NumPy returns a Python bool; a traced result is a 0-d bool array (it is only known when
-    the compiled code runs)."""
-    return logical_and.reduce(isclose(a, b, rtol, atol, equal_nan).reshape(-1))
-
-
-def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool | Tensor:
-    """True if both have the same shape and elements. Different shapes give Python's False (known while
-    tracing); otherwise a 0-d bool array."""
-    x, y = T(a1), T(a2)
-    if x.shape != y.shape: return False
-    same = equal(x, y)
-    if equal_nan: same = same | (isnan(x) & isnan(y))
-    return logical_and.reduce(same.reshape(-1))
-
-
-def array_equiv(a1: ArrayLike, a2: ArrayLike) -> bool | Tensor:
-    """True if the arrays broadcast together and are equal elementwise: Python's False where they do not
-    broadcast, else a 0-d bool array."""
-    x, y = T(a1), T(a2)
-    try:
-        broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        return False
-    return logical_and.reduce(equal(x, y).reshape(-1))
-
-
-def nan_to_num(x: ArrayLike, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Tensor:
-    """NaN replaced by `nan`, infinities by `posinf`/`neginf` (default: the dtype's largest finite values)."""
-    t = _strong(x)
-    dt = t.uop.dtype
-    if dt.is_complex:   # each part on its own
-        parts = [nan_to_num(p, copy, nan, posinf, neginf) for p in (t.real, t.imag)]
-        return Tensor(parts[0].uop.alu(Ops.COMPLEX, parts[1].uop))
-    if not dt.is_float: return t
-    fi = np.finfo(dt.np)
-    big = float(fi.max) if posinf is None else posinf
-    small = float(fi.min) if neginf is None else neginf
-    fill = [T(v).astype(dt) if isinstance(v, Tensor) else T(_const(v, dt)) for v in (nan, big, small)]
-    return where(isnan(t), fill[0], where(t == math.inf, fill[1], where(t == -math.inf, fill[2], t)))
-
-
-def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Tensor:  # noqa: A001 - NumPy's name
-    """Round to `decimals` decimal places, as NumPy: x * 10**d rounded half to even, then divided by 10**d (for
-    negative d: divided, rounded, multiplied); integers are returned as they are for d >= 0."""
-    t = _strong(a)
-    dt = t.uop.dtype
-    d = int(decimals)
-    if dt.is_complex:   # NumPy rounds the two parts on their own
-        parts = [round(p, decimals) for p in (t.real, t.imag)]
-        res = Tensor(parts[0].uop.alu(Ops.COMPLEX, parts[1].uop))
-        return res if out is None else _store_into("round", res, out)
-    if dt.is_bool and d == 0: res = rint(t)    # float16, as NumPy's rint of bools
-    elif dt.is_bool:
-        raise TypeError(f"Cannot cast ufunc '{'multiply' if d > 0 else 'divide'}' output from dtype('float64') to "
-                        "dtype('bool') with casting rule 'same_kind'")
-    elif not dt.is_inexact and d >= 0: res = t
-    else:
-        x = t if dt.is_inexact else t.astype(np.float64)
-        f = 10.0 ** builtins.abs(d)
-        y = rint(x * f) / f if d >= 0 else rint(x / f) * f
-        res = y.astype(dt, copy=False)
-    return res if out is None else _store_into("round", res, out)
-
-
-def _store_into(name: str, res: Tensor, out) -> Tensor:
-    """`res` written into out= as a ufunc would (same checks and casting)."""
-    return ufunc(name, lambda x, dtype=None: x, 1)._store((res,), out)
-
-
-around = round
-
-
-def fix(x: ArrayLike, out: None = None) -> Tensor:
-    """Round towards zero (np.trunc: floats keep their dtype, integers are returned as they are)."""
-    return trunc(x, out=out)
-
-
-def real(val: ArrayLike) -> Tensor:
-    """The real part: a view of a complex array's real parts (val.real), the array itself for real arrays."""
-    return T(val).real
-
-
-def imag(val: ArrayLike) -> Tensor:
-    """The imaginary part: a view of a complex array's imaginary parts (val.imag), zeros for real arrays."""
-    return T(val).imag
-
-
-def angle(z: ArrayLike, deg: bool = False) -> Tensor:
-    """The argument of complex numbers, arctan2(imag, real) (in degrees with deg=True); 0 or pi for real ones."""
-    t = T(z)
-    if not t.uop.dtype.is_inexact: t = t.astype(np.float64)
-    a = arctan2(t.imag, t.real) if t.uop.dtype.is_complex else arctan2(full_like(t, 0), t)
-    return a * (180.0 / math.pi) if deg else a
-
-
-def iscomplexobj(x: ArrayLike) -> bool:
-    """Whether x has a complex dtype (known while tracing: a Python bool)."""
-    if isinstance(x, Tensor): return x.uop.dtype.is_complex
-    return bool(np.iscomplexobj(x))
-
-
-def isrealobj(x: ArrayLike) -> bool:
-    """Whether x does not have a complex dtype (a Python bool)."""
-    return not iscomplexobj(x)
-
-
-def iscomplex(x: ArrayLike) -> Tensor:
-    """Elementwise: a nonzero imaginary part (False everywhere for real arrays)."""
-    t = T(x)
-    if not t.uop.dtype.is_complex: return full_like(t, False, dtype=np.bool_)
-    return not_equal(t.imag, 0)
-
-
-def isreal(x: ArrayLike) -> Tensor:
-    """Elementwise: a zero imaginary part (True everywhere for real arrays)."""
-    t = T(x)
-    if not t.uop.dtype.is_complex: return full_like(t, True, dtype=np.bool_)
-    return equal(t.imag, 0)
-
-
-def sinc(x: ArrayLike) -> Tensor:
-    """sin(pi x) / (pi x), 1 at 0, as NumPy computes it (pi x replaced by a tiny eps where it is 0)."""
-    y = math.pi * _strong(x)
-    eps = float(np.finfo(y.dtype).eps) if y.uop.dtype.is_float else 1e-20
-    y = where(y, y, eps)
-    return sin(y) / y
