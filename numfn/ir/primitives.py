@@ -36,7 +36,7 @@ Adding an elementwise operation (say a float function `Ops.SINPI`):
      renderer/llvm.py (`ALU_RULES`), or a rewrite in codegen/decompose.py into ops that have them (`decomposed`);
      with `complex`, its arithmetic on parts in codegen/complex.py (`_FUNCTIONS`); optionally a polynomial form in
      codegen/transcendental.py (`_IMPL`). Outside the compiler: the NumPy function in numfn/numpy/ufuncs.py, which
-     records the op, and constant folding in ir/symbolic.py (`_UFUNC`);
+     records the op, and constant folding in ir/symbolic.py (`UFUNCS`);
   3. tests: tests/test_primitives.py checks that the entry has every rule it needs and that its shape and dtype
      rules agree with NumPy's; the op's numerical tests go with the others (tests/test_elementwise.py,
      tests/test_transcendental.py for a polynomial form).
