@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -215,3 +217,17 @@ def xfail_if(request, condition: bool, reason: str) -> None:
     """Mark the running test as a strict expected failure when `condition` holds (for example on one backend)."""
     if condition: request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
+
+@contextmanager
+def recursion_limit(extra: int = 60):
+    """Python's recursion limit set to the current depth plus `extra` frames: a walker that recursed once per node
+    of a deep graph fails."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + extra)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)

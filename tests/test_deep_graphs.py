@@ -8,7 +8,6 @@ frames, and the chain is cut into about twenty kernels) and 3,000 through compil
 two cores; see docs/reliability.md for measured times)."""
 import math
 import os
-import sys
 from collections import Counter
 from contextlib import contextmanager
 
@@ -19,7 +18,7 @@ import numfn
 from numfn.codegen import lower
 from numfn.schedule import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS
 from numfn.ir.uop import ELEMENTWISE
-from helpers import assert_same
+from helpers import assert_same, recursion_limit
 
 LONG = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")
 
@@ -40,20 +39,6 @@ def chain(n: int):
 
 def chain_ops(n: int) -> int:
     return sum(2 if i % 3 else 1 for i in range(n))
-
-
-@contextmanager
-def recursion_limit(extra: int):
-    """Python's recursion limit set to the current depth plus `extra` frames."""
-    depth, frame = 0, sys._getframe()
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(depth + extra)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 @contextmanager

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
-from contextlib import contextmanager
 
 import pytest
 
@@ -14,6 +12,8 @@ from numfn.dtype import dtypes
 from numfn.ir.symbolic import affine
 from numfn.ir.uop import (Ops, UOp, bottom_up, fill_bottom_up, fold, memo_bottom_up, memo_get, operands, preorder,
                           rebuild, substitute, toposort)
+
+from helpers import recursion_limit
 
 pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
 
@@ -36,21 +36,6 @@ def add(a: UOp, b: UOp) -> UOp:
 
 def mul(a: UOp, b: UOp) -> UOp:
     return UOp(Ops.MUL, I, (a, b))
-
-
-@contextmanager
-def recursion_limit(extra: int = 60):
-    """Python's recursion limit set to the current depth plus `extra` frames: a walker that recursed once per node
-    of a deep graph fails."""
-    depth, frame = 0, sys._getframe()
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(depth + extra)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 def chain(n: int) -> tuple[UOp, list[UOp]]:
