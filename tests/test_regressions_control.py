@@ -63,6 +63,16 @@ def _two_loops(x):   # the second loop writes in place into the returned array, 
     return y
 
 
+def _two_loops_then_write(x):   # the same, then a write after both: the first loop's state must not start in
+    y = x + 0.0                   # the output (it swaps buffers; 7 trips leave it in the other one)
+    for i in range(7):
+        y = y - x
+    for i in range(5):
+        y[i % 2] = 3.0
+    y[:1] = 0.5
+    return y
+
+
 def _swap_pair(x):
     y = x.copy()
     z = x * 2.0
@@ -112,6 +122,7 @@ X3 = np.array([2.0, 3.0, 4.0])
     (_runtime_while, (X3, np.array(3))),
     (_runtime_while, (X3, np.array(4))),
     (_two_loops, (X3,)),
+    (_two_loops_then_write, (np.array([1.0, 1.0]),)),
     (_swap_pair, (X3,)),
     (_write_and_reduce, (X3,)),
     (_nested_write, (X3, np.array(3))),

@@ -92,7 +92,7 @@ def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: Schedule
             if parents is None: parents = parents_of(graph)
             before = set(toposort(list(node.src)))   # what is computed before the loop runs
             for k, v in enumerate(node.src[:len(region.state)]):
-                if _starts_in_state(v, node, parents, before, roots, bool(roots[results[k]].outputs)):
+                if _starts_in_state(v, node, parents, before, roots, _may_end_in_output(results[k], parents, roots)):
                     roots.setdefault(v, Root(v)).keep = True   # the loop reads it (as its state's buffer)
                     starts[v] = results[k]
                     inits.append(v)
@@ -133,6 +133,27 @@ def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: s
             seen.add(p)
             stack.append(p)
     return True
+
+
+def _may_end_in_output(result: UOp, parents: dict[UOp, list[UOp]], roots: dict[UOp, Root]) -> bool:
+    """Whether a loop result's buffer may become an output's: the result, or a version written over it (`y[0] =
+    -1` after the loop), or the result of a later loop whose state starts from it (and so on), is an output. Then
+    the buffer is fixed, and an earlier loop's swapping state cannot start in it (see _starts_in_state)."""
+    seen, stack = {result}, [result]
+    while stack:
+        u = stack.pop()
+        if u in roots and roots[u].outputs: return True
+        for p in parents.get(u, ()):
+            if p.op is Ops.SCATTER and p.src[0] is u: nxt = [p]
+            elif p.op is Ops.LOOP and p.arg.kind == "while":   # a later loop's state starting from it
+                nxt = [UOp(Ops.RESULT, p.arg.results[k][1], (p,), k)
+                       for k, s in enumerate(p.src[:len(p.arg.state)]) if s is u]
+            else: nxt = []
+            for n in nxt:
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+    return False
 
 
 BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)
