@@ -181,8 +181,8 @@ def imag(val: ArrayLike) -> Tensor:
 def angle(z: ArrayLike, deg: bool = False) -> Tensor:
     """The argument of complex numbers, arctan2(imag, real) (in degrees with deg=True); 0 or pi for real ones."""
     t = T(z)
-    if not t.uop.dtype.is_inexact: t = t.astype(np.float64)
-    a = arctan2(t.imag, t.real) if t.uop.dtype.is_complex else arctan2(full_like(t, 0), t)
+    # NumPy's arctan2(0, z) for real z: the weak 0 takes z's dtype, so int8 gives float16 and bool float64
+    a = arctan2(t.imag, t.real) if t.uop.dtype.is_complex else arctan2(0, t)
     return a * (180.0 / math.pi) if deg else a
 
 

@@ -21,7 +21,7 @@ UNARY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tan
          "positive", "absolute", "fabs", "sign", "signbit", "spacing", "floor", "ceil", "trunc", "rint", "fix",
          "deg2rad", "rad2deg", "degrees", "radians", "invert", "bitwise_count", "logical_not", "isnan", "isinf",
          "isfinite", "conjugate", "conj", "real", "imag", "sinc", "nan_to_num", "round", "around",
-         "acos", "asin", "atan", "acosh", "asinh", "atanh", "bitwise_invert", "abs"]
+         "acos", "asin", "atan", "acosh", "asinh", "atanh", "bitwise_invert", "abs", "angle"]
 UNARY2 = ["frexp", "modf"]   # two results
 BINARY = ["add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "fmod", "power",
           "float_power", "maximum", "minimum", "fmax", "fmin", "arctan2", "atan2", "hypot", "logaddexp", "logaddexp2",
