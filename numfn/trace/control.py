@@ -199,8 +199,17 @@ def _same_memory(new: Any, old: Tensor) -> bool:
         and new.weak == old.weak
 
 
+class FirstIterationDiffers(Exception):
+    """Raised by `while_region(..., first="peel")` when Python's first iteration writes into memory the later ones
+    do not: the body writes into a state array in place and then binds the name to another array (`v[0] = 0;
+    v = v * 2`). In the first iteration the write lands in the array the name held before the loop, which other
+    names (or the caller) may hold too; in the later ones in an array the previous iteration made. The caller (a
+    converted `for` or `while`, numfn.trace.statements) runs the first iteration on its own, then the loop from
+    the second. Nothing is left changed when it is raised."""
+
+
 def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
-                 body_bounds: dict[int, tuple[int, int]] | None = None) -> list[Tensor]:
+                 body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse") -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
     returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
     it writes into join the state; their final values are rebound to them. Checks inside the body or the condition
@@ -213,7 +222,13 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     given to the body as it is, not as a placeholder, when the body leaves it the same array: a write through it
     then rebinds its base, an outer array written by the body (state as above), so the write reaches x and x read
     in the body sees it; after the loop it is the view of x's last value. When the body binds the name to another
-    array, the value is a placeholder of its own as any other (traced again)."""
+    array, the value is a placeholder of its own as any other (traced again).
+
+    `first` says what to do when the first iteration writes into memory the others do not (see
+    FirstIterationDiffers): "refuse" a write through a name shared with another array (jax-style loops), "peel"
+    (raise FirstIterationDiffers: the caller runs the first iteration on its own), or "peeled" (the caller did: the
+    state is what an iteration made, so a name the body binds to another array is a placeholder of its own, as any
+    other; if the first iteration did not run, neither does the loop: its state is unchanged)."""
     extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
     types: dict[int, tuple[DType, bool]] = {}     # state values whose type the body changed (promoted scalars)
     n_checks = n_cond = 0                         # checks the body and the condition make: two state values each
@@ -249,6 +264,7 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
         links = [(t, t._links) for t in {id(t): t for t in (*extra, *passed, *(p.base for p in passed if p.base
                                                                                is not None))}.values()]
         for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)   # the body sees the state
+        given = [p.uop for p in ph_body[:n_kept]]
         c = b = None
         try:
             for t, p in zip(extra, ph[n_kept:]): t.rebind(p.uop, record=False)
@@ -274,7 +290,13 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
         rebound = {k for k in through if not _same_memory(b.values[k], init[k])}
         wrote = {id(t) for tr in (c, b) for t, _ in tr.rebinds.values()}
         shared = [names[k] for k in rebound if id(_memory_base(init[k])) in wrote]
-        if shared:   # in the first iteration the name is that memory: the body's writes into it reach what it reads
+        # a state array the body writes into and then binds to another array: in the first iteration the write is
+        # into the array the name held before the loop (other names may hold it), in the later ones not
+        rewritten = [names[k] for j, k in enumerate(kept)
+                     if ph_body[j].uop is not given[j] and b.values[k] is not ph_body[j]]
+        if first == "peel" and (shared or rewritten): raise FirstIterationDiffers((shared or rewritten)[0])
+        if shared and first == "refuse":   # in the first iteration the name is that memory: the body's writes into
+            # it reach what it reads
             raise unsupported(f"{shared[0]}, an array sharing memory with another that the loop body writes into, and "
                               "then bound to a new array in the body (in the first iteration only the two are one "
                               "array)", "copy it before the loop (v = x.copy())")

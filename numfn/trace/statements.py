@@ -15,7 +15,8 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check
 from numfn.trace.record import observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
-from numfn.trace.control import advance, as_state, branch_region, index_bounds, passes_through, while_region
+from numfn.trace.control import FirstIterationDiffers, advance, as_state, branch_region, index_bounds, passes_through, \
+    while_region
 from numfn.dtype import dtypes
 from numfn.ir.uop import UOp
 
@@ -127,6 +128,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
         state, f, start = _python_for(start, stop, step, body, state, flags)
         if start is None: return state
+        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
     # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
     # when some are bound only inside the loop (that binds them: the native loop then carries them)
     elif static and (not _is_traced(state) or fresh):
@@ -139,7 +141,37 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
         if not wrote and not _is_traced(out):
             state, f, start = _python_for(start, stop, step, body, state, flags, f)
             if start is None: return state
+        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
+    try:
+        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=False)
+    except FirstIterationDiffers:
+        pass
+    # Python's first iteration writes into an array other names may hold, the later ones into arrays the loop made
+    # (`v[0] = 0; v = v * 2`): the first runs on its own (under a branch when the trip count is traced)
+    if static:
+        out = body(start, *f, *state)
+    else:
+        going = _going(Tensor.lift(start).astype(np.int64), Tensor.lift(stop).astype(np.int64),
+                       Tensor.lift(step).astype(np.int64), step)
+        out = run_if(going & ~Tensor.lift(f[0]) if f else going, lambda *v: body(start, *v), lambda *v: v,
+                     (*f, *state), (*flags, *names), (), line)
+    f, state = list(out[:len(flags)]), tuple(out[len(flags):])
+    if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
+    return _native_for(start + step, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
+
+
+def _going(i: Tensor, hi: Tensor, st: Tensor, step) -> Tensor:
+    """Whether a range's loop goes on at index i: i < hi (or i > hi for a negative step; a traced step's sign
+    decides at run time)."""
+    if not isinstance(step, (int, np.integer)): return ((st > 0) & (i < hi)) | ((st < 0) & (i > hi))
+    return (i < hi) if step > 0 else (i > hi)
+
+
+def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled: bool) -> tuple:
+    """The rest of a `for` over a range as a native loop from `start` (flags `f` so far). `peeled`: the first
+    iteration already ran (as Python or on its own); else the loop raises FirstIterationDiffers when it must."""
+    static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     slots = _Slots(names, _local_slots(state, fresh))
     carried = _loop_state(tuple(slots.outer(state)), tuple(slots.outer(names)), line)
     if carried is None:
@@ -154,12 +186,10 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     hi = Tensor.lift(stop).astype(np.int64)
     st = Tensor.lift(step).astype(np.int64)
     lo = Tensor(lo.uop, weak=True)   # range() gives Python ints, whatever its bounds are (NEP 50: weak)
-    up = step > 0 if isinstance(step, (int, np.integer)) else None
     init = [lo] + [Tensor.lift(x) if isinstance(x, Tensor) else Tensor(UOp.const(BOOL, bool(x))) for x in f] + leaves
 
     def more(i, *rest):
-        if up is None: going = ((st > 0) & (i < hi)) | ((st < 0) & (i > hi))   # a traced step: its sign decides
-        else: going = (i < hi) if up else (i > hi)
+        going = _going(i, hi, st, step)
         return going & ~rest[0] if n_flags else going
 
     def step_body(i, *rest):
@@ -179,7 +209,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     # on it that provably stays in int64 needs no check)
     bounds = {0: index_bounds(lo, hi, step)}
     out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
-                       bounds)
+                       bounds, first="peeled" if peeled else "peel")
     return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
 
 
@@ -231,6 +261,22 @@ def run_while(cond, body, state, names, flags, line):
         out = body(*f, *vals)
         f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
         peeled += 1
+    try:
+        return _native_while(cond, body, vals, f, fresh, names, flags, line, peeled=peeled > 0)
+    except FirstIterationDiffers:
+        pass
+    # Python's first iteration writes into an array other names may hold, the later ones into arrays the loop made
+    # (`v[0] = 0; v = v * 2`): the first runs on its own, under a branch on the test
+    going = Tensor.lift(test).astype(np.bool_)
+    out = run_if(going & ~Tensor.lift(f[0]) if f else going, body, lambda *v: v, (*f, *vals), (*flags, *names), (),
+                 line)
+    f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+    return _native_while(cond, body, vals, f, fresh, names, flags, line, peeled=True)
+
+
+def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) -> tuple:
+    """The rest of a `while` as a native loop from the state `vals` (flags `f` so far). `peeled`: an iteration
+    already ran; else the loop raises FirstIterationDiffers when it must."""
     slots = _Slots(names, _local_slots(vals, fresh))
     kept_names = tuple(slots.outer(names))
     carried = _loop_state(tuple(slots.outer(vals)), kept_names, line)
@@ -256,7 +302,8 @@ def run_while(cond, body, state, names, flags, line):
             new += [as_state(x, name) for x in ls]
         return new
 
-    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees))
+    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees),
+                       first="peeled" if peeled else "peel")
     for k, (t, copy) in enumerate(zip(originals, leaves)):   # an array changed only in place: the user's own object
         if out[n_flags + k] is copy and copy is not t:
             t.rebind(copy.uop)
