@@ -1333,3 +1333,41 @@ def test_a_branch_result_of_runtime_length_is_refused(fn, backend):
     args = (np.array([1, -2, 3]), np.array([1, 1]), np.array([1.0, 2.0], np.float16))[:fn.__code__.co_argcount]
     with pytest.raises(numfn.NumfnError, match="run-time length"):
         numfn.jit(fn, backend=backend)(*args)
+
+
+# Seeds 20001314, 20001511, 20001540: a view of a view that branches chose (each branch's chain holds the gather
+# that picks the first branch's view): whether a further slice is strided lowered a gather without its indices
+# (IndexError in the shape rule)
+
+def _slice_of_branch_views(x0, x1):
+    if (x1 == x1).all():
+        v9 = x0[1:]
+    else:
+        v9 = x0[:-1]
+    if (x1 == x1).all():
+        v10 = v9[1:]
+    else:
+        v10 = v9[:-1]
+    if v9.max() < 2:
+        r = v10[::2]
+    else:
+        r = v10[1::2]
+    r[0] = 9      # and written through: x0 changes
+    return r
+
+
+def _transpose_of_branch_view(x0, x1):
+    if x1.max() < 2:
+        v27 = x0[::-1]
+    else:
+        v27 = x0
+    v29 = v27
+    if np.isnan(x1).any():
+        v29 = v27.T
+    return v29[::2], v29.reshape(2, 2)
+
+
+@pytest.mark.parametrize("fn", [_slice_of_branch_views, _transpose_of_branch_view], ids=lambda f: f.__name__)
+def test_views_of_nested_branch_views(fn, backend):
+    for x1 in (np.ones(4), np.array([5.0, np.nan, 1.0, 0.0])):
+        check_mutates(fn, np.array([1, 2, 3, 4], np.int16), x1, backend=backend)

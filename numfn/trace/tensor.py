@@ -874,11 +874,12 @@ def _strided(view: Tensor) -> bool:
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
     assert view.base is not None
+    def strided(chain) -> bool:   # (a chain with a gather: a window of run-time position, a strided view too)
+        return any(op is Ops.GATHER for op, _ in chain) or view_offset(view.base.shape, chain) is not None
     per_branch = branch_chains(view)
     if per_branch is not None:
-        return same_in_every_branch([view_offset(view.base.shape, c) is not None for c in per_branch],
-                                     "whether the reshape is a view or a copy")
-    return any(op is Ops.GATHER for op, _ in view.chain) or view_offset(view.base.shape, view.chain) is not None
+        return same_in_every_branch([strided(c) for c in per_branch], "whether the reshape is a view or a copy")
+    return strided(view.chain)
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]
