@@ -1371,3 +1371,26 @@ def _transpose_of_branch_view(x0, x1):
 def test_views_of_nested_branch_views(fn, backend):
     for x1 in (np.ones(4), np.array([5.0, np.nan, 1.0, 0.0])):
         check_mutates(fn, np.array([1, 2, 3, 4], np.int16), x1, backend=backend)
+
+
+# Seed 20001311: a loop's copied initial state was ordered after the values that read the loop's results (walking
+# another call's input first placed them), so a kernel joined a group it must run after: "the scheduler cannot
+# order the writes of this program". Copied initial states come right before their loop now.
+
+def _state_copy_before_loop(x0, x1, x2, x3):
+    v9 = x1.copy()
+    for i10 in range(x2.sum()):
+        v9 = v9 - x0
+    for i18 in range(5):
+        v9[i18 % 3] = v9[(i18 + 1) % 3]
+    v21 = x3 / (np.abs(v9[0]) + 1)
+    v23 = v21
+    if np.count_nonzero(x2) > 1:
+        v23 = np.sort(v21, axis=-1)
+    return v23, v9
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.float64])
+def test_loop_state_copy_ordered_before_its_loop(dtype, backend):
+    check(_state_copy_before_loop, np.array([1, 2, 3], np.int8), np.array([1, 1, 4], dtype), np.array([1, 2], np.uint8),
+          np.array([1, 3], np.int32), backend=backend)

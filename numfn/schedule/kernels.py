@@ -75,10 +75,13 @@ def build_kernels(roots: dict[UOp, Root], versions: Versions, externs: Sequence[
 
 def execution_positions(roots: dict[UOp, Root], versions: Versions) -> dict[UOp, float]:
     """Each root's position in a topological order of the roots, by which kernels are numbered and grouped: an
-    extern call's in-out inputs come right after their sources, before anything that reads its results; a copy
-    is written just before the write it starts."""
-    topo = {u: float(i) for i, u in enumerate(toposort([v for v, r in roots.items() if r.alias is not None] +
-                                                       list(roots)))}
+    extern call's in-out inputs and a loop's copied initial state (roots aliasing a result) come before the call or
+    loop, so before anything that reads its results; a copy is written just before the write it starts."""
+    aliases = [v for v, r in roots.items() if r.alias is not None]
+    topo = {u: float(i) for i, u in enumerate(toposort(aliases + list(roots)))}
+    for v in aliases:   # (walking one alias first may already have placed another call or loop before the next)
+        call = roots[v].alias.src[0]
+        if call in topo: topo[v] = min(topo[v], topo[call] - 0.5)
     for s, copy in versions.copies.items():
         if copy in topo and s in topo: topo[copy] = topo[s] - 0.5
     return topo
