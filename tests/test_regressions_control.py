@@ -1394,3 +1394,38 @@ def _state_copy_before_loop(x0, x1, x2, x3):
 def test_loop_state_copy_ordered_before_its_loop(dtype, backend):
     check(_state_copy_before_loop, np.array([1, 2, 3], np.int8), np.array([1, 1, 4], dtype), np.array([1, 2], np.uint8),
           np.array([1, 3], np.int32), backend=backend)
+
+
+# A list the body appends to (not loop state: the name is never assigned in the loop) leaked the loop's
+# placeholders into the program ("cannot lower CARRY inside a kernel"); in a branch on a traced value the append
+# ran whichever way the branch went. A static loop that changes such a container runs as Python; otherwise a clear
+# error names it.
+
+def _append_in_static_loop(x):
+    acc = []
+    y = x + 0
+    for i in range(10):
+        y = y * 0.5 + 1
+        acc.append(y)
+    return acc[-1], acc[3], len(acc)
+
+
+def _append_in_runtime_loop(x, n):
+    acc = []
+    for i in range(n.sum()):
+        acc.append(x * i)
+    return x
+
+
+def _append_in_branch(x, n):
+    acc = []
+    if x.sum() > 0:
+        acc.append(x)
+    return x
+
+
+def test_containers_changed_by_compiled_loops_and_branches(backend):
+    check(_append_in_static_loop, np.arange(3.0), backend=backend)
+    for fn, where in ((_append_in_runtime_loop, "a for loop"), (_append_in_branch, "a branch")):
+        with pytest.raises(numfn.NumfnError, match=f"{where} at line .* changes 'acc', a Python list"):
+            numfn.jit(fn, backend=backend)(np.ones(2), np.array(3))

@@ -208,8 +208,14 @@ def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, pe
     # the index's range inside the body (spares index checks: x[i] with stop <= len(x); Python int arithmetic
     # on it that provably stays in int64 needs no check)
     bounds = {0: index_bounds(lo, hi, step)}
-    out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
-                       bounds, first="peeled" if peeled else "peel")
+    with _ContainersKept(f"a for loop at line {line}", body) as kept:
+        out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
+                           bounds, first="peeled" if peeled else "peel")
+    if kept.changed:   # the body changes a list or dict it reads from outside: Python's loop, if it can be one
+        if static and not any(isinstance(x, Tensor) for x in f):
+            state, f2, _ = _python_for(start, stop, step, body, state, flags, f)
+            if f2 is None: return state
+        kept.refuse()
     return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
 
 
@@ -302,8 +308,10 @@ def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) 
             new += [as_state(x, name) for x in ls]
         return new
 
-    out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees),
-                       first="peeled" if peeled else "peel")
+    with _ContainersKept(f"a while loop at line {line}", cond, body) as kept:
+        out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees),
+                           first="peeled" if peeled else "peel")
+    if kept.changed: kept.refuse()
     for k, (t, copy) in enumerate(zip(originals, leaves)):   # an array changed only in place: the user's own object
         if out[n_flags + k] is copy and copy is not t:
             t.rebind(copy.uop)
@@ -344,7 +352,9 @@ def run_if(test, then, orelse, state, names, both, line):
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
-    out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
+    with _ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
+        out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
+    if kept.changed: kept.refuse()
     if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
                          f"different structures (at {user_location()})")
@@ -379,3 +389,53 @@ def _state_copy(t: Tensor) -> Tensor:
     """A new Tensor of t's value and kind (weak, 0-d array) for a while loop's state."""
     out = Tensor(t.uop, weak=t.weak)
     return out.as_array() if t.array0d else out
+
+
+class _ContainersKept:
+    """Lists, dicts, sets and bytearrays a converted body reads from the enclosing function (its closure) are
+    Python objects: a native loop or a branch traces the body once, so an `acc.append(y)` in it would run once (on
+    a placeholder of the loop's state, or whichever way a branch goes). The context notes their contents; after the
+    region is traced, `changed` names those the body changed, each put back as it was (the caller then runs the
+    loop as Python, or `refuse`s)."""
+
+    def __init__(self, what: str, *fns: Callable):
+        self.what = what
+        self.cells: list[tuple[str, Any, tuple, Any]] = []   # (name, container, identities of its items, copy)
+        for fn in fns:
+            code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+            if code is None or closure is None: continue
+            for name, cell in zip(code.co_freevars, closure):
+                try:
+                    v = cell.cell_contents
+                except ValueError:   # a cell not bound yet
+                    continue
+                if isinstance(v, (list, dict, set, bytearray)) and not any(v is c for _, c, _, _ in self.cells):
+                    self.cells.append((name, v, _identities(v), v.copy()))
+        self.changed: list[tuple[str, Any]] = []
+
+    def __enter__(self) -> _ContainersKept:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, v, ids, copy in self.cells:
+            if _identities(v) == ids: continue
+            self.changed.append((name, v))
+            if isinstance(v, (dict, set)):
+                v.clear()
+                v.update(copy)
+            else: v[:] = copy
+
+    def refuse(self) -> NoReturn:
+        name, v = self.changed[0]
+        raise NumfnError(f"{self.what} runs compiled, but it changes {name!r}, a Python {type(v).__name__} from "
+                         f"outside it (at {user_location()}); a compiled loop or branch is traced once, not once "
+                         "per iteration or per side: write into a preallocated array instead (out[i] = ...), or "
+                         "make the loop short and static so it runs as Python")
+
+
+def _identities(v) -> tuple:
+    """A container's items by identity (a traced value appended is a new object; items are not compared by value:
+    a traced array's == is elementwise)."""
+    if isinstance(v, bytearray): return (bytes(v),)
+    if isinstance(v, dict): return tuple((id(k), id(x)) for k, x in v.items())
+    return tuple(map(id, v))
