@@ -99,6 +99,38 @@ def test_python_int_argument_limits_name_the_first_type_it_does_not_fit(backend)
             f(a, b, s)
 
 
+def _assign_argument(x, s):
+    x[0] = s
+    return x
+
+
+def _assign_argument_at_computed_index(x, s, t):
+    x[np.clip(np.abs(t), -4, 3)] = s
+    return x
+
+
+def _assign_loop_index(x, n):
+    for i in range(n.sum()):
+        x[i % 4] = i * 1000
+    return x
+
+
+@pytest.mark.parametrize("fn, extra", [(_assign_argument, ()), (_assign_argument_at_computed_index, (-2**40,)),
+                                       (_assign_loop_index, None)], ids=lambda v: getattr(v, "__name__", ""))
+def test_assigning_a_traced_python_int_beyond_the_arrays_type_raises(fn, extra, backend):
+    # fuzz seed 20001450: x[...] = s with a Python int argument (or a loop index) out of int16's range wrapped
+    f = numfn.jit(fn, backend=backend)
+    for s in (-2**63, 7, 40000, -3):
+        x = np.array([3, -2, 3, -1], np.int16)
+        args = (x, np.array(s % 50)) if extra is None else (x, s, *extra)
+        e = numpy_exception(fn, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        if e is None:
+            assert_same(f(*args), fn(*tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)))
+            continue
+        with pytest.raises(OverflowError, match=_escaped(str(e))):
+            f(*args)
+
+
 def test_int_argument_beyond_int64_is_traced_per_value(backend):
     f = numfn.jit(lambda x, s: (x + s, x * 2 + s), backend=backend)
     x = np.arange(4, dtype=np.uint64)

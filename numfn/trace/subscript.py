@@ -26,7 +26,8 @@ import numpy as np
 from numfn.dtype import DType, check_scalar_fits, dtypes
 from numfn.errors import unsupported
 from numfn.trace.known import known_value
-from numfn.trace.tensor import Links, Tensor, add_check, broadcast_shapes, gather, numpy_function, tensor_method
+from numfn.trace.tensor import Links, Tensor, add_check, broadcast_shapes, gather, numpy_function, tensor_method, \
+    weak_fits
 from numfn.trace.branch_layout import is_window
 from numfn.ir.uop import Ops, UOp
 
@@ -423,6 +424,7 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
         if math.isinf(value): raise OverflowError("cannot convert float infinity to integer")
     if isinstance(value, int) and not isinstance(value, bool): check_scalar_fits(value, dt, "assigned value")
     v = Tensor.lift(value)
+    weak_fits(v, dt)   # a traced Python int (an argument, a loop index) must fit too: checked when the program runs
     vshape = v.shape
     while len(vshape) > len(shape) and vshape[0] == 1: vshape = vshape[1:]
     if len(vshape) > len(shape) or any(a != b and a != 1 for a, b in zip(vshape[::-1], shape[::-1])):
