@@ -211,11 +211,12 @@ class NumericalFunction:
     # ---- rendering --------------------------------------------------------------------------------------------
     @cached_stage
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
-        from numfn.codegen.program import build_program
+        from numfn.codegen.program import KernelProgram, build_program, kernel_key, with_params
         progress.stage("rendering kernels", len(self.kernel_items))
         t0 = time.perf_counter()
         out = []
         renderer = renderer_for(self.backend)
+        built: dict[tuple, KernelProgram] = {}   # kernel_key -> the program of the first kernel with it
         for ei, name in zip(self.kernel_items, unique_names([ei.kernel.name for ei in self.kernel_items])):
             if ei.lowered is None:   # an extern call (numfn.extern)
                 from numfn.schedule import ExternKernel, build_extern_program
@@ -225,11 +226,21 @@ class NumericalFunction:
                 out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
                 progress.kernels_done(len(out))
                 continue
-            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=ei.op_count >= PARALLEL_MIN_OPS,
-                                 fastmath=self.fastmath)
+            parallel = ei.op_count >= PARALLEL_MIN_OPS
+            key = kernel_key(ei.kernel.buffers, ei.lowered, parallel, self.fastmath)
+            first = built.get(key)
+            if first is not None:   # computes what an earlier kernel computes: built and compiled once
+                prog = with_params(first, name, ei.kernel.buffers)
+                out.append(RenderedKernel(prog.name, prog, renderer.render_forward(prog, first.name)))
+                progress.kernels_done(len(out))
+                continue
+            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=parallel, fastmath=self.fastmath)
+            built[key] = prog
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
             progress.kernels_done(len(out))
-        debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        same = len(out) - len(built) - sum(not isinstance(k.program, KernelProgram) for k in out)
+        debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms"
+                  + (f" ({same} equal to an earlier one: they call it)" if same else ""))
         return tuple(out)
 
     @cached_stage

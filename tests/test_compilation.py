@@ -556,3 +556,27 @@ def test_a_read_only_argument_is_named_next_to_static_ones():
     a.flags.writeable = False
     with pytest.raises(ValueError, match=r"read-only \(argument 'x'\)"):
         numfn.jit(f, static_argnums=0)(2, a)
+
+
+def _step(a, w, y):
+    a = np.tanh(a @ w) * y + 0.5 * a
+    return a - a.mean(axis=0)
+
+
+def _repeated_steps(x, w, y):   # six copies of each of the step's kernels, over different buffers
+    a = _step(_step(_step(_step(_step(_step(x, w, y), w, y), w, y), w, y), w, y), w, y)
+    b = x * 2.0 + y   # the same shapes, other constants: not the same kernel
+    c = x * 3.0 + y
+    return a, b, c
+
+
+def test_identical_kernels_are_built_and_compiled_once(backend):
+    from helpers import check
+    rng = np.random.default_rng(0)
+    x, y, w = rng.standard_normal((64, 32)), rng.standard_normal((64, 32)), rng.standard_normal((32, 32)) / 8
+    check(_repeated_steps, x, w, y, backend=backend)
+    nf = numfn.jit(_repeated_steps, backend=backend).specialize(x, w, y)
+    # a kernel equal to an earlier one is a function calling it: a few lines (a real 64x32 kernel is far longer)
+    calls = [k for k in nf.rendered_kernels if len(k.source) < 400]
+    assert len(calls) >= 10, "the five later copies of each step call the first copy's kernels"
+    assert len(nf.rendered_kernels) - len(calls) <= 12

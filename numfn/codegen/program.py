@@ -12,7 +12,7 @@ from numfn.codegen.opt import block, choose_block, choose_row_tile, choose_upcas
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.ir.symbolic import symbolic
-from numfn.ir.uop import Ops, UOp, format_node, graph_rewrite, rebuild
+from numfn.ir.uop import Buffer, Ops, UOp, format_node, graph_rewrite, rebuild, substitute
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,32 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     uops = tuple(linearize(sink))
     return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts,
                          fastmath)
+
+
+def kernel_key(params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool, fastmath: bool) -> tuple:
+    """What a kernel computes, with its buffers named by their place among its parameters: two kernels with equal
+    keys compute the same function of their parameters (a program repeating a step, `for` unrolled by hand, the
+    layers of a model), so one is built, rendered and compiled, and the other calls it (see `with_params`)."""
+    canon = {p: UOp(Ops.BUFFER, p.dtype, (), Buffer("param", k, p.arg.shape)) for k, p in enumerate(params)}
+    return (substitute(lowered.sink, canon), lowered.ranges, lowered.shape, lowered.sequential, lowered.unrolls,
+            tuple((p.dtype, p.arg.shape) for p in params), parallel, fastmath)
+
+
+def with_params(prog: KernelProgram, name: str, params: tuple[UOp, ...]) -> KernelProgram:
+    """`prog` as the program of another kernel with an equal kernel_key: its instructions over that kernel's own
+    buffers (what later passes read, such as tiling), under its own name."""
+    mapping = dict(zip(prog.params, params))
+    done: dict[UOp, UOp] = {}
+    uops = []
+    for u in prog.uops:   # in order: every source comes before its user
+        new = mapping.get(u)
+        if new is None:
+            src = tuple(done.get(s, mapping.get(s, s)) for s in u.src)
+            new = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+        done[u] = new
+        uops.append(new)
+    parallel = None if prog.parallel is None else done.get(prog.parallel, prog.parallel)
+    return KernelProgram(name, params, tuple(uops), parallel, prog.reassociate, prog.fastmath)
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:

@@ -219,6 +219,20 @@ def batch_offset(ptr, batch: tuple[int, ...], index: str) -> list[tuple[str, int
     return terms
 
 
+def render_forward(prog: KernelProgram, target: str) -> str:
+    """A kernel that computes what kernel `target` computes (an equal codegen.program.kernel_key): a function of
+    its own name calling `target` with its buffers, so that the code is built and compiled once."""
+    params = [f"{'const ' if p not in written(prog) else ''}{p.dtype.cname} *restrict a{k}"
+              for k, p in enumerate(prog.params)]
+    args = [f"a{k}" for k in range(len(prog.params))]
+    if prog.parallel is None: return f"static void {prog.name}({', '.join(params)}) {{ {target}({', '.join(args)}); }}"
+    # and its loop over [start, end), which tiles call (render_tiles)
+    return "\n".join([
+        f"static void {prog.name}(numfn_pfor pfor, {', '.join(params)}) {{ {target}(pfor, {', '.join(args)}); }}",
+        f"static void {prog.name}_loop({', '.join(params)}, int64_t start, int64_t end) {{ "
+        f"{target}_loop({', '.join(args)}, start, end); }}"])
+
+
 def render_extern(prog) -> str:
     """An extern call (numfn.extern.ExternProgram) as a static C function over the externs table and its buffers:
     per batch element, its calls through the table's function pointers, every argument by reference (the Fortran

@@ -362,6 +362,20 @@ def _parallel_wrappers(prog: KernelProgram, params: list[str]) -> list[str]:
             f"define internal void @{prog.name}(ptr %pfor, {', '.join(params)}) nounwind {{", *wrap, "}"]
 
 
+def render_forward(prog: KernelProgram, target: str) -> str:
+    """A kernel that computes what kernel `target` computes (an equal codegen.program.kernel_key): a function of
+    its own name calling `target` with its buffers, so that the code is built and compiled once."""
+    buffers = [f"ptr %a{k}" for k in range(len(prog.params))]
+    params = (["ptr %pfor"] if prog.parallel is not None else []) + buffers
+    out = [f"define internal void @{prog.name}({', '.join(params)}) nounwind {{",
+           f"  call void @{target}({', '.join(params)})", "  ret void", "}"]
+    if prog.parallel is not None:   # its loop over [start, end) too, which tiles call (render_tiles)
+        params = buffers + ["i64 %start", "i64 %end"]
+        out += [f"define internal void @{prog.name}_loop({', '.join(params)}) nounwind {{",
+                f"  call void @{target}_loop({', '.join(params)})", "  ret void", "}"]
+    return "\n".join(out)
+
+
 def render_extern(prog) -> str:
     """An extern call (numfn.extern.ExternProgram) as an internal function over the externs table and its buffers:
     per batch element, its calls through the table's function pointers, every argument by reference (the Fortran
