@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from numfn.dtype import dtypes
+from numfn.errors import unsupported
 from numfn.trace.tensor import Links, Tensor, replay, gather
 from numfn.trace.subscript import write
 from numfn.trace.branch_layout import is_window
@@ -34,7 +35,12 @@ def _same_shape(a: tuple, b: tuple) -> bool:
 
 def _writable(step: tuple) -> bool:
     op, arg = step
-    return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and is_window(arg[0]))
+    return (op in MOVEMENT and op is not Ops.EXPAND) or (op is Ops.GATHER and is_window(arg[0])) or _part(step)
+
+
+def _part(step: tuple) -> bool:
+    """A step to the real (CAST) or imaginary (IMAG) part of a complex array (Tensor._component)."""
+    return step[0] in (Ops.CAST, Ops.IMAG) and step[1] is None
 
 
 def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
@@ -50,6 +56,23 @@ def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
     elif id(base) in born: return None
     if base.runtime_length or not all(_writable(s) for s in chain): return None
     return base, chain
+
+
+def _one_part(chains: Sequence[tuple]) -> int | None:
+    """0 or 1 when every chain takes the real or every one the imaginary part, once (a part commutes with movement
+    ops: x[1:].real is x.real[1:])."""
+    parts = [[s for s in c if _part(s)] for c in chains]
+    if any(len(p) != 1 for p in parts) or len({p[0][0] for p in parts}) != 1: return None
+    return 0 if parts[0][0][0] is Ops.CAST else 1
+
+
+def _no_parts(chains: Sequence[tuple]) -> None:
+    """Views the branches make differently are followed by the positions of their elements in the array: a view of
+    a complex array's real or imaginary part has none of its own (a write into it keeps the other part)."""
+    if any(_part(s) for c in chains for s in c):
+        raise unsupported("a view of the real or imaginary part of a complex array chosen by a branch on a traced "
+                          "value, other than the same view on every side",
+                          "take the part after the branch (v = w.real, w chosen by the branch)")
 
 
 def positions(base: Tensor, chain: tuple) -> list[UOp]:
@@ -79,6 +102,7 @@ class BranchViews:
         self.n = n
         self.chosen: dict[int, tuple[Tensor, list, bool]] = {}     # k -> (memory, chains, same view everywhere)
         self.linked: dict[int, list[tuple[Tensor, list]]] = {}     # k -> [(memory, chain or None per branch)]
+        self.parts: dict[int, int] = {}   # k -> 0 or 1: a chosen view's real or imaginary part (complex memory)
         for k in range(n):
             if not all(_same_shape(o[k].shape, outs[0][k].shape) for o in outs): continue   # (an error follows)
             mems = [memory_of(o[k], born, operands) for o, born in zip(outs, borns)]
@@ -86,8 +110,14 @@ class BranchViews:
             if not bases: continue
             if len(bases) == 1 and all(m is not None for m in mems):
                 chains = [m[1] for m in mems if m is not None]
+                lane = _one_part(chains)
+                if lane is not None:   # the same part everywhere: the view of the array, then its part
+                    chains = [tuple(s for s in c if not _part(s)) for c in chains]
+                    self.parts[k] = lane
+                _no_parts(chains)
                 self.chosen[k] = (bases[0], chains, same_view(chains))
                 continue
+            _no_parts([m[1] for m in mems if m is not None])
             self.linked[k] = [(b, [m[1] if m is not None and m[0] is b else None for m in mems])
                               for b in bases if linkable(b)]
         self.keep = [k for k in range(n) if k not in self.chosen]
@@ -116,10 +146,12 @@ class BranchViews:
         for k, (base, chains, same) in self.chosen.items():
             if same:
                 out[k] = view_after(base, chains[0], None)
+                if k in self.parts: out[k] = out[k]._component(self.parts[k])
                 continue
             width = len(positions(base, ()))
             out[k] = view_after(base, (), res[at:at + width], chains)
             at += width
+        for k, lane in self.parts.items(): out[k] = out[k]._component(lane)
         for k, links in self.linked.items():
             for base, _ in links:
                 link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at])

@@ -510,6 +510,8 @@ class Tensor:
             # a gather: a window of run-time length (writable) or a diagonal (read-only), by its arg
             if u.op is Ops.GATHER: ops.append((u.op, (u.arg, u.src[1:])))
             elif u.op in MOVEMENT: ops.append((u.op, u.arg))
+            elif u.op in (Ops.CAST, Ops.IMAG) and u.src[0].dtype.is_complex and u.dtype is u.src[0].dtype.component:
+                ops.append((u.op, None))   # the real or imaginary part (see _component)
             else: return make(uop)
             u = u.src[0]
         base = self if self.base is None else self.base
