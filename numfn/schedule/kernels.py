@@ -182,13 +182,20 @@ class KernelGroups:
         """(group, r's chain depth in it) of the first group of r's shape that r can join: within the size bounds,
         not loaded by r (through a view or a reduction), not needed by what r needs, and not run after an extern
         call that reads r."""
+        after: set | None = None   # the steps r runs after (computed once: a closure walks the whole program)
+        loaded_groups = {self.group_of.get(v) for v in loaded}
         for gi, g in enumerate(self.groups):
             if g[0].value.shape != r.value.shape or alone(g[0].value) or g[0].value in versions.solo:
                 continue
             path = depth + max((self.member_depth[v] for v in direct if self.group_of.get(v) == gi), default=0)
             if path > MAX_KERNEL_DEPTH or self.group_ops[gi] + depth > MAX_KERNEL_OPS: continue
-            if gi in {self.group_of.get(v) for v in loaded} or gi in self.closure(needs - {gi}): continue
-            if read_by & self.closure({gi}): continue
+            if gi in loaded_groups: continue
+            if gi in needs:   # r may join a group it needs only if nothing else it needs runs after that group
+                if gi in self.closure(needs - {gi}): continue
+            else:
+                if after is None: after = self.closure(needs)
+                if gi in after: continue
+            if read_by and read_by & self.closure({gi}): continue
             return gi, path
         return None
 
