@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from numfn.dtype import dtypes
-from numfn.ir.uop import Buffer, Ops, UOp, substitute, toposort
+from numfn.ir.uop import Buffer, Ops, UOp, preorder, substitute, toposort
 from numfn.schedule.items import LoopKernel, Schedule
 from numfn.schedule.roots import Root, chain_down, copy_of, parents_of
 
@@ -139,21 +139,15 @@ def _may_end_in_output(result: UOp, parents: dict[UOp, list[UOp]], roots: dict[U
     """Whether a loop result's buffer may become an output's: the result, or a version written over it (`y[0] =
     -1` after the loop), or the result of a later loop whose state starts from it (and so on), is an output. Then
     the buffer is fixed, and an earlier loop's swapping state cannot start in it (see _starts_in_state)."""
-    seen, stack = {result}, [result]
-    while stack:
-        u = stack.pop()
-        if u in roots and roots[u].outputs: return True
+    def later(u: UOp) -> list[UOp]:   # the writes over u, and the results of loops whose state starts from u
+        out = []
         for p in parents.get(u, ()):
-            if p.op is Ops.SCATTER and p.src[0] is u: nxt = [p]
-            elif p.op is Ops.LOOP and p.arg.kind == "while":   # a later loop's state starting from it
-                nxt = [UOp(Ops.RESULT, p.arg.results[k][1], (p,), k)
-                       for k, s in enumerate(p.src[:len(p.arg.state)]) if s is u]
-            else: nxt = []
-            for n in nxt:
-                if n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-    return False
+            if p.op is Ops.SCATTER and p.src[0] is u: out.append(p)
+            elif p.op is Ops.LOOP and p.arg.kind == "while":
+                out += [UOp(Ops.RESULT, p.arg.results[k][1], (p,), k)
+                        for k, s in enumerate(p.src[:len(p.arg.state)]) if s is u]
+        return out
+    return any(u in roots and roots[u].outputs for u in preorder([result], later))
 
 
 BLOCK = 100_000   # intermediate numbers of one inner schedule (tmp<block * BLOCK + n>)

@@ -13,6 +13,10 @@ The runtime functions (`Runtime`) decide when the statement runs: as plain Pytho
 variables a statement carries are the names it assigns that exist before it; arrays written through indexing
 (`out[i] = v`) need no name: the loop finds them itself (numfn.trace.control).
 
+Helpers are converted too: every call in converted code goes through `Runtime.callee`, which converts a plain Python
+function of the user's (a method, a nested def, an object's `__call__`) when it is called; NumPy's, numfn's, the
+standard library's and installed packages' functions are called as they are.
+
 Also converted: `return` inside `if` (the rest of the function moves into the branches, so every path ends in one
 return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop).
 Not converted (a clear error when the loop runs natively): `return` inside a loop, `else:` clauses of loops,
@@ -24,17 +28,24 @@ function whose source cannot be read (a lambda typed at a prompt, a builtin) is 
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 import linecache
+import os
+import site
 import sys
+import sysconfig
 import textwrap
+import threading
+import types
 import weakref
 from typing import Any, cast
 from collections import Counter
 from collections.abc import Callable
 
 from numfn import debug
+from numfn.errors import NumfnError, user_location
 from numfn.trace.statements import logical, logical_not, not_flags, run_for_range, run_if, run_while
 from numfn.trace.unbound import UNBOUND
 
@@ -402,7 +413,8 @@ def converted(fn: Callable) -> Callable:
         _cache[code] = found if found is not None else False
     if not found: return fn
     factory, names = found
-    cells = [c.cell_contents if _bound(c) else None for c in (fn.__closure__ or ())]
+    cells = [c.cell_contents if _bound(c) else None
+             for name, c in zip(code.co_freevars, fn.__closure__ or ()) if name != _RT]
     new = factory(Runtime(), *cells)
     functools.update_wrapper(new, fn, updated=())
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
@@ -430,15 +442,18 @@ def _convert(fn: Callable):
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or fdef.name != fn.__code__.co_name:
         raise Unconvertible("not a def statement (a lambda?)")
-    if not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)): raise Unconvertible("nothing to")
     if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
+    calls = _Calls()
+    fdef.body = [calls.visit(st) for st in fdef.body]
+    if not calls.wrapped and not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)):
+        raise Unconvertible("nothing to")
     args = fdef.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] + \
         [a.arg for a in (args.vararg, args.kwarg) if a is not None]
     conv = _Converter(params, fdef, first - 1)
     fdef.body = conv.block(fdef.body)
     fdef.decorator_list = []
-    free = list(fn.__code__.co_freevars)
+    free = [n for n in fn.__code__.co_freevars if n != _RT]   # (a function defined in converted code has _RT)
     factory = _function("_numfn_factory", [_RT] + free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
@@ -449,6 +464,67 @@ def _convert(fn: Callable):
     exec(compile(module, filename, "exec"), fn.__globals__, namespace)   # noqa: S102 - the user's own code
     linecache.checkcache(filename)
     return namespace["_numfn_factory"], free
+
+
+class _Calls(ast.NodeTransformer):
+    """Every call `f(...)` of the user's code becomes `_numfn.callee(f)(...)`: a helper the function calls (a plain
+    Python function of the user's, or a method) is converted too when it is called (Runtime.callee). Calls of names
+    of builtins (range, len, min...) are left as they are: the converter reads `range`."""
+    _builtins = frozenset(dir(builtins))
+
+    def __init__(self):
+        self.wrapped = 0
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in self._builtins: return node
+        self.wrapped += 1
+        node.func = ast.copy_location(ast.Call(ast.Attribute(_load(_RT), "callee", ast.Load()), [node.func], []),
+                                      node.func)
+        return node
+
+
+_PYTHON_PREFIXES = tuple({os.path.realpath(p) + os.sep for p in (sysconfig.get_paths()["stdlib"],
+                                                               sysconfig.get_paths()["purelib"],
+                                                               sysconfig.get_paths()["platlib"],
+                                                               *site.getsitepackages())})
+HELPER_DEPTH = 200   # nested calls of one converted helper while tracing before recursion is refused
+_depth = threading.local()   # per thread (threads may trace at once): code -> nested calls now
+
+
+def _user_function(fn) -> bool:
+    """A plain Python function of the user's: not numfn's, NumPy's, the standard library's or an installed
+    package's (those are traced as they are)."""
+    if type(fn) is not types.FunctionType: return False
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in ("numfn", "numpy"): return False
+    return not os.path.realpath(fn.__code__.co_filename).startswith(_PYTHON_PREFIXES)
+
+
+def _helper(fn: Callable) -> Callable:
+    """`fn` converted, counting how deep it calls itself (a recursion a traced value would end never ends while
+    tracing: both sides of a branch are traced)."""
+    new = converted(fn)
+    code = fn.__code__
+
+    def too_deep() -> NumfnError:
+        return NumfnError(f"{fn.__qualname__} calls itself too deep while numfn traces it (at {user_location()}): a "
+                          "recursion that a traced value ends cannot be compiled (both sides of a branch on a traced "
+                          "value are traced); write it as a loop")
+
+    def call(*args, **kwargs):
+        depth = _depth.__dict__.setdefault("calls", Counter())
+        depth[code] += 1
+        try:
+            if depth[code] > HELPER_DEPTH: raise too_deep()
+            return new(*args, **kwargs)
+        except RecursionError:   # Python's own limit came first: said once, at the outermost call
+            if depth[code] == 1: raise too_deep() from None
+            raise
+        finally:
+            depth[code] -= 1
+    functools.update_wrapper(call, fn)
+    return call
 
 
 class Runtime:
@@ -465,6 +541,17 @@ class Runtime:
     @staticmethod
     def unbound(x) -> bool:
         return x is UNBOUND
+
+    @staticmethod
+    def callee(f):
+        """What a call in converted code calls: a helper of the user's converted (and a method's function), anything
+        else as it is."""
+        if _user_function(f): return _helper(f)
+        if type(f) is types.MethodType and _user_function(f.__func__): return types.MethodType(_helper(f.__func__),
+                                                                                                f.__self__)
+        call = getattr(type(f), "__call__", None)   # an object of the user's class called (a model's __call__)
+        if not isinstance(f, type) and _user_function(call): return types.MethodType(_helper(call), f)
+        return f
 
     @staticmethod
     def and_(*thunks):

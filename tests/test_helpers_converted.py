@@ -1,0 +1,99 @@
+"""Helpers are converted too: a plain Python function (or method) the jitted function calls, with loops and
+branches on traced values, runs them as numfn's loops and branches, as the jitted function's own statements do
+(numfn.trace.convert: calls in converted code go through Runtime.callee). Compared with NumPy on both backends."""
+import numpy as np
+import pytest
+
+import numfn
+from numfn.ir.uop import Ops
+from helpers import check
+
+
+def _scale_until(x, limit):
+    while x.sum() < limit:
+        x = x * 2.0
+    return x
+
+
+def _clip_sign(x):
+    if x.sum() > 0:
+        return x - 1.0
+    return -x
+
+
+def _relax(x, n):
+    y = x
+    for i in range(n.sum()):
+        y = 0.5 * (y + x / y)
+    return y
+
+
+def uses_helpers(x, n):
+    return _scale_until(x, 100.0) + _clip_sign(x) + _relax(x + 2.0, n)
+
+
+def with_nested_def(x, n):
+    def smooth(v):
+        for _ in range(n.sum()):
+            v = 0.5 * v + 0.25 * (np.roll(v, 1) + np.roll(v, -1))
+        return v
+    return smooth(x) + smooth(x * 2)
+
+
+class Model:
+    def __init__(self, steps):
+        self.steps = steps
+
+    def step(self, v):
+        for _ in range(self.steps):
+            v = np.tanh(v) + 0.1
+        return v
+
+    def __call__(self, x):
+        return self.step(x) * 2
+
+
+def uses_a_method(x):
+    return Model(9)(x)
+
+
+def _static_depth(x, k):
+    if k == 0:
+        return x
+    return _static_depth(x * 2, k - 1) + 1
+
+
+def uses_static_recursion(x):
+    return _static_depth(x, 6)
+
+
+def _traced_depth(x):
+    if x.sum() > 100:
+        return x
+    return _traced_depth(x * 2)
+
+
+def uses_traced_recursion(x):
+    return _traced_depth(x)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (uses_helpers, (np.array([1.0, 2.0, 3.0]), np.array(6))),
+    (uses_helpers, (np.array([-1.0, -2.0, 0.5]), np.array(0))),
+    (with_nested_def, (np.linspace(-1, 1, 7), np.array(5))),
+    (uses_a_method, (np.linspace(-1, 1, 5),)),
+    (uses_static_recursion, (np.arange(3.0),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_helpers_run_like_python(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+def test_a_helpers_static_loop_is_a_native_loop():
+    # (before: the helper ran as Python, its 9 iterations unrolled into the graph)
+    graph = numfn.jit(uses_a_method).specialize(np.linspace(-1, 1, 5)).function_graph
+    assert any(u.op is Ops.LOOP for u in graph.toposort())
+
+
+def test_recursion_a_traced_value_ends_is_refused():
+    with pytest.raises(numfn.NumfnError, match="_traced_depth calls itself too deep .* write it as a loop"):
+        numfn.jit(uses_traced_recursion)(np.ones(3))
