@@ -788,3 +788,17 @@ def test_masked_write_of_a_sorted_selection_inside_a_loop():
     y = x.copy()
     np.testing.assert_array_equal(jf(x), sorted_masked_in_loop(y))
     np.testing.assert_array_equal(x, y)
+
+
+def _nested_loops_one_target(x):   # both loops bind `_`: the outer loop's body function had it twice
+    for _ in range(6):
+        for _ in range(5):
+            x = x * 0.9 + 1
+    for i in range(7):
+        for i in range(i):
+            x = x - 0.01 * i
+    return x
+
+
+def test_nested_loops_with_the_same_target(backend):
+    check(_nested_loops_one_target, np.ones(3), backend=backend)

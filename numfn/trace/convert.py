@@ -201,7 +201,8 @@ class _Converter:
         target = s.target.id
         self.defined.append(target)
         body_stmts, flags = self._loop_flags(s.body)
-        carried = self._carried(s)
+        # (not the target, though an inner loop may assign it too: each iteration binds it from the range)
+        carried = [n for n in self._carried(s) if n != target]
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
