@@ -1473,3 +1473,38 @@ def test_parts_of_complex_views_chosen_by_branches(fn, backend):
 def test_a_part_view_in_one_branch_only_is_refused(backend):
     with pytest.raises(numfn.NumfnError, match="real or imaginary part"):
         numfn.jit(_part_in_one_branch_only, backend=backend)(np.array([1 + 1j, 2 - 1j]))
+
+
+# Seed 20010517: `v12 = v9` before a native loop, `v12 += v9` in it: one array in Python (it doubles each
+# iteration), but the loop gave v12 a placeholder and v9 read the value before the loop. A state changed in place
+# whose initial array the body also reads by another name is given to the body as that array itself.
+
+def _aliased_in_place(x):
+    v = x.copy()
+    w = v
+    for i in range(1, 6):
+        w += v
+    return w, v
+
+
+def _aliased_in_place_with_writes(x):
+    v = x * 1.0
+    w = v
+    for i in range(6):
+        v += w
+        v[0] = w[-1]
+    return v, w
+
+
+def _same_expression_not_aliased(x):   # the body recomputes the initial value's expression: no alias, same answer
+    acc = x * 2
+    for i in range(6):
+        acc += x * 2
+    return acc
+
+
+@pytest.mark.parametrize("fn", [_aliased_in_place, _aliased_in_place_with_writes, _same_expression_not_aliased],
+                         ids=lambda f: f.__name__)
+def test_state_aliased_by_another_name(fn, backend):
+    check(fn, np.arange(3.0), backend=backend)
+    check(fn, np.array(0.2171630859375, np.float16).reshape(1), backend=backend)

@@ -29,7 +29,7 @@ from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import new_region_tag, recording_trace, tracing
-from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute
+from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute, toposort
 
 I64, BOOL = dtypes.int64, dtypes.bool
 
@@ -188,6 +188,12 @@ def passes_through(t: Any) -> bool:
         any(ref() is not None for ref in t._views or ())
 
 
+def _reads_outer(t: Any, body: _Traced) -> bool:
+    """Whether a loop body reads the array `t` (a state's initial value, a base array) itself, by another name."""
+    if not isinstance(t, Tensor) or t.weak or t.base is not None or t.runtime_length: return False
+    return any(u is t.uop for u in toposort([v.uop for v in body.values if isinstance(v, Tensor)]))
+
+
 def _memory_base(t: Tensor) -> Tensor:
     return t if t.base is None else t.base
 
@@ -234,6 +240,7 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
     n_checks = n_cond = 0                         # checks the body and the condition make: two state values each
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
+    placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
     for _ in range(16):
         tag = new_region_tag()
@@ -302,6 +309,16 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
                               "array)", "copy it before the loop (v = x.copy())")
         if rebound:   # the body binds these names to other arrays: they are state of their own
             through -= rebound
+            placeholders |= rebound
+            types = {}
+            continue
+        # a state array the body changes in place while it also reads the array the state started from (`w = v`
+        # before the loop, `v += w` in it: one array in Python): given to the body as itself, so the write is
+        # into that array (carried as an outer array the body writes) and every name of it reads the state
+        aliased = {k for j, k in enumerate(kept) if k not in placeholders and ph_body[j].uop is not given[j]
+                   and b.values[k] is ph_body[j] and _reads_outer(init[k], b)}
+        if aliased:
+            through |= aliased
             types = {}
             continue
         if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
