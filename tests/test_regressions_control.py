@@ -1508,3 +1508,24 @@ def _same_expression_not_aliased(x):   # the body recomputes the initial value's
 def test_state_aliased_by_another_name(fn, backend):
     check(fn, np.arange(3.0), backend=backend)
     check(fn, np.array(0.2171630859375, np.float16).reshape(1), backend=backend)
+
+
+# Seed 20010371: ravel of a view of branch-chosen views (a branch's chain holds the gather picking the first view):
+# whether it is contiguous lowered the gather without its indices (IndexError), as seed 20001314's strides did
+
+def _ravel_of_nested_branch_views(x):
+    v = x[:-1]
+    if x.max() < 2:
+        v = x[1:]
+    w = v
+    if (np.abs(x) >= 0).all():
+        w = v[::-1]
+    w[0] = 2
+    r = w.ravel()
+    r[-1] = 7
+    return r
+
+
+def test_ravel_of_nested_branch_views(backend):
+    for x in (np.array([-1, -1, 1, 3], np.int8), np.array([5, 1, 0, 2], np.int8)):
+        check_mutates(_ravel_of_nested_branch_views, x, backend=backend)

@@ -347,8 +347,10 @@ def kernel_domain(value: UOp) -> tuple[int, ...]:
 
 def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
     """The strides (in elements of the base's row-major layout) of a view of a base of `base_shape` made by the
-    movement ops `chain` ((op, arg) pairs), or None when no strides describe it (a reshape NumPy would copy)."""
+    movement ops `chain` ((op, arg) pairs), or None when no strides describe it (a reshape NumPy would copy, a
+    gather)."""
     from numfn.ir.symbolic import affine
+    if any(op is Ops.GATHER for op, _ in chain): return None
     base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)

@@ -132,12 +132,13 @@ def _contiguous(view: Tensor, order: str) -> bool:
     if per_branch is not None:
         return same_in_every_branch([_contiguous_chain(view.base.shape, c, view.shape, order) for c in per_branch],
                                     f"whether the view is {order}-contiguous (ravel, flags)")
-    if any(op is Ops.GATHER for op, _ in view.chain): return False
     return _contiguous_chain(view.base.shape, view.chain, view.shape, order)
 
 
 def _contiguous_chain(base_shape: tuple[int, ...], chain: tuple, shape: tuple[int, ...], order: str) -> bool:
-    """Whether the view `chain` makes of a base of `base_shape` (a view of `shape`) is contiguous in `order`."""
+    """Whether the view `chain` makes of a base of `base_shape` (a view of `shape`) is contiguous in `order` (a
+    chain with a gather, a window of run-time position, is not known to be)."""
+    if any(op is Ops.GATHER for op, _ in chain): return False
     strides = view_offset(base_shape, chain)
     if strides is None: return False
     axes = range(len(shape)) if order == "F" else reversed(range(len(shape)))
