@@ -1529,3 +1529,28 @@ def _ravel_of_nested_branch_views(x):
 def test_ravel_of_nested_branch_views(backend):
     for x in (np.array([-1, -1, 1, 3], np.int8), np.array([5, 1, 0, 2], np.int8)):
         check_mutates(_ravel_of_nested_branch_views, x, backend=backend)
+
+
+# Seed 20010408: a complex sum compared with a float constant (`if x.sum() > 1e9:`): the constant's bounds were
+# a complex number, and comparing bounds raised TypeError
+
+def _complex_sum_decides(x):
+    m = np.mean(x, axis=(-1, 0))
+    if x.sum() > 1e9:
+        v = x[1:]
+    else:
+        v = x[:-1]
+    v[-1] = True
+    k = np.nanargmax(v, axis=-2)   # (an index whose bounds are asked for: the comparison's too)
+    if np.isnan(k).any():
+        w = x[1:]
+    else:
+        w = x[:-1]
+    w[np.clip(k, -3, 2)] -= m
+    return w, k, x.sum() < 3.5
+
+
+def test_complex_comparison_with_a_constant(backend):
+    x = np.array([[1 + 1.5j, -1j], [-1 + 1j, 2.5j], [-0.5 - 1j, 0.5 + 1j], [1 - 0.5j, 3 - 2.5j]], np.complex64)
+    check_mutates(_complex_sum_decides, x, backend=backend)
+    check_mutates(_complex_sum_decides, x + 2e9, backend=backend)   # (the other side of the branch)

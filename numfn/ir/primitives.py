@@ -395,7 +395,7 @@ def _bounds_view(u, full): return u.src[0].bounds
 
 
 _SOURCE_BOUNDS: dict[Ops, BoundsRule] = {
-    Ops.CONST: lambda u, full: (u.arg, u.arg),
+    Ops.CONST: lambda u, full: None if u.dtype.is_complex else (u.arg, u.arg),   # (complex values have no order)
     Ops.RANGE: lambda u, full: (0, max(u.src[0].vmax - 1, 0)),
     Ops.IOTA: lambda u, full: (0, max(u.arg - 1, 0)),
     Ops.CARRY: lambda u, full: u.arg[3] if len(u.arg) > 3 and u.arg[3] is not None else None,   # a loop index's
