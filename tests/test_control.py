@@ -802,3 +802,67 @@ def _nested_loops_one_target(x):   # both loops bind `_`: the outer loop's body 
 
 def test_nested_loops_with_the_same_target(backend):
     check(_nested_loops_one_target, np.ones(3), backend=backend)
+
+
+# ---- Python's builtins on traced values, and loops over traced arrays ----------------------------------------------
+# int(), float(), bool(), round(), min() and max() of traced scalars in converted code are Python's (a Python int or
+# float, the first least or greatest element); `for v in array:` walks the array's first axis as a loop (native when
+# long). Issue 26's CRC-16 and issue 28's dynamic-programming tables are written this way.
+
+def _crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= int(b)
+        for _ in range(8):
+            if crc & 1:
+                crc = (crc >> 1) ^ 0xA001
+            else:
+                crc >>= 1
+    return crc
+
+
+def _dtw(a, b):
+    n, m = len(a), len(b)
+    d = np.full((n + 1, m + 1), np.inf)
+    d[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost = abs(a[i - 1] - b[j - 1])
+            d[i, j] = cost + min(d[i - 1, j], d[i, j - 1], d[i - 1, j - 1])
+    return d[n, m]
+
+
+def _best_prefix(s):
+    t = np.zeros(len(s) + 1)
+    for i in range(1, len(s) + 1):
+        t[i] = max(t[i - 1] + s[i - 1], s[i - 1], 0.0)
+    return t
+
+
+def _builtins(x):
+    total = 0.0
+    for v in x:
+        total = total + float(v) * 2 + int(v) + round(v) + max(v, 0.5) + min(v, -v) + abs(v) + bool(v)
+    return total, round(x[0], 1), int(x.sum())
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_crc16, (np.random.default_rng(0).integers(0, 256, 40).astype(np.uint8),)),
+    (_dtw, (np.sin(np.linspace(0, 3, 17)), np.cos(np.linspace(0, 2, 13)))),
+    (_best_prefix, (np.random.default_rng(1).standard_normal(25),)),
+    (_builtins, (np.array([0.3, -1.7, 2.5, 3.5, -0.5, 7.25, -0.0]),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_builtins_and_loops_over_arrays(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+def _int_of(x):
+    return x * int(x[-1])
+
+
+@pytest.mark.parametrize("last, error", [(np.nan, ValueError), (np.inf, OverflowError)])
+def test_int_of_a_value_python_cannot_convert(last, error, backend):
+    with pytest.raises(error) as expected:
+        _int_of(np.array([1.0, last]))
+    with pytest.raises(error, match=str(expected.value)):
+        numfn.jit(_int_of, backend=backend)(np.array([1.0, last]))

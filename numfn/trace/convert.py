@@ -46,7 +46,8 @@ from collections.abc import Callable
 
 from numfn import debug
 from numfn.errors import NumfnError, user_location
-from numfn.trace.statements import logical, logical_not, not_flags, run_for_range, run_if, run_while
+from numfn.trace.statements import logical, logical_not, not_flags, run_for_each, run_for_range, run_if, \
+    run_while, traced_builtin
 from numfn.trace.unbound import UNBOUND
 
 _RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
@@ -163,6 +164,9 @@ class _Converter:
 
     def statement(self, s: ast.stmt, returns: bool = False) -> list[ast.stmt]:
         if isinstance(s, ast.For) and _is_range(s): return self.for_range(s)
+        if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse and \
+                not _contains(s.body, (ast.Return,)):
+            return self.for_range(s, over=s.iter)
         if isinstance(s, ast.While): return self.while_(s)
         if isinstance(s, ast.If): return self.if_(s, returns)
         if isinstance(s, (ast.For, ast.With)):
@@ -192,12 +196,15 @@ class _Converter:
                                          at))
         return out
 
-    def for_range(self, s: ast.For) -> list[ast.stmt]:
+    def for_range(self, s: ast.For, over: ast.expr | None = None) -> list[ast.stmt]:
+        """`for i in range(...)`, or with `over`, `for x in <iterable>` (Runtime.for_each: a traced array is walked
+        by a range over its first axis)."""
         if s.orelse: return self._unconverted(s, "a for loop with an else: clause")
         if not isinstance(s.target, ast.Name): return self._unconverted(s, "a for loop whose target is not a name")
         if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
-        args = cast(ast.Call, s.iter).args   # range(...): see _is_range
-        start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
+        if over is None:
+            args = cast(ast.Call, s.iter).args   # range(...): see _is_range
+            start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
         target = s.target.id
         self.defined.append(target)
         body_stmts, flags = self._loop_flags(s.body)
@@ -209,10 +216,10 @@ class _Converter:
         self.defined = saved
         fn = self.fresh("body")
         body_def = _def(fn, [target] + flags + carried, new_body, [_load(n) for n in flags + carried], s)
-        call = _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None),
-                                          ast.Name(fn, ast.Load()), _tuple(carried, defaults=True),
-                                          _str_tuple(carried), _str_tuple(flags),
-                                          ast.Constant(s.lineno + self.line0)])
+        rest = [ast.Name(fn, ast.Load()), _tuple(carried, defaults=True), _str_tuple(carried), _str_tuple(flags),
+                ast.Constant(s.lineno + self.line0)]
+        call = _call(f"{_RT}.for_each", [over, *rest]) if over is not None else \
+            _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None), *rest])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
         return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
 
@@ -471,7 +478,7 @@ class _Calls(ast.NodeTransformer):
     """Every call `f(...)` of the user's code becomes `_numfn.callee(f)(...)`: a helper the function calls (a plain
     Python function of the user's, or a method) is converted too when it is called (Runtime.callee). Calls of names
     of builtins (range, len, min...) are left as they are: the converter reads `range`."""
-    _builtins = frozenset(dir(builtins))
+    _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round"}   # (those: traced_builtin)
 
     def __init__(self):
         self.wrapped = 0
@@ -547,10 +554,13 @@ class Runtime:
     def callee(f):
         """What a call in converted code calls: a helper of the user's converted (and a method's function), anything
         else as it is."""
+        builtin = traced_builtin(f)
+        if builtin is not None: return builtin
         if _user_function(f): return _helper(f)
         if type(f) is types.MethodType and _user_function(f.__func__): return types.MethodType(_helper(f.__func__),
                                                                                                 f.__self__)
-        call = getattr(type(f), "__call__", None)   # an object of the user's class called (a model's __call__)
+        # an object of the user's class called (a model's __call__)
+        call = next((c.__dict__["__call__"] for c in type(f).__mro__ if "__call__" in c.__dict__), None)
         if not isinstance(f, type) and _user_function(call): return types.MethodType(_helper(call), f)
         return f
 
@@ -577,6 +587,10 @@ class Runtime:
     @staticmethod
     def for_range(start, stop, step, body, state, names, flags, line):
         return run_for_range(start, stop, step, body, state, names, flags, line)
+
+    @staticmethod
+    def for_each(iterable, body, state, names, flags, line):
+        return run_for_each(iterable, body, state, names, flags, line)
 
     @staticmethod
     def while_(cond, body, state, names, flags, line):

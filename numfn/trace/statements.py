@@ -12,7 +12,7 @@ import numpy as np
 
 from numfn.errors import NumfnError, user_location
 from numfn.pytree import flatten, unflatten
-from numfn.trace.tensor import Tensor, add_check
+from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
 from numfn.trace.control import FirstIterationDiffers, advance, as_state, branch_region, index_bounds, passes_through, \
@@ -217,6 +217,87 @@ def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, pe
             if f2 is None: return state
         kept.refuse()
     return slots.after(_unflatten_state(out[1 + n_flags:], trees), _compiled_loop_local(line))
+
+
+def run_for_each(iterable: Any, body: Callable[..., Any], state: tuple[Any, ...], names: tuple[str, ...],
+                 flags: tuple[str, ...], line: int) -> tuple[Any, ...]:
+    """`for x in iterable` of converted code: over a traced array, a loop over its first axis's positions (x =
+    array[i]: native, or unrolled when short, as a range is); over anything else, Python's own iteration."""
+    if isinstance(iterable, Tensor) and tracing():
+        if iterable.ndim == 0: raise TypeError("iteration over a 0-d array")
+        def at(i, *rest): return body(iterable[i], *rest)
+        return run_for_range(0, iterable.shape[0], 1, at, state, names, flags, line)
+    vals = tuple(state)
+    f = [False] * len(flags)
+    for x in iterable:
+        out = body(x, *f, *vals)
+        f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+        if f and isinstance(f[0], Tensor):
+            raise NumfnError(f"a loop at line {line} over a Python iterable ends by a traced value (break on an "
+                             f"array's value) (at {user_location()}); loop over a range or an array instead")
+        if f and _truth(f[0]): break
+    return vals
+
+
+def traced_builtin(f: Any) -> Callable | None:
+    """Python's int, float, bool, min, max and round on traced values, where the builtin would need the value:
+    int(x) of a 0-d array is a Python int (truncated toward zero), min(a, b, c) the first least (Python compares
+    with <, so a NaN stays where it is first). None for other functions (and the builtins' other uses fall back
+    to them)."""
+    return _TRACED_BUILTINS.get(f) if isinstance(f, type(len)) or f in (int, float, bool) else None
+
+
+def _scalar_of(x: Any, what: str) -> Tensor:
+    t = Tensor.lift(x)
+    if t.size != 1: raise TypeError(f"only length-1 arrays can be converted to Python scalars ({what})")
+    return t.reshape(())
+
+
+def _int(x=0, *rest, **kw):
+    if rest or kw or not isinstance(x, Tensor): return int(x, *rest, **kw)
+    t = _scalar_of(x, "int()")
+    if t.uop.dtype.is_complex: return int(x)   # (TypeError, as Python's)
+    if t.uop.dtype.is_float:   # Python's errors for what no int is (after the call: the value is known then)
+        isnan, isinf = numpy_function("isnan"), numpy_function("isinf")
+        add_check(isnan(t), 0, lambda _: ValueError("cannot convert float NaN to integer"))
+        add_check(isinf(t), 0, lambda _: OverflowError("cannot convert float infinity to integer"))
+    return Tensor(t.astype(np.int64).uop, weak=True)
+
+
+def _float(x=0.0):
+    if not isinstance(x, Tensor): return float(x)
+    t = _scalar_of(x, "float()")
+    if t.uop.dtype.is_complex: return float(x)
+    return Tensor(t.astype(np.float64).uop, weak=True)
+
+
+def _bool(x=False):
+    if not isinstance(x, Tensor): return bool(x)
+    return Tensor(_scalar_of(x, "bool()").astype(np.bool_).uop, weak=True)
+
+
+def _least(pick_second: Callable, builtin: Callable, args: tuple, kw: dict) -> Any:
+    items = list(args[0]) if len(args) == 1 else list(args)
+    if kw or not items or not any(isinstance(v, Tensor) for v in items): return builtin(*args, **kw)
+    best = items[0]
+    for v in items[1:]:   # Python's: the later one only where it compares strictly better
+        best = numpy_function("where")(pick_second(v, best), v, best)
+    return best
+
+
+def _min(*args, **kw): return _least(lambda v, best: v < best, min, args, kw)
+def _max(*args, **kw): return _least(lambda v, best: v > best, max, args, kw)   # noqa: E704
+
+
+def _round(x, ndigits=None):
+    if not isinstance(x, Tensor): return round(x) if ndigits is None else round(x, ndigits)
+    np_round = numpy_function("round")
+    if ndigits is None:   # a Python int, rounded half to even as Python's
+        return Tensor(Tensor.lift(np_round(_scalar_of(x, "round()"))).astype(np.int64).uop, weak=True)
+    return np_round(x, ndigits)
+
+
+_TRACED_BUILTINS: dict = {int: _int, float: _float, bool: _bool, min: _min, max: _max, round: _round}
 
 
 def _compiled_loop_local(line: int) -> str:
