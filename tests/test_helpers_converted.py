@@ -97,3 +97,18 @@ def test_a_helpers_static_loop_is_a_native_loop():
 def test_recursion_a_traced_value_ends_is_refused():
     with pytest.raises(numfn.NumfnError, match="_traced_depth calls itself too deep .* write it as a loop"):
         numfn.jit(uses_traced_recursion)(np.ones(3))
+
+
+def test_helpers_with_defaults_and_annotations_of_their_scope(backend):
+    # the defaults and annotations name what only the defining scope has: the converted helper takes the
+    # function's own defaults and drops its annotations
+    for scale in (2.0, -1.0):
+        class Local:
+            pass
+
+        def helper(x: Local, s=scale) -> Local:
+            return x * s + np.float64(1)
+
+        def top(x):
+            return helper(x) + helper(x, 3.0)
+        check(top, np.arange(3.0), backend=backend)

@@ -80,7 +80,9 @@ def execution_positions(roots: dict[UOp, Root], versions: Versions) -> dict[UOp,
     aliases = [v for v, r in roots.items() if r.alias is not None]
     topo = {u: float(i) for i, u in enumerate(toposort(aliases + list(roots)))}
     for v in aliases:   # (walking one alias first may already have placed another call or loop before the next)
-        call = roots[v].alias.src[0]
+        alias = roots[v].alias
+        assert alias is not None
+        call = alias.src[0]
         if call in topo: topo[v] = min(topo[v], topo[call] - 0.5)
     for s, copy in versions.copies.items():
         if copy in topo and s in topo: topo[copy] = topo[s] - 0.5

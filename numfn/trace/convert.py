@@ -461,6 +461,13 @@ def _convert(fn: Callable):
     conv = _Converter(params, fdef, first - 1)
     fdef.body = conv.block(fdef.body)
     fdef.decorator_list = []
+    # defaults and annotations are expressions of the defining scope, which the factory does not have: the
+    # converted function takes fn's own defaults (see `converted`), and needs no annotations
+    fdef.args.defaults = [ast.Constant(None) for _ in fdef.args.defaults]
+    fdef.args.kw_defaults = [None if d is None else ast.Constant(None) for d in fdef.args.kw_defaults]
+    for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs, fdef.args.vararg, fdef.args.kwarg):
+        if a is not None: a.annotation = None
+    fdef.returns = None
     free = [n for n in fn.__code__.co_freevars if n != _RT]   # (a function defined in converted code has _RT)
     factory = _function("_numfn_factory", [_RT] + free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
     module = ast.Module(body=[factory], type_ignores=[])

@@ -876,8 +876,10 @@ def _strided(view: Tensor) -> bool:
     by a constant step (else NumPy's reshape copies)."""
     from numfn.codegen.lower import view_offset
     assert view.base is not None
+    base_shape = view.base.shape
+
     def strided(chain) -> bool:   # (a chain with a gather: a window of run-time position, a strided view too)
-        return any(op is Ops.GATHER for op, _ in chain) or view_offset(view.base.shape, chain) is not None
+        return any(op is Ops.GATHER for op, _ in chain) or view_offset(base_shape, chain) is not None
     per_branch = branch_chains(view)
     if per_branch is not None:
         return same_in_every_branch([strided(c) for c in per_branch], "whether the reshape is a view or a copy")
