@@ -484,7 +484,8 @@ def _convert(fn: Callable):
 class _Calls(ast.NodeTransformer):
     """Every call `f(...)` of the user's code becomes `_numfn.callee(f)(...)`: a helper the function calls (a plain
     Python function of the user's, or a method) is converted too when it is called (Runtime.callee). Calls of names
-    of builtins (range, len, min...) are left as they are: the converter reads `range`."""
+    of builtins (range, len, ...) are left as they are (the converter reads `range`), except those traced values
+    give Python's answer to (int, float, bool, min, max, round: statements.traced_builtin)."""
     _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round"}   # (those: traced_builtin)
 
     def __init__(self):
@@ -513,7 +514,13 @@ def _user_function(fn) -> bool:
     if type(fn) is not types.FunctionType: return False
     module = getattr(fn, "__module__", None) or ""
     if module.split(".")[0] in ("numfn", "numpy"): return False
-    return not os.path.realpath(fn.__code__.co_filename).startswith(_PYTHON_PREFIXES)
+    return _user_file(fn.__code__.co_filename)
+
+
+@functools.lru_cache(maxsize=1024)
+def _user_file(filename: str) -> bool:
+    """(Once per file: every call a traced function makes asks.)"""
+    return not os.path.realpath(filename).startswith(_PYTHON_PREFIXES)
 
 
 def _helper(fn: Callable) -> Callable:
