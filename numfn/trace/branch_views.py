@@ -146,12 +146,11 @@ class BranchViews:
         for k, (base, chains, same) in self.chosen.items():
             if same:
                 out[k] = view_after(base, chains[0], None)
-                if k in self.parts: out[k] = out[k]._component(self.parts[k])
                 continue
             width = len(positions(base, ()))
             out[k] = view_after(base, (), res[at:at + width], chains)
             at += width
-        for k, lane in self.parts.items(): out[k] = out[k]._component(lane)
+        for k, lane in self.parts.items(): out[k] = out[k]._component(lane)   # (the same view or not: once)
         for k, links in self.linked.items():
             for base, _ in links:
                 link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at])
