@@ -1614,3 +1614,34 @@ def test_views_after_branches(backend):
                   backend=backend)
     check_mutates(_branch_chosen_sorted_element, np.array([2, 0, 2], np.int16), np.array([-2, 2, -3], np.int32),
                   backend=backend)
+
+
+# Seed 40000024: a write at positions computed from the array written (`v[np.clip(v, -5, 4)] *= s`) when that array
+# is a loop's result: the scheduler looked for the index reading an argument or a write, not a loop's result, and
+# stopped with StopIteration.
+
+def _index_from_a_loop_result(x):
+    w = np.full_like(x, 0)
+    v = w.copy()
+    s = 0
+    for _ in range(5):
+        v[...] = v + w
+        s = s + v.max()
+    v[np.clip(v, -5, 4)] *= s
+    return v
+
+
+def _index_from_a_loop_result_of_ones(x):
+    w = np.full_like(x, 1)
+    v = w.copy()
+    s = 0
+    for _ in range(5):
+        v[...] = v + w
+        s = s + v.max()
+    v[np.clip(v, -5, 4)] *= s
+    return v
+
+
+def test_write_indexed_by_a_loop_result(backend):
+    for fn in (_index_from_a_loop_result, _index_from_a_loop_result_of_ones):
+        check(fn, np.array([2, 2, 0, 3, 1], np.uint16), backend=backend)

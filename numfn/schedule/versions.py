@@ -123,7 +123,10 @@ def write_hazard(value: UOp, lowered: LoweredKernel, kernel_value: UOp | None = 
     buf, index = store.src[0], store.src[1]
     combine, injective, _ = value.arg
     if any(u.op is Ops.LOAD and u.src[0] is buf for u in toposort([index])):   # x[f(x)] = ...
-        return next(s for s in value.src[2:] if any(u.op is Ops.BUFFER or u.op is Ops.SCATTER for u in s.toposort()))
+        # the index that reads memory (an argument, a version of it, a loop's result: x[np.clip(x, ...)] *= s
+        # after a loop made x) is stored first
+        memory = (Ops.BUFFER, Ops.SCATTER, Ops.RESULT)
+        return next((s for s in value.src[2:] if any(u.op in memory for u in s.toposort())), value.src[2])
     index = _simplified(index)
     bad = [u for u in toposort([store.src[2]]) if u.op is Ops.LOAD and u.src[0] is buf and u.arg != "accumulate"
            and (combine is not None or not injective or _simplified(u.src[1]) is not index)]
