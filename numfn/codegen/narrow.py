@@ -62,17 +62,36 @@ def _narrow_stores(lk: LoweredKernel, replace: dict) -> None:
 
 
 def _narrow_reductions(lk: LoweredKernel, replace: dict) -> None:
-    """Reduction loops: a reduction of `where(i < L, x, identity)` over i needs the first L values only."""
+    """Reduction loops: a reduction of `where(i < L, x, identity)` over i needs the first L values only (a count of
+    `i < L & ...`, a window's length for its mean, too). A max or
+    min of `where(i < L & ..., x, c)` with another constant c (the first failing position of a bounds check,
+    `min(where(bad, i, N))`) does too: its result is then combined with c once when the loop was cut short
+    (max and min are idempotent, so once is as good as N - L times)."""
+    cut_short: list[tuple[UOp, UOp]] = []   # (reduction, the constant its cut elements gave)
     for red in toposort([lk.sink]):
-        if red.op is not Ops.REDUCE or red.src[0].op is not Ops.WHERE: continue
-        mask, _, other = red.src[0].src
-        if other.op is not Ops.CONST or other.arg != reduce_identity(red.arg, red.dtype): continue
+        if red.op is not Ops.REDUCE: continue
+        if red.src[0].op is Ops.WHERE: mask, _, other = red.src[0].src
+        elif red.src[0].op is Ops.CAST and red.src[0].src[0].dtype is dtypes.bool:   # a count: where(mask, 1, 0)
+            mask, other = red.src[0].src[0], UOp.const(red.dtype, 0)
+        else: continue
+        if other.op is not Ops.CONST: continue
+        identity = other.arg == reduce_identity(red.arg, red.dtype)
+        if not identity and red.arg not in (Ops.MAX, Ops.MIN): continue
+        narrowed = False
         for r in red.src[1:]:
             if r in replace: continue
             bounds = _gate_bounds(mask, r)
             if not bounds: continue
             for term, _ in bounds: replace[term] = TRUE
             _run_to(r, _min_all([b for _, b in bounds]), lk.sink, replace)
+            narrowed = True
+        if narrowed and not identity: cut_short.append((red, other))
+    for red, other in cut_short:
+        new = substitute(red, replace, rebuild_replacements=True)
+        ranges = [replace[r] for r in red.src[1:] if r in replace]
+        cut = _any([n.src[1].alu(Ops.CMPLT, n.src[0]) for n in ranges])
+        extra = cut.where(other, UOp.const(red.dtype, reduce_identity(red.arg, red.dtype)))
+        replace[red] = new.alu(red.arg, extra)
 
 
 def _run_to(r: UOp, end: UOp, sink: UOp, replace: dict) -> None:
@@ -127,6 +146,12 @@ def _sub(a: UOp, b: UOp) -> UOp:
 def _min_all(xs: list[UOp]) -> UOp:
     out = xs[0]
     for x in xs[1:]: out = out.alu(Ops.MIN, x)
+    return out
+
+
+def _any(xs: list[UOp]) -> UOp:
+    out = xs[0]
+    for x in xs[1:]: out = out.alu(Ops.OR, x)
     return out
 
 

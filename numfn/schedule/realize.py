@@ -29,7 +29,7 @@ from typing import cast
 
 from numfn.codegen.lower import RealizeCheck
 from numfn.dtype import dtypes
-from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, bottom_up, substitute, toposort
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, bottom_up, operands, substitute, toposort
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
@@ -44,13 +44,18 @@ def element_cost(u: UOp, realized, memo: dict) -> int:
     def sources(x: UOp) -> tuple[UOp, ...]:
         return () if leaf(x) else x.src[:1] if x.op in MOVEMENT else x.src
 
+    def operand(s: UOp) -> int:
+        # an operand of one element (a window's start, a loop's scalars) is computed once per kernel, hoisted out
+        # of its loops, and read per element: it costs a load, however long its own arithmetic
+        return min(memo[s], 1) if s.size == 1 else memo[s]
+
     def cost(x: UOp) -> int:
         if x.op in (Ops.CONST, Ops.IOTA): return 0
         # a reduction costs a load here: were it evaluated again at another index, the reduction rule realizes it
         if leaf(x): return 1
-        if x.op in MOVEMENT: return memo[x.src[0]]
+        if x.op in MOVEMENT: return operand(x.src[0])
         return (TRANSCENDENTAL_COST if x.op in TRANSCENDENTAL else GCD_COST if x.op is Ops.GCD else 1) + \
-            sum(memo[s] for s in x.src)
+            sum(operand(s) for s in x.src)
     return bottom_up(u, memo, cost, sources)
 
 
@@ -163,6 +168,22 @@ SPLIT_MAX_OUTPUTS = 16
 SPLIT_PARTS = 256
 
 
+def _windowed(src: UOp) -> bool:
+    """Whether a reduction's operand is gated by a window of run-time length (`where(i < L, x, c)`, L a scalar
+    known when the program runs): codegen/narrow.py runs such a reduction to L, which a split into partial
+    reductions over the static bound would undo (a row of a sparse matrix would cost the whole matrix)."""
+    while src.op in MOVEMENT: src = src.src[0]
+    if src.op is not Ops.WHERE: return False
+    terms = operands(src.src[0], lambda g: g.op in MOVEMENT or (g.op is Ops.AND and g.dtype is dtypes.bool))
+    return any(t.op is Ops.CMPLT and _scalar(t.src[1]) for t in terms)
+
+
+def _scalar(u: UOp) -> bool:
+    """A value of one element broadcast (not a constant): a run-time length."""
+    while u.op in MOVEMENT: u = u.src[0]
+    return u.size == 1 and u.op is not Ops.CONST
+
+
 def split_reductions(graph: UOp) -> UOp:
     """Large reductions into few results, rewritten as a reduction of realized partial reductions."""
     mapping = {}
@@ -172,7 +193,7 @@ def split_reductions(graph: UOp) -> UOp:
         assert src.shape is not None
         n = math.prod(src.shape[a] for a in axes)
         parts = max((p for p in range(2, SPLIT_PARTS + 1) if n % p == 0), default=1)
-        if n < SPLIT_MIN_ELEMENTS or parts < 8: continue
+        if n < SPLIT_MIN_ELEMENTS or parts < 8 or _windowed(src): continue
         keep = tuple(a for a in range(len(src.shape)) if a not in axes)
         kept = tuple(src.shape[a] for a in keep)
         chunks = src.permute(keep + axes).reshape(kept + (parts, n // parts))
