@@ -149,6 +149,32 @@ def test_batched_gemm_broadcasts_like_matmul(sa, sb):
     check(lambda a, b: a @ b, a, b, backend="llvm", scale=9.0 * 70)
 
 
+def _matrix_vector_products(a, x):
+    """Every layout GEMV takes: a matrix row- or column-major (a, a.T), a vector contiguous, strided or reversed,
+    on either side; stacked matrices; and what it does not take (a matrix with no unit stride, a broadcast vector),
+    which is copied or generated."""
+    return (a @ x[:a.shape[1]], x[:a.shape[0]] @ a, a.T @ x[:a.shape[0]], x[:a.shape[1]] @ a.T,
+            a @ x[::2][:a.shape[1]], a @ x[::-1][:a.shape[1]], x[::-3][:a.shape[0]] @ a,
+            a[::2, ::2] @ x[:(a.shape[1] + 1) // 2], np.stack([a, 2 * a]) @ x[:a.shape[1]],
+            x[:a.shape[0]] @ np.stack([a, a[::-1]]), np.tanh(a @ x[:a.shape[1]]) + 1)
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(600, 500), (500, 601), (1, 700)], ids=str)
+def test_matrix_vector_products_call_gemv(backend, dtype, shape):
+    # a GEMM of one row or column is several times slower than GEMV (x @ A: 0.13x NumPy): products with a vector
+    # operand call GEMV, for every operand layout it accepts
+    rng = np.random.default_rng(54)
+    a, x = rand(shape, dtype, rng), rand((3 * max(shape),), dtype, rng)
+    if np.dtype(dtype).kind == "c":
+        a, x = a + 1j * rand(shape, dtype, rng), x - 1j * rand(x.shape, dtype, rng)
+    f = check(_matrix_vector_products, a, x, backend=backend, scale=9.0 * max(shape))
+    externs = [ei.kernel.name for ei in f.specializations[0].schedule if ei.lowered is None]
+    if shape[0] > 1:
+        assert externs and all(name.startswith("X_gemv") for name in externs), externs
+
+
 @pytest.fixture
 def svmap_threads_stopped_after():
     """svmap's thread pool (started by a large batch) is shut down after the test: other tests count threads (the

@@ -190,6 +190,41 @@ def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
                      Int(lda), Real(0.0), _ptr(outs[0], nb), Int(max(1, n))))]
 
 
+def _gemv_accepts(call: ExternCall, j: int, shape, strides) -> bool:
+    # a GEMM of one row or one column (params as GEMM's: a (m, k), b (k, n), m or n 1): the matrix operand as GEMM
+    # takes it, the vector with a positive stride BLAS can step by
+    m, n, k = call.params
+    strides = _element_strides(call, shape, strides)
+    if strides is None: return False
+    imax = 2 ** (call.int_bits - 1) - 1
+    if (j == 0) == (n == 1):   # the matrix
+        rows, cols = (m, k) if j == 0 else (k, n)
+        return matrix_layout(rows, cols, strides[0], strides[1], imax) is not None
+    step = strides[0] if j == 1 else strides[1]
+    return k == 1 or 1 <= step <= imax
+
+
+def _gemv_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+    # A @ x (n == 1) is y = A x; x @ B (m == 1) is y = B^T x. A row-major matrix is, to BLAS, the column-major
+    # transpose ('N' layout): multiplying by it untransposed takes trans 'T', and the other way round
+    m, n, k = call.params
+    nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
+    a, b = ins
+    sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
+    sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
+    assert sa is not None and sb is not None   # (_gemv_accepts took them)
+    if n == 1:
+        layout, ld = _layout(m, k, sa[0], sa[1], imax)
+        trans, rows, cols = ("T", k, m) if layout == "N" else ("N", m, k)
+        matrix, vector, step = a, b, sb[0]
+    else:
+        layout, ld = _layout(k, n, sb[0], sb[1], imax)
+        trans, rows, cols = ("N", n, k) if layout == "N" else ("T", k, n)
+        matrix, vector, step = b, a, sa[1]
+    return [Call(0, (Char(trans), Int(rows), Int(cols), Real(1.0), _ptr(matrix, nb), Int(ld), _ptr(vector, nb),
+                     Int(step if k > 1 else 1), Real(0.0), _ptr(outs[0], nb), Int(1)))]
+
+
 def _syrk_accepts(call: ExternCall, j: int, shape, strides) -> bool:
     rows, cols = shape
     return matrix_layout(rows, cols, strides[0], strides[1], 2 ** (call.int_bits - 1) - 1) is not None
@@ -272,6 +307,10 @@ ROUTINES: dict[str, Routine] = {
     "gemm": Routine(lambda call: (_prefix(call) + "gemm",), _gemm_calls,
                     lambda call: (8 if call.dtype.is_complex else 2) * call.batch_size * math.prod(call.params),
                     _gemm_accepts),
+    # a matrix times a vector (params as gemm's, m or n 1): GEMM of one row or column is several times slower
+    "gemv": Routine(lambda call: (_prefix(call) + "gemv",), _gemv_calls,
+                    lambda call: (8 if call.dtype.is_complex else 2) * call.batch_size * math.prod(call.params),
+                    _gemv_accepts),
     # X X^T (params n, k): one triangle of the symmetric result (the upper, row-major), half GEMM's work
     "syrk": Routine(lambda call: (_prefix(call) + "syrk",), _syrk_calls,
                     lambda call: call.batch_size * call.params[0] ** 2 * call.params[1], _syrk_accepts),
