@@ -21,11 +21,12 @@ from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 
 from numfn.dtype import dtypes
 from numfn.errors import unsupported
-from numfn.extern import workspace
+from numfn.extern import workspace, workspace_sizes
 from numfn.numpy import ufuncs as U
 from numfn.numpy.creation import arange
+from numfn.numpy.linalg_eig import eig, eigvals
 from numfn.numpy.linalg_lapack import (F64, check_info, cm, diagonals, full, identity, is_empty, lapack, lapack_int,
-                                       lapack_operands, stacked_2d, stacked_square, tril, triu, zeros)
+                                       lapack_operands, real_type, stacked_2d, stacked_square, tril, triu, zeros)
 from numfn.numpy.linalg_small import small, small_lu, small_solve, stack_values
 # the generated path's limits, where they always were (tests read them here)
 from numfn.numpy.linalg_small import SMALL_ALWAYS_N as SMALL_ALWAYS_N, SMALL_BATCH as SMALL_BATCH, SMALL_N as SMALL_N
@@ -34,7 +35,8 @@ from numfn.args import normalize_axis
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
 from numfn.ir.uop import Ops, UOp
 
-__all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
+__all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eig", "eigvals", "eigh", "eigvalsh",
+           "svd", "svdvals",
            "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",
            "multi_dot", "cross", "outer", "trace", "diagonal", "matrix_transpose", "matmul", "tensorsolve",
            "tensorinv"]
@@ -44,20 +46,23 @@ __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "e
 # solving and inverting
 
 def _gesv(a: Tensor, b_cm: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
-    """X (column-major: its buffer (..., k, n)) with a X = B, a (..., n, n) float64, B given column-major."""
-    if is_empty(batch, n, k): return zeros(batch + (k, n))
+    """X (column-major: its buffer (..., k, n)) with a X = B, a (..., n, n) float64 or complex128, B given
+    column-major."""
+    dt = a.uop.dtype
+    if is_empty(batch, n, k): return zeros(batch + (k, n), dt)
     a_cm = cm(a.broadcast_to(batch + (n, n)))
     i = lapack_int()
-    _, x, _, info = lapack("gesv", batch, (n, k), [a_cm, b_cm], [((n, n), F64, 0, False), ((k, n), F64, 1, False),
-                                                                  ((n,), i, -1, False), ((), i, -1, False)])
+    _, x, _, info = lapack("gesv", batch, (n, k), [a_cm, b_cm], [((n, n), dt, 0, False), ((k, n), dt, 1, False),
+                                                                  ((n,), i, -1, False), ((), i, -1, False)], dt)
     check_info(info, "Singular matrix")
     return x
 
 
 def _solve(a: Tensor, b: Tensor, batch: tuple[int, ...], n: int, k: int) -> Tensor:
-    """X (..., n, k) with a X = b, a (..., n, n) and b (..., n, k) float64 broadcasting to `batch`; LinAlgError
-    after the call where a matrix is singular. Small matrices are solved by generated code, others by LAPACK."""
-    if small(n, k, batch) and not is_empty(batch, n, k):
+    """X (..., n, k) with a X = b, a (..., n, n) and b (..., n, k) of LAPACK's type (lapack_operands) broadcasting
+    to `batch`; LinAlgError after the call where a matrix is singular. Small real matrices are solved by generated
+    code, others by LAPACK."""
+    if small(n, k, batch) and not is_empty(batch, n, k) and a.uop.dtype is F64:
         x, singular = small_solve(a.broadcast_to(batch + (n, n)).uop, b.broadcast_to(batch + (n, k)).uop)
         add_check(Tensor(singular), 0, lambda _: LinAlgError("Singular matrix"))
         return Tensor(x)
@@ -87,21 +92,21 @@ def inv(a) -> Tensor:
     (a,), rt = lapack_operands(a)
     stacked_square(a)
     n, batch = a.shape[-1], a.shape[:-2]
-    return _solve(a, identity(n, batch), batch, n, n).astype(rt)
+    return _solve(a, identity(n, batch, a.uop.dtype), batch, n, n).astype(rt)
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
     """inv(a) with NaN matrices where a is singular (NumPy's inv under errstate(all='ignore'), which cond uses)."""
-    n, batch = a.shape[-1], a.shape[:-2]
-    if is_empty(batch, n): return zeros(a.shape)
-    if small(n, n, batch):
+    n, batch, dt = a.shape[-1], a.shape[:-2], a.uop.dtype
+    if is_empty(batch, n): return zeros(a.shape, dt)
+    if small(n, n, batch) and dt is F64:
         inverse, singular = small_solve(a.uop, identity(n, batch).uop)
         return U.where(Tensor(singular).reshape(batch + (1, 1)), np.nan, Tensor(inverse))
     i = lapack_int()
-    _, x, _, info = lapack("gesv", batch, (n, n), [cm(a), identity(n, batch)],
-                            [((n, n), F64, 0, False), ((n, n), F64, 1, False), ((n,), i, -1, False),
-                             ((), i, -1, False)])
-    return U.where((info > 0).reshape(batch + (1, 1)), np.nan, cm(x))
+    _, x, _, info = lapack("gesv", batch, (n, n), [cm(a), identity(n, batch, dt)],
+                           [((n, n), dt, 0, False), ((n, n), dt, 1, False), ((n,), i, -1, False),
+                            ((), i, -1, False)], dt)
+    return U.where((info > 0).reshape(batch + (1, 1)), full((), np.nan, dt), cm(x))
 
 
 def tensorsolve(a, b, axes=None) -> Tensor:
@@ -132,10 +137,12 @@ def tensorinv(a, ind: int = 2) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # determinants
 
-def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
-    n, batch = a.shape[-1], a.shape[:-2]
-    if is_empty(batch, n): return full(batch, 1.0), zeros(batch)
-    if small(n, 0, batch):   # generated elimination (see small_lu): U's diagonal and the interchanges' parity
+def _slogdet(a: Tensor) -> tuple[Tensor, Tensor]:
+    """(sign, log|det|) of a (..., n, n) of LAPACK's type: the sign of a's type (complex: a point on the unit
+    circle), the logarithm float64."""
+    n, batch, dt = a.shape[-1], a.shape[:-2], a.uop.dtype
+    if is_empty(batch, n): return full(batch, 1.0, dt), zeros(batch)
+    if small(n, 0, batch) and dt is F64:   # generated elimination (see small_lu): U's diagonal, the swaps' parity
         _, pivots, odd, _ = small_lu(a.uop, None)
         both = Tensor(UOp(Ops.CONTIGUOUS, F64, (stack_values(pivots + [odd.cast(F64)], len(batch)),)))   # one kernel
         d, swaps = both[..., :n], both[..., n].astype(np.int64)
@@ -143,28 +150,34 @@ def _slogdet64(a: Tensor) -> tuple[Tensor, Tensor]:
     else:
         i = lapack_int()
         lu, ipiv, info = lapack("getrf", batch, (n,), [cm(a)],
-                                 [((n, n), F64, 0, False), ((n,), i, -1, False), ((), i, -1, False)])
+                                [((n, n), dt, 0, False), ((n,), i, -1, False), ((), i, -1, False)], dt)
         d = diagonals(lu)
         swaps = (ipiv != arange(1, n + 1)).sum(axis=-1)
         singular = info > 0   # an exactly zero pivot: NumPy's sign 0 and log|det| -inf
+    if dt.is_complex:   # NumPy: the product of the pivots' phases d / |d|, negated for an odd permutation
+        magnitude = abs(d)
+        phase = (d / U.where(singular[..., None], 1.0, magnitude)).prod(axis=-1)
+        sign = U.where(swaps % 2 == 1, -phase, phase)
+        return U.where(singular, zeros((), dt), sign), U.where(singular, -np.inf, U.log(magnitude).sum(axis=-1))
     negative = (d < 0).sum(axis=-1)
     sign = U.where((swaps + negative) % 2 == 1, -1.0, 1.0)
     return U.where(singular, 0.0, sign), U.where(singular, -np.inf, U.log(abs(d)).sum(axis=-1))
 
 
 def slogdet(a) -> SlogdetResult:
-    """The sign and the log of the absolute value of the determinant, from an LU factorization (LAPACK getrf)."""
+    """The sign and the log of the absolute value of the determinant, from an LU factorization (LAPACK getrf). For
+    complex a the sign is complex (of modulus 1, or 0) and the logarithm real."""
     (a,), rt = lapack_operands(a)
     stacked_square(a)
-    sign, logdet = _slogdet64(a)
-    return SlogdetResult(sign.astype(rt), logdet.astype(rt))
+    sign, logdet = _slogdet(a)
+    return SlogdetResult(sign.astype(rt), logdet.astype(real_type(rt)))
 
 
 def det(a) -> Tensor:
     """The determinant: sign * exp(log|det|) from the LU factorization, as NumPy computes it."""
     (a,), rt = lapack_operands(a)
     stacked_square(a)
-    sign, logdet = _slogdet64(a)
+    sign, logdet = _slogdet(a)
     return (sign * U.exp(logdet)).astype(rt)
 
 
@@ -180,25 +193,38 @@ def cholesky(a, /, *, upper: bool = False) -> Tensor:
     if is_empty(batch, n): return zeros(a.shape, rt)
     # LAPACK sees a's buffer as a.T: the upper triangle of a.T is a's lower one, and the factor U = L.T it writes
     # there, column-major, is L in the buffer's lower triangle (no transposing copy either way)
-    c, info = lapack("potrf", batch, (n, "U"), [a], [((n, n), F64, 0, False), ((), lapack_int(), -1, False)])
+    # (complex a: LAPACK's a.T = U^H U makes a = L L^H with L = U.T, the same factor; only the lower triangle is
+    # read, where a.T is conj(a) for Hermitian a)
+    dt = a.uop.dtype
+    c, info = lapack("potrf", batch, (n, "U"), [a], [((n, n), dt, 0, False), ((), lapack_int(), -1, False)], dt)
     check_info(info, "Matrix is not positive definite")
     return tril(c).astype(rt)
 
 
 def _syevd(a: Tensor, uplo: str, vectors: bool) -> tuple[Tensor, Tensor]:
+    """Eigenvalues (float64) and eigenvectors (a's type) of the symmetric (Hermitian) matrices one triangle of a
+    (float64 or complex128) gives: LAPACK syevd (heevd)."""
     uplo = uplo.upper() if isinstance(uplo, str) else uplo
     if uplo not in ("L", "U"): raise ValueError("UPLO argument must be 'L' or 'U'")
-    n, batch = a.shape[-1], a.shape[:-2]
-    if is_empty(batch, n): return zeros(batch + (n,)), zeros(batch + (n, n))
+    n, batch, dt = a.shape[-1], a.shape[:-2], a.uop.dtype
+    if is_empty(batch, n): return zeros(batch + (n,)), zeros(batch + (n, n), dt)
     jobz = "V" if vectors else "N"
     i = lapack_int()
-    lwork, liwork = workspace("syevd", F64, [jobz, "L", n, None, max(1, n), None, "work", -1, "iwork", -1, "int"])
-    i = lapack_int()
     # LAPACK reads the lower triangle of the column-major matrix it is given: a's lower triangle is the lower
-    # triangle of a.T's buffer (for UPLO='U', a's own buffer)
-    v, w, _, _, info = lapack("syevd", batch, (n, jobz, lwork, liwork), [cm(a) if uplo == "L" else a],
-                               [((n, n), F64, 0, False), ((n,), F64, -1, False), ((lwork,), F64, -1, True),
-                                ((liwork,), i, -1, True), ((), i, -1, False)])
+    # triangle of a.T's buffer; a's upper triangle, as the lower triangle of the Hermitian matrix it defines, is
+    # that of conj(a)'s buffer (a's own for real a)
+    given = cm(a) if uplo == "L" else a.conj() if dt.is_complex else a
+    if dt.is_complex:
+        lwork, liwork, lrwork = workspace_sizes("heevd", dt, [jobz, "L", n, None, max(1, n), None, "work", -1,
+                                                              "rwork", -1, "iwork", -1, "int"])
+        v, w, _, _, _, info = lapack("heevd", batch, (n, jobz, lwork, lrwork, liwork), [given],
+                                     [((n, n), dt, 0, False), ((n,), F64, -1, False), ((lwork,), dt, -1, True),
+                                      ((lrwork,), F64, -1, True), ((liwork,), i, -1, True), ((), i, -1, False)], dt)
+    else:
+        lwork, liwork = workspace("syevd", F64, [jobz, "L", n, None, max(1, n), None, "work", -1, "iwork", -1, "int"])
+        v, w, _, _, info = lapack("syevd", batch, (n, jobz, lwork, liwork), [given],
+                                  [((n, n), F64, 0, False), ((n,), F64, -1, False), ((lwork,), F64, -1, True),
+                                   ((liwork,), i, -1, True), ((), i, -1, False)])
     check_info(info, "Eigenvalues did not converge")
     return w, cm(v)
 
@@ -209,35 +235,42 @@ def eigh(a, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's name
     (a,), rt = lapack_operands(a)
     stacked_square(a)
     w, v = _syevd(a, UPLO, True)
-    return EighResult._make((w.astype(rt), v.astype(rt)))
+    return EighResult._make((w.astype(real_type(rt)), v.astype(rt)))
 
 
 def eigvalsh(a, UPLO: str = "L") -> Tensor:  # noqa: N803
     """The eigenvalues (ascending) of a symmetric matrix."""
     (a,), rt = lapack_operands(a)
     stacked_square(a)
-    return _syevd(a, UPLO, False)[0].astype(rt)
+    return _syevd(a, UPLO, False)[0].astype(real_type(rt))
 
 
 def _gesdd(a: Tensor, full_matrices: bool, compute_uv: bool):
+    """(u, s, vh) of a (float64 or complex128; u and vh None without compute_uv): LAPACK gesdd, s float64."""
     m, n = a.shape[-2:]
-    k, batch = min(m, n), a.shape[:-2]
+    k, batch, dt = min(m, n), a.shape[:-2], a.uop.dtype
     if is_empty(batch, k):
-        u = identity(m, batch) if full_matrices else zeros(batch + (m, k))
-        vt = identity(n, batch) if full_matrices else zeros(batch + (k, n))
+        u = identity(m, batch, dt) if full_matrices else zeros(batch + (m, k), dt)
+        vt = identity(n, batch, dt) if full_matrices else zeros(batch + (k, n), dt)
         return u, zeros(batch + (k,)), vt
     jobz = "N" if not compute_uv else "A" if full_matrices else "S"
     ucols, vtrows = (m, n) if jobz == "A" else (k, k)
     ldu, ldvt = (max(1, m), max(1, vtrows)) if compute_uv else (1, 1)
     i = lapack_int()
-    lwork, _ = workspace("gesdd", F64, [jobz, m, n, None, max(1, m), None, None, ldu, None, ldvt, "work", -1, "iwork",
-                                        "int"])
-    i = lapack_int()
-    u_res = ((ucols, m), F64, -1, False) if compute_uv else ((1,), F64, -1, True)
-    vt_res = ((n, vtrows), F64, -1, False) if compute_uv else ((1,), F64, -1, True)
-    _, s, u, vt, _, _, info = lapack("gesdd", batch, (m, n, jobz, ldu, ldvt, lwork), [cm(a)],
-                                      [((n, m), F64, 0, False), ((k,), F64, -1, False), u_res, vt_res,
-                                       ((lwork,), F64, -1, True), ((8 * k,), i, -1, True), ((), i, -1, False)])
+    query = [jobz, m, n, None, max(1, m), None, None, ldu, None, ldvt, "work", -1] + (["rwork"] if dt.is_complex
+                                                                                       else []) + ["iwork", "int"]
+    lwork, _ = workspace("gesdd", dt, query)
+    u_res = ((ucols, m), dt, -1, False) if compute_uv else ((1,), dt, -1, True)
+    vt_res = ((n, vtrows), dt, -1, False) if compute_uv else ((1,), dt, -1, True)
+    head = [((n, m), dt, 0, False), ((k,), F64, -1, False), u_res, vt_res, ((lwork,), dt, -1, True)]
+    tail = [((8 * k,), i, -1, True), ((), i, -1, False)]
+    if dt.is_complex:   # zgesdd's real workspace: LAPACK's bound (and NumPy's, which is larger for jobz "N")
+        mx = max(m, n)
+        lrwork = 7 * k if jobz == "N" else max(k * max(5 * k + 7, 2 * mx + 2 * k + 1), 5 * k * k + 5 * k)
+        _, s, u, vt, _, _, _, info = lapack("gesdd_complex", batch, (m, n, jobz, ldu, ldvt, lwork), [cm(a)],
+                                            head + [((lrwork,), F64, -1, True)] + tail, dt)
+    else:
+        _, s, u, vt, _, _, info = lapack("gesdd", batch, (m, n, jobz, ldu, ldvt, lwork), [cm(a)], head + tail)
     check_info(info, "SVD did not converge")
     return (cm(u) if compute_uv else None), s, (cm(vt) if compute_uv else None)
 
@@ -250,8 +283,8 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         raise unsupported("numpy.linalg.svd with hermitian=True and compute_uv=True",
                           "NumPy orders an eigendecomposition's vectors by sorting; use hermitian=False")
     u, s, vt = _gesdd(a, full_matrices, compute_uv)
-    if not compute_uv: return s.astype(rt)
-    return SVDResult(u.astype(rt), s.astype(rt), vt.astype(rt))
+    if not compute_uv: return s.astype(real_type(rt))
+    return SVDResult(u.astype(rt), s.astype(real_type(rt)), vt.astype(rt))
 
 
 def svdvals(x, /) -> Tensor:
@@ -272,23 +305,24 @@ def qr(a, mode: str = "reduced"):
         if mode == "r": return r
         q = zeros(batch + (m, k), rt) if mode == "reduced" else identity(m, batch, rt)
         return QRResult._make((q, r))
-    i = lapack_int()
-    lwork, _ = workspace("geqrf", F64, [m, n, None, max(1, m), None, "work", -1, "int"])
+    i, dt = lapack_int(), a.uop.dtype
+    lwork, _ = workspace("geqrf", dt, [m, n, None, max(1, m), None, "work", -1, "int"])
     h, tau, _, info = lapack("geqrf", batch, (m, n, lwork), [cm(a)],
-                              [((n, m), F64, 0, False), ((k,), F64, -1, False), ((lwork,), F64, -1, True),
-                               ((), i, -1, False)])
+                             [((n, m), dt, 0, False), ((k,), dt, -1, False), ((lwork,), dt, -1, True),
+                              ((), i, -1, False)], dt)
     check_info(info, "Incorrect argument found while performing QR factorization")
     if mode == "raw": return h.astype(rt), tau.astype(rt)
-    full = cm(h)   # (m, n): R in its upper triangle, the reflectors below
+    factored = cm(h)   # (m, n): R in its upper triangle, the reflectors below
     rows = k if mode in ("reduced", "r") else m
-    r = triu(full[..., :rows, :] if rows <= m else full)
+    r = triu(factored[..., :rows, :] if rows <= m else factored)
     if mode == "r": return r.astype(rt)
     q_cols = k if mode == "reduced" else m
     reflectors = h[..., :q_cols, :] if n >= q_cols else \
         Tensor(h.uop.pad(((0, 0),) * len(batch) + ((0, q_cols - n), (0, 0))))
-    lwork2, _ = workspace("orgqr", F64, [m, q_cols, k, None, max(1, m), None, "work", -1, "int"])
-    q, _, info2 = lapack("orgqr", batch, (m, q_cols, k, lwork2), [reflectors, tau],
-                          [((q_cols, m), F64, 0, False), ((lwork2,), F64, -1, True), ((), i, -1, False)])
+    routine = "ungqr" if dt.is_complex else "orgqr"   # (complex: unitary Q, the same arguments)
+    lwork2, _ = workspace(routine, dt, [m, q_cols, k, None, max(1, m), None, "work", -1, "int"])
+    q, _, info2 = lapack(routine, batch, (m, q_cols, k, lwork2), [reflectors, tau],
+                         [((q_cols, m), dt, 0, False), ((lwork2,), dt, -1, True), ((), i, -1, False)], dt)
     check_info(info2, "Incorrect argument found while performing QR factorization")
     if mode == "complete" and m > n:   # R has m rows: those below n are zero
         r = Tensor(r.uop.pad(((0, 0),) * len(batch) + ((0, m - r.shape[-2]), (0, 0)))) if r.shape[-2] < m else r
@@ -313,31 +347,41 @@ def lstsq(a, b, rcond=None):
     if m != m2: raise LinAlgError("Incompatible dimensions")
     rcond = float(np.finfo(np.float64).eps * max(n, m)) if rcond is None else float(rcond)
     k, mx = min(m, n), max(m, n)
+    real = real_type(rt)   # of the residuals and singular values
     if k == 0:   # nothing to factor: x = 0, rank 0, no singular values
         x = zeros((n, nrhs), rt)
-        out = (x[:, 0] if vector else x), zeros((0,), rt), Tensor(UOp.const(dtypes.int32, 0)), zeros((0,), rt)
+        out = (x[:, 0] if vector else x), zeros((0,), real), Tensor(UOp.const(dtypes.int32, 0)), zeros((0,), real)
         return out
+    dt = a.uop.dtype
     cols = max(nrhs, 1)   # LAPACK needs a right-hand side: NumPy adds one where there is none
-    bb = b if nrhs else zeros((m, 1))
+    bb = b if nrhs else zeros((m, 1), dt)
     b_cm = cm(Tensor(bb.uop.pad(((0, mx - m), (0, 0))))) if mx > m else cm(bb)
     i = lapack_int()
-    lwork, liwork = workspace("gelsd", F64, [m, n, cols, None, max(1, m), None, max(1, mx), None, rcond, "int", "work",
-                                             -1, "iwork", "int"])
-    _, x, s, rank, _, _, info = lapack(
-        "gelsd", (), (m, n, cols, rcond, lwork, liwork), [cm(a), b_cm],
-        [((n, m), F64, 0, False), ((cols, mx), F64, 1, False), ((k,), F64, -1, False), ((), i, -1, False),
-         ((lwork,), F64, -1, True), ((liwork,), i, -1, True), ((), i, -1, False)])
+    if dt.is_complex:   # zgelsd: a real workspace too, and rcond passed as a float64 buffer
+        lwork, liwork, lrwork = workspace_sizes("gelsd", dt, [m, n, cols, None, max(1, m), None, max(1, mx), None,
+                                                              rcond, "int", "work", -1, "rwork", "iwork", "int"])
+        _, x, s, rank, _, _, _, info = lapack(
+            "gelsd_complex", (), (m, n, cols, lwork), [cm(a), b_cm, full((), rcond)],
+            [((n, m), dt, 0, False), ((cols, mx), dt, 1, False), ((k,), F64, -1, False), ((), i, -1, False),
+             ((lwork,), dt, -1, True), ((lrwork,), F64, -1, True), ((liwork,), i, -1, True), ((), i, -1, False)], dt)
+    else:
+        lwork, liwork = workspace("gelsd", F64, [m, n, cols, None, max(1, m), None, max(1, mx), None, rcond, "int",
+                                                 "work", -1, "iwork", "int"])
+        _, x, s, rank, _, _, info = lapack(
+            "gelsd", (), (m, n, cols, rcond, lwork, liwork), [cm(a), b_cm],
+            [((n, m), F64, 0, False), ((cols, mx), F64, 1, False), ((k,), F64, -1, False), ((), i, -1, False),
+             ((lwork,), F64, -1, True), ((liwork,), i, -1, True), ((), i, -1, False)])
     check_info(info, "SVD did not converge in Linear Least Squares")
-    full = cm(x)[:, :nrhs]   # (mx, nrhs)
-    sol = full[:n]
+    full_x = cm(x)[:, :nrhs]   # (mx, nrhs)
+    sol = full_x[:n]
     if m > n:
-        residuals = (full[n:] * full[n:]).sum(axis=0).astype(rt)
+        residuals = _squared_magnitudes(full_x[n:]).sum(axis=0).astype(real)
         add_check(rank != n, rank, lambda r: unsupported(
             f"numpy.linalg.lstsq of a rank-deficient matrix (rank {r} < {n} columns)",
             "NumPy returns an empty residuals array then, an array whose shape depends on the values"))
     else:
-        residuals = zeros((0,), rt)
-    return (sol[:, 0] if vector else sol).astype(rt), residuals, rank.astype(np.int32), s.astype(rt)
+        residuals = zeros((0,), real)
+    return (sol[:, 0] if vector else sol).astype(rt), residuals, rank.astype(np.int32), s.astype(real)
 
 
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
@@ -351,7 +395,7 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     m, n = a.shape[-2:]
     batch = a.shape[:-2]
     if is_empty(batch, m, n): return zeros(batch + (n, m), given)   # NumPy: an empty array of a's own dtype
-    u, s, vt = _gesdd(a, False, True)
+    u, s, vt = _gesdd(a.conj(), False, True)   # NumPy: (vt^T diag(1/s) u^T) of conj(a), which is a's pinv
     cutoff = Tensor.lift(rcond).astype(F64)[..., None] * s.max(axis=-1, keepdims=True)
     large = s > cutoff
     sinv = U.where(large, 1.0 / U.where(large, s, 1.0), 0.0)
@@ -480,7 +524,7 @@ def cond(x, p=None) -> Tensor:
         stacked_square(x64)
         r = norm(x64, p, axis=(-2, -1)) * norm(_inv_or_nan(x64), p, axis=(-2, -1))
     has_nan = U.isnan(x64).max(axis=(-2, -1))
-    return U.where(U.isnan(r) & ~has_nan, np.inf, r).astype(rt)
+    return U.where(U.isnan(r) & ~has_nan, np.inf, r).astype(real_type(rt))
 
 
 # ---------------------------------------------------------------------------------------------------------------
