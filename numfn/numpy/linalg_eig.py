@@ -94,7 +94,7 @@ def eig(a) -> EigResult:
     w, v = _geev(a, True)
     assert v is not None
     ct = _complex_result(rt)
-    return EigResult(w.astype(ct), v.astype(ct))
+    return EigResult._make((w.astype(ct), v.astype(ct)))
 
 
 def eigvals(a) -> Tensor:
