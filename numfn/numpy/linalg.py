@@ -1,14 +1,17 @@
 """numfn.numpy.linalg: NumPy's linear algebra over traced arrays (np.linalg.* on traced arrays dispatches here).
 
-Decompositions and solvers call LAPACK from the compiled program (numfn/extern.py), as NumPy does: in float64
-whatever the input (NumPy computes float32 inputs in double and casts the results back, and so does numfn), on
-stacked inputs broadcast the way NumPy's gufuncs broadcast them, under vmap and svmap too. LAPACK works on
-column-major matrices: a matrix handed to it is the row-major buffer of its transpose (`_cm`), which the kernel
-filling the routine's in-out buffer writes for free. Errors NumPy raises for values (a singular matrix, a matrix
-that is not positive definite, no convergence) are raised after the call with NumPy's LinAlgError and message,
-through numfn.trace.tensor.add_check. Stacks of small systems (solve, inv, det, slogdet up to 8x8) are the exception:
-generated code, LAPACK's elimination written out (see `_small_lu`). Everything else (norms, products, cross,
-outer, trace) is composed from the tracer's primitives and fuses with its surroundings.
+Decompositions and solvers call LAPACK from the compiled program (numfn/extern.py), as NumPy does: in float64, or
+complex128 for complex input (LAPACK's z routines), whatever the precision (NumPy computes float32 and complex64
+inputs in double and casts the results back, and so does numfn), on stacked inputs broadcast the way NumPy's gufuncs
+broadcast them, under vmap and svmap too. numfn/numpy/linalg_lapack.py has what the calls share: the operands'
+types, the call, its error check, column-major views (LAPACK works on column-major matrices: a matrix handed to it is
+the row-major buffer of its transpose, `cm`, which the kernel filling the routine's in-out buffer writes for free).
+Errors NumPy raises for values (a singular matrix, a matrix that is not positive definite, no convergence) are
+raised after the call with NumPy's LinAlgError and message, through numfn.trace.tensor.add_check. Stacks of small
+real systems (solve, inv, det, slogdet up to 8x8) are the exception: generated code, LAPACK's elimination written
+out (numfn/numpy/linalg_small.py). The general eigensolver (eig, eigvals) is numfn/numpy/linalg_eig.py. Everything
+else (norms, products, cross, outer, trace) is composed from the tracer's primitives and fuses with its
+surroundings; complex norms use NumPy's |x|^2 = (x.conj() * x).real.
 """
 from __future__ import annotations
 
@@ -36,10 +39,9 @@ from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _m
 from numfn.ir.uop import Ops, UOp
 
 __all__ = ["LinAlgError", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eig", "eigvals", "eigh", "eigvalsh",
-           "svd", "svdvals",
-           "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond", "matrix_power",
-           "multi_dot", "cross", "outer", "trace", "diagonal", "matrix_transpose", "matmul", "tensorsolve",
-           "tensorinv"]
+           "svd", "svdvals", "lstsq", "pinv", "matrix_rank", "norm", "matrix_norm", "vector_norm", "cond",
+           "matrix_power", "multi_dot", "cross", "outer", "trace", "diagonal", "matrix_transpose", "matmul",
+           "tensorsolve", "tensorinv"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -152,6 +152,25 @@ def test_square_functions_of_broadcast_stacks_on_both_backends(backend):
     check(_square_suite, *args, backend=backend, rtol=_rtol(np.complex128), scale=30.0)
 
 
+@needs_blas
+def test_hermitian_functions_read_only_their_triangle():
+    """eigh, eigvalsh and cholesky read one triangle (LAPACK: and the real parts of the diagonal): what is in the
+    other, and the diagonal's imaginary parts, must not matter, as in NumPy."""
+    rng = np.random.default_rng(14)
+    h = _hermitian_pd(crand((2, 4, 4), np.complex128, rng))
+    garbage = crand((2, 4, 4), np.complex128, rng)
+    diagonal_imag = 1j * np.eye(4) * garbage.imag
+    lower = np.tril(h) + np.triu(garbage, 1) + diagonal_imag
+    upper = np.triu(h) + np.tril(garbage, -1) + diagonal_imag
+
+    def fn(lower, upper):
+        w, v = L.eigh(upper, UPLO="U")
+        wl, vl = L.eigh(lower)
+        return (L.eigvalsh(lower), L.eigvalsh(upper, UPLO="U"), L.cholesky(lower), L.cholesky(upper, upper=True), w,
+                _from_eigh(w, v), wl, vl)
+    check(fn, lower, upper, backend="llvm", rtol=1e-10, scale=30.0)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # rectangular matrices: SVD, QR in every mode, pseudo-inverse, rank, least squares
 
