@@ -432,7 +432,7 @@ def _vector_norm(x: Tensor, ord, axis: tuple[int, ...], keepdims: bool) -> Tenso
     if ord is None or ord == 2: return U.sqrt(_squared_magnitudes(x).sum(axis=axis, keepdims=keepdims))
     if isinstance(ord, str): raise ValueError(f"Invalid norm order '{ord}' for vectors")
     a = abs(x)
-    if ord == np.inf: return a.max(axis=axis, keepdims=keepdims)
+    if ord == np.inf: return a.max(axis=axis, keepdims=keepdims, initial=0)   # (NumPy's: 0 for no elements)
     if ord == -np.inf: return a.min(axis=axis, keepdims=keepdims)
     if ord == 0: return (x != 0).astype(a.dtype).sum(axis=axis, keepdims=keepdims)
     if ord == 1: return a.sum(axis=axis, keepdims=keepdims)
@@ -444,14 +444,15 @@ def _matrix_norm(x: Tensor, ord, row: int, col: int, keepdims: bool) -> Tensor:
     if ord in (2, -2, "nuc"):
         rest = [i for i in range(x.ndim) if i not in (row, col)]
         s = svd(x.transpose(rest + [row, col]), compute_uv=False)
-        r = s.max(axis=-1) if ord == 2 else s.min(axis=-1) if ord == -2 else s.sum(axis=-1)
+        # (NumPy's maximum starts from 0, so the 2-norm of an empty matrix is 0; the minimum raises)
+        r = s.max(axis=-1, initial=0) if ord == 2 else s.min(axis=-1) if ord == -2 else s.sum(axis=-1)
     elif ord in (None, "fro", "f"):
         r = U.sqrt(_squared_magnitudes(x).sum(axis=(row, col)))
     elif ord in (1, -1, np.inf, -np.inf):
         inner, outer = (row, col) if ord in (1, -1) else (col, row)
         sums = abs(x).sum(axis=inner)
         outer_after = outer - 1 if outer > inner else outer
-        r = sums.max(axis=outer_after) if ord in (1, np.inf) else sums.min(axis=outer_after)
+        r = sums.max(axis=outer_after, initial=0) if ord in (1, np.inf) else sums.min(axis=outer_after)
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:

@@ -72,12 +72,18 @@ def test_norms_of_every_order_match_numpy(dtype, shape):
         check(_norms, x, backend="llvm", jitted=f, rtol=_rtol(dtype), scale=10.0)
 
 
-@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda d: np.dtype(d).name)
-def test_norms_of_empty_complex_arrays(dtype):
-    def fn(x):
-        return (L.norm(x), L.norm(x, axis=-1), L.norm(x, 2, axis=-1), L.norm(x, 0, axis=-1),
-                L.norm(x, "fro", axis=(0, 1)))
-    check(fn, np.zeros((3, 0), dtype), backend="llvm")
+def _empty_norms(x):
+    """The norms NumPy defines on empty input (x: (..., m, n) with m or n 0): maxima start from 0 (NumPy's
+    initial=0 for the vector inf-norm and the matrix 1-, inf- and 2-norms), sums are 0."""
+    return (L.norm(x), L.norm(x, axis=-1), L.norm(x, 2, axis=-1), L.norm(x, 0, axis=-1), L.norm(x, 1, axis=-1),
+            L.norm(x, np.inf, axis=-1), L.norm(x, np.inf, axis=-2), L.norm(x, 3, axis=-1), L.vector_norm(x),
+            *(L.norm(x, o, axis=(-2, -1)) for o in ("fro", "nuc", 1, np.inf, 2)), L.matrix_norm(x, ord=1))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX + (np.float64,), ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (2, 0, 3), (2, 3, 0)], ids=str)
+def test_norms_of_empty_arrays(dtype, shape):
+    check(_empty_norms, np.zeros(shape, dtype), backend="llvm")
 
 
 # ---------------------------------------------------------------------------------------------------------------
