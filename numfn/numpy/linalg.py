@@ -389,14 +389,15 @@ def lstsq(a, b, rcond=None):
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     """The Moore-Penrose pseudo-inverse, from the SVD with small singular values (below rcond times the largest)
     discarded, as NumPy computes it."""
-    given = Tensor.lift(a).uop.dtype
-    (a,), rt = lapack_operands(a)
+    a = Tensor(Tensor.lift(a).uop)
     stacked_2d(a)
     if rcond is not None and rtol is not None: raise ValueError("`rtol` and `rcond` can't be both set.")
     if rcond is None: rcond = 1e-15 if rtol is None else rtol
     m, n = a.shape[-2:]
     batch = a.shape[:-2]
-    if is_empty(batch, m, n): return zeros(batch + (n, m), given)   # NumPy: an empty array of a's own dtype
+    # NumPy: an empty array of a's own dtype (before looking at the dtype: float16 too)
+    if is_empty(batch, m, n): return zeros(batch + (n, m), a.uop.dtype)
+    (a,), rt = lapack_operands(a)
     u, s, vt = _gesdd(a.conj(), False, True)   # NumPy: (vt^T diag(1/s) u^T) of conj(a), which is a's pinv
     cutoff = Tensor.lift(rcond).astype(F64)[..., None] * s.max(axis=-1, keepdims=True)
     large = s > cutoff

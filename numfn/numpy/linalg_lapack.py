@@ -29,10 +29,11 @@ C128 = dtypes.complex128
 def lapack_operands(*arrays) -> tuple[list[Tensor], DType]:
     """The operands as Tensors of the type LAPACK computes in (complex128 when any is complex, else float64) and the
     result dtype NumPy gives: single precision (float32, complex64) when every operand is, complex when any is
-    (integers and bools count as float64)."""
+    (integers and bools count as float64). float16 is refused, as NumPy refuses it."""
     ts = [Tensor(Tensor.lift(a).uop) for a in arrays]   # Python scalars are arrays here: strong
     for t in ts:
-        if t.uop.dtype.kind not in "biufc": raise TypeError(f"array type {t.dtype} is unsupported in linalg")
+        if t.uop.dtype.kind not in "biufc" or t.uop.dtype is dtypes.float16:
+            raise TypeError(f"array type {t.uop.dtype.name} is unsupported in linalg")
     single = all(t.uop.dtype in (dtypes.float32, dtypes.complex64) for t in ts)
     complex_ = any(t.uop.dtype.is_complex for t in ts)
     computing = C128 if complex_ else F64

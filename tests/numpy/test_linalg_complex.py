@@ -332,10 +332,20 @@ NOT_FINITE = np.array([[1, np.nan], [0, 1j]])
     (L.det, (np.ones(3, complex),), "1-dimensional array given. Array must be at least two-dimensional"),
     (L.svd, (np.ones(3, complex),), "1-dimensional array given"),
     (lambda a: L.eigh(a, "X"), (np.eye(2, dtype=complex),), "UPLO argument must be 'L' or 'U'"),
+    (L.inv, (np.eye(2, dtype=np.float16),), "array type float16 is unsupported in linalg"),
+    (L.eig, (np.eye(2, dtype=np.float16),), "array type float16 is unsupported in linalg"),
+    (L.cond, (np.eye(2, dtype=np.float16),), "array type float16 is unsupported in linalg"),
 ], ids=["solve", "inv", "inv stacked", "cholesky", "cholesky complex64", "eig nan", "eigvals inf", "eig not square",
-        "det 1-d", "svd 1-d", "eigh uplo"])
+        "det 1-d", "svd 1-d", "eigh uplo", "inv float16", "eig float16", "cond float16"])
 def test_errors_are_numpys(fn, args, match):
     check_raises_like(fn, *args, backend="llvm", match=match)
+
+
+def test_what_numpy_computes_on_float16():
+    """NumPy refuses float16 in LAPACK's functions (above), but norms, and the pseudo-inverse of an empty matrix (an
+    empty float16 array), it gives."""
+    def fn(x): return L.pinv(x[:, :0]), L.norm(x), L.norm(x, 1, axis=-1)
+    check(fn, np.arange(6, dtype=np.float16).reshape(2, 3), backend="llvm")
 
 
 @needs_blas
