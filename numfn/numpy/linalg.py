@@ -27,6 +27,7 @@ from numfn.errors import unsupported
 from numfn.extern import workspace, workspace_sizes
 from numfn.numpy import ufuncs as U
 from numfn.numpy.creation import arange
+from numfn.numpy.indexing import take_along_axis
 from numfn.numpy.linalg_eig import eig, eigvals
 from numfn.numpy.linalg_lapack import (F64, check_info, cm, diagonals, full, identity, is_empty, lapack, lapack_int,
                                        lapack_operands, real_type, stacked_2d, stacked_square, tril, triu, zeros)
@@ -34,6 +35,7 @@ from numfn.numpy.linalg_small import small, small_lu, small_solve, stack_values
 # the generated path's limits, where they always were (tests read them here)
 from numfn.numpy.linalg_small import SMALL_ALWAYS_N as SMALL_ALWAYS_N, SMALL_BATCH as SMALL_BATCH, SMALL_N as SMALL_N
 from numfn.numpy.manipulation import stack
+from numfn.numpy.sorting import argsort, sort
 from numfn.args import normalize_axis
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
 from numfn.ir.uop import Ops, UOp
@@ -277,14 +279,25 @@ def _gesdd(a: Tensor, full_matrices: bool, compute_uv: bool):
     return (cm(u) if compute_uv else None), s, (cm(vt) if compute_uv else None)
 
 
+def _svd_hermitian(a: Tensor, compute_uv: bool):
+    """NumPy's svd(hermitian=True) of a (LAPACK's type), from the eigendecomposition of the Hermitian matrix a's
+    lower triangle gives: the eigenvalues' magnitudes, descending (a stable sort reversed, as NumPy's argsort of so
+    few values), the eigenvectors as u and, with their eigenvalues' signs, as vh."""
+    stacked_square(a)
+    if not compute_uv: return None, sort(abs(_syevd(a, "L", False)[0]))[..., ::-1], None
+    w, u = _syevd(a, "L", True)
+    order = argsort(abs(w))[..., ::-1]
+    w = take_along_axis(w, order, -1)
+    u = take_along_axis(u, order[..., None, :], -1)
+    return u, abs(w), cm(u * U.copysign(1.0, w)[..., None, :]).conj()   # (NumPy: no zero sign)
+
+
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """The singular value decomposition a = u @ diag(s) @ vh (LAPACK gesdd, as NumPy), or the singular values."""
+    """The singular value decomposition a = u @ diag(s) @ vh (LAPACK gesdd, as NumPy), or the singular values; with
+    hermitian=True NumPy's from eigh instead (a square a, only its lower triangle read)."""
     (a,), rt = lapack_operands(a)
     stacked_2d(a)
-    if hermitian and compute_uv:
-        raise unsupported("numpy.linalg.svd with hermitian=True and compute_uv=True",
-                          "NumPy orders an eigendecomposition's vectors by sorting; use hermitian=False")
-    u, s, vt = _gesdd(a, full_matrices, compute_uv)
+    u, s, vt = _svd_hermitian(a, compute_uv) if hermitian else _gesdd(a, full_matrices, compute_uv)
     if not compute_uv: return s.astype(real_type(rt))
     return SVDResult(u.astype(rt), s.astype(real_type(rt)), vt.astype(rt))
 
@@ -398,7 +411,8 @@ def pinv(a, rcond=None, hermitian: bool = False, *, rtol=None):
     # NumPy: an empty array of a's own dtype (before looking at the dtype: float16 too)
     if is_empty(batch, m, n): return zeros(batch + (n, m), a.uop.dtype)
     (a,), rt = lapack_operands(a)
-    u, s, vt = _gesdd(a.conj(), False, True)   # NumPy: (vt^T diag(1/s) u^T) of conj(a), which is a's pinv
+    # NumPy: (vt^T diag(1/s) u^T) of conj(a)'s SVD, which is a's pinv
+    u, s, vt = _svd_hermitian(a.conj(), True) if hermitian else _gesdd(a.conj(), False, True)
     cutoff = Tensor.lift(rcond).astype(F64)[..., None] * s.max(axis=-1, keepdims=True)
     large = s > cutoff
     sinv = U.where(large, 1.0 / U.where(large, s, 1.0), 0.0)
@@ -410,7 +424,7 @@ def matrix_rank(A, tol=None, hermitian: bool = False, *, rtol=None):  # noqa: N8
     if rtol is not None and tol is not None: raise ValueError("`tol` and `rtol` can't be both set.")
     A = Tensor(Tensor.lift(A).uop)
     if A.ndim < 2: return (A != 0).max().astype(np.int64) if A.size else Tensor(UOp.const(dtypes.int64, 0))
-    s = svd(A, compute_uv=False)
+    s = svd(A, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None: rtol = max(A.shape[-2:]) * np.finfo(s.dtype).eps
         else: rtol = Tensor.lift(rtol)[..., None]

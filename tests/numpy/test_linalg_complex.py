@@ -178,6 +178,30 @@ def test_hermitian_functions_read_only_their_triangle():
     check(fn, lower, upper, backend="llvm", rtol=1e-10, scale=30.0)
 
 
+def _hermitian_svd_suite(a):
+    u, s, vh = L.svd(a, hermitian=True)
+    return (u, s, vh, L.svd(a, compute_uv=False, hermitian=True), L.svdvals(a), L.pinv(a, hermitian=True),
+            L.matrix_rank(a, hermitian=True))
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", (np.complex128, np.float64, np.float32), ids=lambda d: np.dtype(d).name)
+def test_svd_of_hermitian_matrices_is_numpys(dtype):
+    """svd(hermitian=True) is NumPy's eigh-based one: |eigenvalues| descending, the signs in vh, ties (the
+    identity) in NumPy's order; pinv and matrix_rank with hermitian=True use it; the upper triangle is not read."""
+    rng = np.random.default_rng(15)
+    a = crand((3, 4, 4), dtype, rng)
+    indefinite = (a + np.conj(np.swapaxes(a, -1, -2))).astype(dtype)   # negative eigenvalues too
+    lower_only = np.tril(indefinite) + np.triu(crand((3, 4, 4), dtype, rng), 1)
+    ties = np.stack([np.eye(4), np.diag([1.0, -1.0, 2.0, -2.0]), np.diag([0.0, 3.0, 0.0, 0.0])]).astype(dtype)
+    f = numfn.jit(_hermitian_svd_suite)
+    for x in (indefinite, lower_only, ties):
+        check(_hermitian_svd_suite, x, backend="llvm", jitted=f, rtol=_rtol(dtype), scale=30.0)
+    check(_hermitian_svd_suite, np.zeros((2, 0, 0), dtype), backend="llvm")
+    check_raises_like(lambda x: L.svd(x, hermitian=True), np.ones((2, 3), dtype), backend="llvm",
+                      match="Last 2 dimensions of the array must be square")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # rectangular matrices: SVD, QR in every mode, pseudo-inverse, rank, least squares
 
