@@ -47,14 +47,12 @@ def _finite_or_zero(a: Tensor) -> Tensor:
 def _pairs_to_complex(vr: Tensor, wi: Tensor) -> Tensor:
     """dgeev's real eigenvector columns (..., n, n) as complex ones: a column whose eigenvalue is real is itself; a
     pair (wi > 0, then wi < 0) stored as (re, im) becomes re + i im and re - i im."""
-    n = vr.shape[-1]
     pad = ((0, 0),) * (vr.ndim - 1)
     following = Tensor(vr[..., 1:].uop.pad(pad + ((0, 1),)))    # column j + 1 at j
     preceding = Tensor(vr[..., :-1].uop.pad(pad + ((1, 0),)))   # column j - 1 at j
     first, second = (wi > 0)[..., None, :], (wi < 0)[..., None, :]
     re = U.where(second, preceding, vr)
     im = U.where(first, following, U.where(second, -vr, 0.0))
-    assert re.shape[-1] == n
     return Tensor(re.uop.alu(Ops.COMPLEX, im.uop))
 
 
