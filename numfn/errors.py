@@ -105,10 +105,6 @@ SUGGESTIONS: dict[str, str] = {
     "numpy.lib.stride_tricks.as_strided":
         "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
         "np.broadcast_to",
-    "numpy.linalg.eig": "numfn has no general (non-symmetric) eigensolver yet: for a symmetric matrix, "
-                        "np.linalg.eigh gives its eigenvalues (ascending) and eigenvectors",
-    "numpy.linalg.eigvals": "numfn has no general (non-symmetric) eigensolver yet: for a symmetric matrix, "
-                            "np.linalg.eigvalsh gives its eigenvalues (ascending)",
     "numpy.fft.*": "numfn implements fft, ifft, rfft, irfft, hfft, ihfft, their 2-D and n-D forms, fftfreq, "
                    "rfftfreq, fftshift and ifftshift of numpy.fft; compute this one outside the compiled function",
     "numpy.random.*": "Random numbers inside compiled functions come from numfn.random (a key passed as an argument: "

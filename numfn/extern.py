@@ -61,20 +61,31 @@ def workspace(routine: str, dtype: DType, args: list) -> tuple[int, int]:
     """LAPACK's workspace sizes (lwork, liwork) for a call: the routine asked with lwork = -1 (at trace time, so
     the workspace is a buffer the scheduler plans). `args` are the routine's arguments with the arrays as None (they
     are given dummies) and the sizes to query as -1."""
+    lwork, liwork, _ = workspace_sizes(routine, dtype, args)
+    return lwork, liwork
+
+
+_PREFIXES = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+def workspace_sizes(routine: str, dtype: DType, args: list) -> tuple[int, int, int]:
+    """`workspace`'s sizes and the real workspace's (lrwork, "rwork" in `args`) of a complex routine."""
     from numfn.runtime import blas
     work = np.zeros(2, dtype.np)
     iwork = np.zeros(2, blas.int_dtype())
+    rwork = np.zeros(2, np.float64)
     dummies = [np.zeros(2, dtype.np), iwork]
     filled = []
     for a in args:
         if a == "work": filled.append(work)
         elif a == "iwork": filled.append(iwork)
+        elif a == "rwork": filled.append(rwork)
         elif a is None: filled.append(dummies[0])
         elif a == "int": filled.append(np.zeros(2, blas.int_dtype()))
         else: filled.append(a)
-    blas.call_fortran(("s" if dtype is dtypes.float32 else "d") + routine, filled,
+    blas.call_fortran(_PREFIXES[dtype.name] + routine, filled,
                       chars=sum(isinstance(a, str) and len(a) == 1 for a in args))
-    return max(1, int(work[0])), max(1, int(iwork[0]))
+    return max(1, int(work[0].real)), max(1, int(iwork[0])), max(1, int(rwork[0]))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -106,7 +117,8 @@ def extern_table(symbols) -> np.ndarray:
     return _table_array(tuple(symbols))
 
 
-__all__ = ["extern", "workspace", "blas_product", "extern_table", "native_routines", "native_identity"]
+__all__ = ["extern", "workspace", "workspace_sizes", "blas_product", "extern_table", "native_routines",
+           "native_identity"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

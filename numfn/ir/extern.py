@@ -342,4 +342,36 @@ ROUTINES: dict[str, Routine] = {
     "gelsd": _lapack("gelsd", lambda c, P: (Int(c.params[0]), Int(c.params[1]), Int(c.params[2]), P(0),
                                             Int(_one(c.params[0])), P(1), Int(_one(max(c.params[0], c.params[1]))),
                                             P(2), Real(c.params[3]), P(3), P(4), Int(c.params[4]), P(5), P(6))),
+    # complex routines (z; c for complex64) whose arguments differ from the real ones': a real workspace (rwork)
+    # besides the complex one, real eigenvalues and singular values
+    # Hermitian eigensolver, params (n, jobz, lwork, lrwork, liwork): results v (n, n) <- input 0, w (n,) real, work,
+    # rwork, iwork, info
+    "heevd": _lapack("heevd", lambda c, P: (Char(c.params[1]), Char("L"), Int(c.params[0]), P(0),
+                                            Int(_one(c.params[0])), P(1), P(2), Int(c.params[2]), P(3),
+                                            Int(c.params[3]), P(4), Int(c.params[4]), P(5))),
+    # complex SVD, params (m, n, jobz, ldu, ldvt, lwork): results a (n, m) <- input 0, s (k,) real, u, vt, work,
+    # rwork, iwork, info
+    "gesdd_complex": _lapack("gesdd", lambda c, P: (Char(c.params[2]), Int(c.params[0]), Int(c.params[1]), P(0),
+                                                    Int(_one(c.params[0])), P(1), P(2), Int(c.params[3]), P(3),
+                                                    Int(c.params[4]), P(4), Int(c.params[5]), P(5), P(6), P(7))),
+    # complex Q from QR's reflectors: orgqr's arguments
+    "ungqr": _lapack("ungqr", lambda c, P: (Int(c.params[0]), Int(c.params[1]), Int(c.params[2]), P(0),
+                                            Int(_one(c.params[0])), P(-2), P(1), Int(c.params[3]), P(2))),
+    # complex least squares, params (m, n, nrhs, lwork): inputs a (n, m), b (nrhs, max(m, n)), rcond (a float64
+    # scalar, by reference: a Real argument of a complex call would be complex); results a (n, m) <- input 0,
+    # x <- input 1, s (k,) real, rank, work, rwork, iwork, info
+    "gelsd_complex": _lapack("gelsd", lambda c, P: (Int(c.params[0]), Int(c.params[1]), Int(c.params[2]), P(0),
+                                                    Int(_one(c.params[0])), P(1),
+                                                    Int(_one(max(c.params[0], c.params[1]))), P(2), P(-3), P(3),
+                                                    P(4), Int(c.params[3]), P(5), P(6), P(7))),
+    # general eigensolver (right eigenvectors only), params (n, jobvr, ldvr, lwork): results a (n, n) <- input 0,
+    # wr (n,), wi (n,), vr (n, n) (jobvr "V"; else scratch), work, info. (vl is not referenced: jobvl "N")
+    "geev": _lapack("geev", lambda c, P: (Char("N"), Char(c.params[1]), Int(c.params[0]), P(0), Int(_one(c.params[0])),
+                                          P(1), P(2), P(3), Int(1), P(3), Int(c.params[2]), P(4), Int(c.params[3]),
+                                          P(5))),
+    # complex general eigensolver, params (n, jobvr, ldvr, lwork): results a (n, n) <- input 0, w (n,), vr, work,
+    # rwork (2n,) real, info
+    "geev_complex": _lapack("geev", lambda c, P: (Char("N"), Char(c.params[1]), Int(c.params[0]), P(0),
+                                                  Int(_one(c.params[0])), P(1), P(2), Int(1), P(2), Int(c.params[2]),
+                                                  P(3), Int(c.params[3]), P(4), P(5))),
 }
