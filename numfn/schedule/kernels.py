@@ -104,6 +104,7 @@ def assign_homes(order: list[Root], roots: dict[UOp, Root], versions: Versions,
             first = versions.chain_of.get(r.value, r.value)
             if first.op is Ops.BUFFER: r.targets[:1] = [first]
             elif first is not r.value: r.targets[:1] = [give_home(roots[first])]
+            elif r.value in versions.continued: r.targets[:1] = [versions.continued[r.value]]   # (see regions)
             elif first in starts: r.targets[:1] = [give_home(roots[starts[first]])]   # a loop's state
             else:
                 r.targets[:1] = [UOp(Ops.BUFFER, r.value.dtype, (), Buffer("intermediate", next(count),

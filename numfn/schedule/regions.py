@@ -46,6 +46,9 @@ class ScheduledLoop:
     blocks: Any          # fresh blocks of intermediate numbers for its inner schedules
     schedule: ScheduleFunction   # schedules its sub-graphs (create_schedule)
     starts: dict = field(default_factory=dict)   # initial states computed in place: value -> its RESULT
+    # results whose state lives in memory the loop continues to write in place: RESULT -> that BUFFER (a loop in a
+    # loop's body writing the outer state, or an argument: see _continues_in)
+    continues: dict = field(default_factory=dict)
     built: dict = field(default_factory=dict)
 
     def reads(self, roots: dict) -> list[UOp]:
@@ -68,20 +71,32 @@ class ScheduledLoop:
         return self.built[key]
 
 
-def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: ScheduleFunction) -> list[ScheduledLoop]:
+def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: ScheduleFunction,
+                  writebacks: frozenset | set = frozenset()) -> list[ScheduledLoop]:
     """Roots for every loop and branch: its results (in intermediate buffers: a loop swaps them; a result that is
     an output is copied there after it, unless the loop writes it in place: then the output is its buffer), the
     initial state (computed into the results' buffers: a value nothing else reads is computed there, with the
-    writes that made it, instead of being copied) and the values it reads."""
+    writes that made it, instead of being copied; or, for a state written in place that starts from an argument's
+    memory and ends as its last version (`writebacks`), in that memory itself) and the values it reads."""
     loops = []
     parents: dict[UOp, list[UOp]] | None = None
+    continued: dict[UOp, UOp] = {}   # RESULT -> the BUFFER its loop wrote in place (earlier loops of this graph)
     for node in (u for u in toposort([graph]) if u.op is Ops.LOOP):
         region = node.arg
         results = [UOp(Ops.RESULT, dt, (node,), k) for k, (_, dt) in enumerate(region.results)]
+        continues: dict[UOp, UOp] = {}
+        if region.kind == "while":
+            if parents is None: parents = parents_of(graph)
+            before = set(toposort(list(node.src)))   # what is computed before the loop runs
+            for k, v in enumerate(node.src[:len(region.state)]):
+                memory = _continues_in(v, results[k], node, parents, before, writebacks, continued)
+                if memory is not None: continues[results[k]] = continued[results[k]] = memory
         for k, r in enumerate(results):
             root = roots.setdefault(r, Root(r))
-            # no pointer swaps move a state the body writes in place: its buffer can be the output itself
-            own = region.kind == "while" and writes_in_place(region.bodies[0].src[k], region.tag, k)
+            # no pointer swaps move a state the body writes in place: its buffer can be the output itself (not
+            # when it is an argument's memory: the output is a copy)
+            own = region.kind == "while" and writes_in_place(region.bodies[0].src[k], region.tag, k) and \
+                r not in continues
             for t in root.outputs[1 if own else 0:]:   # the loop's buffers are its own: outputs are copies of them
                 key = copy_of(r, ("output", t.arg.number))
                 roots[key] = Root(key, [t], [t])
@@ -89,9 +104,13 @@ def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: Schedule
         inits, values, starts = [], [], {}
         reads = node.src
         if region.kind == "while":
-            if parents is None: parents = parents_of(graph)
-            before = set(toposort(list(node.src)))   # what is computed before the loop runs
+            assert parents is not None
             for k, v in enumerate(node.src[:len(region.state)]):
+                if results[k] in continues:   # computed in place in that memory, which the loop goes on writing
+                    if v.op is not Ops.BUFFER:
+                        roots.setdefault(v, Root(v)).keep = True
+                        inits.append(v)
+                    continue
                 if _starts_in_state(v, node, parents, before, roots, _may_end_in_output(results[k], parents, roots)):
                     roots.setdefault(v, Root(v)).keep = True   # the loop reads it (as its state's buffer)
                     starts[v] = results[k]
@@ -105,8 +124,34 @@ def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: Schedule
             if v.op not in (Ops.BUFFER, Ops.CONST):
                 roots.setdefault(v, Root(v))
             values.append(v)
-        loops.append(ScheduledLoop(node, results, inits, values, blocks, schedule, starts))
+        loops.append(ScheduledLoop(node, results, inits, values, blocks, schedule, starts, continues))
     return loops
+
+
+def _continues_in(v: UOp, result: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
+                  writebacks, continued: dict[UOp, UOp]) -> UOp | None:
+    """The memory (a BUFFER) a while loop's state `v` can live in without copies, or None: the loop writes the state
+    in place, `v` is writes on an argument's memory (a loop's state, in an enclosing loop's body) or on the result of
+    an earlier loop that continued in it, the loop's result is on the way to that memory's last version (a
+    writeback), and everything built from the memory up to the loop is computed before it (as _starts_in_state
+    asks). A dynamic-programming table filled by two nested loops is then written in place, instead of copied in
+    and out of the inner loop at every outer step."""
+    if sum(s is v for s in node.src) != 1 or not loop_writes_in_place(result): return None
+    memory = [*chain_down(v)]
+    base = memory[-1].src[0] if memory else v
+    target = base if base.op is Ops.BUFFER else continued.get(base)
+    if target is None: return None
+    if not any(result in versions_down(w) for w in writebacks): return None
+    memory.append(base)
+    if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return None   # also a capture
+    seen, stack = set(memory), list(memory)
+    while stack:   # everything built from the memory, up to the loop
+        for p in parents.get(stack.pop(), ()):
+            if p is node or p in seen: continue
+            if p not in before: return None
+            seen.add(p)
+            stack.append(p)
+    return target
 
 
 def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
@@ -185,9 +230,29 @@ def _loop_kernel(name: str, region, state: tuple[UOp, ...], bound: tuple[UOp, ..
 
 def writes_in_place(v: UOp, tag: int, k: int) -> bool:
     """Whether a body's new value `v` of state `k` is writes on top of that state's own placeholder (the body
-    writes it in place: no next buffer, no swap)."""
-    while v.op is Ops.SCATTER: v = v.src[0]
+    writes it in place: no next buffer, no swap), possibly through loops in the body that write their own state in
+    place starting from such writes (`for j: D[i, j] = ...` inside `for i`). Such an inner loop continues in the
+    placeholder's memory (_continues_in) or, where it cannot, its result is copied back (Versions.plan)."""
+    v = [*versions_down(v)][-1]
     return v.op is Ops.CARRY and v.arg[0] == tag and v.arg[1] == k
+
+
+def versions_down(v: UOp):
+    """`v`, then the versions of memory below it: through writes (SCATTER: its old value) and through the results
+    of while loops that write their state in place (the state's initial value)."""
+    while True:
+        yield v
+        if v.op is Ops.SCATTER: v = v.src[0]
+        elif v.op is Ops.RESULT and loop_writes_in_place(v): v = v.src[0].src[v.arg]
+        else: return
+
+
+def loop_writes_in_place(result: UOp) -> bool:
+    """Whether `result` is a while loop's state that its body writes in place (no swapped buffers)."""
+    if result.op is not Ops.RESULT or result.src[0].op is not Ops.LOOP: return False
+    region = result.src[0].arg
+    return region.kind == "while" and result.arg < len(region.state) and \
+        writes_in_place(region.bodies[0].src[result.arg], region.tag, result.arg)
 
 
 def _sub_schedule(sink: UOp, tag: int, slots: dict[int, UOp], outputs: list, first: int, blocks,

@@ -45,9 +45,11 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         graph = graph_rewrite(graph, constant_branches)   # a branch on a constant the enclosing loop binds
     graph = split_reductions(graph)
     graph, roots, writebacks = _initial_roots(graph, call)
-    externs = prepare_externs(graph, roots) + prepare_loops(graph, roots, blocks, create_schedule)
+    loops = prepare_loops(graph, roots, blocks, create_schedule, writebacks)
+    externs = prepare_externs(graph, roots) + loops
 
-    versions = Versions(writebacks)
+    continued = {r: memory for loop in loops for r, memory in loop.continues.items()}
+    versions = Versions(writebacks, continued)
     fixes = 0
     # kernels evaluate copies of graph nodes whose realized parts became loads; `origin` maps them back, so that a
     # value realized later is the graph's own node (a copy would hold the buffers of this round's numbering)

@@ -29,7 +29,7 @@ from numfn.dtype import dtypes
 from numfn.ir.symbolic import symbolic
 from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Ops, UOp, fold, graph_rewrite, preorder, toposort
 from numfn.schedule.realize import index_arithmetic
-from numfn.schedule.regions import swapped_state
+from numfn.schedule.regions import swapped_state, versions_down
 from numfn.schedule.roots import Root, chain_down, copy_of, parents_of
 
 
@@ -42,10 +42,14 @@ class Versions:
     next one), or where two writes start from the same version, the write starts from a copy instead: `copies`
     maps such a SCATTER to a copy of its old value in a fresh buffer (see `copy_of`)."""
 
-    def __init__(self, writebacks: set[UOp]):
+    def __init__(self, writebacks: set[UOp], continued: dict[UOp, UOp] | None = None):
         # memory the program may overwrite in place: an input's, only by the writes into that input (a value
-        # that simplified to an input, such as x * 1, is not the input's memory)
-        self.in_place = {u for w in writebacks for u in chain_down(w)}
+        # that simplified to an input, such as x * 1, is not the input's memory), and by the writes a loop that
+        # continues in it (regions._continues_in: RESULT -> the memory) starts from
+        self.continued = continued or {}
+        self.writebacks = writebacks
+        self.in_place = {u for w in writebacks for u in chain_down(w)} | \
+            {u for r in self.continued for u in chain_down(r.src[0].src[r.arg])}
         self.copies: dict[UOp, UOp] = {}
         self.output_copies: set[UOp] = set()   # copies of versions into outputs that are not their chain's home
         self.prev: dict[UOp, UOp] = {}        # SCATTER -> the version it overwrites (its old value, or its copy)
@@ -98,6 +102,17 @@ class Versions:
                 # writes into an argument that had to start from a copy: the last version goes back into the
                 # argument's memory, after everything that reads the argument as it was
                 back = copy_of(chain[-1], ("argument", base.arg.number))
+                roots[back] = Root(back, [], [base], last=True)
+                self.output_copies.add(back)
+                self.solo.add(back)
+
+        # the last version of an argument's memory that a loop wrote in place as its state, when that loop could
+        # not continue in the memory (it has buffers of its own): copied back, after everything else
+        for w in self.writebacks:
+            path = [*versions_down(w)]
+            base = path[-1]
+            if base.op is Ops.BUFFER and any(u.op is Ops.RESULT and u not in self.continued for u in path):
+                back = copy_of(w, ("argument", base.arg.number))
                 roots[back] = Root(back, [], [base], last=True)
                 self.output_copies.add(back)
                 self.solo.add(back)
