@@ -17,11 +17,8 @@ import threading
 
 import numpy as np
 from numfn.locks import lock
-
-# NumPy names whose results a traced function may write into, fill or combine with traced values
-CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
-            "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
-            "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
+# the names wrapped (converted code's calls of them, by any name, reach numfn's too: statements.traced_constructor)
+from numfn.trace.statements import NUMPY_CREATION as CREATION
 
 _lock = lock()
 _active = 0                      # traces under way in the process

@@ -4,13 +4,15 @@
 run as Python (jit's unroll= option)."""
 from __future__ import annotations
 
+import math
+import operator
 import threading
 from typing import Any, NoReturn
 from collections.abc import Callable
 
 import numpy as np
 
-from numfn.errors import NumfnError, user_location
+from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import observing_rebinds, tracing
@@ -246,6 +248,81 @@ def traced_builtin(f: Any) -> Callable | None:
     to them)."""
     return next((mine for builtin, mine in _TRACED_BUILTINS.items() if f is builtin), None)   # (by identity: any
     # callable comes here, hashable or not)
+
+
+# NumPy's functions whose results a traced function may write into, fill or combine with traced values: called
+# while tracing, numfn.numpy's run instead (numfn.interpose wraps them in NumPy's namespace; converted code's calls
+# reach them by whatever name it calls them: `traced_constructor`)
+NUMPY_CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
+                  "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
+                  "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
+_creation_by_id: dict[int, tuple[Any, str]] = {}   # id(NumPy's function) -> (the function, its name)
+
+
+def traced_constructor(f: Any) -> Callable | None:
+    """While tracing, what a call of NumPy's `f` runs when numfn.numpy's must: for an array-making function numfn's
+    of that name (`f` called by any name: np.zeros, `zeros` imported from numpy, an alias), for `np.ndarray(shape,
+    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one, for an
+    np.vectorize object numfn.numpy's vectorize where an argument is traced (and a ufunc of np.frompyfunc refused
+    there); None for anything else (and outside a trace)."""
+    if not tracing(): return None
+    if f is np.ndarray: return _ndarray
+    if isinstance(f, np.vectorize): return _vectorized(f)
+    if isinstance(f, np.ufunc) and f.__name__.endswith(" (vectorized)"): return _frompyfunc_ufunc(f)
+    if not _creation_by_id:
+        for name in NUMPY_CREATION:
+            fn = getattr(np, name)
+            fn = getattr(fn, "__numfn_original__", fn)   # (numfn.interpose's wrapper while tracing)
+            _creation_by_id[id(fn)] = (fn, name)
+    f = getattr(f, "__numfn_original__", f)
+    found = _creation_by_id.get(id(f))
+    return numpy_function(found[1]) if found is not None and found[0] is f else None
+
+
+def _vectorized(f: np.vectorize) -> Callable:
+    def call(*args, **kwargs):
+        if not any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]): return f(*args, **kwargs)
+        ours = numpy_function("vectorize")(f.pyfunc, otypes=f.otypes, excluded=f.excluded, signature=f.signature)
+        return ours(*args, **kwargs)
+    return call
+
+
+def _frompyfunc_ufunc(f: np.ufunc) -> Callable:
+    def call(*args, **kwargs):
+        if not any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]): return f(*args, **kwargs)
+        raise unsupported(f"the ufunc numpy.frompyfunc made of {f.__name__.removesuffix(' (vectorized)')} (its "
+                          "results are arrays of Python objects, which compiled code has no type for)",
+                          "use np.vectorize(func, otypes=[...]) for arrays of numbers")
+    return call
+
+
+def _ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+    """`np.ndarray(...)` while tracing: a new array (its values undefined, as np.empty's), or with a traced `buffer`
+    a view of that array's memory; over NumPy's own buffers (bytes, a NumPy array) NumPy's array, a constant."""
+    if buffer is not None and not isinstance(buffer, Tensor):
+        return np.ndarray(shape, dtype, buffer, offset, strides, order)
+    if strides is not None:
+        raise unsupported("numpy.ndarray(..., strides=) on traced memory", "make the view by slicing, reshaping or "
+                          "transposing an array, or use numpy.lib.stride_tricks.as_strided outside the function")
+    if order not in (None, "C", "F"): raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if buffer is None:
+        if offset: raise ValueError("offset must be 0 when buffer is None")   # (NumPy ignores it; numfn says so)
+        return numpy_function("empty")(shape, dtype, order=order or "C")
+    dt = np.dtype(dtype)
+    if buffer.dtype != dt:
+        raise unsupported(f"numpy.ndarray of dtype {dt} over a traced array of dtype {buffer.dtype}",
+                          "reinterpreting memory as another type is not traced; convert with .astype()")
+    if not buffer.is_contiguous("C"):
+        raise unsupported("numpy.ndarray over a traced array that is not C-contiguous", "copy it first "
+                          "(np.ascontiguousarray)")
+    dims = tuple(operator.index(s) for s in shape) if isinstance(shape, (tuple, list)) else (operator.index(shape),)
+    offset = operator.index(offset)
+    if offset < 0 or offset % dt.itemsize:
+        raise unsupported(f"numpy.ndarray at byte offset {offset} of a traced array of {dt}",
+                          "the offset must be a whole number of elements")
+    start, n = offset // dt.itemsize, math.prod(dims)
+    if start + n > buffer.size: raise TypeError("buffer is too small for requested array")
+    return buffer.reshape(-1)[start:start + n].reshape(dims, order=order or "C")
 
 
 def _scalar_of(x: Any, what: str) -> Tensor:
