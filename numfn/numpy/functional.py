@@ -27,13 +27,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from numfn.args import normalize_axis
-from numfn.dtype import dtypes
-from numfn.errors import unsupported, user_location
+from numfn.dtype import DType, dtypes
+from numfn.errors import NumfnError, unsupported, user_location
 from numfn.ir.primitives import PRIMITIVES
 from numfn.ir.uop import UOp, fold
 from numfn.trace.control import placeholder
 from numfn.trace.convert import Runtime
-from numfn.trace.record import new_region_tag, recording_trace
+from numfn.trace.record import Check, new_region_tag, recording_trace
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
 from numfn.numpy.creation import as_strong, asarray, zeros_like
 from numfn.numpy.manipulation import concatenate
@@ -51,27 +51,37 @@ def map_examples(fn: Callable[..., Sequence[Any]], batched: Sequence[Tensor], we
                  what: str) -> list[Tensor]:
     """`fn` applied to every example of `batched` (arrays with one leading axis of the examples, the same length for
     all): the values it returns (a sequence of arrays or numbers), each with that leading axis. `fn` is traced once
-    on placeholders of one example (weak ones stand for Python scalars) and the graph it gives is batched. `what`
-    names the call in errors."""
+    on placeholders of one example (weak ones stand for Python scalars, other 0-d ones for NumPy scalars) and the
+    graph it gives is batched. `what` names the call in errors."""
     size = batched[0].shape[0]
+    given, values, checks = trace_example(fn, [(b.shape[1:], b.uop.dtype, w) for b, w in zip(batched, weak)], what)
+    mapped = {g: (b.uop, True) for g, b in zip(given, batched)}
+    roots = [t.uop for t in values] + [u for c in checks for u in (c.failed, c.payload)]
+    done = _batch(roots, mapped, size)
+    for k, c in enumerate(checks):   # each element's checks: the first element that failed raises
+        add_check(Tensor(done[2 * k + len(values)]), Tensor(done[2 * k + 1 + len(values)]), c.error)
+    return [Tensor(u, weak=t.weak) for t, u in zip(values, done)]
+
+
+def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tuple[int, ...], DType, bool]],
+                  what: str) -> tuple[list[UOp], list[Tensor], list[Check]]:
+    """`fn` traced on placeholders of the examples' (shape, dtype, weak): (the placeholders, the values it returns,
+    the checks it makes). Writes into arrays from outside it, or into its arguments, are refused (and undone)."""
     tag = new_region_tag()
-    examples = [Tensor(placeholder(tag, k, b.shape[1:], b.uop.dtype), weak=w) for k, (b, w) in
-                enumerate(zip(batched, weak))]
-    for p in examples:
-        if p.ndim == 0 and not p.weak: p.as_array()
-    given = [p.uop for p in examples]
+    args = [Tensor(placeholder(tag, k, shape, dt), weak=w) for k, (shape, dt, w) in enumerate(examples)]
+    given = [p.uop for p in args]
     with recording_trace(region=True) as rec:
         assert rec.born is not None and rec.rebinds is not None   # a region's record has both
-        rec.born.update(id(p) for p in examples)
+        rec.born.update(id(p) for p in args)
         try:
-            out = fn(*examples)
+            out = fn(*args)
         finally:   # arrays from outside the function it wrote into get their values back (refused below)
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
     if rec.rebinds:
         raise unsupported(f"{what} of a function that writes into an array from outside it", "NumPy would write "
                           "once per element; return the values instead and write them after the call")
-    if any(p.uop is not g for p, g in zip(examples, given)):
+    if any(p.uop is not g for p, g in zip(args, given)):
         raise unsupported(f"{what} of a function that writes into its argument", "work on a copy (v = v.copy())")
     values = []
     for v in out:
@@ -84,12 +94,7 @@ def map_examples(fn: Callable[..., Sequence[Any]], batched: Sequence[Tensor], we
             raise unsupported(f"{what} of a function returning an array of run-time length (x[mask], nonzero)",
                               "each element's length may differ: return a mask instead")
         values.append(t)
-    mapped = {g: (b.uop, True) for g, b in zip(given, batched)}
-    roots = [t.uop for t in values] + [u for c in rec.checks for u in (c.failed, c.payload)]
-    done = _batch(roots, mapped, size)
-    for k, c in enumerate(rec.checks):   # each element's checks: the first element that failed raises
-        add_check(Tensor(done[2 * k + len(values)]), Tensor(done[2 * k + 1 + len(values)]), c.error)
-    return [Tensor(u, weak=t.weak) for t, u in zip(values, done)]
+    return given, values, rec.checks
 
 
 def _batch(roots: list[UOp], mapped: dict[UOp, tuple[UOp, bool]], size: int) -> list[UOp]:
@@ -192,19 +197,27 @@ class vectorize:
                 raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
             outs = [T(np.zeros(shape, dt)).as_array() for dt in self.otypes]
             return outs[0] if len(outs) == 1 else tuple(outs)
-        # NumPy hands the function each element as a Python scalar (bool, int, float, complex)
-        batched = [Tensor(t.uop.cast(_PYTHON_KIND[t.uop.dtype.kind])._broadcast(shape) if t.shape != shape else
-                          t.uop.cast(_PYTHON_KIND[t.uop.dtype.kind])).reshape((size,)) for t in ts]
+        otypes = self.otypes
+        if otypes is None:   # NumPy's: the types of the results for the first elements as NumPy scalars
+            try:
+                _, probe, _ = trace_example(call, [((), t.uop.dtype, False) for t in ts], "numpy.vectorize")
+                otypes = [_default_dtype(r) for r in probe]
+            except NumfnError:   # what numfn cannot trace on NumPy scalars (a loop changing a scalar's type):
+                pass             # the types the Python scalars' trace gives
+        # the values: NumPy hands the function each element as a Python scalar (bool, int, float, complex)
+        batched = [Tensor(Tensor(t.uop.cast(_PYTHON_KIND[t.uop.dtype.kind]))._broadcast(shape)).reshape((size,))
+                   for t in ts]
+        several.clear()
         leaves = map_examples(call, batched, [True] * len(batched), "numpy.vectorize")
-        nout = len(self.otypes) if self.otypes is not None else len(leaves)
+        if otypes is None: otypes = [_default_dtype(r) for r in leaves]
+        nout = len(otypes)
         if len(leaves) != nout:
             raise ValueError(f"numpy.vectorize: the function returns {len(leaves)} values where {nout} are "
                              f"expected (at {user_location()})")
         outs = []
         for k, r in enumerate(leaves):
             if r.ndim != 1: raise ValueError("setting an array element with a sequence.")
-            dt = self.otypes[k] if self.otypes is not None else _default_dtype(r)
-            outs.append(Tensor(r.uop.cast(dtypes.from_numpy(dt)).reshape(shape)).as_array())
+            outs.append(Tensor(r.uop.cast(dtypes.from_numpy(otypes[k])).reshape(shape)).as_array())
         return tuple(outs) if several[0] else outs[0]
 
     def _call_with_signature(self, call: Callable, vargs: list, several: list[bool]) -> Any:

@@ -36,7 +36,8 @@ def _array_ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any
                               "arrays you update with numfn.numpy (fnp.zeros, ...)")
         if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
             raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
-    if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
+    if impl is None:   # (a ufunc np.frompyfunc made is named "<function> (vectorized)")
+        raise unsupported("numpy.frompyfunc" if ufunc.__name__.endswith(" (vectorized)") else f"numpy.{ufunc.__name__}")
     return impl(*inputs)
 
 @tensor_method("__array_function__")

@@ -262,12 +262,11 @@ _creation_by_id: dict[int, tuple[Any, str]] = {}   # id(NumPy's function) -> (th
 def traced_constructor(f: Any) -> Callable | None:
     """While tracing, what a call of NumPy's `f` runs when numfn.numpy's must: for an array-making function numfn's
     of that name (`f` called by any name: np.zeros, `zeros` imported from numpy, an alias), for `np.ndarray(shape,
-    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one, for an
-    np.vectorize object numfn.numpy's vectorize where an argument is traced (and a ufunc of np.frompyfunc refused
-    there); None for anything else (and outside a trace)."""
+    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one; a ufunc
+    np.frompyfunc made refuses traced arguments (naming vectorize). None for anything else (and outside a
+    trace)."""
     if not tracing(): return None
     if f is np.ndarray: return _ndarray
-    if isinstance(f, np.vectorize): return _vectorized(f)
     if isinstance(f, np.ufunc) and f.__name__.endswith(" (vectorized)"): return _frompyfunc_ufunc(f)
     if not _creation_by_id:
         for name in NUMPY_CREATION:
@@ -279,20 +278,10 @@ def traced_constructor(f: Any) -> Callable | None:
     return numpy_function(found[1]) if found is not None and found[0] is f else None
 
 
-def _vectorized(f: np.vectorize) -> Callable:
-    def call(*args, **kwargs):
-        if not any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]): return f(*args, **kwargs)
-        ours = numpy_function("vectorize")(f.pyfunc, otypes=f.otypes, excluded=f.excluded, signature=f.signature)
-        return ours(*args, **kwargs)
-    return call
-
-
 def _frompyfunc_ufunc(f: np.ufunc) -> Callable:
     def call(*args, **kwargs):
         if not any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]): return f(*args, **kwargs)
-        raise unsupported(f"the ufunc numpy.frompyfunc made of {f.__name__.removesuffix(' (vectorized)')} (its "
-                          "results are arrays of Python objects, which compiled code has no type for)",
-                          "use np.vectorize(func, otypes=[...]) for arrays of numbers")
+        raise unsupported("numpy.frompyfunc")   # (its suggestion: np.vectorize)
     return call
 
 
