@@ -126,6 +126,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
     ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
                "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.attributes",
                "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.aliasing", "numfn.trace.branch_views", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.convert", "numfn.trace")),

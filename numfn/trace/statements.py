@@ -14,6 +14,7 @@ import numpy as np
 
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
+from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
