@@ -3,8 +3,8 @@ array in place, as NumPy's does; `x.dtype = ...` (reinterpreting memory) is refu
 
 `y.shape = s` changes the array object itself, so every name bound to it sees the new shape; views made of it
 before keep theirs (they look at its memory through the old shape). A view is reshaped in place only where NumPy
-can do it without copying (else NumPy's AttributeError); a function's argument is refused: the caller's array
-would change shape, which a compiled function cannot do."""
+can do it without copying (else NumPy's AttributeError); a function's argument (or an array from outside it, as
+np.asarray(G) is G) is refused: the caller's array would change shape, which a compiled function cannot do."""
 from __future__ import annotations
 
 from typing import Any
@@ -31,9 +31,10 @@ def set_shape(self: Tensor, shape: Any) -> None:
         if view.base is None: raise AttributeError(_INCOMPATIBLE)
         self.uop, self.chain = view.uop, view.chain
         return
-    if self.memory == "input":
-        raise unsupported("setting the shape of a function argument (x.shape = ...): the caller's array would "
-                          "change shape", "bind a reshaped view instead: x = x.reshape(...)")
+    if self.memory in ("input", "constant"):
+        what = "a function argument" if self.memory == "input" else "an array from outside the function"
+        raise unsupported(f"setting the shape of {what} (x.shape = ...): that array would change shape for the "
+                          "caller too", "bind a reshaped view instead: x = x.reshape(...)")
     if self._links:
         raise unsupported("setting the shape of an array a branch on a traced value may have made share memory with "
                           "another", "bind a reshaped view instead: x = x.reshape(...)")
