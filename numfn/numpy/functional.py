@@ -33,7 +33,8 @@ from numfn.ir.primitives import PRIMITIVES
 from numfn.ir.uop import UOp, fold
 from numfn.trace.control import placeholder
 from numfn.trace.convert import Runtime
-from numfn.trace.record import Check, new_region_tag, recording_trace
+from numfn.trace.record import Check, new_region_tag, recording_trace, tracing
+from numfn.trace.statements import ContainersKept
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
 from numfn.numpy.creation import as_strong, asarray, zeros_like
 from numfn.numpy.manipulation import concatenate
@@ -48,13 +49,15 @@ __all__ = ["vectorize", "apply_along_axis", "piecewise"]
 # ---- tracing a function once for all elements -------------------------------------------------------------------
 
 def map_examples(fn: Callable[..., Sequence[Any]], batched: Sequence[Tensor], weak: Sequence[bool],
-                 what: str) -> list[Tensor]:
+                 what: str, user: Callable) -> list[Tensor]:
     """`fn` applied to every example of `batched` (arrays with one leading axis of the examples, the same length for
     all): the values it returns (a sequence of arrays or numbers), each with that leading axis. `fn` is traced once
     on placeholders of one example (weak ones stand for Python scalars, other 0-d ones for NumPy scalars) and the
-    graph it gives is batched. `what` names the call in errors."""
+    graph it gives is batched. `what` names the call in errors, `user` is the user's function `fn` calls (see
+    trace_example)."""
     size = batched[0].shape[0]
-    given, values, checks = trace_example(fn, [(b.shape[1:], b.uop.dtype, w) for b, w in zip(batched, weak)], what)
+    given, values, checks = trace_example(fn, [(b.shape[1:], b.uop.dtype, w) for b, w in zip(batched, weak)], what,
+                                          user)
     mapped = {g: (b.uop, True) for g, b in zip(given, batched)}
     roots = [t.uop for t in values] + [u for c in checks for u in (c.failed, c.payload)]
     done = _batch(roots, mapped, size)
@@ -64,13 +67,14 @@ def map_examples(fn: Callable[..., Sequence[Any]], batched: Sequence[Tensor], we
 
 
 def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tuple[int, ...], DType, bool]],
-                  what: str) -> tuple[list[UOp], list[Tensor], list[Check]]:
-    """`fn` traced on placeholders of the examples' (shape, dtype, weak): (the placeholders, the values it returns,
-    the checks it makes). Writes into arrays from outside it, or into its arguments, are refused (and undone)."""
+                  what: str, user: Callable) -> tuple[list[UOp], list[Tensor], list[Check]]:
+    """`fn` (calling the user's function `user`) traced on placeholders of the examples' (shape, dtype, weak): (the
+    placeholders, the values it returns, the checks it makes). Writes into arrays from outside it, or into its
+    arguments, and changes of lists or dicts of `user`'s closure are refused (and undone)."""
     tag = new_region_tag()
     args = [Tensor(placeholder(tag, k, shape, dt), weak=w) for k, (shape, dt, w) in enumerate(examples)]
     given = [p.uop for p in args]
-    with recording_trace(region=True) as rec:
+    with recording_trace(region=True) as rec, ContainersKept(what, user) as kept:
         assert rec.born is not None and rec.rebinds is not None   # a region's record has both
         rec.born.update(id(p) for p in args)
         try:
@@ -78,6 +82,7 @@ def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tup
         finally:   # arrays from outside the function it wrote into get their values back (refused below)
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
+    if kept.changed: kept.refuse()   # (a list it appends to would get one traced value, not one per element)
     if rec.rebinds:
         raise unsupported(f"{what} of a function that writes into an array from outside it", "NumPy would write "
                           "once per element; return the values instead and write them after the call")
@@ -166,7 +171,11 @@ class vectorize:
         if self.pyfunc is None:   # @vectorize(otypes=...) used as a decorator
             if len(args) != 1 or kwargs: raise TypeError("vectorize() missing its function")
             return vectorize(args[0], self.otypes, self.__doc__, self.excluded, self.cache, self.signature)
-        fn = _callee(self.pyfunc, "numpy.vectorize")
+        pyfunc = self.pyfunc
+        if not tracing():   # NumPy's, on NumPy's values
+            return np.vectorize(pyfunc, self.otypes, self.__doc__, self.excluded, self.cache,
+                                self.signature)(*args, **kwargs)
+        fn = _callee(pyfunc, "numpy.vectorize")
         positions = [i for i in range(len(args)) if i not in self.excluded]
         names = [k for k in kwargs if k not in self.excluded]
         vargs = [args[i] for i in positions] + [kwargs[k] for k in names]
@@ -182,7 +191,7 @@ class vectorize:
             several.append(isinstance(out, tuple))
             return out if isinstance(out, tuple) else (out,)
 
-        if self.core is not None: return self._call_with_signature(call, vargs, several)
+        if self.core is not None: return self._call_with_signature(call, vargs, several, pyfunc)
         ts = []
         for v in vargs:
             try:
@@ -200,7 +209,8 @@ class vectorize:
         otypes = self.otypes
         if otypes is None:   # NumPy's: the types of the results for the first elements as NumPy scalars
             try:
-                _, probe, _ = trace_example(call, [((), t.uop.dtype, False) for t in ts], "numpy.vectorize")
+                _, probe, _ = trace_example(call, [((), t.uop.dtype, False) for t in ts], "numpy.vectorize",
+                                            pyfunc)
                 otypes = [_default_dtype(r) for r in probe]
             except NumfnError:   # what numfn cannot trace on NumPy scalars (a loop changing a scalar's type):
                 pass             # the types the Python scalars' trace gives
@@ -208,7 +218,7 @@ class vectorize:
         batched = [Tensor(Tensor(t.uop.cast(_PYTHON_KIND[t.uop.dtype.kind]))._broadcast(shape)).reshape((size,))
                    for t in ts]
         several.clear()
-        leaves = map_examples(call, batched, [True] * len(batched), "numpy.vectorize")
+        leaves = map_examples(call, batched, [True] * len(batched), "numpy.vectorize", pyfunc)
         if otypes is None: otypes = [_default_dtype(r) for r in leaves]
         nout = len(otypes)
         if len(leaves) != nout:
@@ -220,7 +230,7 @@ class vectorize:
             outs.append(Tensor(r.uop.cast(dtypes.from_numpy(otypes[k])).reshape(shape)).as_array())
         return tuple(outs) if several[0] else outs[0]
 
-    def _call_with_signature(self, call: Callable, vargs: list, several: list[bool]) -> Any:
+    def _call_with_signature(self, call: Callable, vargs: list, several: list[bool], pyfunc: Callable) -> Any:
         """NumPy's generalized vectorize: each argument's last dimensions are its core dimensions (named in the
         signature, equal wherever a name repeats); the others broadcast and are mapped over."""
         assert self.core is not None
@@ -243,7 +253,7 @@ class vectorize:
         if size == 0: raise unsupported("numpy.vectorize with signature= over arguments of size 0")
         batched = [Tensor(t.broadcast_to(loop + t.shape[len(lp):]).uop).reshape((size,) + t.shape[len(lp):])
                    for t, lp in zip(ts, loops)]
-        leaves = map_examples(call, batched, [False] * len(batched), "numpy.vectorize")
+        leaves = map_examples(call, batched, [False] * len(batched), "numpy.vectorize", pyfunc)
         nout = len(outs_core)
         if len(leaves) != nout or (nout > 1) != several[0]:
             raise ValueError(f"wrong number of outputs from pyfunc: expected {nout}, got {len(leaves)}")
@@ -277,9 +287,11 @@ def _parse_signature(signature: str) -> tuple[list[list[str]], list[list[str]]]:
 
 # ---- apply_along_axis -----------------------------------------------------------------------------------------------
 
-def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any, **kwargs: Any) -> Tensor:
+def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any,
+                     **kwargs: Any) -> Tensor | np.ndarray:
     """`func1d` applied to every 1-d slice of `arr` along `axis`; its results (of one shape) replace that axis,
     as NumPy's: traced once for all slices (see the module docstring)."""
+    if not tracing(): return np.apply_along_axis(func1d, axis, arr, *args, **kwargs)   # NumPy's, on NumPy's values
     t = as_strong(arr)
     nd = t.ndim
     axis = normalize_axis(axis, nd)
@@ -290,7 +302,8 @@ def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: ArrayLike, *arg
     if size == 0: raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
     fn = _callee(func1d, "numpy.apply_along_axis")
     batched = Tensor(moved.uop).reshape((size, moved.shape[-1]))
-    res, = map_examples(lambda v: [asarray(fn(v, *args, **kwargs))], [batched], [False], "numpy.apply_along_axis")
+    res, = map_examples(lambda v: [asarray(fn(v, *args, **kwargs))], [batched], [False], "numpy.apply_along_axis",
+                        func1d)
     core = res.shape[1:]
     out = Tensor(res.uop.cast(dtypes.from_numpy(_default_dtype(res)))).reshape(outer + core)
     dims = list(range(out.ndim))

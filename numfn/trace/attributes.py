@@ -1,5 +1,6 @@
 """Assigning ndarray attributes of traced arrays: `y.shape = (n,)` (and `a.shape = b.shape = n`) reshapes the
-array in place, as NumPy's does; `x.dtype = ...` (reinterpreting memory) is refused naming the rewrite. Registered on Tensor (tensor_method) when numfn.trace.statements is imported.
+array in place, as NumPy's does; `x.dtype = ...` (reinterpreting memory) is refused naming the rewrite.
+Registered on Tensor (tensor_method) when numfn.trace.statements is imported.
 
 `y.shape = s` changes the array object itself, so every name bound to it sees the new shape; views made of it
 before keep theirs (they look at its memory through the old shape). A view is reshaped in place only where NumPy

@@ -211,7 +211,7 @@ def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, pe
     # the index's range inside the body (spares index checks: x[i] with stop <= len(x); Python int arithmetic
     # on it that provably stays in int64 needs no check)
     bounds = {0: index_bounds(lo, hi, step)}
-    with _ContainersKept(f"a for loop at line {line}", body) as kept:
+    with ContainersKept(f"a for loop at line {line}", body) as kept:
         out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
                            bounds, first="peeled" if peeled else "peel")
     if kept.changed:   # the body changes a list or dict it reads from outside: Python's loop, if it can be one
@@ -263,12 +263,10 @@ _creation_by_id: dict[int, tuple[Any, str]] = {}   # id(NumPy's function) -> (th
 def traced_constructor(f: Any) -> Callable | None:
     """While tracing, what a call of NumPy's `f` runs when numfn.numpy's must: for an array-making function numfn's
     of that name (`f` called by any name: np.zeros, `zeros` imported from numpy, an alias), for `np.ndarray(shape,
-    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one; a ufunc
-    np.frompyfunc made refuses traced arguments (naming vectorize). None for anything else (and outside a
-    trace)."""
+    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one; None for
+    anything else (and outside a trace)."""
     if not tracing(): return None
     if f is np.ndarray: return _ndarray
-    if isinstance(f, np.ufunc) and f.__name__.endswith(" (vectorized)"): return _frompyfunc_ufunc(f)
     if not _creation_by_id:
         for name in NUMPY_CREATION:
             fn = getattr(np, name)
@@ -277,13 +275,6 @@ def traced_constructor(f: Any) -> Callable | None:
     f = getattr(f, "__numfn_original__", f)
     found = _creation_by_id.get(id(f))
     return numpy_function(found[1]) if found is not None and found[0] is f else None
-
-
-def _frompyfunc_ufunc(f: np.ufunc) -> Callable:
-    def call(*args, **kwargs):
-        if not any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]): return f(*args, **kwargs)
-        raise unsupported("numpy.frompyfunc")   # (its suggestion: np.vectorize)
-    return call
 
 
 def _ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
@@ -457,7 +448,7 @@ def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) 
             new += [as_state(x, name) for x in ls]
         return new
 
-    with _ContainersKept(f"a while loop at line {line}", cond, body) as kept:
+    with ContainersKept(f"a while loop at line {line}", cond, body) as kept:
         out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees),
                            first="peeled" if peeled else "peel")
     if kept.changed: kept.refuse()
@@ -501,7 +492,7 @@ def run_if(test, then, orelse, state, names, both, line):
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
-    with _ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
+    with ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
         out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
     if kept.changed: kept.refuse()
     if len({t.unordered() for t in out_trees}) != 1:
@@ -540,7 +531,7 @@ def _state_copy(t: Tensor) -> Tensor:
     return out.as_array() if t.array0d else out
 
 
-class _ContainersKept:
+class ContainersKept:
     """Lists, dicts, sets and bytearrays a converted body reads from the enclosing function (its closure) are
     Python objects: a native loop or a branch traces the body once, so an `acc.append(y)` in it would run once (on
     a placeholder of the loop's state, or whichever way a branch goes). The context notes their contents; after the
@@ -562,7 +553,7 @@ class _ContainersKept:
                     self.cells.append((name, v, _identities(v), v.copy()))
         self.changed: list[tuple[str, Any]] = []
 
-    def __enter__(self) -> _ContainersKept:
+    def __enter__(self) -> ContainersKept:
         return self
 
     def __exit__(self, *exc) -> None:

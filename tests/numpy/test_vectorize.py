@@ -257,3 +257,56 @@ def test_numfn_namespace():
     x = rand((3, 4), np.float64, RNG)
     check_xp(lambda xp: lambda a: (xp.piecewise(a, [a > 0], [np.exp]), xp.apply_along_axis(np.diff, 1, a)), x,
              backend="llvm")
+
+
+def test_refused_side_effects():
+    seen = []
+    out = np.zeros(3)
+
+    def appends(v):
+        seen.append(v)   # NumPy appends once per element; a trace would append one traced value
+        return v
+
+    def f(a):
+        return np.vectorize(appends)(a)
+    with pytest.raises(numfn.NumfnError, match=r"numpy.vectorize.*changes 'seen', a Python list"):
+        numfn.jit(f)(np.ones(3))
+    assert seen == []
+
+    def writes_outside(a):
+        acc = np.zeros(3)
+
+        def g(v):
+            acc[0] = v
+            return v
+        return np.vectorize(g)(a), acc
+    with pytest.raises(numfn.NumfnError, match="numpy.vectorize of a function that writes into an array from outside"):
+        numfn.jit(writes_outside)(np.ones(3))
+
+    def writes_argument(a):
+        def g(v):
+            v[0] = 1.0
+            return v.sum()
+        return np.apply_along_axis(g, 0, a)
+    with pytest.raises(numfn.NumfnError, match="apply_along_axis of a function that writes into its argument"):
+        numfn.jit(writes_argument)(np.ones((3, 2)))
+    assert out.sum() == 0
+
+
+def test_outside_a_trace_numfn_numpy_runs_numpys():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(fnp.vectorize(clip_double)(x), np.vectorize(clip_double)(x))
+    np.testing.assert_array_equal(fnp.apply_along_axis(np.sum, 1, x), np.apply_along_axis(np.sum, 1, x))
+
+
+def test_inside_loops_and_vmap():
+    x = rand((4, 5), np.float64, RNG)
+
+    def f(a):
+        out = np.zeros_like(a)
+        for i in range(a.shape[0]):   # a native loop (more than 4 iterations unroll no more)
+            out[i] = np.vectorize(clip_double)(a[i] * i)
+        return out
+    check(f, np.concatenate([x, x]), backend="llvm")
+    rows = numfn.jit(numfn.vmap(lambda r: np.apply_along_axis(np.cumsum, 0, r) + np.vectorize(sign_word)(r)))(x)
+    np.testing.assert_array_equal(rows, np.stack([np.cumsum(r) + np.vectorize(sign_word)(r) for r in x]))
