@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections.abc
 import math
 import re
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,7 +30,7 @@ from numfn.args import normalize_axis
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.ir.primitives import PRIMITIVES
-from numfn.ir.uop import UOp, fold
+from numfn.ir.uop import Ops, UOp, fold, substitute
 from numfn.trace.control import placeholder
 from numfn.trace.convert import Runtime
 from numfn.trace.record import Check, new_region_tag, recording_trace, tracing
@@ -106,14 +106,27 @@ def _batch(roots: list[UOp], mapped: dict[UOp, tuple[UOp, bool]], size: int) -> 
     """`roots` with the placeholders of `mapped` replaced by their batched values: every node reading one gets a
     leading batch axis of `size` (vmap's batching rules); each root is given that axis (broadcast if it reads
     none)."""
+    inlined: dict[UOp, UOp] = {}   # a batched branch's LOOP -> the SINK of its one body over the LOOP's sources
+
     def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool]:
         if u in mapped: return mapped[u]
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
             return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
+        if u.op is Ops.RESULT and srcs[0][0] in inlined: return inlined[srcs[0][0]].src[u.arg], True
         rule = PRIMITIVES[u.op].batch
         if rule is None: raise NotImplementedError(f"no batching rule for {u.op.name} (numfn.transforms)")
-        return rule(u, list(srcs), size), True
+        new = rule(u, list(srcs), size)
+        if u.op is Ops.LOOP and u.arg.kind == "cond" and srcs[0][1]:
+            # a branch on the element's value: batched, its one body computes every side and takes each element's
+            # own; inlined, that select fuses with what surrounds it (no region, no buffers between)
+            region = new.arg
+            assert len(region.bodies) == 1 and not region.state
+            given = {placeholder(region.tag, k, cast(tuple[int, ...], v.shape), v.dtype): v
+                     for k, v in enumerate(new.src[1:])}
+            inlined[new] = substitute(region.bodies[0], {c: given[c] for c in region.bodies[0].toposort()
+                                                          if c.op is Ops.CARRY and c in given})
+        return new, True
 
     done = fold(roots, visit)
     out = []
