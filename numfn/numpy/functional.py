@@ -28,7 +28,7 @@ import numpy as np
 
 from numfn.args import normalize_axis
 from numfn.dtype import DType, dtypes
-from numfn.errors import NumfnError, unsupported, user_location
+from numfn.errors import NumfnError, TracerConversionError, unsupported, user_location
 from numfn.ir.primitives import PRIMITIVES
 from numfn.ir.uop import Ops, UOp, fold, substitute
 from numfn.trace.control import placeholder
@@ -79,6 +79,11 @@ def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tup
         rec.born.update(id(p) for p in args)
         try:
             out = fn(*args)
+        except TracerConversionError as e:
+            if type(e) is not TracerConversionError: raise
+            raise TracerConversionError(f"{e} ({what} traces the function once, for every element at once: write "
+                                        "its `if`s on values as statements of a def, which numfn converts; a "
+                                        "lambda's conditional expression is not)") from None
         finally:   # arrays from outside the function it wrote into get their values back (refused below)
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)

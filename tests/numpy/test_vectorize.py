@@ -164,6 +164,13 @@ def test_vectorize_errors():
                       match="does not have enough dimensions")
 
 
+def test_a_conditional_expression_is_refused_naming_the_rewrite():
+    with pytest.raises(numfn.TracerConversionError, match=r"as a Python bool.*numpy.vectorize traces the function "
+                       r"once.*statements of a def") as info:
+        numfn.jit(lambda a: np.vectorize(lambda v: 1.0 if v > 0 else 0.0)(a))(np.ones(3))
+    assert "test_vectorize.py" in str(info.value)
+
+
 def test_frompyfunc_is_refused_naming_vectorize():
     u = np.frompyfunc(clip_double, 1, 1)
     with pytest.raises(numfn.NumfnError, match=r"numpy\.frompyfunc is not supported.*np\.vectorize\(f, otypes"):
@@ -310,3 +317,15 @@ def test_inside_loops_and_vmap():
     check(f, np.concatenate([x, x]), backend="llvm")
     rows = numfn.jit(numfn.vmap(lambda r: np.apply_along_axis(np.cumsum, 0, r) + np.vectorize(sign_word)(r)))(x)
     np.testing.assert_array_equal(rows, np.stack([np.cumsum(r) + np.vectorize(sign_word)(r) for r in x]))
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.uint8, np.int64, np.float16])
+def test_vectorize_more_dtypes(dtype):
+    def f(v):
+        if v != 0:
+            return v * 2 + 1
+        return v
+
+    x = rand((2, 5), dtype, RNG)
+    if np.dtype(dtype).kind == "c": x = x + 1j * rand((2, 5), np.float64, RNG)
+    check(lambda a: (np.vectorize(f)(a), np.vectorize(f, otypes=[np.complex64])(a)), x, backend="llvm")
