@@ -14,7 +14,7 @@ array of the caller) are read as they are.
 run-time length) and its result written back (y[cond] = ...).
 
 `frompyfunc`'s ufuncs make arrays of Python objects, which compiled code has no type for: calling one on traced
-arrays is refused (numfn.trace.statements), naming vectorize.
+arrays is refused (numfn.trace.numpy_protocol), naming vectorize.
 """
 from __future__ import annotations
 
@@ -81,9 +81,10 @@ def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tup
             out = fn(*args)
         except TracerConversionError as e:
             if type(e) is not TracerConversionError: raise
-            raise TracerConversionError(f"{e} ({what} traces the function once, for every element at once: write "
-                                        "its `if`s on values as statements of a def, which numfn converts; a "
-                                        "lambda's conditional expression is not)") from None
+            raise TracerConversionError(f"{e} ({what} traces the function once, for every element at once: it "
+                                        "computes with NumPy's operations (not math.*), and its `if`s on values are "
+                                        "statements of a def, which numfn converts; a lambda's conditional "
+                                        "expression is not)") from None
         finally:   # arrays from outside the function it wrote into get their values back (refused below)
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
@@ -339,8 +340,12 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any, 
     element is selected, where NumPy skips the call)."""
     t = as_strong(x)
     n2 = len(funclist)
-    first = condlist[0] if isinstance(condlist, (list, tuple, Tensor, np.ndarray)) and len(condlist) else None
-    if np.isscalar(condlist) or (not _array_like(first) and t.ndim != 0): condlist = [condlist]
+    scalar = np.isscalar(condlist) or (isinstance(condlist, Tensor) and condlist.is_scalar())
+    if not scalar and isinstance(condlist, (Tensor, np.ndarray)) and condlist.ndim == 0:   # (NumPy's reads [0])
+        raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+    first = condlist[0] if not scalar and isinstance(condlist, (list, tuple, Tensor, np.ndarray)) and \
+        len(condlist) else None
+    if scalar or (not _array_like(first) and t.ndim != 0): condlist = [condlist]
     conds = asarray(condlist, dtype=np.bool_)
     n = len(conds)
     if n == n2 - 1:   # the "otherwise" condition

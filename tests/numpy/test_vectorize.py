@@ -169,6 +169,9 @@ def test_a_conditional_expression_is_refused_naming_the_rewrite():
                        r"once.*statements of a def") as info:
         numfn.jit(lambda a: np.vectorize(lambda v: 1.0 if v > 0 else 0.0)(a))(np.ones(3))
     assert "test_vectorize.py" in str(info.value)
+    import math
+    with pytest.raises(numfn.TracerConversionError, match=r"float\(\).*NumPy's operations \(not math"):
+        numfn.jit(lambda a: np.vectorize(math.sqrt)(a))(np.ones(3))
 
 
 def test_frompyfunc_is_refused_naming_vectorize():
@@ -249,7 +252,8 @@ def test_piecewise_conditions_of_other_arrays_and_python_bools():
     check(lambda a, b: (np.piecewise(a, [b, ~b], [np.sin, np.cos]), np.piecewise(a, True, [lambda v: v + 1]),
                         np.piecewise(a[0], [[True, False, True], [False, False, True]], [lambda v: -v, 2.0]),
                         np.piecewise(a[1], b[1], [lambda v: -v]),                  # one condition, an array
-                        np.piecewise(a, [b.astype(np.int8)], [lambda v: -v])),  # conditions are cast to bool
+                        np.piecewise(a, [b.astype(np.int8)], [lambda v: -v]),  # conditions are cast to bool
+                        np.piecewise(a[0, 0], a[0, 0] > 0, [lambda v: v + 1, 5.0])),   # a NumPy bool
           x, m, backend="llvm")
 
 
@@ -257,6 +261,8 @@ def test_piecewise_errors():
     x = rand((4,), np.float64, RNG)
     check_raises_like(lambda a: np.piecewise(a, [a > 0], [1, 2, 3]), x, backend="llvm",
                       match="either 1 or 2 functions")
+    check_raises_like(lambda a: np.piecewise(a[0], np.asarray(a[0] > 0), [1]), x, backend="llvm",
+                      match="0-dimensional")
 
 
 def test_numfn_namespace():
