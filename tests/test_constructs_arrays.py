@@ -28,7 +28,9 @@ def nd_positional(a):
 def nd_keywords(a):
     y = np.ndarray(shape=(a.size,), dtype=np.float64, order="F")
     y[:] = a.ravel() * 2
-    return y
+    z = np.ndarray(3, np.int32, offset=8, order="K")   # (NumPy ignores offset= without a buffer)
+    z.fill(7)
+    return y, z
 
 
 def nd_filled_in_a_loop(a):

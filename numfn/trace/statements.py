@@ -1,7 +1,9 @@
 """What converted Python code calls (numfn.trace.convert hands its statements here): a `for` over a range, a
 `while` and an `if` run as Python, or, on traced values, as a loop or branch of the program (numfn.trace.control);
 `and`, `or` and `not` of traced values are elementwise logic. `unrolling` sets how long a static loop may be to
-run as Python (jit's unroll= option)."""
+run as Python (jit's unroll= option). Calls of NumPy's array-making functions (by any name) and of np.ndarray(...)
+make traced arrays (`traced_constructor`); int(), float(), min(), ... of traced values are Python's answers
+(`traced_builtin`)."""
 from __future__ import annotations
 
 import math
@@ -285,10 +287,10 @@ def _ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None
     if strides is not None:
         raise unsupported("numpy.ndarray(..., strides=) on traced memory", "make the view by slicing, reshaping or "
                           "transposing an array, or use numpy.lib.stride_tricks.as_strided outside the function")
-    if order not in (None, "C", "F"): raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
-    if buffer is None:
-        if offset: raise ValueError("offset must be 0 when buffer is None")   # (NumPy ignores it; numfn says so)
-        return numpy_function("empty")(shape, dtype, order=order or "C")
+    if order not in (None, "C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    order = "F" if order == "F" else "C"   # (a traced array's layout is not visible: only a view's shape is)
+    if buffer is None: return numpy_function("empty")(shape, dtype)   # (NumPy ignores offset= without a buffer)
     dt = np.dtype(dtype)
     if buffer.dtype != dt:
         raise unsupported(f"numpy.ndarray of dtype {dt} over a traced array of dtype {buffer.dtype}",
@@ -303,7 +305,7 @@ def _ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None
                           "the offset must be a whole number of elements")
     start, n = offset // dt.itemsize, math.prod(dims)
     if start + n > buffer.size: raise TypeError("buffer is too small for requested array")
-    return buffer.reshape(-1)[start:start + n].reshape(dims, order=order or "C")
+    return buffer.reshape(-1)[start:start + n].reshape(dims, order=order)
 
 
 def _scalar_of(x: Any, what: str) -> Tensor:
