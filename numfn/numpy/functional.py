@@ -174,7 +174,7 @@ class vectorize:
     the module docstring). Without `otypes` the result's type is the one the traced function gives (NumPy takes
     the first element's: they differ only for a function whose result type depends on the values); `excluded`
     arguments are passed as they are; `signature` maps over the loop dimensions, giving the function arrays of its
-    core dimensions."""
+    core dimensions. (Python ints are 64-bit in a trace: uint64 elements above 2**63 - 1 wrap.)"""
 
     def __init__(self, pyfunc: Callable | None = None, otypes=None, doc: str | None = None, excluded=None,
                  cache: bool = False, signature: str | None = None) -> None:

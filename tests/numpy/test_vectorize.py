@@ -335,3 +335,25 @@ def test_vectorize_more_dtypes(dtype):
     x = rand((2, 5), dtype, RNG)
     if np.dtype(dtype).kind == "c": x = x + 1j * rand((2, 5), np.float64, RNG)
     check(lambda a: (np.vectorize(f)(a), np.vectorize(f, otypes=[np.complex64])(a)), x, backend="llvm")
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, v):
+        if v > 0:
+            return v * self.k
+        return v
+
+    def __call__(self, v):
+        return self.scale(v) - 1
+
+
+def test_methods_and_callable_objects(backend):
+    s = Scaler(3.0)
+    x = rand((2, 4), np.float64, RNG)
+
+    def f(a):
+        return np.vectorize(s.scale)(a), np.vectorize(s)(a), np.apply_along_axis(lambda r: s(r.sum()), 1, a)
+    check(f, x, backend=backend)
