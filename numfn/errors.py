@@ -112,13 +112,9 @@ SUGGESTIONS: dict[str, str] = {
                       "argument (its methods random, standard_normal, normal, uniform, integers)",
     "numpy.trim_zeros": "Select with a mask: x[np.cumsum(x != 0) > 0] is trim_zeros(x, 'f') (its length is known "
                         "when the program runs)",
-    "numpy.vectorize": "Write the function with array operations, or write it for one element (or one example) "
-                       "and map it with numfn.vmap",
-    "numpy.frompyfunc": "Write the function with array operations, or map a per-example function with numfn.vmap",
-    "numpy.apply_along_axis": "numfn.vmap(f, in_axes=axis) maps a function of one slice over an axis",
+    "numpy.frompyfunc": "Its ufuncs give arrays of Python objects, which compiled code has no type for: "
+                        "np.vectorize(f, otypes=[...]) makes the same calls and gives arrays of numbers",
     "numpy.apply_over_axes": "Reductions take a tuple of axes: x.sum(axis=(0, 2), keepdims=True)",
-    "numpy.piecewise": "Choose elementwise with np.where(condition, f(x), g(x)), nested for more pieces (both sides "
-                       "are computed, as in NumPy's where), or np.select",
     "numpy.putmask": "np.where(mask, values, x), or x[...] = np.where(mask, values, x) to write into x",
     "numpy.place": "x[mask] = values (as many values as true positions)",
     "numpy.copyto": "dst[...] = src (with np.where(where, src, dst) for where=)",

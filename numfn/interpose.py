@@ -6,6 +6,11 @@ stored. While any thread traces, the names below in NumPy's namespace are wrappe
 (a call written `np.zeros(...)` or `zeros(...)`, outside NumPy and numfn) in a thread that is tracing, they run
 numfn.numpy's function instead (a traced array numfn can write into); every other call, compiled code's among
 them, runs NumPy's own, unchanged. Outside tracing, NumPy's functions are in place and nothing is wrapped.
+(Converted code reaches numfn.numpy's for these functions by whatever name it calls them, and for np.ndarray(...):
+numfn.trace.statements.traced_constructor.)
+
+Likewise np.vectorize objects called on traced arrays run numfn.numpy's vectorize (np.vectorize.__call__ is wrapped
+while any thread traces: it asks no frame, a traced argument is only a tracing thread's).
 """
 from __future__ import annotations
 
@@ -17,11 +22,10 @@ import threading
 
 import numpy as np
 from numfn.locks import lock
-
-# NumPy names whose results a traced function may write into, fill or combine with traced values
-CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
-            "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
-            "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
+from numfn.pytree import flatten
+from numfn.trace.tensor import Tensor
+# the names wrapped (converted code's calls of them, by any name, reach numfn's too: statements.traced_constructor)
+from numfn.trace.statements import NUMPY_CREATION as CREATION
 
 _lock = lock()
 _active = 0                      # traces under way in the process
@@ -61,6 +65,20 @@ def _wrapper(name: str, original, ours):
     return wrapper
 
 
+def _vectorize_call(original):
+    """np.vectorize.__call__ while tracing: numfn.numpy's vectorize (the same function, otypes, excluded and
+    signature) when an argument is traced (only a tracing thread has traced values), NumPy's otherwise."""
+    @functools.wraps(original)
+    def call(self, *args, **kwargs):
+        if any(isinstance(v, Tensor) for v in flatten((args, kwargs))[0]):
+            from numfn import numpy as fnp
+            ours = fnp.vectorize(self.pyfunc, otypes=self.otypes, excluded=self.excluded, signature=self.signature)
+            return ours(*args, **kwargs)
+        return original(self, *args, **kwargs)
+    call.__numfn_original__ = original   # a marker on the function object
+    return call
+
+
 class tracing_numpy:
     """Context manager around a trace: NumPy's creation functions called by the user's code in this thread return
     traced arrays (see the module docstring)."""
@@ -75,6 +93,8 @@ class tracing_numpy:
                     if ours is None: continue
                     _originals[name] = getattr(np, name)
                     setattr(np, name, _wrapper(name, _originals[name], ours))
+                _originals["vectorize.__call__"] = np.vectorize.__call__
+                np.vectorize.__call__ = _vectorize_call(np.vectorize.__call__)
             _active += 1
         _local.depth = getattr(_local, "depth", 0) + 1
         return self
@@ -85,8 +105,7 @@ class tracing_numpy:
         with _lock:
             _active -= 1
             if _active == 0:
-                for name, original in _originals.items(): setattr(np, name, original)
-                _originals.clear()
+                _restore()
         from numfn.errors import TracerConversionError
         # NumPy reports a traced value it failed to convert (a[i] = v, a.fill(v), a NumPy array `a`) as its own
         # ValueError ("setting an array element with a sequence."): numfn's explanation is its cause
@@ -99,9 +118,15 @@ def _after_fork_in_child() -> None:
     NumPy gets its own functions back when the child's traces (if the forking thread was in one) end."""
     global _active
     _active = getattr(_local, "depth", 0)
-    if _active == 0:
-        for name, original in _originals.items(): setattr(np, name, original)
-        _originals.clear()
+    if _active == 0: _restore()
+
+
+def _restore() -> None:
+    """NumPy's own functions back in place (no trace is under way)."""
+    for name, original in _originals.items():
+        if name == "vectorize.__call__": setattr(np.vectorize, "__call__", original)
+        else: setattr(np, name, original)
+    _originals.clear()
 
 
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -6,6 +6,8 @@ call that misses the C dispatcher); the other helpers say how errors name argume
 """
 from __future__ import annotations
 
+import re
+
 import inspect
 import weakref
 from dataclasses import dataclass
@@ -82,7 +84,20 @@ def leaf_spec(x, where: str) -> ArgSpec:
         if arr.dtype == object: raise TypeError(f"argument {where}: a list of mixed or ragged values is not an array")
         return ArgSpec(arr.shape, dtypes.from_numpy(arr.dtype))
     raise TypeError(f"argument {where} of type {type(x).__name__} is not an array, a Python scalar or a container of "
-                    "them (tuple, list, dict)")
+                    f"them (tuple, list, dict){_conversion_hint(x, where)}")
+
+
+def _conversion_hint(x, where: str) -> str:
+    """What to pass instead of `x`, an argument value that is no array: a pandas object's values, an array-like
+    converted by NumPy, or a setting (a string, an object) as a static argument."""
+    kind = type(x).__name__
+    if type(x).__module__.split(".")[0] == "pandas":   # (detected without importing pandas)
+        return f"; pass the {kind}'s values as a NumPy array: x.to_numpy()"
+    if hasattr(x, "__array__"): return f"; convert the {kind} to a NumPy array with np.asarray(x) before the call"
+    name = re.match(r"'([^']*)'", where)
+    static = f"static_argnames=({name.group(1)!r},)" if name else "static_argnames=/static_argnums="
+    return (f"; if it is a setting rather than data (a mode, an option), make it static: numfn.jit(f, {static}) "
+            "compiles the function for each value of it, which the traced code then sees as a Python value")
 
 
 def static_spec(static_argnums=(), static_argnames=(), fn: Callable | None = None) -> tuple[tuple[int, ...],

@@ -126,6 +126,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
     ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
                "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.attributes",
                "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.aliasing", "numfn.trace.branch_views", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.convert", "numfn.trace")),
@@ -136,7 +137,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.numpy.manipulation", "numfn.numpy.reductions", "numfn.numpy.products",
                "numfn.numpy.sorting", "numfn.numpy.statistics", "numfn.numpy.indexing", "numfn.numpy.extras",
                "numfn.numpy.signal", "numfn.numpy.linalg_small", "numfn.numpy.linalg_lapack", "numfn.numpy.linalg_eig",
-               "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.dtypes")),
+               "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.dtypes", "numfn.numpy.functional")),
     # numfn.random's keys are built from numfn.numpy's families; numfn.numpy.random (np.random while tracing:
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),

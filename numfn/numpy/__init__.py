@@ -21,11 +21,12 @@ import types
 import numpy as _np
 
 from numfn.trace import dynamic
-from numfn.numpy import (creation, dtypes, extras, indexing, manipulation, products, random,  # noqa: F401 - fnp.random
-                         reductions, signal, sorting, statistics, ufunc_functions, ufuncs)
+from numfn.numpy import (creation, dtypes, extras, functional, indexing, manipulation,  # noqa: F401 - fnp.random
+                         products, random, reductions, signal, sorting, statistics, ufunc_functions, ufuncs)
 from numfn.numpy.creation import *  # noqa: F401,F403
 from numfn.numpy.dtypes import *  # noqa: F401,F403
 from numfn.numpy.extras import *  # noqa: F401,F403
+from numfn.numpy.functional import *  # noqa: F401,F403
 from numfn.numpy.indexing import *  # noqa: F401,F403
 from numfn.numpy.products import *  # noqa: F401,F403
 from numfn.numpy.reductions import *  # noqa: F401,F403
@@ -38,8 +39,8 @@ from numfn.numpy.ufunc_functions import *  # noqa: F401,F403
 from numfn.trace.tensor import NUMFN_NUMPY, NUMPY_IMPLEMENTATIONS
 from numfn.numpy._core import IMPLEMENTATIONS
 
-_MODULES = (creation, dtypes, extras, indexing, manipulation, products, reductions, signal, sorting, statistics, ufuncs,
-            ufunc_functions)
+_MODULES = (creation, dtypes, extras, functional, indexing, manipulation, products, reductions, signal, sorting,
+            statistics, ufuncs, ufunc_functions)
 
 __all__ = sorted({name for m in _MODULES for name in m.__all__})
 

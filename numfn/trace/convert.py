@@ -47,7 +47,7 @@ from collections.abc import Callable
 from numfn import debug
 from numfn.errors import NumfnError, user_location
 from numfn.trace.statements import logical, logical_not, not_flags, run_for_each, run_for_range, run_if, \
-    run_while, traced_builtin
+    run_while, traced_builtin, traced_constructor
 from numfn.trace.unbound import UNBOUND
 
 _RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
@@ -570,6 +570,8 @@ class Runtime:
         else as it is."""
         builtin = traced_builtin(f)
         if builtin is not None: return builtin
+        made = traced_constructor(f)   # np.zeros, np.ndarray, ... make arrays numfn traces
+        if made is not None: return made
         if _user_function(f): return _helper(f)
         if type(f) is types.MethodType and _user_function(f.__func__): return types.MethodType(_helper(f.__func__),
                                                                                                 f.__self__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from typing import Any
 from collections.abc import Callable, Collection
 
@@ -19,7 +20,7 @@ def _array_ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any
     impl = NUMPY_IMPLEMENTATIONS.get(ufunc)
     if method != "__call__":
         impl = getattr(impl, method, None)
-        if impl is None: raise unsupported(f"numpy.{ufunc.__name__}.{method}")
+        if impl is None: raise unsupported(f"{ufunc_name(ufunc)}.{method}")
         return impl(*inputs, **kwargs)
     out = kwargs.get("out")
     if isinstance(out, tuple) and any(isinstance(v, np.ndarray) for v in out):
@@ -35,9 +36,36 @@ def _array_ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any
                               "with out=)", "That array is a constant of the program: write a = a + y, or create "
                               "arrays you update with numfn.numpy (fnp.zeros, ...)")
         if not (name == "out" and (value is None or (isinstance(value, tuple) and all(v is None for v in value)))):
-            raise unsupported(f"the {name}= argument of numpy.{ufunc.__name__}")
-    if impl is None: raise unsupported(f"numpy.{ufunc.__name__}")
+            raise unsupported(f"the {name}= argument of {ufunc_name(ufunc)}")
+    if impl is None: raise unsupported(ufunc_name(ufunc), _foreign_hint(ufunc))
     return impl(*inputs)
+
+
+def ufunc_name(ufunc: np.ufunc) -> str:
+    """How errors name a ufunc: numpy.NAME for NumPy's, numpy.frompyfunc for one it made (named "<function>
+    (vectorized)"), else by the module of another library that exports it (scipy.special.erf), found by
+    identity."""
+    name = ufunc.__name__
+    if name.endswith(" (vectorized)"): return "numpy.frompyfunc"
+    if getattr(np, name, None) is ufunc: return f"numpy.{name}"
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        try:
+            attrs = vars(module)
+        except TypeError:
+            continue
+        found += [(module_name == "__main__", module_name.split(".")[0] == "numpy",
+                   any(p.startswith("_") for p in module_name.split(".")), len(module_name), module_name, attr)
+                  for attr, v in list(attrs.items()) if v is ufunc]
+    if not found: return f"the ufunc {name} (not NumPy's)"
+    *_, module_name, attr = min(found)   # another library's public module first, the script's own last
+    return f"{module_name}.{attr}"
+
+
+def _foreign_hint(ufunc: np.ufunc) -> str:
+    if ufunc_name(ufunc).startswith("numpy."): return ""
+    return ("numfn compiles NumPy's functions: another library's function cannot compute on a traced array; write "
+            "it with NumPy's functions, or call it outside the compiled function")
 
 @tensor_method("__array_function__")
 def _array_function(self, func: Callable[..., Any], types: Collection[type], args: tuple[Any, ...],

@@ -1,17 +1,22 @@
 """What converted Python code calls (numfn.trace.convert hands its statements here): a `for` over a range, a
 `while` and an `if` run as Python, or, on traced values, as a loop or branch of the program (numfn.trace.control);
 `and`, `or` and `not` of traced values are elementwise logic. `unrolling` sets how long a static loop may be to
-run as Python (jit's unroll= option)."""
+run as Python (jit's unroll= option). Calls of NumPy's array-making functions (by any name) and of np.ndarray(...)
+make traced arrays (`traced_constructor`); int(), float(), min(), ... of traced values are Python's answers
+(`traced_builtin`)."""
 from __future__ import annotations
 
+import math
+import operator
 import threading
 from typing import Any, NoReturn
 from collections.abc import Callable
 
 import numpy as np
 
-from numfn.errors import NumfnError, user_location
+from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
+from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
@@ -208,7 +213,7 @@ def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, pe
     # the index's range inside the body (spares index checks: x[i] with stop <= len(x); Python int arithmetic
     # on it that provably stays in int64 needs no check)
     bounds = {0: index_bounds(lo, hi, step)}
-    with _ContainersKept(f"a for loop at line {line}", body) as kept:
+    with ContainersKept(f"a for loop at line {line}", body) as kept:
         out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
                            bounds, first="peeled" if peeled else "peel")
     if kept.changed:   # the body changes a list or dict it reads from outside: Python's loop, if it can be one
@@ -246,6 +251,61 @@ def traced_builtin(f: Any) -> Callable | None:
     to them)."""
     return next((mine for builtin, mine in _TRACED_BUILTINS.items() if f is builtin), None)   # (by identity: any
     # callable comes here, hashable or not)
+
+
+# NumPy's functions whose results a traced function may write into, fill or combine with traced values: called
+# while tracing, numfn.numpy's run instead (numfn.interpose wraps them in NumPy's namespace; converted code's calls
+# reach them by whatever name it calls them: `traced_constructor`)
+NUMPY_CREATION = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
+                  "linspace", "logspace", "geomspace", "eye", "identity", "array", "asarray", "asanyarray",
+                  "ascontiguousarray", "asfortranarray", "copy", "tri", "meshgrid", "indices")
+_creation_by_id: dict[int, tuple[Any, str]] = {}   # id(NumPy's function) -> (the function, its name)
+
+
+def traced_constructor(f: Any) -> Callable | None:
+    """While tracing, what a call of NumPy's `f` runs when numfn.numpy's must: for an array-making function numfn's
+    of that name (`f` called by any name: np.zeros, `zeros` imported from numpy, an alias), for `np.ndarray(shape,
+    dtype)` (a type: NumPy's namespace keeps it, isinstance needs it) a new array as np.empty makes one; None for
+    anything else (and outside a trace)."""
+    if not tracing(): return None
+    if f is np.ndarray: return _ndarray
+    if not _creation_by_id:
+        for name in NUMPY_CREATION:
+            fn = getattr(np, name)
+            fn = getattr(fn, "__numfn_original__", fn)   # (numfn.interpose's wrapper while tracing)
+            _creation_by_id[id(fn)] = (fn, name)
+    f = getattr(f, "__numfn_original__", f)
+    found = _creation_by_id.get(id(f))
+    return numpy_function(found[1]) if found is not None and found[0] is f else None
+
+
+def _ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+    """`np.ndarray(...)` while tracing: a new array (its values undefined, as np.empty's), or with a traced `buffer`
+    a view of that array's memory; over NumPy's own buffers (bytes, a NumPy array) NumPy's array, a constant."""
+    if buffer is not None and not isinstance(buffer, Tensor):
+        return np.ndarray(shape, dtype, buffer, offset, strides, order)
+    if strides is not None:
+        raise unsupported("numpy.ndarray(..., strides=) on traced memory", "make the view by slicing, reshaping or "
+                          "transposing an array, or use numpy.lib.stride_tricks.as_strided outside the function")
+    if order not in (None, "C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    order = "F" if order == "F" else "C"   # (a traced array's layout is not visible: only a view's shape is)
+    if buffer is None: return numpy_function("empty")(shape, dtype)   # (NumPy ignores offset= without a buffer)
+    dt = np.dtype(dtype)
+    if buffer.dtype != dt:
+        raise unsupported(f"numpy.ndarray of dtype {dt} over a traced array of dtype {buffer.dtype}",
+                          "reinterpreting memory as another type is not traced; convert with .astype()")
+    if not buffer.is_contiguous("C"):
+        raise unsupported("numpy.ndarray over a traced array that is not C-contiguous", "copy it first "
+                          "(np.ascontiguousarray)")
+    dims = tuple(operator.index(s) for s in shape) if isinstance(shape, (tuple, list)) else (operator.index(shape),)
+    offset = operator.index(offset)
+    if offset < 0 or offset % dt.itemsize:
+        raise unsupported(f"numpy.ndarray at byte offset {offset} of a traced array of {dt}",
+                          "the offset must be a whole number of elements")
+    start, n = offset // dt.itemsize, math.prod(dims)
+    if start + n > buffer.size: raise TypeError("buffer is too small for requested array")
+    return buffer.reshape(-1)[start:start + n].reshape(dims, order=order)
 
 
 def _scalar_of(x: Any, what: str) -> Tensor:
@@ -390,7 +450,7 @@ def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) 
             new += [as_state(x, name) for x in ls]
         return new
 
-    with _ContainersKept(f"a while loop at line {line}", cond, body) as kept:
+    with ContainersKept(f"a while loop at line {line}", cond, body) as kept:
         out = while_region(more, step_body, init, list(flags) + _leaf_names(kept_names, trees),
                            first="peeled" if peeled else "peel")
     if kept.changed: kept.refuse()
@@ -434,7 +494,7 @@ def run_if(test, then, orelse, state, names, both, line):
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
-    with _ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
+    with ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
         out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
     if kept.changed: kept.refuse()
     if len({t.unordered() for t in out_trees}) != 1:
@@ -473,7 +533,7 @@ def _state_copy(t: Tensor) -> Tensor:
     return out.as_array() if t.array0d else out
 
 
-class _ContainersKept:
+class ContainersKept:
     """Lists, dicts, sets and bytearrays a converted body reads from the enclosing function (its closure) are
     Python objects: a native loop or a branch traces the body once, so an `acc.append(y)` in it would run once (on
     a placeholder of the loop's state, or whichever way a branch goes). The context notes their contents; after the
@@ -495,7 +555,7 @@ class _ContainersKept:
                     self.cells.append((name, v, _identities(v), v.copy()))
         self.changed: list[tuple[str, Any]] = []
 
-    def __enter__(self) -> _ContainersKept:
+    def __enter__(self) -> ContainersKept:
         return self
 
     def __exit__(self, *exc) -> None:
