@@ -2,7 +2,7 @@
 
 | variable | meaning |
 |---|---|
-| `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times per call, 3 schedules, 4 source, 5 graphs |
+| `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times and calls per call, 3 schedules, 4 source, 5 graphs |
 | `NUMFN_NOOPT` (or `NOOPT`) | switch: no kernel optimizations (no upcasts; libm calls for math functions) |
 | `NUMFN_PERF_MAP` | switch: write /tmp/perf-<pid>.map (mode 0600), naming generated code for Linux `perf` |
 | `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |

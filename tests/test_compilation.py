@@ -181,6 +181,36 @@ def test_debug_2_prints_each_kernels_time(capsys, monkeypatch, backend):
         err = capsys.readouterr().err
         names = [ei.kernel.name for ei in f.specializations[0].schedule]
         assert "kernel times" in err and all(name in err for name in names) and " us" in err
+        # each kernel ran once in this call (the counters are reset after each report)
+        rows = [line.split() for line in err.splitlines() if line.strip().split()[:1] and
+                line.split()[0] in names]
+        assert rows and all(row[3] == "1" for row in rows), err
+
+
+def _counting_loop(x, n):
+    for _ in range(n):
+        x = x * 0.5 + 1
+    return x
+
+
+def test_debug_2_counts_the_calls_of_kernels_in_loops(capsys, monkeypatch, backend):
+    monkeypatch.setenv("DEBUG", "2")
+    f = numfn.jit(_counting_loop, backend=backend)
+    x = np.ones(1000)
+    np.testing.assert_allclose(f(x, np.int64(37)), _counting_loop(x, 37))
+    counts = [int(line.split()[3]) for line in capsys.readouterr().err.splitlines() if " x " in line]
+    assert 37 in counts or 36 in counts, counts   # (the loop's body kernel; 36 when the first trip is peeled)
+
+
+def test_slow_kernels_are_named():
+    from numfn.function import slow_kernel
+    # 1 ms per call for a kernel moving 8 KiB with 1,000 operations: far slower than that work needs
+    assert slow_kernel(10_000_000, 10, 10_000_000, [1000, 8192]) > 100
+    # a kernel running at its memory bound, one whose share of the call is small, one too short to judge
+    assert slow_kernel(1_000_000, 1, 1_000_000, [1000, 4_000_000]) is None
+    assert slow_kernel(1_000_000, 1, 100_000_000, [1000, 8192]) is None
+    assert slow_kernel(10_000, 1, 10_000, [10, 8]) is None
+    assert slow_kernel(10_000_000, 1, 10_000_000, None) is None   # (a program cached without the work figures)
 
 
 def test_cache_module_is_public(tmp_path, monkeypatch):

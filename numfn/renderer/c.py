@@ -361,7 +361,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     example per iteration, everything else (unflagged inputs, constants, the scratch arena) is shared.
 
     With `profile` (DEBUG=2), the entry adds the nanoseconds each kernel took to the exported array
-    `<entry>_ns` (one int64 per kernel).
+    `<entry>_ns` (one int64 per kernel), and counts its calls after them (one int64 per kernel).
 
     `steps` (numfn.program_steps) says in which order the kernels run, with loops and branches around some of
     them; None runs each kernel once, in order."""
@@ -372,7 +372,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         out.append("#include <time.h>\n"
                    "static int64_t numfn_now(void) {\n  struct timespec t;\n  clock_gettime(CLOCK_MONOTONIC, &t);\n"
                    "  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;\n}\n"
-                   f"int64_t {entry}_ns[{max(len(kernels), 1)}];")
+                   f"int64_t {entry}_ns[{2 * max(len(kernels), 1)}];")   # nanoseconds, then calls
     for buf, dt, data in layout.embedded_constants:
         values = ", ".join(c_literal(v, dt) for v in data.reshape(-1).tolist())
         out.append(f"static const {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}] = {{ {values} }};")
@@ -417,7 +417,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         else: args = ["pfor"] + [arg(p.arg) for p in pair.buffers([k for k, _ in kernels])]
         if profile: body.append(f"{indent}{{ int64_t t0 = numfn_now();")
         body.append(f"{indent}{prog.name}{'' if pair is None else '_tiles'}({', '.join(args)});")
-        if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; }}")
+        if profile: body.append(f"{indent}{entry}_ns[{k}] += numfn_now() - t0; {entry}_ns[{len(kernels) + k}] += 1; }}")
 
     def run(items: list, indent: str) -> None:
         for item in items:

@@ -553,7 +553,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     outputs, then the inputs, then the pointer constants) returning 0, or 1 when the scratch arena cannot be
     allocated. With `batched` (one flag per input) the entry takes
     `i64 start, i64 end` first and loops over examples of a leading batch axis (see the C renderer). With
-    `profile` (DEBUG=2), each kernel's nanoseconds are added to the exported global `<entry>_ns`. `steps`: the order
+    `profile` (DEBUG=2), each kernel's nanoseconds are added to the exported global `<entry>_ns`, its calls counted
+    after them. `steps`: the order
     of the kernels with loops and branches around some of them (see the C renderer)."""
     declares: set[str] = set()
     funcs = []
@@ -638,7 +639,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
 
     if profile:
         declares.add("declare i32 @clock_gettime(i32, ptr)")
-        out.insert(0, f"@{entry}_ns = global [{max(len(kernels), 1)} x i64] zeroinitializer, align 8")
+        # nanoseconds per kernel, then calls per kernel
+        out.insert(0, f"@{entry}_ns = global [{2 * max(len(kernels), 1)} x i64] zeroinitializer, align 8")
         body.append("  %ts = alloca { i64, i64 }")
 
     def call(k: int, pair=None) -> None:   # kernel k, or with `pair` the pair it begins (time counted as k's)
@@ -658,7 +660,11 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                          f"  %slot.{t} = getelementptr inbounds i64, ptr @{entry}_ns, i64 {k}",
                          f"  %old.{t} = load i64, ptr %slot.{t}",
                          f"  %new.{t} = add i64 %old.{t}, %dt.{t}",
-                         f"  store i64 %new.{t}, ptr %slot.{t}"])
+                         f"  store i64 %new.{t}, ptr %slot.{t}",
+                         f"  %cslot.{t} = getelementptr inbounds i64, ptr @{entry}_ns, i64 {len(kernels) + k}",
+                         f"  %cold.{t} = load i64, ptr %cslot.{t}",
+                         f"  %cnew.{t} = add i64 %cold.{t}, 1",
+                         f"  store i64 %cnew.{t}, ptr %cslot.{t}"])
 
     def flag_value(loop) -> str:
         f, n = arg(loop.flag.arg), next(uses)

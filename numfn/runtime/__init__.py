@@ -43,9 +43,10 @@ class LoadedCode:
         return entry_function(self.address, self.nints)
 
     def timings(self):
-        """DEBUG=2 programs: their per-kernel nanosecond counters, as a writable int64 array view."""
+        """DEBUG=2 programs: their per-kernel nanosecond counters, then per-kernel call counters, as a writable int64
+        array view."""
         from numfn.runtime.native import int64_array
-        return int64_array(self.timings_address, len(self.manifest.get("kernels", [])))
+        return int64_array(self.timings_address, 2 * len(self.manifest.get("kernels", [])))
 
 
 # A scratch arena of at least this many bytes is kept between calls, one per program (in the program's exported
