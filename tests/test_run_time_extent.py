@@ -116,7 +116,7 @@ def test_prefix_means(shape, backend):
     check(prefix_means, x, backend=backend, scale=10.0)
 
 
-@pytest.mark.parametrize("n,w", [(50, 7), (8, 8), (3000, 64)])
+@pytest.mark.parametrize("n,w", [(50, 7), (8, 8), (3000, 64), (40000, 16)])
 def test_moving_average(n, w, backend):
     x = np.random.default_rng(4).standard_normal(n)
     check(moving_average, x, w, backend=backend, jitted=numfn.jit(moving_average, backend=backend, static_argnums=(1,)))
@@ -158,8 +158,15 @@ def test_window_mean_counts_to_the_window_length():
     window's end too (before, over the whole array: 100,000 windows of 64 took as long as NumPy, 6 s)."""
     from tests.conftest import BACKENDS
     if "c" not in BACKENDS: pytest.skip("no C compiler")
-    x = np.random.default_rng(8).standard_normal(4099)
-    nf = numfn.jit(moving_average, backend="c", static_argnums=(1,)).specialize(x, 64)
-    source = nf.source
-    loops = [line for line in source[source.index("W_scalar_1"):].splitlines() if line.lstrip().startswith("for (")]
-    assert loops and not [line for line in loops if "4099LL" in line], loops
+    for n in (4099, 40000):   # (the second beyond the size at which large reductions are split into partial sums)
+        x = np.random.default_rng(8).standard_normal(n)
+        nf = numfn.jit(moving_average, backend="c", static_argnums=(1,)).specialize(x, 64)
+        source = nf.source
+        body = source[source.index("\nint numfn_"):]
+        body = body[body.index("for (;;)"):]
+        kernels = {line.strip().split("(")[0] for line in body.splitlines() if line.strip()[:2] in ("E_", "R_", "W_")}
+        for k in kernels:   # every kernel the window loop runs loops to a run-time end, not to the array's length
+            text = source[source.index(f"static void {k}("):]
+            text = text[:text.index("\n}\n")]
+            loops = [line for line in text.splitlines() if line.lstrip().startswith("for (")]
+            assert all(re.search(r"< v\d+;", line) for line in loops), (k, loops)

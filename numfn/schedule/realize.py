@@ -169,12 +169,15 @@ SPLIT_PARTS = 256
 
 
 def _windowed(src: UOp) -> bool:
-    """Whether a reduction's operand is gated by a window of run-time length (`where(i < L, x, c)`, L a scalar
-    known when the program runs): codegen/narrow.py runs such a reduction to L, which a split into partial
-    reductions over the static bound would undo (a row of a sparse matrix would cost the whole matrix)."""
+    """Whether a reduction's operand is gated by a window of run-time length (`where(i < L, x, c)` or a count of
+    `i < L`, L a scalar known when the program runs): codegen/narrow.py runs such a reduction to L, which a split
+    into partial reductions over the static bound would undo (a row of a sparse matrix would cost the whole
+    matrix, a window's mean the whole array)."""
     while src.op in MOVEMENT: src = src.src[0]
-    if src.op is not Ops.WHERE: return False
-    terms = operands(src.src[0], lambda g: g.op in MOVEMENT or (g.op is Ops.AND and g.dtype is dtypes.bool))
+    if src.op is Ops.CAST and src.src[0].dtype is dtypes.bool: mask = src.src[0]   # a count: a mean's length
+    elif src.op is Ops.WHERE: mask = src.src[0]
+    else: return False
+    terms = operands(mask, lambda g: g.op in MOVEMENT or (g.op is Ops.AND and g.dtype is dtypes.bool))
     return any(t.op is Ops.CMPLT and _scalar(t.src[1]) for t in terms)
 
 
