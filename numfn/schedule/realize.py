@@ -29,7 +29,7 @@ from typing import cast
 
 from numfn.codegen.lower import RealizeCheck
 from numfn.dtype import dtypes
-from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, bottom_up, operands, substitute, toposort
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, Ops, UOp, bottom_up, substitute, toposort
 
 RECOMPUTE_LIMIT = 16
 TRANSCENDENTAL_COST = 8
@@ -169,16 +169,18 @@ SPLIT_PARTS = 256
 
 
 def _windowed(src: UOp) -> bool:
-    """Whether a reduction's operand is gated by a window of run-time length (`where(i < L, x, c)` or a count of
-    `i < L`, L a scalar known when the program runs): codegen/narrow.py runs such a reduction to L, which a split
-    into partial reductions over the static bound would undo (a row of a sparse matrix would cost the whole
-    matrix, a window's mean the whole array)."""
-    while src.op in MOVEMENT: src = src.src[0]
-    if src.op is Ops.CAST and src.src[0].dtype is dtypes.bool: mask = src.src[0]   # a count: a mean's length
-    elif src.op is Ops.WHERE: mask = src.src[0]
-    else: return False
-    terms = operands(mask, lambda g: g.op in MOVEMENT or (g.op is Ops.AND and g.dtype is dtypes.bool))
-    return any(t.op is Ops.CMPLT and _scalar(t.src[1]) for t in terms)
+    """Whether a reduction's operand is gated by a window of run-time length: somewhere in it, positions compared
+    with a scalar known when the program runs (`where(i < L, x, c)`, a count of `i < L`). codegen/narrow.py runs
+    such a reduction to L, which a split into partial reductions over the static bound would undo (a row of a
+    sparse matrix would cost the whole matrix, a window's mean the whole array). A comparison of data with a
+    scalar (`x < t`) is no window."""
+    return any(u.op is Ops.CMPLT and _scalar(u.src[1]) and _positions(u.src[0]) for u in toposort([src]))
+
+
+def _positions(u: UOp) -> bool:
+    """Arithmetic on positions (IOTA) and scalars, reading no array."""
+    nodes = toposort([u])
+    return any(x.op is Ops.IOTA for x in nodes) and not any(x.op in (Ops.BUFFER, Ops.PARAM) for x in nodes)
 
 
 def _scalar(u: UOp) -> bool:
