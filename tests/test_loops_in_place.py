@@ -115,3 +115,32 @@ def test_inner_loop_writes_the_outer_table_without_copies():
     got = nf(s, t)
     want = dtw(s, t)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
+def _products_in_a_loop(A, b, n):
+    x = np.zeros_like(b)
+    for _ in range(n):
+        x = (b - A @ x) / (A.shape[0] * 2.0)
+        x = x + A[0] @ A
+    return x
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "transposed", "reversed"])
+def test_loop_reads_a_reshaped_argument_in_place(layout, backend):
+    """A matrix product in a loop body reads the argument reshaped (A as (n, 1, k)): the loop reads the argument's
+    buffer itself instead of a copy made at every call."""
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal((90, 70))
+    A = {"contiguous": big[:31, :31], "strided": big[::2, ::2][:31, :31], "transposed": big[:31, :31].T,
+         "reversed": big[::-1, ::-1][:31, :31]}[layout]
+    check(_products_in_a_loop, A, rng.standard_normal(31), np.int64(40), backend=backend, scale=100.0)
+
+
+def test_no_copy_of_an_argument_a_loop_multiplies_by():
+    from tests.conftest import BACKENDS
+    if "c" not in BACKENDS: pytest.skip("no C compiler")
+    A, b = np.random.default_rng(8).standard_normal((31, 31)), np.ones(31)
+    source = numfn.jit(_products_in_a_loop, backend="c").specialize(A, b, np.int64(3)).source
+    entry = source[source.index("\nint numfn_"):]
+    copies = [line.strip() for line in entry.splitlines() if line.strip().startswith("E_31_1_31")]
+    assert not copies, copies

@@ -64,7 +64,7 @@ class ScheduledLoop:
 
     def kernel(self, name: str, roots: dict, home: dict) -> LoopKernel:
         state = tuple(roots[r].targets[0] for r in self.results)
-        bound = tuple(home.get(v, v) if v.op is not Ops.CONST else v for v in self.node.src)
+        bound = tuple(v if v.op is Ops.CONST else reshaped_buffer(v) or home.get(v, v) for v in self.node.src)
         key = (state, bound)
         if key not in self.built:
             self.built[key] = _loop_kernel(name, self.node.arg, state, bound, self.blocks, self.schedule)
@@ -121,7 +121,7 @@ def prepare_loops(graph: UOp, roots: dict[UOp, Root], blocks, schedule: Schedule
                 inits.append(key)
             reads = node.src[len(region.state):]
         for v in reads:
-            if v.op not in (Ops.BUFFER, Ops.CONST):
+            if v.op not in (Ops.BUFFER, Ops.CONST) and reshaped_buffer(v) is None:
                 roots.setdefault(v, Root(v))
             values.append(v)
         loops.append(ScheduledLoop(node, results, inits, values, blocks, schedule, starts, continues))
@@ -226,6 +226,15 @@ def _loop_kernel(name: str, region, state: tuple[UOp, ...], bound: tuple[UOp, ..
                    for b in region.bodies)
     reads = tuple(dict.fromkeys(b for b in bound[1:] if b.op is Ops.BUFFER))
     return LoopKernel(name, "cond", state, (None,) * len(state), bound[0], None, bodies, reads)
+
+
+def reshaped_buffer(v: UOp) -> UOp | None:
+    """The buffer a loop's operand `v` is a reshape of (`A.reshape(n, 1, k)`, a matrix product's operand in a loop
+    body), or None. A buffer is contiguous, so the loop reads it as it is, with the operand's shape (the schedule
+    of its body binds the placeholder to the buffer reshaped): no copy of an argument per call."""
+    u = v
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return u if u is not v and u.op is Ops.BUFFER else None
 
 
 def writes_in_place(v: UOp, tag: int, k: int) -> bool:

@@ -39,7 +39,9 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     buffers are numbered from `first`; loops' inner schedules take fresh blocks of numbers from `blocks`."""
     blocks = itertools.count(1) if blocks is None else blocks
     body, bindings = call.src[0], call.src[1:]
-    params = {u: bindings[u.arg[0]] for u in toposort([body]) if u.op is Ops.PARAM}
+    # (a loop's operand may be a buffer of another shape with its elements: regions.reshaped_buffer)
+    params = {u: bindings[u.arg[0]] if bindings[u.arg[0]].shape == u.shape else bindings[u.arg[0]].reshape(u.shape)
+              for u in toposort([body]) if u.op is Ops.PARAM}
     graph = substitute(body, params)
     if any(u.op is Ops.LOOP and u.src[0].op is Ops.CONST and u.arg.kind == "cond" for u in toposort([graph])):
         graph = graph_rewrite(graph, constant_branches)   # a branch on a constant the enclosing loop binds
