@@ -75,7 +75,12 @@ def user_location() -> str:
     return "<unknown location>"
 
 
-def unsupported(what: str, hint: str = "") -> NumfnError:
+class RunTimeLengthError(NumfnError):
+    """An operation numfn does not apply to an array whose length is a run-time value (np.flip(x[:k]) for a traced
+    k). A static loop whose variable made that length unrolls instead (numfn.trace.statements.run_for_range)."""
+
+
+def unsupported(what: str, hint: str = "", error: type[NumfnError] = NumfnError) -> NumfnError:
     """The error for an operation numfn cannot trace; `what` names it, `hint` suggests an alternative. A NumPy
     name (numpy.NAME, numpy.linalg.NAME, ndarray.NAME, ...) without a hint gets its entry of SUGGESTIONS, and
     every NumPy name gets a pointer to the page listing what numfn supports."""
@@ -83,7 +88,7 @@ def unsupported(what: str, hint: str = "") -> NumfnError:
     hint = hint or suggestion(what)
     if hint: msg += f". {hint}"
     if _is_numpy_name(what): msg += f"{'' if msg.endswith('.') else '.'} {COVERAGE_HINT}"
-    return NumfnError(msg)
+    return error(msg)
 
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from numfn.args import normalize_axes
 from numfn.dtype import dtypes
-from numfn.errors import TracerConversionError, unsupported, user_location
+from numfn.errors import RunTimeLengthError, TracerConversionError, unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, gather, numpy_function
 from numfn.trace.subscript import Item, RunTimeLength, assignable, gathered, normalize, setitem, static_slice, window
 from numfn.ir.uop import Ops, UOp
@@ -180,7 +180,7 @@ class DynTensor(Tensor):
             return functools.partial(METHODS[name], self)
         if not name.startswith("_") and name not in _OWN and hasattr(np.ndarray, name):
             raise unsupported(f"ndarray.{name} on an array whose length is only known at run time (x[mask], "
-                              "nonzero, a slice with traced bounds)", HINT)
+                              "nonzero, a slice with traced bounds)", HINT, RunTimeLengthError)
         return object.__getattribute__(self, name)
 
 
@@ -267,7 +267,7 @@ def _map(fn, operands: list) -> Tensor:
     out = fn(*compact)
     lengths = tuple(ref[a][0] if a in ref else None for a in range(out.ndim)) if out.ndim == rank else None
     if lengths is None or any(out.uop.shape[a] != ref[a][1] for a in ref):
-        raise unsupported("this operation on an array whose length is only known at run time", HINT)
+        raise unsupported("this operation on an array whose length is only known at run time", HINT, RunTimeLengthError)
     dyns = [t for t in ts if isinstance(t, DynTensor)]
     first = dyns[0]
     # the selection's lazy form: every run-time operand selected by one mask along its only run-time axis, 0
@@ -579,7 +579,7 @@ def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             if product is not None: return product(*args, **kwargs)
             if name not in ELEMENTWISE_OK:
                 raise unsupported(f"numpy.{name} on an array whose length is only known at run time (x[mask], "
-                                  "nonzero, a slice with traced bounds)", HINT)
+                                  "nonzero, a slice with traced bounds)", HINT, RunTimeLengthError)
         return fn(*args, **kwargs)
     guarded.__wrapped__ = fn
     return guarded

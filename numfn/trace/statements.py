@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from numfn.errors import NumfnError, unsupported, user_location
+from numfn.errors import NumfnError, RunTimeLengthError, TracerConversionError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
@@ -29,6 +29,8 @@ BOOL = dtypes.bool
 
 
 UNROLL = 4   # a converted loop with at most this many iterations known while tracing runs as Python (unrolled)
+# ... and one of at most this many whose body needs its variable as a Python value (a shape made from it)
+UNROLL_FOR_SHAPES = 64
 _unroll = threading.local()
 
 
@@ -130,10 +132,24 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     if static and step == 0: raise ValueError("range() arg 3 must not be zero")
     f: list = [False] * len(flags)
     fresh = {k for k, v in enumerate(state) if is_unbound(v)}
+
+    def native_or_unrolled(start, state, f, peeled: bool) -> tuple:
+        """The rest of the loop from `start` as a native loop (see _native_for_range), or unrolled."""
+        try:
+            return _native_for_range(start, stop, step, body, state, f, fresh, names, flags, line, peeled)
+        except (TracerConversionError, RunTimeLengthError):
+            # the body needs the loop's variable as a Python value (a shape or a static slice made from it: a
+            # radix-2 FFT reshaping by its stage, np.flip(a[:k]) in a Levinson recursion): a static loop unrolls
+            # instead, up to UNROLL_FOR_SHAPES iterations
+            if not static or len(range(start, stop, step)) > UNROLL_FOR_SHAPES: raise
+            vals, f, start = _python_for(start, stop, step, body, state, flags, f)
+            if start is None: return vals
+            return native_or_unrolled(start, vals, f, True)
+
     if not tracing() or (static and len(range(start, stop, step)) <= unroll_limit()):
         state, f, start = _python_for(start, stop, step, body, state, flags)
         if start is None: return state
-        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
+        return native_or_unrolled(start, state, f, peeled=True)
     # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
     # when some are bound only inside the loop (that binds them: the native loop then carries them)
     elif static and (not _is_traced(state) or fresh):
@@ -146,10 +162,10 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
         if not wrote and not _is_traced(out):
             state, f, start = _python_for(start, stop, step, body, state, flags, f)
             if start is None: return state
-        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
+        return native_or_unrolled(start, state, f, peeled=True)
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
     try:
-        return _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled=False)
+        return native_or_unrolled(start, state, f, peeled=False)
     except FirstIterationDiffers:
         pass
     # Python's first iteration writes into an array other names may hold, the later ones into arrays the loop made
@@ -163,7 +179,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
                      (*f, *state), (*flags, *names), (), line)
     f, state = list(out[:len(flags)]), tuple(out[len(flags):])
     if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
-    return _native_for(start + step, stop, step, body, state, f, fresh, names, flags, line, peeled=True)
+    return native_or_unrolled(start + step, state, f, peeled=True)
 
 
 def _going(i: Tensor, hi: Tensor, st: Tensor, step) -> Tensor:
@@ -173,7 +189,7 @@ def _going(i: Tensor, hi: Tensor, st: Tensor, step) -> Tensor:
     return (i < hi) if step > 0 else (i > hi)
 
 
-def _native_for(start, stop, step, body, state, f, fresh, names, flags, line, peeled: bool) -> tuple:
+def _native_for_range(start, stop, step, body, state, f, fresh, names, flags, line, peeled: bool) -> tuple:
     """The rest of a `for` over a range as a native loop from `start` (flags `f` so far). `peeled`: the first
     iteration already ran (as Python or on its own); else the loop raises FirstIterationDiffers when it must."""
     static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
@@ -314,7 +330,17 @@ def _scalar_of(x: Any, what: str) -> Tensor:
     return t.reshape(())
 
 
+def _known_scalar(x: Any) -> Any:
+    """A 0-d traced value whose value is known while tracing (int(np.log2(n)) of a shape's n), as a NumPy scalar;
+    else `x`: the builtins then give Python values, which sizes, ranges and static loops need."""
+    if isinstance(x, Tensor) and not getattr(x, "runtime_length", False) and x.ndim == 0:
+        value = x.known()
+        if value is not None: return value[()]
+    return x
+
+
 def _int(x=0, *rest, **kw):
+    x = _known_scalar(x)
     if rest or kw or not isinstance(x, Tensor): return int(x, *rest, **kw)
     t = _scalar_of(x, "int()")
     if t.uop.dtype.is_complex: return int(x)   # (TypeError, as Python's)
@@ -326,6 +352,7 @@ def _int(x=0, *rest, **kw):
 
 
 def _float(x=0.0):
+    x = _known_scalar(x)
     if not isinstance(x, Tensor): return float(x)
     t = _scalar_of(x, "float()")
     if t.uop.dtype.is_complex: return float(x)
@@ -333,6 +360,7 @@ def _float(x=0.0):
 
 
 def _bool(x=False):
+    x = _known_scalar(x)
     if not isinstance(x, Tensor): return bool(x)
     return Tensor(_scalar_of(x, "bool()").astype(np.bool_).uop, weak=True)
 
