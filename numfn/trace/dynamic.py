@@ -714,6 +714,9 @@ def take(x: Tensor, indices: list) -> DynTensor:
     (x[np.nonzero(m)], A[rows, cols]): gathered from the compacted indices, and from the mask's space when the
     indices share a mask (then nothing is compacted unless positions are needed)."""
     ref = indices[0]
+    if len(indices) == 1 and isinstance(ref, DynTensor) and ref.uop.dtype.is_bool and ref.ndim == 1 and x.ndim:
+        # a mask of run-time length (z[m] then c[m] in a loop that shrinks both): its length must be x's
+        return cast(DynTensor, _select_rows(DynTensor(x.uop, UOp.const(I64, x.shape[0])), ref, ()))
     rest = x.shape[len(indices):]
     lazy = all(isinstance(i, DynTensor) and i.source is not None and i.mask is ref.mask for i in indices)
     compact_idx, source_idx = [], []

@@ -537,6 +537,7 @@ def not_flags(brk, cont) -> Any:
 
 def _state_copy(t: Tensor) -> Tensor:
     """A new Tensor of t's value and kind (weak, 0-d array) for a while loop's state."""
+    if isinstance(t, DynTensor) and t.base is None: return t.copy()   # (keeps its run-time lengths)
     out = Tensor(t.uop, weak=t.weak)
     return out.as_array() if t.array0d else out
 
