@@ -119,7 +119,7 @@ def test_filter_rows(rows, backend):
 
 def filter_selection_first(x, limit):
     y = x[x > 0]            # of run-time length before the loop
-    for i in range(limit):
+    for _ in range(limit):
         if y.size <= 2: break
         y = y[1:]           # a slice of it: shrinks by one
         y = y[y != y.max()]

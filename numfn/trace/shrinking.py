@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from numfn.errors import NumfnError, unsupported, user_location
 from numfn.trace.dynamic import DynTensor
@@ -56,7 +56,7 @@ def layout_of(values: Sequence[Any], what: str) -> Layout:
         if not isinstance(v, Tensor) or v.ndim != rank:
             raise NumfnError(f"{what} is an array of run-time length (x[mask], nonzero) on one path and "
                              f"{_describe(v)} on another (at {user_location()}); give it one number of dimensions")
-        shapes.append(tuple(v.uop.shape))
+        shapes.append(cast(tuple[int, ...], v.uop.shape))
     bound = tuple(max(s[a] for s in shapes) for a in range(rank))
     for s in shapes:
         if any(s[a] != bound[a] for a in range(rank) if a not in axes):
@@ -79,7 +79,7 @@ def parts(v: Any, layout: Layout, what: str) -> list[Tensor]:
         raise unsupported(f"{what}, a slice with traced bounds where an array of run-time length is carried",
                           "copy it (x[k:].copy()) or keep the mask and use numpy.where")
     lengths = v.lengths if isinstance(v, DynTensor) else (None,) * v.ndim
-    shape = tuple(v.uop.shape)
+    shape = cast(tuple[int, ...], v.uop.shape)
     for a, n in enumerate(shape):
         if a not in layout.axes and (n != layout.bound[a] or lengths[a] is not None):
             raise NumfnError(f"{what} changes shape from {layout.bound} to {shape} (at {user_location()}); only "
@@ -90,9 +90,10 @@ def parts(v: Any, layout: Layout, what: str) -> list[Tensor]:
                              "may only shrink (x = x[mask])")
     stored = Tensor(v.uop, weak=v.weak)
     for a in layout.axes:   # pad to the bound (the padding is never read: it is past the length)
-        extra = layout.bound[a] - stored.uop.shape[a]
+        have = cast(tuple[int, ...], stored.uop.shape)
+        extra = layout.bound[a] - have[a]
         if extra:
-            fill = numpy_function("zeros")(tuple(extra if b == a else n for b, n in enumerate(stored.uop.shape)),
+            fill = numpy_function("zeros")(tuple(extra if b == a else n for b, n in enumerate(have)),
                                            dtype=stored.uop.dtype.np)
             stored = numpy_function("concatenate")([stored, fill], axis=a)
     out = [stored]
