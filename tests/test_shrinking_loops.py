@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import check
+from helpers import check, check_raises_like
 
 RNG = np.random.default_rng(28008)
 
@@ -203,3 +203,53 @@ def test_len_in_expressions(size, backend):
 def test_len_outside_converted_code_keeps_its_error(backend):
     with pytest.raises(numfn.TracerConversionError, match="cannot be used as a Python int"):
         numfn.jit(lambda x: len(x[x > 0]), backend=backend)(np.arange(3.0))
+
+
+# ---- errors ----------------------------------------------------------------------------------------------------
+
+def mask_of_other_length(x, y):
+    m = x[x > 0] > 1           # a mask of run-time length
+    return y[m]
+
+
+def test_mask_of_runtime_length_indexes_an_array(backend):
+    x = np.array([1.0, 2, 3, -1, 5])
+    check(mask_of_other_length, x, np.arange(4.0), backend=backend)
+    for size in (3, 9):        # NumPy's IndexError (with its wording) when the lengths differ
+        check_raises_like(mask_of_other_length, x, np.arange(float(size)), backend=backend,
+                          match=f"size of axis is {size} but size of corresponding boolean axis is 4")
+
+
+def grows_in_the_loop(x, n):
+    y = x[x > 0]
+    for _ in range(n):
+        if y.size < 2:
+            y = np.ones(10)    # longer than any selection of x: no bound holds it
+        y = y[y > y.min()]
+    return y
+
+
+def test_state_that_would_grow_past_its_bound_is_named(backend):
+    with pytest.raises(numfn.NumfnError, match="'y' may grow past 6 elements"):
+        numfn.jit(grows_in_the_loop, backend=backend)(np.arange(6.0), 3)
+
+
+def window_rebound(x, n):
+    v = x[:n]                  # a window of the argument (a view with a traced length), rebound in the loop
+    for _ in range(6):
+        v = v + 1
+    return v
+
+
+def window_copy_rebound(x, n):
+    v = x[:n].copy()           # the rewrite the error asks for
+    for _ in range(6):
+        v = v + 1
+    return v
+
+
+def test_window_rebound_in_a_loop_stays_refused_with_its_rewrite(backend):
+    with pytest.raises(numfn.NumfnError, match=r"copy it \(x\[k:\]\.copy\(\)\)"):
+        numfn.jit(window_rebound, backend=backend)(np.arange(6.0), np.array(2))
+    for n in (0, 2, 6, 9):
+        check(window_copy_rebound, np.arange(6.0), np.array(n), backend=backend)

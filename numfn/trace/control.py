@@ -426,7 +426,8 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     layouts = branch_layouts([tr.values for tr in traced], names)
     if layouts:   # results of run-time length: the region gives their elements at a bound and their lengths
         count = len(traced[0].values)
-        lowered = [lambda *a, fn=fn: lower(list(fn(*a)), layouts, names) for fn in branches]
+        shown = [repr(n) for n in names]
+        lowered = [lambda *a, fn=fn: lower(list(fn(*a)), layouts, shown) for fn in branches]
         flat = branch_region(index, lowered, operands, lowered_names(names, layouts, count))
         return lift(flat, layouts, count)
     for tr in traced:   # a window (a view with traced bounds) would lose its memory through the region's results
