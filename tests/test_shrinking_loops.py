@@ -134,6 +134,51 @@ def test_loop_state_of_runtime_length_from_the_start(size, backend):
         check(filter_selection_first, x, limit, backend=backend, jitted=jf)
 
 
+def nested_filters(x, n):
+    out = 0.0
+    for i in range(n):               # a native loop around a shrinking while loop
+        y = x + i
+        while y.size > 1:
+            y = y[y > y.mean()]
+        out = out + y.sum() * len(y)
+    return out
+
+
+def with_primitives(x):
+    y = numfn.while_loop(lambda y: y.size > 1, lambda y: y[y > y.mean()], x)
+    return y, numfn.fori_loop(0, 3, lambda i, y: y[y != y.max()], x)
+
+
+def after_the_loop(x, n):
+    y = x
+    for _ in range(n):
+        y = y[y > y.min()]
+    return np.sort(y), y[::-1], y * 2, y.sum()
+
+
+@pytest.mark.parametrize("size", [0, 1, 8])
+def test_nested_primitives_and_use_after_the_loop(size, backend):
+    x = RNG.permutation(size).astype(np.float64)
+    jf = numfn.jit(nested_filters, backend=backend)
+    for n in (0, 1, 6):
+        check(nested_filters, x, n, backend=backend, jitted=jf)
+    if size > 3:   # (fori_loop drops three maxima)
+        check(with_primitives, x, backend=backend, expected=with_primitives_numpy(x))
+    if not size: return   # (y.min() of a static size 0 raises while the body is traced, even if it never runs)
+    jf = numfn.jit(after_the_loop, backend=backend)
+    for n in (0, 2, 5):
+        if n <= size: check(after_the_loop, x, n, backend=backend, jitted=jf)
+        else: check_raises_like(after_the_loop, x, n, backend=backend, match="zero-size array to reduction")
+
+
+def with_primitives_numpy(x):
+    y = x
+    while y.size > 1: y = y[y > y.mean()]
+    z = x
+    for _ in range(3): z = z[z != z.max()]
+    return y, z
+
+
 # ---- branches choosing between x[m] and x ----------------------------------------------------------------------
 
 def choose_selection(x, m, flag):
