@@ -12,7 +12,9 @@ What works on them:
   - elementwise operations (operators, ufuncs, where, clip, astype) keep the length;
   - reductions over the first axis see the elements before `length` only (or where the mask holds);
   - indexing (ints, integer arrays, slices, masks) checks indices against `length` when the program runs;
-  - a returned one is cut to its length after the call; `x.shape[0]` and `x.size` are traced int64 values.
+  - a returned one is cut to its length after the call; `x.shape[0]`, `x.size` and (in converted code) len(x) are
+    traced int64 values;
+  - loops and branches carry them as their elements at the bound and their lengths (numfn.trace.shrinking).
 Everything else refuses a DynTensor with an error naming the function (`guard`).
 """
 from __future__ import annotations
