@@ -1006,14 +1006,17 @@ def test_branch_writes_through(fn, x, n, backend):
     check_mutates(fn, x, np.array([n]), backend=backend)
 
 
-def test_branch_runtime_length_operand_refused(backend):
-    def f(x, n):
-        y = x[x > 2]
-        if n.sum() > 0:
-            y += 1
-        return y
-    with pytest.raises(numfn.NumfnError, match="run-time length .* assigned in a branch"):
-        numfn.jit(f, backend=backend)(np.arange(6.0), np.array([1]))
+def _branch_runtime_length_operand(x, n):
+    y = x[x > 2]
+    if n.sum() > 0:
+        y += 1
+    return y
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_branch_runtime_length_operand(n, backend):
+    # was refused; branches now carry run-time lengths (issue 28, tests/test_shrinking_loops.py)
+    check(_branch_runtime_length_operand, np.arange(6.0), np.array([n]), backend=backend)
 
 
 # x[n] with a traced integer n (a NumPy scalar in NumPy: n = a.sum()) is a view: writes through it reach x, also
@@ -1327,12 +1330,13 @@ def _runtime_length_assigned_in_branches(x0, x1):
 
 @pytest.mark.parametrize("fn", [_runtime_length_beside_a_branch_view, _runtime_length_assigned_in_branches],
                          ids=lambda f: f.__name__)
-def test_a_branch_result_of_runtime_length_is_refused(fn, backend):
-    # it came back with the static bound's length, its tail uninitialized memory: refused until branches carry
-    # run-time lengths (the same as for operands of run-time length)
-    args = (np.array([1, -2, 3]), np.array([1, 1]), np.array([1.0, 2.0], np.float16))[:fn.__code__.co_argcount]
-    with pytest.raises(numfn.NumfnError, match="run-time length"):
-        numfn.jit(fn, backend=backend)(*args)
+@pytest.mark.parametrize("big", [False, True])
+def test_a_branch_result_of_runtime_length(fn, big, backend):
+    # it came back with the static bound's length, its tail uninitialized memory: refused until branches carried
+    # run-time lengths (issue 28), now NumPy's result on both sides
+    x1 = np.array([1e9, 1.0]) if big else np.array([1, 1])
+    args = (np.array([1, -2, 3]), x1, np.array([1.0, 2.0], np.float16))[:fn.__code__.co_argcount]
+    check(fn, *args, backend=backend, scale=4.0)
 
 
 # Seeds 20001314, 20001511, 20001540: a view of a view that branches chose (each branch's chain holds the gather

@@ -29,6 +29,8 @@ from numfn.errors import NumfnError, unsupported, user_location
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import new_region_tag, recording_trace, tracing
+from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
+    lowered_body, lowered_cond, lowered_names
 from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute, toposort
 
 I64, BOOL = dtypes.int64, dtypes.bool
@@ -216,6 +218,29 @@ class FirstIterationDiffers(Exception):
 
 def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
                  body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse") -> list[Tensor]:
+    """The final state of `while cond_fn(*state): state = body_fn(*state)` (see `_while_region`). A state value of
+    run-time length (x[mask]), or one the body makes so (`z = z[m]`, learnt from a first trace), is carried as its
+    elements at its bound and its length (numfn.trace.shrinking): each iteration's value is a prefix of the bound."""
+    layouts = {k: layout_of([t], names[k] if k < len(names) else "loop state") for k, t in enumerate(init)
+               if crosses_as_parts(t)}
+    for _ in range(len(init) + 1):
+        at, flat_bounds = 0, {}
+        for k in range(len(init)):   # the bounds of integer state values, at their places in the flat state
+            if body_bounds and k in body_bounds: flat_bounds[at] = body_bounds[k]
+            at += layouts[k].width if k in layouts else 1
+        try:
+            flat = _while_region(lowered_cond(cond_fn, layouts, len(init)), lowered_body(body_fn, layouts, init, names),
+                                 lower(init, layouts, names), lowered_names(names, layouts, len(init)), flat_bounds,
+                                 first)
+        except BecomesRunTimeLength as e:
+            layouts[e.index] = e.layout
+            continue
+        return lift(flat, layouts, len(init))
+    raise NumfnError(f"the loop's state does not settle (at {user_location()})")
+
+
+def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
+                  body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse") -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
     returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
     it writes into join the state; their final values are rebound to them. Checks inside the body or the condition
@@ -383,11 +408,6 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     tag = new_region_tag()
     # operands are given to the branches as themselves (as Python does): a write into one, or through a view, is a
     # write into its base, an outer array the branch writes (a result below)
-    for k, t in enumerate(operands):
-        if t.runtime_length and t.base is None:
-            name = f"{names[k]!r}" if k < len(names) else f"operand {k}"
-            raise unsupported(f"{name}, an array of run-time length (x[mask], nonzero), assigned in a branch on a "
-                              "traced value", "keep the mask and use numpy.where instead")
     args = passed = list(operands)   # every value a branch reads is a capture: the region has no state
     # links a branch inside makes to these arrays are its own (numfn.trace.branch_views): dropped after each trace
     links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
@@ -403,7 +423,14 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
             for t, lk in links: t._links = lk
-    for tr in traced:   # a result of run-time length would lose its length through the region's results
+    layouts = branch_layouts([tr.values for tr in traced], names)
+    if layouts:   # results of run-time length: the region gives their elements at a bound and their lengths
+        count = len(traced[0].values)
+        shown = [repr(n) for n in names]
+        lowered = [lambda *a, fn=fn: lower(list(fn(*a)), layouts, shown) for fn in branches]
+        flat = branch_region(index, lowered, operands, lowered_names(names, layouts, count))
+        return lift(flat, layouts, count)
+    for tr in traced:   # a window (a view with traced bounds) would lose its memory through the region's results
         for k, v in enumerate(tr.values):
             if isinstance(v, Tensor) and v.runtime_length:
                 name = f"{names[k]!r}" if k < len(names) and not names[k].startswith("_numfn") else "a value"

@@ -12,7 +12,9 @@ What works on them:
   - elementwise operations (operators, ufuncs, where, clip, astype) keep the length;
   - reductions over the first axis see the elements before `length` only (or where the mask holds);
   - indexing (ints, integer arrays, slices, masks) checks indices against `length` when the program runs;
-  - a returned one is cut to its length after the call; `x.shape[0]` and `x.size` are traced int64 values.
+  - a returned one is cut to its length after the call; `x.shape[0]`, `x.size` and (in converted code) len(x) are
+    traced int64 values;
+  - loops and branches carry them as their elements at the bound and their lengths (numfn.trace.shrinking).
 Everything else refuses a DynTensor with an error naming the function (`guard`).
 """
 from __future__ import annotations
@@ -609,8 +611,15 @@ def _select_rows(y: DynTensor, first, rest: tuple):
     if isinstance(first, DynTensor) or t.uop.dtype.is_bool:   # y[y > 0]: a selection of the selection
         if not isinstance(first, DynTensor) or first.ndim != 1:
             raise unsupported("this boolean index of an array selected by values", HINT)
-        m = _aligned(first, y) if first.length is not y.length else first
-        return select(y.compact(), Tensor(m.uop.cast(dtypes.bool)) & y.valid_rows())
+        if first.length is y.length: m, valid = first, y.valid_rows()
+        elif first.uop.dtype.is_bool and first.bound == y.bound:
+            # a mask of another run-time length (c[m] with m from z, both shrunk by a loop): NumPy's IndexError
+            # unless the lengths are equal, and then the rows valid in y are those valid in the mask, so the
+            # selection is the mask's own (c[m] and z[m] share one running count)
+            _check_mask_length(first, Tensor(cast(UOp, y.length)))
+            m, valid = first, first.valid_rows()
+        else: m, valid = _aligned(first, y), y.valid_rows()
+        return select(y.compact(), Tensor(m.uop.cast(dtypes.bool)) & valid)
     if not t.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
     assert y.length is not None and y.uop.shape is not None   # called for a run-time first axis
     n = Tensor(y.length)
@@ -621,6 +630,14 @@ def _select_rows(y: DynTensor, first, rest: tuple):
     idx += [Tensor(UOp.iota(s).reshape((1,) * (i.ndim + a) + (s,) + (1,) * (y.ndim - 2 - a))) for a, s in
             enumerate(y.uop.shape[1:])]
     return gather(y.compact(), idx)
+
+
+def _check_mask_length(mask: DynTensor, n: Tensor) -> None:
+    """NumPy's IndexError, when the program runs, for a boolean index of run-time length that is not `n` long."""
+    length, k = Tensor(cast(UOp, mask.length)), mask.bound + 1
+    add_check(length != n, n * k + length, lambda p: IndexError(
+        f"boolean index did not match indexed array along axis 0; size of axis is {p // k} but size of "
+        f"corresponding boolean axis is {p % k}"))
 
 
 def items(y: DynTensor, index) -> list:
@@ -714,6 +731,10 @@ def take(x: Tensor, indices: list) -> DynTensor:
     (x[np.nonzero(m)], A[rows, cols]): gathered from the compacted indices, and from the mask's space when the
     indices share a mask (then nothing is compacted unless positions are needed)."""
     ref = indices[0]
+    if len(indices) == 1 and isinstance(ref, DynTensor) and ref.uop.dtype.is_bool and ref.ndim == 1 and x.ndim:
+        # a mask of run-time length (z[m] then c[m] in a loop that shrinks both): its length must be x's
+        _check_mask_length(ref, _i64(x.shape[0]))
+        return cast(DynTensor, _select_rows(DynTensor(x.uop, UOp.const(I64, x.shape[0])), ref, ()))
     rest = x.shape[len(indices):]
     lazy = all(isinstance(i, DynTensor) and i.source is not None and i.mask is ref.mask for i in indices)
     compact_idx, source_idx = [], []

@@ -2,7 +2,7 @@
 `while` and an `if` run as Python, or, on traced values, as a loop or branch of the program (numfn.trace.control);
 `and`, `or` and `not` of traced values are elementwise logic. `unrolling` sets how long a static loop may be to
 run as Python (jit's unroll= option). Calls of NumPy's array-making functions (by any name) and of np.ndarray(...)
-make traced arrays (`traced_constructor`); int(), float(), min(), ... of traced values are Python's answers
+make traced arrays (`traced_constructor`); int(), float(), min(), len(), ... of traced values are Python's answers
 (`traced_builtin`)."""
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced array
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
+from numfn.trace.dynamic import DynTensor
 from numfn.trace.control import FirstIterationDiffers, advance, as_state, branch_region, index_bounds, passes_through, \
     while_region
 from numfn.dtype import dtypes
@@ -261,7 +262,7 @@ def run_for_each(iterable: Any, body: Callable[..., Any], state: tuple[Any, ...]
 
 
 def traced_builtin(f: Any) -> Callable | None:
-    """Python's int, float, bool, min, max and round on traced values, where the builtin would need the value:
+    """Python's int, float, bool, min, max, round and len on traced values, where the builtin would need the value:
     int(x) of a 0-d array is a Python int (truncated toward zero), min(a, b, c) the first least (Python compares
     with <, so a NaN stays where it is first). None for other functions (and the builtins' other uses fall back
     to them)."""
@@ -386,7 +387,14 @@ def _round(x, ndigits=None):
     return np_round(x, ndigits)
 
 
-_TRACED_BUILTINS: dict = {int: _int, float: _float, bool: _bool, min: _min, max: _max, round: _round}
+def _len(x):
+    """len() of an array whose first axis has a run-time length (x[mask] in converted code): that length, a traced
+    Python int (weak int64) computed when the program runs; Python's len for everything else."""
+    if isinstance(x, DynTensor) and x.lengths and x.lengths[0] is not None: return Tensor(x.lengths[0], weak=True)
+    return len(x)
+
+
+_TRACED_BUILTINS: dict = {int: _int, float: _float, bool: _bool, min: _min, max: _max, round: _round, len: _len}
 
 
 def _compiled_loop_local(line: int) -> str:
@@ -557,6 +565,7 @@ def not_flags(brk, cont) -> Any:
 
 def _state_copy(t: Tensor) -> Tensor:
     """A new Tensor of t's value and kind (weak, 0-d array) for a while loop's state."""
+    if isinstance(t, DynTensor) and t.base is None: return t.copy()   # (keeps its run-time lengths)
     out = Tensor(t.uop, weak=t.weak)
     return out.as_array() if t.array0d else out
 
