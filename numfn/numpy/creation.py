@@ -15,6 +15,7 @@ from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
+from numfn.trace.value_sizes import python_item, requested_value
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 from numfn.numpy._core import IMPLEMENTATIONS, implementation
@@ -25,9 +26,23 @@ __all__ = ['full', 'zeros', 'ones', 'full_like', 'zeros_like', 'ones_like', 'ara
            'empty', 'empty_like', 'copy', 'identity', 'tri', 'tril', 'triu', 'diag', 'diagflat', 'indices',
            'linspace', 'logspace', 'geomspace', 'meshgrid', 'mgrid', 'ogrid']
 
+def size_value(s, what: str) -> Any:
+    """`s` as a Python int for a size NumPy reads with operator.index: a traced integer is computed from the
+    arguments in a second pass (numfn.trace.value_sizes: one specialization per value); others as NumPy reads them."""
+    if not isinstance(s, Tensor): return operator.index(s)
+    if s.ndim == 0 and not (s.uop.dtype.is_int and not s.uop.dtype.is_bool):
+        if not s.weak and not s.is_scalar(): raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        kind = (bool if s.uop.dtype.is_bool else float if s.uop.dtype.is_float else complex).__name__ if s.weak \
+            else f"numpy.{s.uop.dtype.np.name}"
+        raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
+    return requested_value(s, what)
+
+
 def _shape(shape) -> tuple[int, ...]:
     shape = (shape,) if not isinstance(shape, (tuple, list)) else shape
-    out = tuple(operator.index(s) for s in shape)
+    if isinstance(shape, Tensor) and shape.ndim == 1 and shape.shape[0] <= 64:   # a traced shape array
+        shape = [shape[k] for k in range(shape.shape[0])]
+    out = tuple(size_value(s, "an array's shape") for s in shape)
     if any(s < 0 for s in out): raise ValueError("negative dimensions are not allowed")
     return out
 
@@ -63,9 +78,12 @@ def arange(start, stop=None, step=None, dtype: DTypeLike | None = None) -> Tenso
     """NumPy's arange, computed where it is used (an IOTA: no memory, fused into its consumers). The values are
     NumPy's: its first two elements in the result dtype, then element i = first + i * (second - first), as NumPy's
     fill loops compute them (ints wrap alike; float16 in float32, rounded once; complex part by part)."""
+    # traced numbers: NumPy's arange reads them as Python numbers (computed in a second pass, numfn.trace.value_sizes)
+    start, stop, step = (requested_value(v, "numpy.arange's bounds", python_item)
+                         if isinstance(v, Tensor) and v.ndim == 0 else v for v in (start, stop, step))
     for v in (start, stop, step):
         if isinstance(v, Tensor):
-            raise TypeError(f"arange needs Python numbers, not traced arrays (at {user_location()})")
+            raise TypeError(f"arange needs numbers, not arrays of {v.ndim} dimensions (at {user_location()})")
     if step is None: step = 1
     if stop is None: start, stop = 0, start
     npdt = None if dtype is None else as_dtype(dtype).np
@@ -286,7 +304,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
     The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
     last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""
-    num = operator.index(num)
+    num = size_value(num, "numpy.linspace's num")
     if num < 0: raise ValueError(f"Number of samples, {num}, must be non-negative.")
     _check_dtype_kind(dtype)
     div = num - 1 if endpoint else num
