@@ -505,6 +505,7 @@ class NumericalFunction(ValueSpecialization):
         if key != self.key:
             raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
                             f"called with {describe(key[0], key[1], statics)}")
+        self.check_values(leaves)
         return self.run(leaves)
 
 

@@ -93,6 +93,7 @@ class ValueSpecialization:
                 request = self.size_request
                 assert request is not None
                 found = replace(cast(Any, self), sizes=self.sizes + (value,))
+                found.__dict__["value_parent"] = self   # (what check_values asks)
                 debug.log(1, f"{found.name}: {request.what} at {request.where} is {value!r}, a new value: this "
                              "specialization compiles once")
                 kept = self.value_specializations
@@ -105,3 +106,13 @@ class ValueSpecialization:
         nf: Any = self
         while nf.size_request is not None: nf = nf.with_value(nf.value_for(leaves))
         return nf
+
+    def check_values(self, leaves: list) -> None:
+        """TypeError when these argument leaves ask for other values than the ones this specialization was traced
+        with (a checked call of a NumericalFunction that `specialize` gave)."""
+        parent = self.__dict__.get("value_parent")
+        if parent is None: return
+        wanted = parent.resolved(leaves)
+        if wanted is not self:
+            raise TypeError(f"{getattr(self, 'name', '')} was specialized for the values {self.sizes}, but these "
+                            f"arguments give {wanted.sizes}: call the jitted function instead")

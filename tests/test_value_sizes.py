@@ -50,6 +50,10 @@ def empty_filled(x):
     return e
 def full_of_sum(x): return np.full(int(x.sum()), 7.5)
 def zeros_of_len(x): return np.zeros(int(len(x[x > 0])))   # the length of a selection, as a size
+def zeros_of_selection_size(x): return np.zeros(x[x > 0].size)
+def arange_of_len(x): return np.arange(len(x[x > 0]))
+def zeros_of_int_argument(x, n): return np.zeros((n, 2)) + x[0]   # a Python int argument as a size
+def ones_two_sizes(x): return np.ones((x.max(), x.min()))
 def repeat_counts(x, c): return np.repeat(x, c)
 def repeat_axis1(x, c): return np.repeat(x, c, axis=1)
 def repeat_one_count(x, c): return np.repeat(x, c[0])
@@ -86,6 +90,10 @@ CASES = [
     (empty_filled, [(np.array([2, 1]),), (np.array([0, -1]),)], 2),
     (full_of_sum, [(np.array([True, True, False]),), (np.array([False] * 3),)], 2),
     (zeros_of_len, [(np.array([1.0, -1.0, 2.0]),), (np.array([-1.0, -1.0, -2.0]),)], 2),
+    (zeros_of_selection_size, [(np.array([1.0, -1.0, 2.0]),), (np.array([-1.0]),), (np.zeros(0),)], 2),
+    (arange_of_len, [(np.array([1.0, -1.0, 2.0]),), (np.array([3.0, 1.0, 2.0]),)], 2),
+    (zeros_of_int_argument, [(np.array([1.0]), 3), (np.array([2.0]), 0), (np.array([1.0]), 3)], 2),
+    (ones_two_sizes, [(np.array([2, 3]),), (np.array([1, 3]),), (np.array([2, 1]),)], 5),
     (repeat_counts, [(np.array([1.0, 2.0, 3.0]), np.array([2, 0, 3])), (np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0])),
                      (np.array([4.0, 5.0, 6.0]), np.array([1, 3, 1])), (np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))],
      3),
@@ -204,3 +212,11 @@ def test_function_writing_its_argument(backend):
     from tests.helpers import check_mutates
     jf = check_mutates(write_then_size, np.array([0, 1, 2]), backend=backend, calls=3)
     assert value_programs(jf) == 1   # x.max() is 5 after the writes at every call
+
+
+def test_a_specialization_called_with_other_values_refuses(backend):
+    jf = numfn.jit(zeros_of_max, backend=backend)
+    nf = jf.specialize(np.array([2, 1]))
+    assert_same(nf(np.array([1, 2])), np.zeros(2))
+    with pytest.raises(TypeError, match="specialized for the values"):
+        nf(np.array([3, 1]))
