@@ -95,7 +95,8 @@ CASES = [
     (zeros_of_int_argument, [(np.array([1.0]), 3), (np.array([2.0]), 0), (np.array([1.0]), 3)], 2),
     (ones_two_sizes, [(np.array([2, 3]),), (np.array([1, 3]),), (np.array([2, 1]),)], 5),
     (repeat_counts, [(np.array([1.0, 2.0, 3.0]), np.array([2, 0, 3])), (np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0])),
-                     (np.array([4.0, 5.0, 6.0]), np.array([1, 3, 1])), (np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))],
+                     (np.array([4.0, 5.0, 6.0]), np.array([1, 3, 1])),
+                     (np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))],
      3),
     (repeat_counts, [(np.arange(6)[::-2], np.array([1, 2, 1], np.int32)[::-1])], 1),   # reversed views
     (repeat_axis1, [(np.arange(6.0).reshape(2, 3), np.array([1, 0, 2])),
@@ -220,3 +221,31 @@ def test_a_specialization_called_with_other_values_refuses(backend):
     assert_same(nf(np.array([1, 2])), np.zeros(2))
     with pytest.raises(TypeError, match="specialized for the values"):
         nf(np.array([3, 1]))
+
+
+WARM = """
+import logging, sys
+import numpy as np
+import numfn
+logging.getLogger("numfn").setLevel(logging.DEBUG)
+logging.getLogger("numfn").addHandler(logging.StreamHandler(sys.stdout))
+f = numfn.jit(lambda x: np.bincount(x), backend=sys.argv[1])
+print(f(np.array([1, 3, 1])).tolist(), f(np.array([0, 0])).tolist())
+"""
+
+
+def test_a_new_process_loads_every_program_from_the_disk_cache(backend, tmp_path):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "NUMFN_CACHE_DIR": str(tmp_path), "NUMFN_DEBUG": "0",
+           "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    runs = [subprocess.run([sys.executable, "-c", WARM, backend], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        assert "[0, 2, 0, 1] [2]" in r.stdout
+    cold, warm = (sum(line.startswith(w) for line in r.stdout.splitlines()) for r, w in zip(runs, ("compiled",
+                                                                                                  "loaded")))
+    assert cold == 4 and warm == 4   # for each of the two signatures, its size program and its specialization

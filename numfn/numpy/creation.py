@@ -31,7 +31,8 @@ def size_value(s, what: str) -> Any:
     arguments in a second pass (numfn.trace.value_sizes: one specialization per value); others as NumPy reads them."""
     if not isinstance(s, Tensor): return operator.index(s)
     if s.ndim == 0 and not (s.uop.dtype.is_int and not s.uop.dtype.is_bool):
-        if not s.weak and not s.is_scalar(): raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        if not s.weak and not s.is_scalar():
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
         kind = (bool if s.uop.dtype.is_bool else float if s.uop.dtype.is_float else complex).__name__ if s.weak \
             else f"numpy.{s.uop.dtype.np.name}"
         raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
