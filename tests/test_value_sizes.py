@@ -54,6 +54,10 @@ def zeros_of_selection_size(x): return np.zeros(x[x > 0].size)
 def arange_of_len(x): return np.arange(len(x[x > 0]))
 def zeros_of_int_argument(x, n): return np.zeros((n, 2)) + x[0]   # a Python int argument as a size
 def ones_two_sizes(x): return np.ones((x.max(), x.min()))
+def eye_of_max(x): return np.eye(x.max(), x.min() + 1, k=1)
+def identity_of_len(x): return np.identity(len(x[x > 1]), np.int32)
+def tri_of_max(x): return np.tri(x.max())
+def indices_of_max(x): return np.indices((x.max(), 2))
 def repeat_counts(x, c): return np.repeat(x, c)
 def repeat_axis1(x, c): return np.repeat(x, c, axis=1)
 def repeat_one_count(x, c): return np.repeat(x, c[0])
@@ -94,6 +98,10 @@ CASES = [
     (arange_of_len, [(np.array([1.0, -1.0, 2.0]),), (np.array([3.0, 1.0, 2.0]),)], 2),
     (zeros_of_int_argument, [(np.array([1.0]), 3), (np.array([2.0]), 0), (np.array([1.0]), 3)], 2),
     (ones_two_sizes, [(np.array([2, 3]),), (np.array([1, 3]),), (np.array([2, 1]),)], 5),
+    (eye_of_max, [(np.array([3, 1]),), (np.array([0, -1]),), (np.array([3, 2]),)], 5),
+    (identity_of_len, [(np.array([3, 1, 2]),), (np.array([0, 0, 0]),)], 2),
+    (tri_of_max, [(np.array([3, 1]),), (np.array([1, 0]),)], 2),
+    (indices_of_max, [(np.array([2, 1]),), (np.array([0, 0]),)], 2),
     (repeat_counts, [(np.array([1.0, 2.0, 3.0]), np.array([2, 0, 3])), (np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0])),
                      (np.array([4.0, 5.0, 6.0]), np.array([1, 3, 1])),
                      (np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))],
@@ -154,6 +162,7 @@ def test_specializations_kept_are_bounded(backend, monkeypatch):
     (repeat_one_count, (np.array([1.0, 2.0]), np.array([-2]))),
     (bincount_plain, (np.array([1, -5, 0]),)),
     (linspace_num, (np.array(-2),)),
+    (eye_of_max, (np.array([-1, -3]),)),
     (lambda x: np.zeros(x[3]), (np.array([1, 2]),)),   # an index error comes before the size
     (lambda x: np.zeros(int(x[0])), (np.array([np.nan]),)),
     (lambda x: np.zeros(x.max()), (np.array([1.0, 2.0]),)),   # a float size
@@ -249,3 +258,23 @@ def test_a_new_process_loads_every_program_from_the_disk_cache(backend, tmp_path
     cold, warm = (sum(line.startswith(w) for line in r.stdout.splitlines()) for r, w in zip(runs, ("compiled",
                                                                                                   "loaded")))
     assert cold == 4 and warm == 4   # for each of the two signatures, its size program and its specialization
+
+
+def size_in_branch(x):
+    s = 0.0
+    if x.sum() > 0:   # a native branch: NumPy would not compute the size when it is not taken
+        s = np.zeros(x.max()).sum() + 1
+    return s
+
+
+def size_before_native_loop(x):   # the rewrite the refusal names
+    out = np.zeros(x.max())
+    for i in range(x[0]):
+        out[i] = i
+    return out
+
+
+def test_size_inside_a_branch_is_refused_and_the_rewrite_runs(backend):
+    with pytest.raises(numfn.TracerConversionError, match="compute the size before the loop \\(or branch\\)"):
+        numfn.jit(size_in_branch, backend=backend)(np.array([1, 2]))
+    run_calls(size_before_native_loop, [(np.array([2, 3]),), (np.array([0, 1]),), (np.array([5, 5]),)], backend)

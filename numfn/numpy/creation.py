@@ -129,7 +129,9 @@ def _arange_length(start, stop, step) -> int | None:
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64) -> Tensor:
     """The identity (ones on diagonal k), computed from two ranges: nothing stored."""
-    M = N if M is None else M
+    N = size_value(N, "numpy.eye's N")
+    M = N if M is None else size_value(M, "numpy.eye's M")
+    if N < 0 or M < 0: raise ValueError("negative dimensions are not allowed")
     rows = Tensor(UOp.iota(N).reshape((N, 1)).expand((N, M)))
     cols = Tensor(UOp.iota(M).reshape((1, M)).expand((N, M)))
     return (rows + k == cols).astype(dtype)
@@ -192,13 +194,13 @@ def _rows_cols(n: int, m: int) -> tuple[Tensor, Tensor]:
 
 
 def identity(n: int, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
-    return eye(operator.index(n), dtype=np.float64 if dtype is None else dtype)
+    return eye(size_value(n, "numpy.identity's n"), dtype=np.float64 if dtype is None else dtype)
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = float, *, like=None) -> Tensor:
     """Ones at and below diagonal k (column - row <= k), zeros above."""
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = size_value(N, "numpy.tri's N")
+    M = N if M is None else size_value(M, "numpy.tri's M")
     rows, cols = _rows_cols(max(N, 0), max(M, 0))
     return (cols - rows <= operator.index(k)).astype(dtype)
 
@@ -255,7 +257,7 @@ def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
             sparse: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The index grid of an array of shape `dimensions`: stacked (shape (N, *dimensions)) or, with sparse, a tuple
     of N arrays each varying along one axis."""
-    dims = tuple(operator.index(d) for d in dimensions)
+    dims = tuple(size_value(d, "numpy.indices's dimensions") for d in dimensions)
     n = len(dims)
     grids = [arange(d, dtype=dtype).reshape(tuple(d if j == i else 1 for j in range(n))) for i, d in enumerate(dims)]
     if sparse: return tuple(grids)
