@@ -58,6 +58,7 @@ def eye_of_max(x): return np.eye(x.max(), x.min() + 1, k=1)
 def identity_of_len(x): return np.identity(len(x[x > 1]), np.int32)
 def tri_of_max(x): return np.tri(x.max())
 def indices_of_max(x): return np.indices((x.max(), 2))
+def tile_of_max(x): return np.tile(x, (2, x.max()))
 def repeat_counts(x, c): return np.repeat(x, c)
 def repeat_axis1(x, c): return np.repeat(x, c, axis=1)
 def repeat_one_count(x, c): return np.repeat(x, c[0])
@@ -102,6 +103,7 @@ CASES = [
     (identity_of_len, [(np.array([3, 1, 2]),), (np.array([0, 0, 0]),)], 2),
     (tri_of_max, [(np.array([3, 1]),), (np.array([1, 0]),)], 2),
     (indices_of_max, [(np.array([2, 1]),), (np.array([0, 0]),)], 2),
+    (tile_of_max, [(np.array([1, 3]),), (np.array([0, -1]),)], 2),
     (repeat_counts, [(np.array([1.0, 2.0, 3.0]), np.array([2, 0, 3])), (np.array([1.0, 2.0, 3.0]), np.array([0, 0, 0])),
                      (np.array([4.0, 5.0, 6.0]), np.array([1, 3, 1])),
                      (np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))],
@@ -163,6 +165,7 @@ def test_specializations_kept_are_bounded(backend, monkeypatch):
     (bincount_plain, (np.array([1, -5, 0]),)),
     (linspace_num, (np.array(-2),)),
     (eye_of_max, (np.array([-1, -3]),)),
+    (tile_of_max, (np.array([-1, -3]),)),
     (lambda x: np.zeros(x[3]), (np.array([1, 2]),)),   # an index error comes before the size
     (lambda x: np.zeros(int(x[0])), (np.array([np.nan]),)),
     (lambda x: np.zeros(x.max()), (np.array([1.0, 2.0]),)),   # a float size

@@ -22,7 +22,7 @@ from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, nump
 from numfn.trace.value_sizes import requested_value
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy import ufuncs
-from numfn.numpy.creation import as_strong, where_same_dtype, linspace, zeros
+from numfn.numpy.creation import as_strong, where_same_dtype, linspace, size_value, zeros
 from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike
 from numfn.numpy._core import implementation
 
@@ -429,8 +429,8 @@ def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Tensor, ...
 # ---- repetition and rolling ---------------------------------------------------------------------------------------
 def tile(A: ArrayLike, reps: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex] | np.ndarray) -> Tensor:
     """A repeated reps[i] times along axis i (reps and A's shape padded with leading 1s to the same length)."""
-    reps = tuple(operator.index(r) for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
-        else (operator.index(reps),)
+    reps = tuple(size_value(r, "numpy.tile's reps") for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
+        else (size_value(reps, "numpy.tile's reps"),)
     if any(r < 0 for r in reps): raise ValueError("negative dimensions are not allowed")
     t = as_strong(A)
     nd = builtins.max(len(reps), t.ndim)
