@@ -51,6 +51,8 @@ from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
 from numfn.trace.tensor import Tensor, add_check
 from numfn.trace.record import Check, TraceRecord, recording_trace
+from numfn.trace.value_sizes import ValueRequest, given_values
+from numfn.value_specialization import ValueSpecialization, size_trace
 from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 if TYPE_CHECKING:
@@ -70,7 +72,7 @@ class RenderedKernel:
 
 
 @dataclass(frozen=True, eq=False)
-class NumericalFunction:
+class NumericalFunction(ValueSpecialization):
     """`fn` specialized to one signature: argument structure `in_tree`, array specs `in_specs`, values of static
     arguments `statics` ((position or name, value) pairs), compiled for `backend`."""
     fn: Callable
@@ -84,9 +86,42 @@ class NumericalFunction:
     # arguments that share memory with a written one, traced as views of one base per group (numfn.trace.aliasing)
     aliases: tuple = ()
 
+    # values the trace asked for (numfn.trace.value_sizes), in the order it asked: it is traced with them as Python
+    # numbers, one specialization per tuple of values
+    sizes: tuple = ()
+    # set: this is the program computing the value that request asks for (a ValueSpecialization's size_program)
+    request: ValueRequest | None = None
+
     # ---- tracing ----------------------------------------------------------------------------------------------
     @cached_stage
+    def traced(self) -> tuple[UOp, TreeDef, TraceRecord] | ValueRequest:
+        """The trace (SINK of the outputs, output structure, record), or the request of a value it needs before it
+        can go on: then this NumericalFunction dispatches by that value (see `size_request`)."""
+        try:
+            return self._trace_function()
+        except ValueRequest as request:
+            debug.log(1, f"tracing {self.name}: {request.what} needs a value computed from the arguments (at "
+                         f"{request.where}): one specialization per value")
+            return request
+
+    @property
+    def size_request(self) -> ValueRequest | None:
+        """The value the trace needs before it can go on (np.zeros(x.max()), np.arange(int(n)), ...), or None. A
+        function with one is a dispatcher: its `run` computes the value with a small program (`size_program`) and
+        runs the specialization for it (`with_value`), traced with the value as a Python number."""
+        traced = self.traced
+        return traced if isinstance(traced, ValueRequest) else None
+
+    @cached_stage
     def _trace(self) -> tuple[UOp, TreeDef, TraceRecord]:
+        traced = self.traced
+        if isinstance(traced, ValueRequest):
+            raise traced.refusal("inside numfn's transformations (vmap, grad, ...), which trace the function once "
+                                 "for all argument values")
+        return traced
+
+    def _trace_function(self) -> tuple[UOp, TreeDef, TraceRecord]:
+        if self.request is not None: return size_trace(self.request)
         progress.stage("tracing")
         t0 = time.perf_counter()
         placeholders = [Tensor.empty(s.shape, s.dtype, i, s.weak) for i, s in enumerate(self.in_specs)]
@@ -97,7 +132,8 @@ class NumericalFunction:
                 arguments[m.slot] = member_view(placeholders[g.slot], m, self.in_specs[m.slot].shape)
         params = [t.uop for t in placeholders]
         args, kwargs = self._arguments(arguments)
-        with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll):
+        with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll), \
+                given_values(self.sizes):
             # Python loops and branches on traced values become numfn's (numfn.trace.convert)
             out = converted(self.fn)(*args, **kwargs)
         leaves, tree = flatten(out)
@@ -152,7 +188,9 @@ class NumericalFunction:
     @property
     def name(self) -> str:
         shared = " with arguments sharing memory" if self.aliases else ""
-        return f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))}){shared}"
+        values = f" for the values {', '.join(map(repr, self.sizes))}" if self.sizes else ""
+        name = f"{getattr(self.fn, '__qualname__', 'fn')}({', '.join(map(repr, self.in_specs))}){shared}{values}"
+        return name if self.request is None else f"the value {self.request.what} needs in {name}"
 
     @cached_stage
     def function_graph(self) -> UOp:
@@ -338,14 +376,16 @@ class NumericalFunction:
     @cached_stage
     def fast_registration(self) -> tuple | None:
         """The arguments of the C dispatcher's `_register` for this program, or None when its calls can never take
-        the fast path (keyword, nested or static arguments); see numfn.runtime.dispatch.registration."""
-        return registration(self)
+        the fast path (keyword, nested or static arguments); see numfn.runtime.dispatch.registration. A function
+        sized by values never can: every call computes the value first."""
+        return None if self.size_request is not None else registration(self)
 
     @cached_stage
     def run(self) -> Callable[..., Any]:   # (leaves, out=None)
         """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
+        if self.size_request is not None: return self.value_dispatch()
         prog = self.compiled
         entry = prog.entry
         out_specs = [(shape, dt.np) for shape, dt in self.out_specs]
@@ -466,6 +506,7 @@ class NumericalFunction:
         if key != self.key:
             raise TypeError(f"{self.name} was specialized for {describe(self.in_tree, self.in_specs, self.statics)}, "
                             f"called with {describe(key[0], key[1], statics)}")
+        self.check_values(leaves)
         return self.run(leaves)
 
 
@@ -735,8 +776,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def specialize(self, *args: Any, **kwargs: Any) -> NumericalFunction:
         """The NumericalFunction these arguments select; its stages are computed when first accessed."""
         args, kwargs = generator_arguments(*normalize_call(self.fn, args, kwargs), draw=False)
-        key, _, statics = signature(self.fn, args, kwargs, self._static)
-        return self.specialization(key, statics, compile=False)
+        key, leaves, statics = signature(self.fn, args, kwargs, self._static)
+        # a function sized by values (np.zeros(x.max())): the specialization for these arguments' values
+        return self.specialization(key, statics, compile=False).resolved(leaves)
 
     def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
@@ -770,7 +812,10 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
-            written = self.specialization(key, statics, compile=False).mutated_inputs
+            callee = self.specialization(key, statics, compile=False)
+            if callee.size_request is not None:   # sized by values: the caller's trace asks for them
+                return converted(self.fn)(*args, **kwargs)
+            written = callee.mutated_inputs
             if written and _shares_traced_memory(leaves, written):
                 # its own trace took the arguments for separate arrays: traced again here, on the caller's views
                 return converted(self.fn)(*args, **kwargs)

@@ -125,7 +125,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # and ndarray methods; NUMPY_IMPLEMENTATIONS and numpy_function: numfn.numpy; Links: branch views) or override
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
     ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
-               "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.value_sizes", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
                "numfn.trace.attributes",
                "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
@@ -142,7 +142,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # numfn.random's keys are built from numfn.numpy's families; numfn.numpy.random (np.random while tracing:
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),
-    ("pipeline", ("numfn.signature", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
+    ("pipeline", ("numfn.signature", "numfn.value_specialization", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
                   "numfn")),
     ("tools", ("numfn.tools", "numfn.__main__")),
 )

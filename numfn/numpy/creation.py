@@ -15,6 +15,7 @@ from numfn.args import as_dtype
 from numfn.dtype import DType, check_scalar_fits, dtypes, scalar_dtype
 from numfn.errors import unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes
+from numfn.trace.value_sizes import python_item, requested_value
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy._typing import ArrayLike, DTypeLike, ShapeLike
 from numfn.numpy._core import IMPLEMENTATIONS, implementation
@@ -25,9 +26,24 @@ __all__ = ['full', 'zeros', 'ones', 'full_like', 'zeros_like', 'ones_like', 'ara
            'empty', 'empty_like', 'copy', 'identity', 'tri', 'tril', 'triu', 'diag', 'diagflat', 'indices',
            'linspace', 'logspace', 'geomspace', 'meshgrid', 'mgrid', 'ogrid']
 
+def size_value(s, what: str) -> Any:
+    """`s` as a Python int for a size NumPy reads with operator.index: a traced integer is computed from the
+    arguments in a second pass (numfn.trace.value_sizes: one specialization per value); others as NumPy reads them."""
+    if not isinstance(s, Tensor): return operator.index(s)
+    if s.ndim == 0 and not (s.uop.dtype.is_int and not s.uop.dtype.is_bool):
+        if not s.weak and not s.is_scalar():
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        kind = (bool if s.uop.dtype.is_bool else float if s.uop.dtype.is_float else complex).__name__ if s.weak \
+            else f"numpy.{s.uop.dtype.np.name}"
+        raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
+    return requested_value(s, what)
+
+
 def _shape(shape) -> tuple[int, ...]:
     shape = (shape,) if not isinstance(shape, (tuple, list)) else shape
-    out = tuple(operator.index(s) for s in shape)
+    if isinstance(shape, Tensor) and shape.ndim == 1 and shape.shape[0] <= 64:   # a traced shape array
+        shape = [shape[k] for k in range(shape.shape[0])]
+    out = tuple(size_value(s, "an array's shape") for s in shape)
     if any(s < 0 for s in out): raise ValueError("negative dimensions are not allowed")
     return out
 
@@ -63,9 +79,12 @@ def arange(start, stop=None, step=None, dtype: DTypeLike | None = None) -> Tenso
     """NumPy's arange, computed where it is used (an IOTA: no memory, fused into its consumers). The values are
     NumPy's: its first two elements in the result dtype, then element i = first + i * (second - first), as NumPy's
     fill loops compute them (ints wrap alike; float16 in float32, rounded once; complex part by part)."""
+    # traced numbers: NumPy's arange reads them as Python numbers (computed in a second pass, numfn.trace.value_sizes)
+    start, stop, step = (requested_value(v, "numpy.arange's bounds", python_item)
+                         if isinstance(v, Tensor) and v.ndim == 0 else v for v in (start, stop, step))
     for v in (start, stop, step):
         if isinstance(v, Tensor):
-            raise TypeError(f"arange needs Python numbers, not traced arrays (at {user_location()})")
+            raise TypeError(f"arange needs numbers, not arrays of {v.ndim} dimensions (at {user_location()})")
     if step is None: step = 1
     if stop is None: start, stop = 0, start
     npdt = None if dtype is None else as_dtype(dtype).np
@@ -110,7 +129,9 @@ def _arange_length(start, stop, step) -> int | None:
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = np.float64) -> Tensor:
     """The identity (ones on diagonal k), computed from two ranges: nothing stored."""
-    M = N if M is None else M
+    N = size_value(N, "numpy.eye's N")
+    M = N if M is None else size_value(M, "numpy.eye's M")
+    if N < 0 or M < 0: raise ValueError("negative dimensions are not allowed")
     rows = Tensor(UOp.iota(N).reshape((N, 1)).expand((N, M)))
     cols = Tensor(UOp.iota(M).reshape((1, M)).expand((N, M)))
     return (rows + k == cols).astype(dtype)
@@ -173,13 +194,13 @@ def _rows_cols(n: int, m: int) -> tuple[Tensor, Tensor]:
 
 
 def identity(n: int, dtype: DTypeLike | None = None, *, like=None) -> Tensor:
-    return eye(operator.index(n), dtype=np.float64 if dtype is None else dtype)
+    return eye(size_value(n, "numpy.identity's n"), dtype=np.float64 if dtype is None else dtype)
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = float, *, like=None) -> Tensor:
     """Ones at and below diagonal k (column - row <= k), zeros above."""
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = size_value(N, "numpy.tri's N")
+    M = N if M is None else size_value(M, "numpy.tri's M")
     rows, cols = _rows_cols(max(N, 0), max(M, 0))
     return (cols - rows <= operator.index(k)).astype(dtype)
 
@@ -236,7 +257,7 @@ def indices(dimensions: Sequence[SupportsIndex], dtype: DTypeLike = int,
             sparse: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The index grid of an array of shape `dimensions`: stacked (shape (N, *dimensions)) or, with sparse, a tuple
     of N arrays each varying along one axis."""
-    dims = tuple(operator.index(d) for d in dimensions)
+    dims = tuple(size_value(d, "numpy.indices's dimensions") for d in dimensions)
     n = len(dims)
     grids = [arange(d, dtype=dtype).reshape(tuple(d if j == i else 1 for j in range(n))) for i, d in enumerate(dims)]
     if sparse: return tuple(grids)
@@ -286,7 +307,7 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     """`num` evenly spaced values from start to stop (array start/stop give one sequence per element, along `axis`).
     The arithmetic is NumPy's: step = (stop - start) / div in the inexact result type, values i * step + start, the
     last one set to stop when `endpoint` (and i / div * delta where a step underflows to 0); integer dtypes floor."""
-    num = operator.index(num)
+    num = size_value(num, "numpy.linspace's num")
     if num < 0: raise ValueError(f"Number of samples, {num}, must be non-negative.")
     _check_dtype_kind(dtype)
     div = num - 1 if endpoint else num

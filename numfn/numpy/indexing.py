@@ -19,6 +19,7 @@ from numfn.trace.subscript import region, write
 from numfn.trace.tensor import (Tensor, add_check, broadcast_shapes, gather, numpy_function, promote,
                                 tensor_method)
 from numfn.ir.uop import Ops, UOp
+from numfn.trace.value_sizes import requested_value
 from numfn.numpy._typing import ArrayLike
 
 T = Tensor.lift
@@ -261,11 +262,11 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0)
     else:
         hi = i.uop.bounds[1]
         bound = builtins.max(hi + 1, minlength) if hi < BINCOUNT_LIMIT else None
-    if bound is None:
-        raise unsupported(f"numpy.bincount of {t.dtype} values without a bound on them (the output's length would be "
-                          "known only when the program runs, with no limit)",
-                          "pass minlength >= the largest value + 1, or values of a small integer dtype; numfn "
-                          "checks the bound when the program runs")
+    if t.size == 0: bound = minlength
+    if bound is None:   # no bound known while tracing: the length computed in a second pass (numfn.trace.value_sizes)
+        length = Tensor.lift(i.max()) + 1
+        bound = requested_value(Tensor(length.uop.alu(Ops.MAX, UOp.const(I64, minlength))), "numpy.bincount's length")
+        minlength = bound   # (the length is exact: no run-time length)
     w = None if weights is None else T(weights)
     if w is not None and w.shape != t.shape: raise ValueError("The weights and list don't have the same length.")
     dt = dtypes.int64 if w is None else dtypes.float64 if not w.uop.dtype.is_float or w.uop.dtype.itemsize < 8 \
@@ -275,7 +276,9 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0)
         ones = Tensor(UOp.const_like(dt, 1, t.shape)) if w is None else w.astype(dt)
         safe = Tensor((i < 0).uop.alu(Ops.WHERE, UOp.const_like(I64, 0, i.shape), i.uop))
         counted = Tensor((i >= 0).uop.alu(Ops.WHERE, ones.uop, UOp.const_like(dt, 0, i.shape)))
-        write(counts, (t.size,), [safe], counted, injective=False, combine=Ops.ADD)
+        if bound == 1:   # every count is of 0: a sum (an add-scatter into one element loses adds, numfn's bug)
+            counts = Tensor(numpy_function("sum")(counted).uop.reshape((1,)))
+        else: write(counts, (t.size,), [safe], counted, injective=False, combine=Ops.ADD)
     if known is not None or minlength >= bound or t.size == 0: return counts
     length = Tensor.lift(i.max()) + 1
     length = Tensor(length.uop.alu(Ops.MAX, UOp.const(I64, minlength)))

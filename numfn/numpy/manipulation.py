@@ -18,10 +18,11 @@ import numpy as np
 from numfn.args import as_dtype, normalize_axis, refuse
 from numfn.dtype import check_scalar_fits, dtypes, result_type
 from numfn.errors import unsupported
-from numfn.trace.tensor import Tensor, broadcast_shapes, gather, tensor_method
+from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, gather, numpy_function, tensor_method
+from numfn.trace.value_sizes import requested_value
 from numfn.ir.uop import Ops, UOp
 from numfn.numpy import ufuncs
-from numfn.numpy.creation import as_strong, where_same_dtype, linspace, zeros
+from numfn.numpy.creation import as_strong, where_same_dtype, linspace, size_value, zeros
 from numfn.numpy._typing import ArrayLike, Axes, Casting, DTypeLike, ShapeLike
 from numfn.numpy._core import implementation
 
@@ -428,8 +429,8 @@ def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Tensor, ...
 # ---- repetition and rolling ---------------------------------------------------------------------------------------
 def tile(A: ArrayLike, reps: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex] | np.ndarray) -> Tensor:
     """A repeated reps[i] times along axis i (reps and A's shape padded with leading 1s to the same length)."""
-    reps = tuple(operator.index(r) for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
-        else (operator.index(reps),)
+    reps = tuple(size_value(r, "numpy.tile's reps") for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
+        else (size_value(reps, "numpy.tile's reps"),)
     if any(r < 0 for r in reps): raise ValueError("negative dimensions are not allowed")
     t = as_strong(A)
     nd = builtins.max(len(reps), t.ndim)
@@ -444,9 +445,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
     """Each element repeated `repeats` times along `axis` (the flattened array for None). Counts must be known while
     tracing (Python ints or NumPy arrays): counts computed by the function would give the result a shape only known
     at run time."""
-    if isinstance(repeats, Tensor) and repeats.known() is None:
-        raise unsupported("numpy.repeat with repeat counts computed by the function (the result's shape would depend "
-                          "on values)", "pass the counts as Python ints or a NumPy array")
+    if isinstance(repeats, Tensor) and repeats.known() is None: return _repeat_traced(a, repeats, axis)
     counts = np.asarray(repeats.known() if isinstance(repeats, Tensor) else repeats)
     if counts.dtype.kind not in "biu":
         # NumPy converts Python numbers and lists unsafely, arrays under the 'safe' rule
@@ -469,6 +468,31 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
         raise ValueError(f"operands could not be broadcast together with shape ({n},) ({counts.size},)")
     if (counts < 0).any(): raise ValueError("repeats may not contain negative values.")
     return _take(t, np.repeat(np.arange(n), counts), axis)
+
+
+def _repeat_traced(a: ArrayLike, repeats: Tensor, axis: int | None) -> Tensor:
+    """np.repeat with counts computed by the function: the result's length (their sum) is computed from the
+    arguments in a second pass (numfn.trace.value_sizes: one specialization per length), and element j of the
+    result reads the element whose run of repeats holds j."""
+    if not (repeats.uop.dtype.is_int or repeats.uop.dtype.is_bool):
+        raise TypeError(f"Cannot cast {'scalar' if repeats.ndim == 0 else 'array data'} from "
+                        f"dtype('{repeats.uop.dtype.np.name}') to dtype('int64') according to the rule 'safe'")
+    if repeats.ndim > 1: raise ValueError("object too deep for desired array")
+    if repeats.size == 1:   # one count for every element: the count itself is the value asked for
+        r = requested_value(Tensor(repeats.astype(np.int64).uop.reshape(())), "numpy.repeat's count")
+        return repeat(a, r, axis)
+    t = as_strong(a)
+    if axis is None: t, axis = t.reshape(-1), 0
+    else: axis = _axis_index(axis, t.ndim)
+    n = t.shape[axis]
+    if repeats.shape[0] != n:
+        raise ValueError(f"operands could not be broadcast together with shape ({n},) ({repeats.size},)")
+    counts = repeats.astype(np.int64)
+    add_check(counts < 0, counts, lambda v: ValueError("repeats may not contain negative values."))
+    total = requested_value(counts.sum(), "numpy.repeat's result length")
+    ends = numpy_function("cumsum")(counts)
+    positions = numpy_function("searchsorted")(ends, Tensor(UOp.iota(total)), side="right")
+    return _take(t, positions, axis)
 
 
 def roll(a: ArrayLike, shift: ArrayLike, axis: Axes = None) -> Tensor:

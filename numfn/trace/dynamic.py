@@ -30,6 +30,7 @@ from numfn.args import normalize_axes
 from numfn.dtype import dtypes
 from numfn.errors import RunTimeLengthError, TracerConversionError, unsupported, user_location
 from numfn.trace.tensor import Tensor, add_check, gather, numpy_function
+from numfn.trace.value_sizes import requested_value
 from numfn.trace.subscript import Item, RunTimeLength, assignable, gathered, normalize, setitem, static_slice, window
 from numfn.ir.uop import Ops, UOp
 
@@ -104,7 +105,8 @@ class DynTensor(Tensor):
 
     def __len__(self) -> int:
         if self.lengths[0] is None: return cast(_Shape, self.uop.shape)[0]
-        Length(cast(UOp, self.length)).__index__()
+        # Python's len() must give an int: computed from the arguments in a second pass (numfn.trace.value_sizes)
+        return requested_value(Length(cast(UOp, self.length)), "len() of an array selected by values")
 
     def __repr__(self) -> str:
         dims = ", ".join(str(n) if ln is None else f"run-time <= {n}"

@@ -24,6 +24,7 @@ from numfn.errors import (NumfnError, TracerConversionError, store_into_constant
                           unsupported, user_location)
 from numfn.trace.unbound import is_unbound
 from numfn.trace.known import known_value
+from numfn.trace.value_sizes import python_item, requested_value
 from numfn.trace.branch_layout import branch_chains, same_in_every_branch
 from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
 # what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
@@ -201,7 +202,9 @@ class Tensor:
 
     def __bool__(self) -> bool: self._concrete("using an array as a Python bool (if, while, and, or, not)")
     def __float__(self) -> float: self._concrete("float()")
-    def __int__(self) -> int: self._concrete("int()")
+    def __int__(self) -> int:   # of a 0-d value outside loops and branches: computed in a second pass (value_sizes)
+        if self.ndim != 0 or storing_into_array(sys._getframe(1)): self._concrete("int()")
+        return requested_value(self, "int()", lambda a: int(python_item(a)))
     def __complex__(self) -> complex: self._concrete("complex()")
     def __index__(self) -> int: self._concrete("using an array as an index or size")
     def __array__(self, *a: Any, **k: Any) -> np.ndarray:
