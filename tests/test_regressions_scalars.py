@@ -500,3 +500,26 @@ def _fuzz_20000027(x1, x2, x3):
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_0d_arrays_update_in_place_and_scalars_rebind(fn, args, backend):
     check(fn, *args, backend=backend)
+
+
+# Found by a helper (issue 28): ufunc.at into a target whose indexed axes have one element lost all updates but
+# one: the clamped index simplified to a constant, the index and value no longer depended on the kernel's loop, and
+# the read-combine-store was hoisted out of it (np.add.at(np.zeros(1), [0, 0, 0], 1) gave [1], NumPy [3]).
+
+def _add_at_one_element(idx, v):
+    c = np.zeros(1, np.int64)
+    np.add.at(c, idx, 1)
+    f = np.ones(1)
+    np.add.at(f, idx, v)
+    m = np.full(1, 2.0)
+    np.multiply.at(m, idx, v)
+    h = np.zeros((1, 3))
+    np.add.at(h, (idx,), v[:, None])
+    g = np.zeros(1)
+    np.maximum.at(g, idx, v)
+    return c, f, m, h, g
+
+
+def test_ufunc_at_into_one_element(backend):
+    check(_add_at_one_element, np.array([0, 0, -1, 0]), np.array([0.1, 0.2, 0.3, 1e16]), backend=backend)
+    check(_add_at_one_element, np.zeros(0, np.int64), np.zeros(0), backend=backend)

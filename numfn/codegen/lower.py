@@ -422,7 +422,10 @@ def lower_kernel(ast: UOp, check: RealizeCheck | None = None) -> LoweredKernel:
             index = linear_index(tuple(lw.lower(i, tuple(idx)) for i in srcs), buf.arg.shape)
             gate = (lw.lower(value.src[-1], tuple(idx)),) if gated else ()
             value = lw.lower(value.src[1], tuple(idx))
-            if combine is not None: value = UOp(Ops.LOAD, buf.dtype, (buf, index), "accumulate").alu(combine, value)
+            if combine is not None:   # (the kernel's loops as further sources: the read, the combine and the store
+                # stay inside every one of them, even where the index and value come to depend on none, as every
+                # update into a one-element target does once its clamped index simplifies: np.add.at(c, [0, 0, 0], 1))
+                value = UOp(Ops.LOAD, buf.dtype, (buf, index, *ranges), "accumulate").alu(combine, value)
             if not injective: sequential.update(ranges)   # in order: the last write wins, updates accumulate
             out.append(UOp(Ops.STORE, dtypes.void, (buf, index, value, *gate)))
             continue

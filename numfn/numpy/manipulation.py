@@ -429,16 +429,17 @@ def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Tensor, ...
 # ---- repetition and rolling ---------------------------------------------------------------------------------------
 def tile(A: ArrayLike, reps: SupportsIndex | tuple[SupportsIndex, ...] | list[SupportsIndex] | np.ndarray) -> Tensor:
     """A repeated reps[i] times along axis i (reps and A's shape padded with leading 1s to the same length)."""
-    reps = tuple(size_value(r, "numpy.tile's reps") for r in reps) if isinstance(reps, (tuple, list, np.ndarray)) \
-        else (size_value(reps, "numpy.tile's reps"),)
-    if any(r < 0 for r in reps): raise ValueError("negative dimensions are not allowed")
+    counts: tuple[int, ...] = tuple(size_value(r, "numpy.tile's reps") for r in reps) \
+        if isinstance(reps, (tuple, list, np.ndarray)) else (size_value(reps, "numpy.tile's reps"),)
+    if any(r < 0 for r in counts): raise ValueError("negative dimensions are not allowed")
     t = as_strong(A)
-    nd = builtins.max(len(reps), t.ndim)
-    reps = (1,) * (nd - len(reps)) + reps
+    nd = builtins.max(len(counts), t.ndim)
+    counts = (1,) * (nd - len(counts)) + counts
     shp = (1,) * (nd - t.ndim) + t.shape
     # (1, s0, 1, s1, ...) broadcast to (r0, s0, r1, s1, ...) and merged: element i of axis k reads A[i % sk]
-    u = t.uop.reshape(tuple(v for s in shp for v in (1, s))).expand(tuple(v for r, s in zip(reps, shp) for v in (r, s)))
-    return Tensor(u.reshape(tuple(r * s for r, s in zip(reps, shp))))
+    u = t.uop.reshape(tuple(v for s in shp for v in (1, s)))
+    u = u.expand(tuple(v for r, s in zip(counts, shp) for v in (r, s)))
+    return Tensor(u.reshape(tuple(r * s for r, s in zip(counts, shp))))
 
 
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Tensor:
