@@ -63,10 +63,10 @@ def _narrow_stores(lk: LoweredKernel, replace: dict) -> None:
 
 def _narrow_reductions(lk: LoweredKernel, replace: dict) -> None:
     """Reduction loops: a reduction of `where(i < L, x, identity)` over i needs the first L values only (a count of
-    `i < L & ...`, a window's length for its mean, too). A max or
-    min of `where(i < L & ..., x, c)` with another constant c (the first failing position of a bounds check,
-    `min(where(bad, i, N))`) does too: its result is then combined with c once when the loop was cut short
-    (max and min are idempotent, so once is as good as N - L times)."""
+    `i < L & ...`, a window's length for its mean, too). A max or min of `where(i < L & ..., x, c)` with another
+    constant c (the first failing position of a bounds check, `min(where(bad, i, N))`) does too: its result is
+    then combined with c once when the loop was cut short (max and min are idempotent: once is as good as N - L
+    times). A reduction's loops are its own, so a loop cut short here dropped only elements this mask rejects."""
     cut_short: list[tuple[UOp, UOp]] = []   # (reduction, the constant its cut elements gave)
     for red in toposort([lk.sink]):
         if red.op is not Ops.REDUCE: continue
