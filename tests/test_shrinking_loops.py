@@ -245,9 +245,12 @@ def test_len_in_expressions(size, backend):
         check(len_in_expressions, x, m, backend=backend)
 
 
-def test_len_outside_converted_code_keeps_its_error(backend):
-    with pytest.raises(numfn.TracerConversionError, match="cannot be used as a Python int"):
-        numfn.jit(lambda x: len(x[x > 0]), backend=backend)(np.arange(3.0))
+def test_len_outside_converted_code_is_a_value_specialization(backend):
+    # in a lambda (code numfn does not convert) len() must be a Python int: the function is compiled for each
+    # length the values give (numfn.trace.value_sizes), so it still returns NumPy's result
+    f = numfn.jit(lambda x: len(x[x > 0]), backend=backend)
+    for x in (np.arange(3.0), np.arange(-2.0, 5.0), -np.ones(4)):
+        assert f(x) == len(x[x > 0])
 
 
 # ---- errors ----------------------------------------------------------------------------------------------------
