@@ -252,7 +252,10 @@ def test_python_scalar_expressions(body, value, backend):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_python_arithmetic_then_narrow_arrays(dtype, backend):
-    # Python's result (an int, a float) meets the array weakly, as the Python value would
+    # Python's result (an int, a float) meets the array weakly, as the Python value would (the promotion is the
+    # tracer's, the same on both backends: every dtype on LLVM, a subset on C, which compiles each form again)
+    if backend == "c" and np.dtype(dtype).name not in ("int8", "uint64", "float16", "complex64"):
+        pytest.skip("a representative subset on C")
     x = sample(dtype, 5)
     fs = ["x + (S + S)", "x * (S - 1)", "(S * S) + x", "x - (S // 2)", "x + abs(-S)", "x + (S > 1)", "x * (-S)",
           "x + S / 4", "x * (S % 3)"]
