@@ -427,7 +427,7 @@ class NumericalFunction(ValueSpecialization):
             for slot in written:   # an argument the program could not write in place (strided, byte-swapped)
                 if ins[slot] is not leaves[slot]: np.copyto(leaves[slot], ins[slot], casting="unsafe")
             if timings is not None:
-                _report_kernel_times(name, prog.manifest["kernels"], timings, prog.manifest.get("work"))
+                debug.report_kernel_times(name, prog.manifest["kernels"], timings, prog.manifest.get("work"))
             if checks: raise_failed_checks(checks, outs[nout:])
             for k, (i, ax) in enumerate(cut):
                 outs[i] = outs[i][(slice(None),) * ax + (slice(int(outs[lengths_at + k])),)]
@@ -685,42 +685,6 @@ def _int_overflow(value: int, types) -> OverflowError:
     of `types` (in the order the trace converted it) it does not fit, as NumPy raises at the first operation."""
     crossed = [d for d in types if not d.min <= value <= d.max]
     return OverflowError(f"Python integer {value} out of bounds for {crossed[0].name if crossed else 'int64'}")
-
-
-def _report_kernel_times(name: str, kernels: list[str], timings, work: list | None = None) -> None:
-    """DEBUG=2: the time each kernel took in this call and how often it ran (the program adds to its counters:
-    nanoseconds, then calls; they are reset here). A kernel that took a good part of the call and ran far slower
-    than its work needs (`slow_kernel`) is marked, with the ratio."""
-    n = len(kernels)
-    total = sum(int(timings[i]) for i in range(n)) or 1
-    lines = [f"{name}: kernel times (total, calls, per call)"]
-    for i, k in enumerate(kernels):
-        ns, calls = int(timings[i]), int(timings[n + i])
-        timings[i] = timings[n + i] = 0
-        if " (in the line above)" in k:
-            lines.append(f"  {k}")
-            continue
-        line = f"  {k:<24} {ns / 1e3:10.2f} us {calls:8d} x {ns / max(calls, 1) / 1e3:10.2f} us"
-        slow = slow_kernel(ns, calls, total, work[i] if work is not None and i < len(work) else None)
-        lines.append(line + (f"   <- {slow:.0f}x slower than its memory traffic and operations need" if slow else ""))
-    debug.log(2, "\n".join(lines))
-
-
-# A kernel's expected time per call at least: its bytes at SLOW_BYTES_PER_NS (a modest single core's streaming
-# rate) or its operations at SLOW_OPS_PER_NS (scalar code), whichever is longer. Far above it (SLOW_FACTOR), for
-# a kernel taking SLOW_SHARE of the call and SLOW_MIN_NS per call, something runs that should not: work over a
-# static bound instead of a window's length, a strided walk over a large array, a kernel repeated per iteration.
-SLOW_BYTES_PER_NS, SLOW_OPS_PER_NS, SLOW_FACTOR, SLOW_SHARE, SLOW_MIN_NS = 4.0, 1.0, 8.0, 0.05, 20_000
-
-
-def slow_kernel(ns: int, calls: int, total_ns: int, work) -> float | None:
-    """How many times slower than its work needs a kernel ran (None: not notably, or too little time to say)."""
-    if work is None or calls == 0 or ns < SLOW_SHARE * total_ns: return None
-    per_call = ns / calls
-    ops, nbytes = work
-    bound = max(nbytes / SLOW_BYTES_PER_NS, ops / SLOW_OPS_PER_NS, 1.0)
-    if per_call < SLOW_MIN_NS or per_call < SLOW_FACTOR * bound: return None
-    return per_call / bound
 
 
 # ---------------------------------------------------------------------------------------------------------------

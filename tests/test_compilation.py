@@ -203,7 +203,7 @@ def test_debug_2_counts_the_calls_of_kernels_in_loops(capsys, monkeypatch, backe
 
 
 def test_slow_kernels_are_named():
-    from numfn.function import slow_kernel
+    from numfn.debug import slow_kernel
     # 1 ms per call for a kernel moving 8 KiB with 1,000 operations: far slower than that work needs
     assert slow_kernel(10_000_000, 10, 10_000_000, [1000, 8192]) > 100
     # a kernel running at its memory bound, one whose share of the call is small, one too short to judge

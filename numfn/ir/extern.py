@@ -168,6 +168,17 @@ def _ptr(op: Operand, nbatch: int, shared: bool = False) -> Ptr:
     return Ptr(op.param, op.offset, (0,) * nbatch if shared else op.strides[:nbatch])
 
 
+def _product_strides(call: ExternCall, a: Operand, b: Operand) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The core strides, in elements of the call's dtype, of a product's operands a (m, k) and b (k, n) (params
+    m, n, k), which the routine's `accepts` took."""
+    m, n, k = call.params
+    nb = len(call.batch)
+    sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
+    sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
+    assert sa is not None and sb is not None
+    return tuple(sa), tuple(sb)
+
+
 def _gemm_accepts(call: ExternCall, j: int, shape, strides) -> bool:
     m, n, k = call.params
     rows, cols = (m, k) if j == 0 else (k, n)
@@ -181,9 +192,7 @@ def _gemm_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
     m, n, k = call.params
     nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
     a, b = ins
-    sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
-    sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
-    assert sa is not None and sb is not None   # (_gemm_accepts took them)
+    sa, sb = _product_strides(call, a, b)
     ta, lda = _layout(m, k, sa[0], sa[1], imax)
     tb, ldb = _layout(k, n, sb[0], sb[1], imax)
     return [Call(0, (Char(tb), Char(ta), Int(n), Int(m), Int(k), Real(1.0), _ptr(b, nb), Int(ldb), _ptr(a, nb),
@@ -210,9 +219,7 @@ def _gemv_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> li
     m, n, k = call.params
     nb, imax = len(call.batch), 2 ** (call.int_bits - 1) - 1
     a, b = ins
-    sa = _element_strides(call, (m, k, 2), a.strides[nb:]) if call.dtype.is_complex else a.strides[nb:]
-    sb = _element_strides(call, (k, n, 2), b.strides[nb:]) if call.dtype.is_complex else b.strides[nb:]
-    assert sa is not None and sb is not None   # (_gemv_accepts took them)
+    sa, sb = _product_strides(call, a, b)
     if n == 1:
         layout, ld = _layout(m, k, sa[0], sa[1], imax)
         trans, rows, cols = ("T", k, m) if layout == "N" else ("N", m, k)

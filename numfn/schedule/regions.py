@@ -133,9 +133,9 @@ def _continues_in(v: UOp, result: UOp, node: UOp, parents: dict[UOp, list[UOp]],
     """The memory (a BUFFER) a while loop's state `v` can live in without copies, or None: the loop writes the state
     in place, `v` is writes on an argument's memory (a loop's state, in an enclosing loop's body) or on the result of
     an earlier loop that continued in it, the loop's result is on the way to that memory's last version (a
-    writeback), and everything built from the memory up to the loop is computed before it (as _starts_in_state
-    asks). A dynamic-programming table filled by two nested loops is then written in place, instead of copied in
-    and out of the inner loop at every outer step."""
+    writeback), and the loop may take the memory as its state's own (_read_only_by, as _starts_in_state asks). A
+    dynamic-programming table filled by two nested loops is then written in place, instead of copied in and out of
+    the inner loop at every outer step."""
     if sum(s is v for s in node.src) != 1 or not loop_writes_in_place(result): return None
     memory = [*chain_down(v)]
     base = memory[-1].src[0] if memory else v
@@ -143,15 +143,22 @@ def _continues_in(v: UOp, result: UOp, node: UOp, parents: dict[UOp, list[UOp]],
     if target is None: return None
     if not any(result in versions_down(w) for w in writebacks): return None
     memory.append(base)
-    if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return None   # also a capture
+    return target if _read_only_by(node, memory, v, parents, before) else None
+
+
+def _read_only_by(node: UOp, memory: list[UOp], v: UOp, parents: dict[UOp, list[UOp]], before: set[UOp]) -> bool:
+    """Whether the loop `node` may take `memory` (the versions its initial state `v` was written from) as its
+    state's own: the loop reads none of it but `v` (no capture), and everything built from it, however far up, is
+    computed for the loop, before it (an ancestor of it)."""
+    if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return False
     seen, stack = set(memory), list(memory)
     while stack:   # everything built from the memory, up to the loop
         for p in parents.get(stack.pop(), ()):
             if p is node or p in seen: continue
-            if p not in before: return None
+            if p not in before: return False
             seen.add(p)
             stack.append(p)
-    return target
+    return True
 
 
 def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: set[UOp],
@@ -169,15 +176,7 @@ def _starts_in_state(v: UOp, node: UOp, parents: dict[UOp, list[UOp]], before: s
     if memory[-1].op is Ops.BUFFER: return False   # writes into an argument
     if fixed and swapped_state(memory[-1]): return False
     if any(u in roots and roots[u].outputs for u in memory): return False
-    if any(p is node and u is not v for u in memory for p in parents.get(u, ())): return False   # a capture
-    seen, stack = set(memory), list(memory)
-    while stack:   # everything built from the memory, up to the loop
-        for p in parents.get(stack.pop(), ()):
-            if p is node or p in seen: continue
-            if p not in before: return False
-            seen.add(p)
-            stack.append(p)
-    return True
+    return _read_only_by(node, memory, v, parents, before)
 
 
 def _may_end_in_output(result: UOp, parents: dict[UOp, list[UOp]], roots: dict[UOp, Root]) -> bool:
