@@ -599,6 +599,7 @@ class ProgramBuild:
         try:
             source, entry, manifest = self.source, self.entry_name, self.manifest
             progress.stage(f"compiling {len(self.nf.rendered_kernels)} kernels ({self.nf.backend})")
+            progress.work(source.count("\n"))   # what the native compiler gets: lines of LLVM IR or C
             return source, entry, manifest
         except NotImplementedError as e:
             raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e

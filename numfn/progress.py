@@ -9,12 +9,18 @@ every REPEAT seconds within one), and the summary at the end. Compilations faste
 
 Off with NUMFN_PROGRESS=0 (for every function) or `numfn.jit(f, progress=False)` (for one). A timer thread
 writes the line, so a single long stage (LLVM optimizing a large module) is reported while it runs.
+
+Work counts: each stage also counts its work, in units that do not depend on the machine's load (graph nodes the
+walkers of numfn/ir/walk.py visit, candidates the scheduler tries, lines of native source compiled). `work(n)` adds
+to the current stage of this thread; `counting_work()` collects them, per stage, for the compilations run inside
+it (tests/test_compile_scaling.py checks that doubling a program at most about doubles each stage's count).
 """
 from __future__ import annotations
 
 import contextlib
 
 import sys
+from collections import Counter
 import threading
 import time
 import weakref
@@ -158,7 +164,9 @@ def compiling(name: str, enabled: bool = True) -> Iterator[Progress | None]:
 
 
 def stage(name: str, total: int | None = None) -> None:
-    """The compilation of this thread (if it is reporting progress) entered stage `name`."""
+    """The compilation of this thread (if it is reporting progress) entered stage `name`; its work counts go to
+    the stage's first word ("compiling 12 kernels (llvm)" counts as "compiling")."""
+    _work.stage = name.split(" ", 1)[0]
     progress = getattr(_current, "progress", None)
     if progress is not None: progress.enter(name, total)
 
@@ -167,3 +175,25 @@ def kernels_done(done: int) -> None:
     """The compilation of this thread finished `done` kernels of its current stage."""
     progress = getattr(_current, "progress", None)
     if progress is not None: progress.advance(done)
+
+
+# ---- work counts ---------------------------------------------------------------------------------------------------
+_work = threading.local()
+
+
+def work(n: int) -> None:
+    """Count `n` units of work for the current stage of this thread's compilation, when counting_work() is on."""
+    counts = getattr(_work, "counts", None)
+    if counts is not None: counts[getattr(_work, "stage", "other")] += n
+
+
+@contextlib.contextmanager
+def counting_work() -> Iterator[Counter]:
+    """The work each stage did ({stage: units}) in the compilations this thread runs inside the block."""
+    outer = getattr(_work, "counts", None)
+    counts: Counter = Counter()
+    _work.counts, _work.stage = counts, "other"
+    try:
+        yield counts
+    finally:
+        _work.counts = outer

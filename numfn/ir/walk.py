@@ -16,12 +16,15 @@ Interface:
 
 `sources` / `children` arguments name what to walk into instead of `node.src` (a part of the sources, or keys that
 are not nodes at all, such as (node, flag) pairs), so a walk that prunes or carries state still goes through here.
-This module knows nodes only by their `src`: it imports nothing of numfn.
+This module knows nodes only by their `src`. Every walk counts the nodes it visits as work of the compiler's
+current stage (numfn.progress.work), which is how tests see a stage's work grow with the program.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
+
+from numfn.progress import work
 
 
 class Node(Protocol):
@@ -52,6 +55,7 @@ def toposort(roots: Iterable[N]) -> list[N]:
             else:
                 stack.pop()
                 order.append(node)
+    work(len(order))
     return order
 
 
@@ -75,7 +79,9 @@ def fill_bottom_up(root: Any, unfilled: Callable[[Any], bool], fill: Callable[[A
     The walk does not go below filled nodes, so filling on demand costs only the new part of a graph. fill(x) must
     leave x filled (unfilled(x) false)."""
     stack = [root]
+    visits = 0
     while stack:
+        visits += 1
         x = stack[-1]
         if not unfilled(x):
             stack.pop()
@@ -86,6 +92,7 @@ def fill_bottom_up(root: Any, unfilled: Callable[[Any], bool], fill: Callable[[A
             continue
         stack.pop()
         fill(x)
+    work(visits)
 
 
 def bottom_up(root: Hashable, memo: dict, compute: Callable[[Any], Any],
@@ -110,14 +117,19 @@ def preorder(roots: Iterable[Any], children: Callable[[Any], Sequence] | None = 
     stack = list(roots)
     stack.reverse()
     seen: set = set()
-    while stack:
-        x = stack.pop()
-        if once:
-            if x in seen: continue
-            seen.add(x)
-        yield x
-        below = x.src if children is None else children(x)
-        stack.extend(reversed(below))
+    visits = 0
+    try:
+        while stack:
+            x = stack.pop()
+            if once:
+                if x in seen: continue
+                seen.add(x)
+            visits += 1
+            yield x
+            below = x.src if children is None else children(x)
+            stack.extend(reversed(below))
+    finally:   # (also when the caller stops early)
+        work(visits)
 
 
 def operands(root: N, through: Callable[[N], bool]) -> list[N]:
@@ -126,8 +138,11 @@ def operands(root: N, through: Callable[[N], bool]) -> list[N]:
     `operands(i + (j + 4), lambda u: u.op is Ops.ADD)` is [i, j, 4]."""
     out: list[N] = []
     stack = [root]
+    visits = 0
     while stack:
+        visits += 1
         u = stack.pop()
         if through(u): stack.extend(reversed(u.src))
         else: out.append(u)
+    work(visits)
     return out

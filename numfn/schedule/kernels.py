@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
+from numfn.progress import work
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
 from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, bottom_up, preorder, toposort
@@ -48,6 +49,9 @@ class Replan(Exception):
     def __init__(self, fix: Callable[[], object]):
         super().__init__("the plan of writes changes")
         self.fix = fix
+
+
+JOIN_WINDOW = 32   # groups of its shape a root may join: the last made (a bound, so that placing is linear)
 
 
 def build_kernels(roots: dict[UOp, Root], versions: Versions, externs: Sequence[ScheduledExtern | ScheduledLoop] = (),
@@ -127,7 +131,13 @@ class KernelGroups:
     """Roots grouped into kernels, and what each step (a group, or an extern call or loop: ("extern", e)) must
     run after. Kernel size: chains of elementwise operations through members computed inline stay within
     MAX_KERNEL_DEPTH, and the members' operations together within MAX_KERNEL_OPS (LLVM's time grows faster than
-    a loop body)."""
+    a loop body).
+
+    Placing costs about the same for every root, however long the program: a root tries the JOIN_WINDOW groups of
+    its shape made last (and those of the values it computes inline), not every group; and whether a candidate
+    runs after what the root needs is a walk that never goes below the candidate's level. Levels number the
+    steps so that a step runs after only steps of lower levels (kept so while placing: a new dependency raises the
+    levels above it), so a walk looking for a step of level L stops at level L."""
 
     def __init__(self, externs: Sequence[ScheduledExtern | ScheduledLoop], roots: dict[UOp, Root]):
         self.externs = externs
@@ -136,9 +146,18 @@ class KernelGroups:
         self.group_deps: list[set] = []
         self.group_ops: list[int] = []
         self.member_depth: dict[UOp, int] = {}
+        self.of_shape: dict[tuple | None, list[int]] = {}   # the groups of each shape, oldest first
         # the extern call writing each RESULT (its value is never computed by a kernel), and what each call reads
         self.written_by = {x.results[i]: e for e, x in enumerate(externs) for i in range(len(x.results))}
         self.extern_reads: list[Collection[UOp]] = [x.reads(roots) for x in externs]
+        self.read_by: dict[UOp, list[Step]] = {}   # the extern calls reading each value
+        self.level: dict[Step, int] = {}
+        self.dependents: dict[Step, set] = {}     # the steps that run right after each (the reverse of `deps`)
+        for e, reads in enumerate(self.extern_reads):
+            self.level[("extern", e)] = 0
+            for v in reads:
+                self.read_by.setdefault(v, []).append(("extern", e))
+                if v in self.written_by: self._depend(("extern", e), ("extern", self.written_by[v]))
 
     def step_of(self, v: UOp) -> Step | None:
         return ("extern", self.written_by[v]) if v in self.written_by else self.group_of.get(v)
@@ -153,18 +172,46 @@ class KernelGroups:
         while stack:
             for d in self.deps(stack.pop()):
                 if d not in seen: seen.add(d); stack.append(d)  # noqa: E702
+        work(len(seen))
         return seen
+
+    def _depend(self, step: Step, dep: Step) -> None:
+        """`step` runs after `dep` (a group's dependency is added to group_deps by the caller): raise the levels
+        that must now be higher."""
+        self.dependents.setdefault(dep, set()).add(step)
+        stack = [(step, self.level[dep] + 1)]
+        while stack:
+            s, at_least = stack.pop()
+            if self.level[s] >= at_least: continue
+            self.level[s] = at_least
+            work(1)
+            stack.extend((t, at_least + 1) for t in self.dependents.get(s, ()))
+
+    def _reached(self, start: Collection[Step], wanted: Collection[Step]) -> set:
+        """The steps of `wanted` in closure(start), found by a walk that stops at the lowest level among them
+        (below it, no step of `wanted` can be: a step runs after steps of lower levels only). For placing: the
+        dependencies added after it (write-backs last, versions' order) do not keep the levels."""
+        if not wanted: return set()
+        floor = min(self.level[w] for w in wanted)
+        seen, stack = set(start), [s for s in start if self.level[s] > floor]
+        while stack:
+            for d in self.deps(stack.pop()):
+                if d not in seen:
+                    seen.add(d)
+                    if self.level[d] > floor: stack.append(d)
+        work(len(seen))
+        return seen & set(wanted)
 
     def place(self, r: Root, realized: set, versions: Versions, depth_memo: dict, uses_memo: dict) -> None:
         """Put `r` into the first group it can join, or a new one."""
         depth = chain_depth(r.value, realized, depth_memo)
         direct, loaded = classify_uses(r.value, realized, uses_memo)
         if r.gate is not None: loaded = loaded | set().union(*classify_uses(r.gate, realized, uses_memo))
-        needs = {self.step_of(v) for v in direct | loaded} - {None}
+        needs: set[Step] = {s for s in map(self.step_of, direct | loaded) if s is not None}
         old = versions.prev.get(r.value)
-        if old is not None and self.step_of(old) is not None:
-            needs.add(self.step_of(old))   # the version it overwrites comes first
-        read_by = {("extern", e) for e, reads in enumerate(self.extern_reads) if r.value in reads}
+        overwritten = None if old is None else self.step_of(old)
+        if overwritten is not None: needs.add(overwritten)   # the version it overwrites comes first
+        read_by = set(self.read_by.get(r.value, ()))
         joined = None
         if not alone(r.value) and r.value not in versions.solo:
             joined = self._group_to_join(r, depth, direct, loaded, needs, read_by, versions)
@@ -172,33 +219,44 @@ class KernelGroups:
             self.groups.append([])
             self.group_deps.append(set())
             self.group_ops.append(0)
+            self.level[len(self.groups) - 1] = 0
+            self.of_shape.setdefault(r.value.shape, []).append(len(self.groups) - 1)
             joined = len(self.groups) - 1, depth
         target, path = joined
         self.group_ops[target] += depth
         self.member_depth[r.value] = path
         self.groups[target].append(r)
-        self.group_deps[target] |= needs - {target}
+        for d in needs - {target} - self.group_deps[target]:
+            self.group_deps[target].add(d)
+            self._depend(target, d)
         self.group_of[r.value] = target
+        for e in read_by: self._depend(e, target)
 
     def _group_to_join(self, r: Root, depth: int, direct: set, loaded: set, needs: set, read_by: set,
                        versions: Versions) -> tuple[int, int] | None:
         """(group, r's chain depth in it) of the first group of r's shape that r can join: within the size bounds,
         not loaded by r (through a view or a reduction), not needed by what r needs, and not run after an extern
-        call that reads r."""
-        after: set | None = None   # the steps r runs after (computed once: a closure walks the whole program)
+        call that reads r. The candidates: the last JOIN_WINDOW groups of r's shape, and those of the values r
+        computes inline."""
+        shape = r.value.shape
+        window = self.of_shape.get(shape, [])[-JOIN_WINDOW:]
+        producers = {self.group_of[v] for v in direct if v in self.group_of and v.shape == shape}
         loaded_groups = {self.group_of.get(v) for v in loaded}
-        for gi, g in enumerate(self.groups):
-            if g[0].value.shape != r.value.shape or alone(g[0].value) or g[0].value in versions.solo:
-                continue
+        viable: list[tuple[int, int]] = []
+        for gi in sorted(set(window) | producers):
+            g = self.groups[gi]
+            if alone(g[0].value) or g[0].value in versions.solo or gi in loaded_groups: continue
             path = depth + max((self.member_depth[v] for v in direct if self.group_of.get(v) == gi), default=0)
             if path > MAX_KERNEL_DEPTH or self.group_ops[gi] + depth > MAX_KERNEL_OPS: continue
-            if gi in loaded_groups: continue
+            viable.append((gi, path))
+        work(len(window) + len(producers))
+        # the candidates that r's needs run after (computed once, for all candidates not needed themselves)
+        after = self._reached(needs, [gi for gi, _ in viable if gi not in needs])
+        for gi, path in viable:
             if gi in needs:   # r may join a group it needs only if nothing else it needs runs after that group
-                if gi in self.closure(needs - {gi}): continue
-            else:
-                if after is None: after = self.closure(needs)
-                if gi in after: continue
-            if read_by and read_by & self.closure({gi}): continue
+                if self._reached(needs - {gi}, [gi]): continue
+            elif gi in after: continue
+            if read_by and self._reached({gi}, read_by): continue
             return gi, path
         return None
 
@@ -346,6 +404,7 @@ def make_kernels(ordered: list[Step], groups: KernelGroups, values: list[list[UO
     lowered with `check`. Raises Replan where a scatter kernel reads the memory it writes at other places."""
     kernels: list[Built] = []
     names: Counter[str] = Counter()
+    first_parts: dict[UOp, UOp | None] = {}   # parts of written values to realize first: {part: its gate}
     for gi in ordered:
         if isinstance(gi, tuple):
             x = groups.externs[gi[1]]
@@ -364,13 +423,18 @@ def make_kernels(ordered: list[Step], groups: KernelGroups, values: list[list[UO
         hazard = write_hazard(group[0].value, lowered, stores[0].src[1])
         if hazard is not None:
             if hazard in roots: raise Replan(versions.copy_fix(group[0].value))
-            gate = demand_gate(hazard, group[0].value, roots)
-            raise Replan(lambda: roots.setdefault(hazard, Root(hazard, keep=True, gate=gate)))
+            # the part is realized first; the other kernels' parts are found in this round too (one round per
+            # write would make a loop body's scheduling quadratic in its writes)
+            first_parts.setdefault(hazard, demand_gate(hazard, group[0].value, roots))
+            continue
         kind = "S" if any(r.value.op is Ops.SCAN for r in group) else \
             "W" if any(r.value.op is Ops.SCATTER for r in group) else \
             "R" if any(u.op is Ops.REDUCE for u in toposort([lowered.sink])) else "E"
         name = f"{kind}_{'_'.join(map(str, shape))}" if shape else f"{kind}_scalar"
         kernels.append((Kernel(_unique_name(names, name), ast, shape), lowered))
+    if first_parts:
+        raise Replan(lambda: [roots.setdefault(part, Root(part, keep=True, gate=gate))
+                              for part, gate in first_parts.items()])
     return kernels
 
 

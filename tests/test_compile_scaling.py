@@ -1,0 +1,150 @@
+"""Compile time grows with the program, not faster: doubling a generated program at most about doubles the work of
+each stage (tracing, simplifying, scheduling, rendering, the native compiler's input), and the work of a loop does
+not depend on its trip count or on how deeply loops nest.
+
+Work is counted, not timed (numfn.progress.counting_work: nodes the graph walkers visit, candidates the scheduler
+tries, lines of native source), so these tests hold on a loaded machine. Every program's result is also checked
+against NumPy's."""
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+import numfn
+from numfn import progress
+import numfn.schedule.kernels as kernels
+
+STAGES = ("tracing", "simplifying", "scheduling", "rendering", "compiling")
+# a stage may grow a little faster than its program around a fixed part (the first kernels of each kind are new;
+# later ones equal an earlier one), but not twice as fast
+MAX_GROWTH = 2.3
+
+
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch):
+    monkeypatch.setenv("NUMFN_DISABLE_CACHE", "1")   # every compilation runs every stage
+
+
+def _module(tmp_path, name: str, source: str):
+    """A module written from `source` (numfn converts loops from a function's source file)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text("import numpy as np\n\n" + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _work(fn, *args, **jit_options) -> dict:
+    """Each stage's work compiling `fn` for `args`, after checking its result against NumPy's."""
+    f = numfn.jit(fn, **jit_options)
+
+    def fresh():
+        return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    with progress.counting_work() as counts:
+        out = f(*fresh())
+    np.testing.assert_allclose(out, fn(*fresh()), rtol=1e-12, atol=1e-12)
+    assert all(counts[s] > 0 for s in STAGES), counts
+    return dict(counts)
+
+
+def _straight_line(n: int) -> str:
+    kinds = ["    a = np.sin(a) * y", "    a = a - np.exp(a).sum(axis=1, keepdims=True) * 0.01",
+             "    a = np.sqrt(np.abs(a)) + y", "    a = (a @ w) * 0.1", "    a = np.maximum(a, a.mean(axis=0))"]
+    return "\n".join(["def f(x, y, w):", "    a = x"] + [kinds[i % len(kinds)] for i in range(n)] + ["    return a", ""])
+
+
+def test_doubling_a_straight_line_program_at_most_doubles_each_stage(tmp_path, monkeypatch):
+    # a small join window, so that the scheduler's bound on candidates is reached by programs this short
+    monkeypatch.setattr(kernels, "JOIN_WINDOW", 3)
+    rng = np.random.default_rng(0)
+    args = rng.random((6, 4)), rng.random((6, 4)), rng.random((4, 4)) / 4
+    small = _work(_module(tmp_path, "scaling_line_20", _straight_line(20)).f, *args)
+    large = _work(_module(tmp_path, "scaling_line_40", _straight_line(40)).f, *args)
+    growth = {s: large[s] / small[s] for s in STAGES}
+    assert all(g <= MAX_GROWTH for g in growth.values()), growth
+
+
+LOOP_BODY = """
+def f(x, steps):
+    out = x.copy()
+    for t in range(steps):
+{body}
+    return out
+"""
+
+
+def _loop_body(n: int) -> str:
+    kinds = ["        out[1:-1] = out[1:-1] + 0.1 * (out[:-2] - 2 * out[1:-1] + out[2:])",
+             "        out = np.tanh(out) * 0.9 + 0.1 * x", "        out[0] = out.mean()"]
+    return "\n".join(kinds[i % len(kinds)] for i in range(n))
+
+
+def test_doubling_a_loop_body_at_most_doubles_each_stage(tmp_path):
+    x = np.random.default_rng(1).random(16)
+    small = _work(_module(tmp_path, "scaling_body_6", LOOP_BODY.format(body=_loop_body(6))).f, x, 30,
+                  static_argnums=(1,))
+    large = _work(_module(tmp_path, "scaling_body_12", LOOP_BODY.format(body=_loop_body(12))).f, x, 30,
+                  static_argnums=(1,))
+    growth = {s: large[s] / small[s] for s in STAGES}
+    assert all(g <= MAX_GROWTH for g in growth.values()), growth
+
+
+def test_a_loops_work_does_not_depend_on_its_trip_count(tmp_path):
+    module = _module(tmp_path, "scaling_trips", LOOP_BODY.format(body=_loop_body(3)))
+    x = np.random.default_rng(2).random(16)
+    short = _work(module.f, x, 100, static_argnums=(1,))
+    long = _work(module.f, x, 10_000, static_argnums=(1,))
+    growth = {s: long[s] / short[s] for s in STAGES}
+    assert all(g <= 1.1 for g in growth.values()), growth
+
+
+NESTED = {
+    1: """
+def f(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        v = x[i] * 2.0
+        out[i] = v + 1.0
+    return out
+""",
+    2: """
+def f(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            v = x[i, j] * 2.0
+            out[i, j] = v + 1.0
+    return out
+""",
+    3: """
+def f(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            for k in range(x.shape[2]):
+                v = x[i, j, k] * 2.0
+                out[i, j, k] = v + 1.0
+    return out
+""",
+}
+
+
+def test_nesting_loops_adds_kernels_but_does_not_multiply_them(tmp_path):
+    """Each level of a nest of native loops (static ranges longer than the unroll limit, writing in place) adds
+    a loop, not a copy of the levels inside it: the first iteration of a loop that carries nothing is not run on
+    its own (it was, at every level, so a nest of depth d compiled 2**d copies of its body)."""
+    x = np.random.default_rng(3).random((20, 20, 20))
+    inputs = {1: x.reshape(400, 20), 2: x.reshape(20, 400)[:, :20].copy(), 3: x}
+    kernel_counts, work = {}, {}
+    for depth, source in NESTED.items():
+        fn = _module(tmp_path, f"scaling_nest_{depth}", source).f
+        work[depth] = _work(fn, inputs[depth])
+        kernel_counts[depth] = len(numfn.jit(fn).specialize(inputs[depth]).kernel_items)
+    assert kernel_counts[3] - kernel_counts[2] <= kernel_counts[2] - kernel_counts[1] + 1, kernel_counts
+    # (the nests differ in more than their depth, the work of each level too: a copy per level doubled it)
+    total = {d: sum(w.values()) for d, w in work.items()}
+    assert total[3] <= 1.6 * total[2] and total[2] <= 1.6 * total[1], total
