@@ -50,6 +50,7 @@ class Progress:
         self.done: int | None = None
         self.total: int | None = None
         self.times: list[tuple[str, float]] = []   # (stage, seconds) of the stages that ended
+        self.work: Counter = Counter()              # the work of each stage so far (see work())
         self.reported = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -72,7 +73,11 @@ class Progress:
     def line(self) -> str:
         with self._lock:
             count = f" {self.done}/{self.total}" if self.total is not None else ""
-            return f"numfn: compiling {self.name}: {self.stage or 'starting'}{count}, " \
+            key = (self.stage or "").split(" ", 1)[0]
+            units = self.work.get(key, 0)
+            # the stage's work so far: graph nodes walked, or for the native compiler the lines it was given
+            done = f", {_count(units)} {'lines' if key == 'compiling' else 'nodes'}" if units else ""
+            return f"numfn: compiling {self.name}: {self.stage or 'starting'}{count}{done}, " \
                    f"{_seconds(time.perf_counter() - self.start)}"
 
     def summary(self) -> str:
@@ -131,6 +136,10 @@ def _seconds(t: float) -> str:
     return f"{t * 1e3:.0f} ms" if t < 1 else f"{t:.1f} s"
 
 
+def _count(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else str(n)
+
+
 def _isatty(stream) -> bool:
     try:
         return stream.isatty()
@@ -155,11 +164,15 @@ def compiling(name: str, enabled: bool = True) -> Iterator[Progress | None]:
         return
     progress = Progress(name)
     _current.progress = progress
+    counted_outside = getattr(_work, "counts", None)   # (counting_work() around the compilation)
+    if counted_outside is None: _work.counts = progress.work
+    else: progress.work = counted_outside
     progress.start_reporting()
     try:
         yield progress
     finally:
         _current.progress = None
+        if counted_outside is None: _work.counts = None
         progress.finish()
 
 

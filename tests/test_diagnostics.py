@@ -103,7 +103,7 @@ def test_a_slow_compilation_reports_its_stage_and_time(capsys, fast_progress):
     err = capsys.readouterr().err
     lines = err.splitlines()
     name = re.escape("_slow_to_trace(float64[3])")
-    assert re.match(rf"numfn: compiling {name}: tracing, \d+ ms$", lines[0]), err
+    assert re.match(rf"numfn: compiling {name}: tracing(, \d+ nodes)?, \d+ ms$", lines[0]), err
     assert re.match(rf"numfn: compiled {name} in \d+ ms \(tracing \d+ ms, cache lookup \d+ ms", lines[-1]), err
     f(np.zeros(3))   # compiled: nothing more
     assert capsys.readouterr().err == ""
@@ -119,6 +119,25 @@ def test_progress_counts_the_kernels_of_the_rendering_stage():
     p.enter(None)
     assert re.fullmatch(r"numfn: compiled f\(float32\[4\]\) in \d+ ms \(tracing \d+ ms, rendering kernels \d+ ms\)",
                         p.summary())
+
+
+def test_progress_counts_the_work_of_every_stage():
+    """Stages without kernels to count show their work so far: graph nodes walked, lines given to the native
+    compiler (the counts the scaling tests use)."""
+    p = progress.Progress("f(float32[4])")
+    p.enter("scheduling")
+    assert p.line().startswith("numfn: compiling f(float32[4]): scheduling, ")   # nothing counted yet
+    p.work["scheduling"] += 12_345
+    assert "scheduling, 12k nodes, " in p.line()
+    p.enter("compiling 3 kernels (llvm)")
+    p.work["compiling"] += 900
+    assert "compiling 3 kernels (llvm), 900 lines, " in p.line()
+
+
+def test_a_compilation_counts_its_work_while_it_reports(fast_progress):
+    with progress.compiling("f(float64[2])") as p:
+        numfn.jit(lambda x: np.sin(x) * 2)(np.zeros(2))   # (a compilation inside: its work is the outer one's)
+        assert p is not None and p.work["scheduling"] > 0 and p.work["rendering"] > 0
 
 
 def test_progress_on_a_terminal_rewrites_one_line(fast_progress):
