@@ -112,20 +112,51 @@ def kernel_key(params: tuple[UOp, ...], lowered: LoweredKernel, parallel: bool, 
 
 
 def with_params(prog: KernelProgram, name: str, params: tuple[UOp, ...]) -> KernelProgram:
-    """`prog` as the program of another kernel with an equal kernel_key: its instructions over that kernel's own
-    buffers (what later passes read, such as tiling), under its own name."""
-    mapping = dict(zip(prog.params, params))
-    done: dict[UOp, UOp] = {}
-    uops = []
-    for u in prog.uops:   # in order: every source comes before its user
-        new = mapping.get(u)
-        if new is None:
-            src = tuple(done.get(s, mapping.get(s, s)) for s in u.src)
-            new = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
-        done[u] = new
-        uops.append(new)
-    parallel = None if prog.parallel is None else done.get(prog.parallel, prog.parallel)
-    return KernelProgram(name, params, tuple(uops), parallel, prog.reassociate, prog.fastmath)
+    """`prog` as the program of another kernel with an equal kernel_key, under its own name and over its own
+    buffers (see ForwardedProgram)."""
+    return ForwardedProgram(prog, name, params)
+
+
+class ForwardedProgram(KernelProgram):
+    """The program of a kernel that computes what an earlier kernel (`first`, an equal kernel_key) computes: the
+    renderers call `first` (render_forward). Its instructions over its own buffers are what later passes read
+    (tiling pairs a few kernels by their loads and stores), so they are rebuilt when first read, not for every
+    repeated kernel (that was half of the rendering time of a long program)."""
+    first: KernelProgram
+    _rebuilt: tuple[tuple[UOp, ...], UOp | None] | None
+
+    def __init__(self, first: KernelProgram, name: str, params: tuple[UOp, ...]):
+        for attribute, value in (("first", first), ("name", name), ("params", params),
+                                 ("reassociate", first.reassociate), ("fastmath", first.fastmath),
+                                 ("_rebuilt", None)):
+            object.__setattr__(self, attribute, value)
+
+    def _over_own_params(self) -> tuple[tuple[UOp, ...], UOp | None]:
+        rebuilt = self._rebuilt
+        if rebuilt is None:
+            prog = self.first
+            mapping = dict(zip(prog.params, self.params))
+            done: dict[UOp, UOp] = {}
+            uops = []
+            for u in prog.uops:   # in order: every source comes before its user
+                new = mapping.get(u)
+                if new is None:
+                    src = tuple(done.get(s, mapping.get(s, s)) for s in u.src)
+                    new = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+                done[u] = new
+                uops.append(new)
+            parallel = None if prog.parallel is None else done.get(prog.parallel, prog.parallel)
+            rebuilt = (tuple(uops), parallel)
+            object.__setattr__(self, "_rebuilt", rebuilt)
+        return rebuilt
+
+    @property
+    def uops(self) -> tuple[UOp, ...]:
+        return self._over_own_params()[0]
+
+    @property
+    def parallel(self) -> UOp | None:
+        return None if self.first.parallel is None else self._over_own_params()[1]
 
 
 def splittable_loop(uops: tuple[UOp, ...], lowered: LoweredKernel) -> UOp | None:
