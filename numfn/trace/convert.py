@@ -33,6 +33,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import site
 import sys
 import sysconfig
@@ -437,9 +438,24 @@ def _bound(cell) -> bool:
     return True
 
 
+_DEF_LINE = re.compile(r"^\s*(@|def\s|async\s+def\s)")
+
+
+def _source_lines(code) -> tuple[list[str], int]:
+    """The source lines of a function's code and the number of its first line. Read from linecache where the
+    code's first line is its def (or a decorator): inspect.getsourcelines looks up the code's module first, and
+    the first lookup in a process resolves the path of every module loaded (tens of milliseconds, most of a warm
+    start from the disk cache)."""
+    lines = linecache.getlines(code.co_filename)
+    first = code.co_firstlineno
+    if 0 < first <= len(lines) and _DEF_LINE.match(lines[first - 1]):
+        return inspect.getblock(lines[first - 1:]), first
+    return inspect.getsourcelines(code)
+
+
 def _convert(fn: Callable):
     try:   # the code's own source (a function's would be its __wrapped__ function's, for a wrapper)
-        lines, first = inspect.getsourcelines(fn.__code__)
+        lines, first = _source_lines(fn.__code__)
     except (OSError, TypeError) as e:
         raise Unconvertible(f"no source: {e}") from None
     source = textwrap.dedent("".join(lines))
