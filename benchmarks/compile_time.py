@@ -5,6 +5,10 @@ the cold compile are read from numfn's progress report. Results are checked agai
     python benchmarks/compile_time.py                     # every program: a markdown table
     python benchmarks/compile_time.py -k conv --timeout 60
     python benchmarks/compile_time.py --peers /path/to/venv/bin/python   # also JAX's and Numba's first calls
+    python benchmarks/compile_time.py --docs              # the examples of docs/*.md and README.md instead
+
+With --docs, each page's examples run in a fresh process (cold, then warm), and every function they compile is
+reported: how many, the slowest first call and the median one.
 
 Peers (JAX, Numba) run in a side environment given by --peers, never numfn's own: JAX gets the function under
 jax.jit with jax.numpy as np where it accepts it, Numba under numba.njit; a program a peer refuses shows as '-'."""
@@ -71,12 +75,61 @@ def run(python: str, name: str, mode: str, cache: str, timeout: float) -> dict |
     return out
 
 
+_DOCS_CHILD = r"""
+import json, sys
+import numfn.progress
+numfn.progress.THRESHOLD = 0.0   # a summary line for every compilation
+namespace = {"__name__": "__main__"}
+for line, code in json.load(sys.stdin):
+    exec(compile(code, f"{sys.argv[1]}:{line}", "exec"), namespace)
+"""
+_COMPILED = re.compile(r"numfn: compiled (.*) in ([\d.]+) (m?s) \(")
+
+
+def docs_page(page: str, cache: str, timeout: float) -> list[tuple[str, float]] | str:
+    """(function, first-call seconds) of every compilation of one page's examples, or why it failed."""
+    from numfn.tools.docs_examples import python_blocks
+    root = os.path.dirname(HERE)
+    with open(os.path.join(root, page)) as f:
+        blocks = [(line, code) for line, code, skipped in python_blocks(f.read()) if not skipped]
+    if not blocks: return []
+    env = dict(os.environ, NUMFN_CACHE_DIR=cache, NUMFN_PROGRESS="1")
+    try:
+        p = subprocess.run([sys.executable, "-c", _DOCS_CHILD, page], input=json.dumps(blocks), capture_output=True,
+                           text=True, timeout=timeout, env=env, cwd=root)
+    except subprocess.TimeoutExpired:
+        return f"> {timeout:.0f} s (stopped)"
+    if p.returncode: return (p.stderr.strip().splitlines() or ["failed"])[-1][:80]
+    return [(name, float(t) / (1e3 if unit == "ms" else 1)) for name, t, unit in _COMPILED.findall(p.stderr)]
+
+
+def docs_table(timeout: float) -> None:
+    from numfn.tools.docs_examples import pages
+    print("| page | compilations | slowest first call (cold) | median (cold) | slowest (warm) |")
+    print("|---|---|---|---|---|")
+    for page in pages(os.path.dirname(HERE)):
+        with tempfile.TemporaryDirectory() as cache:
+            cold = docs_page(page, cache, timeout)
+            warm = docs_page(page, cache, timeout) if isinstance(cold, list) else []
+        if isinstance(cold, str):
+            print(f"| {page} | {cold} | | | |", flush=True)
+            continue
+        if not cold: continue
+        times = sorted(t for _, t in cold)
+        slowest = max(cold, key=lambda c: c[1])
+        warm_max = max((t for _, t in warm), default=0.0) if isinstance(warm, list) else 0.0
+        print(f"| {page} | {len(cold)} | {slowest[1]:.2f} s (`{slowest[0][:40]}`) | {times[len(times) // 2]:.3f} s | "
+              f"{warm_max:.3f} s |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", default="", help="only programs whose name contains this")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--peers", default="", help="a Python with jax and numba installed")
+    ap.add_argument("--docs", action="store_true", help="time the examples of the documentation instead")
     opts = ap.parse_args()
+    if opts.docs: return docs_table(opts.timeout)
     sys.path.insert(0, HERE)
     from compile_programs import PROGRAMS
     print("| program | numfn cold | stages (cold) | numfn warm | JAX | Numba |")

@@ -13,26 +13,15 @@ import sys
 import numpy as np
 import pytest
 
+from numfn.tools.docs_examples import python_blocks
+from numfn.tools import docs_examples
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
-SKIP_MARKER = "<!-- docs-test: skip -->"
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```[ \t]*$", re.S | re.M)
 
 
 def pages() -> list[str]:
-    return sorted(os.path.join("docs", name) for name in os.listdir(DOCS) if name.endswith(".md")) + ["README.md"]
-
-
-def python_blocks(text: str) -> list[tuple[int, str, bool]]:
-    """(line, code, skipped) of every ```python block, in order."""
-    out = []
-    for m in _FENCE.finditer(text):
-        if m.group("lang") not in ("python", "py"): continue
-        line = text.count("\n", 0, m.start()) + 1
-        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
-        code = "\n".join(ln[len(m.group("indent")):] for ln in m.group("code").splitlines())
-        out.append((line, code, before == SKIP_MARKER))
-    return out
+    return docs_examples.pages(ROOT)
 
 
 @pytest.mark.nocompile

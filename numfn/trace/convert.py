@@ -454,6 +454,7 @@ def _source_lines(code) -> tuple[list[str], int]:
 
 
 def _convert(fn: Callable):
+    if fn.__code__.co_name == "<lambda>": raise Unconvertible("a lambda (its statements are expressions)")
     try:   # the code's own source (a function's would be its __wrapped__ function's, for a wrapper)
         lines, first = _source_lines(fn.__code__)
     except (OSError, TypeError) as e:
