@@ -351,6 +351,8 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     gather)."""
     from numfn.ir.symbolic import affine
     if any(op is Ops.GATHER for op, _ in chain): return None
+    # movement NumPy has: its own strides, without lowering the chain (tracing asks this of every reshaped view)
+    if all(op in _NUMPY_MOVEMENT for op, _ in chain): return _numpy_strides(base_shape, chain)
     base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
@@ -364,6 +366,9 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     coef = dict(terms)
     if any(a.op is not Ops.RANGE for a in coef): return _numpy_strides(base_shape, chain)
     return tuple(coef.get(r, 0) if r is not ZERO else 0 for r in ranges)
+
+
+_NUMPY_MOVEMENT = (Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.SHRINK, Ops.FLIP)
 
 
 def _numpy_strides(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | None:
