@@ -1,0 +1,75 @@
+"""Export a compiled function as a standalone C library: `numfn.export(f, *example_args, name=, dir=)`.
+
+The function is traced and compiled for the example arguments' signature (shapes and dtypes; static arguments as
+for `jit`) on the C backend, and its program is written out as C99 that needs nothing but a C compiler and libm:
+`name.h` (the documented prototype), `name.c` (kernels, constants, the public function), a `Makefile` and
+`name.cmake`. numfn.export.library says what the C looks like; numfn.export.driver builds and calls it (the tests
+and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn export`.
+
+Refused, with an error naming the reason: programs calling library routines (BLAS, LAPACK, numfn's sorts), and
+functions whose sizes depend on argument values (one program per value: export the function for each)."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from numfn.errors import unsupported
+from numfn.export.library import REQUIRED_CFLAGS, Library, Param, library
+from numfn.function import JitFunction, jit
+from numfn.signature import argument_leaf_names, normalize_call
+
+__all__ = ["export", "Exported", "Library", "Param", "REQUIRED_CFLAGS"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What `export` wrote: the library's description and the paths of its files."""
+    library: Library
+    dir: str
+    files: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.library.name
+
+    @property
+    def header(self) -> str:
+        return os.path.join(self.dir, f"{self.name}.h")
+
+    @property
+    def source(self) -> str:
+        return os.path.join(self.dir, f"{self.name}.c")
+
+
+def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str = ".",
+           static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+           fastmath: bool = False, **example_kwargs: Any) -> Exported:
+    """Write `fn`, compiled for the signature of `example_args`/`example_kwargs`, as a C library `name` (default:
+    the function's name) into `dir` (created if missing): name.h, name.c, Makefile, name.cmake. `fn` may be a
+    `jit`-decorated function (its static arguments and fastmath are used) or a plain one. Returns an Exported."""
+    if isinstance(fn, JitFunction):
+        jf = JitFunction(fn.fn, backend="c", fastmath=fn.fastmath)
+        jf._static = fn._static   # noqa: SLF001 - the same static spec as the user's jit
+    else:
+        jf = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames, backend="c", fastmath=fastmath)
+    name = name or getattr(jf.fn, "__name__", "fn")
+    if not name.isidentifier() or not name.isascii():
+        raise ValueError(f"export: name {name!r} is not a C identifier (letters, digits and _, not starting with a "
+                         "digit)")
+    nf = jf.specialize(*example_args, **example_kwargs)
+    if nf.size_request is not None:
+        raise unsupported(f"exporting {nf.name}: a size depends on argument values ({nf.size_request.what}), so "
+                          "numfn compiles one program per value", "export it for fixed sizes (a static argument)")
+    args, kwargs = normalize_call(jf.fn, example_args, example_kwargs)
+    statics = tuple(w for w, _ in nf.statics)
+    static_spec = (tuple(w for w in statics if isinstance(w, int)), tuple(w for w in statics if isinstance(w, str)))
+    names = argument_leaf_names(jf.fn, args, kwargs, static_spec)
+    lib = library(nf, name, names)
+    os.makedirs(dir, exist_ok=True)
+    files = {f"{name}.h": lib.header, f"{name}.c": lib.source, "Makefile": lib.makefile, f"{name}.cmake": lib.cmake}
+    for file, text in files.items():
+        with open(os.path.join(dir, file), "w") as f:
+            f.write(text)
+    return Exported(lib, dir, tuple(os.path.join(dir, f) for f in files))
