@@ -15,12 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from numfn.errors import unsupported
-from numfn.export.library import REQUIRED_CFLAGS, Library, Param, library
+from numfn.export.library import REQUIRED_CFLAGS, ExportError, Library, Param, library
 from numfn.function import JitFunction, jit
 from numfn.signature import argument_leaf_names, normalize_call
 
-__all__ = ["export", "Exported", "Library", "Param", "REQUIRED_CFLAGS"]
+__all__ = ["export", "Exported", "ExportError", "Library", "Param", "REQUIRED_CFLAGS"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +59,9 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
                          "digit)")
     nf = jf.specialize(*example_args, **example_kwargs)
     if nf.size_request is not None:
-        raise unsupported(f"exporting {nf.name}: a size depends on argument values ({nf.size_request.what}), so "
-                          "numfn compiles one program per value", "export it for fixed sizes (a static argument)")
+        raise ExportError(f"cannot export {nf.name}: a size depends on argument values ({nf.size_request.what}, at "
+                          f"{nf.size_request.where}), so numfn compiles one program per value; export it for fixed "
+                          "sizes (make that value a static argument)")
     args, kwargs = normalize_call(jf.fn, example_args, example_kwargs)
     statics = tuple(w for w, _ in nf.statics)
     static_spec = (tuple(w for w in statics if isinstance(w, int)), tuple(w for w in statics if isinstance(w, str)))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.errors import unsupported
+from numfn.errors import NumfnError
 from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
 from numfn.renderer.c import c_literal, render_program
@@ -111,21 +111,63 @@ def output_names(tree, taken: set[str]) -> list[str]:
     return names
 
 
+class ExportError(NumfnError):
+    """A function numfn compiles but cannot export (yet): the message names the reason and the user's line."""
+
+
+# what each library routine computes, by the NumPy functions that call it (numfn.ir.extern.ROUTINES)
+ROUTINE_USES = {"sort": "numpy.sort", "argsort": "numpy.argsort", "select": "numpy.partition/median/percentile",
+                "gemm": "a large matrix product (@, numpy.dot, numpy.matmul)", "gemv": "a large matrix-vector product",
+                "syrk": "a large product a @ a.T", "gesv": "numpy.linalg.solve",
+                "getrf": "numpy.linalg.det/slogdet/inv", "potrf": "numpy.linalg.cholesky",
+                "syevd": "numpy.linalg.eigh", "heevd": "numpy.linalg.eigh", "gesdd": "numpy.linalg.svd",
+                "gesdd_complex": "numpy.linalg.svd", "geqrf": "numpy.linalg.qr", "orgqr": "numpy.linalg.qr",
+                "ungqr": "numpy.linalg.qr", "gelsd": "numpy.linalg.lstsq", "gelsd_complex": "numpy.linalg.lstsq",
+                "geev": "numpy.linalg.eig", "geev_complex": "numpy.linalg.eig"}
+_BLAS = {"gemm", "gemv", "syrk"}
+
+
 def refuse_externs(nf) -> None:
     """Exported code runs without numfn's runtime: a program calling a library routine (BLAS, LAPACK, numfn's own
-    sorts) cannot be exported yet. The error names the routine and the NumPy function it implements."""
+    sorts) cannot be exported yet. The error names the NumPy function, the library and the user's line."""
     if not nf.layout.externs: return
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
-    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN}) or \
-        list(nf.layout.externs)
-    what = ", ".join(f"{r} ({'BLAS/LAPACK' if ROUTINES[r].library != 'native' else 'numfn runtime'})"
-                     if r in ROUTINES else r for r in routines)
-    raise unsupported(f"exporting {nf.name}: it calls the library routine(s) {what}, which export does not include "
-                      "yet (linear algebra such as numpy.linalg.solve/inv/eig and large matrix products call LAPACK or "
-                      "BLAS; sorts call numfn's native sort)",
-                      "export a function without them, or pass small matrices (small products are generated as "
-                      "loops)")
+    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN})
+    lines = extern_call_sites(nf)
+    what = []
+    for r in routines:
+        library = "BLAS" if r in _BLAS else "numfn's native runtime" if ROUTINES[r].library == "native" else "LAPACK"
+        what.append(f"{ROUTINE_USES.get(r, r)} calls {library} ({r}), which export does not include yet")
+    raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
+                      + (f" (at {'; '.join(lines)})" if lines else "")
+                      + ". Small matrix products are generated as loops and export; sorts and LAPACK do not yet")
+
+
+def extern_call_sites(nf) -> list[str]:
+    """The user's lines whose NumPy calls made the program's extern calls, found by tracing the function again
+    with a profile hook on numfn.extern.extern (the graph does not record source lines)."""
+    import sys
+    from dataclasses import replace
+
+    from numfn.errors import user_location
+    from numfn.extern import extern
+    target, found = extern.__code__, []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is target:
+            where = user_location()
+            if where not in found: found.append(where)
+
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        _ = replace(nf).function_graph
+    except Exception:   # noqa: BLE001 - only the locations are wanted; the first trace succeeded
+        pass
+    finally:
+        sys.setprofile(old)
+    return found
 
 
 def library(nf, name: str, arg_names: list[str]) -> Library:
