@@ -53,15 +53,19 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
         jf._static = fn._static   # noqa: SLF001 - the same static spec as the user's jit
     else:
         jf = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames, backend="c", fastmath=fastmath)
-    name = name or getattr(jf.fn, "__name__", "fn")
+    name = name or str(getattr(jf.fn, "__name__", "fn"))
     if not name.isidentifier() or not name.isascii():
         raise ValueError(f"export: name {name!r} is not a C identifier (letters, digits and _, not starting with a "
                          "digit)")
     nf = jf.specialize(*example_args, **example_kwargs)
-    if nf.size_request is not None:
-        raise ExportError(f"cannot export {nf.name}: a size depends on argument values ({nf.size_request.what}, at "
-                          f"{nf.size_request.where}), so numfn compiles one program per value; export it for fixed "
-                          "sizes (make that value a static argument)")
+    if nf.sizes:   # `specialize` traced it again with the example's values: the program holds them
+        parent = nf.__dict__.get("value_parent")
+        request = parent.size_request if parent is not None else None
+        where = f" ({request.what}, at {request.where})" if request is not None else ""
+        raise ExportError(f"cannot export {nf.name}: its trace needs a value computed from the arguments{where}, so "
+                          "numfn compiles one program per value and the C function would hold the example's value "
+                          f"({', '.join(map(repr, nf.sizes))}); make that value a static argument, or compute it "
+                          "with arrays (numpy.where) instead of Python numbers")
     args, kwargs = normalize_call(jf.fn, example_args, example_kwargs)
     statics = tuple(w for w, _ in nf.statics)
     static_spec = (tuple(w for w in statics if isinstance(w, int)), tuple(w for w in statics if isinstance(w, str)))
