@@ -119,6 +119,14 @@ def static_power(x, n):
     return x ** n
 
 
+TABLE = np.random.default_rng(5).standard_normal(6000).astype(np.float32)   # 24 KB: passed by pointer by numfn
+
+
+def big_constant(x):
+    """A captured array above the embedding limit: numfn passes it by pointer, the export embeds it."""
+    return x * TABLE[:x.shape[0]] + TABLE[-1]
+
+
 def _r(seed=0):
     return np.random.default_rng(seed)
 
@@ -160,6 +168,7 @@ CASES = {
     "docs_step": (docs_step, lambda: [np.linspace(0.0, 1.0, 11) ** 2, 0.1], ()),
     "pairwise": (pairwise, lambda: [_f32(6, 3)], ()),
     "vmapped": (vmapped, lambda: [_f32(4, 6)], ()),
+    "big_constant": (big_constant, lambda: [_f32(5000)], ()),
     "static_power": (static_power, lambda: [_f32(5), 3], ("n",)),
 }
 
