@@ -10,7 +10,7 @@ one public function with the user's argument names:
 Inputs come first (arrays as `const` pointers, 0-d inputs by value, arrays the function writes into as non-const
 in/out pointers), then the outputs (pointers to caller-owned memory), then, for an output of run-time length, an
 `int64_t *` that receives its length, then the workspace when the program needs scratch memory
-(`name_workspace_size()` bytes, aligned to 64). The function returns 0, or k > 0 when the k-th of the checks NumPy
+(`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the checks NumPy
 would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global, and is
 reentrant: calls with separate workspaces may run at once.
 
@@ -255,8 +255,8 @@ def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str
     if any(p.dtype.is_complex for p in params):
         doc.append("Complex values are C99 _Complex (real and imaginary parts interleaved, as NumPy stores them).")
     if workspace:
-        doc.append(f"  workspace: {name}_workspace_size() bytes of scratch memory, aligned to {ALIGN} bytes; "
-                   "reentrant calls need one each")
+        doc.append(f"  workspace: {name}_workspace_size() bytes of scratch memory (as malloc aligns it, or better: "
+                   f"{ALIGN} bytes); calls running at once need one each")
     doc.append("Returns 0" + ("" if not errors else ", or the number of the check that failed, where NumPy raises:"))
     doc += [f"  {k + 1}: {text}" for k, text in enumerate(errors)]
     lines = [f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>", "#include <stdint.h>", "",
