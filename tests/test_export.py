@@ -115,6 +115,14 @@ def _per_row(x):
 vmapped = numfn.vmap(_per_row)
 
 
+def logic(x, m):
+    return (x > 0) & m, np.any(m), np.count_nonzero(m)
+
+
+def ignores_second(x, unused):
+    return x * 2
+
+
 def static_power(x, n):
     return x ** n
 
@@ -168,6 +176,11 @@ CASES = {
     "docs_step": (docs_step, lambda: [np.linspace(0.0, 1.0, 11) ** 2, 0.1], ()),
     "pairwise": (pairwise, lambda: [_f32(6, 3)], ()),
     "vmapped": (vmapped, lambda: [_f32(4, 6)], ()),
+    "empty": (demo.fused_elementwise, lambda: [np.zeros(0, np.float32)] * 3, ()),
+    "size_one": (demo.softmax_rows, lambda: [_f32(1, 1)], ()),
+    "empty_rows": (demo.layernorm, lambda: [_f32(0, 4)], ()),
+    "bools": (logic, lambda: [_f32(7), _r().random(7) < 0.5], ()),
+    "unused_argument": (ignores_second, lambda: [_f32(3), _f32(4)], ()),
     "big_constant": (big_constant, lambda: [_f32(5000)], ()),
     "static_power": (static_power, lambda: [_f32(5), 3], ("n",)),
 }
@@ -211,6 +224,16 @@ def test_export_matches_numfn_and_numpy(tmp_path, case):
         numpy_leaves = [numpy_leaves[p.slot] for p in written] + _leaves(numpy_result(fn, args))
     for got, want in zip(outs, numpy_leaves):
         assert_same(got, want, rtol=1e-5 if got.dtype != np.float16 else 2e-3, atol=1e-5, path=case)
+
+
+def test_jitted_function_exports_with_its_static_arguments(tmp_path):
+    jitted = numfn.jit(static_power, static_argnums=1, backend="c")
+    exported = numfn.export(jitted, _f32(4), 3, dir=str(tmp_path))
+    assert "int static_power(const float *x, float *out);" in exported.library.header
+    exe = driver.build(exported)
+    status, (out,), _ = driver.run(exported, exe, [_f32(4)])
+    assert status == 0 and out.tobytes() == jitted(_f32(4), 3).tobytes()
+    np.testing.assert_allclose(out, _f32(4) ** 3, rtol=1e-6)
 
 
 def test_failed_check_is_a_return_code(tmp_path):

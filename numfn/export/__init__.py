@@ -49,8 +49,8 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
     the function's name) into `dir` (created if missing): name.h, name.c, Makefile, name.cmake. `fn` may be a
     `jit`-decorated function (its static arguments and fastmath are used) or a plain one. Returns an Exported."""
     if isinstance(fn, JitFunction):
-        jf = JitFunction(fn.fn, backend="c", fastmath=fn.fastmath)
-        jf._static = fn._static   # noqa: SLF001 - the same static spec as the user's jit
+        nums, names = fn.static_arguments
+        jf = JitFunction(fn.fn, static_argnums=nums, static_argnames=names, backend="c", fastmath=fn.fastmath)
     else:
         jf = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames, backend="c", fastmath=fastmath)
     name = name or str(getattr(jf.fn, "__name__", "fn"))
@@ -67,10 +67,7 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
                           f"({', '.join(map(repr, nf.sizes))}); make that value a static argument, or compute it "
                           "with arrays (numpy.where) instead of Python numbers")
     args, kwargs = normalize_call(jf.fn, example_args, example_kwargs)
-    statics = tuple(w for w, _ in nf.statics)
-    static_spec = (tuple(w for w in statics if isinstance(w, int)), tuple(w for w in statics if isinstance(w, str)))
-    names = argument_leaf_names(jf.fn, args, kwargs, static_spec)
-    lib = library(nf, name, names)
+    lib = library(nf, name, argument_leaf_names(jf.fn, args, kwargs, jf.static_arguments))
     os.makedirs(dir, exist_ok=True)
     files = {f"{name}.h": lib.header, f"{name}.c": lib.source, "Makefile": lib.makefile, f"{name}.cmake": lib.cmake}
     for file, text in files.items():

@@ -423,6 +423,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if layout.arena_bytes:
         for buf, dt, offset in layout.intermediates:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
+    if standalone:   # a buffer no kernel uses (an unused argument, an empty program) is no warning in exported code
+        unused = [b for b, _, _ in pointers] + ([b for b, _, _ in layout.intermediates] if layout.arena_bytes else [])
+        if unused: body.append("  " + " ".join(f"(void){buffer_name(b)};" for b in unused))
 
     def arg(buf) -> str:
         return f"{buffer_name(buf)} + b * {buf.size}" if buf in advancing else buffer_name(buf)
