@@ -6,8 +6,9 @@ for `jit`) on the C backend, and its program is written out as C99 that needs no
 `name.cmake`. numfn.export.library says what the C looks like; numfn.export.driver builds and calls it (the tests
 and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn export`.
 
-Refused, with an error naming the reason: programs calling library routines (BLAS, LAPACK, numfn's sorts), and
-functions whose sizes depend on argument values (one program per value: export the function for each)."""
+numfn's sorts (np.sort, np.argsort) are written as portable C (numfn.export.routines). Refused, with an
+ExportError naming the reason and the line: programs calling BLAS, LAPACK or numfn's selection (np.partition,
+np.median), and functions whose sizes depend on argument values (one program per value: make it static)."""
 from __future__ import annotations
 
 import os

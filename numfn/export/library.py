@@ -29,6 +29,7 @@ from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError
 from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
+from numfn.export.routines import SUPPORTED, direct_calls, routines_source
 from numfn.renderer.c import c_literal, render_program
 
 ALIGN = 64   # the workspace's parts start at multiples of this (a cache line; enough for every C type)
@@ -128,12 +129,13 @@ _BLAS = {"gemm", "gemv", "syrk"}
 
 
 def refuse_externs(nf) -> None:
-    """Exported code runs without numfn's runtime: a program calling a library routine (BLAS, LAPACK, numfn's own
-    sorts) cannot be exported yet. The error names the NumPy function, the library and the user's line."""
+    """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
+    numfn.export.routines writes as C (BLAS, LAPACK, np.partition's selection) cannot be exported yet. The error names the NumPy function, the library and the user's line."""
     if not nf.layout.externs: return
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
-    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN})
+    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN} - SUPPORTED)
+    if not routines: return
     lines = extern_call_sites(nf)
     what = []
     for r in routines:
@@ -141,7 +143,8 @@ def refuse_externs(nf) -> None:
         what.append(f"{ROUTINE_USES.get(r, r)} calls {library} ({r}), which export does not include yet")
     raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
                       + (f" (at {'; '.join(lines)})" if lines else "")
-                      + ". Small matrix products are generated as loops and export; sorts and LAPACK do not yet")
+                      + ". Small matrix products are generated as loops and export, and so do numpy.sort and "
+                      "numpy.argsort; BLAS and LAPACK calls do not yet")
 
 
 def extern_call_sites(nf) -> list[str]:
@@ -215,6 +218,7 @@ def library(nf, name: str, arg_names: list[str]) -> Library:
         else: buffers.append(f"(void *)(ws + {check_slots[k][0]})")
     buffers += [expr for expr, _ in in_slots]
     buffers += [f"(void *){buffer_name(b)}" for b, _, _ in layout.pointer_constants]
+    if layout.externs: buffers.append("NULL")   # the externs table: exported code calls its routines by name
 
     header = _header(nf, name, params, workspace, errors)
     source = _source(nf, name, params, workspace, buffers, check_slots, nout)
@@ -286,7 +290,9 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
         if slot_param is not None: user[buffer_name(b)] = f"{buffer_name(b)} ({slot_param.name})"
     outs = [p for p in params if p.role == "out"]
     for (b, _), p in zip(layout.outputs, outs): user[buffer_name(b)] = f"{buffer_name(b)} ({p.name})"
-    kernels = [(k.program, f"{_kernel_comment(k.program, user)}\n{k.source}") for k in nf.rendered_kernels]
+    kernels = [(k.program, f"{_kernel_comment(k.program, user)}\n"
+                f"{direct_calls(k.source, layout.externs) if getattr(k.program, 'externs', False) else k.source}")
+               for k in nf.rendered_kernels]
     program = render_program(f"{name}_program", kernels, layout, steps=nf.steps, standalone=True)
     # clang's per-statement fp pragma (reductions' reassociation); other compilers skip it without a warning
     program = program.replace('_Pragma("clang fp', 'NUMFN_FP("clang fp')
@@ -307,7 +313,8 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
     body.append("  return 0;")
     public = [_signature(name, params, workspace) + " {", *[b for b in body if b], "}"]
     if workspace: public += ["", f"size_t {name}_workspace_size(void) {{ return {workspace}; }}"]
-    return "\n".join(head) + "\n" + "\n\n".join(consts + [program.rstrip("\n"), "\n".join(public)]) + "\n"
+    routines = [routines_source(layout.externs)] if layout.externs else []
+    return "\n".join(head) + "\n" + "\n\n".join(consts + routines + [program.rstrip("\n"), "\n".join(public)]) + "\n"
 
 
 def _input_params(nf, params: list[Param]) -> list[Param | None]:

@@ -381,8 +381,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     `standalone` (numfn.export) renders the same kernels without the Python runtime: the entry is
     `static int entry(void **buffers, char *arena)`, where the caller passes the scratch arena (NULL when the program
     needs none; nothing is allocated), kernels run single-threaded (no thread pool slot in `buffers`), and there are
-    no timings and no extern calls."""
-    assert not standalone or (batched is None and not profile and not layout.externs)
+    no timings; extern calls are the caller's to resolve (numfn.export.routines)."""
+    assert not standalone or (batched is None and not profile)
     out = [STANDALONE_PRELUDE if standalone else PRELUDE]
     if any("numfn_gcd(" in src for _, src in kernels): out.append(GCD_HELPER)
     out += [gcd_steps_helper(bits) for bits in (8, 16) if any(f"numfn_gcd_u{bits}(" in src for _, src in kernels)]
