@@ -6,7 +6,8 @@ for `jit`) on the C backend, and its program is written out as C99 that needs no
 `name.cmake`. numfn.export.library says what the C looks like; numfn.export.driver builds and calls it (the tests
 and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn export`.
 
-numfn's sorts (np.sort, np.argsort) are written as portable C (numfn.export.routines). Refused, with an
+Matrix products are traced as without a BLAS library (generated loops), and numfn's sorts (np.sort, np.argsort)
+are written as portable C (numfn.export.routines). Refused, with an
 ExportError naming the reason and the line: programs calling BLAS, LAPACK or numfn's selection (np.partition,
 np.median), and functions whose sizes depend on argument values (one program per value: make it static)."""
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from numfn.export.library import REQUIRED_CFLAGS, ExportError, Library, Param, library
+from numfn import config
+from numfn.errors import NumfnError
+from numfn.export.library import REQUIRED_CFLAGS, ExportError, Library, Param, library, refuse_externs
 from numfn.function import JitFunction, jit
 from numfn.signature import argument_leaf_names, normalize_call
 
@@ -50,15 +53,27 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
     the function's name) into `dir` (created if missing): name.h, name.c, Makefile, name.cmake. `fn` may be a
     `jit`-decorated function (its static arguments and fastmath are used) or a plain one. Returns an Exported."""
     if isinstance(fn, JitFunction):
-        nums, names = fn.static_arguments
-        jf = JitFunction(fn.fn, static_argnums=nums, static_argnames=names, backend="c", fastmath=fn.fastmath)
-    else:
-        jf = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames, backend="c", fastmath=fastmath)
-    name = name or str(getattr(jf.fn, "__name__", "fn"))
+        static_argnums, static_argnames = fn.static_arguments
+        fastmath = fn.fastmath
+        fn = fn.fn
+
+    def jitted() -> JitFunction:
+        return jit(fn, static_argnums=static_argnums, static_argnames=static_argnames, backend="c", fastmath=fastmath)
+
+    jf = jitted()
+    name = name or str(getattr(fn, "__name__", "fn"))
     if not name.isidentifier() or not name.isascii():
         raise ValueError(f"export: name {name!r} is not a C identifier (letters, digits and _, not starting with a "
                          "digit)")
-    nf = jf.specialize(*example_args, **example_kwargs)
+    # traced as without a BLAS library: matrix products become generated loops, which the export includes
+    try:
+        with config.overriding("NUMFN_BLAS", "none"):
+            nf = jf.specialize(*example_args, **example_kwargs)
+            _ = nf.layout
+    except NumfnError as no_blas:   # LAPACK's decompositions: the error names them, with the user's line
+        nf = jitted().specialize(*example_args, **example_kwargs)
+        refuse_externs(nf)
+        raise no_blas
     if nf.sizes:   # `specialize` traced it again with the example's values: the program holds them
         parent = nf.__dict__.get("value_parent")
         request = parent.size_request if parent is not None else None
@@ -67,8 +82,8 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
                           "numfn compiles one program per value and the C function would hold the example's value "
                           f"({', '.join(map(repr, nf.sizes))}); make that value a static argument, or compute it "
                           "with arrays (numpy.where) instead of Python numbers")
-    args, kwargs = normalize_call(jf.fn, example_args, example_kwargs)
-    lib = library(nf, name, argument_leaf_names(jf.fn, args, kwargs, jf.static_arguments))
+    args, kwargs = normalize_call(fn, example_args, example_kwargs)
+    lib = library(nf, name, argument_leaf_names(fn, args, kwargs, jf.static_arguments))
     os.makedirs(dir, exist_ok=True)
     files = {f"{name}.h": lib.header, f"{name}.c": lib.source, "Makefile": lib.makefile, f"{name}.cmake": lib.cmake}
     for file, text in files.items():
