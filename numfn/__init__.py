@@ -24,5 +24,5 @@ from numfn.transforms import svmap, vmap
 from numfn.version import __version__
 
 __all__ = ["jit", "export", "ExportError", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction",
-           "Tensor", "DType", "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan", "cond",
-           "switch", "__version__"]
+           "Tensor", "DType", "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan",
+           "cond", "switch", "__version__"]

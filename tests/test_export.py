@@ -290,7 +290,8 @@ def test_header_names_and_layout(tmp_path):
 
 
 # the functions the sanitizers run: loops, branches, masks, checks, integer edge cases, in-place writes, scratch
-SANITIZED = ["sort_floats", "sort_ints", "biquad", "newton_sqrt", "branch_negative", "in_place", "int_semantics", "uint_wrap", "complex",
+SANITIZED = ["sort_floats", "sort_ints", "biquad", "newton_sqrt", "branch_negative", "in_place", "int_semantics",
+             "uint_wrap", "complex",
              "float16", "mask_run_time_length", "gather", "dict_outputs", "vmapped", "small_solve", "layernorm"]
 
 
@@ -391,5 +392,6 @@ def test_cli_writes_the_library(tmp_path):
     assert main(["export", "tests.test_export:biquad", "--args", "float32[16], float32[3], float32[3]", "-o",
                  str(tmp_path), "--name", "filter"]) == 0
     assert sorted(os.listdir(tmp_path)) == ["Makefile", "filter.c", "filter.cmake", "filter.h"]
-    assert "int filter(const float *x, const float *b, const float *a, float *out" in (tmp_path / "filter.h").read_text()
+    header = (tmp_path / "filter.h").read_text()
+    assert "int filter(const float *x, const float *b, const float *a, float *out" in header
     assert main(["export", "tests.test_export:median", "--args", "float64[9]", "-o", str(tmp_path / "x")]) == 1

@@ -10,9 +10,10 @@ one public function with the user's argument names:
 Inputs come first (arrays as `const` pointers, 0-d inputs by value, arrays the function writes into as non-const
 in/out pointers), then the outputs (pointers to caller-owned memory), then, for an output of run-time length, an
 `int64_t *` that receives its length, then the workspace when the program needs scratch memory
-(`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the checks NumPy
-would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global, and is
-reentrant: calls with separate workspaces may run at once.
+(`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the
+checks NumPy would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global,
+and is reentrant: calls with separate workspaces may run at once. Matrix products are traced without BLAS
+(generated loops), and numfn's sorts are written as C (numfn.export.routines).
 
 `library(nf, name, arg_names)` returns a Library: its files' text and a description of its parameters (`Param`)
 that numfn.export.driver uses to call it."""
@@ -37,8 +38,8 @@ ALIGN = 64   # the workspace's parts start at multiples of this (a cache line; e
 # scratch arena holds buffers of different types at one address over a call; each float operation rounds on its own
 REQUIRED_CFLAGS = ("-std=c99", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off")
 # names the public function's body uses itself
-_RESERVED = {"NULL", "buffers", "ws", "workspace", "k", "failed", "main", "int", "float", "double", "char", "void", "restrict",
-             "inline", "bool", "complex", "errno"}
+_RESERVED = {"NULL", "buffers", "ws", "workspace", "k", "failed", "main", "int", "float", "double", "char", "void",
+             "restrict", "inline", "bool", "complex", "errno"}
 # C keywords Python allows as names
 _C_KEYWORDS = {"auto", "case", "const", "default", "do", "enum", "extern", "goto", "long", "register", "short",
                "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "volatile"}
@@ -130,7 +131,8 @@ _BLAS = {"gemm", "gemv", "syrk"}
 
 def refuse_externs(nf) -> None:
     """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
-    numfn.export.routines writes as C (BLAS, LAPACK, np.partition's selection) cannot be exported yet. The error names the NumPy function, the library and the user's line."""
+    numfn.export.routines writes as C (BLAS, LAPACK, np.partition's selection) cannot be exported yet. The error
+    names the NumPy function, the library and the user's line."""
     if not nf.layout.externs: return
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
@@ -264,7 +266,8 @@ def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str
     doc.append("Returns 0" + ("" if not errors else ", or the number of the check that failed, where NumPy raises:"))
     doc += [f"  {k + 1}: {text}" for k, text in enumerate(errors)]
     lines = [f"#ifndef {guard}", f"#define {guard}", "", "#include <stddef.h>", "#include <stdint.h>", "",
-             "#ifdef __cplusplus", 'extern "C" {', "#endif", "", "/* " + "\n * ".join(doc).replace(" \n", "\n") + "\n */",
+             "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
+             "/* " + "\n * ".join(doc).replace(" \n", "\n") + "\n */",
              _signature(name, params, workspace) + ";"]
     if workspace: lines += ["", f"/* bytes of workspace {name} needs */", f"size_t {name}_workspace_size(void);"]
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
