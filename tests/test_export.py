@@ -18,7 +18,7 @@ from numfn.export import ExportError, driver
 from numfn.export.cli import parse_args_spec
 from numfn.pytree import flatten
 from numfn.tools import demo
-from tests.helpers import assert_same, numpy_result
+from helpers import assert_same, numpy_result
 
 pytestmark = pytest.mark.skipif(not (os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc")),
                                 reason="export tests build C: no C compiler (clang or cc) on PATH")
@@ -135,6 +135,11 @@ def _with_specials(x):
     return x
 
 
+def five_point(u):
+    """An in-place stencil numfn runs tile by tile (numfn.codegen.tiling) at this size."""
+    u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
 def ignores_second(x, unused):
     return x * 2
 
@@ -202,6 +207,7 @@ CASES = {
     "sort_floats": (sort_rows, lambda: [_with_specials(_f32(3, 90)), _with_specials(_r().standard_normal(20))], ()),
     "sort_ints": (sort_rows, lambda: [_r().integers(-9, 9, (4, 100)).astype(np.int8),
                                       _r(1).integers(0, 2**63, 40, dtype=np.uint64)], ()),
+    "tiled_in_place_stencil": (five_point, lambda: [_r().random((700, 513))], ()),
     "unused_argument": (ignores_second, lambda: [_f32(3), _f32(4)], ()),
     "big_constant": (big_constant, lambda: [_f32(5000)], ()),
     "static_power": (static_power, lambda: [_f32(5), 3], ("n",)),

@@ -426,6 +426,10 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if standalone:   # a buffer no kernel uses (an unused argument, an empty program) is no warning in exported code
         unused = [b for b, _, _ in pointers] + ([b for b, _, _ in layout.intermediates] if layout.arena_bytes else [])
         if unused: body.append("  " + " ".join(f"(void){buffer_name(b)};" for b in unused))
+        # and a kernel only its tiles call (their loops, not the kernel's pool wrapper)
+        if kernels: body.append("  " + " ".join(f"(void){prog.name};" + (f" (void){prog.name}_loop;"
+                                                                         if prog.parallel else "")
+                                                for prog, _ in kernels))
 
     def arg(buf) -> str:
         return f"{buffer_name(buf)} + b * {buf.size}" if buf in advancing else buffer_name(buf)
