@@ -119,6 +119,8 @@ def _per_row(x):
 
 
 vmapped = numfn.vmap(_per_row)
+svmapped = numfn.svmap(_per_row)
+MAPPED = {"vmapped", "svmapped"}   # NumPy's result: _per_row of each row
 
 
 def logic(x, m):
@@ -200,6 +202,7 @@ CASES = {
                                          _f32(128, 10, seed=3) * 0.1, _f32(10, seed=4)], ()),
     "pairwise": (pairwise, lambda: [_f32(6, 3)], ()),
     "vmapped": (vmapped, lambda: [_f32(4, 6)], ()),
+    "svmapped": (svmapped, lambda: [_f32(3, 5)], ()),
     "empty": (demo.fused_elementwise, lambda: [np.zeros(0, np.float32)] * 3, ()),
     "size_one": (demo.softmax_rows, lambda: [_f32(1, 1)], ()),
     "empty_rows": (demo.layernorm, lambda: [_f32(0, 4)], ()),
@@ -244,7 +247,7 @@ def test_export_matches_numfn_and_numpy(tmp_path, case):
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes(), (case, got, want)
     np_args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    want_numpy = numpy_result(fn, np_args, kwargs) if case != "vmapped" else \
+    want_numpy = numpy_result(fn, np_args, kwargs) if case not in MAPPED else \
         np.stack([_per_row(row) for row in args[0]])
     numpy_leaves = _leaves(want_numpy)
     if written:
@@ -315,7 +318,7 @@ def test_export_under_sanitizers(tmp_path, case):
     status, outs, _ = driver.run(exported, exe, _leaves(args))
     assert status == 0
     if any(p.role == "inout" for p in exported.library.params): return   # compared in the bitwise test
-    want = numpy_result(fn, args, kwargs) if case != "vmapped" else np.stack([_per_row(row) for row in args[0]])
+    want = numpy_result(fn, args, kwargs) if case not in MAPPED else np.stack([_per_row(row) for row in args[0]])
     for got, w in zip(outs, _leaves(want)):
         assert_same(got, w, rtol=1e-5 if got.dtype != np.float16 else 2e-3, atol=1e-5, path=case)
 
