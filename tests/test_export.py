@@ -82,6 +82,10 @@ def masked(x):
     return x[x > 0]
 
 
+def masked_rows(x):
+    return x[x[:, 0] > 0] * 2.0
+
+
 def gathered(x, i):
     return x[i] * 2.0
 
@@ -191,6 +195,7 @@ CASES = {
                                          np.complex64(0.6 + 0.8j)], ()),
     "float16": (half_precision, lambda: [_f32(7).astype(np.float16)], ()),
     "mask_run_time_length": (masked, lambda: [_f32(9)], ()),
+    "mask_rows": (masked_rows, lambda: [_f32(8, 3)], ()),
     "gather": (gathered, lambda: [_f32(5), np.array([4, 0, -1, 2])], ()),
     "small_solve": (small_solve, lambda: [_r().standard_normal((3, 3)) + 3 * np.eye(3), _r(1).standard_normal(3)],
                     ()),

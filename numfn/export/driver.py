@@ -115,7 +115,7 @@ def run(exported, exe: str, leaves: list, repeats: int = 1) -> tuple[int, list[n
     order = [p for p in lib.params if p.role == "inout"] + [p for p in lib.params if p.role in ("out", "length")]
     for p in order:
         if p.role == "length":
-            lengths[p.slot] = int(np.frombuffer(data, np.int64, 1, pos)[0])
+            lengths[p.slot] = (p.axis, int(np.frombuffer(data, np.int64, 1, pos)[0]))
             pos += 8
             continue
         n = int(np.prod(p.shape))
@@ -126,6 +126,8 @@ def run(exported, exe: str, leaves: list, repeats: int = 1) -> tuple[int, list[n
     nanoseconds = float(np.frombuffer(data, np.int64, 1, pos + 4)[0])
     outs = []
     for p, a in results:
-        if p.role == "out" and p.slot in lengths: a = a[:lengths[p.slot]]
+        if p.role == "out" and p.slot in lengths:
+            axis, length = lengths[p.slot]
+            a = a[(slice(None),) * axis + (slice(length),)]
         outs.append(a)
     return status, outs, nanoseconds

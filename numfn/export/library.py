@@ -55,6 +55,7 @@ class Param:
     shape: tuple[int, ...]
     dtype: DType
     slot: int = -1   # the argument leaf (inputs) or output leaf (outputs, lengths) it is
+    axis: int = 0    # a length's: the output's axis it is the length of
 
     @property
     def ctype(self) -> str:
@@ -197,8 +198,8 @@ def library(nf, name: str, arg_names: list[str]) -> Library:
                   for k, (n, (shape, dt)) in enumerate(zip(output_names(nf.out_tree, taken), nf.out_specs[:nout]))]
     params += out_params
     lengths = {}
-    for k, (i, _) in enumerate(nf.cut_outputs):
-        p = Param(c_identifier(f"{out_params[i].name}_length", taken), "length", (), dtypes.int64, i)
+    for k, (i, axis) in enumerate(nf.cut_outputs):
+        p = Param(c_identifier(f"{out_params[i].name}_length", taken), "length", (), dtypes.int64, i, axis)
         params.append(p)
         lengths[nout + 2 * len(nf.checks) + k] = p.name
 
@@ -253,7 +254,9 @@ def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str
                 "scalar": f"input, a {p.dtype.name} scalar",
                 "inout": f"input {p.dtype.name}{shape} that the function writes into (NumPy's in-place update)",
                 "out": f"output, {p.dtype.name}{shape}, written by the call",
-                "length": "receives the run-time length of the output's first axis (its capacity is the shape above)"
+                "length": f"receives the run-time length of axis {p.axis} of the output above, whose shape is its "
+                          "capacity (the elements are laid out by that shape; only the first `length` along the axis "
+                          "are the result)"
                 }[p.role]
         doc.append(f"  {p.name}: {what}")
     if any(p.dtype is dtypes.float16 for p in params):
