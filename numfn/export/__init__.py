@@ -6,10 +6,10 @@ for `jit`) on the C backend, and its program is written out as C99 that needs no
 `name.cmake`. numfn.export.library says what the C looks like; numfn.export.driver builds and calls it (the tests
 and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn export`.
 
-Matrix products are traced as without a BLAS library (generated loops), and numfn's sorts (np.sort, np.argsort)
-are written as portable C (numfn.export.routines). Refused, with an
-ExportError naming the reason and the line: programs calling BLAS, LAPACK or numfn's selection (np.partition,
-np.median), and functions whose sizes depend on argument values (one program per value: make it static)."""
+Matrix products are traced as without a BLAS library (generated loops), and numfn's sorts and selection
+(np.sort, np.argsort, np.partition, np.median) are written as portable C (numfn.export.routines). Refused, with an
+ExportError naming the reason and the line: programs calling LAPACK, and functions whose sizes depend on argument
+values (one program per value: make the value static)."""
 from __future__ import annotations
 
 import os

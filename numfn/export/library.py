@@ -13,7 +13,7 @@ in/out pointers), then the outputs (pointers to caller-owned memory), then, for 
 (`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the
 checks NumPy would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global,
 and is reentrant: calls with separate workspaces may run at once. Matrix products are traced without BLAS
-(generated loops), and numfn's sorts are written as C (numfn.export.routines).
+(generated loops), and numfn's sorts and selection are written as C (numfn.export.routines).
 
 `library(nf, name, arg_names)` returns a Library: its files' text and a description of its parameters (`Param`)
 that numfn.export.driver uses to call it."""
@@ -132,8 +132,8 @@ _BLAS = {"gemm", "gemv", "syrk"}
 
 def refuse_externs(nf) -> None:
     """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
-    numfn.export.routines writes as C (BLAS, LAPACK, np.partition's selection) cannot be exported yet. The error
-    names the NumPy function, the library and the user's line."""
+    numfn.export.routines writes as C (BLAS, LAPACK) cannot be exported yet. The error names the NumPy function,
+    the library and the user's line."""
     if not nf.layout.externs: return
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
@@ -146,8 +146,8 @@ def refuse_externs(nf) -> None:
         what.append(f"{ROUTINE_USES.get(r, r)} calls {library} ({r}), which export does not include yet")
     raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
                       + (f" (at {'; '.join(lines)})" if lines else "")
-                      + ". Small matrix products are generated as loops and export, and so do numpy.sort and "
-                      "numpy.argsort; BLAS and LAPACK calls do not yet")
+                      + ". Matrix products (generated loops), numpy.sort, argsort, partition and median export; "
+                      "LAPACK calls do not yet")
 
 
 def extern_call_sites(nf) -> list[str]:

@@ -1,10 +1,14 @@
-"""numfn's native routines as portable C99 for exported code: np.sort's and np.argsort's rows.
+"""numfn's native routines as portable C99 for exported code: np.sort's, np.argsort's and np.partition's rows.
 
 numfn's own sorts (numfn/runtime/csrc/sort.c) are not self-contained C99: vector extensions, a pthread_once table
 of sorting networks, the thread pool. An export gets these instead: the same interface and the same order (NumPy's:
 ascending, stable, NaNs last in input order, -0.0 and +0.0 equal and kept in input order), so the results are
 bitwise numfn's, by a stable insertion sort for short rows and a bottom-up merge sort through the scratch row
 numfn plans for longer ones. Every element is compared by an order-preserving unsigned key, as sort.c does.
+np.partition (and median, percentile: numfn_select_<t>, which has no scratch) sorts each row in place, by insertion
+up to 32 elements and by heapsort above: every kth position holds what a sort puts there, as NumPy requires, but
+the other positions, and which of equal elements (-0.0 and +0.0, NaNs of other payloads) lands at a kth, may differ
+from numfn's introselect.
 
 `SUPPORTED` lists the routines (numfn.ir.extern.ROUTINES keys) an export can include; `routine_source(symbol)` is
 one symbol's C; `direct_calls(source, symbols)` turns a rendered extern kernel's calls through the externs table
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-SUPPORTED = frozenset({"sort", "argsort"})
+SUPPORTED = frozenset({"sort", "argsort", "select"})
 
 # suffix -> (C type, key expression of `x` as uint64_t): an unsigned integer whose order is NumPy's sort order
 _KEYS = {
@@ -52,12 +56,39 @@ def _key_function(t: str) -> tuple[str, str]:
 def routine_source(symbol: str) -> tuple[str, str]:
     """The C99 of one routine symbol (numfn_sort_<t> or numfn_argsort_<t>): (its key function, the routine as a
     static function taking every argument as `void *`, as numfn's extern calls pass everything by reference)."""
-    m = re.fullmatch(r"numfn_(sort|argsort)_(\w+)", symbol)
+    m = re.fullmatch(r"numfn_(sort|argsort|select)_(\w+)", symbol)
     if m is None: raise KeyError(symbol)
     kind, t = m.groups()
     ctype, key = _key_function(t)
     k = f"export_key_{t}"
-    if kind == "sort":
+    if kind == "select":   # the whole row sorted in place: every kth is in its place
+        body = [
+            f"static void {symbol}(void *data_, void *kth_, void *rows_, void *n_, void *nkth_) {{",
+            f"  {ctype} *data = ({ctype} *)data_;",
+            "  int64_t rows = *(const int64_t *)rows_, n = *(const int64_t *)n_;",
+            "  (void)kth_; (void)nkth_;",
+            "  for (int64_t r = 0; r < rows; r++) {",
+            f"    {ctype} *row = data + r * n;",
+            "    if (n <= 32) {   /* insertion sort */",
+            "      for (int64_t i = 1; i < n; i++) {",
+            f"        {ctype} x = row[i];",
+            f"        uint64_t kx = {k}(x);",
+            "        int64_t j = i;",
+            f"        while (j > 0 && {k}(row[j - 1]) > kx) {{ row[j] = row[j - 1]; j--; }}",
+            "        row[j] = x;", "      }", "      continue;", "    }",
+            "    for (int64_t end = n, start = n / 2; end > 1;) {   /* heapsort: a max-heap of keys */",
+            "      if (start > 0) start--;",
+            "      else {",
+            "        end--;",
+            f"        {ctype} t = row[end]; row[end] = row[0]; row[0] = t;",
+            "      }",
+            "      int64_t root = start;",
+            "      for (int64_t child; (child = 2 * root + 1) < end; root = child) {",
+            f"        if (child + 1 < end && {k}(row[child]) < {k}(row[child + 1])) child++;",
+            f"        if ({k}(row[root]) >= {k}(row[child])) break;",
+            f"        {ctype} t = row[root]; row[root] = row[child]; row[child] = t;",
+            "      }", "    }", "  }", "}"]
+    elif kind == "sort":
         body = [
             f"static void {symbol}(void *data_, void *scratch_, void *rows_, void *n_, void *room_) {{",
             f"  {ctype} *data = ({ctype} *)data_, *scratch = ({ctype} *)scratch_;",
