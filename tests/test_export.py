@@ -298,7 +298,7 @@ def test_partition_puts_each_kth_in_place(tmp_path, dtype):
     for row in got:
         for k in (3, 50):
             before, after = row[:k], row[k + 1:]
-            if np.isnan(row[k]): continue   # NaNs sort last: every later one is NaN too (checked by the sort above)
+            if np.isnan(row[k]): continue   # NaNs sort last (what follows is checked by the sort above)
             assert not np.isnan(before).any() and np.all(before <= row[k])
             assert np.all((after >= row[k]) | np.isnan(after))
 
@@ -334,7 +334,8 @@ def test_header_names_and_layout(tmp_path):
 
 
 # the functions the sanitizers run: loops, branches, masks, checks, integer edge cases, in-place writes, scratch
-SANITIZED = ["sort_floats", "sort_ints", "median_percentile", "biquad", "newton_sqrt", "branch_negative", "in_place", "int_semantics",
+SANITIZED = ["sort_floats", "sort_ints", "median_percentile", "biquad", "newton_sqrt", "branch_negative", "in_place",
+             "int_semantics",
              "uint_wrap", "complex",
              "float16", "mask_run_time_length", "gather", "dict_outputs", "vmapped", "small_solve", "layernorm"]
 
