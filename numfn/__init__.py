@@ -17,11 +17,12 @@ from numfn.trace.control import cond, fori_loop, scan, switch, while_loop
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, TracerConversionError
 from numfn.function import JitFunction, NumericalFunction, jit
+from numfn.export import ExportError, export  # numfn.export: the function (its package's modules import as usual)
 from numfn.runtime.threads import set_num_threads
 from numfn.trace.tensor import Tensor
 from numfn.transforms import svmap, vmap
 from numfn.version import __version__
 
-__all__ = ["jit", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction", "Tensor", "DType",
-           "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan", "cond", "switch",
-           "__version__"]
+__all__ = ["jit", "export", "ExportError", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction",
+           "Tensor", "DType", "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan",
+           "cond", "switch", "__version__"]

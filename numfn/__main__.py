@@ -5,6 +5,7 @@
     python -m numfn demo             compile a few functions, check them against NumPy, time both
     python -m numfn cache info|clear the disk cache
     python -m numfn fuzz --count N   check N random programs against NumPy (numfn/tools/fuzz/)
+    python -m numfn export mod:fn --args "float32[8,3]" -o out/   write fn as a standalone C library
 
 A command is one function taking its own arguments (a list of strings) and returning the exit status, registered
 in COMMANDS with `@command(name, summary)`: adding one touches nothing else.
@@ -51,6 +52,12 @@ def _cache(argv: list[str]) -> int:
 @command("fuzz", "check random programs on both backends against NumPy (--count N, --seed S, --classes, --help)")
 def _fuzz(argv: list[str]) -> int:
     from numfn.tools.fuzz import main
+    return main(argv)
+
+
+@command("export", "write module:function as a standalone C library (--args \"float32[8,3], float32[3]\" -o DIR)")
+def _export(argv: list[str]) -> int:
+    from numfn.export.cli import main
     return main(argv)
 
 

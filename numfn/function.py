@@ -734,6 +734,12 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         return self._backend or debug.default_backend()
 
     @property
+    def static_arguments(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The (positions, names) of the static arguments: jit's static_argnums and static_argnames, each completed
+        from the other."""
+        return self._static
+
+    @property
     def fastmath(self) -> bool:
         """Whether float arithmetic may be contracted into FMAs and reassociated (jit's `fastmath`)."""
         return self._fastmath

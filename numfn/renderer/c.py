@@ -31,6 +31,17 @@ typedef void (*numfn_body)(void **ctx, int64_t start, int64_t end);
 typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
 """
 
+# the prelude of an exported program (numfn.export): C99 and libm only; kernels' thread pool parameter is always NULL
+STANDALONE_PRELUDE = """\
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+/* kernels written for numfn's thread pool take its parallel_for; exported code passes NULL (single-threaded) */
+typedef void (*numfn_body)(void **ctx, int64_t start, int64_t end);
+typedef void (*numfn_pfor)(numfn_body body, void **ctx, int64_t n);
+"""
+
 
 # GCD's helpers, defined in the programs that call them: the LLVM renderer's (see there). Stein's binary GCD on
 # unsigned 64-bit integers, and for 8 and 16 bits a fixed number of branch-free steps in straight-line code
@@ -350,7 +361,8 @@ def _expr(u: UOp, a: list[str]) -> str:
 
 
 def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout: Layout,
-                   batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None) -> str:
+                   batched: tuple[bool, ...] | None = None, profile: bool = False, steps: list | None = None,
+                   standalone: bool = False) -> str:
     """The whole program: constants, kernels and the public entry point `int entry(void **buffers)`, where
     `buffers` holds the outputs, then the inputs, then the pointer constants (see numfn.codegen.layout), then the externs
     table if the program calls extern routines, then the thread pool's parallel_for or NULL. It returns 0, or 1
@@ -364,8 +376,14 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     `<entry>_ns` (one int64 per kernel), and counts its calls after them (one int64 per kernel).
 
     `steps` (numfn.program_steps) says in which order the kernels run, with loops and branches around some of
-    them; None runs each kernel once, in order."""
-    out = [PRELUDE]
+    them; None runs each kernel once, in order.
+
+    `standalone` (numfn.export) renders the same kernels without the Python runtime: the entry is
+    `static int entry(void **buffers, char *arena)`, where the caller passes the scratch arena (NULL when the program
+    needs none; nothing is allocated), kernels run single-threaded (no thread pool slot in `buffers`), and there are
+    no timings; extern calls are the caller's to resolve (numfn.export.routines)."""
+    assert not standalone or (batched is None and not profile)
+    out = [STANDALONE_PRELUDE if standalone else PRELUDE]
     if any("numfn_gcd(" in src for _, src in kernels): out.append(GCD_HELPER)
     out += [gcd_steps_helper(bits) for bits in (8, 16) if any(f"numfn_gcd_u{bits}(" in src for _, src in kernels)]
     if profile:
@@ -388,20 +406,30 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
             for i, (b, dt, const) in enumerate(pointers)]   # an unused input is a const void *
     if layout.externs:   # the externs table follows the pointer constants (see numfn.extern)
         body.append(f"  void *const *externs = (void *const *)buffers[{len(pointers)}];")
-    if any(prog.parallel is not None for prog, _ in kernels):
+    if any(prog.parallel is not None for prog, _ in kernels) and standalone:
+        body.append("  numfn_pfor pfor = NULL;   /* single-threaded */")
+    elif any(prog.parallel is not None for prog, _ in kernels):
         body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers) + bool(layout.externs)}];")
-    keep = keeps_arena(layout.arena_bytes)
-    if keep:   # the arena the last call left (another thread's call may hold it: then a fresh one)
+    keep = keeps_arena(layout.arena_bytes) and not standalone
+    if standalone: params.append("char *arena")
+    elif keep:   # the arena the last call left (another thread's call may hold it: then a fresh one)
         out.append(f"void *{entry}_arena = NULL;")
         body.append(f"  char *arena = (char *)__atomic_exchange_n(&{entry}_arena, NULL, __ATOMIC_ACQUIRE);")
         body.append(f"  if (!arena) arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
-    elif layout.arena_bytes:
+    elif layout.arena_bytes and not standalone:
         body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
         body.append("  if (!arena) return 1;")
     if layout.arena_bytes:
         for buf, dt, offset in layout.intermediates:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
+    if standalone:   # a buffer no kernel uses (an unused argument, an empty program) is no warning in exported code
+        unused = [b for b, _, _ in pointers] + ([b for b, _, _ in layout.intermediates] if layout.arena_bytes else [])
+        if unused: body.append("  " + " ".join(f"(void){buffer_name(b)};" for b in unused))
+        # and a kernel only its tiles call (their loops, not the kernel's pool wrapper)
+        if kernels: body.append("  " + " ".join(f"(void){prog.name};" + (f" (void){prog.name}_loop;"
+                                                                         if prog.parallel else "")
+                                                for prog, _ in kernels))
 
     def arg(buf) -> str:
         return f"{buffer_name(buf)} + b * {buf.size}" if buf in advancing else buffer_name(buf)
@@ -452,7 +480,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if keep:   # kept for the next call, unless another call's arena is kept already
         body.append(f"  {{ void *none = NULL; if (!__atomic_compare_exchange_n(&{entry}_arena, &none, (void *)arena, "
                     "0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) free(arena); }")
-    elif layout.arena_bytes: body.append("  free(arena);")
+    elif layout.arena_bytes and not standalone: body.append("  free(arena);")
+    if standalone and not layout.arena_bytes: body.append("  (void)arena;")
     body.append("  return 0;")
-    out.append(f"int {entry}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
+    out.append(f"{'static ' if standalone else ''}int {entry}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join(out) + "\n"
