@@ -212,8 +212,6 @@ CASES = {
     "scalars": (clip_scale, lambda: [_f32(6), -0.5, np.float32(3.0)], ()),
     "docs_step": (docs_step, lambda: [np.linspace(0.0, 1.0, 11) ** 2, 0.1], ()),
     "large_product": (product, lambda: [_f32(96, 80), _f32(80, 64, seed=1)], ()),
-    "mlp_demo_size": (demo.mlp, lambda: [_f32(64, 256), _f32(256, 128, seed=1) * 0.1, _f32(128, seed=2),
-                                         _f32(128, 10, seed=3) * 0.1, _f32(10, seed=4)], ()),
     "pairwise": (pairwise, lambda: [_f32(6, 3)], ()),
     "vmapped": (vmapped, lambda: [_f32(4, 6)], ()),
     "svmapped": (svmapped, lambda: [_f32(3, 5)], ()),
