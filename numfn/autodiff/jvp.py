@@ -1,0 +1,38 @@
+"""Forward mode as a graph transformation: a traced function graph, evaluated on new inputs, with the tangent of
+every value carried beside it.
+
+  jvp_graph(sink, inputs, tangents) -> (primal outputs, tangent outputs)
+
+`sink` is a function graph (SINK of CONTIGUOUS outputs over PARAM placeholders, NumericalFunction.function_graph);
+`inputs` maps each PARAM slot to the value it stands for (the caller's traced value), `tangents` maps a slot to its
+tangent (absent or None: zero). Every node is rebuilt over its sources' new values, and its tangent is its
+primitive's jvp rule (numfn/autodiff/rules.py) applied to them; a node none of whose sources has a tangent, or
+whose value is not a float, has none (symbolic zero: nothing is computed for it). The tangent outputs are None
+where zero.
+"""
+from __future__ import annotations
+
+from numfn.autodiff.rules import NO_TANGENT, Tangent, jvp_rule
+from numfn.ir.uop import Ops, UOp
+from numfn.ir.walk import fold
+
+
+def carries_tangent(u: UOp) -> bool:
+    """Whether a value can have a nonzero tangent: floats only (integers and bools have none, as in JAX)."""
+    return u.dtype.is_float or u.op in (Ops.EXTERN, Ops.LOOP)
+
+
+def jvp_graph(sink: UOp, inputs: dict[int, UOp],
+              tangents: dict[int, UOp | None]) -> tuple[list[UOp], list[Tangent]]:
+    def visit(u: UOp, srcs: tuple) -> tuple[UOp, object] | None:
+        if u.op is Ops.SINK: return None
+        if u.op is Ops.PARAM: return inputs[u.arg[0]], tangents.get(u.arg[0])
+        primals = tuple(p for p, _ in srcs)
+        node = u if primals == u.src else UOp(u.op, u.dtype, primals, u.arg)
+        ts = tuple(t for _, t in srcs)
+        if all(t is None for t in ts) or u.op in NO_TANGENT or not carries_tangent(u): return node, None
+        return node, jvp_rule(u.op)(node, primals, ts)
+
+    done = fold([sink], visit)
+    outs = [done[o] for o in sink.src]
+    return [p for p, _ in outs], [t for _, t in outs]   # type: ignore[misc]
