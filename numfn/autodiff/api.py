@@ -112,30 +112,34 @@ def _tensor(u: UOp) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # the transformations on traced values
 
-def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...]):
-    """(outputs, vjp_fn) with vjp_fn(cotangents) -> one cotangent tree per argnum (traced values)."""
+def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str = "vjp"):
+    """(outputs, vjp_fn, pull): vjp_fn(cotangents) -> one cotangent tree per argnum (traced values); pull does the
+    same from a list with one cotangent per output leaf, None for zero (nothing is computed for those)."""
     tr = Traced(jit_of(fn), args, kwargs)
-    slots = [s for n in argnums for s in tr.float_slots(n, "vjp")]
+    slots = [s for n in argnums for s in tr.float_slots(n, what)]
     holders = {s: tangent_placeholder(tr.values[s].shape, tr.values[s].dtype) for s in slots}
     outs, touts = tr.run(dict(holders))
     out_tree = tr.nf.out_tree
+
+    def pull(cuops: list[UOp | None]) -> tuple:
+        keep = [(t, c) for t, c, o in zip(touts, cuops, outs) if c is not None and o.dtype.is_float]
+        found = transpose_graph([t for t, _ in keep], [c for _, c in keep], [holders[s] for s in slots])
+        by_slot = {s: (_zeros(holders[s].shape, holders[s].dtype) if g is None else g) for s, g in zip(slots, found)}
+        return tuple(unflatten(tr.arg_trees[n], [_tensor(by_slot[s]) for s in tr.arg_slots[n]]) for n in argnums)
 
     def vjp_fn(cotangents) -> tuple:
         cts, ct_tree = flatten(cotangents, is_leaf=_leaf_or_tensor)
         if ct_tree.unordered() != out_tree.unordered():
             raise ValueError(f"vjp: the cotangent's structure {ct_tree} differs from the output's {out_tree}")
-        cuops = []
+        cuops: list[UOp | None] = []
         for c, o in zip(cts, outs):
             u = Tensor.lift(c).uop
             if u.shape != o.shape:
                 raise ValueError(f"vjp: a cotangent of shape {u.shape} for an output of shape {o.shape}")
-            cuops.append(u.cast(o.dtype) if o.dtype.is_float else u)
-        keep = [(t, c) for t, c, o in zip(touts, cuops, outs) if o.dtype.is_float]
-        found = transpose_graph([t for t, _ in keep], [c for _, c in keep], [holders[s] for s in slots])
-        by_slot = {s: (_zeros(holders[s].shape, holders[s].dtype) if g is None else g) for s, g in zip(slots, found)}
-        return tuple(unflatten(tr.arg_trees[n], [_tensor(by_slot[s]) for s in tr.arg_slots[n]]) for n in argnums)
+            cuops.append(u.cast(o.dtype) if o.dtype.is_float else None)
+        return pull(cuops)
 
-    return unflatten(out_tree, [_tensor(o) for o in outs]), vjp_fn
+    return unflatten(out_tree, [_tensor(o) for o in outs]), vjp_fn, pull
 
 
 def jvp_traced(fn: Callable, primals: tuple, tangents: tuple, kwargs: dict | None = None):
@@ -161,10 +165,10 @@ def jvp_traced(fn: Callable, primals: tuple, tangents: tuple, kwargs: dict | Non
 
 def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgNums, has_aux: bool):
     nums = _argnums(argnums, len(args))
-    out, vjp_fn = vjp_traced(fn, args, kwargs, nums)
-    value, aux = out if has_aux else (out, None)
+    out, _, pull = vjp_traced(fn, args, kwargs, nums, "grad")
     if has_aux and not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError("has_aux=True needs the function to return a pair (output, auxiliary data)")
+    value, aux = out if has_aux else (out, None)
     if not isinstance(value, Tensor) or value.shape != ():
         shape = value.shape if isinstance(value, Tensor) else type(value).__name__
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {shape}.")
@@ -172,10 +176,8 @@ def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgN
         raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
                         f"but got {value.uop.dtype.name}")
     one = UOp.const(value.uop.dtype, 1.0)
-    zero_aux = None if aux is None else unflatten(flatten(aux, is_leaf=_leaf_or_tensor)[1],
-                                                  [_zeros(Tensor.lift(a).shape, Tensor.lift(a).uop.dtype)
-                                                   for a in flatten(aux, is_leaf=_leaf_or_tensor)[0]])
-    grads = vjp_fn((Tensor(one), zero_aux) if has_aux else Tensor(one))
+    nout = len(flatten(out, is_leaf=_leaf_or_tensor)[0])
+    grads = pull([one] + [None] * (nout - 1))   # the value is the first leaf; the auxiliary data has no cotangent
     g = grads[0] if isinstance(argnums, int) else grads
     return ((value, aux), g) if has_aux else (value, g)
 
@@ -244,7 +246,7 @@ def jvp(fn: Callable, primals: Sequence, tangents: Sequence):
 def vjp(fn: Callable, *primals):
     """(fn(*primals), vjp_fn): vjp_fn(cotangent of the output) -> a tuple, the cotangent of each primal (reverse
     mode, JAX's vjp)."""
-    if _traced(primals): return vjp_traced(fn, primals, {}, tuple(range(len(primals))))
+    if _traced(primals): return vjp_traced(fn, primals, {}, tuple(range(len(primals))))[:2]
     out = jit_of(fn)(*primals)
     return out, lambda cotangents: _vjp_program(fn)(tuple(primals), cotangents)
 

@@ -12,9 +12,14 @@ where zero.
 """
 from __future__ import annotations
 
-from numfn.autodiff.rules import NO_TANGENT, Tangent, jvp_rule
+from numfn.autodiff.rules import NO_TANGENT, NotDifferentiable, Tangent, jvp_rule
+from numfn.ir.primitives import COMPARISON
 from numfn.ir.uop import Ops, UOp
 from numfn.ir.walk import fold
+
+# the "tangent" of integers made from a float's bits (BITCAST): a float rebuilt from them (np.copysign, nextafter,
+# ldexp) would silently get a zero derivative, so that is an error; a comparison of them (signbit) has none
+BITS = object()
 
 
 def carries_tangent(u: UOp) -> bool:
@@ -30,9 +35,16 @@ def jvp_graph(sink: UOp, inputs: dict[int, UOp],
         primals = tuple(p for p, _ in srcs)
         node = u if primals == u.src else UOp(u.op, u.dtype, primals, u.arg)
         ts = tuple(t for _, t in srcs)
-        if all(t is None for t in ts) or u.op in NO_TANGENT or not carries_tangent(u): return node, None
+        if all(t is None for t in ts): return node, None
+        if u.op is Ops.BITCAST or any(t is BITS for t in ts):
+            if u.op in COMPARISON: return node, None
+            if u.dtype.is_float:
+                raise NotDifferentiable("numfn cannot differentiate a float made from another float's bits (np.copysign, "
+                                        "nextafter, ldexp, frexp reinterpret them as integers)")
+            return node, BITS
+        if u.op in NO_TANGENT or not carries_tangent(u): return node, None
         return node, jvp_rule(u.op)(node, primals, ts)
 
     done = fold([sink], visit)
     outs = [done[o] for o in sink.src]
-    return [p for p, _ in outs], [t for _, t in outs]   # type: ignore[misc]
+    return [p for p, _ in outs], [None if t is BITS else t for _, t in outs]   # type: ignore[misc]

@@ -181,6 +181,14 @@ def _jvp_mod(node, primals, tangents):
     return d if tx is None else tx.alu(Ops.SUB, _mul(q, ty))
 
 
+def _jvp_fmod(node, primals, tangents):
+    """fmod(x, y) = x - trunc(x / y) * y: dx - trunc(x / y) dy."""
+    (x, y), (tx, ty) = primals, tangents
+    if ty is None: return tx
+    d = _mul(_div(x, y).alu(Ops.TRUNC), ty)
+    return d.alu(Ops.NEG) if tx is None else tx.alu(Ops.SUB, d)
+
+
 def _jvp_where(node, primals, tangents):
     c, a, b = primals
     _, ta, tb = tangents
@@ -459,7 +467,6 @@ NOT_DIFFERENTIABLE: dict[Ops, str] = {
     Ops.BITCAST: "reinterprets bits: not a differentiable function of its operand",
     Ops.IDIV: "made by codegen only (never in a traced graph)",
     Ops.IMOD: "made by codegen only (never in a traced graph)",
-    Ops.FMOD: "made by codegen only (never in a traced graph)",
 }
 
 # ops whose values are never floats, or that have no tangent (sources: their tangent is given or zero)
@@ -473,7 +480,7 @@ JVP_RULES: dict[Ops, Callable] = {
                               Ops.CONTIGUOUS)},
     Ops.ADD: _jvp_add, Ops.SUB: _jvp_sub, Ops.MUL: _jvp_mul, Ops.FDIV: _jvp_fdiv, Ops.POW: _jvp_pow,
     Ops.MAX: _choose(Ops.MAX), Ops.MIN: _choose(Ops.MIN), Ops.ATAN2: _jvp_atan2, Ops.HYPOT: _jvp_hypot,
-    Ops.MOD: _jvp_mod, Ops.WHERE: _jvp_where, Ops.FMA: _jvp_fma, Ops.CAST: _jvp_cast,
+    Ops.MOD: _jvp_mod, Ops.FMOD: _jvp_fmod, Ops.WHERE: _jvp_where, Ops.FMA: _jvp_fma, Ops.CAST: _jvp_cast,
     Ops.REDUCE_AXIS: _jvp_reduce, Ops.SCAN: _jvp_scan, Ops.GATHER: _jvp_gather, Ops.SCATTER: _jvp_scatter,
     Ops.EXTERN: _jvp_extern, Ops.RESULT: _jvp_result, Ops.LOOP: _jvp_loop,
 }
