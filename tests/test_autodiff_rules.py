@@ -80,8 +80,9 @@ REDUCTIONS = [
     ("max", lambda x: np.max(x, axis=1)), ("min", lambda x: np.min(x)), ("prod", lambda x: np.prod(x, axis=0)),
     ("prod_all", lambda x: np.prod(x)), ("std", lambda x: np.std(x)), ("var", lambda x: np.var(x, axis=1)),
     ("cumsum", lambda x: np.cumsum(x, axis=1)), ("cumprod", lambda x: np.cumprod(x, axis=0)),
-    ("logsumexp", lambda x: np.log(np.sum(np.exp(x - x.max())) ) + x.max()),
-    ("norm", lambda x: np.linalg.norm(x)), ("dot", lambda x: x @ x.T), ("einsum", lambda x: np.einsum("ij,ij->i", x, x)),
+    ("logsumexp", lambda x: np.log(np.sum(np.exp(x - x.max()))) + x.max()),
+    ("norm", lambda x: np.linalg.norm(x)), ("dot", lambda x: x @ x.T),
+    ("einsum", lambda x: np.einsum("ij,ij->i", x, x)),
 ]
 
 
@@ -98,7 +99,8 @@ MOVEMENT = [
     ("roll", lambda x: np.roll(x, 1, axis=1) * x), ("tile", lambda x: np.tile(x, (2, 1)) ** 2),
     ("where", lambda x: np.where(x > 1, x ** 2, np.sin(x))), ("clip", lambda x: np.clip(x, 0.8, 1.6) * x),
     ("gather", lambda x: x[[2, 0, 0], [1, 1, 1]] ** 2), ("take", lambda x: np.take(x, [3, 1, 3], axis=1) * x[:, :3]),
-    ("boolean_where", lambda x: np.where(x < 1.2, 0.0, x) ** 2), ("argmax_column", lambda x: x[:, np.argmax(x[0])] * x[:, 0]),
+    ("boolean_where", lambda x: np.where(x < 1.2, 0.0, x) ** 2),
+    ("argmax_column", lambda x: x[:, np.argmax(x[0])] * x[:, 0]),
     ("diag", lambda x: np.diag(x[:3, :3]) ** 2), ("triu", lambda x: np.triu(x) ** 2),
 ]
 

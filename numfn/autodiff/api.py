@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from functools import update_wrapper
-from typing import Any
 
 import numpy as np
 
@@ -101,6 +100,11 @@ class Traced:
         return slots
 
 
+def _shape(u: UOp) -> tuple[int, ...]:
+    assert u.shape is not None
+    return u.shape
+
+
 def _zeros(shape, dtype) -> UOp:
     return UOp.const_like(dtype, 0, tuple(shape))
 
@@ -117,7 +121,7 @@ def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...]
     same from a list with one cotangent per output leaf, None for zero (nothing is computed for those)."""
     tr = Traced(jit_of(fn), args, kwargs)
     slots = [s for n in argnums for s in tr.float_slots(n, what)]
-    holders = {s: tangent_placeholder(tr.values[s].shape, tr.values[s].dtype) for s in slots}
+    holders = {s: tangent_placeholder(_shape(tr.values[s]), tr.values[s].dtype) for s in slots}
     outs, touts = tr.run(dict(holders))
     out_tree = tr.nf.out_tree
 
@@ -156,6 +160,8 @@ def jvp_traced(fn: Callable, primals: tuple, tangents: tuple, kwargs: dict | Non
             p, u = tr.values[s], Tensor.lift(leaf).uop
             if u.shape != p.shape:
                 raise ValueError(f"jvp: tangent of shape {u.shape} for argument {tr.names[s]} of shape {p.shape}")
+            if p.dtype.is_complex:
+                raise TypeError(f"jvp of complex inputs is not supported yet (argument {tr.names[s]})")
             given[s] = u.cast(p.dtype) if p.dtype.is_float else None   # integer primals have no tangent
     outs, touts = tr.run(given)
     zero_or = [_zeros(o.shape, o.dtype) if t is None else t for o, t in zip(outs, touts)]
@@ -191,7 +197,7 @@ class Transformed:
 
     def __init__(self, fn: Callable, traced: Callable):
         self.fn, self.traced = fn, traced
-        update_wrapper(self, fn, updated=())   # type: ignore[arg-type]
+        update_wrapper(self, fn, updated=())
 
         def program(*args, **kwargs):
             return self.traced(args, kwargs)

@@ -39,12 +39,12 @@ def jvp_graph(sink: UOp, inputs: dict[int, UOp],
         if u.op is Ops.BITCAST or any(t is BITS for t in ts):
             if u.op in COMPARISON: return node, None
             if u.dtype.is_float:
-                raise NotDifferentiable("numfn cannot differentiate a float made from another float's bits (np.copysign, "
-                                        "nextafter, ldexp, frexp reinterpret them as integers)")
+                raise NotDifferentiable("numfn cannot differentiate a float made from another float's bits "
+                                        "(np.copysign, nextafter, ldexp, frexp reinterpret them as integers)")
             return node, BITS
         if u.op in NO_TANGENT or not carries_tangent(u): return node, None
         return node, jvp_rule(u.op)(node, primals, ts)
 
     done = fold([sink], visit)
     outs = [done[o] for o in sink.src]
-    return [p for p, _ in outs], [None if t is BITS else t for _, t in outs]   # type: ignore[misc]
+    return [p for p, _ in outs], [None if t is BITS else t for _, t in outs]

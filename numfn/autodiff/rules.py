@@ -125,7 +125,7 @@ def _jvp_mul(node, primals, tangents):
 
 
 def _jvp_fdiv(node, primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
+    y, (tx, ty) = primals[1], tangents
     if ty is None: return _div(tx, y) if tx is not None else None
     num = _mul(node, ty).alu(Ops.NEG) if tx is None else tx.alu(Ops.SUB, _mul(node, ty))
     return _div(num, y)
@@ -197,7 +197,7 @@ def _jvp_where(node, primals, tangents):
 
 
 def _jvp_fma(node, primals, tangents):
-    (a, b, c), (ta, tb, tc) = primals, tangents
+    (a, b, _), (ta, tb, tc) = primals, tangents
     return add_tangents(add_tangents(None if ta is None else _mul(ta, b), None if tb is None else _mul(a, tb)), tc)
 
 
@@ -323,7 +323,8 @@ def _jvp_extern(node, primals, tangents):
     if routine in ("gemm", "gemv"):
         a, b, batch = _operands(node)
         ta, tb = tangents
-        return [add_tangents(None if ta is None else matmul(ta, b, batch), None if tb is None else matmul(a, tb, batch))]
+        return [add_tangents(None if ta is None else matmul(ta, b, batch),
+                             None if tb is None else matmul(a, tb, batch))]
     if routine == "syrk":
         (a,), (ta,) = primals, tangents
         assert a.shape is not None

@@ -33,8 +33,8 @@ def transpose_graph(outputs: list[UOp | None], cotangents: list[UOp], inputs: li
     wanted = set(inputs)
     linear = fold(roots, lambda u, srcs: u in wanted or any(srcs))
     ct: dict[UOp, UOp | None] = {}
-    for o, c in zip(outputs, cotangents):
-        if o is not None and linear[o]: ct[o] = add_tangents(ct.get(o), c)
+    for o, given in zip(outputs, cotangents):
+        if o is not None and linear[o]: ct[o] = add_tangents(ct.get(o), given)
     for u in reversed(toposort(roots)):
         c = ct.pop(u, None) if u not in wanted else None
         if c is None or not linear[u]: continue
