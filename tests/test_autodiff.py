@@ -195,13 +195,49 @@ def test_argmax_through_grad_has_zero_derivative_paths():
     np.testing.assert_array_equal(g, [0, 2, 0])
 
 
-def test_loops_are_refused_with_a_clear_error():
-    def f(x):
-        for i in range(x.shape[0]):
-            x = np.sin(x) + i
-        return np.sum(x)
-    with pytest.raises(NotImplementedError, match="loop"):
-        numfn.grad(f)(X)
+def _stencil_steps(x):   # a time loop with in-place stencil updates (a native loop: 50 steps are not unrolled)
+    y = x.copy()
+    for _ in range(50):
+        y[1:-1] += 0.1 * (y[2:] - 2 * y[1:-1] + y[:-2]) + 0.01 * np.sin(y[1:-1])
+    return y
+
+
+def _grow_until(x):   # a while loop whose trip count depends on the values
+    while np.sum(x) < 100:
+        x = x * 1.5
+    return x
+
+
+def _branch(x):
+    if np.sum(x) > 3:
+        return np.sin(x) * 2
+    return x ** 2
+
+
+@pytest.mark.parametrize("fn", [_stencil_steps, _grow_until, _branch], ids=["for", "while", "if"])
+def test_forward_mode_through_loops_and_branches(fn):
+    numfn.check_grads(fn, (X,), modes=("fwd",))
+    numfn.check_grads(fn, (X * 3,), modes=("fwd",))
+
+
+def test_jacfwd_through_a_loop_and_vmap_of_it():
+    J = numfn.jacfwd(lambda x: _stencil_steps(x) ** 2)(X)
+    eps = 1e-6
+    numeric = np.stack([(_stencil_steps(X + eps * e) ** 2 - _stencil_steps(X - eps * e) ** 2) / (2 * eps)
+                        for e in np.eye(5)], axis=1)
+    np.testing.assert_allclose(J, numeric, rtol=1e-7, atol=1e-9)
+    Js = numfn.vmap(numfn.jacfwd(_grow_until))(np.stack([X, 2 * X]))
+    # each example its own trip count: 3.5 * 1.5**9 and 7 * 1.5**7 pass 100
+    np.testing.assert_allclose(Js[0], np.eye(5) * 1.5 ** 9, rtol=1e-14)
+    np.testing.assert_allclose(Js[1], np.eye(5) * 1.5 ** 7, rtol=1e-14)
+
+
+def test_reverse_mode_through_loops_is_refused_with_a_clear_error():
+    # (a loop in a function the traced one calls runs in Python, unrolled: reverse mode goes through that)
+    with pytest.raises(NotImplementedError, match="loop or branch.*reverse mode.*forward mode"):
+        numfn.grad(lambda x: np.sum(numfn.jit(_stencil_steps)(x)))(X)
+    g = numfn.grad(lambda x: np.sum(_stencil_steps(x)))(X)
+    np.testing.assert_allclose(g, numfn.jacfwd(_stencil_steps)(X).sum(axis=0), rtol=1e-13)
 
 
 def test_writing_into_arguments_is_refused():

@@ -24,6 +24,7 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
 Not yet: reverse mode through loops and branches (forward mode neither: a clear error), complex derivatives,
 derivatives of LAPACK routines (solve, cholesky, ...), running max/min, multiply.at/maximum.at, custom rules.
 """
+from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches
 from numfn.autodiff.api import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.autodiff.check import check_grads
 

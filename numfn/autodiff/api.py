@@ -77,9 +77,9 @@ class Traced:
             self.arg_trees.append(t)
             start += len(ls)
 
-    def run(self, tangents: dict[int, UOp | None]) -> tuple[list[UOp], list[UOp | None]]:
+    def run(self, tangents: dict[int, UOp | None], linearizing: bool = False) -> tuple[list[UOp], list[UOp | None]]:
         """The outputs and their tangents (None: zero), the function's checks becoming the caller's."""
-        primals, touts = jvp_graph(self.nf.function_graph, self.values, tangents)
+        primals, touts = jvp_graph(self.nf.function_graph, self.values, tangents, linearizing)
         nout = self.nf.out_tree.num_leaves
         for k, c in enumerate(self.nf.checks):
             add_check(Tensor(primals[nout + 2 * k]), Tensor(primals[nout + 2 * k + 1]), c.error)
@@ -122,7 +122,7 @@ def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...]
     tr = Traced(jit_of(fn), args, kwargs)
     slots = [s for n in argnums for s in tr.float_slots(n, what)]
     holders = {s: tangent_placeholder(_shape(tr.values[s]), tr.values[s].dtype) for s in slots}
-    outs, touts = tr.run(dict(holders))
+    outs, touts = tr.run(dict(holders), linearizing=True)
     out_tree = tr.nf.out_tree
 
     def pull(cuops: list[UOp | None]) -> tuple:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from numfn.autodiff.rules import NO_TANGENT, NotDifferentiable, Tangent, jvp_rule
 from numfn.ir.primitives import COMPARISON
 from numfn.ir.uop import Ops, UOp
-from numfn.ir.walk import fold
+from numfn.ir.walk import fold, toposort
 
 # the "tangent" of integers made from a float's bits (BITCAST): a float rebuilt from them (np.copysign, nextafter,
 # ldexp) would silently get a zero derivative, so that is an error; a comparison of them (signbit) has none
@@ -27,11 +27,22 @@ def carries_tangent(u: UOp) -> bool:
     return u.dtype.is_float or u.op in (Ops.EXTERN, Ops.LOOP)
 
 
-def jvp_graph(sink: UOp, inputs: dict[int, UOp],
-              tangents: dict[int, UOp | None]) -> tuple[list[UOp], list[Tangent]]:
+class NewPrimal:
+    """What a rule returns when the primal node itself changes (a loop carrying its tangents as more state): the
+    new node, whose results come first, and the tangent of each result."""
+
+    def __init__(self, node: UOp, tangents: list[Tangent]):
+        self.node, self.tangents = node, tangents
+
+
+def jvp_nodes(roots: list[UOp], leaves: dict[UOp, tuple[UOp, Tangent]],
+              linearizing: bool = False) -> dict[UOp, tuple[UOp, object]]:
+    """{node: (its new value, its tangent)} for every node below `roots`; `leaves` gives them for the inputs (PARAMs,
+    or a region's placeholders). A tangent is a UOp, None (zero), or a list of them for a node with several results
+    (EXTERN, LOOP). `linearizing`: the tangents are placeholders reverse mode transposes (not through loops yet)."""
     def visit(u: UOp, srcs: tuple) -> tuple[UOp, object] | None:
+        if u in leaves: return leaves[u]
         if u.op is Ops.SINK: return None
-        if u.op is Ops.PARAM: return inputs[u.arg[0]], tangents.get(u.arg[0])
         primals = tuple(p for p, _ in srcs)
         node = u if primals == u.src else UOp(u.op, u.dtype, primals, u.arg)
         ts = tuple(t for _, t in srcs)
@@ -43,8 +54,20 @@ def jvp_graph(sink: UOp, inputs: dict[int, UOp],
                                         "(np.copysign, nextafter, ldexp, frexp reinterpret them as integers)")
             return node, BITS
         if u.op in NO_TANGENT or not carries_tangent(u): return node, None
-        return node, jvp_rule(u.op)(node, primals, ts)
+        if linearizing and u.op is Ops.LOOP:
+            raise NotDifferentiable("numfn cannot differentiate a loop or branch on traced values in reverse mode "
+                                    "yet (grad, vjp, jacrev through Python for/while/if on arrays, fori_loop, "
+                                    "while_loop, scan, cond): forward mode (numfn.jvp, jacfwd) goes through them")
+        found = jvp_rule(u.op)(node, primals, ts)
+        if isinstance(found, NewPrimal): return found.node, found.tangents
+        return node, found
 
-    done = fold([sink], visit)
+    return fold(roots, visit)
+
+
+def jvp_graph(sink: UOp, inputs: dict[int, UOp], tangents: dict[int, UOp | None],
+              linearizing: bool = False) -> tuple[list[UOp], list[Tangent]]:
+    leaves = {u: (inputs[u.arg[0]], tangents.get(u.arg[0])) for u in toposort([sink]) if u.op is Ops.PARAM}
+    done = jvp_nodes([sink], leaves, linearizing)
     outs = [done[o] for o in sink.src]
-    return [p for p, _ in outs], [None if t is BITS else t for _, t in outs]
+    return [p for p, _ in outs], [None if t is BITS else t for _, t in outs]   # type: ignore[misc]

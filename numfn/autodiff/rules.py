@@ -341,11 +341,6 @@ def _jvp_result(node, primals, tangents):
     return None if found is None else found[node.arg]
 
 
-def _jvp_loop(node, primals, tangents):
-    raise NotDifferentiable("derivative through a loop or branch on traced values (Python for/while/if on "
-                            "arrays, fori_loop, while_loop, scan, cond): a later version differentiates them")
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # transpose rules: the cotangents of a linear op's linear sources
 
@@ -483,7 +478,7 @@ JVP_RULES: dict[Ops, Callable] = {
     Ops.MAX: _choose(Ops.MAX), Ops.MIN: _choose(Ops.MIN), Ops.ATAN2: _jvp_atan2, Ops.HYPOT: _jvp_hypot,
     Ops.MOD: _jvp_mod, Ops.FMOD: _jvp_fmod, Ops.WHERE: _jvp_where, Ops.FMA: _jvp_fma, Ops.CAST: _jvp_cast,
     Ops.REDUCE_AXIS: _jvp_reduce, Ops.SCAN: _jvp_scan, Ops.GATHER: _jvp_gather, Ops.SCATTER: _jvp_scatter,
-    Ops.EXTERN: _jvp_extern, Ops.RESULT: _jvp_result, Ops.LOOP: _jvp_loop,
+    Ops.EXTERN: _jvp_extern, Ops.RESULT: _jvp_result,
 }
 
 # the linear ops a tangent graph is made of (EXTERN's: transpose_extern, called at its RESULT)
