@@ -232,9 +232,28 @@ def test_jacfwd_through_a_loop_and_vmap_of_it():
     np.testing.assert_allclose(Js[1], np.eye(5) * 1.5 ** 7, rtol=1e-14)
 
 
+def _two_branches(x):
+    if np.sum(x) > 3:
+        y = np.sin(x) * x[0]
+    else:
+        y = x ** 2 + x[1:2]
+    return y
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0], ids=["else", "then"])
+def test_reverse_mode_through_branches(scale):
+    # the branch's tangents come from a branch region of their own, which reverse mode transposes (each side's
+    # transposed body in a branch region chosen by the same condition)
+    numfn.check_grads(_two_branches, (X * scale,))
+    numfn.check_grads(lambda x: np.sum(numfn.jit(_two_branches)(x) ** 2), (X * scale,), order=2)
+    y = numfn.jit(_two_branches)(X * scale)
+    np.testing.assert_allclose(numfn.grad(lambda x: np.sum(numfn.jit(_two_branches)(x) ** 2))(X * scale),
+                               numfn.jacfwd(_two_branches)(X * scale).T @ (2 * y), rtol=1e-13)
+
+
 def test_reverse_mode_through_loops_is_refused_with_a_clear_error():
     # (a loop in a function the traced one calls runs in Python, unrolled: reverse mode goes through that)
-    with pytest.raises(NotImplementedError, match="loop or branch.*reverse mode.*forward mode"):
+    with pytest.raises(NotImplementedError, match="loop on traced values in reverse mode.*forward mode"):
         numfn.grad(lambda x: np.sum(numfn.jit(_stencil_steps)(x)))(X)
     g = numfn.grad(lambda x: np.sum(_stencil_steps(x)))(X)
     np.testing.assert_allclose(g, numfn.jacfwd(_stencil_steps)(X).sum(axis=0), rtol=1e-13)

@@ -143,7 +143,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),
     ("pipeline", ("numfn.signature", "numfn.value_specialization", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
-                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.loops", "numfn.autodiff.transpose", "numfn.autodiff.api",
+                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.loops", "numfn.autodiff.api",
                   "numfn.autodiff.check", "numfn.autodiff", "numfn")),
     ("tools", ("numfn.tools", "numfn.__main__")),
 )

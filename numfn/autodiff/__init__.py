@@ -21,7 +21,10 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
   traced values; called on arrays they jit-compile that and run it.
 - check.py: check_grads, derivatives against central finite differences in float64.
 
-Not yet: reverse mode through loops and branches (forward mode neither: a clear error), complex derivatives,
+- loops.py: loops and branches (LOOP regions): forward mode carries the tangents in the region; reverse mode
+  transposes branches (a branch region of transposed branches) and refuses loops.
+
+Not yet: reverse mode through loops (a clear error naming forward mode, which works), complex derivatives,
 derivatives of LAPACK routines (solve, cholesky, ...), running max/min, multiply.at/maximum.at, custom rules.
 """
 from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches

@@ -54,11 +54,9 @@ def jvp_nodes(roots: list[UOp], leaves: dict[UOp, tuple[UOp, Tangent]],
                                         "(np.copysign, nextafter, ldexp, frexp reinterpret them as integers)")
             return node, BITS
         if u.op in NO_TANGENT or not carries_tangent(u): return node, None
-        if linearizing and u.op is Ops.LOOP:
-            raise NotDifferentiable("numfn cannot differentiate a loop or branch on traced values in reverse mode "
-                                    "yet (grad, vjp, jacrev through Python for/while/if on arrays, fori_loop, "
-                                    "while_loop, scan, cond): forward mode (numfn.jvp, jacfwd) goes through them")
-        found = jvp_rule(u.op)(node, primals, ts)
+        rule = jvp_rule(u.op)
+        found = rule(node, primals, ts, linearizing=True) if linearizing and u.op is Ops.LOOP else \
+            rule(node, primals, ts)
         if isinstance(found, NewPrimal): return found.node, found.tangents
         return node, found
 

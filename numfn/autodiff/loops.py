@@ -7,18 +7,21 @@ and one more captured value per captured value with a tangent; its body is the b
 and every branch returns its results' tangents after them. The new LOOP's results start with the old ones, so
 the rule returns it as the new primal node (NewPrimal): the loop runs once, values and tangents together.
 
-Reverse mode through a loop is not done yet: transposing the tangent graph stops at the loop's RESULT with an
-error (numfn/autodiff/transpose.py).
+Reverse mode (jvp_loop with `linearizing`): a branch keeps its primal region, and its tangents come from a second
+branch region computing only them, linear in the captured tangents; `transpose_loop` transposes that into a
+branch region of transposed branches. Reverse mode through a loop is not done yet: an error naming forward mode.
 """
 from __future__ import annotations
 
+import itertools
 from typing import cast
 
 from numfn.autodiff.jvp import BITS, NewPrimal, jvp_nodes
-from numfn.autodiff.rules import JVP_RULES, NotDifferentiable, Tangent
+from numfn.autodiff.transpose import transpose_graph
+from numfn.autodiff.rules import JVP_RULES, TRANSPOSE_RULES, NotDifferentiable, Tangent
 from numfn.dtype import DType, dtypes
 from numfn.ir.primitives import register
-from numfn.ir.uop import Ops, UOp
+from numfn.ir.uop import Ops, UOp, substitute
 from numfn.ir.walk import toposort
 from numfn.trace.control import Region, placeholder
 
@@ -36,8 +39,15 @@ def _or_zeros(t: object, shape: tuple[int, ...], dtype: DType) -> UOp:
     return _zeros(shape, dtype) if t is None else cast(UOp, t)
 
 
-def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> NewPrimal:
+def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...],
+             linearizing: bool = False) -> NewPrimal:
+    """The rule (see the module docstring). `linearizing` (reverse mode): a branch's tangents come from a second
+    branch region of their own, linear in the tangents, which transpose_loop can transpose; loops are refused."""
     region: Region = node.arg
+    if linearizing and region.kind != "cond":
+        raise NotDifferentiable("numfn cannot differentiate a loop on traced values in reverse mode yet (grad, vjp, "
+                                "jacrev through Python for/while loops over arrays, fori_loop, while_loop, scan): "
+                                "forward mode (numfn.jvp, jacfwd) goes through them")
     tag, n = region.tag, len(region.state)
     first = 1 if region.kind == "cond" else 0          # a cond's first source is the branch index
     inputs, tins = list(primals[first:]), list(tangents[first:])
@@ -53,11 +63,6 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...])
     at.update({k: k + nt for k in range(n, len(inputs))})
     tangent_at = {k: n + j for j, k in enumerate(tstate)}
     tangent_at.update({k: len(inputs) + nt + j for j, k in enumerate(tcaps)})
-
-    def spec(k: int) -> tuple[tuple[int, ...], object]:
-        u = inputs[k]
-        assert u.shape is not None
-        return u.shape, u.dtype
 
     leaves: dict[UOp, tuple[UOp, Tangent]] = {}
     for k, c in old.items():
@@ -86,6 +91,16 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...])
     # cond: every branch computes the results and then their tangents
     floats = [r for r, (_, d) in enumerate(region.results) if d.is_float]
     bodies = []
+    if linearizing:   # the values from the branch as it was; the tangents from a branch region of their own
+        tbodies = []
+        for b in region.bodies:
+            done = jvp_nodes([b], leaves, linearizing=True)
+            tbodies.append(_sink([_or_zeros(done[b.src[r]][1], *region.results[r]) for r in floats]))
+        tresults = tuple(region.results[r] for r in floats)
+        srcs = (primals[0],) + tuple(inputs) + tuple(_or_zeros(tins[k], (), node.dtype) for k in tcaps)
+        tloop = UOp(Ops.LOOP, node.dtype, srcs, Region("cond", tag, (), None, tuple(tbodies), tresults))
+        return NewPrimal(node, [UOp(Ops.RESULT, region.results[r][1], (tloop,), floats.index(r)) if r in floats
+                                else None for r in range(len(region.results))])
     for b in region.bodies:
         done = jvp_nodes([b], leaves)
         values = [done[v][0] for v in b.src]
@@ -100,6 +115,46 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...])
                             else None for r in range(m)])
 
 
-# (the rule lives here, above jvp.py whose transformation it applies to the region's sub-graphs)
+_tags = itertools.count(1 << 40)   # transposed regions' tags: apart from every traced region's
+
+
+def transpose_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> tuple[UOp | None, ...]:
+    """The cotangents of a branch region's sources from its results' (`cts`, by result): a branch region whose
+    branches are the transposed branches, capturing the sources the branches are not linear in (primal values)
+    and the results' cotangents, and returning the cotangents of the sources they are linear in."""
+    region: Region = loop.arg
+    if region.kind != "cond":
+        raise NotDifferentiable("numfn cannot differentiate a loop on traced values in reverse mode yet")
+    tag, new_tag = region.tag, next(_tags)
+    inputs, flags = loop.src[1:], linear[1:]
+    kept = [k for k, lin in enumerate(flags) if not lin]        # captured again, as they are
+    wanted = [k for k, lin in enumerate(flags) if lin]          # their cotangents are the results
+    specs = []
+    for k in wanted:
+        shape = inputs[k].shape
+        assert shape is not None
+        specs.append((shape, inputs[k].dtype))
+    ct_values = [cts.get(r, _zeros(*region.results[r])) for r in range(len(region.results))]
+    ct_holders = [placeholder(new_tag, len(kept) + r, *region.results[r]) for r in range(len(region.results))]
+    bodies = []
+    for b in region.bodies:
+        carries = {c.arg[1]: c for c in toposort([b]) if c.op is Ops.CARRY and c.arg[0] == tag}
+        outs = [v for v in b.src]
+        holders = [carries.get(k, placeholder(tag, k, *specs[j])) for j, k in enumerate(wanted)]
+        found = transpose_graph(list(outs), ct_holders, holders)
+        renumber = {c: placeholder(new_tag, kept.index(k), c.arg[2], c.dtype, c.arg[3] if len(c.arg) > 3 else None)
+                    for k, c in carries.items() if k in kept}
+        back = [_or_zeros(g, *specs[j]) for j, g in enumerate(found)]
+        bodies.append(substitute(_sink(back), renumber))
+    new = Region("cond", new_tag, (), None, tuple(bodies), tuple(specs))
+    tloop = UOp(Ops.LOOP, loop.dtype, (loop.src[0],) + tuple(inputs[k] for k in kept) + tuple(ct_values), new)
+    out: list[UOp | None] = [None] * len(loop.src)
+    for j, k in enumerate(wanted): out[1 + k] = UOp(Ops.RESULT, specs[j][1], (tloop,), j)
+    return tuple(out)
+
+
+# (the rules live here, above jvp.py whose transformation they apply to the region's sub-graphs)
 JVP_RULES[Ops.LOOP] = jvp_loop
+TRANSPOSE_RULES[Ops.LOOP] = transpose_loop
 register(Ops.LOOP, "jvp", jvp_loop)
+register(Ops.LOOP, "transpose", transpose_loop)
