@@ -18,6 +18,7 @@ from functools import update_wrapper
 import numpy as np
 
 from numfn.autodiff.jvp import jvp_graph
+from numfn.autodiff.rules import NotDifferentiable
 from numfn.autodiff.transpose import tangent_placeholder, transpose_graph
 from numfn.errors import unsupported
 from numfn.function import JitFunction, NumericalFunction
@@ -79,7 +80,12 @@ class Traced:
 
     def run(self, tangents: dict[int, UOp | None], linearizing: bool = False) -> tuple[list[UOp], list[UOp | None]]:
         """The outputs and their tangents (None: zero), the function's checks becoming the caller's."""
-        primals, touts = jvp_graph(self.nf.function_graph, self.values, tangents, linearizing)
+        try:
+            primals, touts = jvp_graph(self.nf.function_graph, self.values, tangents, linearizing)
+        except NotDifferentiable as e:   # which of the user's functions it was
+            code = getattr(self.nf.fn, "__code__", None)
+            where = f", defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+            raise NotDifferentiable(f"{e} (in the derivative of {self.nf.name}{where})") from None
         nout = self.nf.out_tree.num_leaves
         for k, c in enumerate(self.nf.checks):
             add_check(Tensor(primals[nout + 2 * k]), Tensor(primals[nout + 2 * k + 1]), c.error)
