@@ -58,6 +58,15 @@ def test_subgradient_conventions():
     assert numfn.grad(lambda x, y: x ** y, argnums=(0, 1))(0.0, 0.0) == (0.0, 0.0)
 
 
+def test_empty_and_strided_arguments():
+    assert numfn.grad(lambda x: np.sum(x ** 2))(np.zeros(0)).shape == (0,)
+    assert numfn.grad(lambda x: np.sum(np.prod(x, axis=1)))(np.zeros((3, 0))).shape == (3, 0)
+    assert numfn.jacrev(lambda x: x * 2)(np.ones(0)).shape == (0, 0)
+    x = np.arange(24.0).reshape(4, 6)[::-1, ::2]   # a negative-stride view argument
+    np.testing.assert_allclose(numfn.grad(lambda x: np.sum(x[::-2, 1:] ** 2))(x),
+                               np.where(np.arange(4)[:, None] % 2 == 1, 2 * x, 0) * (np.arange(3) >= 1))
+
+
 def test_value_and_grad_and_has_aux():
     v, g = numfn.value_and_grad(f_scalar)(X)
     np.testing.assert_allclose(v, f_scalar(X), rtol=1e-14)
