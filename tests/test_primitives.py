@@ -47,8 +47,11 @@ def test_the_check_fails_for_an_entry_that_lacks_a_rule(monkeypatch):
     assert entry.missing() == {"render:c", "batch"}
 
 
-def test_the_derivative_slots_are_empty_for_now():
-    assert all(p.jvp is None and p.transpose is None for p in PRIMITIVES.values())
+def test_the_derivative_slots_hold_numfn_autodiff_rules():
+    # (their completeness is checked in tests/test_autodiff.py)
+    from numfn.autodiff.rules import JVP_RULES, TRANSPOSE_RULES
+    assert {op: p.jvp for op, p in PRIMITIVES.items() if p.jvp is not None} == JVP_RULES
+    assert {op: p.transpose for op, p in PRIMITIVES.items() if p.transpose is not None} == TRANSPOSE_RULES
 
 
 def test_registration_names_a_slot_and_a_backend():

@@ -23,8 +23,8 @@ the other way round):
   render         renderer/c.py and renderer/llvm.py, one rule per backend ("c", "llvm")
   batch          transforms.py (vmap): the node with a leading batch axis
   complex_split  codegen/complex.py: the node on complex values as real parts
-  jvp, transpose the derivative rules (forward mode, and the transpose of a linear op for reverse mode) that a
-                 later issue adds; empty now, and nothing reads them yet
+  jvp, transpose numfn/autodiff/rules.py: the derivative rules (forward mode, and the transpose of a linear op for
+                 reverse mode)
 
 Adding an elementwise operation (say a float function `Ops.SINPI`):
   1. here: the member in `Ops`, and its entry in `_declare`: `_alu(Kind.UNARY, Ops.SINPI, "sinpi", libm=...)` with
@@ -178,9 +178,9 @@ class Primitive:
     render: dict[str, Callable] = field(default_factory=dict)   # backend -> the renderer's rule
     batch: Callable | None = None           # transforms.py: (node, [(source, batched)], size) -> node
     complex_split: Callable | None = None   # codegen/complex.py: (splitter, node) -> parts, or a real node
-    # derivative rules, added by a later issue (in none of `needs` yet). As in JAX: jvp(node, primals, tangents) ->
-    # the output's tangent (forward mode); transpose(node, cotangent) -> the cotangents of the operands the node is
-    # linear in (reverse mode is the jvp's linear part transposed). The issue that adds them fixes their signatures.
+    # derivative rules (numfn/autodiff/rules.py; in none of `needs`: tests/test_autodiff.py checks them). As in JAX:
+    # jvp(node, primals, tangents) -> the output's tangent, None for zero (forward mode); transpose(node, cotangent,
+    # linear) -> the cotangents of the operands the node is linear in (reverse mode: the jvp's linear part transposed)
     jvp: Callable | None = None
     transpose: Callable | None = None
 
