@@ -196,8 +196,9 @@ class Tensor:
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
-            "if/while/for-range statements on traced values compile (docs/control-flow.md), but not conditional "
-            "expressions, nor code whose source numfn cannot read; choose elementwise with "
+            "if/while/for-range statements and conditional expressions (x if c else y, and, or, not) on traced "
+            "values compile (docs/control-flow.md), but not in code whose source numfn cannot read (a lambda jitted "
+            "as it is); choose elementwise with "
             "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
 
     def __bool__(self) -> bool: self._concrete("using an array as a Python bool (if, while, and, or, not)")

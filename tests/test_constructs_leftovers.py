@@ -1,0 +1,204 @@
+"""Issue 28 leftovers: constructs that still stopped real code. Conditional expressions and and/or/not on traced
+values outside if/while tests (numfn.trace.expressions), against NumPy on the same inputs, on both backends."""
+import numpy as np
+import pytest
+
+import numfn
+from helpers import check, check_raises_like
+
+RNG = np.random.default_rng(2829)
+
+
+# ---- 1. x if c else y, a and b, a or b, not a, chained comparisons on traced values ---------------------------
+
+def sign_flip(x):
+    s = x.sum()
+    y = x if s > 0 else -x
+    return y
+
+
+def sign_flip_return(x):
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def nested(x):
+    s = x.sum()
+    return x if s > 1 else (2 * x if s < -1 else np.zeros_like(x))
+
+
+def in_loop(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] if x[i] > 0 else 0.5 * x[i]
+    return out
+
+
+def in_loop_traced_trip(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + (x[i] if x[i] > acc else -x[i])
+    return acc
+
+
+def apply(g, v):
+    return g(v)
+
+
+def lambda_to_helper(x):
+    return apply(lambda v: v if v.sum() > 0 else 2 * v, x)
+
+
+def comprehension(x, y):
+    return [v if v.sum() > 0 else -v for v in (x, y)]
+
+
+def and_bools(x):
+    s = x.sum()
+    return (s > 0) and (x.max() < 2)
+
+
+def and_values(x):
+    s = x.sum()
+    return s and x.max()
+
+
+def or_default(x):
+    t = x.sum()
+    return t or 5.0
+
+
+def or_chain(x):
+    a, b = x[0], x[1]
+    return a or b or 7.0
+
+
+def not_value(x):
+    return not (x.sum() > 0)
+
+
+def chained(x):
+    s = x.mean()
+    return 0 < s < 1
+
+
+def chained_three(x):
+    s = x.mean()
+    return -1 <= s < x.max() <= 2
+
+
+def chained_in_if(x):
+    s = x.mean()
+    if 0 < s < 1:
+        return x + 1
+    return x - 1
+
+
+def guarded_index(x):
+    k = (x > 0).sum()            # the number of positives: x.shape[0] when all are, out of bounds for x[k]
+    v = x[k] if k < x.shape[0] else -1.0
+    return v
+
+
+def guarded_index_and(x):
+    k = (x > 0).sum()
+    if k < x.shape[0] and x[k] < 0:
+        return x[k]
+    return 0.0
+
+
+def guarded_index_or(x):
+    k = (x > 0).sum()
+    return bool(k >= x.shape[0] or x[k] < 0)
+
+
+def scan_positive(x):
+    i = 0
+    while i < x.shape[0] and x[i] > 0:
+        i += 1
+    return i
+
+
+def static_condition(x):
+    # decided while tracing (a shape): plain Python, so the sides may differ in kind
+    y = x if x.shape[0] > 2 else None
+    z = x.shape[0] > 2 and x[:2]
+    return y, z
+
+
+POSITIVE = np.array([0.25, 0.5, 0.125])
+MIXED = np.array([1.0, -2.0, 3.0, -0.5])
+NEGATIVE = -POSITIVE
+ZEROS = np.zeros(3)
+
+CASES = [
+    (sign_flip, (MIXED,)), (sign_flip, (NEGATIVE,)), (sign_flip, (ZEROS,)),
+    (sign_flip_return, (MIXED,)), (sign_flip_return, (NEGATIVE,)),
+    (nested, (MIXED,)), (nested, (np.array([-3.0, 0.5]),)), (nested, (np.array([0.5, 0.25]),)),
+    (in_loop, (RNG.standard_normal(9),)),
+    (lambda_to_helper, (MIXED,)), (lambda_to_helper, (NEGATIVE,)),
+    (comprehension, (MIXED, NEGATIVE)),
+    (and_bools, (MIXED,)), (and_bools, (POSITIVE,)), (and_bools, (NEGATIVE,)),
+    (and_values, (MIXED,)), (and_values, (ZEROS,)),
+    (or_default, (MIXED,)), (or_default, (ZEROS,)),
+    (or_chain, (np.array([0.0, 0.0]),)), (or_chain, (np.array([0.0, 2.0]),)), (or_chain, (np.array([3.0, 0.0]),)),
+    (not_value, (MIXED,)), (not_value, (NEGATIVE,)),
+    (chained, (POSITIVE,)), (chained, (MIXED,)), (chained, (NEGATIVE,)),
+    (chained_three, (POSITIVE,)), (chained_three, (np.array([0.5, 2.5]),)), (chained_three, (np.array([-3.0, 0.0]),)),
+    (chained_in_if, (POSITIVE,)), (chained_in_if, (MIXED,)),
+    (guarded_index, (MIXED,)), (guarded_index, (POSITIVE,)),
+    (guarded_index_and, (MIXED,)), (guarded_index_and, (POSITIVE,)),
+    (guarded_index_or, (MIXED,)), (guarded_index_or, (POSITIVE,)),
+    (scan_positive, (np.array([1.0, 2.0, -1.0, 3.0]),)), (scan_positive, (POSITIVE,)),
+    (static_condition, (MIXED,)), (static_condition, (np.array([1.0, 2.0]),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_conditional_expressions(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_conditional_in_loop_with_traced_trip_count(n, backend):
+    x = RNG.standard_normal(8)
+    check(in_loop_traced_trip, x, n, backend=backend)
+
+
+def many_as_condition(x):
+    return x if x > 0 else -x
+
+
+def many_and(x):
+    return (x > 0) and x
+
+
+def empty_or(x):
+    return x[:0] or 1.0
+
+
+@pytest.mark.parametrize("fn", [many_as_condition, many_and, empty_or])
+def test_condition_of_other_than_one_element_raises_like_numpy(fn, backend):
+    check_raises_like(fn, MIXED, backend=backend, match="truth value")
+
+
+def test_sides_of_different_shapes_name_the_problem(backend):
+    def f(x):
+        return x if x.sum() > 0 else x[:2]
+    with pytest.raises(numfn.NumfnError, match="different shapes"):
+        numfn.jit(f, backend=backend)(MIXED)
+
+
+def test_only_the_chosen_side_runs():
+    """A side with an effect (a write into an array) is a branch, not a select: the other side's write never
+    happens."""
+    def write(out, v):
+        out[0] = v
+        return v
+
+    def f(x):
+        out = np.zeros(2)
+        s = x.sum()
+        r = write(out, 1.0) if s > 0 else write(out[1:], 2.0)
+        return out, r
+    for x in (MIXED, NEGATIVE):
+        check(f, x, backend="llvm")
