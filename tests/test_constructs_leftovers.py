@@ -202,3 +202,53 @@ def test_only_the_chosen_side_runs():
         return out, r
     for x in (MIXED, NEGATIVE):
         check(f, x, backend="llvm")
+
+
+# ---- 2. isinstance of traced values: NumPy's answers ------------------------------------------------------------
+
+def kinds(v):
+    return (isinstance(v, np.ndarray), isinstance(v, np.generic), isinstance(v, float), isinstance(v, int),
+            isinstance(v, (np.generic, float)), isinstance(v, np.floating), isinstance(v, np.integer),
+            isinstance(v, bool), isinstance(v, np.bool_), isinstance(v, (list, tuple)))
+
+
+def kinds_of_values(x, i, z):
+    s = x.sum()
+    values = {"array": x, "element": x[0], "element at traced index": x[i], "sum": s, "max": x.max(),
+              "np.sum": np.sum(x), "mean": x.mean(), "product": x * 2, "2-d": x.reshape(1, -1), "x[...]": x[...],
+              "np.array of a scalar": np.array(s), "python int": i, "python int arithmetic": i + 1,
+              "count": (x > 0).sum(), "comparison": s > 0, "python float": 2.0 * i, "scalar product": np.float64(3) * s,
+              "slice": x[1:], "sqrt": np.sqrt(s), "zeros(())": np.zeros(()), "0-d argument": z, "0-d + 1": z + 1,
+              "int array": x.astype(np.int32), "int element": x.astype(np.int32)[1], "complex": np.exp(1j * s)}
+    return {k: kinds(v) for k, v in values.items()}
+
+
+def test_isinstance_answers_as_numpy():
+    check(kinds_of_values, np.array([1.0, -2.0, 3.0]), 1, np.array(2.5), backend="llvm")
+
+
+def as_float_array(v):
+    if isinstance(v, np.ndarray): return v.astype(np.float64)
+    if isinstance(v, (np.generic, float)): return np.full(2, v)
+    return np.asarray(v, dtype=np.float64)
+
+
+def isinstance_decides(x):
+    return as_float_array(x) * 2, as_float_array(x.sum()), np.asanyarray(x) + np.asarray(x[0])
+
+
+def test_isinstance_decides_a_helper(backend):
+    check(isinstance_decides, np.array([1, 2, 3], dtype=np.int16), backend=backend)
+    check(isinstance_decides, np.array([0.5, -1.5]), backend=backend)
+
+
+def test_type_stays_honest():
+    """type(t) is numfn's class (not np.ndarray), while isinstance sees NumPy's; numfn's own code sees Tensor."""
+    from numfn.trace.tensor import Tensor
+    seen = []
+
+    def f(x):
+        seen.append((type(x), x.__class__, isinstance(x, Tensor), isinstance(x.sum(), np.float64)))
+        return x + 1
+    numfn.jit(f)(np.ones(3))
+    assert seen == [(Tensor, np.ndarray, True, True)]

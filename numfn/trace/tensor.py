@@ -76,6 +76,8 @@ class Tensor:
     captured from outside (writes refused), or "readonly"."""
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "array0d", "__weakref__")
     __array_priority__ = 1000
+    # what isinstance in the user's code sees: NumPy's type for the value (numpy_protocol.numpy_class), not Tensor
+    __class__ = property(lambda self: self.numpy_class(sys._getframe(1)))  # type: ignore[assignment]
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
     # what DynTensor (numfn.trace.dynamic, above this module) overrides: operations with an operand of run-time length
