@@ -77,7 +77,7 @@ class Tensor:
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "array0d", "__weakref__")
     __array_priority__ = 1000
     # what isinstance in the user's code sees: NumPy's type for the value (numpy_protocol.numpy_class), not Tensor
-    __class__ = property(lambda self: self.numpy_class(sys._getframe(1)))  # type: ignore[assignment]
+    __class__ = property(lambda self: self.numpy_class(sys._getframe(1)))
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
     # what DynTensor (numfn.trace.dynamic, above this module) overrides: operations with an operand of run-time length
@@ -271,6 +271,7 @@ class Tensor:
     if TYPE_CHECKING:
         # what numfn.trace's shape_methods, reduction_methods, numpy_protocol and subscript and numfn.numpy add
         # (tensor_method), declared for type checkers
+        def numpy_class(self, frame: Any) -> type: ...
         def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any: ...
         def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...],
                                kwargs: dict[str, Any]) -> Any: ...
