@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
 from collections.abc import Callable
@@ -311,6 +312,10 @@ class _Mapped(Generic[_P, _R]):
 
     def _trace_batched(self, args: tuple, kwargs: dict):
         """Inside a trace (arguments are Tensors): the batched graph of the per-example function (vmap's rules)."""
+        captured = closure_tensors(self.inner.fn)
+        if captured:   # traced values of the enclosing function it reads: unmapped arguments of the mapped function
+            with_captures = _Mapped(capturing(self.inner.fn), _captures_first(self.in_axes, len(args)), self.out_axes)
+            return with_captures._trace_batched((tuple(captured), *args), kwargs)
         leaves, axes, size, nf = self._example(args, kwargs)
         if nf.cut_outputs: raise unsupported("vmap of a function returning an array of run-time length (x[mask], "
                                              "nonzero)", "each example's length may differ: return a mask instead")
@@ -339,6 +344,82 @@ class _Mapped(Generic[_P, _R]):
             u = _broadcast_batch(u, batched, size)
             outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(cast(tuple[int, ...], u.shape)), "out_axes"))))
         return unflatten(nf.out_tree, outs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# closures over traced values: a function mapped inside a jit-compiled one may read the enclosing function's arrays
+# (`vmap(lambda r: r * w + s)(x)`); its per-example trace cannot hold the enclosing trace's values, so they become
+# one more argument, not mapped (in_axes None), and the function is rebuilt around that argument's placeholders
+
+def _closure_cells(fn: Callable) -> list[tuple[Any, Any]]:
+    """(cell, contents) of fn's closure, cells not yet bound left out."""
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append((cell, cell.cell_contents))
+        except ValueError:
+            continue
+    return out
+
+
+def closure_tensors(fn: Callable, seen: set[int] | None = None) -> list[Tensor]:
+    """The traced values fn's closure holds (directly, in lists, tuples and dicts, or in the closures of the
+    functions it holds), each once, in order."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen or getattr(fn, "takes_captures", False): return []
+    seen.add(id(fn))
+    out: list[Tensor] = []
+    for _, v in _closure_cells(fn):
+        if isinstance(v, types.FunctionType):
+            out += closure_tensors(v, seen)
+            continue
+        out += [leaf for leaf in _held(v)[0] if isinstance(leaf, Tensor)]
+    return list({id(t): t for t in out}.values())
+
+
+def _held(v: Any) -> tuple[list, Any]:
+    """v's leaves and structure, looking into lists, tuples and dicts only."""
+    if not isinstance(v, (list, tuple, dict)): return [v], None
+    return flatten(v, is_leaf=lambda x: not isinstance(x, (list, tuple, dict)))
+
+
+def _rebuilt(fn: Callable, new: dict[int, Tensor], done: dict[int, Callable]) -> Callable:
+    """fn with every traced value its closure holds (and its functions' closures hold) replaced by new[id]."""
+    if id(fn) in done: return done[id(fn)]
+    cells = []
+    for cell, v in _closure_cells(fn):
+        if isinstance(v, types.FunctionType): v = _rebuilt(v, new, done)
+        else:
+            leaves, tree = _held(v)
+            if any(isinstance(x, Tensor) for x in leaves):
+                leaves = [new.get(id(x), x) if isinstance(x, Tensor) else x for x in leaves]
+                v = leaves[0] if tree is None else unflatten(tree, leaves)
+        cells.append(types.CellType(v))
+    if len(cells) != len(getattr(fn, "__closure__", None) or ()):
+        raise unsupported("vmap of a function whose closure has a variable not yet assigned")
+    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells) or None)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    done[id(fn)] = update_wrapper(out, fn)
+    return out
+
+
+def capturing(fn: Callable) -> Callable:
+    """fn taking the traced values its closure held as a first argument (a tuple, in closure_tensors' order)."""
+    from numfn.trace.convert import converted
+    originals = closure_tensors(fn)
+
+    def with_captures(captured: tuple, *args, **kwargs):
+        inner = _rebuilt(fn, {id(t): c for t, c in zip(originals, captured)}, {})
+        return converted(inner)(*args, **kwargs)
+    with_captures.__name__ = with_captures.__qualname__ = getattr(fn, "__name__", "mapped")
+    with_captures.takes_captures = True  # type: ignore[attr-defined]  # (closure_tensors: its own are not captures)
+    return with_captures
+
+
+def _captures_first(in_axes: InAxes, nargs: int) -> InAxes:
+    """in_axes for (captured, *args): the captured values not mapped."""
+    if in_axes is None or isinstance(in_axes, int): return (None, *[in_axes] * nargs)
+    return (None, *in_axes)
 
 
 class VmapFunction(_Mapped[_P, _R]):

@@ -252,3 +252,59 @@ def test_type_stays_honest():
         return x + 1
     numfn.jit(f)(np.ones(3))
     assert seen == [(Tensor, np.ndarray, True, True)]
+
+
+# ---- 3. vmap and svmap inside jit over closures reading traced values ---------------------------------------------
+
+def vmap_closure(x, w):
+    s = w.sum()                                    # an outer scalar computed from data
+    return numfn.vmap(lambda r: r * w + s)(x)      # and an outer array
+
+
+def svmap_closure(x, w):
+    s = (w * w).sum()
+    return numfn.svmap(lambda r: r @ w - s)(x)
+
+
+def vmap_closure_helper(x, w):
+    scale = w.max()
+    pair = [w, w[::-1]]
+
+    def shift(r):                                  # a nested function the mapped one calls, itself a closure
+        return r + pair[1] * scale
+
+    return numfn.vmap(lambda r, c: shift(r) * c, in_axes=(1, None))(x.T, w[0])
+
+
+def vmap_closure_branch(x, w):
+    t = w.mean()
+
+    def example(r):
+        if r.sum() > t:
+            return r - t
+        return r * 0.5
+    return numfn.vmap(example)(x)
+
+
+CLOSURE_CASES = [
+    (vmap_closure, lambda x, w: np.stack([r * w + w.sum() for r in x])),
+    (svmap_closure, lambda x, w: np.stack([r @ w - (w * w).sum() for r in x])),
+    (vmap_closure_helper, lambda x, w: np.stack([(r + w[::-1] * w.max()) * w[0] for r in x])),
+    (vmap_closure_branch, lambda x, w: np.stack([r - w.mean() if r.sum() > w.mean() else r * 0.5 for r in x])),
+]
+
+
+@pytest.mark.parametrize("fn,reference", CLOSURE_CASES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("rows", [1, 5])
+def test_map_inside_jit_reads_enclosing_values(fn, reference, rows, backend):
+    x, w = RNG.standard_normal((rows, 3)), RNG.standard_normal(3)
+    check(fn, x, w, backend=backend, expected=reference(x, w))
+
+
+def test_map_inside_jit_takes_new_enclosing_values_each_call():
+    """The captured values are inputs of the batched graph, not constants of one trace."""
+    jf = numfn.jit(vmap_closure)
+    x = RNG.standard_normal((4, 3))
+    for _ in range(3):
+        w = RNG.standard_normal(3)
+        np.testing.assert_allclose(jf(x, w), np.stack([r * w + w.sum() for r in x]), rtol=1e-12)
