@@ -308,3 +308,112 @@ def test_map_inside_jit_takes_new_enclosing_values_each_call():
     for _ in range(3):
         w = RNG.standard_normal(3)
         np.testing.assert_allclose(jf(x, w), np.stack([r * w + w.sum() for r in x]), rtol=1e-12)
+
+
+# ---- 4. flip and roll of a window of run-time length in a native loop ---------------------------------------------
+# (more than 64 iterations: the loop runs natively, its variable traced, so a[:k] has a run-time length)
+N = 70
+
+
+def levinson_durbin(r):
+    order = r.shape[0] - 1
+    a = np.zeros(order + 1)
+    a[0] = 1.0
+    e = r[0]
+    for k in range(1, order + 1):
+        acc = r[k] + np.dot(a[1:k], np.flip(r[1:k]))
+        lam = -acc / e
+        a[1:k + 1] = a[1:k + 1] + lam * np.flip(a[:k])
+        e = e * (1 - lam * lam)
+    return a, e
+
+
+def levinson_durbin_slices(r):
+    order = r.shape[0] - 1
+    a = np.zeros(order + 1)
+    a[0] = 1.0
+    e = r[0]
+    for k in range(1, order + 1):
+        lam = -(r[k] + np.dot(a[1:k], r[k - 1:0:-1])) / e
+        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
+        a[k] = lam
+        e = e * (1 - lam * lam)
+    return a, e
+
+
+def flip_dot_every_length(r, y):
+    n = r.shape[0]
+    out = np.zeros(n + 1)
+    for k in range(n + 1):               # lengths 0, 1, ..., the bound
+        out[k] = np.dot(np.flip(r[:k]), y[:k]) + np.flipud(r[:k]).sum() * 0.5
+    return out
+
+
+def flip_writes_through(a):
+    out = a.copy()
+    for k in range(1, a.shape[0] + 1):   # (the first iteration writes: the rest is a native loop)
+        w = np.flip(out[:k])             # a view: its first element is out[k-1]
+        w[0] = w[0] + k * w[-1]
+    return out
+
+
+def roll_every_length(r, y, s):
+    n = r.shape[0]
+    out = np.zeros(n + 1)
+    for k in range(n + 1):
+        out[k] = np.dot(np.roll(r[:k], s), y[:k]) + np.roll(r[:k], -k // 3 - 1)[:1].sum()
+    return out
+
+
+def flip_rows(m):
+    out = np.zeros(m.shape[1])
+    for k in range(m.shape[0] + 1):
+        w = m[:k]
+        out = out + np.flip(w, axis=0)[:1].sum(axis=0) + np.fliplr(w)[:, 0].sum() + np.flip(w).sum() \
+            + np.roll(w, 1, axis=1)[:1].sum(axis=0)
+    return out
+
+
+def levinson_input(n):
+    r = np.exp(-0.3 * np.arange(n)) * np.cos(0.2 * np.arange(n))
+    r[0] += 1.0
+    return r
+
+
+MOVEMENT_CASES = [
+    (levinson_durbin, (levinson_input(N),)), (levinson_durbin, (levinson_input(100),)),
+    (levinson_durbin_slices, (levinson_input(N),)),
+    (flip_dot_every_length, (RNG.standard_normal(N), RNG.standard_normal(N))),
+    (flip_writes_through, (RNG.standard_normal(N),)),
+    (roll_every_length, (RNG.standard_normal(N), RNG.standard_normal(N), 3)),
+    (roll_every_length, (RNG.standard_normal(N), RNG.standard_normal(N), -5)),
+    (flip_rows, (RNG.standard_normal((N, 3)),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", MOVEMENT_CASES, ids=lambda v: getattr(v, "__name__", ""))
+def test_movement_of_a_window_of_run_time_length(fn, args, backend):
+    check(fn, *args, backend=backend, scale=float(N))
+
+
+def flip_selection(x):
+    y = x[x > 0]
+    return np.flip(y), np.roll(y, 2), np.flip(y)[:2].sum()
+
+
+@pytest.mark.parametrize("x", [np.array([1.0, -2.0, 3.0, 4.0, -0.5]), -np.ones(4), np.array([2.0])],
+                         ids=["some", "none", "one"])
+def test_movement_of_a_selection(x, backend):
+    check(flip_selection, x, backend=backend)
+
+
+def roll_2d_window_no_axis(m):
+    out = np.zeros(m.shape[1])
+    for k in range(m.shape[0] + 1):
+        out = out + np.roll(m[:k], 1)[:1].sum(axis=0)
+    return out
+
+
+def test_roll_without_axis_of_a_2d_window_names_itself():
+    with pytest.raises(numfn.NumfnError, match="numpy.roll without an axis"):
+        numfn.jit(roll_2d_window_no_axis)(RNG.standard_normal((N, 2)))
