@@ -417,3 +417,33 @@ def roll_2d_window_no_axis(m):
 def test_roll_without_axis_of_a_2d_window_names_itself():
     with pytest.raises(numfn.NumfnError, match="numpy.roll without an axis"):
         numfn.jit(roll_2d_window_no_axis)(RNG.standard_normal((N, 2)))
+
+
+# ---- 5. bincount's minlength (and the coverage page that said it lacked it) ---------------------------------------
+
+def bincount_minlength(x, w):
+    return (np.bincount(x, minlength=3), np.bincount(x, minlength=20), np.bincount(x, w, minlength=12),
+            np.bincount(x[:0], minlength=4), np.bincount(x.astype(np.uint8), minlength=300))
+
+
+@pytest.mark.parametrize("x", [np.array([0, 1, 1, 5, 9]), np.array([2]), np.array([11, 0, 11])],
+                         ids=["several", "one", "max-at-minlength"])
+def test_bincount_minlength(x, backend):
+    check(bincount_minlength, x, RNG.standard_normal(x.shape[0]), backend=backend)
+
+
+def bincount_negative_minlength(x):
+    return np.bincount(x, minlength=-1)
+
+
+def test_bincount_negative_minlength_raises_like_numpy():
+    check_raises_like(bincount_negative_minlength, np.array([1, 2]), backend="llvm", match="minlength")
+
+
+@pytest.mark.nocompile
+def test_coverage_page_knows_bincount_takes_minlength():
+    """A call through a module (builtins.max(n, minlength)) is not a Tensor method passing the keyword on."""
+    import numfn.numpy as fnp
+    from numfn.tools import coverage
+    entry = coverage.describe("bincount", np.bincount, fnp.bincount)
+    assert "minlength" in entry.parameters and "minlength" not in entry.lacks
