@@ -447,3 +447,43 @@ def test_coverage_page_knows_bincount_takes_minlength():
     from numfn.tools import coverage
     entry = coverage.describe("bincount", np.bincount, fnp.bincount)
     assert "minlength" in entry.parameters and "minlength" not in entry.lacks
+
+
+# ---- conversions that must not change what Python does ------------------------------------------------------------
+
+class Base:
+    def scale(self, x):
+        return x * 2
+
+
+class Derived(Base):
+    def scale(self, x):
+        s = x.sum()
+        y = super().scale(x) if x.shape[0] > 1 else x      # super() in a conditional expression: not moved
+        return y if s > 0 else -y
+
+    def __call__(self, x):
+        class Local:
+            k = 3
+            v = k if k > 2 else 0                           # a class body's names: left as Python's
+        return self.scale(x) + Local.v
+
+
+def call_derived(x):
+    return Derived()(x)
+
+
+@pytest.mark.parametrize("x", [MIXED, NEGATIVE, np.array([-2.0])], ids=["mixed", "negative", "one"])
+def test_method_with_super_and_class_body(x, backend):
+    check(call_derived, x, backend=backend)
+
+
+def test_walrus_in_a_traced_conditional_is_left_to_python():
+    with pytest.raises(numfn.TracerConversionError):   # (m := ...) on a traced condition: left to Python, which
+        numfn.jit(walrus_and_locals)(MIXED)            # cannot decide it
+
+
+def walrus_and_locals(x):
+    s = x.sum()
+    z = (m := x.max()) if s > 0 else x.min()                # := binds in the function: left as Python's
+    return z, (len(locals()) > 0 and 1.0)

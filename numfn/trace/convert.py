@@ -319,6 +319,9 @@ _IMPURE = (ast.Call, ast.Subscript, ast.NamedExpr, ast.Lambda, ast.ListComp, ast
            ast.GeneratorExp, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred, ast.JoinedStr)
 
 
+_FRAME_READERS = frozenset({"super", "locals", "vars", "eval", "exec", "dir"})
+
+
 def _pure(node: ast.expr) -> bool:
     return not any(isinstance(n, _IMPURE) for n in ast.walk(node))
 
@@ -344,7 +347,13 @@ class _Expressions(ast.NodeTransformer):
 
     @staticmethod
     def _movable(node: ast.AST) -> bool:
-        return not any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(node))
+        """Whether the expression means the same inside a lambda: not when it assigns a name, yields or awaits, or
+        calls what reads the calling frame (super() without arguments, locals(), vars(), eval(), exec())."""
+        return not any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) or
+                       (isinstance(n, ast.Name) and n.id in _FRAME_READERS) for n in ast.walk(node))
+
+    def visit_ClassDef(self, node):   # a lambda in a class body does not see the class's names
+        return node
 
     def _runtime(self, name: str, args: list, at: ast.AST) -> ast.expr:
         self.changed += 1
