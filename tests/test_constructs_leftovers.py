@@ -487,3 +487,31 @@ def walrus_and_locals(x):
     s = x.sum()
     z = (m := x.max()) if s > 0 else x.min()                # := binds in the function: left as Python's
     return z, (len(locals()) > 0 and 1.0)
+
+
+def effect_only_when_chosen(x):
+    out = np.zeros(3)
+
+    def mark(v):
+        out[0] = v
+        return v > 0
+    s = x.sum()
+    first = (s > 0) and mark(s)          # mark runs only when s > 0
+    second = (s > 0) or mark(-s)         # ... and here only when it is not
+    return out, first, second
+
+
+def scan_chained(x):
+    i = x.shape[0] - 1
+    while 0 <= i < x.shape[0] and x[i] > 0:   # x[-1] is never read: the chain fails first
+        i -= 1
+    return i
+
+
+@pytest.mark.parametrize("fn,x", [(effect_only_when_chosen, MIXED), (effect_only_when_chosen, NEGATIVE),
+                                  (scan_chained, POSITIVE), (scan_chained, MIXED),
+                                  (scan_chained, np.array([-1.0, 2.0, 3.0]))],
+                         ids=["and-or-effects-mixed", "and-or-effects-negative", "chain-while-positive",
+                              "chain-while-mixed", "chain-while-first"])
+def test_short_circuit_effects(fn, x, backend):
+    check(fn, x, backend=backend)
