@@ -196,7 +196,15 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
     (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
     def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
         if u.op is Ops.SINK: return None
-        if u.op is Ops.PARAM: return inputs[u.arg[0]]
+        if u.op is Ops.PARAM:
+            given = inputs.get(u.arg[0])
+            shape = None if given is None else cast(tuple[int, ...], given[0].shape)
+            if given is None or shape is None or (shape[1:] if given[1] else shape) != tuple(u.arg[1]):
+                # an argument of an enclosing trace (read through an object's attribute: see capturing)
+                raise unsupported("vmap inside a compiled function of a function that reads a traced value of the "
+                                  "enclosing function other than through its closure variables (an object's "
+                                  "attribute)", "pass the value as an argument, with in_axes None for it")
+            return given
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
             return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False

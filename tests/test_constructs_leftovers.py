@@ -515,3 +515,20 @@ def scan_chained(x):
                               "chain-while-mixed", "chain-while-first"])
 def test_short_circuit_effects(fn, x, backend):
     check(fn, x, backend=backend)
+
+
+class Model:
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, r):
+        return r * self.w
+
+
+def vmap_reads_attribute(x, w):
+    return numfn.vmap(Model(w).apply)(x)
+
+
+def test_map_inside_jit_reading_an_attribute_names_the_problem():
+    with pytest.raises(numfn.NumfnError, match="an object's attribute"):
+        numfn.jit(vmap_reads_attribute)(RNG.standard_normal((4, 3)), RNG.standard_normal(3))
