@@ -15,6 +15,7 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import time
 import types
@@ -370,54 +371,76 @@ def _closure_cells(fn: Callable) -> list[tuple[Any, Any]]:
     return out
 
 
-def closure_tensors(fn: Callable, seen: set[int] | None = None) -> list[Tensor]:
-    """The traced values fn's closure holds (directly, in lists, tuples and dicts, or in the closures of the
-    functions it holds), each once, in order."""
+def _users_object(v: Any) -> bool:
+    """An instance of a class of the user's (its attributes may hold traced values), not a module, class or function,
+    nor one of numfn's, NumPy's or Python's own objects."""
+    module = (getattr(type(v), "__module__", None) or "").partition(".")[0]
+    return hasattr(v, "__dict__") and not isinstance(v, (type, types.ModuleType, types.FunctionType, Tensor)) and \
+        module not in ("numfn", "numpy", "builtins")
+
+
+def _parts(v: Any) -> list:
+    """What `v` holds that may hold traced values: a function's closure, a bound method's function and object, an
+    object's attributes, a container's items."""
+    if isinstance(v, types.FunctionType): return [c for _, c in _closure_cells(v)]
+    if isinstance(v, types.MethodType): return [v.__func__, v.__self__]
+    if isinstance(v, (list, tuple, dict)): return _held(v)[0]
+    if _users_object(v): return list(vars(v).values())
+    return []
+
+
+def closure_tensors(fn: Any, seen: set[int] | None = None) -> list[Tensor]:
+    """The traced values fn holds (in its closure, in lists, tuples and dicts there, in the closures of the functions
+    and the attributes of the objects it holds, and a bound method's object's), each once, in order."""
     seen = set() if seen is None else seen
     if id(fn) in seen or getattr(fn, "takes_captures", False): return []
     seen.add(id(fn))
     out: list[Tensor] = []
-    for _, v in _closure_cells(fn):
-        if isinstance(v, types.FunctionType):
-            out += closure_tensors(v, seen)
-            continue
-        out += [leaf for leaf in _held(v)[0] if isinstance(leaf, Tensor)]
+    for v in _parts(fn):
+        out += [v] if isinstance(v, Tensor) else closure_tensors(v, seen)
     return list({id(t): t for t in out}.values())
 
 
 def _held(v: Any) -> tuple[list, Any]:
     """v's leaves and structure, looking into lists, tuples and dicts only."""
-    if not isinstance(v, (list, tuple, dict)): return [v], None
-    return flatten(v, is_leaf=lambda x: not isinstance(x, (list, tuple, dict)))
+    return flatten(v, is_leaf=lambda x: x is not v and not isinstance(x, (list, tuple, dict)))
 
 
-def _rebuilt(fn: Callable, new: dict[int, Tensor], done: dict[int, Callable]) -> Callable:
-    """fn with every traced value its closure holds (and its functions' closures hold) replaced by new[id]."""
-    if id(fn) in done: return done[id(fn)]
-    cells = []
-    for cell, v in _closure_cells(fn):
-        if isinstance(v, types.FunctionType): v = _rebuilt(v, new, done)
-        else:
-            leaves, tree = _held(v)
-            if any(isinstance(x, Tensor) for x in leaves):
-                leaves = [new.get(id(x), x) if isinstance(x, Tensor) else x for x in leaves]
-                v = leaves[0] if tree is None else unflatten(tree, leaves)
-        cells.append(types.CellType(v))
-    if len(cells) != len(getattr(fn, "__closure__", None) or ()):
-        raise unsupported("vmap of a function whose closure has a variable not yet assigned")
-    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells) or None)
-    out.__kwdefaults__ = fn.__kwdefaults__
-    done[id(fn)] = update_wrapper(out, fn)
+def _rebuilt(v: Any, new: dict[int, Tensor], done: dict[int, Any]) -> Any:
+    """v with every traced value it holds (as closure_tensors finds them) replaced by new[id]; v itself where it
+    holds none."""
+    if isinstance(v, Tensor): return new.get(id(v), v)
+    if id(v) in done: return done[id(v)]
+    done[id(v)] = v   # (a cycle back to v keeps v)
+    parts = _parts(v)
+    rebuilt = [_rebuilt(x, new, done) for x in parts]
+    if all(a is b for a, b in zip(parts, rebuilt)): return v
+    out: Any
+    if isinstance(v, types.FunctionType):
+        if len(rebuilt) != len(v.__closure__ or ()):
+            raise unsupported("vmap of a function whose closure has a variable not yet assigned")
+        out = types.FunctionType(v.__code__, v.__globals__, v.__name__, v.__defaults__,
+                                 tuple(types.CellType(x) for x in rebuilt) or None)
+        out.__kwdefaults__ = v.__kwdefaults__
+        out = update_wrapper(out, v)
+    elif isinstance(v, types.MethodType): out = types.MethodType(*rebuilt)
+    elif isinstance(v, (list, tuple, dict)): out = unflatten(_held(v)[1], rebuilt)
+    else:   # an object of the user's: a shallow copy with the attributes rebuilt
+        out = copy.copy(v)
+        out.__dict__.update(zip(vars(v), rebuilt))
+    done[id(v)] = out
     return out
 
 
 def capturing(fn: Callable) -> Callable:
-    """fn taking the traced values its closure held as a first argument (a tuple, in closure_tensors' order)."""
+    """fn taking the traced values it held as a first argument (a tuple, in closure_tensors' order)."""
     from numfn.trace.convert import converted
     originals = closure_tensors(fn)
 
     def with_captures(captured: tuple, *args, **kwargs):
         inner = _rebuilt(fn, {id(t): c for t, c in zip(originals, captured)}, {})
+        if isinstance(inner, types.MethodType): return types.MethodType(converted(inner.__func__),
+                                                                         inner.__self__)(*args, **kwargs)
         return converted(inner)(*args, **kwargs)
     with_captures.__name__ = with_captures.__qualname__ = getattr(fn, "__name__", "mapped")
     with_captures.takes_captures = True  # type: ignore[attr-defined]  # (closure_tensors: its own are not captures)

@@ -525,10 +525,30 @@ class Model:
         return r * self.w
 
 
+class Slotted:
+    __slots__ = ("w",)
+
+    def __init__(self, w):
+        self.w = w
+
+
 def vmap_reads_attribute(x, w):
-    return numfn.vmap(Model(w).apply)(x)
+    model = Model(w)
+    other = Model(x[0])                              # same shape as an example: must not be taken for one
+    return numfn.vmap(model.apply)(x), numfn.vmap(lambda r: other.apply(r) + model.w)(x)
 
 
-def test_map_inside_jit_reading_an_attribute_names_the_problem():
+def vmap_reads_slotted_attribute(x, w):
+    held = Slotted(w)
+    return numfn.vmap(lambda r: r * held.w)(x)
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_map_inside_jit_reads_an_objects_attributes(rows, backend):
+    x, w = RNG.standard_normal((rows, 3)), RNG.standard_normal(3)
+    check(vmap_reads_attribute, x, w, backend=backend, expected=(x * w, x * x[0] + w))
+
+
+def test_map_inside_jit_reading_a_slot_names_the_problem():
     with pytest.raises(numfn.NumfnError, match="an object's attribute"):
-        numfn.jit(vmap_reads_attribute)(RNG.standard_normal((4, 3)), RNG.standard_normal(3))
+        numfn.jit(vmap_reads_slotted_attribute)(RNG.standard_normal((4, 3)), RNG.standard_normal(3))
