@@ -15,8 +15,10 @@ traced once per per-example signature, whichever of them (or jit) asks first.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from functools import update_wrapper
 from collections.abc import Callable
@@ -195,7 +197,15 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
     (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
     def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
         if u.op is Ops.SINK: return None
-        if u.op is Ops.PARAM: return inputs[u.arg[0]]
+        if u.op is Ops.PARAM:
+            given = inputs.get(u.arg[0])
+            shape = None if given is None else cast(tuple[int, ...], given[0].shape)
+            if given is None or shape is None or (shape[1:] if given[1] else shape) != tuple(u.arg[1]):
+                # an argument of an enclosing trace (read through an object's attribute: see capturing)
+                raise unsupported("vmap inside a compiled function of a function that reads a traced value of the "
+                                  "enclosing function other than through its closure variables (an object's "
+                                  "attribute)", "pass the value as an argument, with in_axes None for it")
+            return given
         if not any(b for _, b in srcs):
             src = tuple(s for s, _ in srcs)
             return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
@@ -311,6 +321,10 @@ class _Mapped(Generic[_P, _R]):
 
     def _trace_batched(self, args: tuple, kwargs: dict):
         """Inside a trace (arguments are Tensors): the batched graph of the per-example function (vmap's rules)."""
+        captured = closure_tensors(self.inner.fn)
+        if captured:   # traced values of the enclosing function it reads: unmapped arguments of the mapped function
+            with_captures = _Mapped(capturing(self.inner.fn), _captures_first(self.in_axes, len(args)), self.out_axes)
+            return with_captures._trace_batched((tuple(captured), *args), kwargs)
         leaves, axes, size, nf = self._example(args, kwargs)
         if nf.cut_outputs: raise unsupported("vmap of a function returning an array of run-time length (x[mask], "
                                              "nonzero)", "each example's length may differ: return a mask instead")
@@ -339,6 +353,104 @@ class _Mapped(Generic[_P, _R]):
             u = _broadcast_batch(u, batched, size)
             outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(cast(tuple[int, ...], u.shape)), "out_axes"))))
         return unflatten(nf.out_tree, outs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# closures over traced values: a function mapped inside a jit-compiled one may read the enclosing function's arrays
+# (`vmap(lambda r: r * w + s)(x)`); its per-example trace cannot hold the enclosing trace's values, so they become
+# one more argument, not mapped (in_axes None), and the function is rebuilt around that argument's placeholders
+
+def _closure_cells(fn: Callable) -> list[tuple[Any, Any]]:
+    """(cell, contents) of fn's closure, cells not yet bound left out."""
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append((cell, cell.cell_contents))
+        except ValueError:
+            continue
+    return out
+
+
+def _users_object(v: Any) -> bool:
+    """An instance of a class of the user's (its attributes may hold traced values), not a module, class or function,
+    nor one of numfn's, NumPy's or Python's own objects."""
+    module = (getattr(type(v), "__module__", None) or "").partition(".")[0]
+    return hasattr(v, "__dict__") and not isinstance(v, (type, types.ModuleType, types.FunctionType, Tensor)) and \
+        module not in ("numfn", "numpy", "builtins")
+
+
+def _parts(v: Any) -> list:
+    """What `v` holds that may hold traced values: a function's closure, a bound method's function and object, an
+    object's attributes, a container's items."""
+    if isinstance(v, types.FunctionType): return [c for _, c in _closure_cells(v)]
+    if isinstance(v, types.MethodType): return [v.__func__, v.__self__]
+    if isinstance(v, (list, tuple, dict)): return _held(v)[0]
+    if _users_object(v): return list(vars(v).values())
+    return []
+
+
+def closure_tensors(fn: Any, seen: set[int] | None = None) -> list[Tensor]:
+    """The traced values fn holds (in its closure, in lists, tuples and dicts there, in the closures of the functions
+    and the attributes of the objects it holds, and a bound method's object's), each once, in order."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen or getattr(fn, "takes_captures", False): return []
+    seen.add(id(fn))
+    out: list[Tensor] = []
+    for v in _parts(fn):
+        out += [v] if isinstance(v, Tensor) else closure_tensors(v, seen)
+    return list({id(t): t for t in out}.values())
+
+
+def _held(v: Any) -> tuple[list, Any]:
+    """v's leaves and structure, looking into lists, tuples and dicts only."""
+    return flatten(v, is_leaf=lambda x: x is not v and not isinstance(x, (list, tuple, dict)))
+
+
+def _rebuilt(v: Any, new: dict[int, Tensor], done: dict[int, Any]) -> Any:
+    """v with every traced value it holds (as closure_tensors finds them) replaced by new[id]; v itself where it
+    holds none."""
+    if isinstance(v, Tensor): return new.get(id(v), v)
+    if id(v) in done: return done[id(v)]
+    done[id(v)] = v   # (a cycle back to v keeps v)
+    parts = _parts(v)
+    rebuilt = [_rebuilt(x, new, done) for x in parts]
+    if all(a is b for a, b in zip(parts, rebuilt)): return v
+    out: Any
+    if isinstance(v, types.FunctionType):
+        if len(rebuilt) != len(v.__closure__ or ()):
+            raise unsupported("vmap of a function whose closure has a variable not yet assigned")
+        out = types.FunctionType(v.__code__, v.__globals__, v.__name__, v.__defaults__,
+                                 tuple(types.CellType(x) for x in rebuilt) or None)
+        out.__kwdefaults__ = v.__kwdefaults__
+        out = update_wrapper(out, v)
+    elif isinstance(v, types.MethodType): out = types.MethodType(*rebuilt)
+    elif isinstance(v, (list, tuple, dict)): out = unflatten(_held(v)[1], rebuilt)
+    else:   # an object of the user's: a shallow copy with the attributes rebuilt
+        out = copy.copy(v)
+        out.__dict__.update(zip(vars(v), rebuilt))
+    done[id(v)] = out
+    return out
+
+
+def capturing(fn: Callable) -> Callable:
+    """fn taking the traced values it held as a first argument (a tuple, in closure_tensors' order)."""
+    from numfn.trace.convert import converted
+    originals = closure_tensors(fn)
+
+    def with_captures(captured: tuple, *args, **kwargs):
+        inner = _rebuilt(fn, {id(t): c for t, c in zip(originals, captured)}, {})
+        if isinstance(inner, types.MethodType): return types.MethodType(converted(inner.__func__),
+                                                                         inner.__self__)(*args, **kwargs)
+        return converted(inner)(*args, **kwargs)
+    with_captures.__name__ = with_captures.__qualname__ = getattr(fn, "__name__", "mapped")
+    with_captures.takes_captures = True  # type: ignore[attr-defined]  # (closure_tensors: its own are not captures)
+    return with_captures
+
+
+def _captures_first(in_axes: InAxes, nargs: int) -> InAxes:
+    """in_axes for (captured, *args): the captured values not mapped."""
+    if in_axes is None or isinstance(in_axes, int): return (None, *[in_axes] * nargs)
+    return (None, *in_axes)
 
 
 class VmapFunction(_Mapped[_P, _R]):

@@ -128,9 +128,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.value_sizes", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
                "numfn.trace.attributes",
                "numfn.trace.reduction_methods", "numfn.trace.numpy_protocol", "numfn.trace.subscript",
-               "numfn.trace.dynamic", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
+               "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
                "numfn.trace.control",
-               "numfn.trace.statements", "numfn.trace.convert", "numfn.trace")),
+               "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert", "numfn.trace")),
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through
     # numfn.numpy._core.implementation (what the package registers), never by importing it
     ("numpy", ("numfn.numpy._typing", "numfn.numpy._core", "numfn.numpy.creation", "numfn.numpy.ufuncs",

@@ -119,7 +119,10 @@ def _callee(obj: Any, func: ast.expr) -> tuple[Any, int]:
     elif isinstance(func, ast.Attribute):
         target = inspect.getattr_static(Tensor, func.attr, None)
         receiver = getattr(func.value, "id", None)   # np.sum(...) calls NumPy, not a method
-        if isinstance(target, types.FunctionType) and receiver not in ("np", "numpy", "_np"): return target, 1
+        # nor does a call through any other module (builtins.max(n, minlength) is Python's max, not Tensor.max)
+        module = isinstance(getattr(inspect.unwrap(obj), "__globals__", {}).get(receiver), types.ModuleType)
+        if isinstance(target, types.FunctionType) and receiver not in ("np", "numpy", "_np") and not module:
+            return target, 1
     return None, 0
 
 

@@ -17,6 +17,10 @@ Helpers are converted too: every call in converted code goes through `Runtime.ca
 function of the user's (a method, a nested def, an object's `__call__`) when it is called; NumPy's, numfn's, the
 standard library's and installed packages' functions are called as they are.
 
+Conditional expressions (`x if c else y`), `and`/`or`/`not` and chained comparisons anywhere in converted code
+(assignments, returns, lambdas, comprehensions, tests) call numfn.trace.expressions, with the operands Python
+evaluates lazily as thunks: Python's on Python values, a branch (or a select of pure sides) on traced ones.
+
 Also converted: `return` inside `if` (the rest of the function moves into the branches, so every path ends in one
 return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop).
 Not converted (a clear error when the loop runs natively): `return` inside a loop, `else:` clauses of loops,
@@ -49,6 +53,7 @@ from numfn import debug
 from numfn.errors import NumfnError, user_location
 from numfn.trace.statements import logical, logical_not, not_flags, run_for_each, run_for_range, run_if, \
     run_while, traced_builtin, traced_constructor
+from numfn.trace import expressions
 from numfn.trace.unbound import UNBOUND
 
 _RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
@@ -308,6 +313,101 @@ class _Logic(ast.NodeTransformer):
         return node
 
 
+_COMPARISON_SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+                       ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+# what an operand may contain to be computed whether or not it is chosen (no call, subscript or assignment)
+_IMPURE = (ast.Call, ast.Subscript, ast.NamedExpr, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred, ast.JoinedStr)
+
+
+_FRAME_READERS = frozenset({"super", "locals", "vars", "eval", "exec", "dir"})
+
+
+def _pure(node: ast.expr) -> bool:
+    return not any(isinstance(n, _IMPURE) for n in ast.walk(node))
+
+
+def _thunk(expr: ast.expr) -> ast.Lambda:
+    return ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                    defaults=[]), expr)
+
+
+def _flag(b: bool) -> ast.Constant:
+    return ast.Constant(b)
+
+
+class _Expressions(ast.NodeTransformer):
+    """`x if c else y`, `a and b`, `a or b`, `not a` and chained comparisons anywhere in the function (assignments,
+    returns, lambdas, comprehensions, and if/while tests) become calls of numfn.trace.expressions: Python's on
+    Python values, a branch or select on traced ones. The operands Python evaluates lazily become thunks (lambdas);
+    an expression holding an assignment (`:=`, which would bind in the lambda), `yield` or `await` is left as is.
+    In a test (if, while, the condition of `x if c else y`) only truth matters (*_test forms)."""
+
+    def __init__(self):
+        self.changed = 0
+
+    @staticmethod
+    def _movable(node: ast.AST) -> bool:
+        """Whether the expression means the same inside a lambda: not when it assigns a name, yields or awaits, or
+        calls what reads the calling frame (super() without arguments, locals(), vars(), eval(), exec())."""
+        return not any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) or
+                       (isinstance(n, ast.Name) and n.id in _FRAME_READERS) for n in ast.walk(node))
+
+    def visit_ClassDef(self, node):   # a lambda in a class body does not see the class's names
+        return node
+
+    def _runtime(self, name: str, args: list, at: ast.AST) -> ast.expr:
+        self.changed += 1
+        return ast.copy_location(_call(f"{_RT}.{name}", args), at)
+
+    def test(self, node: ast.expr) -> ast.expr:
+        if not self._movable(node): return self.visit(node)
+        if isinstance(node, ast.BoolOp):
+            kind = "and_test" if isinstance(node.op, ast.And) else "or_test"
+            pure = all(_pure(v) for v in node.values[1:])
+            thunks: list[ast.expr] = [_thunk(self.test(v)) for v in node.values]
+            return self._runtime(kind, [ast.List(thunks, ast.Load()), _flag(pure)], node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self._runtime("not_test", [self.test(node.operand)], node)
+        if isinstance(node, ast.Compare) and len(node.ops) > 1: return self._chain(node, True)
+        return self.visit(node)
+
+    def _chain(self, node: ast.Compare, as_test: bool) -> ast.expr:
+        pure = all(_pure(c) for c in node.comparators[1:])
+        symbols = ast.Constant(tuple(_COMPARISON_SYMBOLS[type(op)] for op in node.ops))  # type: ignore[arg-type]
+        thunks = ast.List([_thunk(self.visit(c)) for c in node.comparators], ast.Load())
+        return self._runtime("chain", [_flag(as_test), _flag(pure), self.visit(node.left), symbols, thunks], node)
+
+    def visit_If(self, node):
+        test, node.test = node.test, ast.Constant(True)
+        self.generic_visit(node)
+        node.test = self.test(test)
+        return node
+    visit_While = visit_If
+
+    def visit_IfExp(self, node: ast.IfExp):
+        if not self._movable(node): return self.generic_visit(node)
+        pure = _pure(node.body) and _pure(node.orelse)
+        return self._runtime("ifexp", [self.test(node.test), _thunk(self.visit(node.body)),
+                                       _thunk(self.visit(node.orelse)), _flag(pure)], node)
+
+    def visit_BoolOp(self, node: ast.BoolOp):
+        if not self._movable(node): return self.generic_visit(node)
+        kind = "and_value" if isinstance(node.op, ast.And) else "or_value"
+        pure = all(_pure(v) for v in node.values[1:])
+        thunks: list[ast.expr] = [_thunk(self.visit(v)) for v in node.values]
+        return self._runtime(kind, [ast.List(thunks, ast.Load()), _flag(pure)], node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not): return node
+        return self._runtime("not_value", [node.operand], node)
+
+    def visit_Compare(self, node: ast.Compare):
+        if len(node.ops) == 1 or not self._movable(node): return self.generic_visit(node)
+        return self._chain(node, False)
+
+
 def _test(expr: ast.expr) -> ast.expr:
     return _Logic().visit(expr)
 
@@ -470,7 +570,10 @@ def _convert(fn: Callable):
     if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
     calls = _Calls()
     fdef.body = [calls.visit(st) for st in fdef.body]
-    if not calls.wrapped and not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)):
+    expressions = _Expressions()
+    fdef.body = [expressions.visit(st) for st in fdef.body]
+    if not calls.wrapped and not expressions.changed and \
+            not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)):
         raise Unconvertible("nothing to")
     args = fdef.args
     params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)] + \
@@ -608,6 +711,15 @@ class Runtime:
     @staticmethod
     def not_(x):
         return logical_not(x)
+
+    ifexp = staticmethod(expressions.ifexp)
+    and_value = staticmethod(expressions.and_value)
+    or_value = staticmethod(expressions.or_value)
+    not_value = staticmethod(expressions.not_value)
+    and_test = staticmethod(expressions.and_test)
+    or_test = staticmethod(expressions.or_test)
+    not_test = staticmethod(expressions.not_test)
+    chain = staticmethod(expressions.chain)
 
     @staticmethod
     def not_flags(brk, cont):

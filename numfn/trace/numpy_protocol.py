@@ -1,6 +1,7 @@
 """How NumPy hands Tensors to numfn.numpy: np.sin(tensor), np.sum(tensor) and tensor + ndarray trace, through
 Tensor.__array_ufunc__ and __array_function__ (registered here, tensor_method), which look NumPy's function up in
-numfn.trace.tensor.NUMPY_IMPLEMENTATIONS (numfn.numpy fills it)."""
+numfn.trace.tensor.NUMPY_IMPLEMENTATIONS (numfn.numpy fills it). And what the user's code sees as a traced value's
+class (`numpy_class`): NumPy's, so that `isinstance(x, np.ndarray)` holds as it would under NumPy."""
 from __future__ import annotations
 
 import functools
@@ -13,6 +14,23 @@ import numpy as np
 
 from numfn.errors import unsupported
 from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS, Tensor, tensor_method
+
+
+_PYTHON_SCALARS = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+@tensor_method("numpy_class")
+def numpy_class(self, frame: Any) -> type:
+    """The class `t.__class__` gives code running in `frame`, and so isinstance(t, cls) there: numfn's and NumPy's
+    own code see Tensor (they tell traced values from NumPy's arrays by it); the user's code sees the type NumPy
+    would give the value: np.ndarray for an array (a 0-d one too), the NumPy scalar type (np.float64: a np.generic
+    and, for float64, a float) for a scalar a reduction or an operator gives, the Python type for a Python scalar.
+    type(t) stays Tensor: `type(t) is np.ndarray` is False."""
+    module = frame.f_globals.get("__name__") or ""
+    if module.partition(".")[0] in ("numfn", "numpy"): return type(self)
+    if self.ndim == 0 and self.is_scalar():
+        return _PYTHON_SCALARS[self.dtype.kind] if self.weak else self.dtype.type
+    return np.ndarray
 
 
 @tensor_method("__array_ufunc__")

@@ -76,6 +76,8 @@ class Tensor:
     captured from outside (writes refused), or "readonly"."""
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "array0d", "__weakref__")
     __array_priority__ = 1000
+    # what isinstance in the user's code sees: NumPy's type for the value (numpy_protocol.numpy_class), not Tensor
+    __class__ = property(lambda self: self.numpy_class(sys._getframe(1)))
     runtime_length = False   # numfn.trace.dynamic.DynTensor: the first axis has a length known only at run time
 
     # what DynTensor (numfn.trace.dynamic, above this module) overrides: operations with an operand of run-time length
@@ -196,8 +198,9 @@ class Tensor:
         raise TracerConversionError(
             f"{what} needs the value of a traced array, but numfn traces the function with placeholder arrays "
             f"whose values are only known when the compiled code runs (at {user_location()}). "
-            "if/while/for-range statements on traced values compile (docs/control-flow.md), but not conditional "
-            "expressions, nor code whose source numfn cannot read; choose elementwise with "
+            "if/while/for-range statements and conditional expressions (x if c else y, and, or, not) on traced "
+            "values compile (docs/control-flow.md), but not in code whose source numfn cannot read (a lambda jitted "
+            "as it is); choose elementwise with "
             "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
 
     def __bool__(self) -> bool: self._concrete("using an array as a Python bool (if, while, and, or, not)")
@@ -268,6 +271,7 @@ class Tensor:
     if TYPE_CHECKING:
         # what numfn.trace's shape_methods, reduction_methods, numpy_protocol and subscript and numfn.numpy add
         # (tensor_method), declared for type checkers
+        def numpy_class(self, frame: Any) -> type: ...
         def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any: ...
         def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...],
                                kwargs: dict[str, Any]) -> Any: ...
