@@ -76,12 +76,14 @@ def run(python: str, name: str, mode: str, cache: str, timeout: float) -> dict |
 
 
 _DOCS_CHILD = r"""
-import json, sys
+import json, linecache, sys
 import numfn.progress
 numfn.progress.THRESHOLD = 0.0   # a summary line for every compilation
 namespace = {"__name__": "__main__"}
 for line, code in json.load(sys.stdin):
-    exec(compile(code, f"{sys.argv[1]}:{line}", "exec"), namespace)
+    name = f"{sys.argv[1]}:{line}"
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)   # the source, as in the reader's file
+    exec(compile(code, name, "exec"), namespace)
 """
 _COMPILED = re.compile(r"numfn: compiled (.*) in ([\d.]+) (m?s) \(")
 

@@ -254,7 +254,8 @@ def test_reverse_mode_through_branches(scale):
     # the branch's tangents come from a branch region of their own, which reverse mode transposes (each side's
     # transposed body in a branch region chosen by the same condition)
     numfn.check_grads(_two_branches, (X * scale,))
-    numfn.check_grads(lambda x: np.sum(numfn.jit(_two_branches)(x) ** 2), (X * scale,), order=2)
+    # (second order on one side only: each order compiles the branch's derivatives again)
+    numfn.check_grads(lambda x: np.sum(numfn.jit(_two_branches)(x) ** 2), (X * scale,), order=2 if scale == 1 else 1)
     y = numfn.jit(_two_branches)(X * scale)
     np.testing.assert_allclose(numfn.grad(lambda x: np.sum(numfn.jit(_two_branches)(x) ** 2))(X * scale),
                                numfn.jacfwd(_two_branches)(X * scale).T @ (2 * y), rtol=1e-13)
@@ -264,8 +265,15 @@ def test_reverse_mode_through_loops_is_refused_with_a_clear_error():
     # (a loop in a function the traced one calls runs in Python, unrolled: reverse mode goes through that)
     with pytest.raises(NotImplementedError, match="loop on traced values in reverse mode.*forward mode"):
         numfn.grad(lambda x: np.sum(numfn.jit(_stencil_steps)(x)))(X)
-    g = numfn.grad(lambda x: np.sum(_stencil_steps(x)))(X)
-    np.testing.assert_allclose(g, numfn.jacfwd(_stencil_steps)(X).sum(axis=0), rtol=1e-13)
+    g = numfn.grad(lambda x: np.sum(_stencil_few_steps(x)))(X)
+    np.testing.assert_allclose(g, numfn.jacfwd(_stencil_few_steps)(X).sum(axis=0), rtol=1e-13)
+
+
+def _stencil_few_steps(x):   # called from a lambda (not converted): the loop runs in Python, unrolled
+    y = x.copy()
+    for _ in range(6):
+        y[1:-1] += 0.1 * (y[2:] - 2 * y[1:-1] + y[:-2]) + 0.01 * np.sin(y[1:-1])
+    return y
 
 
 def test_writing_into_arguments_is_refused():

@@ -34,12 +34,16 @@ def test_block_extraction():
 # runs one page's blocks in a fresh interpreter: examples change process-wide state (logging's configuration, the
 # thread count, svmap's worker threads) that other tests must not inherit
 _RUNNER = """
-import json, sys, traceback
+import json, linecache, sys, traceback
 blocks = json.load(sys.stdin)
 namespace = {"__name__": "__main__"}
 for line, code in blocks:
+    name = f"{sys.argv[1]}:{line}"
+    # the block's source where inspect and numfn look for it (as IPython does for a cell): numfn converts the loops
+    # and branches of the functions it defines, as it would in the reader's file
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     try:
-        exec(compile(code, f"{sys.argv[1]}:{line}", "exec"), namespace)
+        exec(compile(code, name, "exec"), namespace)
     except BaseException:
         print(f"the example at {sys.argv[1]}:{line} failed:", file=sys.stderr)
         traceback.print_exc()

@@ -14,7 +14,7 @@ from helpers import check
 # the programs every CI run checks: FUZZ_COUNT base programs in functions of 4, statements of every kind, and a
 # quarter as many with writes into arrays (and CLASS_COUNT of each class below); NUMFN_FUZZ_COUNT changes the count
 # (200, down from 240 when the classes came, keeps the file near a minute)
-FUZZ_COUNT = int(os.environ.get("NUMFN_FUZZ_COUNT", "200"))
+FUZZ_COUNT = int(os.environ.get("NUMFN_FUZZ_COUNT", "100"))
 
 
 def test_random_programs_agree_with_numpy():
