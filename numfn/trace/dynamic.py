@@ -795,9 +795,3 @@ def spread(v: Tensor, mask: Tensor, dtype) -> Tensor:
 RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
 RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
 RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span
-
-
-# what indexing (numfn.trace.subscript, below this module) needs of arrays of run-time length
-RunTimeLength.array, RunTimeLength.select, RunTimeLength.take = DynTensor, select, take
-RunTimeLength.items, RunTimeLength.valid_mask, RunTimeLength.fit = items, valid_mask, fit
-RunTimeLength.spread, RunTimeLength.slice_span = spread, slice_span
