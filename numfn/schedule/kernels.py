@@ -183,6 +183,8 @@ class KernelGroups:
         while stack:
             s, at_least = stack.pop()
             if self.level[s] >= at_least: continue
+            # (levels of a DAG stay below its number of steps: more is a cycle, which placing never makes)
+            if at_least > len(self.level): raise RuntimeError("the scheduler's steps depend on each other in a cycle")
             self.level[s] = at_least
             work(1)
             stack.extend((t, at_least + 1) for t in self.dependents.get(s, ()))
