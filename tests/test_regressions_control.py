@@ -1649,3 +1649,23 @@ def _index_from_a_loop_result_of_ones(x):
 def test_write_indexed_by_a_loop_result(backend):
     for fn in (_index_from_a_loop_result, _index_from_a_loop_result_of_ones):
         check(fn, np.array([2, 2, 0, 3, 1], np.uint16), backend=backend)
+
+
+def _loop_writing_a_concrete_array(x):
+    c = 0
+    while c < 6:   # Python values only: runs as Python, c is the int 6
+        c = c + 1
+    v = np.repeat(c, 1)   # a NumPy array while tracing (made from Python values)
+    for i in range(5):    # longer than the unroll limit, carries no variable, writes into that NumPy array
+        v[...] = v + -1
+        v[i % 1] = v[(i + 1) % 1]
+    return x + v
+
+
+def test_a_loop_writing_into_a_numpy_array_runs_as_python(backend):
+    """Fuzz seed 41000627: a static loop that carries no variable but writes into an array made from Python values
+    must run as Python (its first iteration, run as Python, finds that out); run as a native loop, its writes
+    happened while tracing, once per trace of the body (the result was 0 instead of 1)."""
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(numfn.jit(_loop_writing_a_concrete_array, backend=backend)(x),
+                                  _loop_writing_a_concrete_array(x))

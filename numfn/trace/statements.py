@@ -153,7 +153,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
         return native_or_unrolled(start, state, f, peeled=True)
     # the first iteration runs as Python when the loop's variables are Python values (it may stay Python) or
     # when some are bound only inside the loop (that binds them: the native loop then carries them)
-    elif static and ((state and not _is_traced(state)) or fresh):
+    elif static and (not _is_traced(state) or fresh):
         if not range(start, stop, step): return tuple(state)
         with observing_rebinds() as wrote:
             out = body(start, *f, *state)
