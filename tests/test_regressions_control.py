@@ -1669,3 +1669,50 @@ def test_a_loop_writing_into_a_numpy_array_runs_as_python(backend):
     x = np.arange(3.0)
     np.testing.assert_array_equal(numfn.jit(_loop_writing_a_concrete_array, backend=backend)(x),
                                   _loop_writing_a_concrete_array(x))
+
+
+def _index_chosen_by_branch(c, x):
+    if c.sum() > 0:
+        v = x[0]
+    else:
+        v = x[-1]
+    x += x
+    return v
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_branch_reading_a_reshaped_argument_runs_before_its_write(backend, n):
+    """Fuzz seeds 41000149/290/372: with one element, x[0] and x[-1] are both a reshape of the whole argument, which
+    the branch reads in the argument's own memory; the write `x += x` after the branch ran first (the result was
+    -2 instead of -1)."""
+    c = np.ones(1)
+    want_x, got_x = np.arange(-1, n - 1), np.arange(-1, n - 1)
+    want = _index_chosen_by_branch(c, want_x)
+    got = numfn.jit(_index_chosen_by_branch, backend=backend)(c, got_x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_x, want_x)
+
+
+def _zero_d_chosen_by_branch(c, x):
+    if c.sum() > 0:
+        v = x          # x itself: writes into v are writes into x, and the other way round
+    else:
+        v = -x         # a NumPy scalar for a 0-d x
+    w = x
+    for _ in range(6):
+        w += v
+    v += 1
+    return x, v
+
+
+@pytest.mark.parametrize("x", [np.array(1, np.int8), np.array([1, 2], np.int8)], ids=["0d", "1d"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_0d_array_chosen_by_a_branch_shares_its_memory(backend, x, sign):
+    """Fuzz seeds 41000239/308: a branch's result that is a 0-d argument on one side and a new value on the other
+    was not linked to the argument (links needed an axis), so writes into either did not reach the other."""
+    c = np.array([sign])
+    want_x, got_x = x.copy(), x.copy()
+    want = _zero_d_chosen_by_branch(c, want_x)
+    got = numfn.jit(_zero_d_chosen_by_branch, backend=backend)(c, got_x)
+    for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got_x, want_x)

@@ -56,8 +56,9 @@ class ScheduledLoop:
 
     def memory_reads(self) -> list[UOp]:
         """Every value whose memory the loop reads, buffers of the arguments included: a later write into that
-        memory (x += 1 after the loop) must wait for the loop (KernelGroups.order_extern_reads_before_writes)."""
-        return self.inits + list(self.values)
+        memory (x += 1 after the loop) must wait for the loop (KernelGroups.order_extern_reads_before_writes). An
+        operand that is a reshape of a buffer is read in that buffer's memory (reshaped_buffer)."""
+        return self.inits + [reshaped_buffer(v) or v for v in self.values]
 
     def name_hint(self) -> str:
         return "L" if self.node.arg.kind == "while" else "B"

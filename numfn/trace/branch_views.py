@@ -119,7 +119,7 @@ class BranchViews:
                 continue
             _no_parts([m[1] for m in mems if m is not None])
             self.linked[k] = [(b, [m[1] if m is not None and m[0] is b else None for m in mems])
-                              for b in bases if linkable(b)]
+                              for b in bases if linkable(b, outs[0][k].shape)]
         self.keep = [k for k in range(n) if k not in self.chosen]
         self.extra_labels: list[tuple[int, str]] = []
         for k, (base, _, same) in self.chosen.items():
@@ -135,7 +135,7 @@ class BranchViews:
             for base, chains in links:
                 chain = chains[i]
                 out.append(UOp.const(dtypes.bool, chain is not None))
-                out += positions(base, chain) if chain is not None else \
+                out += (positions(base, chain) if base.ndim else []) if chain is not None else \
                     [UOp.const_like(dtypes.int64, 0, self._shapes[k])] * base.ndim
         return out
 
@@ -152,6 +152,9 @@ class BranchViews:
             at += width
         for k, lane in self.parts.items(): out[k] = out[k]._component(lane)   # (the same view or not: once)
         for k, links in self.linked.items():
+            # an array where the branch taken made it one (`v = x` or `v = -x` of a 0-d x, a NumPy scalar): `v += 1`
+            # writes it in place, and into x where the branch made v x (a scalar's value is the same either way)
+            if links: plain[k].as_array()
             for base, _ in links:
                 link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at])
                 at += 1 + base.ndim
@@ -184,9 +187,14 @@ def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor) 
     for t in (result, memory): t._links = (t._links or []) + [lk]
 
 
-def linkable(memory: Tensor) -> bool:
-    """Arrays a result can be linked to: writable arrays of at least one axis (a write maps to positions)."""
-    return memory.ndim > 0 and memory.memory in ("computed", "input")
+def linkable(memory: Tensor, shape: tuple) -> bool:
+    """Arrays a result of `shape` can be linked to: writable arrays (a write maps to positions along their axes; a
+    0-d array has none, and a 0-d result linked to it is the whole of it)."""
+    if memory.memory not in ("computed", "input"): return False
+    if memory.ndim == 0 and shape != ():
+        raise unsupported("a view with axes of a 0-d array chosen by a branch on a traced value, where another "
+                          "branch makes a new array", "reshape after the branch (v = w.reshape(1))")
+    return True
 
 
 def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], value: Tensor, injective: bool,
@@ -213,7 +221,7 @@ def follow(memory: Tensor) -> None:
         if view is None: continue
         alive.append(lk)
         shape = view.shape
-        now = gather(memory, lk.positions).uop.cast(view.uop.dtype)
+        now = (gather(memory, lk.positions).uop if memory.ndim else memory.uop).cast(view.uop.dtype)
         new = lk.flag._broadcast(shape).alu(Ops.WHERE, now, view.uop)
         if new is not view.uop: view.rebind(new)
     memory._links = alive or None
