@@ -133,9 +133,6 @@ def f(x):
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a static loop runs its first iteration on its own at every level of a nest "
-                   "(to learn whether it stays Python), so a nest of depth d compiles 2**d copies of its body: "
-                   "issue 26, open")
 def test_nesting_loops_adds_kernels_but_does_not_multiply_them(tmp_path):
     """Each level of a nest of native loops (static ranges longer than the unroll limit, writing in place) should
     add a loop, not a copy of the levels inside it."""

@@ -18,7 +18,7 @@ from numfn.errors import NumfnError, RunTimeLengthError, TracerConversionError, 
 from numfn.pytree import flatten, unflatten
 from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
-from numfn.trace.record import observing_rebinds, tracing
+from numfn.trace.record import current_record, observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
 from numfn.trace.dynamic import DynTensor
 from numfn.trace.control import FirstIterationDiffers, advance, as_state, branch_region, index_bounds, passes_through, \
@@ -155,15 +155,24 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     # when some are bound only inside the loop (that binds them: the native loop then carries them)
     elif static and (not _is_traced(state) or fresh):
         if not range(start, stop, step): return tuple(state)
+        record = current_record()
+        assert record is not None   # (tracing)
+        checks = len(record.checks)
         with observing_rebinds() as wrote:
             out = body(start, *f, *state)
-        f, state = list(out[:len(flags)]), tuple(out[len(flags):])
-        start += step
-        if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
+        f2, state2 = list(out[:len(flags)]), tuple(out[len(flags):])
+        if f2 and not isinstance(f2[0], Tensor) and _truth(f2[0]): return state2
         if not wrote and not _is_traced(out):
-            state, f, start = _python_for(start, stop, step, body, state, flags, f)
-            if start is None: return state
-        return native_or_unrolled(start, state, f, peeled=True)
+            state2, f2, after = _python_for(start + step, stop, step, body, state2, flags, f2)
+            if after is None: return state2
+            return native_or_unrolled(after, state2, f2, peeled=True)
+        if state or fresh: return native_or_unrolled(start + step, state2, f2, peeled=True)
+        # a loop carrying no variable that writes traced arrays: the native loop runs from the first iteration, and
+        # that iteration's trace is undone (the arrays get their old values back, its checks go): kept, it would
+        # be a copy of the body, and of every loop in it, at each level of a nest (2**d copies for depth d)
+        for t, old in wrote.values():
+            if t.base is None: t.rebind(old, record=False)
+        del record.checks[checks:]
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
     try:
         return native_or_unrolled(start, state, f, peeled=False)
