@@ -88,8 +88,7 @@ def debug_level() -> int:
     A NUMFN_DEBUG value that is not a whole number from 0 up raises ValueError naming the variable and the accepted
     values (a typo is not silently ignored). The short name DEBUG is shared with other tools (`DEBUG=express:*`),
     so a value of it that is no level is ignored (0), with a warning once per value."""
-    names = ("NUMFN_DEBUG", "DEBUG")
-    raw = _get(*names)
+    raw = _get("NUMFN_DEBUG", "DEBUG")
     if raw is None or not raw.strip(): return 0
     try:
         level = int(raw)

@@ -1,5 +1,7 @@
-"""Seeing a program at run time: numfn's log lines (one copy of each whatever the logging setup, an error for a
-NUMFN_DEBUG value that is no level, GFLOP/s and GB/s per kernel at DEBUG=2)."""
+"""Seeing a program at run time: numfn.debug.print and numfn.debug.callback (values printed and passed when the
+compiled code runs, in order, inside native loops and branches, on both backends; the oracle is the same function
+run by NumPy, where both act at once), and numfn's log lines (one copy of each whatever the logging setup, an error
+for a NUMFN_DEBUG value that is no level, GFLOP/s and GB/s per kernel at DEBUG=2)."""
 import os
 import re
 import subprocess
@@ -12,6 +14,7 @@ import numfn
 from numfn import config, debug
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RNG = np.random.default_rng(32)
 
 
 @pytest.fixture
@@ -110,3 +113,190 @@ def test_debug_2_prints_rates_of_each_kernel(capsys, quiet_env, backend):
         gbs = float(re.search(r"([0-9.]+) GB/s", row).group(1))
         ei = next(ei for ei in f.specializations[0].schedule if ei.kernel.name == row.split()[0])
         assert gbs == pytest.approx(ei.bytes_moved / (per_call_us * 1e3), rel=0.01, abs=1e-3), row
+
+
+# ---- numfn.debug.print and numfn.debug.callback ---------------------------------------------------------------------
+from numfn.schedule.items import LoopKernel   # noqa: E402
+
+
+def _printed_by_numpy(capsys, fn, *args):
+    """What `fn` prints run by NumPy (numfn.debug.print prints at once outside jit), and its result."""
+    capsys.readouterr()
+    out = fn(*args)
+    return capsys.readouterr().out, out
+
+
+def _check_prints(capsys, fn, *args, backend="llvm", loops=0):
+    want, expected = _printed_by_numpy(capsys, fn, *args)
+    f = numfn.jit(fn, backend=backend)
+    for _ in range(2):   # compiled, then called again (the fast path): prints every run
+        got = f(*args)
+        assert capsys.readouterr().out == want
+        np.testing.assert_allclose(got, expected)
+    nf = f.specializations[0]
+    assert sum(isinstance(ei.kernel, LoopKernel) for ei in nf.schedule) >= loops, "the loop was not compiled"
+    return want
+
+
+def _straight(x, y):
+    numfn.debug.print("x {} y {}", x, y)
+    z = np.sin(x) * y
+    numfn.debug.print("z {z} sum {s:.6f}", z=z, s=z.sum())
+    numfn.debug.print("no arrays, {}", "a string")
+    return z
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (2, 3)])
+def test_print_in_straight_code(capsys, backend, shape):
+    x = RNG.standard_normal(shape)
+    want = _check_prints(capsys, _straight, x, 2.5, backend=backend)
+    assert want.startswith("x ") and want.endswith("\nno arrays, a string\n") and "\nz " in want
+
+
+def _fori(x, n):
+    def body(i, x):
+        x = x * 0.5 + i
+        numfn.debug.print("i {} x {} total {}", i, x, x.sum())
+        return x
+    numfn.debug.print("before {}", x)
+    x = numfn.fori_loop(0, n, body, x)
+    numfn.debug.print("after {}", x)
+    return x
+
+
+def _newton(x, tol):
+    r = x * x - 2.0
+    k = 0
+    while np.abs(r) > tol:
+        x = x - r / (2 * x)
+        r = x * x - 2.0
+        k += 1
+        numfn.debug.print("k {} x {} r {}", k, x, r)
+        if k > 2:
+            numfn.debug.print("late step {}", k)
+    return x
+
+
+def _nested(x, n):
+    def outer(i, x):
+        numfn.debug.print("outer {}", i)
+
+        def inner(j, y):
+            numfn.debug.print(" inner {} {} {}", i, j, y)
+            return y + 1
+        return numfn.fori_loop(0, 2, inner, x)
+    return numfn.fori_loop(0, n, outer, x)
+
+
+def _ticks(x, n):
+    for _ in range(n):
+        numfn.debug.print("tick")   # reads nothing of the loop: printed at every iteration all the same
+        x = x + 1
+    return x
+
+
+@pytest.mark.parametrize("fn, args, lines", [
+    (_fori, (np.arange(3.0), 4), 6),
+    (_newton, (np.float64(1.0), 1e-12), 8),
+    (_nested, (np.zeros(2), 3), 9),
+    (_ticks, (np.zeros(1), 5), 5),
+])
+def test_print_inside_native_loops_in_iteration_order(capsys, backend, fn, args, lines):
+    want = _check_prints(capsys, fn, *args, backend=backend, loops=1)
+    assert want.count("\n") == lines
+
+
+def test_print_in_a_branch_prints_only_when_taken(capsys, backend):
+    def f(x):
+        if x.sum() > 0:
+            numfn.debug.print("positive {}", x)
+        else:
+            numfn.debug.print("not positive {}", x)
+        return x * 2
+
+    g = numfn.jit(f, backend=backend)
+    for x in (np.ones(2), -np.ones(2), np.zeros(2)):
+        want, _ = _printed_by_numpy(capsys, f, x)
+        g(x)
+        assert capsys.readouterr().out == want
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(4, dtype=np.int32) - 2,
+    lambda: np.arange(3, dtype=np.uint8),
+    lambda: np.array([True, False]),
+    lambda: np.linspace(0, 1, 3).astype(np.float32),
+    lambda: np.linspace(0, 1, 3).astype(np.float16),
+    lambda: np.array([1 + 2j, -0.5j]),
+    lambda: np.zeros((0, 3)),
+    lambda: np.arange(12.0).reshape(3, 4)[::2, ::-1],   # non-contiguous, negative stride
+])
+def test_callback_receives_the_arrays_numpy_computes(backend, make):
+    x = make()
+    seen = []
+
+    def f(x):
+        numfn.debug.callback(lambda a, b, c=None: seen.append((a, b, c)), x, x * 2, c={"t": x[..., :1]})
+        return x
+
+    np.testing.assert_array_equal(numfn.jit(f, backend=backend)(x), x)
+    assert len(seen) == 1
+    a, b, c = seen[0]
+    for got, want in ((a, x), (b, x * 2), (c["t"], x[..., :1])):
+        assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_callback_under_vmap_runs_per_element(backend):
+    seen = []
+
+    def f(row):
+        numfn.debug.callback(seen.append, row)
+        return row.sum()
+
+    x = RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(numfn.jit(numfn.vmap(f), backend=backend)(x), x.sum(axis=1))
+    assert len(seen) == 3
+    for got, row in zip(seen, x): np.testing.assert_array_equal(got, row)
+
+
+def test_outside_jit_both_act_at_once(capsys):
+    seen = []
+    numfn.debug.print("now {} {}", np.arange(2), 3)
+    numfn.debug.callback(seen.append, 7)
+    assert capsys.readouterr().out == "now [0 1] 3\n" and seen == [7]
+
+
+def test_an_exception_in_a_callback_is_reported_and_the_run_goes_on(capsys):
+    def broken(a):
+        raise ValueError("broken on purpose")
+
+    f = numfn.jit(lambda x: (numfn.debug.callback(broken, x), x + 1)[1])
+    np.testing.assert_array_equal(f(np.zeros(2)), np.ones(2))
+    err = capsys.readouterr().err
+    assert "exception in a run-time callback" in err and "broken on purpose" in err
+
+
+@pytest.mark.nocompile
+def test_print_errors():
+    with pytest.raises(TypeError, match="format must be a str"):
+        numfn.debug.print(3)
+    with pytest.raises(TypeError, match="is not callable"):
+        numfn.debug.callback(3, 4)
+
+
+def test_a_print_loads_from_the_disk_cache_in_another_process(tmp_path):
+    code = ("import numpy as np, numfn\n"
+            "def f(x, n):\n"
+            "    def body(i, x):\n"
+            "        numfn.debug.print('i {} x {}', i, x)\n"
+            "        return x + 1\n"
+            "    return numfn.fori_loop(0, n, body, x)\n"
+            "numfn.jit(f)(np.zeros(2), 3)\n")
+    env = {**os.environ, "NUMFN_CACHE_DIR": str(tmp_path), "NUMFN_DEBUG": "1"}
+    env.pop("DEBUG", None)
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    for r in runs: assert r.returncode == 0, r.stderr
+    assert runs[0].stdout == runs[1].stdout == "i 0 x [0. 0.]\ni 1 x [1. 1.]\ni 2 x [2. 2.]\n"
+    assert "compiled" in runs[0].stderr and "loaded" in runs[1].stderr.lower(), runs[1].stderr
