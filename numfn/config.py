@@ -4,6 +4,7 @@
 |---|---|
 | `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times and calls per call, 3 schedules, 4 source, 5 graphs |
 | `NUMFN_NOOPT` (or `NOOPT`) | switch: no kernel optimizations (no upcasts; libm calls for math functions) |
+| `NUMFN_DUMP_ASSEMBLY` | switch: print the assembly of every program compiled on stderr (`nf.assembly` gives it) |
 | `NUMFN_PERF_MAP` | switch: write /tmp/perf-<pid>.map (mode 0600), naming generated code for Linux `perf` |
 | `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |
 | `NUMFN_CC` | the C compiler command of the C backend (default: clang, else cc, else gcc) |
@@ -111,6 +112,11 @@ _IGNORED_DEBUG_VALUES: set[str] = set()
 def noopt() -> bool:
     """NUMFN_NOOPT, else NOOPT: kernel optimizations off."""
     return flag("NUMFN_NOOPT", "NOOPT")
+
+
+def dump_assembly() -> bool:
+    """NUMFN_DUMP_ASSEMBLY: print the machine code (assembly) of every program compiled, on stderr."""
+    return flag("NUMFN_DUMP_ASSEMBLY")
 
 
 def perf_map() -> bool:

@@ -37,7 +37,7 @@ from numfn.codegen.layout import Layout
 from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
-from numfn.runtime import extensions
+from numfn.runtime import assembly, extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
@@ -324,6 +324,12 @@ class NumericalFunction(ValueSpecialization):
         return self.build.entry_name
 
     @property
+    def assembly(self) -> dict[str, str]:
+        """The program's machine code as assembly, {function: text} (numfn.runtime.assembly): the entry point and
+        the kernels the compiler did not inline into it. Compiles the source again (the cache keeps objects)."""
+        return assembly.by_function(assembly.program_assembly(self.backend, self.source))
+
+    @property
     def compiled(self) -> Any:
         """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now. When the
         backend's compiler fails (see runtime/contain.py), the other backend compiles the same schedule instead:
@@ -600,6 +606,7 @@ class ProgramBuild:
             source, entry, manifest = self.source, self.entry_name, self.manifest
             progress.stage(f"compiling {len(self.nf.rendered_kernels)} kernels ({self.nf.backend})")
             progress.work(source.count("\n"))   # what the native compiler gets: lines of LLVM IR or C
+            if config.dump_assembly(): assembly.dump(self.nf.backend, source, self.nf.name)
             return source, entry, manifest
         except NotImplementedError as e:
             raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e

@@ -300,3 +300,28 @@ def test_a_print_loads_from_the_disk_cache_in_another_process(tmp_path):
     for r in runs: assert r.returncode == 0, r.stderr
     assert runs[0].stdout == runs[1].stdout == "i 0 x [0. 0.]\ni 1 x [1. 1.]\ni 2 x [2. 2.]\n"
     assert "compiled" in runs[0].stderr and "loaded" in runs[1].stderr.lower(), runs[1].stderr
+
+
+# ---- assembly ------------------------------------------------------------------------------------------------------
+def test_assembly_of_each_function(backend):
+    f = numfn.jit(lambda x: np.exp(x).sum() + x.max(), backend=backend)
+    x = RNG.random(300_000)   # large enough for a parallel kernel: its body is a function of its own
+    nf = f.specialize(x)
+    asm = nf.assembly
+    assert nf.entry_name in asm
+    kernels = [ei.kernel.name for ei in nf.schedule]
+    assert any(name.startswith(k) for name in asm for k in kernels), (list(asm), kernels)
+    for text in asm.values():
+        assert re.search(r"^\s+(ret|retq|jmp|jmpq)\b", text, re.M), text[:2000]   # an instruction of the function
+    np.testing.assert_allclose(f(x), np.exp(x).sum() + x.max())
+
+
+def test_dump_assembly_switch_prints_each_program_compiled(capsys, quiet_env, backend):
+    quiet_env.setenv("NUMFN_DUMP_ASSEMBLY", "1")
+    quiet_env.setenv("NUMFN_DISABLE_CACHE", "1")   # compiled, not loaded
+    f = numfn.jit(lambda x: np.sqrt(x) + 1.0, backend=backend)
+    np.testing.assert_allclose(f(np.arange(5.0)), np.sqrt(np.arange(5.0)) + 1.0)
+    err = capsys.readouterr().err
+    nf = f.specializations[0]
+    assert f"---- assembly of {nf.name} ({backend}) ----" in err and f"{nf.entry_name}:" in err
+    assert re.search(r"^\s+(ret|retq)\b", err, re.M) and "sqrt" in err.lower()
