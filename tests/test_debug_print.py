@@ -325,3 +325,48 @@ def test_dump_assembly_switch_prints_each_program_compiled(capsys, quiet_env, ba
     nf = f.specializations[0]
     assert f"---- assembly of {nf.name} ({backend}) ----" in err and f"{nf.entry_name}:" in err
     assert re.search(r"^\s+(ret|retq)\b", err, re.M) and "sqrt" in err.lower()
+
+
+# ---- callbacks under transformations and the other loop constructs ---------------------------------------------------
+def _scan_prints(x):
+    def step(c, xi):
+        numfn.debug.print("carry {} element {}", c, xi)
+        return c + xi, c * xi
+    return numfn.scan(step, 0.0, x)
+
+
+def _while_prints(x):
+    def body(s):
+        numfn.debug.print("count {} value {}", s[0], s[1])
+        return s[0] + 1, s[1] * 2
+    return numfn.while_loop(lambda s: s[0] < 3, body, (0, x))
+
+
+@pytest.mark.parametrize("fn, args", [(_scan_prints, (np.arange(4.0),)), (_while_prints, (np.ones(2),))])
+def test_print_in_scan_and_while_loop(capsys, backend, fn, args):
+    want, expected = _printed_by_numpy(capsys, fn, *args)
+    got = numfn.jit(fn, backend=backend)(*args)
+    assert capsys.readouterr().out == want and want.count("\n") >= 3
+    for a, b in zip(got, expected): np.testing.assert_allclose(a, b)
+
+
+def test_print_under_grad_prints_the_primal_values(capsys, backend):
+    def loss(w):
+        numfn.debug.print("w {}", w)
+        return (w * w).sum()
+
+    w = np.arange(3.0)
+    np.testing.assert_allclose(numfn.jit(numfn.grad(loss), backend=backend)(w), 2 * w)
+    assert capsys.readouterr().out == f"w {w}\n"
+
+
+def test_callback_under_svmap_runs_once_per_example():
+    seen = []
+
+    def per(x):
+        numfn.debug.callback(seen.append, x)
+        return x * 2
+
+    x = np.arange(8.0).reshape(4, 2)
+    np.testing.assert_array_equal(numfn.svmap(per)(x), x * 2)   # (its examples run on several threads: any order)
+    assert sorted(map(tuple, seen)) == sorted(map(tuple, x))
