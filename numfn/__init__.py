@@ -24,13 +24,8 @@ from numfn.transforms import svmap, vmap
 from numfn.autodiff import check_grads, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.version import __version__
 from numfn.pytree import register_dataclass, register_pytree_node
-from numfn.trace import callback as _run_time_callbacks
-from numfn import debug
-
-# numfn.debug (a base-layer module: logging) gets the run-time printing of the trace layer as attributes, set here
-# at the top so that no module imports upward
-debug.print = _run_time_callbacks.debug_print   # type: ignore[attr-defined]
-debug.callback = _run_time_callbacks.debug_callback   # type: ignore[attr-defined]
+from numfn.trace import callback as _run_time_hooks  # noqa: F401 - implements numfn.debug.print and callback
+from numfn import debug  # noqa: F401 - numfn.debug: logging levels, print and callback
 
 __all__ = ["jit", "export", "ExportError", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction",
            "Tensor", "DType", "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan",

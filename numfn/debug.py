@@ -27,6 +27,9 @@ says no, as `logging.basicConfig()` at its default WARNING would otherwise print
 
 Messages are computed only when some handler will see them (a thunk is called then), so levels 3-5 cost nothing
 when off.
+
+Besides: `print(fmt, *args)` and `callback(fn, *args)`, run-time printing and callbacks from compiled code
+(made by numfn/trace/callback.py, which registers them in RUN_TIME_HOOKS).
 """
 from __future__ import annotations
 
@@ -107,6 +110,63 @@ class _ShortcutHandler(logging.Handler):
 
 SHORTCUT_HANDLER = _ShortcutHandler()
 logger.addHandler(SHORTCUT_HANDLER)
+
+
+# numfn.debug.print and numfn.debug.callback stage calls in the program being traced, which is the trace layer's
+# work: numfn.trace.callback (imported by the package) fills this table, so this module imports nothing upward
+RUN_TIME_HOOKS: dict[str, Callable[..., None]] = {}
+
+
+def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - numfn.debug.print, as jax.debug.print
+    """Print `fmt.format(*args, **kwargs)` when the compiled code runs, with the run-time values of the arrays
+    among the arguments (`jax.debug.print`'s counterpart); outside `jit` it prints at once.
+
+    Inside a loop compiled to a native loop it prints at every iteration, in order; prints run in program order
+    among themselves and with other callbacks. Each print is a call from native code into Python: a few
+    microseconds plus a copy of its arrays (see `callback`). The arguments may be containers of arrays (printed as
+    such); non-array arguments (strings, objects) are taken as they were while tracing.
+
+    Args:
+        fmt: a `str.format` format string.
+        *args: the values for its positional fields: traced arrays, NumPy arrays, Python numbers, containers.
+        **kwargs: the values for its named fields.
+
+    Example:
+        >>> @numfn.jit
+        ... def f(x):
+        ...     for i in range(3):
+        ...         x = x * 2
+        ...         numfn.debug.print("step {} x {}", i, x)
+        ...     return x
+        >>> f(np.ones(2))   # prints "step 0 x [2. 2.]", "step 1 x [4. 4.]", "step 2 x [8. 8.]"
+        array([8., 8.])
+    """
+    RUN_TIME_HOOKS["print"](fmt, *args, **kwargs)
+
+
+def callback(fn: Callable[..., object], *args, **kwargs) -> None:
+    """Call `fn(*args, **kwargs)` when the compiled code runs, its array arguments as NumPy arrays holding their
+    run-time values (`jax.debug.callback`'s counterpart); outside `jit` it calls `fn` at once. What `fn` returns
+    is ignored; an exception in it is printed on stderr and the program goes on.
+
+    Cost: every call goes from native code into Python (taking the GIL) and copies each array it receives: a few
+    microseconds plus the copies, so a callback inside a hot loop slows it down as much as a Python loop would.
+    A program calling `callback` names the function by its identity, so it is compiled again in each process (not
+    loaded from the disk cache).
+
+    Args:
+        fn: the Python function to call.
+        *args: its positional arguments: traced arrays (passed as NumPy arrays), other values as they are.
+        **kwargs: its keyword arguments.
+
+    Example:
+        >>> seen = []
+        >>> numfn.jit(lambda x: (numfn.debug.callback(seen.append, x * 2), x + 1)[1])(np.arange(3.0))
+        array([1., 2., 3.])
+        >>> seen
+        [array([0., 2., 4.])]
+    """
+    RUN_TIME_HOOKS["callback"](fn, *args, **kwargs)
 
 
 def default_backend() -> str:

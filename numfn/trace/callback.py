@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from numfn import debug
 from numfn.dtype import dtypes
 from numfn.extern import CALLBACK_ADDRESSES
 from numfn.ir.extern import CALLBACK_PREFIX, ExternCall
@@ -139,29 +140,7 @@ def _never_raised(payload: int) -> BaseException:
 
 
 def debug_print(fmt: str, *args, **kwargs) -> None:
-    """Print `fmt.format(*args, **kwargs)` when the compiled code runs, with the run-time values of the arrays
-    among the arguments (`jax.debug.print`'s counterpart); outside `jit` it prints at once.
-
-    Inside a loop compiled to a native loop it prints at every iteration, in order; prints run in program order
-    among themselves and with other callbacks. Each print is a call from native code into Python: a few
-    microseconds plus a copy of its arrays (see `callback`). The arguments may be containers of arrays (printed as
-    such); non-array arguments (strings, objects) are taken as they were while tracing.
-
-    Args:
-        fmt: a `str.format` format string.
-        *args: the values for its positional fields: traced arrays, NumPy arrays, Python numbers, containers.
-        **kwargs: the values for its named fields.
-
-    Example:
-        >>> @numfn.jit
-        ... def f(x):
-        ...     for i in range(3):
-        ...         x = x * 2
-        ...         numfn.debug.print("step {} x {}", i, x)
-        ...     return x
-        >>> f(np.ones(2))   # prints "step 0 x [2. 2.]", "step 1 x [4. 4.]", "step 2 x [8. 8.]"
-        array([8., 8.])
-    """
+    """numfn.debug.print (documented there)."""
     if not isinstance(fmt, str): raise TypeError(f"numfn.debug.print: the format must be a str, not "
                                                  f"{type(fmt).__name__}")
     if current_record() is None:
@@ -175,27 +154,7 @@ def debug_print(fmt: str, *args, **kwargs) -> None:
 
 
 def debug_callback(fn: Callable[..., Any], *args, **kwargs) -> None:
-    """Call `fn(*args, **kwargs)` when the compiled code runs, its array arguments as NumPy arrays holding their
-    run-time values (`jax.debug.callback`'s counterpart); outside `jit` it calls `fn` at once. What `fn` returns
-    is ignored; an exception in it is printed on stderr and the program goes on.
-
-    Cost: every call goes from native code into Python (taking the GIL) and copies each array it receives: a few
-    microseconds plus the copies, so a callback inside a hot loop slows it down as much as a Python loop would.
-    A program calling `callback` names the function by its identity, so it is compiled again in each process (not
-    loaded from the disk cache).
-
-    Args:
-        fn: the Python function to call.
-        *args: its positional arguments: traced arrays (passed as NumPy arrays), other values as they are.
-        **kwargs: its keyword arguments.
-
-    Example:
-        >>> seen = []
-        >>> numfn.jit(lambda x: (numfn.debug.callback(seen.append, x * 2), x + 1)[1])(np.arange(3.0))
-        array([1., 2., 3.])
-        >>> seen
-        [array([0., 2., 4.])]
-    """
+    """numfn.debug.callback (documented there)."""
     if not callable(fn): raise TypeError(f"numfn.debug.callback: {fn!r} is not callable")
     if current_record() is None:
         fn(*args, **kwargs)
@@ -206,3 +165,5 @@ def debug_callback(fn: Callable[..., Any], *args, **kwargs) -> None:
 
 
 _KEPT: list = []
+
+debug.RUN_TIME_HOOKS.update(print=debug_print, callback=debug_callback)
