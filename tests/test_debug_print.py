@@ -370,3 +370,23 @@ def test_callback_under_svmap_runs_once_per_example():
     x = np.arange(8.0).reshape(4, 2)
     np.testing.assert_array_equal(numfn.svmap(per)(x), x * 2)   # (its examples run on several threads: any order)
     assert sorted(map(tuple, seen)) == sorted(map(tuple, x))
+
+
+def test_export_refuses_a_function_that_calls_python():
+    def f(x):
+        numfn.debug.print("x {}", x)
+        return x + 1
+
+    with pytest.raises(numfn.ExportError, match="calls Python at run time .*numfn.debug.print"):
+        numfn.export(f, np.ones(3))
+
+
+def test_the_same_print_of_float16_and_float64_values_prints_each_as_its_dtype(capsys):
+    def f(x):
+        numfn.debug.print("{!r}", x)
+        return x
+
+    for dt in (np.float16, np.float64):
+        x = np.array([0.1, 2.5], dt)
+        numfn.jit(f)(x)
+        assert capsys.readouterr().out == f"{x!r}\n"

@@ -25,6 +25,7 @@ import ctypes
 import hashlib
 import math
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace.record import TraceRecord, current_record, new_effect_serial
 from numfn.trace.tensor import Tensor, add_check
 
+_REGISTERING = threading.Lock()
 # ctypes function objects of the trampolines: kept alive for the process (tables of loaded programs point at them)
 _TRAMPOLINES: dict[str, Any] = {}
 
@@ -76,7 +78,12 @@ def _trampoline(key: str, fn: Callable[[list[np.ndarray]], None], specs: list[tu
                 ninputs: int) -> None:
     """Register (once per key) the native-callable function of a callback: (token, *inputs) pointers."""
     symbol = CALLBACK_PREFIX + key
-    if symbol in CALLBACK_ADDRESSES: return
+    with _REGISTERING:   # (two threads tracing one print: one trampoline, whose address never changes)
+        if symbol not in CALLBACK_ADDRESSES: _register(symbol, key, fn, specs, ninputs)
+
+
+def _register(symbol: str, key: str, fn: Callable[[list[np.ndarray]], None],
+              specs: list[tuple[tuple[int, ...], np.dtype]], ninputs: int) -> None:
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (1 + ninputs)))
 
     def called(token, *pointers) -> None:
@@ -104,9 +111,11 @@ def _staged(tag: str, identity: str, args: tuple, kwargs: dict,
     """Stage `run(args, kwargs)` (with the arrays' run-time values) as a callback of the program being traced."""
     leaves, tree = flatten((args, kwargs), is_leaf=lambda x: _is_array(x) or x is None)
     dynamic = [i for i, x in enumerate(leaves) if x is not None and _is_array(x)]
-    tensors, rebuilds, counts = [], [], []
+    tensors, rebuilds, counts, kinds = [], [], [], []
     for i in dynamic:
-        parts, rebuild = _transfer(Tensor.lift(leaves[i]))
+        value = Tensor.lift(leaves[i])
+        kinds.append(value.uop.dtype.name)   # (a float16 value and a float64 one pass alike: rebuilt apart)
+        parts, rebuild = _transfer(value)
         tensors += parts
         rebuilds.append(rebuild)
         counts.append(len(parts))
@@ -121,7 +130,7 @@ def _staged(tag: str, identity: str, args: tuple, kwargs: dict,
         a, k = unflatten(tree, values)
         run(a, k)
 
-    described = repr((tag, identity, tree, statics, [(s, d.str) for s, d in specs]))
+    described = repr((tag, identity, tree, statics, kinds, [(s, d.str) for s, d in specs]))
     key = f"{tag}-{hashlib.sha256(described.encode()).hexdigest()[:20]}"
     inputs = [t.uop for t in tensors]
     token = _latest_token(current_record())
