@@ -90,7 +90,8 @@ def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp
         """u rebuilt inside the region, or None for an outer value (one reading none of its placeholders)."""
         if u.op is Ops.CARRY and u.arg[0] == tag: return u
         # (a run-time callback is an effect: it runs where it was traced, in the branch or every iteration)
-        if u.op is not Ops.SINK and all(s is None for s in src) and not made_inside(u, start): return None
+        if u.op is not Ops.SINK and all(s is None for s in src) and (start is None or not made_inside(u, start)):
+            return None
         return UOp(u.op, u.dtype, tuple(_captured(s, new, tag, first_capture, captures) for s, new in zip(u.src, src)),
                    u.arg)
 

@@ -119,10 +119,13 @@ def new_effect_serial() -> int:
     return counter[0]
 
 
-def effects_since(tag: int) -> int:
-    """The serial number from which run-time callbacks were made inside region `tag` (0 outside a trace)."""
+def effects_since(tag: int) -> int | None:
+    """The serial number from which run-time callbacks were made inside region `tag`; None when none was (the
+    common case: nothing to look for)."""
     record = getattr(_trace_state, "record", None)
-    return 1 if record is None else record.effect_starts.get(tag, 0) + 1
+    if record is None: return None
+    start = record.effect_starts.get(tag, 0) + 1
+    return start if record.effects[0] >= start else None
 
 
 def tracing() -> bool:
