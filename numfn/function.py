@@ -36,7 +36,7 @@ from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
-from numfn.pytree import TreeDef, flatten, unflatten
+from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
 from numfn.runtime import assembly, extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS
@@ -140,6 +140,9 @@ class NumericalFunction(ValueSpecialization):
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
         for leaf in leaves:   # NumPy would make an object array of it
+            if not isinstance(leaf, (Tensor, np.ndarray, np.generic, int, float, complex)) and node_class_hint(leaf):
+                raise TypeError(f"{self.name} returns a {type(leaf).__name__}, not an array, a number or a container "
+                                f"of them{node_class_hint(leaf)}")
             if isinstance(leaf, int) and not -2**63 <= leaf < 2**64:
                 raise unsupported(f"returning the Python int {leaf}, which is beyond 64 bits",
                                   "numfn's outputs are arrays of 64-bit numbers")

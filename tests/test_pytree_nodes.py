@@ -266,3 +266,10 @@ def test_registration_errors():
         numfn.register_dataclass(D, data_fields=["x", "z"])
     with pytest.raises(ValueError, match="exactly one of data_fields and meta_fields .*y"):
         numfn.register_dataclass(D, data_fields=["x"])
+
+
+@pytest.mark.parametrize("make, hint", [(Unregistered, r"register Unregistered with numfn\.register_pytree_node"),
+                                        (Mutable, r"Mutable is a mutable dataclass: make it frozen")])
+def test_returning_an_unregistered_class_is_a_type_error_saying_how_to_register_it(make, hint):
+    with pytest.raises(TypeError, match=rf"returns a {make.__name__}, not an array, a number or a container .*{hint}"):
+        numfn.jit(lambda x: make(x))(np.ones(2))
