@@ -4,6 +4,7 @@
 |---|---|
 | `NUMFN_DEBUG` (or `DEBUG`) | 1 compile events and times, 2 kernel times and calls per call, 3 schedules, 4 source, 5 graphs |
 | `NUMFN_NOOPT` (or `NOOPT`) | switch: no kernel optimizations (no upcasts; libm calls for math functions) |
+| `NUMFN_DUMP_ASSEMBLY` | switch: print the assembly of every program compiled on stderr (`nf.assembly` gives it) |
 | `NUMFN_PERF_MAP` | switch: write /tmp/perf-<pid>.map (mode 0600), naming generated code for Linux `perf` |
 | `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |
 | `NUMFN_CC` | the C compiler command of the C backend (default: clang, else cc, else gcc) |
@@ -83,17 +84,39 @@ def _warn(message: str) -> None:
 # ---- debugging ------------------------------------------------------------------------------------------------------
 
 def debug_level() -> int:
-    """NUMFN_DEBUG, else DEBUG: 0 (nothing) to 5 (graphs); 0 for a value that is not a whole number."""
+    """NUMFN_DEBUG, else DEBUG: 0 (nothing) to 5 (graphs; higher is the same as 5); unset or empty is 0.
+
+    A NUMFN_DEBUG value that is not a whole number from 0 up raises ValueError naming the variable and the accepted
+    values (a typo is not silently ignored). The short name DEBUG is shared with other tools (`DEBUG=express:*`),
+    so a value of it that is no level is ignored (0), with a warning once per value."""
     raw = _get("NUMFN_DEBUG", "DEBUG")
+    if raw is None or not raw.strip(): return 0
     try:
-        return int(raw or 0)
+        level = int(raw)
     except ValueError:
-        return 0
+        level = -1
+    if level >= 0: return level
+    name = "NUMFN_DEBUG" if os.environ.get("NUMFN_DEBUG", "").strip() else "DEBUG"
+    if name == "NUMFN_DEBUG":
+        raise ValueError(f"NUMFN_DEBUG={raw!r} is not a debug level: use a whole number, 0 (off) to 5 "
+                         "(1 compile events, 2 kernel times, 3 schedules, 4 source, 5 graphs)")
+    if raw not in _IGNORED_DEBUG_VALUES:
+        _IGNORED_DEBUG_VALUES.add(raw)
+        _warn(f"DEBUG={raw!r} is not a numfn debug level (0 to 5): ignored")
+    return 0
+
+
+_IGNORED_DEBUG_VALUES: set[str] = set()
 
 
 def noopt() -> bool:
     """NUMFN_NOOPT, else NOOPT: kernel optimizations off."""
     return flag("NUMFN_NOOPT", "NOOPT")
+
+
+def dump_assembly() -> bool:
+    """NUMFN_DUMP_ASSEMBLY: print the machine code (assembly) of every program compiled, on stderr."""
+    return flag("NUMFN_DUMP_ASSEMBLY")
 
 
 def perf_map() -> bool:

@@ -25,7 +25,7 @@ import numpy as np
 
 from numfn.codegen.opt import VECTOR_BYTES
 from numfn.dtype import DType, dtypes
-from numfn.ir.extern import NATIVE_PREFIX, ROUTINES, ExternCall
+from numfn.ir.extern import CALLBACK_PREFIX, NATIVE_PREFIX, ROUTINES, ExternCall
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 from numfn.schedule.externs import strided_view
 
@@ -102,13 +102,23 @@ def _table_array(symbols: tuple[str, ...]) -> np.ndarray:
         if missing: raise RuntimeError(f"this program calls numfn's native routines {missing}, which this build of "
                                        "its native extension does not have")
         for s in native: addresses[s] = table[s]
-    others = [s for s in symbols if not s.startswith(NATIVE_PREFIX)]
+    for s in symbols:
+        if s.startswith(CALLBACK_PREFIX):
+            if s not in CALLBACK_ADDRESSES: raise RuntimeError(f"this program calls the Python callback {s}, which "
+                                                               "was not made in this process (trace the function)")
+            addresses[s] = CALLBACK_ADDRESSES[s]
+    others = [s for s in symbols if not s.startswith((NATIVE_PREFIX, CALLBACK_PREFIX))]
     if others:
         from numfn.runtime import blas
         addresses.update(zip(others, blas.addresses(others)))
     array = np.array([addresses[s] for s in symbols], dtype=np.uint64)
     array.flags.writeable = False
     return array
+
+
+# the addresses of Python callbacks (numfn/trace/callback.py), by symbol: filled while tracing, before any program
+# calling one is loaded, and never changed (a symbol names one callback for the life of the process)
+CALLBACK_ADDRESSES: dict[str, int] = {}
 
 
 def extern_table(symbols) -> np.ndarray:
@@ -118,7 +128,7 @@ def extern_table(symbols) -> np.ndarray:
 
 
 __all__ = ["extern", "workspace", "workspace_sizes", "blas_product", "extern_table", "native_routines",
-           "native_identity"]
+           "native_identity", "CALLBACK_ADDRESSES"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -36,8 +36,8 @@ from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
-from numfn.pytree import TreeDef, flatten, unflatten
-from numfn.runtime import extensions
+from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
+from numfn.runtime import assembly, extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
@@ -140,6 +140,9 @@ class NumericalFunction(ValueSpecialization):
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
         for leaf in leaves:   # NumPy would make an object array of it
+            if not isinstance(leaf, (Tensor, np.ndarray, np.generic, int, float, complex)) and node_class_hint(leaf):
+                raise TypeError(f"{self.name} returns a {type(leaf).__name__}, not an array, a number or a container "
+                                f"of them{node_class_hint(leaf)}")
             if isinstance(leaf, int) and not -2**63 <= leaf < 2**64:
                 raise unsupported(f"returning the Python int {leaf}, which is beyond 64 bits",
                                   "numfn's outputs are arrays of 64-bit numbers")
@@ -322,6 +325,12 @@ class NumericalFunction(ValueSpecialization):
     @property
     def entry_name(self) -> str:
         return self.build.entry_name
+
+    @property
+    def assembly(self) -> dict[str, str]:
+        """The program's machine code as assembly, {function: text} (numfn.runtime.assembly): the entry point and
+        the kernels the compiler did not inline into it. Compiles the source again (the cache keeps objects)."""
+        return assembly.by_function(assembly.program_assembly(self.backend, self.source))
 
     @property
     def compiled(self) -> Any:
@@ -600,6 +609,7 @@ class ProgramBuild:
             source, entry, manifest = self.source, self.entry_name, self.manifest
             progress.stage(f"compiling {len(self.nf.rendered_kernels)} kernels ({self.nf.backend})")
             progress.work(source.count("\n"))   # what the native compiler gets: lines of LLVM IR or C
+            if config.dump_assembly(): assembly.dump(self.nf.backend, source, self.nf.name)
             return source, entry, manifest
         except NotImplementedError as e:
             raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e

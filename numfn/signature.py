@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.pytree import TreeDef, flatten
+from numfn.pytree import TreeDef, flatten, node_children, node_class_hint
 from numfn.trace.tensor import Tensor
 
 __all__ = ["ArgSpec", "SignatureKey", "is_leaf", "leaf_spec", "signature", "static_key", "argument_leaf_names",
@@ -94,6 +94,8 @@ def _conversion_hint(x, where: str) -> str:
     if type(x).__module__.split(".")[0] == "pandas":   # (detected without importing pandas)
         return f"; pass the {kind}'s values as a NumPy array: x.to_numpy()"
     if hasattr(x, "__array__"): return f"; convert the {kind} to a NumPy array with np.asarray(x) before the call"
+    container = node_class_hint(x)
+    if container: return container
     name = re.match(r"'([^']*)'", where)
     static = f"static_argnames=({name.group(1)!r},)" if name else "static_argnames=/static_argnums="
     return (f"; if it is a setting rather than data (a mode, an option), make it static: numfn.jit(f, {static}) "
@@ -228,6 +230,10 @@ def _leaf_paths(tree: Any, prefix: str) -> list[str]:
     paths: list[str] = []
 
     def walk(x, p):
+        children = None if is_leaf(x) else node_children(x)
+        if children is not None:
+            for k, v in children: walk(v, f"{p}{k}")
+            return
         if is_leaf(x) or not isinstance(x, (tuple, list, dict)):
             if x is not None: paths.append(p)
             return

@@ -51,7 +51,7 @@ def test_numfn_debug_takes_precedence_over_debug(capsys, quiet_env):
     _fresh(lambda x: x * 3.0)(np.ones(2))
     assert capsys.readouterr().err == ""
     assert debug.environment_level() == 0
-    for value, level in (("2", 2), ("", 3), ("x", 0)):
+    for value, level in (("2", 2), ("", 3)):
         quiet_env.setenv("NUMFN_DEBUG", value)
         assert debug.environment_level() == level
 
@@ -75,12 +75,12 @@ def test_logging_debug_is_level_1_and_level_5_is_everything():
     assert [debug.logging_level(n) for n in range(1, 6)] == [10, 9, 8, 7, 6]
 
 
-def test_shortcut_and_logging_together_reach_both(caplog, capsys, quiet_env):
+def test_shortcut_and_logging_together_print_once(caplog, capsys, quiet_env):
     quiet_env.setenv("NUMFN_DEBUG", "1")
     with caplog.at_level(logging.DEBUG, logger="numfn"):
         debug.log(1, "hello from a test")
         debug.log(2, lambda: pytest.fail("a level 2 thunk must not run at level 1"))
-    assert capsys.readouterr().err == "hello from a test\n"
+    assert capsys.readouterr().err == ""   # the user's handler (caplog's) shows it: not a second copy
     assert [r.getMessage() for r in caplog.records if r.name == "numfn"] == ["hello from a test"]
 
 

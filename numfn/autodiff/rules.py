@@ -320,6 +320,7 @@ def _jvp_extern(node, primals, tangents):
     """The tangent of each result of a native routine (a list, None per zero): GEMM and GEMV are products, SYRK is
     x @ x.T (its upper triangle is read)."""
     routine = node.arg.routine
+    if routine == "callback": return [None]   # a run-time callback's token (numfn.debug.print): no tangent
     if routine in ("gemm", "gemv"):
         a, b, batch = _operands(node)
         ta, tb = tangents

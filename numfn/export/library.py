@@ -139,6 +139,9 @@ def refuse_externs(nf) -> None:
     from numfn.ir.walk import toposort
     routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN} - SUPPORTED)
     if not routines: return
+    if "callback" in routines:
+        raise ExportError(f"cannot export {nf.name}: it calls Python at run time (numfn.debug.print or "
+                          "numfn.debug.callback), which exported C code cannot do; remove those calls to export it")
     lines = extern_call_sites(nf)
     what = []
     for r in routines:

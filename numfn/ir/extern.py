@@ -305,7 +305,28 @@ def _select_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> 
     return [Call(0, (_ptr(outs[0], nb), _ptr(ins[1], nb), Int(rows), Int(n), Int(nkth)))]
 
 
+# Python functions called from native code (numfn.debug.print and numfn.debug.callback; numfn/trace/callback.py):
+# symbol CALLBACK_PREFIX + the call's key (params[0]), whose address (a ctypes trampoline made while tracing) the
+# externs table takes from numfn.extern's registry of callbacks. Arguments: the result (a bool the callback sets to
+# False: the call's token, which orders it among others), then every input, all by pointer.
+CALLBACK_PREFIX = "pycallback:"
+
+
+def is_effect(u) -> bool:
+    """Whether node `u` is a call made for its effect (a Python callback): it runs where it was traced (never hoisted
+    out of a loop or a branch whose values it does not read) and is never dropped."""
+    return isinstance(u.arg, ExternCall) and u.arg.routine == "callback"
+
+
+def _callback_calls(call: ExternCall, ins: list[Operand], outs: list[Operand]) -> list[Call]:
+    nb = len(call.batch)
+    return [Call(0, tuple(_ptr(op, nb) for op in (*outs, *ins)))]
+
+
 ROUTINES: dict[str, Routine] = {
+    # a Python callback, params (key,): inputs the arrays it receives (and the previous token), result a bool token
+    "callback": Routine(lambda call: (CALLBACK_PREFIX + call.params[0],), _callback_calls,
+                        lambda call: call.batch_size, library="python"),
     "sort": _sort_routine("sort"),
     "argsort": _sort_routine("argsort"),
     # np.partition, params (n, nkth): results data (..., n) <- input 0; input 1: the kth positions (nkth,), ascending

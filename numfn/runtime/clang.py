@@ -59,6 +59,11 @@ def compile_object(source: str) -> bytes:
     return _compiler_output(["-c", "-x", "c", "-"], source.encode(), "C compilation")
 
 
+def compile_assembly(source: str) -> str:
+    """The assembly the C compiler makes of `source` with numfn's flags (`-S`)."""
+    return _compiler_output(["-S", "-x", "c", "-"], source.encode(), "C compilation").decode(errors="replace")
+
+
 def link_shared(obj: bytes) -> bytes:
     """The relocatable object `obj` linked into a shared library, as bytes."""
     with tempfile.TemporaryDirectory(prefix="numfn-cc-") as tmp:

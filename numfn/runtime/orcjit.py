@@ -101,6 +101,29 @@ def _compile_object(source: str) -> bytes:
         context.close()
 
 
+def emit_assembly(source: str) -> str:
+    """The assembly LLVM makes of `source` through compile_object's pipeline (for NUMFN_DUMP_ASSEMBLY and
+    NumericalFunction.assembly; in this process)."""
+    llvm = binding()
+    context = llvm.create_context()
+    mod = None
+    try:
+        with _lock:
+            mod = llvm.parse_assembly(source, context=context)
+            mod.verify()
+            tm = target_machine()
+            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            pto.loop_vectorization = pto.slp_vectorization = not source.startswith(NO_VECTORIZERS)
+            pto.loop_unrolling = True
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+            pb.close()
+            return tm.emit_assembly(mod)
+    finally:
+        if mod is not None: mod.close()
+        context.close()
+
+
 class _OrcEngine:
     """One OrcJIT (LLJIT) instance per process, for platforms the ELF loader does not cover. Each program is
     linked into its own JITDylib, so the internal kernel names of different programs never meet."""

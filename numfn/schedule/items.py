@@ -80,7 +80,7 @@ class ExternKernel:
     def symbols(self) -> tuple[str, ...]:
         """The library symbols this call uses."""
         routine = ROUTINES[self.call.routine]
-        if routine.library == "native": return routine.names(self.call)
+        if routine.library in ("native", "python"): return routine.names(self.call)   # (python: callbacks)
         from numfn.runtime import blas
         iface = blas.interface()
         assert iface is not None, "a program calling BLAS/LAPACK is only built where it was found"

@@ -153,8 +153,9 @@ class KernelGroups:
         self.read_by: dict[UOp, list[Step]] = {}   # the extern calls reading each value
         self.level: dict[Step, int] = {}
         self.dependents: dict[Step, set] = {}     # the steps that run right after each (the reverse of `deps`)
+        # (every call's level first: a call may read what a call later in the list writes)
+        self.level.update((("extern", e), 0) for e in range(len(externs)))
         for e, reads in enumerate(self.extern_reads):
-            self.level[("extern", e)] = 0
             for v in reads:
                 self.read_by.setdefault(v, []).append(("extern", e))
                 if v in self.written_by: self._depend(("extern", e), ("extern", self.written_by[v]))

@@ -26,9 +26,10 @@ import numpy as np
 
 from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError, unsupported, user_location
+from numfn.ir.extern import is_effect
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
-from numfn.trace.record import new_region_tag, recording_trace, tracing
+from numfn.trace.record import effects_since, new_region_tag, recording_trace, tracing
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
 from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute, toposort
@@ -88,12 +89,29 @@ def close(tag: int, roots: Sequence[UOp], first_capture: int, captures: dict[UOp
     def inside(u: UOp, src: tuple[UOp | None, ...]) -> UOp | None:
         """u rebuilt inside the region, or None for an outer value (one reading none of its placeholders)."""
         if u.op is Ops.CARRY and u.arg[0] == tag: return u
-        if u.op is not Ops.SINK and all(s is None for s in src): return None
+        # (a run-time callback is an effect: it runs where it was traced, in the branch or every iteration)
+        if u.op is not Ops.SINK and all(s is None for s in src) and (start is None or not made_inside(u, start)):
+            return None
         return UOp(u.op, u.dtype, tuple(_captured(s, new, tag, first_capture, captures) for s, new in zip(u.src, src)),
                    u.arg)
 
+    start = effects_since(tag)
     inner = fold(roots, inside)   # (in toposort order: the captures are numbered in it)
     return [_captured(r, inner[r], tag, first_capture, captures) for r in roots]
+
+
+def made_inside(u: UOp, start: int) -> bool:
+    """Whether `u` is a run-time callback numbered `start` or later (made inside the region being closed), or a loop
+    or branch holding one: an effect, which stays in the region even when it reads only outer values."""
+    pending = [u]
+    while pending:
+        v = pending.pop()
+        if is_effect(v) and v.arg.params[1] >= start: return True
+        if v.op is Ops.LOOP:
+            region = v.arg
+            for g in (region.cond, *region.bodies):
+                if g is not None: pending += [w for w in g.toposort() if w.op in (Ops.EXTERN, Ops.LOOP)]
+    return False
 
 
 def _captured(u: UOp, inside: UOp | None, tag: int, first: int, captures: dict) -> UOp:

@@ -39,6 +39,11 @@ class TraceRecord:
     rebinds: dict | None = None
     born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
     regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
+    parent: TraceRecord | None = None   # a region's: the enclosing record
+    # run-time callbacks made so far (their serial numbers), and per region tag the count when it began: a callback
+    # numbered from there on was made inside the region (numfn/trace/callback.py); shared by nested records
+    effects: list = field(default_factory=lambda: [0])
+    effect_starts: dict = field(default_factory=dict)
 
 
 def record_int_limit(slot: int, dt: DType) -> None:
@@ -70,7 +75,9 @@ class recording_trace:
             if self.previous is None: raise RuntimeError("a region is traced inside a trace")
             record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
             record.int_types = self.previous.int_types
+            record.effects, record.effect_starts = self.previous.effects, self.previous.effect_starts
             record.born = set()
+            record.parent = self.previous
         _trace_state.record = record
         return record
 
@@ -98,9 +105,27 @@ class observing_rebinds:
 
 def new_region_tag() -> int:
     """A number for a new loop or branch region of the function being traced (its placeholders carry it)."""
-    counter = _trace_state.record.regions
+    record = _trace_state.record
+    counter = record.regions
+    counter[0] += 1
+    record.effect_starts[counter[0]] = record.effects[0]
+    return counter[0]
+
+
+def new_effect_serial() -> int:
+    """The serial number of a new run-time callback of the function being traced (see TraceRecord.effects)."""
+    counter = _trace_state.record.effects
     counter[0] += 1
     return counter[0]
+
+
+def effects_since(tag: int) -> int | None:
+    """The serial number from which run-time callbacks were made inside region `tag`; None when none was (the
+    common case: nothing to look for)."""
+    record = getattr(_trace_state, "record", None)
+    if record is None: return None
+    start = record.effect_starts.get(tag, 0) + 1
+    return start if record.effects[0] >= start else None
 
 
 def tracing() -> bool:
