@@ -30,13 +30,17 @@ from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError
 from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
+from numfn.export import linalg
 from numfn.export.routines import SUPPORTED, direct_calls, routines_source
+from numfn.export.threads import use_threads
 from numfn.renderer.c import c_literal, render_program
 
 ALIGN = 64   # the workspace's parts start at multiples of this (a cache line; enough for every C type)
 # what the exported C needs beyond -std=c99 (see the Makefile's comment): signed integers wrap as NumPy's do; the
 # scratch arena holds buffers of different types at one address over a call; each float operation rounds on its own
 REQUIRED_CFLAGS = ("-std=c99", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off")
+# what an export with blas="system" links: LAPACKE and OpenBLAS (which has CBLAS)
+SYSTEM_BLAS_LIBS = "-llapacke -lopenblas"
 # names the public function's body uses itself
 _RESERVED = {"NULL", "buffers", "ws", "workspace", "k", "failed", "main", "int", "float", "double", "char", "void",
              "restrict", "inline", "bool", "complex", "errno"}
@@ -77,6 +81,7 @@ class Library:
     makefile: str
     cmake: str
     errors: tuple[str, ...]   # return value k: errors[k - 1] describes the failed check
+    libs: tuple[str, ...] = ()   # linker flags beyond -lm (a system BLAS/LAPACK, pthreads)
 
 
 def c_type(dt: DType) -> str:
@@ -130,24 +135,35 @@ ROUTINE_USES = {"sort": "numpy.sort", "argsort": "numpy.argsort", "select": "num
 _BLAS = {"gemm", "gemv", "syrk"}
 
 
-def refuse_externs(nf) -> None:
-    """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
-    numfn.export.routines writes as C (BLAS, LAPACK) cannot be exported yet. The error names the NumPy function,
-    the library and the user's line."""
-    if not nf.layout.externs: return
+def extern_calls(nf) -> list:
+    """The ExternCalls of a program (numfn.ir.extern), in graph order."""
+    if not nf.layout.externs: return []
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
-    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN} - SUPPORTED)
+    return [u.arg for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN]
+
+
+def refuse_externs(nf) -> None:
+    """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
+    (numfn.export.routines) and the real BLAS/LAPACK routines numfn.export.linalg writes as C cannot be exported
+    yet. The error names the NumPy function, the library and the user's line."""
+    calls = extern_calls(nf)
+    routines = sorted({c.routine for c in calls if c.routine not in SUPPORTED | linalg.SUPPORTED}
+                      | {f"{c.routine} of {c.dtype.name}" for c in calls
+                         if c.routine in linalg.SUPPORTED and c.dtype.is_complex})
     if not routines: return
     lines = extern_call_sites(nf)
     what = []
     for r in routines:
-        library = "BLAS" if r in _BLAS else "numfn's native runtime" if ROUTINES[r].library == "native" else "LAPACK"
-        what.append(f"{ROUTINE_USES.get(r, r)} calls {library} ({r}), which export does not include yet")
+        base = r.split(" ")[0]
+        library = "BLAS" if base in _BLAS else "numfn's native runtime" if ROUTINES[base].library == "native" \
+            else "LAPACK"
+        what.append(f"{ROUTINE_USES.get(base, base)} calls {library} ({r}), which export does not include yet")
     raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
                       + (f" (at {'; '.join(lines)})" if lines else "")
-                      + ". Matrix products (generated loops), numpy.sort, argsort, partition and median export; "
-                      "LAPACK calls do not yet")
+                      + ". Matrix products, numpy.sort, argsort, partition, median and the real (float32, float64) "
+                      "solve, inv, det, slogdet, cholesky, eigh and qr export; complex linear algebra, svd, lstsq and "
+                      "eig do not yet")
 
 
 def extern_call_sites(nf) -> list[str]:
@@ -176,9 +192,11 @@ def extern_call_sites(nf) -> list[str]:
     return found
 
 
-def library(nf, name: str, arg_names: list[str]) -> Library:
+def library(nf, name: str, arg_names: list[str], blas: str = "portable", threads: int = 1) -> Library:
     """The exported library of `nf` (a NumericalFunction on the C backend, traced and scheduled) as `name`;
-    `arg_names` names its argument leaves (numfn.signature.argument_leaf_names)."""
+    `arg_names` names its argument leaves (numfn.signature.argument_leaf_names). `blas`: "portable" (BLAS/LAPACK
+    calls as portable C) or "system" (calls of the system's CBLAS/LAPACKE); `threads` > 1: parallel kernels split
+    their outer loop over that many POSIX threads (numfn.export.threads)."""
     refuse_externs(nf)
     layout = nf.layout
     taken = {name, f"{name}_workspace_size", f"{name}_program"}
@@ -223,9 +241,12 @@ def library(nf, name: str, arg_names: list[str]) -> Library:
     buffers += [f"(void *){buffer_name(b)}" for b, _, _ in layout.pointer_constants]
     if layout.externs: buffers.append("NULL")   # the externs table: exported code calls its routines by name
 
-    header = _header(nf, name, params, workspace, errors)
-    source = _source(nf, name, params, workspace, buffers, check_slots, nout)
-    return Library(name, tuple(params), workspace, header, source, makefile(name), cmake(name), tuple(errors))
+    system = blas == "system" and any(linalg.routine_of(s) for s in layout.externs if not s.startswith("numfn_"))
+    header = _header(nf, name, params, workspace, errors, threads)
+    source = _source(nf, name, params, workspace, buffers, check_slots, nout, system, threads)
+    libs = ((SYSTEM_BLAS_LIBS,) if system else ()) + (("-lpthread",) if threads > 1 else ())
+    return Library(name, tuple(params), workspace, header, source, makefile(name, libs), cmake(name, libs),
+                   tuple(errors), libs)
 
 
 def _aligned(n: int) -> int:
@@ -244,9 +265,10 @@ def _signature(name: str, params: list[Param], workspace: int) -> str:
     return f"int {name}({', '.join(decls) or 'void'})"
 
 
-def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str]) -> str:
+def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str], threads: int = 1) -> str:
     guard = f"{name.upper()}_H"
-    doc = [f"{name}: {nf.name}, exported by numfn as C99 (single-threaded, reentrant, no allocation, no globals).",
+    how = "single-threaded" if threads <= 1 else f"parallel loops on {threads} POSIX threads"
+    doc = [f"{name}: {nf.name}, exported by numfn as C99 ({how}, reentrant, no allocation, no globals).",
            "", "Arrays are C-contiguous (row-major) and must not overlap one another."]
     for p in params:
         shape = "[" + ", ".join(map(str, p.shape)) + "]"
@@ -289,17 +311,19 @@ def _kernel_comment(prog, names: dict[str, str]) -> str:
 
 
 def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[str], check_slots: dict,
-            nout: int) -> str:
+            nout: int, system: bool = False, threads: int = 1) -> str:
     layout = nf.layout
     user: dict[str, str] = {}
     for (b, _), slot_param in zip(layout.inputs, _input_params(nf, params)):
         if slot_param is not None: user[buffer_name(b)] = f"{buffer_name(b)} ({slot_param.name})"
     outs = [p for p in params if p.role == "out"]
     for (b, _), p in zip(layout.outputs, outs): user[buffer_name(b)] = f"{buffer_name(b)} ({p.name})"
+    callees = tuple(linalg.export_name(s) if not s.startswith("numfn_") else s for s in layout.externs)
     kernels = [(k.program, f"{_kernel_comment(k.program, user)}\n"
-                f"{direct_calls(k.source, layout.externs) if getattr(k.program, 'externs', False) else k.source}")
+                f"{direct_calls(k.source, callees) if getattr(k.program, 'externs', False) else k.source}")
                for k in nf.rendered_kernels]
     program = render_program(f"{name}_program", kernels, layout, steps=nf.steps, standalone=True)
+    program = use_threads(program, threads)
     # clang's per-statement fp pragma (reductions' reassociation); other compilers skip it without a warning
     program = program.replace('_Pragma("clang fp', 'NUMFN_FP("clang fp')
     consts = []
@@ -319,7 +343,11 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
     body.append("  return 0;")
     public = [_signature(name, params, workspace) + " {", *[b for b in body if b], "}"]
     if workspace: public += ["", f"size_t {name}_workspace_size(void) {{ return {workspace}; }}"]
-    routines = [routines_source(layout.externs)] if layout.externs else []
+    native = [s for s in layout.externs if s.startswith("numfn_")]
+    library_symbols = [s for s in layout.externs if not s.startswith("numfn_")]
+    int_bits = next((c.int_bits for c in extern_calls(nf) if ROUTINES[c.routine].library != "native"), 64)
+    routines = ([routines_source(native)] if native else []) + \
+        ([linalg.linalg_source(library_symbols, int_bits, system)] if library_symbols else [])
     return "\n".join(head) + "\n" + "\n\n".join(consts + routines + [program.rstrip("\n"), "\n".join(public)]) + "\n"
 
 
@@ -328,7 +356,7 @@ def _input_params(nf, params: list[Param]) -> list[Param | None]:
     return [by_slot.get(slot) for slot in range(len(nf.in_specs))]
 
 
-def makefile(name: str) -> str:
+def makefile(name: str, libs: tuple[str, ...] = ()) -> str:
     return f"""\
 # Builds lib{name}.a and lib{name}.so from {name}.c (exported by numfn): `make`, or `make CC=gcc CFLAGS=-O2`.
 # The flags in NUMFN_CFLAGS are required: -fwrapv (integers wrap as NumPy's do; without it signed overflow is
@@ -347,7 +375,7 @@ lib{name}.a: {name}.o
 \t$(AR) rcs $@ {name}.o
 
 lib{name}.so: {name}.o
-\t$(CC) -shared -o $@ {name}.o -lm
+\t$(CC) -shared -o $@ {name}.o {' '.join(libs + ('-lm',))}
 
 clean:
 \trm -f {name}.o lib{name}.a lib{name}.so
@@ -356,7 +384,8 @@ clean:
 """
 
 
-def cmake(name: str) -> str:
+def cmake(name: str, libs: tuple[str, ...] = ()) -> str:
+    link = " ".join([x.removeprefix("-l") for lib in libs for x in lib.split()] + ["m"])
     return f"""\
 # {name}.cmake: include() this from your CMakeLists.txt, then target_link_libraries(your_target PRIVATE {name}).
 add_library({name} STATIC ${{CMAKE_CURRENT_LIST_DIR}}/{name}.c)
@@ -364,5 +393,5 @@ target_include_directories({name} PUBLIC ${{CMAKE_CURRENT_LIST_DIR}})
 set_target_properties({name} PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
 # required: integers wrap as NumPy's do, the workspace reuses memory across types, no fused multiply-adds
 target_compile_options({name} PRIVATE -fwrapv -fno-strict-aliasing -ffp-contract=off)
-target_link_libraries({name} PUBLIC m)
+target_link_libraries({name} PUBLIC {link})
 """
