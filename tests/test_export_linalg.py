@@ -1,6 +1,6 @@
 """numfn.export of linear algebra and threads: functions calling LAPACK (np.linalg.solve, inv, det, slogdet,
 cholesky, eigh, qr, and the matrix products beside them) exported as portable C (numfn.export.linalg), built with
-clang and gcc (-std=c99 -Wall -Wextra -Werror), run from the generated driver and compared with NumPy; one case of
+clang and gcc (-std=c99 -Wall -Wextra -Werror; gcc on every case with NUMFN_LONG_TESTS=1), run from the generated driver and compared with NumPy; one case of
 each routine under -fsanitize=address,undefined; blas="system" against the system's LAPACKE/OpenBLAS where
 installed; threads=N against the single-threaded export (bitwise).
 
@@ -22,6 +22,9 @@ from numfn.pytree import flatten
 
 pytestmark = pytest.mark.skipif(not (os.environ.get("NUMFN_CC") or shutil.which("clang") or shutil.which("cc")),
                                 reason="export tests build C: no C compiler (clang or cc) on PATH")
+# the whole compiler and library matrix (gcc, system LAPACKE on every case) runs with NUMFN_LONG_TESTS=1; the
+# default run keeps one case of each (the suite's time budget)
+LONG = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")
 HAS_LAPACKE = os.path.exists("/usr/include/lapacke.h") and any(
     os.path.exists(os.path.join(d, "libopenblas.so")) for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"))
 
@@ -131,8 +134,8 @@ def test_linalg_export_matches_numpy(tmp_path, case):
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-@pytest.mark.parametrize("case", ["solve_matrix", "inv", "det_slogdet", "cholesky", "eigh", "qr_tall",
-                                  "mixed_products"])
+@pytest.mark.parametrize("case", ["mixed_products", "eigh"] + (["solve_matrix", "inv", "det_slogdet", "cholesky",
+                                                                 "qr_tall", "solve_float32"] if LONG else []))
 def test_linalg_export_with_gcc(tmp_path, case):
     flags = ("-O2", *driver.REQUIRED_CFLAGS, *driver.STRICT_WARNINGS, "-pedantic")
     fn, args, _, status, outs = _run(tmp_path, case, flags=flags, compiler=("gcc",))
@@ -171,7 +174,8 @@ def test_singular_matrix_is_numpys_error_code(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_LAPACKE, reason="no system LAPACKE/OpenBLAS (liblapacke-dev, libopenblas-dev)")
-@pytest.mark.parametrize("case", ["solve_stacked", "det_slogdet", "cholesky", "eigh", "qr_tall", "mixed_products"])
+@pytest.mark.parametrize("case", ["mixed_products", "eigh"] + (["solve_stacked", "det_slogdet", "cholesky", "qr_tall"]
+                                                                if LONG else []))
 def test_system_blas_export(tmp_path, case):
     fn, args, exported, status, outs = _run(tmp_path, case, blas="system")
     assert status == 0
