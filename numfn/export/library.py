@@ -32,6 +32,7 @@ from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
 from numfn.export import linalg
 from numfn.export.routines import SUPPORTED, direct_calls, routines_source
+from numfn.export.provenance import KernelSource, buffer_variables, kernel_sources, traced_locations
 from numfn.export.threads import use_threads
 from numfn.renderer.c import c_literal, render_program
 
@@ -299,15 +300,19 @@ def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str
     return "\n".join(lines)
 
 
-def _kernel_comment(prog, names: dict[str, str]) -> str:
-    """What a kernel reads and writes, by the user's names where they are arguments or outputs."""
+def _kernel_comment(prog, names: dict[str, str], source: KernelSource | None = None) -> str:
+    """Which of the user's lines a kernel computes (numfn.export.provenance), and what it reads and writes, by the
+    user's names where they are arguments or outputs."""
     from numfn.renderer.c import written
     params = getattr(prog, "params", ())
     out = written(prog) if hasattr(prog, "uops") else set()
     def label(b): return names.get(buffer_name(b.arg), buffer_name(b.arg))
     reads = [label(p) for p in params if p not in out]
     writes = [label(p) for p in params if p in out]
-    return f"/* {prog.name}: reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'} */"
+    access = f"reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'}"
+    computes = source.comment() if source is not None else ""
+    if not computes: return f"/* {prog.name}: {access} */"
+    return f"/* {prog.name}: {computes}\n   {access} */"
 
 
 def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[str], check_slots: dict,
@@ -319,11 +324,18 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
     outs = [p for p in params if p.role == "out"]
     for (b, _), p in zip(layout.outputs, outs): user[buffer_name(b)] = f"{buffer_name(b)} ({p.name})"
     callees = tuple(linalg.export_name(s) if not s.startswith("numfn_") else s for s in layout.externs)
-    kernels = [(k.program, f"{_kernel_comment(k.program, user)}\n"
+    try:   # the comments and names are a reader's help: an export never fails for want of them
+        locations = traced_locations(nf)
+        sources, variables = kernel_sources(nf, locations), buffer_variables(nf, locations)
+    except Exception:   # noqa: BLE001
+        sources, variables = {}, {}
+    kernels = [(k.program, f"{_kernel_comment(k.program, user, sources.get(k.name))}\n"
                 f"{direct_calls(k.source, callees) if getattr(k.program, 'externs', False) else k.source}")
                for k in nf.rendered_kernels]
     program = render_program(f"{name}_program", kernels, layout, steps=nf.steps, standalone=True)
     program = use_threads(program, threads)
+    for buf, variable in variables.items():   # tmp3 -> h_tmp3: the user's variable
+        program = re.sub(rf"\b{buf}\b", f"{variable}_{buf}", program)
     # clang's per-statement fp pragma (reductions' reassociation); other compilers skip it without a warning
     program = program.replace('_Pragma("clang fp', 'NUMFN_FP("clang fp')
     consts = []
