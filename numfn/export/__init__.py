@@ -8,10 +8,10 @@ and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn exp
 
 Matrix products are traced as without a BLAS library (generated loops) unless the function calls LAPACK, numfn's
 sorts and selection (np.sort, np.argsort, np.partition, np.median) are written as portable C
-(numfn.export.routines), and its real BLAS/LAPACK calls (solve, inv, det, slogdet, cholesky, eigh, qr, the matrix
-products beside them) as portable C or, with blas="system", calls of the system's CBLAS/LAPACKE
+(numfn.export.routines), and its real BLAS/LAPACK calls (solve, inv, det, slogdet, cholesky, eigh, qr, svd, the
+matrix products beside them) as portable C or, with blas="system", calls of the system's CBLAS/LAPACKE
 (numfn.export.linalg). threads=N runs parallel kernels on N POSIX threads (numfn.export.threads). Refused, with an
-ExportError naming the reason and the line: complex linear algebra, svd, lstsq and eig, and functions whose sizes
+ExportError naming the reason and the line: complex linear algebra, lstsq and eig, and functions whose sizes
 depend on argument values (one program per value: make the value static)."""
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ def refuse_externs(nf) -> None:
     raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
                       + (f" (at {'; '.join(lines)})" if lines else "")
                       + ". Matrix products, numpy.sort, argsort, partition, median and the real (float32, float64) "
-                      "solve, inv, det, slogdet, cholesky, eigh and qr export; complex linear algebra, svd, lstsq and "
+                      "solve, inv, det, slogdet, cholesky, eigh, qr and svd export; complex linear algebra, lstsq and "
                       "eig do not yet")
 
 

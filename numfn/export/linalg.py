@@ -9,12 +9,13 @@ each such symbol by a static function of the same arguments, `export_<p><routine
   matrices: matrix products as three loops; LU with partial pivoting (getrf, gesv; det, slogdet and inv use them);
   Cholesky (potrf); Householder QR in LAPACK's convention (geqrf, orgqr: the same signs as LAPACK's R); the
   symmetric eigensolver (syevd) as cyclic Jacobi rotations (eigenvalues ascending, eigenvectors of unit norm; their
-  signs may differ from LAPACK's, as they may between LAPACK builds); or
+  signs may differ from LAPACK's, as they may between LAPACK builds); the SVD (gesdd) as one-sided Jacobi rotations
+  (singular values descending; singular vectors up to sign, completed to orthonormal bases); or
 - a call of the system's CBLAS/LAPACKE (`blas="system"`: `cblas_<p>gemm`, `LAPACKE_<p>getrf_work`, ...; the
   Makefile links -llapacke -lopenblas), converting the integers to the library's `lapack_int` and back.
 
-Real matrices (float32, float64) only: complex linear algebra, the SVD (gesdd), least squares (gelsd) and the
-general eigensolver (geev) are refused by the export (numfn.export.library.refuse_externs).
+Real matrices (float32, float64) only: complex linear algebra, least squares (gelsd) and the general eigensolver
+(geev) are refused by the export (numfn.export.library.refuse_externs).
 
 `SUPPORTED` lists the routines (ROUTINES keys); `routine_of(symbol)` is (routine, prefix) for a library symbol;
 `linalg_source(symbols, int_bits, system)` is the C of the routines the symbols name, in order."""
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-SUPPORTED = frozenset({"gemm", "gemv", "syrk", "gesv", "getrf", "potrf", "syevd", "geqrf", "orgqr"})
+SUPPORTED = frozenset({"gemm", "gemv", "syrk", "gesv", "getrf", "potrf", "syevd", "geqrf", "orgqr", "gesdd"})
 
-_SYMBOL = re.compile(r"([sd])(gemm|gemv|syrk|gesv|getrf|potrf|syevd|geqrf|orgqr)")
+_SYMBOL = re.compile(r"([sd])(gemm|gemv|syrk|gesv|getrf|potrf|syevd|geqrf|orgqr|gesdd)")
 
 
 def routine_of(symbol: str) -> tuple[str, str] | None:
@@ -180,6 +181,112 @@ static void export_Psyevd(void *jobz_, void *uplo_, void *n_, void *a_, void *ld
     if (vectors) for (int64_t k = 0; k < n; k++) { t = v[k + j * n]; v[k + j * n] = v[k + m * n]; v[k + m * n] = t; }
   }
   if (vectors) for (int64_t j = 0; j < n; j++) for (int64_t i = 0; i < n; i++) a[i + j * lda] = v[i + j * n];
+}"""],
+    "gesdd": ["""\
+/* The SVD a = U diag(s) V^T of the m x n a (column-major), as LAPACK's gesdd: s descending; with jobz 'A' U is
+   m x m and VT n x n, with 'S' m x k and k x n (k = min(m, n)), with 'N' only s. By one-sided Jacobi rotations
+   (Hestenes) on the columns of B = a (m >= n) or a^T (m < n), in place, until every pair of columns is orthogonal
+   to EPS; V accumulates the rotations (in vt, or in u for a^T); U's columns are B's normalized, completed to an
+   orthonormal basis (for 'A', or where a singular value is zero) from unit vectors by Gram-Schmidt in work. a is
+   destroyed; info 1: no convergence in 100 sweeps. */
+static void export_Pgesdd(void *jobz_, void *m_, void *n_, void *a_, void *lda_, void *s_, void *u_, void *ldu_,
+                          void *vt_, void *ldvt_, void *work_, void *lwork_, void *iwork_, void *info_,
+                          size_t jobz_length) {
+  char jobz = *(const char *)jobz_;
+  int vectors = jobz != 'N' && jobz != 'n', full = jobz == 'A' || jobz == 'a';
+  int64_t m = *(const LINT *)m_, n = *(const LINT *)n_, lda = *(const LINT *)lda_;
+  int64_t ldu = *(const LINT *)ldu_, ldvt = *(const LINT *)ldvt_;
+  REAL *a = (REAL *)a_, *sv = (REAL *)s_, *u = (REAL *)u_, *vt = (REAL *)vt_, *w = (REAL *)work_;
+  (void)lwork_; (void)iwork_; (void)jobz_length;
+  int tall = m >= n;
+  int64_t M = tall ? m : n, N = tall ? n : m, rs = tall ? 1 : lda, cs = tall ? lda : 1;   /* B[i][j]: a[i*rs + j*cs] */
+  REAL *v = tall ? vt : u;
+  int64_t ldv = tall ? ldvt : ldu;
+  *(LINT *)info_ = 0;
+  if (vectors) for (int64_t j = 0; j < N; j++) for (int64_t i = 0; i < N; i++) v[i + j * ldv] = i == j;
+  int converged = 0;
+  for (int sweep = 0; sweep < 100 && !converged; sweep++) {
+    converged = 1;
+    for (int64_t p = 0; p < N; p++)
+      for (int64_t q = p + 1; q < N; q++) {
+        REAL alpha = 0, beta = 0, gamma = 0;
+        for (int64_t i = 0; i < M; i++) {
+          REAL x = a[i * rs + p * cs], y = a[i * rs + q * cs];
+          alpha += x * x; beta += y * y; gamma += x * y;
+        }
+        if (!(FABS(gamma) > EPS * SQRT(alpha * beta))) continue;   /* orthogonal (or NaN) */
+        converged = 0;
+        REAL zeta = (beta - alpha) / (2 * gamma);
+        REAL t = FABS(zeta) > BIG ? (REAL)0.5 / zeta : (zeta >= 0 ? 1 : -1) / (FABS(zeta) + SQRT(1 + zeta * zeta));
+        REAL c = 1 / SQRT(1 + t * t), s = c * t;
+        for (int64_t i = 0; i < M; i++) {
+          REAL x = a[i * rs + p * cs], y = a[i * rs + q * cs];
+          a[i * rs + p * cs] = c * x - s * y;
+          a[i * rs + q * cs] = s * x + c * y;
+        }
+        if (vectors) for (int64_t i = 0; i < N; i++) {
+          REAL x = v[i + p * ldv], y = v[i + q * ldv];
+          v[i + p * ldv] = c * x - s * y;
+          v[i + q * ldv] = s * x + c * y;
+        }
+      }
+  }
+  if (!converged) *(LINT *)info_ = 1;
+  for (int64_t j = 0; j < N; j++) {
+    REAL t = 0;
+    for (int64_t i = 0; i < M; i++) t += a[i * rs + j * cs] * a[i * rs + j * cs];
+    sv[j] = SQRT(t);
+  }
+  for (int64_t j = 0; j < N; j++) {   /* descending: selection sort, B's and V's columns along */
+    int64_t k = j;
+    for (int64_t i = j + 1; i < N; i++) if (sv[i] > sv[k]) k = i;
+    if (k == j) continue;
+    REAL t = sv[j]; sv[j] = sv[k]; sv[k] = t;
+    for (int64_t i = 0; i < M; i++) { t = a[i * rs + j * cs]; a[i * rs + j * cs] = a[i * rs + k * cs]; a[i * rs + k * cs] = t; }
+    if (vectors) for (int64_t i = 0; i < N; i++) { t = v[i + j * ldv]; v[i + j * ldv] = v[i + k * ldv]; v[i + k * ldv] = t; }
+  }
+  if (!vectors) return;
+  if (tall) for (int64_t j = 0; j < N; j++) for (int64_t i = j + 1; i < N; i++) {   /* V -> V^T, in place */
+    REAL t = vt[i + j * ldvt]; vt[i + j * ldvt] = vt[j + i * ldvt]; vt[j + i * ldvt] = t;
+  }
+  /* B's left vectors: A's U (tall: u's columns) or A's V (else: vt's rows); element i of vector j at
+     x[i * xs + j * xv] */
+  REAL *x = tall ? u : vt;
+  int64_t xs = tall ? 1 : ldvt, xv = tall ? ldu : 1, count = full ? M : N;
+  REAL tiny = sv[0] * EPS * (REAL)M;
+  for (int64_t j = 0; j < count; j++) {
+    if (j < N && sv[j] > tiny && sv[j] > 0) {
+      for (int64_t i = 0; i < M; i++) x[i * xs + j * xv] = a[i * rs + j * cs] / sv[j];
+      continue;
+    }
+    /* completion: the unit vector e_c farthest from the vectors so far, orthogonalized twice against them */
+    REAL best = -1;
+    int64_t pick = 0;
+    for (int64_t c = 0; c < M && best <= (REAL)0.5; c++) {
+      for (int64_t i = 0; i < M; i++) w[i] = i == c;
+      for (int pass = 0; pass < 2; pass++)
+        for (int64_t l = 0; l < j; l++) {
+          REAL d = 0;
+          for (int64_t i = 0; i < M; i++) d += x[i * xs + l * xv] * w[i];
+          for (int64_t i = 0; i < M; i++) w[i] -= d * x[i * xs + l * xv];
+        }
+      REAL norm = 0;
+      for (int64_t i = 0; i < M; i++) norm += w[i] * w[i];
+      norm = SQRT(norm);
+      if (norm > best) { best = norm; pick = c; }
+    }
+    for (int64_t i = 0; i < M; i++) w[i] = i == pick;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t l = 0; l < j; l++) {
+        REAL d = 0;
+        for (int64_t i = 0; i < M; i++) d += x[i * xs + l * xv] * w[i];
+        for (int64_t i = 0; i < M; i++) w[i] -= d * x[i * xs + l * xv];
+      }
+    REAL norm = 0;
+    for (int64_t i = 0; i < M; i++) norm += w[i] * w[i];
+    norm = SQRT(norm);
+    for (int64_t i = 0; i < M; i++) x[i * xs + j * xv] = w[i] / norm;
+  }
 }"""],
     "geqrf": ["""\
 /* QR factorization of the m x n a by Householder reflections in LAPACK's convention (geqrf, unblocked as geqr2):
@@ -352,6 +459,17 @@ static void export_Porgqr(void *m_, void *n_, void *k_, void *a_, void *lda_, vo
                                              (lapack_int)*(const LINT *)n_, (lapack_int)*(const LINT *)k_, (REAL *)a_,
                                              (lapack_int)*(const LINT *)lda_, (const REAL *)tau_, (REAL *)work_,
                                              (lapack_int)*(const LINT *)lwork_);
+}""",
+    "gesdd": """\
+static void export_Pgesdd(void *jobz_, void *m_, void *n_, void *a_, void *lda_, void *s_, void *u_, void *ldu_,
+                          void *vt_, void *ldvt_, void *work_, void *lwork_, void *iwork_, void *info_,
+                          size_t jobz_length) {
+  (void)jobz_length;
+  *(LINT *)info_ = (LINT)LAPACKE_Pgesdd_work(LAPACK_COL_MAJOR, *(const char *)jobz_, (lapack_int)*(const LINT *)m_,
+                                             (lapack_int)*(const LINT *)n_, (REAL *)a_, (lapack_int)*(const LINT *)lda_,
+                                             (REAL *)s_, (REAL *)u_, (lapack_int)*(const LINT *)ldu_, (REAL *)vt_,
+                                             (lapack_int)*(const LINT *)ldvt_, (REAL *)work_,
+                                             (lapack_int)*(const LINT *)lwork_, (lapack_int *)iwork_);
 }""",
     "gemm": """\
 static void export_Pgemm(void *ta_, void *tb_, void *m_, void *n_, void *k_, void *alpha_, void *a_, void *lda_,
