@@ -83,6 +83,11 @@ def singular_values(a):
     return np.linalg.svd(a, compute_uv=False)
 
 
+def through_svd(a):
+    """NumPy functions numfn computes from gesdd."""
+    return np.linalg.pinv(a), np.linalg.matrix_rank(a), np.linalg.norm(a, 2), np.linalg.cond(a[:40])
+
+
 def mixed(a, b, s):
     """Linear algebra with products around it: the products become GEMM calls, exported as C too."""
     x = np.linalg.solve(a, b)
@@ -108,6 +113,7 @@ CASES = {
     "svd_reduced_wide": (svd_reduced, lambda: [_rng().standard_normal((2, 40, 45))], 1e-10),
     "svd_rank_deficient": (svd, lambda: [np.outer(_rng().standard_normal(40), _rng(1).standard_normal(36))], 1e-10),
     "singular_values": (singular_values, lambda: [_rng().standard_normal((45, 40))], 1e-10),
+    "pinv_rank_norm_cond": (through_svd, lambda: [_rng().standard_normal((45, 40))], 1e-10),
     "mixed_products": (mixed, lambda: [_well(48), _rng(1).standard_normal((48, 48)), _spd(48, 2)], 1e-10),
 }
 
