@@ -56,6 +56,10 @@ def qr(a):
     return np.linalg.qr(a)
 
 
+def svd(a):
+    return np.linalg.svd(a, full_matrices=False)
+
+
 def heavy_rows(x, y):
     z = np.tanh(x) * y + np.exp(-x * x)
     return z, z.sum(axis=1)
@@ -80,7 +84,8 @@ def linalg_table(rng) -> None:
     a = rng.standard_normal((n, n)) + n * np.eye(n)
     s = a @ a.T
     cases = [("solve 128", solve, [a, rng.standard_normal((n, 4))]), ("eigh 128", eigh, [s]),
-             ("cholesky+gemm 128", cholesky_solve, [s, rng.standard_normal((n, 8))]), ("qr 128x96", qr, [a[:, :96]])]
+             ("cholesky+gemm 128", cholesky_solve, [s, rng.standard_normal((n, 8))]), ("qr 128x96", qr, [a[:, :96]]),
+             ("svd 128x96", svd, [a[:, :96]])]
     print(f"\n{'linear algebra':<18} {'portable C':>13} {'system LAPACK':>13} {'numfn (LAPACK)':>15}")
     for name, fn, args in cases:
         with tempfile.TemporaryDirectory() as t1, tempfile.TemporaryDirectory() as t2:

@@ -12,11 +12,13 @@ in/out pointers), then the outputs (pointers to caller-owned memory), then, for 
 `int64_t *` that receives its length, then the workspace when the program needs scratch memory
 (`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the
 checks NumPy would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global,
-and is reentrant: calls with separate workspaces may run at once. Matrix products are traced without BLAS
-(generated loops), and numfn's sorts and selection are written as C (numfn.export.routines).
+and is reentrant: calls with separate workspaces may run at once. numfn's sorts and selection are written as C
+(numfn.export.routines), its BLAS/LAPACK calls as portable C or calls of the system's CBLAS/LAPACKE
+(numfn.export.linalg); parallel kernels may run on POSIX threads (numfn.export.threads). Each kernel's comment
+names the user's lines it computes (numfn.export.provenance).
 
-`library(nf, name, arg_names)` returns a Library: its files' text and a description of its parameters (`Param`)
-that numfn.export.driver uses to call it."""
+`library(nf, name, arg_names, blas=, threads=)` returns a Library: its files' text and a description of its
+parameters (`Param`) that numfn.export.driver uses to call it."""
 from __future__ import annotations
 
 import keyword

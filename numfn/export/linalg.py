@@ -58,7 +58,9 @@ static LINT export_Pgetrf_core(int64_t m, int64_t n, REAL *a, int64_t lda, LINT 
     for (int64_t i = j + 1; i < m; i++) if (FABS(a[i + j * lda]) > FABS(a[p + j * lda])) p = i;
     ipiv[j] = (LINT)(p + 1);
     if (a[p + j * lda] == 0) { if (info == 0) info = (LINT)(j + 1); continue; }
-    if (p != j) for (int64_t c = 0; c < n; c++) { REAL t = a[j + c * lda]; a[j + c * lda] = a[p + c * lda]; a[p + c * lda] = t; }
+    if (p != j) for (int64_t c = 0; c < n; c++) {
+      REAL t = a[j + c * lda]; a[j + c * lda] = a[p + c * lda]; a[p + c * lda] = t;
+    }
     REAL pivot = a[j + j * lda];
     for (int64_t i = j + 1; i < m; i++) a[i + j * lda] /= pivot;
     for (int64_t c = j + 1; c < n; c++) {
@@ -86,7 +88,10 @@ static void export_Pgesv(void *n_, void *nrhs_, void *a_, void *lda_, void *ipiv
   for (int64_t r = 0; r < nrhs; r++) {
     REAL *x = b + r * ldb;
     for (int64_t i = 0; i < n; i++) { int64_t p = ipiv[i] - 1; if (p != i) { REAL t = x[i]; x[i] = x[p]; x[p] = t; } }
-    for (int64_t j = 0; j < n; j++) { REAL v = x[j]; if (v != 0) for (int64_t i = j + 1; i < n; i++) x[i] -= a[i + j * lda] * v; }
+    for (int64_t j = 0; j < n; j++) {
+      REAL v = x[j];
+      if (v != 0) for (int64_t i = j + 1; i < n; i++) x[i] -= a[i + j * lda] * v;
+    }
     for (int64_t j = n - 1; j >= 0; j--) {
       x[j] /= a[j + j * lda];
       REAL v = x[j];
@@ -154,16 +159,18 @@ static void export_Psyevd(void *jobz_, void *uplo_, void *n_, void *a_, void *ld
         REAL t = FABS(theta) > BIG ? (REAL)0.5 / theta
                  : (theta >= 0 ? 1 : -1) / (FABS(theta) + SQRT(theta * theta + 1));
         REAL c = 1 / SQRT(t * t + 1), s = t * c;
-        for (int64_t k = 0; k < n; k++) {   /* a J: columns p and q */
+        REAL app = a[p + p * lda], aqq = a[q + q * lda];
+        for (int64_t k = 0; k < n; k++) {   /* a J: columns p and q (contiguous) */
           REAL x = a[k + p * lda], y = a[k + q * lda];
           a[k + p * lda] = c * x - s * y;
           a[k + q * lda] = s * x + c * y;
         }
-        for (int64_t k = 0; k < n; k++) {   /* J^T (a J): rows p and q */
-          REAL x = a[p + k * lda], y = a[q + k * lda];
-          a[p + k * lda] = c * x - s * y;
-          a[q + k * lda] = s * x + c * y;
+        for (int64_t k = 0; k < n; k++) {   /* J^T a J is symmetric: rows p and q are the new columns */
+          a[p + k * lda] = a[k + p * lda];
+          a[q + k * lda] = a[k + q * lda];
         }
+        a[p + p * lda] = app - t * apq;   /* the 2 x 2 block, diagonalized */
+        a[q + q * lda] = aqq + t * apq;
         a[p + q * lda] = a[q + p * lda] = 0;
         if (vectors) for (int64_t k = 0; k < n; k++) {
           REAL x = v[k + p * n], y = v[k + q * n];
@@ -242,8 +249,12 @@ static void export_Pgesdd(void *jobz_, void *m_, void *n_, void *a_, void *lda_,
     for (int64_t i = j + 1; i < N; i++) if (sv[i] > sv[k]) k = i;
     if (k == j) continue;
     REAL t = sv[j]; sv[j] = sv[k]; sv[k] = t;
-    for (int64_t i = 0; i < M; i++) { t = a[i * rs + j * cs]; a[i * rs + j * cs] = a[i * rs + k * cs]; a[i * rs + k * cs] = t; }
-    if (vectors) for (int64_t i = 0; i < N; i++) { t = v[i + j * ldv]; v[i + j * ldv] = v[i + k * ldv]; v[i + k * ldv] = t; }
+    for (int64_t i = 0; i < M; i++) {
+      t = a[i * rs + j * cs]; a[i * rs + j * cs] = a[i * rs + k * cs]; a[i * rs + k * cs] = t;
+    }
+    if (vectors) for (int64_t i = 0; i < N; i++) {
+      t = v[i + j * ldv]; v[i + j * ldv] = v[i + k * ldv]; v[i + k * ldv] = t;
+    }
   }
   if (!vectors) return;
   if (tall) for (int64_t j = 0; j < N; j++) for (int64_t i = j + 1; i < N; i++) {   /* V -> V^T, in place */
@@ -354,7 +365,8 @@ static void export_Porgqr(void *m_, void *n_, void *k_, void *a_, void *lda_, vo
    c is not read) */
 static void export_Pgemm(void *ta_, void *tb_, void *m_, void *n_, void *k_, void *alpha_, void *a_, void *lda_,
                          void *b_, void *ldb_, void *beta_, void *c_, void *ldc_, size_t ta_length, size_t tb_length) {
-  int ta = *(const char *)ta_ != 'N' && *(const char *)ta_ != 'n', tb = *(const char *)tb_ != 'N' && *(const char *)tb_ != 'n';
+  int ta = *(const char *)ta_ != 'N' && *(const char *)ta_ != 'n';
+  int tb = *(const char *)tb_ != 'N' && *(const char *)tb_ != 'n';
   int64_t m = *(const LINT *)m_, n = *(const LINT *)n_, k = *(const LINT *)k_;
   int64_t lda = *(const LINT *)lda_, ldb = *(const LINT *)ldb_, ldc = *(const LINT *)ldc_;
   REAL alpha = *(const REAL *)alpha_, beta = *(const REAL *)beta_;

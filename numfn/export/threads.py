@@ -33,7 +33,8 @@ static void export_parallel_for(numfn_body body, void **ctx, int64_t n) {{
     chunk[t].body = body; chunk[t].ctx = ctx; chunk[t].start = start; chunk[t].end = end;
     started[t] = t > 0 && start < end && pthread_create(&thread[t], NULL, export_run_chunk, &chunk[t]) == 0;
   }}
-  for (int t = 0; t < EXPORT_THREADS; t++) if (!started[t] && chunk[t].start < chunk[t].end) export_run_chunk(&chunk[t]);
+  for (int t = 0; t < EXPORT_THREADS; t++)
+    if (!started[t] && chunk[t].start < chunk[t].end) export_run_chunk(&chunk[t]);
   for (int t = 1; t < EXPORT_THREADS; t++) if (started[t]) pthread_join(thread[t], NULL);
 }}"""
 
