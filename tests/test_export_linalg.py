@@ -312,3 +312,23 @@ def test_threads_under_thread_sanitizer(tmp_path):
     status, got, _ = driver.run(threaded, exe, args)
     assert status == 0
     np.testing.assert_allclose(got[1], heavy_rows(*args)[1], rtol=1e-10)
+
+
+def relax(u):
+    """An in-place stencil numfn runs tile by tile (numfn.codegen.tiling), tiles in parallel: the threads share the
+    tiles' loop as numfn's pool does."""
+    u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+
+
+def test_threads_run_tiles_as_single_threaded(tmp_path):
+    u = _rng().random((700, 513))
+    single = numfn.export(relax, u, name="single", dir=str(tmp_path / "1"))
+    threaded = numfn.export(relax, u, name="threaded", dir=str(tmp_path / "3"), threads=3)
+    assert "export_parallel_for" in threaded.library.source and "_tiles(pfor" in threaded.library.source
+    _, (want,), _ = driver.run(single, driver.build(single), [u.copy()])
+    flags = driver.NUMFN_FLAGS + driver.STRICT_WARNINGS + ("-pthread",)
+    status, (got,), _ = driver.run(threaded, driver.build(threaded, flags=flags), [u.copy()])
+    assert status == 0 and got.tobytes() == want.tobytes()
+    expected = u.copy()
+    relax(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
