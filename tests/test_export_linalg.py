@@ -332,3 +332,13 @@ def test_threads_run_tiles_as_single_threaded(tmp_path):
     expected = u.copy()
     relax(expected)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_threads_cli_option(tmp_path):
+    from numfn.__main__ import main
+    assert main(["export", "tests.test_export_linalg:product_rows", "--args", "float64[256,200], float64[200,160]",
+                 "-o", str(tmp_path), "--threads", "2"]) == 0
+    assert "#define EXPORT_THREADS 2" in (tmp_path / "product_rows.c").read_text()
+    assert "-lpthread" in (tmp_path / "Makefile").read_text()
+    assert main(["export", "tests.test_export_linalg:product_rows", "--args", "float64[256,200], float64[200,160]",
+                 "-o", str(tmp_path / "x"), "--threads", "0"]) == 1
