@@ -245,7 +245,7 @@ def library(nf, name: str, arg_names: list[str], blas: str = "portable", threads
     if layout.externs: buffers.append("NULL")   # the externs table: exported code calls its routines by name
 
     system = blas == "system" and any(linalg.routine_of(s) for s in layout.externs if not s.startswith("numfn_"))
-    header = _header(nf, name, params, workspace, errors, threads)
+    header = _header(nf, name, params, workspace, errors, threads, system)
     source = _source(nf, name, params, workspace, buffers, check_slots, nout, system, threads)
     libs = ((SYSTEM_BLAS_LIBS,) if system else ()) + (("-lpthread",) if threads > 1 else ())
     return Library(name, tuple(params), workspace, header, source, makefile(name, libs), cmake(name, libs),
@@ -268,11 +268,16 @@ def _signature(name: str, params: list[Param], workspace: int) -> str:
     return f"int {name}({', '.join(decls) or 'void'})"
 
 
-def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str], threads: int = 1) -> str:
+def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str], threads: int = 1,
+            system: bool = False) -> str:
     guard = f"{name.upper()}_H"
     how = "single-threaded" if threads <= 1 else f"parallel loops on {threads} POSIX threads"
-    doc = [f"{name}: {nf.name}, exported by numfn as C99 ({how}, reentrant, no allocation, no globals).",
+    how += ", reentrant, no globals" if system else ", reentrant, no allocation, no globals"
+    doc = [f"{name}: {nf.name}, exported by numfn as C99 ({how}).",
            "", "Arrays are C-contiguous (row-major) and must not overlap one another."]
+    if system:
+        doc[1:1] = ["Linear algebra calls the system's CBLAS/LAPACKE (link -llapacke -lopenblas), which may allocate "
+                    "and run threads of its own."]
     for p in params:
         shape = "[" + ", ".join(map(str, p.shape)) + "]"
         what = {"in": f"input, {p.dtype.name}{shape}, read only",
