@@ -6,10 +6,13 @@ for `jit`) on the C backend, and its program is written out as C99 that needs no
 `name.cmake`. numfn.export.library says what the C looks like; numfn.export.driver builds and calls it (the tests
 and benchmarks/export_speed.py use it); numfn.export.cli is `python -m numfn export`.
 
-Matrix products are traced as without a BLAS library (generated loops), and numfn's sorts and selection
-(np.sort, np.argsort, np.partition, np.median) are written as portable C (numfn.export.routines). Refused, with an
-ExportError naming the reason and the line: programs calling LAPACK, and functions whose sizes depend on argument
-values (one program per value: make the value static)."""
+Matrix products are traced as without a BLAS library (generated loops) unless the function calls LAPACK, numfn's
+sorts and selection (np.sort, np.argsort, np.partition, np.median) are written as portable C
+(numfn.export.routines), and its real BLAS/LAPACK calls (solve, inv, det, slogdet, cholesky, eigh, qr, svd, the
+matrix products beside them) as portable C or, with blas="system", calls of the system's CBLAS/LAPACKE
+(numfn.export.linalg). threads=N runs parallel kernels on N POSIX threads (numfn.export.threads). Refused, with an
+ExportError naming the reason and the line: complex linear algebra, lstsq and eig, and functions whose sizes
+depend on argument values (one program per value: make the value static)."""
 from __future__ import annotations
 
 import os
@@ -48,10 +51,17 @@ class Exported:
 
 def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str = ".",
            static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-           fastmath: bool = False, **example_kwargs: Any) -> Exported:
+           fastmath: bool = False, blas: str = "portable", threads: int = 1, **example_kwargs: Any) -> Exported:
     """Write `fn`, compiled for the signature of `example_args`/`example_kwargs`, as a C library `name` (default:
     the function's name) into `dir` (created if missing): name.h, name.c, Makefile, name.cmake. `fn` may be a
-    `jit`-decorated function (its static arguments and fastmath are used) or a plain one. Returns an Exported."""
+    `jit`-decorated function (its static arguments and fastmath are used) or a plain one. `blas`: "portable"
+    (default: linear algebra as dependency-free C) or "system" (matrix products and LAPACK's routines call the
+    system's CBLAS/LAPACKE; the Makefile links -llapacke -lopenblas). `threads`: parallel kernels split their outer
+    loop over this many POSIX threads (default 1: single-threaded, no pthreads). Returns an Exported."""
+    if blas not in ("portable", "system"):
+        raise ValueError(f"export: blas must be 'portable' or 'system', not {blas!r}")
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 1024:
+        raise ValueError(f"export: threads must be an int from 1 to 1024, not {threads!r}")
     if isinstance(fn, JitFunction):
         static_argnums, static_argnames = fn.static_arguments
         fastmath = fn.fastmath
@@ -65,15 +75,19 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
     if not name.isidentifier() or not name.isascii():
         raise ValueError(f"export: name {name!r} is not a C identifier (letters, digits and _, not starting with a "
                          "digit)")
-    # traced as without a BLAS library: matrix products become generated loops, which the export includes
-    try:
-        with config.overriding("NUMFN_BLAS", "none"):
-            nf = jf.specialize(*example_args, **example_kwargs)
-            _ = nf.layout
-    except NumfnError as no_blas:   # LAPACK's decompositions: the error names them, with the user's line
+    # portable: traced as without a BLAS library, matrix products become generated loops; a function calling LAPACK
+    # (which numfn cannot trace without it) is traced with it, and the export writes its calls as C
+    nf = None
+    if blas == "portable":
+        try:
+            with config.overriding("NUMFN_BLAS", "none"):
+                nf = jf.specialize(*example_args, **example_kwargs)
+                _ = nf.layout
+        except NumfnError:
+            nf = None
+    if nf is None:
         nf = jitted().specialize(*example_args, **example_kwargs)
         refuse_externs(nf)
-        raise no_blas
     if nf.sizes:   # `specialize` traced it again with the example's values: the program holds them
         parent = nf.__dict__.get("value_parent")
         request = parent.size_request if parent is not None else None
@@ -83,7 +97,7 @@ def export(fn: Callable, *example_args: Any, name: str | None = None, dir: str =
                           f"({', '.join(map(repr, nf.sizes))}); make that value a static argument, or compute it "
                           "with arrays (numpy.where) instead of Python numbers")
     args, kwargs = normalize_call(fn, example_args, example_kwargs)
-    lib = library(nf, name, argument_leaf_names(fn, args, kwargs, jf.static_arguments))
+    lib = library(nf, name, argument_leaf_names(fn, args, kwargs, jf.static_arguments), blas=blas, threads=threads)
     os.makedirs(dir, exist_ok=True)
     files = {f"{name}.h": lib.header, f"{name}.c": lib.source, "Makefile": lib.makefile, f"{name}.cmake": lib.cmake}
     for file, text in files.items():

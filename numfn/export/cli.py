@@ -69,6 +69,10 @@ def main(argv: list[str]) -> int:
                         help="a static argument, by keyword (a Python literal); repeatable")
     parser.add_argument("--name", help="the C function's name (default: the Python function's)")
     parser.add_argument("-o", "--output", default=".", help="the directory to write into (default: .)")
+    parser.add_argument("--blas", choices=("portable", "system"), default="portable",
+                        help="linear algebra as portable C (default) or calls of the system's CBLAS/LAPACKE")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="POSIX threads for the parallel kernels (default 1: single-threaded)")
     ns = parser.parse_args(argv)
     try:
         from numfn.export import export
@@ -79,7 +83,8 @@ def main(argv: list[str]) -> int:
             key, eq, value = item.partition("=")
             if not eq or not key.isidentifier(): raise ValueError(f"--static {item!r}: write NAME=VALUE")
             statics[key] = ast.literal_eval(value)
-        done = export(fn, *args, name=ns.name, dir=ns.output, static_argnames=tuple(statics), **statics)
+        done = export(fn, *args, name=ns.name, dir=ns.output, static_argnames=tuple(statics), blas=ns.blas,
+                      threads=ns.threads, **statics)
     except (ValueError, SyntaxError, ImportError, AttributeError, NumfnError, TypeError) as e:
         print(f"python -m numfn export: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -85,7 +85,9 @@ def build(exported, flags: tuple[str, ...] = NUMFN_FLAGS + STRICT_WARNINGS, comp
     with open(main, "w") as f:
         f.write(driver_source(lib))
     exe = out or os.path.join(exported.dir, f"{lib.name}_driver")
-    proc = subprocess.run([*cmd, *flags, "-o", exe, exported.source, main, "-lm"], capture_output=True, text=True)
+    libs = [x for lib_flags in lib.libs for x in lib_flags.split()]
+    proc = subprocess.run([*cmd, *flags, "-o", exe, exported.source, main, *libs, "-lm"], capture_output=True,
+                          text=True)
     if proc.returncode:
         raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout, proc.stderr)
     return exe

@@ -12,11 +12,13 @@ in/out pointers), then the outputs (pointers to caller-owned memory), then, for 
 `int64_t *` that receives its length, then the workspace when the program needs scratch memory
 (`name_workspace_size()` bytes, aligned as malloc aligns). The function returns 0, or k > 0 when the k-th of the
 checks NumPy would raise an error for failed (an index out of bounds, ...). It allocates nothing, writes no global,
-and is reentrant: calls with separate workspaces may run at once. Matrix products are traced without BLAS
-(generated loops), and numfn's sorts and selection are written as C (numfn.export.routines).
+and is reentrant: calls with separate workspaces may run at once. numfn's sorts and selection are written as C
+(numfn.export.routines), its BLAS/LAPACK calls as portable C or calls of the system's CBLAS/LAPACKE
+(numfn.export.linalg); parallel kernels may run on POSIX threads (numfn.export.threads). Each kernel's comment
+names the user's lines it computes (numfn.export.provenance).
 
-`library(nf, name, arg_names)` returns a Library: its files' text and a description of its parameters (`Param`)
-that numfn.export.driver uses to call it."""
+`library(nf, name, arg_names, blas=, threads=)` returns a Library: its files' text and a description of its
+parameters (`Param`) that numfn.export.driver uses to call it."""
 from __future__ import annotations
 
 import keyword
@@ -30,13 +32,18 @@ from numfn.dtype import DType, dtypes
 from numfn.errors import NumfnError
 from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
+from numfn.export import linalg
 from numfn.export.routines import SUPPORTED, direct_calls, routines_source
+from numfn.export.provenance import KernelSource, buffer_variables, kernel_sources, traced_locations
+from numfn.export.threads import use_threads
 from numfn.renderer.c import c_literal, render_program
 
 ALIGN = 64   # the workspace's parts start at multiples of this (a cache line; enough for every C type)
 # what the exported C needs beyond -std=c99 (see the Makefile's comment): signed integers wrap as NumPy's do; the
 # scratch arena holds buffers of different types at one address over a call; each float operation rounds on its own
 REQUIRED_CFLAGS = ("-std=c99", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off")
+# what an export with blas="system" links: LAPACKE and OpenBLAS (which has CBLAS)
+SYSTEM_BLAS_LIBS = "-llapacke -lopenblas"
 # names the public function's body uses itself
 _RESERVED = {"NULL", "buffers", "ws", "workspace", "k", "failed", "main", "int", "float", "double", "char", "void",
              "restrict", "inline", "bool", "complex", "errno"}
@@ -77,6 +84,7 @@ class Library:
     makefile: str
     cmake: str
     errors: tuple[str, ...]   # return value k: errors[k - 1] describes the failed check
+    libs: tuple[str, ...] = ()   # linker flags beyond -lm (a system BLAS/LAPACK, pthreads)
 
 
 def c_type(dt: DType) -> str:
@@ -130,14 +138,22 @@ ROUTINE_USES = {"sort": "numpy.sort", "argsort": "numpy.argsort", "select": "num
 _BLAS = {"gemm", "gemv", "syrk"}
 
 
-def refuse_externs(nf) -> None:
-    """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
-    numfn.export.routines writes as C (BLAS, LAPACK) cannot be exported yet. The error names the NumPy function,
-    the library and the user's line."""
-    if not nf.layout.externs: return
+def extern_calls(nf) -> list:
+    """The ExternCalls of a program (numfn.ir.extern), in graph order."""
+    if not nf.layout.externs: return []
     from numfn.ir.uop import Ops
     from numfn.ir.walk import toposort
-    routines = sorted({u.arg.routine for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN} - SUPPORTED)
+    return [u.arg for u in toposort([nf.call_graph]) if u.op is Ops.EXTERN]
+
+
+def refuse_externs(nf) -> None:
+    """Exported code runs without numfn's runtime: a program calling a library routine other than the sorts
+    (numfn.export.routines) and the real BLAS/LAPACK routines numfn.export.linalg writes as C cannot be exported
+    yet. The error names the NumPy function, the library and the user's line."""
+    calls = extern_calls(nf)
+    routines = sorted({c.routine for c in calls if c.routine not in SUPPORTED | linalg.SUPPORTED}
+                      | {f"{c.routine} of {c.dtype.name}" for c in calls
+                         if c.routine in linalg.SUPPORTED and c.dtype.is_complex})
     if not routines: return
     if "callback" in routines:
         raise ExportError(f"cannot export {nf.name}: it calls Python at run time (numfn.debug.print or "
@@ -145,12 +161,15 @@ def refuse_externs(nf) -> None:
     lines = extern_call_sites(nf)
     what = []
     for r in routines:
-        library = "BLAS" if r in _BLAS else "numfn's native runtime" if ROUTINES[r].library == "native" else "LAPACK"
-        what.append(f"{ROUTINE_USES.get(r, r)} calls {library} ({r}), which export does not include yet")
+        base = r.split(" ")[0]
+        library = "BLAS" if base in _BLAS else "numfn's native runtime" if ROUTINES[base].library == "native" \
+            else "LAPACK"
+        what.append(f"{ROUTINE_USES.get(base, base)} calls {library} ({r}), which export does not include yet")
     raise ExportError(f"cannot export {nf.name}: {'; '.join(what)}"
                       + (f" (at {'; '.join(lines)})" if lines else "")
-                      + ". Matrix products (generated loops), numpy.sort, argsort, partition and median export; "
-                      "LAPACK calls do not yet")
+                      + ". Matrix products, numpy.sort, argsort, partition, median and the real (float32, float64) "
+                      "solve, inv, det, slogdet, cholesky, eigh, qr and svd export; complex linear algebra, lstsq and "
+                      "eig do not yet")
 
 
 def extern_call_sites(nf) -> list[str]:
@@ -179,9 +198,11 @@ def extern_call_sites(nf) -> list[str]:
     return found
 
 
-def library(nf, name: str, arg_names: list[str]) -> Library:
+def library(nf, name: str, arg_names: list[str], blas: str = "portable", threads: int = 1) -> Library:
     """The exported library of `nf` (a NumericalFunction on the C backend, traced and scheduled) as `name`;
-    `arg_names` names its argument leaves (numfn.signature.argument_leaf_names)."""
+    `arg_names` names its argument leaves (numfn.signature.argument_leaf_names). `blas`: "portable" (BLAS/LAPACK
+    calls as portable C) or "system" (calls of the system's CBLAS/LAPACKE); `threads` > 1: parallel kernels split
+    their outer loop over that many POSIX threads (numfn.export.threads)."""
     refuse_externs(nf)
     layout = nf.layout
     taken = {name, f"{name}_workspace_size", f"{name}_program"}
@@ -226,9 +247,12 @@ def library(nf, name: str, arg_names: list[str]) -> Library:
     buffers += [f"(void *){buffer_name(b)}" for b, _, _ in layout.pointer_constants]
     if layout.externs: buffers.append("NULL")   # the externs table: exported code calls its routines by name
 
-    header = _header(nf, name, params, workspace, errors)
-    source = _source(nf, name, params, workspace, buffers, check_slots, nout)
-    return Library(name, tuple(params), workspace, header, source, makefile(name), cmake(name), tuple(errors))
+    system = blas == "system" and any(linalg.routine_of(s) for s in layout.externs if not s.startswith("numfn_"))
+    header = _header(nf, name, params, workspace, errors, threads, system)
+    source = _source(nf, name, params, workspace, buffers, check_slots, nout, system, threads)
+    libs = ((SYSTEM_BLAS_LIBS,) if system else ()) + (("-lpthread",) if threads > 1 else ())
+    return Library(name, tuple(params), workspace, header, source, makefile(name, libs), cmake(name, libs),
+                   tuple(errors), libs)
 
 
 def _aligned(n: int) -> int:
@@ -247,10 +271,16 @@ def _signature(name: str, params: list[Param], workspace: int) -> str:
     return f"int {name}({', '.join(decls) or 'void'})"
 
 
-def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str]) -> str:
+def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str], threads: int = 1,
+            system: bool = False) -> str:
     guard = f"{name.upper()}_H"
-    doc = [f"{name}: {nf.name}, exported by numfn as C99 (single-threaded, reentrant, no allocation, no globals).",
+    how = "single-threaded" if threads <= 1 else f"parallel loops on {threads} POSIX threads"
+    how += ", reentrant, no globals" if system else ", reentrant, no allocation, no globals"
+    doc = [f"{name}: {nf.name}, exported by numfn as C99 ({how}).",
            "", "Arrays are C-contiguous (row-major) and must not overlap one another."]
+    if system:
+        doc[1:1] = ["Linear algebra calls the system's CBLAS/LAPACKE (link -llapacke -lopenblas), which may allocate "
+                    "and run threads of its own."]
     for p in params:
         shape = "[" + ", ".join(map(str, p.shape)) + "]"
         what = {"in": f"input, {p.dtype.name}{shape}, read only",
@@ -280,29 +310,42 @@ def _header(nf, name: str, params: list[Param], workspace: int, errors: list[str
     return "\n".join(lines)
 
 
-def _kernel_comment(prog, names: dict[str, str]) -> str:
-    """What a kernel reads and writes, by the user's names where they are arguments or outputs."""
+def _kernel_comment(prog, names: dict[str, str], source: KernelSource | None = None) -> str:
+    """Which of the user's lines a kernel computes (numfn.export.provenance), and what it reads and writes, by the
+    user's names where they are arguments or outputs."""
     from numfn.renderer.c import written
     params = getattr(prog, "params", ())
     out = written(prog) if hasattr(prog, "uops") else set()
     def label(b): return names.get(buffer_name(b.arg), buffer_name(b.arg))
     reads = [label(p) for p in params if p not in out]
     writes = [label(p) for p in params if p in out]
-    return f"/* {prog.name}: reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'} */"
+    access = f"reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'}"
+    computes = source.comment() if source is not None else ""
+    if not computes: return f"/* {prog.name}: {access} */"
+    return f"/* {prog.name}: {computes}\n   {access} */"
 
 
 def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[str], check_slots: dict,
-            nout: int) -> str:
+            nout: int, system: bool = False, threads: int = 1) -> str:
     layout = nf.layout
     user: dict[str, str] = {}
     for (b, _), slot_param in zip(layout.inputs, _input_params(nf, params)):
         if slot_param is not None: user[buffer_name(b)] = f"{buffer_name(b)} ({slot_param.name})"
     outs = [p for p in params if p.role == "out"]
     for (b, _), p in zip(layout.outputs, outs): user[buffer_name(b)] = f"{buffer_name(b)} ({p.name})"
-    kernels = [(k.program, f"{_kernel_comment(k.program, user)}\n"
-                f"{direct_calls(k.source, layout.externs) if getattr(k.program, 'externs', False) else k.source}")
+    callees = tuple(linalg.export_name(s) if not s.startswith("numfn_") else s for s in layout.externs)
+    try:   # the comments and names are a reader's help: an export never fails for want of them
+        locations = traced_locations(nf)
+        sources, variables = kernel_sources(nf, locations), buffer_variables(nf, locations)
+    except Exception:   # noqa: BLE001
+        sources, variables = {}, {}
+    kernels = [(k.program, f"{_kernel_comment(k.program, user, sources.get(k.name))}\n"
+                f"{direct_calls(k.source, callees) if getattr(k.program, 'externs', False) else k.source}")
                for k in nf.rendered_kernels]
     program = render_program(f"{name}_program", kernels, layout, steps=nf.steps, standalone=True)
+    program = use_threads(program, threads)
+    for buf, variable in variables.items():   # tmp3 -> h_tmp3: the user's variable
+        program = re.sub(rf"\b{buf}\b", f"{variable}_{buf}", program)
     # clang's per-statement fp pragma (reductions' reassociation); other compilers skip it without a warning
     program = program.replace('_Pragma("clang fp', 'NUMFN_FP("clang fp')
     consts = []
@@ -322,7 +365,11 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
     body.append("  return 0;")
     public = [_signature(name, params, workspace) + " {", *[b for b in body if b], "}"]
     if workspace: public += ["", f"size_t {name}_workspace_size(void) {{ return {workspace}; }}"]
-    routines = [routines_source(layout.externs)] if layout.externs else []
+    native = [s for s in layout.externs if s.startswith("numfn_")]
+    library_symbols = [s for s in layout.externs if not s.startswith("numfn_")]
+    int_bits = next((c.int_bits for c in extern_calls(nf) if ROUTINES[c.routine].library != "native"), 64)
+    routines = ([routines_source(native)] if native else []) + \
+        ([linalg.linalg_source(library_symbols, int_bits, system)] if library_symbols else [])
     return "\n".join(head) + "\n" + "\n\n".join(consts + routines + [program.rstrip("\n"), "\n".join(public)]) + "\n"
 
 
@@ -331,7 +378,7 @@ def _input_params(nf, params: list[Param]) -> list[Param | None]:
     return [by_slot.get(slot) for slot in range(len(nf.in_specs))]
 
 
-def makefile(name: str) -> str:
+def makefile(name: str, libs: tuple[str, ...] = ()) -> str:
     return f"""\
 # Builds lib{name}.a and lib{name}.so from {name}.c (exported by numfn): `make`, or `make CC=gcc CFLAGS=-O2`.
 # The flags in NUMFN_CFLAGS are required: -fwrapv (integers wrap as NumPy's do; without it signed overflow is
@@ -350,7 +397,7 @@ lib{name}.a: {name}.o
 \t$(AR) rcs $@ {name}.o
 
 lib{name}.so: {name}.o
-\t$(CC) -shared -o $@ {name}.o -lm
+\t$(CC) -shared -o $@ {name}.o {' '.join(libs + ('-lm',))}
 
 clean:
 \trm -f {name}.o lib{name}.a lib{name}.so
@@ -359,7 +406,8 @@ clean:
 """
 
 
-def cmake(name: str) -> str:
+def cmake(name: str, libs: tuple[str, ...] = ()) -> str:
+    link = " ".join([x.removeprefix("-l") for lib in libs for x in lib.split()] + ["m"])
     return f"""\
 # {name}.cmake: include() this from your CMakeLists.txt, then target_link_libraries(your_target PRIVATE {name}).
 add_library({name} STATIC ${{CMAKE_CURRENT_LIST_DIR}}/{name}.c)
@@ -367,5 +415,5 @@ target_include_directories({name} PUBLIC ${{CMAKE_CURRENT_LIST_DIR}})
 set_target_properties({name} PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
 # required: integers wrap as NumPy's do, the workspace reuses memory across types, no fused multiply-adds
 target_compile_options({name} PRIVATE -fwrapv -fno-strict-aliasing -ffp-contract=off)
-target_link_libraries({name} PUBLIC m)
+target_link_libraries({name} PUBLIC {link})
 """

@@ -53,6 +53,18 @@ def _key_function(t: str) -> tuple[str, str]:
         "}"])
 
 
+def _insertion_sort(ctype: str, key: str, condition: str, what: str) -> list[str]:
+    """The C lines sorting `row` (n elements of `ctype`) in place by insertion, stable, by the key function `key`,
+    when `condition` holds (then the row is done: `continue`)."""
+    return [f"    if ({condition}) {{   /* {what} */",
+            "      for (int64_t i = 1; i < n; i++) {",
+            f"        {ctype} x = row[i];",
+            f"        uint64_t kx = {key}(x);",
+            "        int64_t j = i;",
+            f"        while (j > 0 && {key}(row[j - 1]) > kx) {{ row[j] = row[j - 1]; j--; }}",
+            "        row[j] = x;", "      }", "      continue;", "    }"]
+
+
 def routine_source(symbol: str) -> tuple[str, str]:
     """The C99 of one routine symbol (numfn_sort_<t> or numfn_argsort_<t>): (its key function, the routine as a
     static function taking every argument as `void *`, as numfn's extern calls pass everything by reference)."""
@@ -69,13 +81,7 @@ def routine_source(symbol: str) -> tuple[str, str]:
             "  (void)kth_; (void)nkth_;",
             "  for (int64_t r = 0; r < rows; r++) {",
             f"    {ctype} *row = data + r * n;",
-            "    if (n <= 32) {   /* insertion sort */",
-            "      for (int64_t i = 1; i < n; i++) {",
-            f"        {ctype} x = row[i];",
-            f"        uint64_t kx = {k}(x);",
-            "        int64_t j = i;",
-            f"        while (j > 0 && {k}(row[j - 1]) > kx) {{ row[j] = row[j - 1]; j--; }}",
-            "        row[j] = x;", "      }", "      continue;", "    }",
+            *_insertion_sort(ctype, k, "n <= 32", "insertion sort"),
             "    for (int64_t end = n, start = n / 2; end > 1;) {   /* heapsort: a max-heap of keys */",
             "      if (start > 0) start--;",
             "      else {",
@@ -95,13 +101,7 @@ def routine_source(symbol: str) -> tuple[str, str]:
             "  int64_t rows = *(const int64_t *)rows_, n = *(const int64_t *)n_, room = *(const int64_t *)room_;",
             "  for (int64_t r = 0; r < rows; r++) {",
             f"    {ctype} *row = data + r * n;",
-            "    if (n <= 32 || room < n) {   /* stable insertion sort */",
-            "      for (int64_t i = 1; i < n; i++) {",
-            f"        {ctype} x = row[i];",
-            f"        uint64_t kx = {k}(x);",
-            "        int64_t j = i;",
-            f"        while (j > 0 && {k}(row[j - 1]) > kx) {{ row[j] = row[j - 1]; j--; }}",
-            "        row[j] = x;", "      }", "      continue;", "    }",
+            *_insertion_sort(ctype, k, "n <= 32 || room < n", "stable insertion sort"),
             f"    {ctype} *src = row, *dst = scratch;   /* bottom-up merge sort through one scratch row */",
             "    for (int64_t w = 1; w < n; w *= 2) {",
             "      for (int64_t lo = 0; lo < n; lo += 2 * w) {",
