@@ -40,7 +40,7 @@ from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.runtime import extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
-from numfn.runtime.threads import PARALLEL_MIN_OPS
+from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             make_layout, program_steps)
 from numfn.errors import CompileError, unsupported
@@ -313,7 +313,7 @@ class NumericalFunction(ValueSpecialization):
         from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
                          f"noopt={debug.noopt()} profile={self.profile} fastmath={self.fastmath}"
-                         + (f" beam={self.beam}" if self.beam else ""), repr(self.in_specs),
+                         + (f" beam={self.beam} threads={thread_count()}" if self.beam else ""), repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
 
     @cached_stage

@@ -202,3 +202,17 @@ def test_a_real_search_gives_numpys_result_and_is_remembered(tmp_path, monkeypat
     for entry in (tmp_path / "cache").glob("*.nfc"): entry.unlink()
     monkeypatch.setattr("numfn.beam.tuner.beam_search", lambda *a, **k: pytest.fail("searched again"))
     np.testing.assert_allclose(numfn.jit(colsum, beam=2, backend=backend)(a), got, rtol=1e-6)
+
+
+@pytest.mark.nocompile
+def test_a_tuned_program_is_cached_apart_from_the_plain_one(monkeypatch):
+    def double(x):
+        return x * 2
+    x = np.ones(8)
+    plain, tuned = numfn.jit(double).specialize(x), numfn.jit(double, beam=2).specialize(x)
+    assert plain.beam == 0 and tuned.beam == 2 and plain.cache_key != tuned.cache_key
+    monkeypatch.setenv("NUMFN_BEAM", "2")   # read when a function specializes: the same program as beam=2
+    assert numfn.jit(double).specialize(x).cache_key == tuned.cache_key
+    # the threads a choice was measured with are part of it (tuned_key's Machine), and of the program's key
+    monkeypatch.setattr("numfn.function.thread_count", lambda: 64)
+    assert numfn.jit(double, beam=2).specialize(x).cache_key != tuned.cache_key
