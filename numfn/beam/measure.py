@@ -48,8 +48,8 @@ def search_data(params: tuple[UOp, ...], seed: int = 0) -> list[np.ndarray]:
     for p in params:
         dt, buf = p.dtype.np, p.arg
         size = max(buf.size, 1)
-        if buf.category == "constant" and buf.data is not None:
-            out.append(np.ascontiguousarray(np.asarray(buf.data, dtype=dt).reshape(-1)).copy())
+        data = np.ascontiguousarray(buf.data) if buf.category == "constant" and buf.data is not None else None
+        if data is not None and data.nbytes == size * dt.itemsize: out.append(data.reshape(-1).view(dt).copy())
         elif dt.kind == "b": out.append(rng.integers(0, 2, size).astype(dt))
         elif dt.kind in "iu": out.append(rng.integers(0, 8, size).astype(dt))
         else: out.append((rng.random(size) + 0.5).astype(dt))
