@@ -6,7 +6,6 @@ wrong result is never chosen, and a spent budget keeps the best so far. The stor
 real search (compiling and timing candidates) runs once, small, against NumPy's result.
 """
 import itertools
-import logging
 
 import numpy as np
 import pytest

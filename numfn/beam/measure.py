@@ -94,10 +94,6 @@ class KernelBench:
         self.compiled[options] = code
         return code
 
-    def forget(self, keep: set[Options]) -> None:
-        """Drop the compiled code of every candidate but `keep` (their code stays mapped while kept)."""
-        for o in [o for o in self.compiled if o not in keep]: del self.compiled[o]
-
     def evaluate(self, options: Options) -> tuple[list[np.ndarray], float]:
         from numfn.runtime.native import pointer_table
         from numfn.runtime.threads import parallel_for_address
