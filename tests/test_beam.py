@@ -159,7 +159,9 @@ def test_stored_choices_are_keyed_by_the_machine(tmp_path, monkeypatch):
     assert kernel_structure(params, lowered, True) != structure
     chosen = Options(upcasts=((1, 8),), parallel=True)
     store_choice(tuned_key(structure, "llvm", here), chosen, 1e-6, Options(), 2e-6)
-    assert load_choice(tuned_key(structure, "llvm", here)) == chosen
+    stored = load_choice(tuned_key(structure, "llvm", here))
+    assert stored is not None and stored.options == chosen and stored.heuristic == Options()
+    assert (stored.seconds, stored.heuristic_seconds) == (1e-6, 2e-6)
     assert numfn.cache.info()["tuned_kernels"] == 1
     # a tuner on the same machine reuses the choice; on another CPU or core count it searches (here: its budget is
     # spent, so it keeps the heuristic's choice)
@@ -190,8 +192,12 @@ def test_a_real_search_gives_numpys_result_and_is_remembered(tmp_path, monkeypat
     def colsum(a):
         return a.sum(axis=0) * 2
 
+    notes: list = []
+    monkeypatch.setattr("numfn.progress.note", notes.append)
     with caplog.at_level(debug.logging_level(2), logger="numfn"):
         got = numfn.jit(colsum, beam=2, backend=backend)(a)
+    # the progress line followed the search: the kernel, then candidates measured and the best time
+    assert notes[0] == "BEAM kernel 1 of 1" and any(" candidates, best " in n for n in notes) and notes[-1] == ""
     np.testing.assert_allclose(got, colsum(a), rtol=1e-5, atol=1e-4)
     report = [r.getMessage() for r in caplog.records if r.getMessage().startswith("BEAM")]
     assert report and "against the heuristic's" in report[0] and "GFLOP/s" in report[0] and "GB/s" in report[0]
@@ -200,7 +206,21 @@ def test_a_real_search_gives_numpys_result_and_is_remembered(tmp_path, monkeypat
     # a later compilation of the kernel (its program not cached) uses the stored choice without searching
     for entry in (tmp_path / "cache").glob("*.nfc"): entry.unlink()
     monkeypatch.setattr("numfn.beam.tuner.beam_search", lambda *a, **k: pytest.fail("searched again"))
-    np.testing.assert_allclose(numfn.jit(colsum, beam=2, backend=backend)(a), got, rtol=1e-6)
+    caplog.clear()
+    with caplog.at_level(debug.logging_level(2), logger="numfn"):
+        np.testing.assert_allclose(numfn.jit(colsum, beam=2, backend=backend)(a), got, rtol=1e-6)
+    assert any("(stored for this machine)" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.nocompile
+def test_the_progress_line_shows_the_note():
+    from numfn.progress import Progress
+    line = Progress("f")
+    line.enter("rendering kernels", 3)
+    line.set_note("BEAM kernel 1 of 3: 4 candidates, best 12.0 us")
+    assert "rendering kernels 0/3 (BEAM kernel 1 of 3: 4 candidates, best 12.0 us)" in line.line()
+    line.enter("compiling")
+    assert "BEAM" not in line.line()
 
 
 @pytest.mark.nocompile

@@ -75,6 +75,7 @@ def beam_search(start: Options, neighbours: Callable[[Options], list[Options]],
     deadline = clock() + budget
     want, start_seconds = evaluate(start)   # the heuristic's own failure is not caught: the caller builds it anyway
     result = SearchResult(start, start_seconds, start, start_seconds, {start: start_seconds})
+    if report is not None: report(1, start_seconds)
     seen, expanded = {start}, set()
     while True:
         beam = _ranked(result.times, start)[:max(1, width)]

@@ -52,14 +52,25 @@ def tuned_key(structure: str, backend: str, machine: Machine) -> str:
                      str(machine.threads))
 
 
-def load_choice(key: str) -> Options | None:
-    """The options stored under `key`, or None (no cache, no entry, or an entry this numfn cannot read)."""
+@dataclass(frozen=True)
+class Choice:
+    """A stored choice: the chosen options and their time, and the heuristic's (seconds of the kernel alone)."""
+    options: Options
+    seconds: float
+    heuristic: Options
+    heuristic_seconds: float
+
+
+def load_choice(key: str) -> Choice | None:
+    """The choice stored under `key`, or None (no cache, no entry, or an entry this numfn cannot read)."""
     from numfn.runtime.diskcache import tuned_cache
     cache = tuned_cache()
     payload = cache.get(key) if cache is not None else None
     if payload is None: return None
     try:
-        return Options.from_json(json.loads(payload)["options"])
+        d = json.loads(payload)
+        return Choice(Options.from_json(d["options"]), float(d["seconds"]), Options.from_json(d["heuristic"]),
+                      float(d["heuristic_seconds"]))
     except (ValueError, KeyError, TypeError, IndexError):
         return None
 

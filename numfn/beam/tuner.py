@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from numfn import config, debug, progress
 from numfn.beam.measure import KernelBench
-from numfn.beam.search import beam_search, candidate_neighbours
+from numfn.beam.search import SearchResult, beam_search, candidate_neighbours
 from numfn.beam.store import Machine, kernel_structure, load_choice, store_choice, tuned_key
 from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.opt import Options, heuristic_options
@@ -49,8 +49,11 @@ class FunctionTuner:
         key = tuned_key(kernel_structure(params, lowered, self.fastmath), self.backend, self.machine)
         stored = load_choice(key)
         if stored is not None:
-            debug.log(2, f"BEAM {name}: {stored.describe()} (stored for this machine)")
-            return stored
+            debug.log(2, f"BEAM {name}: {stored.options.describe()}: {stored.seconds * 1e6:.1f} us"
+                         f"{_rates(stored.seconds, op_count, bytes_moved)} against the heuristic's "
+                         f"{stored.heuristic.describe()}: {stored.heuristic_seconds * 1e6:.1f} us"
+                         f"{_rates(stored.heuristic_seconds, op_count, bytes_moved)} (stored for this machine)")
+            return stored.options
         itemsize = max((p.dtype.itemsize for p in params), default=1)
         if op_count + bytes_moved // max(itemsize, 1) < MIN_WORK: return None
         left = self.deadline - self.clock()
@@ -87,10 +90,14 @@ def _threads() -> int:
     return thread_count()
 
 
-def _describe(name: str, result, op_count: int, bytes_moved: int) -> str:
+def _rates(seconds: float, op_count: int, bytes_moved: int) -> str:
+    if seconds <= 0: return ""
+    return f" ({op_count / seconds / 1e9:.2f} GFLOP/s, {bytes_moved / seconds / 1e9:.2f} GB/s)"
+
+
+def _describe(name: str, result: SearchResult, op_count: int, bytes_moved: int) -> str:
     def rate(seconds: float) -> str:
-        if seconds <= 0: return ""
-        return f" ({op_count / seconds / 1e9:.2f} GFLOP/s, {bytes_moved / seconds / 1e9:.2f} GB/s)"
+        return _rates(seconds, op_count, bytes_moved)
     how = ", budget spent" if result.exhausted else ""
     wrong = f", {len(result.wrong)} wrong candidates dropped" if result.wrong else ""
     return (f"BEAM {name}: {result.chosen.describe()}: {result.chosen_seconds * 1e6:.1f} us"
