@@ -20,7 +20,8 @@ def clear() -> int:
 
 
 def info() -> dict[str, object]:
-    """The disk cache: {"directory", "entries", "total_bytes", "max_bytes", "enabled", "problem"}."""
+    """The disk cache: {"directory", "entries", "total_bytes", "max_bytes", "enabled", "problem", "tuned_kernels"}
+    (tuned_kernels: the kernels whose optimizations NUMFN_BEAM chose and stored, numfn.beam)."""
     return _cache.cache_info()
 
 

@@ -9,6 +9,9 @@
 | `NUMFN_BACKEND` | the default backend: `llvm` (default) or `c` |
 | `NUMFN_CC` | the C compiler command of the C backend (default: clang, else cc, else gcc) |
 | `NUMFN_THREADS` | threads for parallel kernels and svmap (default: the CPUs this process may use; 1: none) |
+| `NUMFN_BEAM` | beam width of the search of each kernel's optimizations (numfn/beam; default 0: the fixed heuristics) |
+| `NUMFN_BEAM_KERNEL_SECONDS` | the search's time budget per kernel (default 2 s) |
+| `NUMFN_BEAM_FUNCTION_SECONDS` | the search's time budget per compiled function (default 30 s) |
 | `NUMFN_CACHE_DIR` | the disk cache's directory (default: `$XDG_CACHE_HOME/numfn`, else `~/.cache/numfn`) |
 | `NUMFN_DISABLE_CACHE` | switch: no disk cache |
 | `NUMFN_CACHE_MAX_BYTES` | the disk cache's size cap in bytes (default 1 GiB) |
@@ -201,6 +204,49 @@ def threads() -> int | None:
     except ValueError:
         _warn(f"ignoring NUMFN_THREADS={raw!r}: not a whole number")
         return None
+
+
+# ---- BEAM: the search of each kernel's optimizations (numfn/beam) ------------------------------------------------
+
+BEAM_KERNEL_SECONDS = 2.0
+BEAM_FUNCTION_SECONDS = 30.0
+
+
+def beam() -> int:
+    """NUMFN_BEAM: how many candidates the search of each kernel's optimizations keeps per step (0, the default:
+    no search, the fixed heuristics); a value that is not a whole number warns and counts as 0."""
+    raw = os.environ.get("NUMFN_BEAM", "").strip()
+    if not raw: return 0
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        _warn(f"ignoring NUMFN_BEAM={raw!r}: not a whole number")
+        return 0
+
+
+def _seconds(name: str, raw: str, default: float) -> float:
+    """The number of seconds variable `name` holds (`raw`), else `default` (with a warning if it is set)."""
+    raw = raw.strip()
+    if not raw: return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        _warn(f"ignoring {name}={raw!r}: not a number of seconds")
+        return default
+    return value
+
+
+def beam_kernel_seconds() -> float:
+    """NUMFN_BEAM_KERNEL_SECONDS: the time the search may spend on one kernel (default 2)."""
+    return _seconds("NUMFN_BEAM_KERNEL_SECONDS", os.environ.get("NUMFN_BEAM_KERNEL_SECONDS", ""), BEAM_KERNEL_SECONDS)
+
+
+def beam_function_seconds() -> float:
+    """NUMFN_BEAM_FUNCTION_SECONDS: the time the search may spend on all kernels of one function (default 30)."""
+    return _seconds("NUMFN_BEAM_FUNCTION_SECONDS", os.environ.get("NUMFN_BEAM_FUNCTION_SECONDS", ""),
+                    BEAM_FUNCTION_SECONDS)
 
 
 # ---- native extensions (read once, at import) ------------------------------------------------------------------

@@ -31,6 +31,7 @@ import numpy as np
 
 from numfn import config, debug, progress
 from numfn.config import BACKENDS
+from numfn.beam import beam_width
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
@@ -39,7 +40,7 @@ from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
 from numfn.runtime import assembly, extensions
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
-from numfn.runtime.threads import PARALLEL_MIN_OPS
+from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
                             make_layout, program_steps)
 from numfn.errors import CompileError, unsupported
@@ -83,6 +84,7 @@ class NumericalFunction(ValueSpecialization):
     profile: bool = False   # DEBUG=2: time every kernel of every call
     unroll: int | None = None   # loops of at most this many iterations known while tracing run as Python (jit's)
     fastmath: bool = False   # jit's: float + - * may be contracted into FMAs and reassociated (KernelProgram)
+    beam: int = 0   # jit's (else NUMFN_BEAM): each kernel's optimizations searched, this many kept a step (numfn.beam)
     # arguments that share memory with a written one, traced as views of one base per group (numfn.trace.aliasing)
     aliases: tuple = ()
 
@@ -252,12 +254,14 @@ class NumericalFunction(ValueSpecialization):
     # ---- rendering --------------------------------------------------------------------------------------------
     @cached_stage
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
+        from numfn.beam.tuner import FunctionTuner
         from numfn.codegen.program import KernelProgram, build_program, kernel_key, with_params
         progress.stage("rendering kernels", len(self.kernel_items))
         t0 = time.perf_counter()
         out = []
         renderer = renderer_for(self.backend)
         built: dict[tuple, KernelProgram] = {}   # kernel_key -> the program of the first kernel with it
+        tuner = FunctionTuner(self.beam, self.backend, self.fastmath, len(self.kernel_items)) if self.beam else None
         for ei, name in zip(self.kernel_items, unique_names([ei.kernel.name for ei in self.kernel_items])):
             if ei.lowered is None:   # an extern call (numfn.extern)
                 from numfn.schedule import ExternKernel, build_extern_program
@@ -275,7 +279,9 @@ class NumericalFunction(ValueSpecialization):
                 out.append(RenderedKernel(prog.name, prog, renderer.render_forward(prog, first.name)))
                 progress.kernels_done(len(out))
                 continue
-            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel=parallel, fastmath=self.fastmath)
+            options = None if tuner is None else tuner.options(name, ei.kernel.buffers, ei.lowered, parallel, len(out)
+                                                               + 1, ei.op_count, ei.bytes_moved)
+            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel, self.fastmath, options)
             built[key] = prog
             out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
             progress.kernels_done(len(out))
@@ -309,7 +315,8 @@ class NumericalFunction(ValueSpecialization):
         from numfn.runtime.diskcache import cache_key
         from numfn.runtime.target import build_id, target_description
         return cache_key("numfn-program", build_id(), self.backend, target_description(self.backend),
-                         f"noopt={debug.noopt()} profile={self.profile} fastmath={self.fastmath}", repr(self.in_specs),
+                         f"noopt={debug.noopt()} profile={self.profile} fastmath={self.fastmath}"
+                         + (f" beam={self.beam} threads={thread_count()}" if self.beam else ""), repr(self.in_specs),
                          graph_fingerprint([self.function_graph]))
 
     @cached_stage
@@ -723,7 +730,8 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 
     def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
-                 unroll: int | None = None, progress: bool = True, fastmath: bool = False) -> None:
+                 unroll: int | None = None, progress: bool = True, fastmath: bool = False,
+                 beam: int | None = None) -> None:
         update_wrapper(self, fn, updated=())   # copying fn.__dict__ would overwrite our own attributes
         self.fn = fn
         self._static = static_spec(static_argnums, static_argnames, fn)
@@ -734,7 +742,8 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         self._unroll = unroll
         if not isinstance(fastmath, bool): raise TypeError(f"fastmath must be True or False, got {fastmath!r}")
         self._fastmath = fastmath
-        # (signature key, backend, profile, fastmath) -> NumericalFunction
+        self._beam = beam_width(beam) if beam is not None else None   # None: NUMFN_BEAM when compiling
+        # (signature key, backend, profile, fastmath, beam) -> NumericalFunction
         self._specializations: dict = {}
         self._ready: set = set()           # the keys of those whose native code is loaded
         self._lock = lock()   # a forked child finds it released (numfn.locks)
@@ -764,7 +773,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def specialization(self, key: tuple, statics: tuple, compile: bool = True) -> NumericalFunction:
         """The NumericalFunction for a signature key (see numfn.signature), made on first use; with `compile`, its
         native code is ready when this returns. Threads asking at once trace and compile once."""
-        full = (key, self.backend, debug.level() >= 2, self._fastmath)
+        full = (key, self.backend, debug.level() >= 2, self._fastmath, beam_width(self._beam))
         nf = self._specializations.get(full)
         if nf is not None and (not compile or full in self._ready): return nf
         with self._lock:
@@ -772,7 +781,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
             if nf is None:
                 extensions.warn_missing()   # once per process, if numfn was installed without them
                 nf = NumericalFunction(self.fn, key[0], key[1], statics, full[1], full[2], self._unroll,
-                                       self._fastmath)
+                                       self._fastmath, full[4])
                 self._specializations[full] = nf
             if compile and full not in self._ready:
                 try:
@@ -838,7 +847,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
         return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll, self._progress,
-                             self._fastmath)
+                             self._fastmath, self._beam)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function
@@ -858,19 +867,19 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
 @overload
 def jit(fn: Callable[_P, _R], *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         backend: str | None = None, unroll: int | None = None, progress: bool = True,
-        fastmath: bool = False) -> JitFunction[_P, _R]: ...
+        fastmath: bool = False, beam: int | None = None) -> JitFunction[_P, _R]: ...
 
 
 @overload
 def jit(fn: None = None, *, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         backend: str | None = None, unroll: int | None = None, progress: bool = True,
-        fastmath: bool = False) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
+        fastmath: bool = False, beam: int | None = None) -> Callable[[Callable[_P, _R]], JitFunction[_P, _R]]: ...
 
 
 def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
-        progress: bool = True,
-        fastmath: bool = False) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
+        progress: bool = True, fastmath: bool = False,
+        beam: int | None = None) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
     """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
 
     Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
@@ -887,11 +896,12 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
     `fastmath=True` lets the compiler contract a*b + c into fused multiply-adds and reassociate float additions and
     multiplications, which is faster in arithmetic-bound code and differs from NumPy by rounding; NaN, inf and
     signed zeros keep their meaning (docs/performance.md, "Numerical policy"). A jitted function called inside
-    another one is traced into the caller's program and follows the caller's setting.
+    another one is traced into the caller's program and follows the caller's setting. `beam=N` (default:
+    NUMFN_BEAM, else 0) searches each kernel's optimizations by timing them, and remembers them (docs/performance.md).
     """
     if fn is None:
-        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath)
-    return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress, fastmath)
+        return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath, beam)
+    return JitFunction(fn, static_argnums, static_argnames, backend, unroll, progress, fastmath, beam)
 
 
 _random_keys.compiler = jit   # numfn.random's samplers called outside a compiled function compile themselves with it

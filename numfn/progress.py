@@ -49,6 +49,7 @@ class Progress:
         self.stage_start = self.start
         self.done: int | None = None
         self.total: int | None = None
+        self.note = ""   # what the stage is doing now (see note())
         self.times: list[tuple[str, float]] = []   # (stage, seconds) of the stages that ended
         self.work: Counter = Counter()              # the work of each stage so far (see work())
         self.reported = False
@@ -63,12 +64,18 @@ class Progress:
         with self._lock:
             if self.stage is not None: self.times.append((self.stage, now - self.stage_start))
             self.stage, self.stage_start, self.done, self.total = stage, now, (0 if total is not None else None), total
+            self.note = ""
         self._changed.set()
 
     def advance(self, done: int) -> None:
         """`done` of the stage's kernels are done."""
         with self._lock:
             self.done = done
+
+    def set_note(self, text: str) -> None:
+        """Shown after the stage in the line (a terminal's line shows it at its next refresh)."""
+        with self._lock:
+            self.note = text
 
     def line(self) -> str:
         with self._lock:
@@ -77,7 +84,8 @@ class Progress:
             units = self.work.get(key, 0)
             # the stage's work so far: graph nodes walked, or for the native compiler the lines it was given
             done = f", {_count(units)} {'lines' if key == 'compiling' else 'nodes'}" if units else ""
-            return f"numfn: compiling {self.name}: {self.stage or 'starting'}{count}{done}, " \
+            note = f" ({self.note})" if self.note else ""
+            return f"numfn: compiling {self.name}: {self.stage or 'starting'}{count}{note}{done}, " \
                    f"{_seconds(time.perf_counter() - self.start)}"
 
     def summary(self) -> str:
@@ -188,6 +196,13 @@ def kernels_done(done: int) -> None:
     """The compilation of this thread finished `done` kernels of its current stage."""
     progress = getattr(_current, "progress", None)
     if progress is not None: progress.advance(done)
+
+
+def note(text: str) -> None:
+    """What the current stage of this thread's compilation is doing now, shown in its progress line ("" for
+    nothing): BEAM's search of a kernel, its candidates and best time so far."""
+    progress = getattr(_current, "progress", None)
+    if progress is not None: progress.set_note(text)
 
 
 # ---- work counts ---------------------------------------------------------------------------------------------------

@@ -120,7 +120,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ir", ("numfn.ir.walk", "numfn.ir.primitives", "numfn.ir.extern", "numfn.ir.uop", "numfn.ir.symbolic",
             "numfn.ir")),
     ("runtime", ("numfn.runtime",)),
-    ("compiler", ("numfn.codegen", "numfn.renderer", "numfn.schedule", "numfn.extern")),
+    ("compiler", ("numfn.codegen", "numfn.renderer", "numfn.beam.search", "numfn.beam.measure", "numfn.beam.store",
+                  "numfn.beam.tuner", "numfn.beam", "numfn.schedule", "numfn.extern")),
     # the tracer: `tensor` is a closed core; the modules above it register what they add (tensor_method: indexing
     # and ndarray methods; NUMPY_IMPLEMENTATIONS and numpy_function: numfn.numpy; Links: branch views) or override
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)

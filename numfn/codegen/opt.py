@@ -26,10 +26,15 @@ selects between values by position (a stack of values along a new axis: the outp
 numfn.numpy.fft). Upcast by its whole size, each copy's selects fold to one value, and everything the copies share
 (the butterfly's loads and common subexpressions) is computed once per iteration of the loops around it. The choice
 is made when the kernel is lowered, so the scheduler counts evaluations as the unrolled code performs them.
+
+All of these choices, and whether threads split the kernel's outermost loop, are one value: an `Options` record.
+`heuristic_options` makes it from the rules above, `apply_options` performs it, and codegen/program.py's
+`build_program` takes one (numfn/beam measures others, BEAM=N).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from numfn.codegen.lower import LoweredKernel, free_ranges
 from numfn.dtype import dtypes
@@ -187,3 +192,60 @@ def choose_row_tile(lk: LoweredKernel) -> tuple[UOp, int] | None:
         depends = [r in free_ranges(ld.src[1]) for ld in loads]
         if any(depends) and not all(depends): return r, ROW_TILE
     return None
+
+
+@dataclass(frozen=True)
+class Options:
+    """The optimizations a kernel is built with, loops named by their ids (a RANGE's arg[0]):
+    `upcasts` (loop, factor) in order; `block` (loop, iterations per block) after them; `row_tile` (loop, rows),
+    a loop upcast to its run-time end; `parallel`: threads split the outermost loop (when the kernel allows it)."""
+    upcasts: tuple[tuple[int, int], ...] = ()
+    block: tuple[int, int] | None = None
+    row_tile: tuple[int, int] | None = None
+    parallel: bool = False
+
+    def describe(self) -> str:
+        parts = [f"upcast r{r} x{f}" for r, f in self.upcasts]
+        if self.block is not None: parts.append(f"block r{self.block[0]} by {self.block[1]}")
+        if self.row_tile is not None: parts.append(f"row tile r{self.row_tile[0]} x{self.row_tile[1]}")
+        parts.append("threads" if self.parallel else "one thread")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"upcasts": [list(x) for x in self.upcasts], "block": None if self.block is None else list(self.block),
+                "row_tile": None if self.row_tile is None else list(self.row_tile), "parallel": self.parallel}
+
+    @staticmethod
+    def from_json(d: dict) -> Options:
+        def pair(x) -> tuple[int, int] | None:
+            return None if x is None else (int(x[0]), int(x[1]))
+        return Options(tuple((int(r), int(f)) for r, f in d["upcasts"]), pair(d["block"]), pair(d["row_tile"]),
+                       bool(d["parallel"]))
+
+
+def loop(lk: LoweredKernel, rid: int) -> UOp:
+    """The output loop of `lk` with id `rid` (KeyError when there is none)."""
+    for r in lk.ranges:
+        if r.arg[0] == rid: return r
+    raise KeyError(f"no output loop r{rid}")
+
+
+def heuristic_options(lk: LoweredKernel, parallel: bool) -> Options:
+    """The fixed rules' choice for a kernel (see the module docstring); `parallel` is the threading threshold's."""
+    upcasts = choose_upcasts(lk)
+    after = lk
+    for r, factor in upcasts: after = upcast(after, r, factor)
+    blocking = choose_block(after, upcasts)
+    # rows of a reduction that vectorizes along its own axis (after which it still does: no upcast was made)
+    row_tile = None if upcasts else choose_row_tile(lk)
+    return Options(tuple((r.arg[0], f) for r, f in upcasts),
+                   None if blocking is None else (blocking[0].arg[0], blocking[1]),
+                   None if row_tile is None else (row_tile[0].arg[0], row_tile[1]), parallel)
+
+
+def apply_options(lk: LoweredKernel, options: Options) -> LoweredKernel:
+    """`lk` with `options`' upcasts, block and row tile performed, in that order."""
+    for rid, factor in options.upcasts: lk = upcast(lk, loop(lk, rid), factor)
+    if options.block is not None: lk = block(lk, loop(lk, options.block[0]), options.block[1])
+    if options.row_tile is not None: lk = upcast_to_end(lk, loop(lk, options.row_tile[0]), options.row_tile[1])
+    return lk

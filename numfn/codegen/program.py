@@ -8,7 +8,7 @@ from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.narrow import narrow
-from numfn.codegen.opt import block, choose_block, choose_row_tile, choose_upcasts, upcast, upcast_to_end
+from numfn.codegen.opt import Options, apply_options, heuristic_options, upcast
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.ir.symbolic import symbolic
@@ -70,27 +70,30 @@ def _mark_fast(sink: UOp) -> UOp:
                    if u.op in (Ops.ADD, Ops.SUB, Ops.MUL) and u.dtype.is_float and u.arg is None else None)
 
 
+def prepare_kernel(lowered: LoweredKernel) -> LoweredKernel:
+    """A lowered kernel as the optimizations see it: selects' branches clamped to what their conditions allow
+    while indices simplify (codegen/selects.py), the short loops chosen when lowering unrolled, loops narrowed."""
+    unrolls = lowered.unrolls   # chosen when lowering: the scheduler counted evaluations with them
+    sink = graph_rewrite(lowered.sink, clamp_selects, name="kernel: clamp selects")
+    lowered = LoweredKernel(graph_rewrite(sink, symbolic, name="kernel: symbolic"), lowered.ranges,
+                            lowered.shape, lowered.evaluations, lowered.sequential)
+    for r, factor in unrolls: lowered = upcast(lowered, r, factor)
+    return narrow(lowered)
+
+
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
-                  parallel: bool = False, fastmath: bool = False) -> KernelProgram:
+                  parallel: bool = False, fastmath: bool = False, options: Options | None = None) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
-    the kernel allows it (see `splittable_loop`). Every pass is iterative: unrolled computations (gcd's fixed
-    steps, reduction trees) make deep graphs."""
-    upcasts = []
+    the kernel allows it (see `splittable_loop`). `options`: the optimizations to make (codegen/opt.py's Options;
+    its `parallel` then replaces the argument), else the heuristic's. Every pass is iterative: unrolled
+    computations (gcd's fixed steps, reduction trees) make deep graphs."""
+    upcasts: tuple = ()
+    if options is not None: parallel = options.parallel
     if not debug.noopt():
-        unrolls = lowered.unrolls   # chosen when lowering: the scheduler counted evaluations with them
-        # selects' branches clamped to what their conditions allow while indices simplify (codegen/selects.py)
-        sink = graph_rewrite(lowered.sink, clamp_selects, name="kernel: clamp selects")
-        lowered = LoweredKernel(graph_rewrite(sink, symbolic, name="kernel: symbolic"), lowered.ranges,
-                                lowered.shape, lowered.evaluations, lowered.sequential)
-        for r, factor in unrolls: lowered = upcast(lowered, r, factor)
-        lowered = narrow(lowered)
-        upcasts = choose_upcasts(lowered)
-        for r, factor in upcasts: lowered = upcast(lowered, r, factor)
-        blocking = choose_block(lowered, upcasts)
-        if blocking is not None: lowered = block(lowered, *blocking)
-        # rows of a reduction that vectorizes along its own axis (after which it still does: no upcast was made)
-        row_tile = None if upcasts else choose_row_tile(lowered)
-        if row_tile is not None: lowered = upcast_to_end(lowered, *row_tile)
+        lowered = prepare_kernel(lowered)
+        if options is None: options = heuristic_options(lowered, parallel)
+        upcasts = options.upcasts
+        lowered = apply_options(lowered, options)
     sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)

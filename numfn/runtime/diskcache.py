@@ -479,15 +479,39 @@ def default_cache() -> DiskCache | None:
     return cache
 
 
+TUNED_SUBDIRECTORY = "tuned"   # BEAM's chosen kernel optimizations (numfn.beam): entries like the programs'
+
+
+def tuned_cache() -> DiskCache | None:
+    """The cache of the kernel optimizations BEAM chose (numfn.beam): the subdirectory TUNED_SUBDIRECTORY of the
+    configured cache, memoized like it; None when the cache is off or unusable."""
+    parent = default_cache()
+    if parent is None: return None
+    directory = os.path.join(parent.directory, TUNED_SUBDIRECTORY)
+    with _instances_lock:
+        cache = _instances.get((directory, parent.max_bytes))
+        if cache is None:
+            try:
+                cache = DiskCache(directory, parent.max_bytes)
+            except CacheDirectoryError as e:
+                _warn(f"{e}; tuning without remembering")
+                return None
+            _instances[(directory, parent.max_bytes)] = cache
+    return cache
+
+
 def cache_info() -> dict[str, object]:
     """The configured cache: {"directory", "entries", "total_bytes", "max_bytes", "enabled", "problem"}, where
     "problem" says why an existing directory is refused (else None). Creates nothing."""
     directory, max_bytes = cache_directory(), _max_bytes_from_env()
     info: dict[str, object] = {"directory": directory, "entries": 0, "total_bytes": 0, "max_bytes": max_bytes,
-                               "enabled": not cache_disabled(), "problem": None}
+                               "enabled": not cache_disabled(), "problem": None, "tuned_kernels": 0}
     if os.path.lexists(directory):
         try:
             info.update(DiskCache(directory, max_bytes, create=False).info())
+            tuned = os.path.join(directory, TUNED_SUBDIRECTORY)
+            if os.path.lexists(tuned):
+                info["tuned_kernels"] = DiskCache(tuned, max_bytes, create=False).info()["entries"]
         except CacheDirectoryError as e:
             info["enabled"], info["problem"] = False, str(e)
     return info
@@ -498,7 +522,10 @@ def clear_cache() -> int:
     Raises CacheDirectoryError when the directory exists but is unsafe."""
     directory = cache_directory()
     if not os.path.lexists(directory): return 0
-    return DiskCache(directory, _max_bytes_from_env(), create=False).clear()
+    removed = DiskCache(directory, _max_bytes_from_env(), create=False).clear()
+    tuned = os.path.join(directory, TUNED_SUBDIRECTORY)
+    if os.path.lexists(tuned): removed += DiskCache(tuned, _max_bytes_from_env(), create=False).clear()
+    return removed
 
 
 def _human_size(n: int) -> str:
@@ -528,6 +555,7 @@ def cli(argv: list[str]) -> int:
         print(f"directory: {info['directory']}")
         print(f"status:    {status}")
         print(f"entries:   {info['entries']}")
+        print(f"tuned:     {info['tuned_kernels']} kernels (their optimizations chosen by NUMFN_BEAM)")
         total, cap = cast(int, info["total_bytes"]), cast(int, info["max_bytes"])
         print(f"size:      {_human_size(total)} (cap {_human_size(cap)}, "
               f"set by NUMFN_CACHE_MAX_BYTES)")
