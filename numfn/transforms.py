@@ -28,7 +28,8 @@ import numpy as np
 
 from numfn import debug
 from numfn.progress import mark_runs_no_user_code
-from numfn.function import JitFunction, NumericalFunction, ProgramBuild, raise_failed_checks
+from numfn.function import JitFunction, NumericalFunction, raise_failed_checks
+from numfn.program_build import ProgramBuild
 from numfn.pytree import flatten, unflatten
 from numfn.runtime.native import pointer_table
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count

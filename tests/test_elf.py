@@ -142,7 +142,7 @@ VARIANT_PROGRAMS = ["libm_f64", "pointer_constant", "large_vectorized", "several
 def _variant_sources(backend: str, name: str, variant: str, monkeypatch) -> tuple[str, str]:
     """(source, entry name) of program `name` in a variant, for a backend."""
     import dataclasses
-    from numfn.function import ProgramBuild
+    from numfn.program_build import ProgramBuild
     fn, args = PROGRAMS[name]
     if variant == "noopt": monkeypatch.setenv("NOOPT", "1")
     nf = numfn.jit(fn, backend=backend).specialize(*args)

@@ -289,7 +289,7 @@ def test_unique_kernel_names(fn, size, backend):
 
 
 def test_unique_names():
-    from numfn.function import unique_names
+    from numfn.program_build import unique_names
     assert unique_names(["E_1", "E_1", "E_1_1", "E_1", "E_1_1"]) == ["E_1", "E_1_2", "E_1_1", "E_1_3", "E_1_1_1"]
 
 

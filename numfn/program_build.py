@@ -1,0 +1,161 @@
+"""The native program of a NumericalFunction's kernels behind one entry point (`ProgramBuild`: rendered, named,
+keyed, compiled or loaded from the disk cache), and what rendering needs of the backends (`renderer_for`,
+`unique_names`). jit's programs are `NumericalFunction.build`; svmap's batched entry is another ProgramBuild of the
+same function (numfn.transforms)."""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from numfn import config, debug, progress
+from numfn.config import BACKENDS
+from numfn.errors import CompileError
+from numfn.locks import cached_stage
+from numfn.runtime import assembly
+
+ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+
+
+@dataclass(frozen=True, eq=False)
+class ProgramBuild:
+    """The native program of a NumericalFunction's kernels behind one entry point, as stages: `template` (the
+    rendered program with a placeholder entry name) -> `entry_name` -> `source` -> `cache_key` -> `manifest` ->
+    `compiled` -> `pointer_constants`.
+
+    `batched` None is the plain entry `int entry(void **buffers)` (jit). A tuple (one flag per input: does it
+    advance with the batch?) is svmap's entry `int entry(int64 start, int64 end, void **buffers)`, which loops
+    over examples start..end-1 in native code around the same kernels."""
+    nf: Any   # the numfn.function.NumericalFunction whose kernels it holds (that module builds on this one)
+    batched: tuple[bool, ...] | None = None
+
+    @property
+    def nints(self) -> int:
+        """How many int64 arguments the entry takes before the buffer table."""
+        return 0 if self.batched is None else 2
+
+    @cached_stage
+    def template(self) -> str:
+        nf = self.nf
+        return renderer_for(nf.backend).render_program(
+            ENTRY_PLACEHOLDER, [(k.program, k.source) for k in nf.rendered_kernels], nf.layout, self.batched,
+            profile=nf.profile and self.batched is None, steps=nf.steps)
+
+    @cached_stage
+    def entry_name(self) -> str:
+        """The entry point's symbol: named after the program's content, so equal programs share it (and different
+        ones never clash in one process)."""
+        return "numfn_" + hashlib.sha256(self.template.encode()).hexdigest()[:20]
+
+    @cached_stage
+    def source(self) -> str:
+        src = self.template.replace(ENTRY_PLACEHOLDER, self.entry_name)
+        what = self.nf.name if self.batched is None else f"svmap({self.nf.name})"
+        debug.log(4, lambda: f"source of {what}:\n{src}")
+        return src
+
+    @cached_stage
+    def cache_key(self) -> str:
+        if self.batched is None: return self.nf.cache_key
+        from numfn.runtime.diskcache import cache_key
+        return cache_key("numfn-batched", self.nf.cache_key, repr(self.batched))
+
+    @cached_stage
+    def manifest(self) -> dict:
+        """What a caller must know about the compiled code beyond the signature, stored with it in the cache (a
+        warm start reads it instead of scheduling): `constants`, the pointer constants in entry order by content
+        hash; `arena_bytes`, the scratch arena's size; `ops`, the ALU operations of one run; `externs`, the library
+        routines it calls (numfn.extern), if any; with DEBUG=2 (plain entry only) `kernels`, the kernel names its
+        timings are reported under."""
+        nf = self.nf
+        manifest = {"constants": [b.data_hash for b, _, _ in nf.layout.pointer_constants],
+                    "arena_bytes": int(nf.memory.arena_bytes), "ops": int(sum(ei.op_count for ei in nf.schedule))}
+        if nf.layout.externs: manifest["externs"] = list(nf.layout.externs)
+        if nf.profile and self.batched is None:   # a pair run tile by tile is timed as one: named as one
+            from numfn.codegen.tiling import tiled_pairs
+            names = [k.name for k in nf.rendered_kernels]
+            for pair in tiled_pairs(nf.steps):
+                names[pair.first] = f"{names[pair.first]} + {names[pair.second]} (tiles)"
+                names[pair.second] = f"{names[pair.second]} (in the line above)"
+            manifest["kernels"] = names
+            # each kernel's work per call (ALU operations, bytes of its buffers): its report names a kernel whose
+            # time is far above what that work needs
+            manifest["work"] = [[int(ei.op_count), int(ei.bytes_moved)] for ei in nf.kernel_items]
+        return manifest
+
+    @cached_stage
+    def compiled(self) -> Any:
+        """The loaded native program (numfn.runtime.LoadedCode), from the disk cache or compiled now."""
+        from numfn.runtime import load_or_compile, write_perf_map
+        nf = self.nf
+        t0 = time.perf_counter()
+        prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints, self._build, self._fits)
+        label = nf.name if self.batched is None else f"svmap({nf.name})"
+        debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
+                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        write_perf_map(prog, label)   # with NUMFN_PERF_MAP: profilers can name generated code
+        return prog
+
+    def _build(self) -> tuple[str, str, dict]:
+        """What compiling needs: (source, entry name, manifest). A renderer that cannot express the schedule is a
+        failure of this backend (CompileError); errors of tracing or scheduling are the program's."""
+        if self.nf.backend == "llvm":
+            from numfn.runtime import orcjit as llvm
+            llvm.prepare()
+        _ = self.nf.layout
+        try:
+            source, entry, manifest = self.source, self.entry_name, self.manifest
+            progress.stage(f"compiling {len(self.nf.rendered_kernels)} kernels ({self.nf.backend})")
+            progress.work(source.count("\n"))   # what the native compiler gets: lines of LLVM IR or C
+            if config.dump_assembly(): assembly.dump(self.nf.backend, source, self.nf.name)
+            return source, entry, manifest
+        except NotImplementedError as e:
+            raise CompileError(f"the {self.nf.backend} renderer failed: {e}") from e
+
+    def _fits(self, manifest: dict) -> str | None:
+        """Why a cached manifest cannot belong to this program (None: it can)."""
+        if not set(manifest["constants"]) <= self.nf.constant_arrays.keys(): return "unknown pointer constants"
+        if self.nf.profile and self.batched is None and "kernels" not in manifest: return "no kernel names"
+        return None
+
+    @cached_stage
+    def pointer_constants(self) -> tuple[np.ndarray, ...]:
+        """The arrays passed by pointer to the compiled program, in the order its manifest lists them; then its
+        externs table, if it calls library routines (numfn.extern)."""
+        data, manifest = self.nf.constant_arrays, self.compiled.manifest
+        consts = tuple(data[h] for h in manifest["constants"])
+        if manifest.get("externs"):
+            from numfn.extern import extern_table
+            consts += (extern_table(manifest["externs"]),)
+        return consts
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Kernel names made unique within one program: kernels inside loops and branches are scheduled apart and may
+    repeat a name. The first of each name keeps it; a repeat gets the first `name_k` that is no kernel's name (a
+    shape's digits: `E_1` twice must not become the name of the 1x1 kernel `E_1_1`)."""
+    taken, out = set(names), []
+    used: set[str] = set()
+    for name in names:
+        if name in used:
+            k = 1
+            while f"{name}_{k}" in taken or f"{name}_{k}" in used: k += 1
+            name = f"{name}_{k}"
+        used.add(name)
+        out.append(name)
+    return out
+
+
+def renderer_for(backend: str):
+    """The renderer module of a backend: numfn.renderer.c or numfn.renderer.llvm (imported on first use)."""
+    if backend == "c":
+        from numfn.renderer import c
+        return c
+    if backend == "llvm":
+        from numfn.renderer import llvm
+        return llvm
+    raise ValueError(f"unknown backend {backend!r} (choose from {BACKENDS})")
