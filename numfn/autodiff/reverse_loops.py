@@ -1,0 +1,246 @@
+"""Reverse mode through loops (while regions: Python `for` over a range, fori_loop, scan, and `while` loops whose
+trip count has a static bound): linearize, then transpose into a loop running backwards over the iterations.
+
+Design. A while region runs `while cond(s): s = body(s)`. Its linearization (what reverse mode transposes) is
+made of two loops:
+
+1. the *recording loop* (primal): the same loop with more state: an iteration counter `count` and, for every state
+   value, a stacked buffer of shape (bound,) + its shape into which each iteration first writes the state it
+   starts from (the carries, "store" policy). After the loop, `count` is the trip count and row j of each stack
+   is the state at the start of iteration j;
+2. the *tangent loop* (linear): `for j in range(count)`: the tangent state goes through the body's forward-mode
+   graph, its primal values recomputed from the recorded state of iteration j (GATHER of the stacks at j): only
+   the carries are stored, an iteration's intermediate values are recomputed from them. Its state is the
+   iteration index and the float state's tangents; its captures the counter, the stacks, the region's captures
+   and their tangents. It is only ever transposed (never run):
+
+`transpose_tangent_loop` makes the *backward loop*: `for r in range(count, 0, -1)` with j = r - 1, the
+cotangent of the state goes back through the transposed tangent body of iteration j (numfn/autodiff/transpose.py
+on the body's graph), and the cotangents of the captured values with a tangent are accumulated as more state.
+Every loop made here has an index whose bounds are known in its body, so it can be differentiated again (jvp of
+the backward loop: hessians; reverse mode of it: grad of grad).
+
+The bound. The stacks need a trip count known when compiling: a state value that is a loop's index (a range's,
+fori_loop's: the tracer knows its bounds lo <= i <= hi inside the body, and the body adds a step to it) makes
+hi - lo + 1 a bound, which the recording loop also enforces (it stops there). So a `for` loop over a range with
+static bounds stores exactly its iterations; a fori_loop with a run-time trip count stores up to the bound of
+its upper limit's value (an error when there is none, or when the stacks would exceed MAX_STACK_BYTES). A
+`while` loop on values has no such bound: reverse mode refuses it with an error naming forward mode (JAX refuses
+reverse mode through while_loop too).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from numfn.autodiff.jvp import NewPrimal, jvp_nodes
+from numfn.autodiff.rules import NotDifferentiable, Tangent, add_tangents
+from numfn.autodiff.transpose import transpose_graph
+from numfn.dtype import DType, dtypes
+from numfn.ir.uop import Ops, UOp, substitute
+from numfn.ir.walk import toposort
+from numfn.trace.control import Region, placeholder
+
+I64 = dtypes.int64
+MAX_STACK_BYTES = 1 << 30   # the most memory reverse mode stores a loop's carries in
+
+Spec = tuple[tuple[int, ...], DType]
+_tags = itertools.count(1 << 42)   # the tags of the regions made here: apart from traced and transposed ones
+
+
+@dataclass(frozen=True)
+class TangentLoop:
+    """What the backward loop needs to know of a tangent loop: how many float state values it carries (its state
+    is the index, then those) and where its captures' tangents start among its sources."""
+    n_tangents: int
+    first_tangent_capture: int
+
+
+_TANGENT_LOOPS: dict[int, TangentLoop] = {}   # by region tag
+
+
+def _sink(values: list[UOp]) -> UOp:
+    return UOp(Ops.SINK, dtypes.void, tuple(values))
+
+
+def _zeros(shape: tuple[int, ...], dtype: DType) -> UOp:
+    return UOp.const_like(dtype, 0, shape)
+
+
+def _int(value: int) -> UOp:
+    return UOp.const(I64, value)
+
+
+def _carries(region: Region) -> list[UOp]:
+    """Every placeholder of the region its sub-graphs read (one number may have two: with and without bounds)."""
+    subs = ([region.cond] if region.cond is not None else []) + list(region.bodies)
+    return list({c: None for sub in subs for c in toposort([sub]) if c.op is Ops.CARRY and c.arg[0] == region.tag})
+
+
+def trip_bound(region: Region) -> int | None:
+    """A bound on a while region's trip count: from a state value that is a loop index (bounds known in the body,
+    advanced by the body's addition), hi - lo + 1; None when there is none."""
+    body = region.bodies[0]
+    found = None
+    for c in toposort([body]):
+        if c.op is not Ops.CARRY or c.arg[0] != region.tag or len(c.arg) < 4 or c.arg[3] is None: continue
+        k, (lo, hi) = c.arg[1], c.arg[3]
+        step = body.src[k]
+        if not (c.dtype.is_int and step.op is Ops.ADD and c in step.src): continue
+        count = max(int(hi) - int(lo) + 1, 0)
+        found = count if found is None else min(found, count)
+    return found
+
+
+def _index_grid(j: UOp, shape: tuple[int, ...]) -> tuple[UOp, ...]:
+    """The GATHER/SCATTER indices of row j of a stack of arrays of `shape`: j, then each axis's position."""
+    idx = [j.reshape((1,) * len(shape)).expand(shape) if shape else j]
+    for a, n in enumerate(shape):
+        pos = UOp.iota(max(n, 1)).shrink(((0, n),))
+        idx.append(pos.reshape(tuple(n if b == a else 1 for b in range(len(shape)))).expand(shape))
+    return tuple(idx)
+
+
+def stack_row(stack: UOp, j: UOp, shape: tuple[int, ...]) -> UOp:
+    """stack[j]."""
+    return UOp(Ops.GATHER, stack.dtype, (stack,) + _index_grid(j, shape))
+
+
+def stack_write(stack: UOp, j: UOp, value: UOp) -> UOp:
+    """stack with stack[j] = value."""
+    assert value.shape is not None
+    return UOp(Ops.SCATTER, stack.dtype, (stack, value) + _index_grid(j, value.shape), (None, True, False))
+
+
+def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> NewPrimal:
+    """The recording loop (the new primal node) and the tangents of its results: results of the tangent loop (see
+    the module docstring)."""
+    region: Region = node.arg
+    n, inputs = len(region.state), list(primals)
+    bound = trip_bound(region)
+    if bound is None or bound > MAX_STACK_BYTES:
+        raise NotDifferentiable("numfn cannot differentiate a while loop in reverse mode (grad, vjp, jacrev), nor a "
+                                "loop whose trip count has no bound known when compiling: reverse mode stores every "
+                                "iteration's state (JAX refuses reverse mode through while_loop too). Forward mode "
+                                "(numfn.jvp, jacfwd) goes through it; or loop over a range with static bounds, or "
+                                "bound a run-time trip count (fori_loop(0, np.minimum(n, 100), ...))")
+    size = sum(math.prod(s) * d.itemsize for s, d in region.state) * bound
+    if size > MAX_STACK_BYTES:
+        raise NotDifferentiable(f"reverse mode through this loop would store {size} bytes of its state ({bound} "
+                                f"iterations at most, the bound of its index), over {MAX_STACK_BYTES}: bound the "
+                                "loop's range more tightly, or use forward mode (numfn.jvp, jacfwd)")
+    old = _carries(region)
+    ncap = len(inputs) - n
+
+    # 1. the recording loop: state, count, stacks; then the captures
+    rec = next(_tags)
+    renumber = {c: placeholder(rec, c.arg[1] if c.arg[1] < n else c.arg[1] + 1 + n, c.arg[2], c.dtype,
+                               c.arg[3] if len(c.arg) > 3 else None) for c in old}
+    count_body = placeholder(rec, n, (), I64, (0, max(bound - 1, 0)))
+    count_cond = placeholder(rec, n, (), I64)
+    stacks = [placeholder(rec, n + 1 + k, (bound,) + s, d) for k, (s, d) in enumerate(region.state)]
+    assert region.cond is not None
+    going = substitute(region.cond, renumber).src[0].alu(Ops.AND, count_cond.alu(Ops.CMPLT, _int(bound)))
+    body = substitute(region.bodies[0], renumber)
+    states = [placeholder(rec, k, *region.state[k]) for k in range(n)]
+    written = [stack_write(st, count_body, v) for st, v in zip(stacks, states)]
+    stack_specs = tuple(((bound,) + s, d) for s, d in region.state)
+    specs = tuple(region.state) + (((), I64),) + stack_specs
+    names = tuple(region.names) + ("the iteration count",) + tuple(f"the stored values of state {k}" for k in range(n))
+    recording = Region("while", rec, specs, _sink([going]), (_sink(list(body.src) + [count_body.alu(
+        Ops.ADD, _int(1))] + written),), specs, names)
+    srcs = tuple(inputs[:n]) + (_int(0),) + tuple(_zeros(*s) for s in stack_specs) + tuple(inputs[n:])
+    loop = UOp(Ops.LOOP, node.dtype, srcs, recording)
+    count = UOp(Ops.RESULT, I64, (loop,), n)
+    stacked = [UOp(Ops.RESULT, d, (loop,), n + 1 + k) for k, (_, d) in enumerate(region.state)]
+
+    # 2. the tangent loop: state j and the float state's tangents; captures count, stacks, captures, their tangents
+    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_float]
+    tcaps = [k for k in range(n, len(inputs)) if tangents[k] is not None]
+    nt = len(tstate)
+    tan = next(_tags)
+    first_cap = 1 + nt                       # count, then the stacks, the captures, their tangents
+    j_body = placeholder(tan, 0, (), I64, (0, max(bound - 1, 0)))
+    j_cond = placeholder(tan, 0, (), I64)
+    count_ph = placeholder(tan, first_cap, (), I64)
+    stack_ph = [placeholder(tan, first_cap + 1 + k, *stack_specs[k]) for k in range(n)]
+    cap_at = first_cap + 1 + n
+    tcap_at = cap_at + ncap
+    leaves: dict[UOp, tuple[UOp, Tangent]] = {}
+    for c in old:
+        k, shape, dt = c.arg[1], c.arg[2], c.dtype
+        if k < n:
+            t = placeholder(tan, 1 + tstate.index(k), shape, dt) if k in tstate else None
+            leaves[c] = (stack_row(stack_ph[k], j_body, shape), t)
+        else:
+            t = placeholder(tan, tcap_at + tcaps.index(k), shape, dt) if k in tcaps else None
+            leaves[c] = (placeholder(tan, cap_at + k - n, shape, dt), t)
+    done = jvp_nodes([region.bodies[0]], leaves, linearizing=True)
+    outs = region.bodies[0].src
+    touts = [done[outs[k]][1] for k in tstate]
+    tvalues = [_zeros(*region.state[k]) if t is None else t for k, t in zip(tstate, touts)]
+    tspecs = ((((), I64),) + tuple(region.state[k] for k in tstate))
+    tregion = Region("while", tan, tspecs, _sink([j_cond.alu(Ops.CMPLT, count_ph)]),
+                     (_sink([j_body.alu(Ops.ADD, _int(1))] + tvalues),), tspecs)   # type: ignore[list-item]
+    tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else tangents[k] for k in tstate) \
+        + (count,) + tuple(stacked) + tuple(inputs[n:]) + tuple(tangents[k] for k in tcaps)   # type: ignore[misc]
+    _TANGENT_LOOPS[tan] = TangentLoop(nt, tcap_at)
+    tloop = UOp(Ops.LOOP, node.dtype, tsrcs, tregion)
+    return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (tloop,), 1 + tstate.index(k)) if k in tstate
+                            else None for k in range(n)])
+
+
+def is_tangent_loop(loop: UOp) -> bool:
+    return isinstance(loop.arg, Region) and loop.arg.tag in _TANGENT_LOOPS
+
+
+def transpose_tangent_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> tuple[UOp | None, ...]:
+    """The backward loop (see the module docstring): the cotangents of the tangent loop's initial tangent state and
+    of its captured tangents, from those of its results (`cts`, by result)."""
+    region: Region = loop.arg
+    info = _TANGENT_LOOPS[region.tag]
+    nt, tcap_at, tag = info.n_tangents, info.first_tangent_capture, region.tag
+    srcs = loop.src
+    body = region.bodies[0]
+    carries = {c.arg[1]: c for c in toposort([body]) if c.op is Ops.CARRY and c.arg[0] == tag}
+    tspecs: list[Spec] = list(region.state[1:])
+    capspecs: list[Spec] = []
+    for u in srcs[tcap_at:]:
+        assert u.shape is not None
+        capspecs.append((u.shape, u.dtype))
+    primal_caps = list(range(1 + nt, tcap_at))   # count, stacks, captures: captured again as they are
+    back = next(_tags)
+    bound = trip_bound(region)
+    assert bound is not None
+    r_body = placeholder(back, 0, (), I64, (1, max(bound, 1)))
+    r_cond = placeholder(back, 0, (), I64)
+    ct_ph = [placeholder(back, 1 + i, *s) for i, s in enumerate(tspecs)]
+    acc_ph = [placeholder(back, 1 + nt + m, *s) for m, s in enumerate(capspecs)]
+    first_cap = 1 + nt + len(capspecs)
+    holders = [carries.get(1 + i, placeholder(tag, 1 + i, *s)) for i, s in enumerate(tspecs)] + \
+              [carries.get(tcap_at + m, placeholder(tag, tcap_at + m, *s)) for m, s in enumerate(capspecs)]
+    found = transpose_graph(list(body.src[1:]), ct_ph, holders)
+    new_ct = [(_zeros(*tspecs[i]) if g is None else g) for i, g in enumerate(found[:nt])]
+    new_acc = [add_tangents(a, g) for a, g in zip(acc_ph, found[nt:])]
+    j = r_body.alu(Ops.ADD, _int(-1))
+    renumber = {c: placeholder(back, first_cap + primal_caps.index(k), c.arg[2], c.dtype)
+                for k, c in carries.items() if k in primal_caps}
+    if 0 in carries: renumber[carries[0]] = j
+    new_body = substitute(_sink([j] + new_ct + new_acc), renumber)    # type: ignore[list-item]
+    leftover = [c for c in toposort([new_body]) if c.op is Ops.CARRY and c.arg[0] == tag]
+    assert not leftover, "the transposed body of a tangent loop reads no tangent"
+    specs = (((), I64),) + tuple(tspecs) + tuple(capspecs)
+    bregion = Region("while", back, specs, _sink([_int(0).alu(Ops.CMPLT, r_cond)]), (new_body,), specs,
+                     ("the iteration, counting down",) + tuple(f"the cotangent of state {i}" for i in range(nt)) +
+                     tuple(f"the cotangent of capture {m}" for m in range(len(capspecs))))
+    count = srcs[1 + nt]
+    init = (count,) + tuple(cts.get(1 + i, _zeros(*s)) for i, s in enumerate(tspecs)) + \
+        tuple(_zeros(*s) for s in capspecs)
+    bloop = UOp(Ops.LOOP, loop.dtype, init + tuple(srcs[k] for k in primal_caps), bregion)
+    out: list[UOp | None] = [None] * len(srcs)
+    for i in range(nt):
+        if linear[1 + i]: out[1 + i] = UOp(Ops.RESULT, tspecs[i][1], (bloop,), 1 + i)
+    for m in range(len(capspecs)):
+        if linear[tcap_at + m]: out[tcap_at + m] = UOp(Ops.RESULT, capspecs[m][1], (bloop,), 1 + nt + m)
+    return tuple(out)
