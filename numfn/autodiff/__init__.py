@@ -28,6 +28,7 @@ Not yet: reverse mode through loops (a clear error naming forward mode, which wo
 derivatives of LAPACK routines (solve, cholesky, ...), running max/min, multiply.at/maximum.at, custom rules.
 """
 from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches
+from numfn.autodiff import linalg_rules  # noqa: F401 - registers the rules of LAPACK's routines
 from numfn.autodiff.api import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.autodiff.check import check_grads
 

@@ -33,9 +33,10 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from numfn.autodiff.jvp import NewPrimal, jvp_nodes
-from numfn.autodiff.rules import NotDifferentiable, Tangent, add_tangents
+from numfn.autodiff.rules import NotDifferentiable, Tangent
 from numfn.autodiff.transpose import transpose_graph
 from numfn.dtype import DType, dtypes
 from numfn.ir.uop import Ops, UOp, substitute
@@ -179,12 +180,13 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     done = jvp_nodes([region.bodies[0]], leaves, linearizing=True)
     outs = region.bodies[0].src
     touts = [done[outs[k]][1] for k in tstate]
-    tvalues = [_zeros(*region.state[k]) if t is None else t for k, t in zip(tstate, touts)]
+    tvalues: list[UOp] = [_zeros(*region.state[k]) if t is None else cast(UOp, t) for k, t in zip(tstate, touts)]
     tspecs = ((((), I64),) + tuple(region.state[k] for k in tstate))
     tregion = Region("while", tan, tspecs, _sink([j_cond.alu(Ops.CMPLT, count_ph)]),
-                     (_sink([j_body.alu(Ops.ADD, _int(1))] + tvalues),), tspecs)   # type: ignore[list-item]
-    tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else tangents[k] for k in tstate) \
-        + (count,) + tuple(stacked) + tuple(inputs[n:]) + tuple(tangents[k] for k in tcaps)   # type: ignore[misc]
+                     (_sink([j_body.alu(Ops.ADD, _int(1))] + tvalues),), tspecs)
+    tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else cast(UOp, tangents[k])
+                               for k in tstate) \
+        + (count,) + tuple(stacked) + tuple(inputs[n:]) + tuple(cast(UOp, tangents[k]) for k in tcaps)
     _TANGENT_LOOPS[tan] = TangentLoop(nt, tcap_at)
     tloop = UOp(Ops.LOOP, node.dtype, tsrcs, tregion)
     return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (tloop,), 1 + tstate.index(k)) if k in tstate
@@ -222,12 +224,12 @@ def transpose_tangent_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, .
               [carries.get(tcap_at + m, placeholder(tag, tcap_at + m, *s)) for m, s in enumerate(capspecs)]
     found = transpose_graph(list(body.src[1:]), ct_ph, holders)
     new_ct = [(_zeros(*tspecs[i]) if g is None else g) for i, g in enumerate(found[:nt])]
-    new_acc = [add_tangents(a, g) for a, g in zip(acc_ph, found[nt:])]
+    new_acc = [a if g is None else a.alu(Ops.ADD, g) for a, g in zip(acc_ph, found[nt:])]
     j = r_body.alu(Ops.ADD, _int(-1))
     renumber = {c: placeholder(back, first_cap + primal_caps.index(k), c.arg[2], c.dtype)
                 for k, c in carries.items() if k in primal_caps}
     if 0 in carries: renumber[carries[0]] = j
-    new_body = substitute(_sink([j] + new_ct + new_acc), renumber)    # type: ignore[list-item]
+    new_body = substitute(_sink([j] + new_ct + new_acc), renumber)
     leftover = [c for c in toposort([new_body]) if c.op is Ops.CARRY and c.arg[0] == tag]
     assert not leftover, "the transposed body of a tangent loop reads no tangent"
     specs = (((), I64),) + tuple(tspecs) + tuple(capspecs)
