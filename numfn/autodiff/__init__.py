@@ -31,5 +31,7 @@ from numfn.autodiff import loops  # noqa: F401 - registers forward mode through 
 from numfn.autodiff import linalg_rules  # noqa: F401 - registers the rules of LAPACK's routines
 from numfn.autodiff.api import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.autodiff.check import check_grads
+from numfn.autodiff.custom import custom_jvp, custom_vjp
 
-__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "check_grads"]
+__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "check_grads", "custom_jvp",
+           "custom_vjp"]

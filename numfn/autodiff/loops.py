@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from typing import cast
 
+from numfn.autodiff.custom import custom_call_of, is_vjp_marker, jvp_custom, transpose_custom
 from numfn.autodiff.jvp import BITS, NewPrimal, jvp_nodes
 from numfn.autodiff.reverse_loops import is_tangent_loop, linearize_while, transpose_tangent_loop
 from numfn.autodiff.transpose import transpose_graph
@@ -47,6 +48,8 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...],
     branch region of their own, linear in the tangents, which transpose_loop can transpose; a loop is linearized
     by reverse_loops.linearize_while."""
     region: Region = node.arg
+    custom = custom_call_of(region)
+    if custom is not None: return jvp_custom(node, primals, tangents, custom, linearizing)
     if linearizing and region.kind != "cond": return linearize_while(node, primals, tangents)
     tag, n = region.tag, len(region.state)
     first = 1 if region.kind == "cond" else 0          # a cond's first source is the branch index
@@ -123,6 +126,7 @@ def transpose_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> 
     branches are the transposed branches, capturing the sources the branches are not linear in (primal values)
     and the results' cotangents, and returning the cotangents of the sources they are linear in."""
     if is_tangent_loop(loop): return transpose_tangent_loop(loop, cts, linear)
+    if is_vjp_marker(loop): return transpose_custom(loop, cts, linear)
     region: Region = loop.arg
     assert region.kind == "cond", "reverse mode transposes branch regions and tangent loops only"
     tag, new_tag = region.tag, next(_tags)
