@@ -256,21 +256,50 @@ def test_hessian_and_grad_of_grad_through_a_loop():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# errors
+# loops without a bound on their trip count, and the recompute policy
 
-def test_while_loop_in_reverse_mode_is_a_clear_error():
-    def f(x):
-        return np.sum(numfn.while_loop(lambda v: np.sum(v) < 10.0, lambda v: v * 1.5, x))
-    with pytest.raises(NotImplementedError, match="while loop in reverse mode.*JAX refuses reverse mode"):
-        numfn.grad(f)(np.ones(3))
-    # forward mode goes through it
-    out, t = numfn.jvp(lambda x: numfn.while_loop(lambda v: np.sum(v) < 10.0, lambda v: v * 1.5, x),
-                       (np.ones(3),), (np.ones(3),))
-    np.testing.assert_allclose(t, out)
+def test_while_loops_in_reverse_mode_recompute_their_carries():
+    def grow(x):
+        return numfn.while_loop(lambda v: np.sum(v) < 10.0, lambda v: v * 1.5, x)
+    np.testing.assert_allclose(numfn.jacrev(grow)(np.ones(3)), 1.5 ** 3 * np.eye(3), rtol=1e-14)   # 3 iterations
+
+    def grow_with(x, a):
+        return np.sum(numfn.while_loop(lambda v: np.sum(v) < 10.0, lambda v: v * 1.2 + a * np.sin(v) ** 2, x))
+
+    def native_while(x):
+        while np.sum(x) < 10.0:
+            x = x * 1.2 + 0.1 * np.sin(x)
+        return x
+    x = np.array([0.3, 0.5, 0.2])
+    numfn.check_grads(grow_with, (x, 0.7), modes=("rev",))
+    np.testing.assert_allclose(numfn.jacrev(native_while)(x), numfn.jacfwd(native_while)(x), rtol=1e-12)
 
 
-def test_unbounded_run_time_trip_count_is_a_clear_error():
+def test_unbounded_run_time_trip_count():
     def f(x, n):
-        return np.sum(numfn.fori_loop(0, n, lambda i, v: np.sin(v), x))
-    with pytest.raises(NotImplementedError, match="no bound known when compiling"):
-        numfn.grad(f)(np.ones(3), 5)
+        return np.sum(numfn.fori_loop(0, n, lambda i, v: np.sin(v) + 0.5 * v, x))
+
+    def numpy_f(x, n):
+        for _ in range(n): x = np.sin(x) + 0.5 * x
+        return np.sum(x)
+    x, eps, grad = RNG.standard_normal(3), 1e-6, numfn.grad(f)
+    for n in (0, 1, 6):
+        want = [(numpy_f(x + eps * e, n) - numpy_f(x - eps * e, n)) / (2 * eps) for e in np.eye(3)]
+        np.testing.assert_allclose(grad(x, n), want, rtol=1e-7, atol=1e-8)
+
+
+def test_recompute_policy_gives_the_stored_gradient(monkeypatch):
+    import numfn.autodiff.reverse_loops as reverse_loops
+    stored = numfn.grad(heat_loss, argnums=(0, 1))(U0, K)
+    monkeypatch.setattr(reverse_loops, "MAX_STACK_BYTES", 0)
+
+    def heat_loss_again(u, k):   # (a new function: traced again under the policy)
+        u = u.copy()
+        for _ in range(STEPS):
+            u[1:-1] += k * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return np.sum(u ** 2)
+    grad = numfn.grad(heat_loss_again, argnums=(0, 1))
+    recomputed = grad(U0, K)
+    assert native_loops(grad, U0, K) == 3   # the counting loop, the backward loop and the replay in its body
+    np.testing.assert_allclose(recomputed[0], stored[0], rtol=1e-14)
+    np.testing.assert_allclose(recomputed[1], stored[1], rtol=1e-14)

@@ -27,8 +27,8 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
 - linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh).
 - custom.py: custom_jvp and custom_vjp (user-defined rules, JAX's interface).
 
-Not yet: reverse mode through loops without a static bound on their trip count (while loops: a clear error naming
-forward mode, which works), complex derivatives, svd/qr/eig/lstsq, running max/min, multiply.at/maximum.at.
+Not yet: checkpointing every k-th carry of a loop (reverse mode stores all of them, or recomputes them from the
+start), complex derivatives, svd/qr/eig/lstsq, running max/min, multiply.at/maximum.at.
 """
 from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches
 from numfn.autodiff import linalg_rules  # noqa: F401 - registers the rules of LAPACK's routines

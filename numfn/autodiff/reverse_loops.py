@@ -1,5 +1,5 @@
-"""Reverse mode through loops (while regions: Python `for` over a range, fori_loop, scan, and `while` loops whose
-trip count has a static bound): linearize, then transpose into a loop running backwards over the iterations.
+"""Reverse mode through loops (while regions: Python `for` and `while`, fori_loop, scan, while_loop): linearize,
+then transpose into a loop running backwards over the iterations.
 
 Design. A while region runs `while cond(s): s = body(s)`. Its linearization (what reverse mode transposes) is
 made of two loops:
@@ -10,23 +10,24 @@ made of two loops:
    is the state at the start of iteration j;
 2. the *tangent loop* (linear): `for j in range(count)`: the tangent state goes through the body's forward-mode
    graph, its primal values recomputed from the recorded state of iteration j (GATHER of the stacks at j): only
-   the carries are stored, an iteration's intermediate values are recomputed from them. Its state is the
-   iteration index and the float state's tangents; its captures the counter, the stacks, the region's captures
-   and their tangents. It is only ever transposed (never run):
+   the carries are stored (or recomputed: the memory policy below), an iteration's intermediate values are
+   recomputed from them. Its state is the iteration index and the float state's tangents; its captures the
+   counter, the stacks, the region's captures and their tangents. It is only ever transposed (never run):
 
 `transpose_tangent_loop` makes the *backward loop*: `for r in range(count, 0, -1)` with j = r - 1, the
 cotangent of the state goes back through the transposed tangent body of iteration j (numfn/autodiff/transpose.py
 on the body's graph), and the cotangents of the captured values with a tangent are accumulated as more state.
-Every loop made here has an index whose bounds are known in its body, so it can be differentiated again (jvp of
-the backward loop: hessians; reverse mode of it: grad of grad).
+Every loop made here can be differentiated again (jvp of the backward loop: hessians; reverse mode of it: grad of
+grad); those with a bounded index keep its bounds, so their own reverse mode stores too.
 
-The bound. The stacks need a trip count known when compiling: a state value that is a loop's index (a range's,
-fori_loop's: the tracer knows its bounds lo <= i <= hi inside the body, and the body adds a step to it) makes
-hi - lo + 1 a bound, which the recording loop also enforces (it stops there). So a `for` loop over a range with
-static bounds stores exactly its iterations; a fori_loop with a run-time trip count stores up to the bound of
-its upper limit's value (an error when there is none, or when the stacks would exceed MAX_STACK_BYTES). A
-`while` loop on values has no such bound: reverse mode refuses it with an error naming forward mode (JAX refuses
-reverse mode through while_loop too).
+The memory policy. Storing needs a trip count bound known when compiling: a state value that is a loop's index (a
+range's, fori_loop's: the tracer knows its bounds lo <= i <= hi inside the body, and the body adds a step to it)
+makes hi - lo + 1 a bound, which the recording loop also enforces (it stops there). So a `for` loop over a range
+with static bounds stores exactly its iterations, a fori_loop with a run-time trip count up to the bound of its
+upper limit's value. When there is no bound (a `while` loop on values, while_loop, a fori_loop with an unbounded
+run-time limit), or the stacks would exceed MAX_STACK_BYTES (the knob: 0 recomputes every loop), the carries are
+*recomputed* instead: the recording loop only counts the iterations, and iteration j of the backward loop replays
+the body j times from the initial state (`replay`): no memory beyond the state, O(trip count^2) body evaluations.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from numfn.autodiff.jvp import NewPrimal, jvp_nodes
-from numfn.autodiff.rules import NotDifferentiable, Tangent
+from numfn.autodiff.rules import Tangent
 from numfn.autodiff.transpose import transpose_graph
 from numfn.dtype import DType, dtypes
 from numfn.ir.uop import Ops, UOp, substitute
@@ -44,7 +45,7 @@ from numfn.ir.walk import toposort
 from numfn.trace.control import Region, placeholder
 
 I64 = dtypes.int64
-MAX_STACK_BYTES = 1 << 30   # the most memory reverse mode stores a loop's carries in
+MAX_STACK_BYTES = 1 << 30   # the most memory reverse mode stores a loop's carries in (beyond it: recomputed)
 
 Spec = tuple[tuple[int, ...], DType]
 _tags = itertools.count(1 << 42)   # the tags of the regions made here: apart from traced and transposed ones
@@ -120,41 +121,42 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     region: Region = node.arg
     n, inputs = len(region.state), list(primals)
     bound = trip_bound(region)
-    if bound is None or bound > MAX_STACK_BYTES:
-        raise NotDifferentiable("numfn cannot differentiate a while loop in reverse mode (grad, vjp, jacrev), nor a "
-                                "loop whose trip count has no bound known when compiling: reverse mode stores every "
-                                "iteration's state (JAX refuses reverse mode through while_loop too). Forward mode "
-                                "(numfn.jvp, jacfwd) goes through it; or loop over a range with static bounds, or "
-                                "bound a run-time trip count (fori_loop(0, np.minimum(n, 100), ...))")
-    size = sum(math.prod(s) * d.itemsize for s, d in region.state) * bound
-    if size > MAX_STACK_BYTES:
-        raise NotDifferentiable(f"reverse mode through this loop would store {size} bytes of its state ({bound} "
-                                f"iterations at most, the bound of its index), over {MAX_STACK_BYTES}: bound the "
-                                "loop's range more tightly, or use forward mode (numfn.jvp, jacfwd)")
+    size = None if bound is None else sum(math.prod(s) * d.itemsize for s, d in region.state) * bound
+    store = size is not None and size <= MAX_STACK_BYTES
+    assert bound is None or bound >= 0
     old = _carries(region)
     ncap = len(inputs) - n
+    nstack = n if store else 0
 
-    # 1. the recording loop: state, count, stacks; then the captures
+    # 1. the recording loop: state, count, stacks (when storing); then the captures
     rec = next(_tags)
-    renumber = {c: placeholder(rec, c.arg[1] if c.arg[1] < n else c.arg[1] + 1 + n, c.arg[2], c.dtype,
+    renumber = {c: placeholder(rec, c.arg[1] if c.arg[1] < n else c.arg[1] + 1 + nstack, c.arg[2], c.dtype,
                                c.arg[3] if len(c.arg) > 3 else None) for c in old}
-    count_body = placeholder(rec, n, (), I64, (0, max(bound - 1, 0)))
+    count_body = placeholder(rec, n, (), I64, (0, max(bound - 1, 0)) if store and bound is not None else None)
     count_cond = placeholder(rec, n, (), I64)
-    stacks = [placeholder(rec, n + 1 + k, (bound,) + s, d) for k, (s, d) in enumerate(region.state)]
     assert region.cond is not None
-    going = substitute(region.cond, renumber).src[0].alu(Ops.AND, count_cond.alu(Ops.CMPLT, _int(bound)))
+    going = substitute(region.cond, renumber).src[0]
     body = substitute(region.bodies[0], renumber)
-    states = [placeholder(rec, k, *region.state[k]) for k in range(n)]
-    written = [stack_write(st, count_body, v) for st, v in zip(stacks, states)]
-    stack_specs = tuple(((bound,) + s, d) for s, d in region.state)
+    written: list[UOp] = []
+    stack_specs: tuple[Spec, ...] = ()
+    if store:
+        assert bound is not None
+        going = going.alu(Ops.AND, count_cond.alu(Ops.CMPLT, _int(bound)))
+        stack_specs = tuple(((bound,) + s, d) for s, d in region.state)
+        stacks = [placeholder(rec, n + 1 + k, *stack_specs[k]) for k in range(n)]
+        states = [placeholder(rec, k, *region.state[k]) for k in range(n)]
+        written = [stack_write(st, count_body, v) for st, v in zip(stacks, states)]
     specs = tuple(region.state) + (((), I64),) + stack_specs
-    names = tuple(region.names) + ("the iteration count",) + tuple(f"the stored values of state {k}" for k in range(n))
+    names = tuple(region.names) + ("the iteration count",) + \
+        tuple(f"the stored values of state {k}" for k in range(nstack))
     recording = Region("while", rec, specs, _sink([going]), (_sink(list(body.src) + [count_body.alu(
         Ops.ADD, _int(1))] + written),), specs, names)
     srcs = tuple(inputs[:n]) + (_int(0),) + tuple(_zeros(*s) for s in stack_specs) + tuple(inputs[n:])
     loop = UOp(Ops.LOOP, node.dtype, srcs, recording)
     count = UOp(Ops.RESULT, I64, (loop,), n)
-    stacked = [UOp(Ops.RESULT, d, (loop,), n + 1 + k) for k, (_, d) in enumerate(region.state)]
+    # what the tangent loop reads the primal state from: the stacks, or the initial state to replay from
+    kept = [UOp(Ops.RESULT, d, (loop,), n + 1 + k) for k, (_, d) in enumerate(region.state)] if store else inputs[:n]
+    kept_specs = stack_specs if store else tuple(region.state)
 
     # 2. the tangent loop: state j and the float state's tangents; captures count, stacks, captures, their tangents
     tstate = [k for k, (_, d) in enumerate(region.state) if d.is_float]
@@ -162,21 +164,25 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     nt = len(tstate)
     tan = next(_tags)
     first_cap = 1 + nt                       # count, then the stacks, the captures, their tangents
-    j_body = placeholder(tan, 0, (), I64, (0, max(bound - 1, 0)))
+    j_body = placeholder(tan, 0, (), I64, (0, max(bound - 1, 0)) if bound is not None else None)
     j_cond = placeholder(tan, 0, (), I64)
     count_ph = placeholder(tan, first_cap, (), I64)
-    stack_ph = [placeholder(tan, first_cap + 1 + k, *stack_specs[k]) for k in range(n)]
+    kept_ph = [placeholder(tan, first_cap + 1 + k, *kept_specs[k]) for k in range(n)]
     cap_at = first_cap + 1 + n
     tcap_at = cap_at + ncap
+    caps_ph = [placeholder(tan, cap_at + k, shape, dt) for k, (shape, dt) in
+               enumerate((_shape(u), u.dtype) for u in inputs[n:])]
+    primal_state = [stack_row(kept_ph[k], j_body, region.state[k][0]) for k in range(n)] if store else \
+        replay(region, kept_ph, caps_ph, j_body)
     leaves: dict[UOp, tuple[UOp, Tangent]] = {}
     for c in old:
         k, shape, dt = c.arg[1], c.arg[2], c.dtype
         if k < n:
             t = placeholder(tan, 1 + tstate.index(k), shape, dt) if k in tstate else None
-            leaves[c] = (stack_row(stack_ph[k], j_body, shape), t)
+            leaves[c] = (primal_state[k], t)
         else:
             t = placeholder(tan, tcap_at + tcaps.index(k), shape, dt) if k in tcaps else None
-            leaves[c] = (placeholder(tan, cap_at + k - n, shape, dt), t)
+            leaves[c] = (caps_ph[k - n], t)
     done = jvp_nodes([region.bodies[0]], leaves, linearizing=True)
     outs = region.bodies[0].src
     touts = [done[outs[k]][1] for k in tstate]
@@ -186,11 +192,33 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
                      (_sink([j_body.alu(Ops.ADD, _int(1))] + tvalues),), tspecs)
     tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else cast(UOp, tangents[k])
                                for k in tstate) \
-        + (count,) + tuple(stacked) + tuple(inputs[n:]) + tuple(cast(UOp, tangents[k]) for k in tcaps)
+        + (count,) + tuple(kept) + tuple(inputs[n:]) + tuple(cast(UOp, tangents[k]) for k in tcaps)
     _TANGENT_LOOPS[tan] = TangentLoop(nt, tcap_at)
     tloop = UOp(Ops.LOOP, node.dtype, tsrcs, tregion)
     return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (tloop,), 1 + tstate.index(k)) if k in tstate
                             else None for k in range(n)])
+
+
+def _shape(u: UOp) -> tuple[int, ...]:
+    assert u.shape is not None
+    return u.shape
+
+
+def replay(region: Region, init: list[UOp], captures: list[UOp], j: UOp) -> list[UOp]:
+    """The state at the start of iteration j, recomputed: the loop's body run j times from `init` (a loop of its
+    own, reading `captures` for the region's captures): the recompute policy."""
+    n, ncap = len(region.state), len(captures)
+    tag = next(_tags)
+    renumber = {c: placeholder(tag, c.arg[1] if c.arg[1] < n else c.arg[1] + 1, c.arg[2], c.dtype,
+                               c.arg[3] if len(c.arg) > 3 else None) for c in _carries(region)}
+    i = placeholder(tag, n, (), I64)
+    body = substitute(region.bodies[0], renumber)
+    specs = tuple(region.state) + (((), I64),)
+    again = Region("while", tag, specs, _sink([i.alu(Ops.CMPLT, placeholder(tag, n + 1 + ncap, (), I64))]),
+                   (_sink(list(body.src) + [i.alu(Ops.ADD, _int(1))]),), specs,
+                   tuple(region.names) + ("the iteration replayed",))
+    loop = UOp(Ops.LOOP, dtypes.void, tuple(init) + (_int(0),) + tuple(captures) + (j,), again)
+    return [UOp(Ops.RESULT, d, (loop,), k) for k, (_, d) in enumerate(region.state)]
 
 
 def is_tangent_loop(loop: UOp) -> bool:
@@ -214,8 +242,7 @@ def transpose_tangent_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, .
     primal_caps = list(range(1 + nt, tcap_at))   # count, stacks, captures: captured again as they are
     back = next(_tags)
     bound = trip_bound(region)
-    assert bound is not None
-    r_body = placeholder(back, 0, (), I64, (1, max(bound, 1)))
+    r_body = placeholder(back, 0, (), I64, None if bound is None else (1, max(bound, 1)))
     r_cond = placeholder(back, 0, (), I64)
     ct_ph = [placeholder(back, 1 + i, *s) for i, s in enumerate(tspecs)]
     acc_ph = [placeholder(back, 1 + nt + m, *s) for m, s in enumerate(capspecs)]
