@@ -133,6 +133,12 @@ def test_implicit_function_with_custom_vjp_and_tree_arguments():
     np.testing.assert_allclose(gx, r * p["w"])
 
 
+def test_derivative_of_a_vmapped_custom_function_is_refused():
+    # (the rules are for one example; vmap of the derivative uses them: test_custom_jvp_rule_is_used_by_every_mode)
+    with pytest.raises(NotImplementedError, match="vmapped custom_jvp/custom_vjp"):
+        numfn.grad(lambda x: np.sum(numfn.vmap(lambda r: clip_gradient(r, -1.0, 1.0))(x) * 5.0))(np.ones((2, 3)))
+
+
 def test_errors():
     @numfn.custom_jvp
     def no_rule(x):
@@ -140,14 +146,14 @@ def test_errors():
     with pytest.raises(TypeError, match="no jvp rule"):
         numfn.grad(lambda x: np.sum(no_rule(x)))(np.ones(2))
 
-    def closes_over(x):
+    def closes_over(x, y):
         @numfn.custom_jvp
-        def inner(y):
-            return y * x
+        def inner(z):
+            return z * x
 
         @inner.defjvp
         def inner_jvp(p, t):
             return inner(*p), t[0] * x
-        return np.sum(inner(np.ones(2)))
+        return np.sum(inner(y)) + np.sum(inner(np.full(2, 3.0)))
     with pytest.raises(NotImplementedError, match="closes over a value being differentiated"):
-        numfn.grad(closes_over)(np.ones(2))
+        numfn.grad(closes_over)(np.ones(2), np.ones(2))

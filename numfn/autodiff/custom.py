@@ -13,7 +13,7 @@
     def f_bwd(residuals, g): return (x_bar,)       # one cotangent per argument
     f.defvjp(f_fwd, f_bwd)
 
-Called on arrays outside a trace, the decorated function is the function. Inside a trace (jit, grad, vmap) a call
+Called outside a trace, the decorated function is the function. Inside a trace (jit, grad, vmap) a call
 becomes a *custom call*: a branch region of one branch (the function traced once, its arguments the region's
 first captures, in order) whose last result is a marker constant naming the function (`custom_call_of` finds
 it). The compiled program runs the branch as any other; the derivative transformations apply the user's rules
@@ -26,8 +26,9 @@ there instead of differentiating the branch (numfn/autodiff/loops.py calls `jvp_
   tangents and the residuals; transposing it calls `bwd(residuals, cotangents)`.
 
 Not supported: a custom function that closes over a value being differentiated (pass it as an argument:
-NotDifferentiable), writes into arrays from outside, or makes checks (indexing with traced indices); JAX's
-nondiff_argnums (close over non-array parameters instead).
+NotDifferentiable), writes into arrays from outside, or makes checks (indexing with traced indices); the derivative
+of a vmapped custom function (grad(vmap(f)): NotDifferentiable; vmap(grad(f)) works); JAX's nondiff_argnums (close
+over non-array parameters instead).
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from numfn.errors import unsupported
 from numfn.ir.uop import Ops, UOp
 from numfn.pytree import TreeDef, flatten, unflatten
 from numfn.trace.control import Region, as_state, close, placeholder
-from numfn.trace.record import new_region_tag, recording_trace
+from numfn.trace.record import new_region_tag, recording_trace, tracing
 from numfn.trace.tensor import Tensor
 
 I64 = dtypes.int64
@@ -73,7 +74,7 @@ class _Custom:
         update_wrapper(self, fun)
 
     def __call__(self, *args):
-        if not _traced(args): return self.fun(*args)
+        if not (tracing() or _traced(args)): return self.fun(*args)
         return custom_call(self, args)
 
 
@@ -150,7 +151,9 @@ def custom_call(custom: _Custom, args: tuple):
 def custom_call_of(region: Region) -> CallInfo | None:
     if region.kind != "cond" or not region.names or not region.names[-1].startswith(_MARK): return None
     marker = region.bodies[0].src[-1]
-    if marker.op is not Ops.CONST: return None
+    if marker.op is not Ops.CONST:   # vmap batched the call: the rules are for one example
+        raise NotDifferentiable("the derivative of a vmapped custom_jvp/custom_vjp function (grad(vmap(f))): take "
+                                "the derivative inside vmap instead (vmap(grad(f)))")
     return _calls.get(int(marker.arg))
 
 
