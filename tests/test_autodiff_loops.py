@@ -204,6 +204,27 @@ def test_reverse_mode_matches_forward_mode(fn):
     numfn.check_grads(fn, (x,), modes=("rev",))
 
 
+def over_rows(X, w):   # `for row in X`: a native loop over the first axis
+    acc = np.zeros(3)
+    for row in X:
+        acc = acc * 0.5 + np.tanh(row * w)
+    return np.sum(acc ** 2)
+
+
+def running_argmax(x):   # integer state (no tangent) chosen by a branch, read after the loop
+    best = 0
+    for i in range(x.shape[0]):
+        if x[i] > x[best]:
+            best = i
+        x = x * 0.9 + 0.01
+    return x[best] * np.sum(x)
+
+
+def test_loops_over_rows_and_with_integer_state():
+    numfn.check_grads(over_rows, (RNG.standard_normal((7, 3)), RNG.standard_normal(3)), modes=("rev",))
+    numfn.check_grads(running_argmax, (RNG.standard_normal(6),), modes=("rev",))
+
+
 def test_nested_loops_stay_native():
     x = RNG.standard_normal(3)
     # the recording loop and the inner loop in it; the backward loop and in its body the inner loop's recording and
