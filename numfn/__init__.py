@@ -21,7 +21,7 @@ from numfn.export import ExportError, export  # numfn.export: the function (its 
 from numfn.runtime.threads import set_num_threads
 from numfn.trace.tensor import Tensor
 from numfn.transforms import svmap, vmap
-from numfn.autodiff import check_grads, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
+from numfn.autodiff import check_grads, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.version import __version__
 from numfn.pytree import register_dataclass, register_pytree_node
 from numfn.trace import callback as _run_time_hooks  # noqa: F401 - implements numfn.debug.print and callback
@@ -30,4 +30,4 @@ from numfn import debug  # noqa: F401 - numfn.debug: logging levels, print and c
 __all__ = ["jit", "export", "ExportError", "vmap", "svmap", "set_num_threads", "JitFunction", "NumericalFunction",
            "Tensor", "DType", "dtypes", "NumfnError", "TracerConversionError", "fori_loop", "while_loop", "scan",
            "cond", "switch", "__version__", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian",
-           "check_grads", "register_pytree_node", "register_dataclass"]
+           "check_grads", "custom_jvp", "custom_vjp", "register_pytree_node", "register_dataclass"]

@@ -261,10 +261,11 @@ def test_reverse_mode_through_branches(scale):
                                numfn.jacfwd(_two_branches)(X * scale).T @ (2 * y), rtol=1e-13)
 
 
-def test_reverse_mode_through_loops_is_refused_with_a_clear_error():
-    # (a loop in a function the traced one calls runs in Python, unrolled: reverse mode goes through that)
-    with pytest.raises(NotImplementedError, match="loop on traced values in reverse mode.*forward mode"):
-        numfn.grad(lambda x: np.sum(numfn.jit(_stencil_steps)(x)))(X)
+def test_reverse_mode_through_native_and_unrolled_loops():
+    # a jitted function's loop is native (reverse mode: numfn/autodiff/reverse_loops.py, tested in
+    # tests/test_autodiff_loops.py); a loop in a function the traced one calls runs in Python, unrolled
+    g = numfn.grad(lambda x: np.sum(numfn.jit(_stencil_steps)(x)))(X)
+    np.testing.assert_allclose(g, numfn.jacfwd(_stencil_steps)(X).sum(axis=0), rtol=1e-13)
     g = numfn.grad(lambda x: np.sum(_stencil_few_steps(x)))(X)
     np.testing.assert_allclose(g, numfn.jacfwd(_stencil_few_steps)(X).sum(axis=0), rtol=1e-13)
 

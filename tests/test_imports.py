@@ -146,7 +146,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pipeline", ("numfn.signature", "numfn.value_specialization", "numfn.interpose", "numfn.program_build",
                   "numfn.function", "numfn.transforms", "numfn.cache",
                   "numfn.export",
-                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.loops",
+                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.reverse_loops", "numfn.autodiff.custom", "numfn.autodiff.loops",
+                  "numfn.autodiff.linalg_rules",
                   "numfn.autodiff.api", "numfn.autodiff.check", "numfn.autodiff", "numfn")),
     ("tools", ("numfn.tools", "numfn.__main__")),
 )

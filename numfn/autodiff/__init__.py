@@ -22,13 +22,19 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
 - check.py: check_grads, derivatives against central finite differences in float64.
 
 - loops.py: loops and branches (LOOP regions): forward mode carries the tangents in the region; reverse mode
-  transposes branches (a branch region of transposed branches) and refuses loops.
+  transposes branches (a branch region of transposed branches) and hands loops to reverse_loops.py: a recording
+  loop storing each iteration's carries and a backward loop over them.
+- linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh).
+- custom.py: custom_jvp and custom_vjp (user-defined rules, JAX's interface).
 
-Not yet: reverse mode through loops (a clear error naming forward mode, which works), complex derivatives,
-derivatives of LAPACK routines (solve, cholesky, ...), running max/min, multiply.at/maximum.at, custom rules.
+Not yet: checkpointing every k-th carry of a loop (reverse mode stores all of them, or recomputes them from the
+start), complex derivatives, svd/qr/eig/lstsq, running max/min, multiply.at/maximum.at.
 """
 from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches
+from numfn.autodiff import linalg_rules  # noqa: F401 - registers the rules of LAPACK's routines
 from numfn.autodiff.api import grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp
 from numfn.autodiff.check import check_grads
+from numfn.autodiff.custom import custom_jvp, custom_vjp
 
-__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "check_grads"]
+__all__ = ["grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev", "hessian", "check_grads", "custom_jvp",
+           "custom_vjp"]

@@ -9,14 +9,17 @@ the rule returns it as the new primal node (NewPrimal): the loop runs once, valu
 
 Reverse mode (jvp_loop with `linearizing`): a branch keeps its primal region, and its tangents come from a second
 branch region computing only them, linear in the captured tangents; `transpose_loop` transposes that into a
-branch region of transposed branches. Reverse mode through a loop is not done yet: an error naming forward mode.
+branch region of transposed branches. Loops (while regions) are linearized and transposed by
+numfn/autodiff/reverse_loops.py (a recording loop storing the carries, a loop running backwards over them).
 """
 from __future__ import annotations
 
 import itertools
 from typing import cast
 
+from numfn.autodiff.custom import custom_call_of, is_vjp_marker, jvp_custom, transpose_custom
 from numfn.autodiff.jvp import BITS, NewPrimal, jvp_nodes
+from numfn.autodiff.reverse_loops import is_tangent_loop, linearize_while, transpose_tangent_loop
 from numfn.autodiff.transpose import transpose_graph
 from numfn.autodiff.rules import JVP_RULES, TRANSPOSE_RULES, NotDifferentiable, Tangent
 from numfn.dtype import DType, dtypes
@@ -42,12 +45,12 @@ def _or_zeros(t: object, shape: tuple[int, ...], dtype: DType) -> UOp:
 def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...],
              linearizing: bool = False) -> NewPrimal:
     """The rule (see the module docstring). `linearizing` (reverse mode): a branch's tangents come from a second
-    branch region of their own, linear in the tangents, which transpose_loop can transpose; loops are refused."""
+    branch region of their own, linear in the tangents, which transpose_loop can transpose; a loop is linearized
+    by reverse_loops.linearize_while."""
     region: Region = node.arg
-    if linearizing and region.kind != "cond":
-        raise NotDifferentiable("numfn cannot differentiate a loop on traced values in reverse mode yet (grad, vjp, "
-                                "jacrev through Python for/while loops over arrays, fori_loop, while_loop, scan): "
-                                "forward mode (numfn.jvp, jacfwd) goes through them")
+    custom = custom_call_of(region)
+    if custom is not None: return jvp_custom(node, primals, tangents, custom, linearizing)
+    if linearizing and region.kind != "cond": return linearize_while(node, primals, tangents)
     tag, n = region.tag, len(region.state)
     first = 1 if region.kind == "cond" else 0          # a cond's first source is the branch index
     inputs, tins = list(primals[first:]), list(tangents[first:])
@@ -122,9 +125,10 @@ def transpose_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> 
     """The cotangents of a branch region's sources from its results' (`cts`, by result): a branch region whose
     branches are the transposed branches, capturing the sources the branches are not linear in (primal values)
     and the results' cotangents, and returning the cotangents of the sources they are linear in."""
+    if is_tangent_loop(loop): return transpose_tangent_loop(loop, cts, linear)
+    if is_vjp_marker(loop): return transpose_custom(loop, cts, linear)
     region: Region = loop.arg
-    if region.kind != "cond":
-        raise NotDifferentiable("numfn cannot differentiate a loop on traced values in reverse mode yet")
+    assert region.kind == "cond", "reverse mode transposes branch regions and tangent loops only"
     tag, new_tag = region.tag, next(_tags)
     inputs, flags = loop.src[1:], linear[1:]
     kept = [k for k, lin in enumerate(flags) if not lin]        # captured again, as they are

@@ -316,6 +316,12 @@ def _operands(node: UOp) -> tuple[UOp, UOp, tuple[int, ...]]:
     return a, b, a.shape[:-2]
 
 
+# the rules of further native routines (numfn/autodiff/linalg_rules.py registers LAPACK's), by routine name:
+# jvp(extern, primals, tangents) -> one tangent per result; transpose(extern, ct, linear, result) -> per source
+EXTERN_JVP: dict[str, Callable] = {}
+EXTERN_TRANSPOSE: dict[str, Callable] = {}
+
+
 def _jvp_extern(node, primals, tangents):
     """The tangent of each result of a native routine (a list, None per zero): GEMM and GEMV are products, SYRK is
     x @ x.T (its upper triangle is read)."""
@@ -333,8 +339,12 @@ def _jvp_extern(node, primals, tangents):
         if ta is None: return [None]
         half = matmul(ta, matrix_transpose(a), batch)
         return [half.alu(Ops.ADD, matrix_transpose(half))]
-    raise NotDifferentiable(f"derivative of the native routine {routine} (numfn.linalg's factorizations and solvers "
-                            "have no derivative rules yet)")
+    if routine in EXTERN_JVP:
+        if node.arg.dtype.is_complex:
+            raise NotDifferentiable(f"derivative of the native routine {routine} on complex matrices")
+        return EXTERN_JVP[routine](node, primals, tangents)
+    raise NotDifferentiable(f"derivative of the native routine {routine} (the linear algebra routines with "
+                            f"derivative rules: matrix products and {', '.join(sorted(EXTERN_JVP))})")
 
 
 def _jvp_result(node, primals, tangents):
@@ -443,9 +453,11 @@ def _t_scatter(node, ct, linear):
     return (ct_old if linear[0] else None, ct_value if linear[1] else None) + rest
 
 
-def transpose_extern(extern: UOp, ct: UOp, linear: tuple[bool, ...]) -> TransposeResult:
-    """The cotangents of a GEMM/GEMV call's operands (the one it is linear in), given its one result's cotangent."""
+def transpose_extern(extern: UOp, ct: UOp, linear: tuple[bool, ...], result: int = 0) -> TransposeResult:
+    """The cotangents of a native routine's operands (those it is linear in), given the cotangent of its result
+    `result`: GEMM/GEMV here, the routines of EXTERN_TRANSPOSE (linalg_rules.py) there."""
     routine = extern.arg.routine
+    if routine in EXTERN_TRANSPOSE: return EXTERN_TRANSPOSE[routine](extern, ct, linear, result)
     if routine not in ("gemm", "gemv"):
         raise NotDifferentiable(f"reverse-mode derivative of the native routine {routine}")
     a, b, batch = _operands(extern)

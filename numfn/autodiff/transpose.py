@@ -7,7 +7,7 @@ node that depends on a placeholder is a linear op of those of its sources that d
 a MUL's other factor, a WHERE's condition, a GATHER's indices). Walking the nodes from the outputs back (reverse
 topological order), each linear node's cotangent is handed to its linear sources by its primitive's transpose rule
 (numfn/autodiff/rules.py) and summed where a value is used several times. A RESULT of a native routine and its
-EXTERN are transposed as one op (the routine's one result); a branch region's RESULTs' cotangents are gathered
+EXTERN are transposed as one op, result by result; a branch region's RESULTs' cotangents are gathered
 and the LOOP is transposed once, for all of them (numfn/autodiff/loops.py).
 
 `tangent_placeholder` makes the placeholders: PARAM nodes with a unique key in place of a slot number, which no
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 
-from numfn.autodiff.rules import NotDifferentiable, add_tangents, transpose_extern, transpose_rule
+from numfn.autodiff.rules import add_tangents, transpose_extern, transpose_rule
 from numfn.dtype import DType
 from numfn.ir.uop import Ops, UOp
 from numfn.ir.walk import fold, toposort
@@ -50,10 +50,8 @@ def transpose_graph(outputs: list[UOp | None], cotangents: list[UOp], inputs: li
             results.setdefault(u.src[0], {})[u.arg] = c
             continue
         if u.op is Ops.RESULT and u.src[0].op is Ops.EXTERN:
-            extern = u.src[0]
-            if len(extern.arg.results) != 1:
-                raise NotDifferentiable(f"reverse-mode derivative of the native routine {extern.arg.routine}")
-            srcs, cts = extern.src, transpose_extern(extern, c, tuple(linear[s] for s in extern.src))
+            extern = u.src[0]   # (one result at a time: the transpose of a sum of linear maps is the sum)
+            srcs, cts = extern.src, transpose_extern(extern, c, tuple(linear[s] for s in extern.src), u.arg)
         else:
             srcs, cts = u.src, transpose_rule(u.op)(u, c, tuple(linear[s] for s in u.src))
         for s, sc in zip(srcs, cts):

@@ -1,0 +1,170 @@
+"""Derivative rules of the LAPACK routines numpy.linalg's functions call (registered into rules.EXTERN_JVP and
+EXTERN_TRANSPOSE): gesv (solve, inv), getrf (det, slogdet), potrf (cholesky), syevd (eigh, eigvalsh).
+
+Matrices small enough for numfn's generated elimination (numfn.numpy.linalg_small) are ordinary traced ops with
+ordinary rules; these rules are for the LAPACK calls. They are written on the matrices LAPACK sees: an EXTERN's
+buffers are row-major arrays LAPACK reads column-major, so each matrix is the transpose of its buffer (`lapack_view`,
+its own inverse). The formulas (A the matrix, d its tangent):
+
+- gesv, X = A^-1 B: dX = A^-1 (dB - dA X), one more gesv with A. It is linear in B, so the tangent graph's
+  gesv calls transpose to gesv with A^T: the cotangent of B is A^-T times X's;
+- getrf, P A = L U: with F = L^-1 P dA U^-1 = U A^-1 dA U^-1, dL = L strict_lower(F), dU = upper(F) U (det and
+  slogdet are computed from U's diagonal and the pivots, so their derivatives follow: d log|det| = tr(A^-1 dA));
+- potrf, A = L L^T from one triangle: dL = L Phi(L^-1 dS L^-T), Phi the lower triangle with half its diagonal, dS
+  the symmetric matrix the read triangle's tangent makes. (The derivative of the function NumPy computes, which
+  reads one triangle; JAX's cholesky symmetrizes its input first, so its gradient is the symmetric part.)
+- syevd, A = V diag(w) V^T from one triangle, eigenvalues distinct (as JAX): dw = diag(V^T dS V),
+  dV = V (F o V^T dS V) with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it. eigvalsh (no vectors) asks for
+  them (an eigh of the same matrix).
+
+The factors' other results (gesv's LU factors and pivots, work arrays, info) have no tangent: numpy.linalg never
+reads gesv's factors. The triangular solves are gesv calls too (LAPACK's general solver on a triangular matrix:
+O(n^3), as the factorization). Complex matrices are refused (rules.py).
+"""
+from __future__ import annotations
+
+from typing import cast
+
+from numfn.autodiff.rules import EXTERN_JVP, EXTERN_TRANSPOSE, Tangent, add_tangents, matmul, matrix_transpose
+from numfn.extern import extern
+from numfn.ir.uop import Ops, UOp
+from numfn.numpy.linalg import eigh
+from numfn.numpy.linalg_lapack import lapack_int
+from numfn.trace.tensor import Tensor
+
+lapack_view = matrix_transpose   # a buffer <-> the matrix LAPACK sees (and back)
+
+
+def _shape(u: UOp) -> tuple[int, ...]:
+    assert u.shape is not None
+    return u.shape
+
+
+def solve_matrix(a: UOp, b: UOp) -> UOp:
+    """a^-1 b for matrices a (..., n, n) and b (..., n, k) of one batch (LAPACK gesv; a is nonsingular: the primal
+    call checked it)."""
+    shape_a, shape_b = _shape(a), _shape(b)
+    batch, n, k, dt = shape_a[:-2], shape_a[-1], shape_b[-1], a.dtype
+    i = lapack_int()
+    b = b if shape_b[:-2] == batch else b.expand(batch + shape_b[-2:])
+    results = [((n, n), dt, 0, False), ((k, n), dt, 1, False), ((n,), i, -1, False), ((), i, -1, False)]
+    x = extern("gesv", dt, batch, (n, k), [lapack_view(a), lapack_view(b)], results)[1]
+    return lapack_view(x)
+
+
+def _mask(shape: tuple[int, ...], keep) -> UOp:
+    """A bool mask of a stack of (n, m) matrices: keep(rows, cols) at every element."""
+    n, m = shape[-2], shape[-1]
+    rows = UOp.iota(max(n, 1)).shrink(((0, n),)).reshape((n, 1)).expand((n, m))
+    cols = UOp.iota(max(m, 1)).shrink(((0, m),)).reshape((1, m)).expand((n, m))
+    mask = keep(rows, cols)
+    return mask.reshape((1,) * (len(shape) - 2) + (n, m)).expand(shape)
+
+
+def _where(mask: UOp, x: UOp) -> UOp:
+    return mask.alu(Ops.WHERE, x, UOp.const_like(x.dtype, 0, _shape(x)))
+
+
+def lower(x: UOp, strict: bool = False) -> UOp:
+    return _where(_mask(_shape(x), lambda r, c: c.alu(Ops.CMPLT, r) if strict else c.alu(Ops.CMPLE, r)), x)
+
+
+def upper(x: UOp, strict: bool = False) -> UOp:
+    return _where(_mask(_shape(x), lambda r, c: r.alu(Ops.CMPLT, c) if strict else r.alu(Ops.CMPLE, c)), x)
+
+
+def diagonal_mask(shape: tuple[int, ...]) -> UOp:
+    return _mask(shape, lambda r, c: r.alu(Ops.CMPEQ, c))
+
+
+def identity_like(x: UOp) -> UOp:
+    shape = _shape(x)
+    return diagonal_mask(shape).alu(Ops.WHERE, UOp.const_like(x.dtype, 1, shape), UOp.const_like(x.dtype, 0, shape))
+
+
+def _mm(a: UOp, b: UOp) -> UOp:
+    return matmul(a, b, _shape(a)[:-2])
+
+
+def _result(node: UOp, k: int) -> UOp:
+    return UOp(Ops.RESULT, node.arg.results[k][1], (node,), k)
+
+
+def symmetric_from_lower(x: UOp) -> UOp:
+    """The symmetric matrix whose lower triangle is x's."""
+    return lower(x).alu(Ops.ADD, matrix_transpose(lower(x, strict=True)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the rules
+
+def jvp_gesv(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    a, x = lapack_view(primals[0]), lapack_view(_result(node, 1))
+    ta, tb = tangents[0], tangents[1]
+    rhs = add_tangents(None if tb is None else lapack_view(tb),
+                       None if ta is None else _mm(lapack_view(ta), x).alu(Ops.NEG))
+    return [None, None if rhs is None else lapack_view(solve_matrix(a, rhs)), None, None]
+
+
+def transpose_gesv(node: UOp, ct: UOp, linear: tuple[bool, ...], result: int) -> tuple[Tangent, ...]:
+    """X = A^-1 B, linear in B: B's cotangent A^-T (X's)."""
+    assert result == 1 and not linear[0], "a tangent graph solves with a primal matrix for a tangent right-hand side"
+    a = lapack_view(node.src[0])
+    return (None, lapack_view(solve_matrix(matrix_transpose(a), lapack_view(ct))))
+
+
+def jvp_getrf(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    (ta,) = tangents
+    if ta is None: return [None, None, None]
+    a, lu = lapack_view(primals[0]), lapack_view(_result(node, 0))
+    l_factor = lower(lu, strict=True).alu(Ops.ADD, identity_like(lu))
+    u_factor = upper(lu)
+    h = _mm(u_factor, solve_matrix(a, lapack_view(ta)))                          # U A^-1 dA = L^-1 P dA
+    f = matrix_transpose(solve_matrix(matrix_transpose(u_factor), matrix_transpose(h)))   # h U^-1
+    dlu = _mm(l_factor, lower(f, strict=True)).alu(Ops.ADD, _mm(upper(f), u_factor))
+    return [lapack_view(dlu), None, None]
+
+
+def jvp_potrf(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    """LAPACK factors its matrix's upper triangle, A = U^T U with U = L^T, and leaves the strict lower triangle as it
+    was (its tangent passes through)."""
+    (ta,) = tangents
+    if ta is None: return [None, None]
+    c, da = lapack_view(_result(node, 0)), lapack_view(ta)
+    l_factor = matrix_transpose(upper(c))
+    ds = matrix_transpose(symmetric_from_lower(matrix_transpose(da)))            # from the upper triangle
+    z = solve_matrix(l_factor, matrix_transpose(solve_matrix(l_factor, ds)))      # L^-1 dS L^-T
+    half = UOp.const_like(z.dtype, 0.5, _shape(z))
+    phi = lower(z, strict=True).alu(Ops.ADD, _where(diagonal_mask(_shape(z)), z.alu(Ops.MUL, half)))
+    dl = _mm(l_factor, phi)
+    dc = upper(matrix_transpose(dl)).alu(Ops.ADD, lower(da, strict=True))
+    return [lapack_view(dc), None]
+
+
+def jvp_syevd(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    """LAPACK reads its matrix's lower triangle."""
+    (ta,) = tangents
+    nres = len(node.arg.results)
+    if ta is None: return [None] * nres
+    a = lapack_view(primals[0])
+    shape = _shape(a)
+    batch, n = shape[:-2], shape[-1]
+    if node.arg.params[1] == "V":
+        v, w = lapack_view(_result(node, 0)), _result(node, 1)
+    else:   # eigvalsh: the eigenvectors from an eigh of the same matrix
+        v, w = cast(Tensor, eigh(Tensor(a), "L")[1]).uop, _result(node, 1)
+    ds = symmetric_from_lower(lapack_view(ta))
+    m = _mm(matrix_transpose(v), _mm(ds, v))
+    diag = diagonal_mask(shape)
+    zeros = UOp.const_like(m.dtype, 0, shape)
+    dw = diag.alu(Ops.WHERE, m, zeros).reduce(Ops.ADD, (len(shape) - 1,)).reshape(batch + (n,))
+    gaps = w.reshape(batch + (1, n)).expand(shape).alu(Ops.SUB, w.reshape(batch + (n, 1)).expand(shape))
+    ones = UOp.const_like(m.dtype, 1, shape)
+    f = diag.alu(Ops.WHERE, zeros, ones.alu(Ops.FDIV, diag.alu(Ops.WHERE, ones, gaps)))
+    dv = _mm(v, f.alu(Ops.MUL, m))
+    out: list[Tangent] = [lapack_view(dv) if node.arg.params[1] == "V" else None, dw]
+    return out + [None] * (nres - 2)
+
+
+EXTERN_JVP.update({"gesv": jvp_gesv, "getrf": jvp_getrf, "potrf": jvp_potrf, "syevd": jvp_syevd})
+EXTERN_TRANSPOSE.update({"gesv": transpose_gesv})
