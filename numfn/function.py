@@ -419,9 +419,9 @@ class NumericalFunction(ValueSpecialization):
                     ins.append(_UNUSED)
                     continue
                 dt, weak = spec
-                a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
-                    else np.require(leaf, dtype=dt, requirements=("C", "A"))   # contiguous, aligned, native order
-                ins.append(a)
+                if weak or not isinstance(leaf, np.ndarray): ins.append(np.array(leaf, dtype=dt))
+                elif leaf.dtype == dt and leaf.flags.c_contiguous and leaf.flags.aligned: ins.append(leaf)
+                else: ins.append(np.require(leaf, dtype=dt, requirements=("C", "A")))   # contiguous, aligned, native
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
             for slot in written:   # an argument the program could not write in place (strided, byte-swapped)

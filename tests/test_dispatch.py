@@ -811,9 +811,16 @@ def test_python_dispatcher():
 
     p = Py()
     nf = specialize(axpb, np.ones(3))
-    assert register_specialization(p, nf) and p._entries() == 0
+    assert register_specialization(p, nf) and p._entries() == 1   # runs nf's Python path, skipping the signature
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(p(x), nf(x))
+    out = np.empty(3)
+    assert p(x, out=out) is out and (out == nf(x)).all()
+    for other in (np.ones(4), np.ones(3, np.float32), np.ones(3).astype(">f8"), [1.0, 2.0, 3.0]):
+        assert p(other) == ("miss", (other,), {})   # another shape, dtype, byte order or type: not this entry
+    assert p(x, y=1) == ("miss", (x,), {"y": 1})
     p._clear()
-    x = np.ones(3)
+    assert p._entries() == 0
     assert p(x, out=None) == ("miss", (x,), {"out": None})
     with pytest.raises(NotImplementedError):
         PyDispatcher()(1)
