@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overlo
 
 import numpy as np
 
-from numfn import config, debug, progress
+from numfn import config, debug, pickled, progress
 from numfn.config import BACKENDS
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
@@ -791,9 +791,22 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
                 # its own trace took the arguments for separate arrays: traced again here, on the caller's views
                 return converted(self.fn)(*args, **kwargs)
             return self._splice(key, statics, leaves)
+        if out is None and any(isinstance(leaf, np.ndarray) and leaf.size == 0 for leaf in leaves):
+            empty_result = self._empty_result(key, statics)
+            if empty_result is not None: return empty_result
         nf = self.specialization(key, statics)
         if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
         return nf.run(leaves, out)
+
+    def _empty_result(self, key, statics) -> Any:
+        """The result, from the trace alone, of a call all of whose outputs are empty (None otherwise): nothing is
+        compiled for Dask's probe on 0x0 arrays (map_blocks without meta=). Checks, run-time lengths, writes: None."""
+        nf = self.specialization(key, statics, compile=False)
+        if nf.size_request is not None or nf.checks or nf.cut_outputs or nf.mutated_inputs: return None
+        visible = nf.out_specs[:nf.out_tree.num_leaves]
+        if any(int(np.prod(shape)) != 0 for shape, _ in visible): return None
+        debug.log(1, f"{nf.name}: every output is empty; returned without compiling")
+        return unflatten(nf.out_tree, [np.empty(tuple(int(n) for n in shape), dt.np) for shape, dt in visible])
 
     def _splice(self, key, statics, leaves: list):
         """This function's own trace for the arguments' signature, with its inputs bound to the caller's traced
@@ -821,14 +834,14 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def __reduce__(self) -> str | tuple[Any, ...]:
         # the module attribute this function is published under (the usual @jit), when it is this object: the
         # receiving process imports the module; otherwise the Python function and the options, which rebuild it
-        # there (its compiled code then comes from the disk cache, like any warm start)
+        # there once per process (numfn.pickled: a Dask worker's later tasks reuse it and its compiled code)
         module = sys.modules.get(getattr(self, "__module__", None) or "")
         found: Any = module
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll, self._progress,
-                             self._fastmath)
+        return pickled.rebuild, (pickled.token(self), JitFunction, self.fn, self._static[0], self._static[1],
+                                 self._backend, self._unroll, self._progress, self._fastmath)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function
