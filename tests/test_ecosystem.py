@@ -4,7 +4,6 @@ test skips where its library is not installed). The LocalCluster run is slow: NU
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 
@@ -207,25 +206,17 @@ def test_xarray_apply_ufunc_pandas_and_scipy():
 
 
 @pytest.mark.skipif(os.environ.get("NUMFN_LONG_TESTS") != "1", reason="starts a LocalCluster: NUMFN_LONG_TESTS=1")
-def test_local_cluster_processes(tmp_path):
+def test_local_cluster_recipe_of_the_docs(tmp_path):
+    """The LocalCluster block of docs/scipy-stack.md (skipped by the docs test: it starts two processes)."""
     pytest.importorskip("distributed")
-    code = textwrap.dedent('''
-        import numpy as np, dask.array as da, numfn
-        from distributed import Client, LocalCluster
-        f = numfn.jit(lambda b: np.tanh(b) * 2.0 + b)
-        if __name__ == "__main__":
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \\
-                    Client(c) as client:
-                x = da.random.default_rng(0).standard_normal((400, 100), chunks=(50, 100))
-                got = da.map_blocks(f, x, dtype=float).compute()
-                want = (np.tanh(x) * 2.0 + x).compute()
-                assert np.allclose(got, want)
-                counts = client.run(lambda: __import__("numfn").runtime.compile_count)
-                print(sum(counts.values()))
-    ''')
+    from numfn.tools.docs_examples import python_blocks
+    with open(os.path.join(ROOT, "docs", "scipy-stack.md"), encoding="utf-8") as f:
+        blocks = [code for _, code, _ in python_blocks(f.read()) if "LocalCluster(" in code]
+    assert len(blocks) == 1
     script = tmp_path / "cluster.py"
-    script.write_text(code)
+    script.write_text(blocks[0])
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(tmp_path),
                          cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert int(out.stdout.split()[-1]) <= 1   # workers share the cache directory: one compiles, the other loads
+    compiles = eval(out.stdout.strip().splitlines()[-1].split(" ", 1)[1])   # {worker address: compile count}
+    assert len(compiles) == 2 and sum(compiles.values()) <= 1
