@@ -21,6 +21,7 @@ linecache.cache["<docs>"] = (len(code), None, code.splitlines(True), "<docs>")
 try:
     exec(compile(code, "<docs>", "exec"), {"__name__": "__main__"})
 except BaseException as e:
+    import traceback; traceback.print_exc()
     print("RAISED", type(e).__name__, *[c.__name__ for c in type(e).__mro__])
 else:
     print("RAISED nothing")
@@ -95,3 +96,51 @@ def test_claim_of_the_docs(page, text, code, name, tmp_path):
     raised = _run("import numpy as np\nimport numfn\n" + code, tmp_path)
     if name is None: assert raised == ["nothing"], f"{page} says this works, but it raises {raised[0]}"
     else: assert name in raised[1:], f"{page} says this raises {name}, but it raises {raised[0]}"
+
+
+# ---- docstrings of the public API --------------------------------------------------------------------------------
+# owned elsewhere (their docstrings follow their own pages): export, autodiff; not callables: __version__
+DOCSTRING_EXEMPT = {"__version__", "export", "ExportError", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev",
+                    "hessian", "check_grads"}
+
+
+def _public():
+    import numfn
+    return [n for n in numfn.__all__ if n not in DOCSTRING_EXEMPT]
+
+
+def _example(doc: str) -> str:
+    import textwrap
+    lines = doc.split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.strip() in ("Example:", "Examples:"))
+    body = []
+    for ln in lines[start + 1:]:
+        if ln.strip() and not ln.startswith(" "): break
+        body.append(ln)
+    return textwrap.dedent("\n".join(body)).strip()
+
+
+@pytest.mark.nocompile
+@pytest.mark.parametrize("name", _public())
+def test_docstring_is_google_style(name):
+    import inspect
+    import numfn
+    obj = getattr(numfn, name)
+    doc = inspect.getdoc(obj) or ""
+    assert "\nExample:\n" in doc or "\nExamples:\n" in doc, f"numfn.{name}: no Example section"
+    assert _example(doc), f"numfn.{name}: an empty Example"
+    if inspect.isfunction(obj):
+        params = [p for p in inspect.signature(obj).parameters.values()]
+        if params: assert "\nArgs:\n" in doc, f"numfn.{name}: no Args section"
+        assert "\nReturns:\n" in doc, f"numfn.{name}: no Returns section"
+        args = doc.split("\nArgs:\n", 1)[1].split("\n\n", 1)[0] if params else ""
+        for p in params:
+            shown = ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + p.name
+            assert f"    {shown}:" in args, f"numfn.{name}: Args does not describe {shown}"
+
+
+def test_docstring_examples_run(tmp_path):
+    import inspect
+    import numfn
+    code = "\n\n".join(f"# numfn.{n}\n" + _example(inspect.getdoc(getattr(numfn, n)) or "") for n in _public())
+    assert _run("import numpy as np\nimport numfn\n" + code, tmp_path) == ["nothing"]

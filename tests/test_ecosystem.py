@@ -162,7 +162,7 @@ def test_threads_and_the_lock_compile_once(tmp_path, monkeypatch):
     assert runtime.compile_count - before == 1
 
 
-# ---- the recipes ------------------------------------------------------------------------------------------------------
+# ---- the recipes ---------------------------------------------------------------------------------------------------
 def test_dask_map_blocks_without_meta_compiles_once():
     da = pytest.importorskip("dask.array")
     import dask

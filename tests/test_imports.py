@@ -142,7 +142,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # numfn.random's keys are built from numfn.numpy's families; numfn.numpy.random (np.random while tracing:
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),
-    ("pipeline", ("numfn.pickled", "numfn.signature", "numfn.value_specialization", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
+    ("pipeline", ("numfn.pickled", "numfn.probes", "numfn.signature", "numfn.value_specialization", "numfn.interpose", "numfn.function", "numfn.transforms", "numfn.cache",
                   "numfn.export",
                   "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.loops",
                   "numfn.autodiff.api", "numfn.autodiff.check", "numfn.autodiff", "numfn")),
