@@ -41,7 +41,7 @@ class BuildExtensions(build_ext):
         super().run()
         missing = [e.name for e in self.extensions if not os.path.exists(self.get_ext_fullpath(e.name))]
         if missing:
-            _say_loudly(f"numfn: built WITHOUT {', '.join(missing)} (no working C compiler or Python headers?): "
+            _say_loudly(f"numfn: built without {', '.join(missing)} (no working C compiler or Python headers?): "
                         "numfn works, but calls take the slower Python path (about 10 us instead of 0.2 us) and "
                         "kernels run on one thread. Install a C compiler (e.g. apt-get install gcc python3-dev) "
                         "and reinstall, or install a prebuilt wheel (README: Wheels).")

@@ -32,7 +32,8 @@ class TracerConversionError(NumfnError, TypeError):
 
     Example:
         try:
-            numfn.jit(lambda x: x * [1.0, 2.0][int(x[0])])(np.ones(2))
+            table = [1.0, 2.0]
+            numfn.jit(lambda x: x * table[int(x[0])])(np.ones(2))
         except numfn.TracerConversionError as e:
             assert "placeholder" in str(e)
     """

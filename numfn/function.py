@@ -705,10 +705,8 @@ else:
 class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature (what `numfn.jit` returns): positional arrays and scalars of a
     signature seen before go straight to native code (runtime/_dispatch.c), other calls through `_dispatch_miss`.
-    `out=` passes preallocated outputs. This class must not define `__call__`, or calls lose the C fast path.
-
-    Args:
-        fn, static_argnums, static_argnames, backend, unroll, progress, fastmath: as for `numfn.jit`.
+    `out=` passes preallocated outputs. This class must not define `__call__`, or calls lose the C fast path. Its
+    constructor takes `numfn.jit`'s arguments.
 
     Example:
         f = numfn.JitFunction(lambda x: x * 2.0 + 1.0)

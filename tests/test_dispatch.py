@@ -894,7 +894,12 @@ def test_a_build_without_a_compiler_installs_the_python_package(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "built without numfn.runtime._numfn_native, numfn.runtime._numfn_dispatch" in out.stderr
+    assert "!" * 100 in out.stderr   # framed: it must stand out in a build log
     assert not list((tmp_path / "lib").rglob("*.so"))
+    # a wheel build asks for the extensions: then their absence fails the build
+    required = subprocess.run(out.args, cwd=REPO, env=dict(env, NUMFN_REQUIRE_EXTENSIONS="1"), capture_output=True,
+                              text=True, timeout=120)
+    assert required.returncode != 0 and "NUMFN_REQUIRE_EXTENSIONS is set" in required.stderr
 
 
 @pytest.mark.parametrize("cc", ["gcc", "clang"])
