@@ -220,3 +220,46 @@ def test_local_cluster_recipe_of_the_docs(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     compiles = eval(out.stdout.strip().splitlines()[-1].split(" ", 1)[1])   # {worker address: compile count}
     assert len(compiles) == 2 and sum(compiles.values()) <= 1
+
+
+# ---- the Python call path of an install without the dispatch extension ----------------------------------------------
+FALLBACK = r'''
+import warnings
+import numpy as np
+warnings.simplefilter("ignore")
+import numfn
+from numfn.runtime import extensions
+assert extensions.dispatch is None
+
+def h(x, s, n, b):
+    return x * s + (np.ones(1, np.int32) + n) + b   # n meets int32 (NEP 50): a range on the fast entry
+f = numfn.jit(h)
+base = np.arange(12.0).reshape(3, 4)
+cases = [base[0], base[:, 1], base[0, ::-1], base[0].astype(">f8"), base[0].astype(np.float32), np.float64(2.0)]
+for x in cases:
+    for s, n, b in [(2.0, 3, True), (-0.5, -7, False), (1e300, 2**31 - 1, True)]:
+        for _ in range(3):   # the first call registers, the next ones take the table
+            got = f(x, s, n, b)
+            want = h(x, s, n, b)
+            assert got.dtype == want.dtype and got.shape == want.shape, (x.dtype, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+assert f._entries() >= 1
+try:
+    f(base[0], 1.0, 2**31, True)   # beyond int32: the Python path raises, the table's range check sends it there
+    raise SystemExit("no OverflowError")
+except OverflowError:
+    pass
+out = np.empty(4)
+assert f(base[0], 1.0, 1, False, out=out) is out and (out == base[0] + 2).all()
+g = numfn.jit(lambda x: x.sum())
+for x in [np.ones(0), np.ones((0, 3)), np.ones(())]:
+    for _ in range(2):
+        np.testing.assert_array_equal(g(x), x.sum())
+print("ok")
+'''
+
+
+def test_python_call_path_matches_numpy(tmp_path):
+    out = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True,
+                         env=dict(_env(tmp_path), NUMFN_NO_DISPATCH_EXT="1"), cwd=tmp_path, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
