@@ -7,7 +7,9 @@
 
 The two are independent (kernels keep their threads without the dispatcher) and both optional: without a C compiler
 or Python's headers the build says so and installs the pure-Python package, whose calls take the slower Python path
-and whose kernels run on one thread; numfn warns once at run time (numfn.runtime.extensions).
+and whose kernels run on one thread. The build then says so loudly (on the terminal too: pip hides a build's
+output unless -v), NUMFN_REQUIRE_EXTENSIONS=1 makes it fail instead (wheel builds set it: tools/build_wheel.sh),
+and numfn warns once at run time (numfn.runtime.extensions).
 """
 import glob
 import os
@@ -39,8 +41,12 @@ class BuildExtensions(build_ext):
         super().run()
         missing = [e.name for e in self.extensions if not os.path.exists(self.get_ext_fullpath(e.name))]
         if missing:
-            self.warn(f"numfn: built without {', '.join(missing)} (no working C compiler?): numfn works, but calls "
-                      "take the slower Python path and kernels run on one thread")
+            _say_loudly(f"numfn: built without {', '.join(missing)} (no working C compiler or Python headers?): "
+                        "numfn works, but calls take the slower Python path (about 10 us instead of 0.2 us) and "
+                        "kernels run on one thread. Install a C compiler (e.g. apt-get install gcc python3-dev) "
+                        "and reinstall, or install a prebuilt wheel (README: Wheels).")
+            if os.environ.get("NUMFN_REQUIRE_EXTENSIONS", "") not in ("", "0"):
+                raise SystemExit("numfn: NUMFN_REQUIRE_EXTENSIONS is set and the extensions were not built")
         if not self.inplace: self._copy_into_checkout()
 
     def _copy_into_checkout(self):
@@ -55,6 +61,18 @@ class BuildExtensions(build_ext):
                 # a new file renamed over the old one: a process that has the old one mapped keeps it intact
                 shutil.copyfile(built, target + ".tmp")
                 os.replace(target + ".tmp", target)
+
+
+def _say_loudly(message: str) -> None:
+    """A warning the user sees: pip shows a build's output only with -v, so the message also goes to the
+    terminal pip runs in (/dev/tty) when there is one, framed so it stands out."""
+    framed = "\n" + "!" * 100 + "\n" + message + "\n" + "!" * 100 + "\n"
+    sys.stderr.write(framed)
+    sys.stderr.flush()
+    try:
+        with open("/dev/tty", "w") as tty: tty.write(framed)
+    except OSError:
+        pass   # no terminal (CI, a container): the build log and numfn's warning at the first call remain
 
 
 native_sources = sorted(glob.glob(os.path.join(CSRC, "*.c"), root_dir=HERE))   # paths relative to setup.py

@@ -18,6 +18,10 @@ class DType:
     complex128 exist at the tensor level only: codegen/complex.py rewrites every complex value into its real and
     imaginary parts (a complex buffer is its memory: pairs of float32/float64), so kernels and renderers never see
     them (their cname/lname would not compile).
+
+    Example:
+        assert numfn.dtypes.from_numpy(np.dtype(np.float32)) is numfn.dtypes.float32
+        assert numfn.dtypes.float32.itemsize == 4 and numfn.dtypes.float32.kind == "f"
     """
     name: str
     itemsize: int
@@ -83,7 +87,12 @@ class DType:
 
 
 class dtypes:
-    """The supported dtypes. `dtypes.from_numpy(np.dtype)` maps NumPy's types onto them."""
+    """The supported dtypes, as class attributes (`dtypes.float32`); `dtypes.from_numpy(np.dtype)` maps NumPy's
+    types onto them (TypeError for a type numfn does not support).
+
+    Example:
+        assert numfn.dtypes.from_numpy(np.dtype("complex128")) is numfn.dtypes.complex128
+    """
     bool = DType("bool", 1, "b", "_Bool", "i1")
     int8 = DType("int8", 1, "i", "int8_t", "i8")
     int16 = DType("int16", 2, "i", "int16_t", "i16")

@@ -12,7 +12,14 @@ _NUMPY_DIR: str | None = None
 
 
 class NumfnError(Exception):
-    """An operation numfn cannot compile, with where it happened in the user's code."""
+    """An operation numfn cannot compile, with where it happened in the user's code.
+
+    Example:
+        try:
+            numfn.jit(lambda x, y: np.polyfit(x, y, 2))(np.arange(4.0), np.arange(4.0))
+        except numfn.NumfnError as e:
+            assert "numpy.polyfit is not supported" in str(e)
+    """
 
 
 class CompileError(NumfnError):
@@ -20,7 +27,16 @@ class CompileError(NumfnError):
 
 
 class TracerConversionError(NumfnError, TypeError):
-    """A traced value was used where Python needs a concrete value (if/while, float(), int(), np.asarray)."""
+    """A traced value was used where Python needs a concrete value (a Python list indexed by it, a size computed
+    inside a native loop); also a TypeError.
+
+    Example:
+        try:
+            table = [1.0, 2.0]
+            numfn.jit(lambda x: x * table[int(x[0])])(np.ones(2))
+        except numfn.TracerConversionError as e:
+            assert "placeholder" in str(e)
+    """
 
 
 class StoreIntoConstantError(TracerConversionError):

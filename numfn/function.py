@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overlo
 
 import numpy as np
 
-from numfn import config, debug, progress
+from numfn import config, debug, pickled, probes, progress
 from numfn.beam import beam_width
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
@@ -74,7 +74,12 @@ class RenderedKernel:
 @dataclass(frozen=True, eq=False)
 class NumericalFunction(ValueSpecialization):
     """`fn` specialized to one signature: argument structure `in_tree`, array specs `in_specs`, values of static
-    arguments `statics` ((position or name, value) pairs), compiled for `backend`."""
+    arguments `statics` ((position or name, value) pairs), compiled for `backend`. Made by `JitFunction.specialize`.
+
+    Example:
+        nf = numfn.jit(lambda x: x + 1.0).specialize(np.ones(3))
+        assert "PARAM" in nf.function_graph.pretty() and len(nf.schedule) == 1 and nf(np.ones(3)).sum() == 6
+    """
     fn: Callable
     in_tree: TreeDef
     in_specs: tuple[ArgSpec, ...]
@@ -434,9 +439,9 @@ class NumericalFunction(ValueSpecialization):
                     ins.append(_UNUSED)
                     continue
                 dt, weak = spec
-                a = np.array(leaf, dtype=dt) if weak or not isinstance(leaf, np.ndarray) \
-                    else np.require(leaf, dtype=dt, requirements=("C", "A"))   # contiguous, aligned, native order
-                ins.append(a)
+                if weak or not isinstance(leaf, np.ndarray): ins.append(np.array(leaf, dtype=dt))
+                elif leaf.dtype == dt and leaf.flags.c_contiguous and leaf.flags.aligned: ins.append(leaf)
+                else: ins.append(np.require(leaf, dtype=dt, requirements=("C", "A")))   # contiguous, aligned, native
             if entry(pointer_table((*outs, *ins, *consts), parallel_for_address())):
                 raise MemoryError(f"{name}: could not allocate its scratch memory")
             for slot in written:   # an argument the program could not write in place (strided, byte-swapped)
@@ -573,15 +578,15 @@ else:
 
 
 class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
-    """A Python function compiled per signature. Calling it finds (or builds) the NumericalFunction for the
-    arguments' shapes, dtypes and static values, and runs its native code.
+    """A Python function compiled per signature (what `numfn.jit` returns): positional arrays and scalars of a
+    signature seen before go straight to native code (runtime/_dispatch.c), other calls through `_dispatch_miss`.
+    `out=` passes preallocated outputs. This class must not define `__call__`, or calls lose the C fast path. Its
+    constructor takes `numfn.jit`'s arguments.
 
-    Calls are dispatched by numfn's C extension (runtime/_dispatch.c, built with the package): a
-    call with plain positional arrays and scalars of a signature seen before goes straight to native code. Any
-    other call (keyword or static arguments, containers, a new signature) takes `_dispatch_miss`, which computes
-    the signature in Python, compiles if needed, and registers the fast path for next time. `out=` passes
-    preallocated outputs (a reserved keyword: a compiled function cannot have its own parameter named `out`).
-    This class must not define `__call__`, or calls lose the C fast path."""
+    Example:
+        f = numfn.JitFunction(lambda x: x * 2.0 + 1.0)
+        assert (f(np.arange(3.0)) == [1.0, 3.0, 5.0]).all() and len(f.specializations) == 1
+    """
 
     if TYPE_CHECKING:   # for checkers only (see above): a call takes the compiled function's arguments
         def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
@@ -668,6 +673,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
                 # its own trace took the arguments for separate arrays: traced again here, on the caller's views
                 return converted(self.fn)(*args, **kwargs)
             return self._splice(key, statics, leaves)
+        if out is None and any(isinstance(leaf, np.ndarray) and leaf.size == 0 for leaf in leaves):
+            empty = probes.empty_result(self.specialization(key, statics, compile=False))   # compiles nothing
+            if empty is not None: return empty
         nf = self.specialization(key, statics)
         if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
         return nf.run(leaves, out)
@@ -698,14 +706,14 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
     def __reduce__(self) -> str | tuple[Any, ...]:
         # the module attribute this function is published under (the usual @jit), when it is this object: the
         # receiving process imports the module; otherwise the Python function and the options, which rebuild it
-        # there (its compiled code then comes from the disk cache, like any warm start)
+        # there once per process (numfn.pickled: a Dask worker's later tasks reuse it and its compiled code)
         module = sys.modules.get(getattr(self, "__module__", None) or "")
         found: Any = module
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return JitFunction, (self.fn, self._static[0], self._static[1], self._backend, self._unroll, self._progress,
-                             self._fastmath, self._beam)
+        return pickled.rebuild, (pickled.token(self), JitFunction, self.fn, self._static[0], self._static[1],
+                                 self._backend, self._unroll, self._progress, self._fastmath, self._beam)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function
@@ -738,24 +746,28 @@ def jit(fn: Callable[_P, _R] | None = None, *, static_argnums: int | Sequence[in
         static_argnames: str | Sequence[str] = (), backend: str | None = None, unroll: int | None = None,
         progress: bool = True, fastmath: bool = False,
         beam: int | None = None) -> JitFunction[_P, _R] | Callable[[Callable[_P, _R]], JitFunction[_P, _R]]:
-    """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values).
+    """Compile `fn` to native code, once per signature (argument shapes, dtypes and static values): `@jit` or
+    `@jit(static_argnames=("n",), backend="c")`.
 
-    Usable as `@jit` or `@jit(static_argnames=("n",), backend="c")`. Array arguments become traced
-    placeholders; static arguments are passed to `fn` as they are and must be hashable. `backend` is "llvm" or
-    "c" (default: NUMFN_BACKEND, else llvm). `unroll`: Python loops whose trip count is known while tracing and at
-    most this (default numfn.trace.statements.UNROLL, 4) run as Python, their body traced once per iteration; longer
-    ones, and loops on traced values, compile to native loops (docs/control-flow.md). `progress=False` silences the
-    progress line a compilation that takes more than a second prints on stderr (NUMFN_PROGRESS=0 silences it for
-    every function).
+    Args:
+        fn: the NumPy-style function; None returns a decorator taking it.
+        static_argnums: positions of arguments passed to `fn` as Python values (hashable; one compile per value).
+        static_argnames: the same, by parameter name (each completes the other).
+        backend: "llvm" or "c" (default: NUMFN_BACKEND, else "llvm").
+        unroll: Python loops whose trip count is known while tracing and at most this (default 4) run as Python,
+            their body traced per iteration; longer ones compile to native loops.
+        progress: False silences the progress line of compilations over a second (NUMFN_PROGRESS=0: all of them).
+        fastmath: True lets float arithmetic be contracted into FMAs and reassociated (faster; differs from
+            NumPy by rounding). By default elementwise results equal NumPy's bit for bit (docs/performance.md).
+        beam: N searches each kernel's optimizations by timing candidates, keeping N a step, and remembers the
+            winners in the disk cache (default: NUMFN_BEAM, else 0: the heuristics; docs/performance.md).
 
-    Floating-point arithmetic rounds every operation as NumPy does by default: a*b + c is a rounded product and a
-    rounded sum (never one fused multiply-add), on both backends alike, so elementwise results equal NumPy's bit
-    for bit (reductions may be reassociated to vectorize: their sums match NumPy's pairwise ones to rounding).
-    `fastmath=True` lets the compiler contract a*b + c into fused multiply-adds and reassociate float additions and
-    multiplications, which is faster in arithmetic-bound code and differs from NumPy by rounding; NaN, inf and
-    signed zeros keep their meaning (docs/performance.md, "Numerical policy"). A jitted function called inside
-    another one is traced into the caller's program and follows the caller's setting. `beam=N` (default:
-    NUMFN_BEAM, else 0) searches each kernel's optimizations by timing them, and remembers them (docs/performance.md).
+    Returns:
+        A JitFunction (or, with `fn` None, a decorator making one): called like `fn`, it returns NumPy arrays.
+
+    Example:
+        f, x = numfn.jit(lambda x, y: np.sin(x) * y + x.sum(axis=0)), np.ones((4, 3))
+        np.testing.assert_allclose(f(x, 2.0), np.sin(x) * 2.0 + x.sum(axis=0))
     """
     if fn is None:
         return lambda f: JitFunction(f, static_argnums, static_argnames, backend, unroll, progress, fastmath, beam)

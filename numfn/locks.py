@@ -16,6 +16,10 @@ compilation then never returns (3.12 dropped the lock, and with it the guarantee
 cached_stage has a lock per instance and attribute, taken only while the value is missing: threads asking one
 instance for one value compute it once, other instances never wait, and the lock is a registered one.
 
+`file_lock(path)` is the lock between processes: processes compiling the same program into one cache directory
+(Dask or multiprocessing workers started cold) take it around "look in the cache, else compile and store", so the
+first compiles and the others wait and then load its entry.
+
 A thread that forks while it holds one of these locks itself (nothing in numfn does, but a traced function could)
 finds it released in the child; an RLock it holds is left as it is.
 """
@@ -23,11 +27,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["lock", "rlock", "cached_stage"]
+__all__ = ["lock", "rlock", "cached_stage", "file_lock"]
 
 _registered: weakref.WeakSet = weakref.WeakSet()   # every live lock made here
 
@@ -102,3 +108,35 @@ class cached_stage(Generic[_T]):
                 value = values[name] = self.func(instance)
         locks.pop(name, None)   # the value is there: later readers need no lock (a waiter still holds this one)
         return value
+
+
+@contextmanager
+def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
+    """Hold an exclusive advisory lock (flock) on the file `path`, created with mode 0600 if missing, while the block
+    runs; yields True when held. The kernel releases it when its holder exits, even by a crash. After `timeout`
+    seconds of waiting, or where the file cannot be opened or locked (no fcntl, a read-only directory), the block
+    runs without it (yields False): the lock saves duplicate work, it never guards correctness."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except (ImportError, OSError):
+        yield False
+        return
+    held = False
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline: break
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+            except OSError:
+                break
+        yield held
+    finally:
+        os.close(fd)   # closing the descriptor releases the lock

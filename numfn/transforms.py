@@ -490,7 +490,20 @@ def vmap(fn: Callable[_P, _R] | None = None, in_axes: InAxes = 0,
     """Vectorizing map: `vmap(f)(xs)` equals `np.stack([f(x) for x in xs])`, computed by kernels that run over
     the whole batch. `in_axes`/`out_axes`: an int (negative allowed), None (not mapped: the argument is shared by
     every example), or a tuple/list with one entry per argument (containers may be matched by structure).
-    Works as a decorator, inside jit-compiled functions and around them; calling it with arrays compiles it."""
+    Works as a decorator, inside jit-compiled functions and around them; calling it with arrays compiles it.
+
+    Args:
+        fn: the function of one example; None returns a decorator taking it.
+        in_axes: the mapped axis of each argument (int, None, or a tuple/list with one entry per argument).
+        out_axes: where the batch axis goes in each output (int or a tuple/list per output).
+
+    Returns:
+        A VmapFunction (or a decorator making one), called with batched arguments.
+
+    Example:
+        norms = numfn.vmap(lambda v: np.sqrt((v * v).sum()))
+        x = np.arange(6.0).reshape(2, 3)
+        np.testing.assert_allclose(norms(x), np.linalg.norm(x, axis=1))"""
     if fn is None: return lambda f: VmapFunction(f, in_axes, out_axes)
     return VmapFunction(fn, in_axes, out_axes)
 
@@ -623,7 +636,20 @@ def svmap(fn: Callable[_P, _R] | None = None, in_axes: InAxes = 0,
     """Sequential map: `svmap(f)(xs)` equals `np.stack([f(x) for x in xs])` bitwise, computed by a native loop
     around f's compiled per-example program. The batch size is a run-time value (batch sizes 1, 7 and 1000 share
     one compilation), per-example scratch memory is reused by every iteration, and large batches are split across
-    threads (NUMFN_THREADS). Inside a jit-compiled function it means what vmap means. Axes as for vmap."""
+    threads (NUMFN_THREADS). Inside a jit-compiled function it means what vmap means.
+
+    Args:
+        fn: the function of one example; None returns a decorator taking it.
+        in_axes: as for `vmap`.
+        out_axes: as for `vmap`.
+
+    Returns:
+        An SvmapFunction (or a decorator making one), called with batched arguments.
+
+    Example:
+        cumulative = numfn.svmap(lambda v: np.cumsum(v) * 2.0)
+        x = np.arange(6.0).reshape(3, 2)
+        np.testing.assert_array_equal(cumulative(x), np.cumsum(x, axis=1) * 2.0)"""
     if fn is None: return lambda f: SvmapFunction(f, in_axes, out_axes)
     return SvmapFunction(fn, in_axes, out_axes)
 

@@ -811,9 +811,16 @@ def test_python_dispatcher():
 
     p = Py()
     nf = specialize(axpb, np.ones(3))
-    assert register_specialization(p, nf) and p._entries() == 0
+    assert register_specialization(p, nf) and p._entries() == 1   # runs nf's Python path, skipping the signature
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(p(x), nf(x))
+    out = np.empty(3)
+    assert p(x, out=out) is out and (out == nf(x)).all()
+    for other in (np.ones(4), np.ones(3, np.float32), np.ones(3).astype(">f8"), [1.0, 2.0, 3.0]):
+        assert p(other) == ("miss", (other,), {})   # another shape, dtype, byte order or type: not this entry
+    assert p(x, y=1) == ("miss", (x,), {"y": 1})
     p._clear()
-    x = np.ones(3)
+    assert p._entries() == 0
     assert p(x, out=None) == ("miss", (x,), {"out": None})
     with pytest.raises(NotImplementedError):
         PyDispatcher()(1)
@@ -887,7 +894,12 @@ def test_a_build_without_a_compiler_installs_the_python_package(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "built without numfn.runtime._numfn_native, numfn.runtime._numfn_dispatch" in out.stderr
+    assert "!" * 100 in out.stderr   # framed: it must stand out in a build log
     assert not list((tmp_path / "lib").rglob("*.so"))
+    # a wheel build asks for the extensions: then their absence fails the build
+    required = subprocess.run(out.args, cwd=REPO, env=dict(env, NUMFN_REQUIRE_EXTENSIONS="1"), capture_output=True,
+                              text=True, timeout=120)
+    assert required.returncode != 0 and "NUMFN_REQUIRE_EXTENSIONS is set" in required.stderr
 
 
 @pytest.mark.parametrize("cc", ["gcc", "clang"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numfn import debug
-from numfn.locks import lock
+from numfn.locks import file_lock, lock
 from numfn.runtime.elf import ElfLoadError
 
 _ET_DYN = (3).to_bytes(2, "little")   # the e_type of a shared library, at offset 16 of its ELF header
@@ -125,8 +125,19 @@ def load_or_compile(backend: str, key: str, nints: int, build, accept=None) -> t
     `accept`: see load_cached."""
     prog = load_cached(backend, key, nints, accept)
     if prog is not None: return prog, False
-    source, entry, manifest = build()
-    return compile_program(backend, source, entry, nints, key, manifest), True
+    from numfn.runtime.diskcache import default_cache
+    cache_ = default_cache()
+    if cache_ is None:
+        source, entry, manifest = build()
+        return compile_program(backend, source, entry, nints, key, manifest), True
+    # processes sharing the cache directory (Dask workers started cold) compile a program once: the first takes the
+    # lock and compiles, the others wait for it and load what it stored
+    with file_lock(os.path.join(cache_.directory, f"{key}.lock")) as held:
+        if held:
+            prog = load_cached(backend, key, nints, accept)
+            if prog is not None: return prog, False
+        source, entry, manifest = build()
+        return compile_program(backend, source, entry, nints, key, manifest), True
 
 
 def compile_program(backend: str, source: str, entry: str, nints: int = 0, key: str | None = None,

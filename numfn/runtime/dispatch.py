@@ -22,12 +22,14 @@ is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from numfn.runtime import extensions, threads
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
+
+_ndarray = np.ndarray
+_SCALAR_KINDS = {float: "float", int: "int", bool: "bool"}   # the Python scalars an entry's argument may be
 
 __all__ = ["byte_extent", "empty", "dispatcher_base", "PyDispatcher", "register_specialization", "registration",
            "fast_arg_specs", "result_builder", "check_out", "failed_checks", "RELEASE_GIL_BYTES"]
@@ -38,10 +40,31 @@ RELEASE_GIL_BYTES = 1 << 16
 
 
 class PyDispatcher:
-    """The pure-Python stand-in for `_numfn_dispatch.Dispatcher`, with the same interface: every call goes to
-    `self._dispatch_miss(*args, **kwargs)`, and registering entries does nothing."""
+    """The pure-Python stand-in for `_numfn_dispatch.Dispatcher`, with the same interface: a call whose positional
+    arguments match a registered entry (the C type's rules: exactly numpy.ndarray of the dtype, native byte order
+    and shape; exactly float, int within the entry's range, or bool) runs that entry's Python path (the
+    NumericalFunction's `run`) directly, skipping the signature's computation; any other call goes to
+    `self._dispatch_miss(*args, **kwargs)`. About 7 us a call of a small function, where computing the signature
+    first costs some 50 us more (docs/cpu-jit.md)."""
+
+    _python_entries: dict | None = None   # {argument key: (int ranges, run)}, made on first registration
 
     def __call__(self, *args, **kwargs):
+        entries = self._python_entries
+        if entries and (not kwargs or (len(kwargs) == 1 and "out" in kwargs)):
+            key = []
+            for a in args:
+                kind = type(a)
+                if kind is _ndarray:
+                    dt = a.dtype
+                    key.append((dt.num, a.shape) if dt.isnative else None)
+                else:
+                    key.append(_SCALAR_KINDS.get(kind))
+            hit = entries.get(tuple(key))
+            if hit is not None:
+                ranges, run = hit
+                if not ranges or all(lo <= args[slot] <= hi for slot, lo, hi in ranges):
+                    return run(list(args), kwargs.get("out"))
         return self._dispatch_miss(*args, **kwargs)
 
     def _dispatch_miss(self, *args, **kwargs):
@@ -50,14 +73,27 @@ class PyDispatcher:
     def _register(self, address: int, arg_specs: tuple, out_specs: tuple, constants: tuple = (),
                   keepalive: object = None, builder: object = None, release_gil: bool = False, *, checks: int = 0,
                   on_check: object = None) -> None:
-        """Accepted and ignored: without the extension there is no fast path."""
+        """Accepted and ignored: a native address alone cannot run here (see `_register_python`)."""
+
+    def _register_python(self, arg_specs: tuple, run) -> None:
+        """Calls whose arguments match `arg_specs` (see `fast_arg_specs`) call `run(list(args), out)`."""
+        key, ranges = [], []
+        for slot, spec in enumerate(arg_specs):
+            if spec[0] == "array": key.append((spec[1], spec[2]))
+            else: key.append(spec[0])
+            if spec[0] == "int":   # ("int",): any int64; ("int", lo, hi): the range the function narrows it to
+                ranges.append((slot, *(spec[1:] if len(spec) == 3 else (-2**63, 2**63 - 1))))
+        entries = dict(self._python_entries or {})   # replaced whole: a concurrent call sees the old or the new one
+        entries[tuple(key)] = (tuple(ranges), run)
+        self._python_entries = entries
 
     def _clear(self) -> None:
-        """Nothing to drop."""
+        """Drop every registered entry."""
+        self._python_entries = None
 
     def _entries(self) -> int:
-        """Always 0."""
-        return 0
+        """How many entries are registered."""
+        return len(self._python_entries or ())
 
 
 def dispatcher_base() -> type:
@@ -124,6 +160,9 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
     found = nf.fast_registration
     if found is None: return False
+    if isinstance(dispatcher, PyDispatcher):   # without the extension: the Python path, without the signature's cost
+        dispatcher._register_python(found[1], nf.run)
+        return True
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
     address, specs, outs, consts, keepalive, builder, checks, big = found
     gil = big if release_gil is None else bool(release_gil)

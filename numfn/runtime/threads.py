@@ -54,8 +54,18 @@ def available_cpus() -> int:
 
 
 def set_num_threads(n: int) -> int:
-    """Use `n` threads from now on (1: no threads); safe to call at any time, from any thread. Returns the number
-    of threads in use: 1 without numfn's native extension (kernels then run on the calling thread)."""
+    """Use `n` threads from now on (1: no threads); safe to call at any time, from any thread.
+
+    Args:
+        n: the number of threads for parallel kernels and svmap (at least 1).
+
+    Returns:
+        The number of threads in use: 1 without numfn's native extension (kernels run on the calling thread).
+
+    Example:
+        in_use = numfn.set_num_threads(1)
+        assert in_use == 1
+    """
     with _lock:
         return _configure(n)
 

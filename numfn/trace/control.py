@@ -546,7 +546,21 @@ def fori_loop(lower: SupportsInt | Tensor, upper: SupportsInt | Tensor, body_fun
               init_val: _T) -> _T:
     """`val = init_val; for i in range(lower, upper): val = body_fun(i, val)`, returning val: a native loop in a
     compiled function (lower and upper may be traced values), a Python loop otherwise. body_fun's index is an
-    int in a Python loop and a traced int64 scalar in a native one."""
+    int in a Python loop and a traced int64 scalar in a native one.
+
+    Args:
+        lower: the first index (an int or a traced integer scalar).
+        upper: one past the last index.
+        body_fun: `(i, val) -> val`, keeping val's structure, shapes and dtypes.
+        init_val: the value before the first iteration (arrays, scalars, or a container of them).
+
+    Returns:
+        The value after the last iteration (`init_val` when the range is empty).
+
+    Example:
+        f = numfn.jit(lambda x, n: numfn.fori_loop(0, n, lambda i, v: v * 2.0 + i, x))
+        assert (f(np.ones(2), 3) == [12.0, 12.0]).all()   # ((1 * 2 + 0) * 2 + 1) * 2 + 2
+    """
     if not _traced(lower, upper, init_val):
         val = init_val
         for i in range(int(lower), int(upper)): val = body_fun(i, val)
@@ -587,7 +601,20 @@ def advance(i: Tensor, step) -> Tensor:
 
 def while_loop(cond_fun: Callable[[_T], object], body_fun: Callable[[_T], _T], init_val: _T) -> _T:
     """`val = init_val; while cond_fun(val): val = body_fun(val)`, returning val: a native loop in a compiled
-    function (cond_fun returns a traced bool), a Python loop otherwise."""
+    function (cond_fun returns a traced bool), a Python loop otherwise.
+
+    Args:
+        cond_fun: `val -> bool`, evaluated before every iteration.
+        body_fun: `val -> val`, keeping val's structure, shapes and dtypes.
+        init_val: the value before the first iteration.
+
+    Returns:
+        The first value for which `cond_fun` is false.
+
+    Example:
+        halve = numfn.jit(lambda x: numfn.while_loop(lambda v: v.max() > 1.0, lambda v: v / 2.0, x))
+        assert (halve(np.array([8.0, 3.0])) == [1.0, 0.375]).all()
+    """
     if not _traced(init_val):
         val = init_val
         while cond_fun(val): val = body_fun(val)
@@ -603,7 +630,23 @@ def scan(f: Callable[[_T, Any], tuple[_T, Any]], init: _T, xs: Any = None, lengt
          reverse: bool = False) -> tuple[_T, Any]:
     """JAX's scan: `carry = init; for x in xs: carry, y = f(carry, x)`, returning (carry, the ys stacked), as a
     native loop in a compiled function. xs: a pytree of arrays with a common leading length (or None with
-    `length`); `reverse` walks them from the end (the ys keep the order of the xs)."""
+    `length`); `reverse` walks them from the end (the ys keep the order of the xs).
+
+    Args:
+        f: `(carry, x) -> (carry, y)`, keeping carry's structure, shapes and dtypes.
+        init: the carry before the first step.
+        xs: a pytree of arrays scanned along their leading axis, or None (then `length` steps with x None).
+        length: the number of steps when `xs` is None (else it must match their length).
+        reverse: scan from the last element to the first.
+
+    Returns:
+        `(carry, ys)`: the last carry and the stacked ys.
+
+    Example:
+        cumsum = numfn.jit(lambda xs: numfn.scan(lambda c, x: (c + x, c + x), 0.0, xs))
+        total, partial = cumsum(np.arange(4.0))
+        assert total == 6.0 and (partial == [0.0, 1.0, 3.0, 6.0]).all()
+    """
     x_leaves, x_tree = flatten(xs)
     if not _traced(init, xs):
         n = length if length is not None else (len(x_leaves[0]) if x_leaves else 0)
@@ -654,7 +697,21 @@ def scan(f: Callable[[_T, Any], tuple[_T, Any]], init: _T, xs: Any = None, lengt
 
 def cond(pred: SupportsInt | Tensor, true_fun: Callable[..., _R], false_fun: Callable[..., _R], *operands: Any) -> _R:
     """true_fun(*operands) if pred else false_fun(*operands): in a compiled function with a traced pred, a branch
-    of the program (only the chosen side runs); otherwise Python's if."""
+    of the program (only the chosen side runs); otherwise Python's if.
+
+    Args:
+        pred: a bool or a traced scalar.
+        true_fun: called with `operands` when pred is true.
+        false_fun: called with `operands` otherwise; both give results of one structure, shapes and dtypes.
+        *operands: the arguments of the branch taken.
+
+    Returns:
+        The result of the branch taken.
+
+    Example:
+        f = numfn.jit(lambda x: numfn.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: -v, x))
+        assert (f(np.ones(2)) == [2.0, 2.0]).all() and (f(-np.ones(2)) == [1.0, 1.0]).all()
+    """
     if not isinstance(pred, Tensor):
         return true_fun(*operands) if pred else false_fun(*operands)
     p = Tensor.lift(pred)
@@ -664,7 +721,20 @@ def cond(pred: SupportsInt | Tensor, true_fun: Callable[..., _R], false_fun: Cal
 
 def switch(index: SupportsInt | Tensor, branches: Sequence[Callable[..., _R]], *operands: Any) -> _R:
     """branches[index](*operands), index clamped into range (as JAX does): a branch of the compiled program for a
-    traced index; otherwise a Python call."""
+    traced index; otherwise a Python call.
+
+    Args:
+        index: an int or a traced integer scalar, clamped into `[0, len(branches) - 1]`.
+        branches: the functions to choose from; all give results of one structure, shapes and dtypes.
+        *operands: the arguments of the branch taken.
+
+    Returns:
+        The result of the branch taken.
+
+    Example:
+        f = numfn.jit(lambda x, i: numfn.switch(i, [lambda v: v + 1.0, lambda v: v * 10.0], x))
+        assert (f(np.ones(2), 1) == [10.0, 10.0]).all() and (f(np.ones(2), 7) == [10.0, 10.0]).all()
+    """
     if not branches: raise ValueError("switch needs at least one branch")
     if not isinstance(index, Tensor):
         return branches[min(max(int(index), 0), len(branches) - 1)](*operands)

@@ -73,7 +73,11 @@ class Tensor:
     the memory, and a `chain` of movement ops (op, arg) from the base's value to its own. Writing into any of them
     (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.trace.subscript). `memory`
     says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
-    captured from outside (writes refused), or "readonly"."""
+    captured from outside (writes refused), or "readonly".
+
+    Example:
+        numfn.jit(lambda x: print(type(x).__name__, x.shape) or x)(np.ones(2))   # a Tensor while tracing
+    """
     __slots__ = ("uop", "weak", "memory", "base", "chain", "_views", "_links", "array0d", "__weakref__")
     __array_priority__ = 1000
     # what isinstance in the user's code sees: NumPy's type for the value (numpy_protocol.numpy_class), not Tensor
