@@ -87,12 +87,15 @@ def register_pytree_node(cls: type, flatten: Callable[[Any], tuple[Iterable, Has
         unflatten: `unflatten(aux_data, children) -> x`: an instance from aux_data and a list of children (while
             tracing, the children are traced arrays).
 
+    Returns:
+        None; from then on instances of `cls` are containers.
+
     Example:
-        >>> class Point:
-        ...     def __init__(self, x, y): self.x, self.y = x, y
-        >>> numfn.register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda aux, ch: Point(*ch))
-        >>> numfn.jit(lambda p: Point(p.y, p.x))(Point(np.zeros(2), np.ones(2))).x
-        array([1., 1.])
+        class Point:
+            def __init__(self, x, y): self.x, self.y = x, y
+        numfn.register_pytree_node(Point, lambda p: ((p.x, p.y), None), lambda aux, ch: Point(*ch))
+        swapped = numfn.jit(lambda p: Point(p.y, p.x))(Point(np.zeros(2), np.ones(2)))
+        np.testing.assert_array_equal(swapped.x, np.ones(2))
     """
     if not isinstance(cls, type): raise TypeError(f"register_pytree_node: {cls!r} is not a class")
     if cls in _NODE_TYPES or cls in (tuple, list, dict, type(None)):
@@ -117,13 +120,15 @@ def register_dataclass(cls: type, data_fields: Iterable[str] | None = None, meta
         cls, registered.
 
     Example:
-        >>> @numfn.register_dataclass
-        ... @dataclasses.dataclass
-        ... class State:
-        ...     x: np.ndarray
-        ...     step: np.ndarray
-        >>> numfn.jit(lambda s: State(s.x * 2, s.step + 1))(State(np.ones(2), np.int64(0))).step
-        array(1)
+        import dataclasses
+
+        @numfn.register_dataclass
+        @dataclasses.dataclass
+        class State:
+            x: np.ndarray
+            step: np.ndarray
+        new = numfn.jit(lambda s: State(s.x * 2, s.step + 1))(State(np.ones(2), np.int64(0)))
+        assert new.step == 1 and (new.x == 2).all()
     """
     if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
         raise TypeError(f"register_dataclass: {cls!r} is not a dataclass")

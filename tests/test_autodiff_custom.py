@@ -157,3 +157,14 @@ def test_errors():
         return np.sum(inner(y)) + np.sum(inner(np.full(2, 3.0)))
     with pytest.raises(NotImplementedError, match="closes over a value being differentiated"):
         numfn.grad(closes_over)(np.ones(2), np.ones(2))
+
+
+def test_custom_vjp_with_no_residuals():
+    """fwd may return None as its residuals (JAX's clip_gradient example): no value is carried to bwd."""
+    @numfn.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (np.clip(g, -1.0, 1.0),))
+    g = numfn.grad(lambda x: (3.0 * clip_gradient(x)).sum())(np.ones(3))
+    np.testing.assert_allclose(g, np.ones(3))

@@ -55,7 +55,7 @@ _markers = itertools.count(1 << 43)   # vjp markers' region tags: apart from eve
 
 
 def _is_leaf(x) -> bool:
-    return isinstance(x, Tensor) or not isinstance(x, (tuple, list, dict))
+    return isinstance(x, Tensor) or not isinstance(x, (tuple, list, dict))   # (None: a zero cotangent)
 
 
 def _traced(args) -> bool:
@@ -79,8 +79,26 @@ class _Custom:
 
 
 class custom_jvp(_Custom):  # noqa: N801 - JAX's name
-    """A function with a user-defined forward-mode rule (see the module docstring); `defjvp(rule)` sets it:
-    rule(primals, tangents) -> (primal outputs, tangent outputs)."""
+    """A function with a user-defined forward-mode rule, as `jax.custom_jvp` (see the module docstring):
+    `defjvp(rule)` sets it, rule(primals, tangents) -> (primal outputs, tangent outputs). Reverse mode transposes
+    the rule's tangent computation. Outside derivatives the function is called as it is.
+
+    Args:
+        fun: the function (arrays in, arrays out).
+
+    Example:
+        @numfn.custom_jvp
+        def softplus(x):
+            return np.logaddexp(x, 0.0)
+
+        @softplus.defjvp
+        def softplus_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return softplus(x), t / (1.0 + np.exp(-x))
+
+        g = numfn.grad(lambda x: softplus(x).sum())(np.array([-50.0, 0.0, 50.0]))
+        np.testing.assert_allclose(g, [0.0, 0.5, 1.0], atol=1e-12)
+    """
 
     def __init__(self, fun: Callable):
         super().__init__(fun)
@@ -92,8 +110,28 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
 
 
 class custom_vjp(_Custom):  # noqa: N801 - JAX's name
-    """A function with a user-defined reverse-mode rule (see the module docstring): `defvjp(fwd, bwd)`,
-    fwd(*args) -> (outputs, residuals), bwd(residuals, output cotangents) -> a tuple, one cotangent per argument."""
+    """A function with a user-defined reverse-mode rule, as `jax.custom_vjp` (see the module docstring):
+    `defvjp(fwd, bwd)` sets it, fwd(*args) -> (outputs, residuals), bwd(residuals, output cotangents) -> a tuple,
+    one cotangent per argument. Forward mode of such a function is a TypeError, as in JAX.
+
+    Args:
+        fun: the function (arrays in, arrays out).
+
+    Example:
+        @numfn.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        def fwd(x):
+            return x, None
+
+        def bwd(_, g):
+            return (np.clip(g, -1.0, 1.0),)
+
+        clip_gradient.defvjp(fwd, bwd)
+        g = numfn.grad(lambda x: (3.0 * clip_gradient(x)).sum())(np.ones(3))
+        np.testing.assert_allclose(g, np.ones(3))
+    """
 
     def __init__(self, fun: Callable):
         super().__init__(fun)
@@ -191,7 +229,8 @@ def jvp_custom(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...
     if custom.fwd is None or custom.bwd is None:
         raise TypeError(f"no vjp rule defined for custom_vjp function {custom.name} (defvjp(fwd, bwd))")
     _, residuals = custom.fwd(*unflatten(info.in_tree, [Tensor(p) for p in args]))
-    res_leaves, res_tree = flatten(residuals, is_leaf=_is_leaf)
+    # (a None among the residuals is no value: `return x, None` in JAX's examples)
+    res_leaves, res_tree = flatten(residuals, is_leaf=lambda x: x is not None and _is_leaf(x))
     res = [Tensor.lift(r).uop for r in res_leaves]
     linear = [k for k, t in enumerate(targs) if t is not None and args[k].dtype.is_float]
     tag = next(_markers)
