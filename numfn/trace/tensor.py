@@ -66,14 +66,13 @@ def constant_buffer(data: np.ndarray) -> UOp:
 
 
 class Tensor:
-    """A traced array. `uop` is its graph (its current value); `weak` marks values that came from Python scalars
-    (NEP 50).
+    """A traced array. `uop` is its graph (its current value); `weak` marks values from Python scalars (NEP 50).
 
     Memory, as NumPy shares it: a view (basic indexing, reshape, transpose, ...) has a `base`, the array owning
     the memory, and a `chain` of movement ops (op, arg) from the base's value to its own. Writing into any of them
-    (x[i] = v, x += v) gives the base a new value and every live view of it follows (see numfn.trace.subscript). `memory`
-    says what a base is: "computed" by the function, an "input" (writes change the caller's array), a "constant"
-    captured from outside (writes refused), or "readonly".
+    (x[i] = v, x += v) gives the base a new value and every live view of it follows (numfn.trace.subscript).
+    `memory` says what a base is: "computed" by the function, an "input" (writes change the caller's array), a
+    "constant" captured from outside (writes refused), or "readonly".
 
     Example:
         numfn.jit(lambda x: print(type(x).__name__, x.shape) or x)(np.ones(2))   # a Tensor while tracing
@@ -183,6 +182,7 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.uop.dtype.name}{', weak' if self.weak else ''})"
+    def __str__(self) -> str: return f"{self!r} (traced: numfn.debug.print shows its value at run time)"  # noqa: E301
 
     @property
     def pyvalue(self) -> Any:
