@@ -52,7 +52,20 @@ def rlock() -> threading.RLock:
     return made
 
 
+# file locks (file_lock) this process holds, {path: descriptor}; and in a forked child, the paths the parent held at
+# the fork: a thread of the parent holds each, and the child cannot know when it lets go (it may wait for the child)
+_held_files: dict[str, int] = {}
+_held_at_fork: set[str] = set()
+
+
 def _reinit_after_fork() -> None:
+    # the child's copies of the parent's lock descriptors would keep those locks held as long as the child lives
+    # (a flock belongs to the open file, shared by both copies): closed, the parent's own close releases them
+    for fd in _held_files.values():
+        try: os.close(fd)
+        except OSError: pass
+    _held_at_fork.update(_held_files)
+    _held_files.clear()
     for held in list(_registered):
         owned = getattr(held, "_is_owned", None)   # RLocks know their owner: the forking thread releases its own
         if owned is not None and owned(): continue
@@ -115,7 +128,11 @@ def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
     """Hold an exclusive advisory lock (flock) on the file `path`, created with mode 0600 if missing, while the block
     runs; yields True when held. The kernel releases it when its holder exits, even by a crash. After `timeout`
     seconds of waiting, or where the file cannot be opened or locked (no fcntl, a read-only directory), the block
-    runs without it (yields False): the lock saves duplicate work, it never guards correctness."""
+    runs without it (yields False): the lock saves duplicate work, it never guards correctness. In a forked child, a
+    lock a thread of the parent held at the fork is not waited for."""
+    if path in _held_at_fork:   # (a thread of the parent held it at the fork: it may be waiting for this child)
+        yield False
+        return
     try:
         import fcntl
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -137,6 +154,8 @@ def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
                 delay = min(delay * 2, 0.1)
             except OSError:
                 break
+        if held: _held_files[path] = fd
         yield held
     finally:
+        if _held_files.get(path) == fd: del _held_files[path]
         os.close(fd)   # closing the descriptor releases the lock

@@ -183,7 +183,8 @@ def node_children(x) -> list[tuple[str, Any]] | None:
 def node_class_hint(x) -> str:
     """How to make `x`'s class a container ("" when it is not an object of a user's class)."""
     cls = type(x)
-    if cls.__module__ == "builtins" or isinstance(x, type): return ""
+    # (numfn's own objects, such as a name bound on some paths only, get their own errors where they are used)
+    if cls.__module__ == "builtins" or cls.__module__.startswith("numfn.") or isinstance(x, type): return ""
     if dataclasses.is_dataclass(cls):
         return (f"; {cls.__name__} is a mutable dataclass: make it frozen (@dataclass(frozen=True)) or register it "
                 "with numfn.register_dataclass to pass it as a container of arrays")

@@ -317,8 +317,8 @@ if __name__ == "__main__":
     x = np.arange(4.0)
     s, o = pickmod.scale, pickmod.offset
     assert pickle.loads(pickle.dumps(s)) is s and copy.copy(s) is s and copy.deepcopy(s) is s
-    o2 = pickle.loads(pickle.dumps(o))
-    assert o2 is not o and o2.fn is o.fn and o2._static == o._static and o2.backend == "llvm"
+    o2 = pickle.loads(pickle.dumps(o))   # by value; in the process that pickled it, the object itself (numfn.pickled)
+    assert o2 is o and o2.fn is o.fn and o2._static == o._static and o2.backend == "llvm"
     assert np.array_equal(o2(x, 3), x + 3) and copy.deepcopy([o])[0] is o
     s(x), o(x, 1)                      # compiled here: workers load them from the disk cache
     numfn.runtime.compile_count = 0    # what forked workers inherit

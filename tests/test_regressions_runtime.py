@@ -157,6 +157,46 @@ def test_fork_while_another_thread_compiles_native_code(backend, monkeypatch):
     assert_same(got, np.cos(x) * k)
 
 
+def test_a_forked_child_neither_waits_for_nor_keeps_its_parents_file_locks(tmp_path):
+    """A cache file lock (numfn.locks.file_lock: processes compiling one program take turns) held by a thread of the
+    parent at a fork: the child does not wait for it (the parent's thread may be waiting for the child), and the
+    child's copy of its descriptor is closed, so the parent's release frees it while the child lives on."""
+    from numfn.locks import file_lock
+    path = str(tmp_path / "program.lock")
+    holding, release, released = threading.Event(), threading.Event(), []
+
+    def hold():
+        with file_lock(path) as held:
+            assert held
+            holding.set()
+            release.wait(30)
+        released.append(True)
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    assert holding.wait(30)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: takes the lock without waiting, then lives on while the parent releases its own
+        try:
+            with file_lock(path, timeout=30) as held:
+                os.write(w, b"0" if held else b"1")
+            time.sleep(3)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(r, 1) == b"1"   # it ran without the lock, at once
+        release.set()
+        t.join(30)
+        start = time.monotonic()
+        with file_lock(path, timeout=2) as held:   # free while the child still lives
+            assert held and time.monotonic() - start < 1.5
+    finally:
+        os.waitpid(pid, 0)
+        os.close(r)
+        os.close(w)
+
+
 def test_fork_while_another_thread_compiles_in_process(monkeypatch):
     """Without the compile server LLVM runs in this process: a fork waits until no thread is inside LLVM, so the
     child never inherits its state half-changed."""
