@@ -1716,3 +1716,20 @@ def test_a_0d_array_chosen_by_a_branch_shares_its_memory(backend, x, sign):
     got = numfn.jit(_zero_d_chosen_by_branch, backend=backend)(c, got_x)
     for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(got_x, want_x)
+
+
+def _scalar_chosen_by_branch(x, y):
+    v = x[-1]           # a NumPy scalar (x is 1-d): it shares no memory with x
+    if x.sum() > 0:
+        v = x[0]
+    v *= y              # so this rebinds v to a new array, as NumPy does
+    return v, x
+
+
+def test_a_numpy_scalar_chosen_by_a_branch_shares_no_memory(backend):
+    """Fuzz seed 43000387: a NumPy scalar chosen by a branch was linked like a 0-d array, so `v *= y` with a longer
+    y raised 'non-broadcastable output operand' where NumPy rebinds v."""
+    x, y = np.array([2, -1, 3]), np.array([1.5, 2.0, -1.0])
+    want = _scalar_chosen_by_branch(x.copy(), y)
+    got = numfn.jit(_scalar_chosen_by_branch, backend=backend)(x.copy(), y)
+    for g, w in zip(got, want): np.testing.assert_array_equal(g, w)

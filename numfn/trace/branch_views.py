@@ -47,11 +47,12 @@ def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
     """(base, chain): the outer array whose memory `t` (a branch's value) is, and the chain of ops from it; None for
     values made in the branch, scalars, and views a write cannot go through. `operands` maps a placeholder's id
     to the outer value it stands for; `born` holds the ids of the arrays the branch made."""
-    if not isinstance(t, Tensor) or t.weak or t.runtime_length: return None
+    # (a NumPy scalar, such as x[0] of a 1-d x, is a value of its own: it shares no memory)
+    if not isinstance(t, Tensor) or t.weak or t.runtime_length or t.is_scalar(): return None
     base, chain = (t, ()) if t.base is None else (t.base, t.chain)
     if id(base) in operands:
         outer = operands[id(base)]
-        if not isinstance(outer, Tensor) or outer.weak or outer.runtime_length: return None
+        if not isinstance(outer, Tensor) or outer.weak or outer.runtime_length or outer.is_scalar(): return None
         base, chain = (outer, chain) if outer.base is None else (outer.base, outer.chain + chain)
     elif id(base) in born: return None
     if base.runtime_length or not all(_writable(s) for s in chain): return None
