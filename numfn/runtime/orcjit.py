@@ -80,6 +80,12 @@ NO_VECTORIZERS = "; numfn: no vectorizers\n"   # a comment line first in a modul
 def _compile_object(source: str) -> bytes:
     """Each program gets its own LLVM context, disposed afterwards: the global context keeps every type, constant
     and name any module ever used, so compiling many functions in one process would grow without bound."""
+    return _optimized(source, lambda tm, mod: tm.emit_object(mod))
+
+
+def _optimized(source: str, emit):
+    """emit(target machine, module) of `source` parsed, verified and optimized by the O3 pipeline (vectorizers off
+    for a module marked NO_VECTORIZERS), in an LLVM context of its own."""
     llvm = binding()
     context = llvm.create_context()
     mod = None
@@ -95,7 +101,7 @@ def _compile_object(source: str) -> bytes:
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
         pb.close()
-        return tm.emit_object(mod)
+        return emit(tm, mod)
     finally:
         if mod is not None: mod.close()
         context.close()
@@ -104,24 +110,8 @@ def _compile_object(source: str) -> bytes:
 def emit_assembly(source: str) -> str:
     """The assembly LLVM makes of `source` through compile_object's pipeline (for NUMFN_DUMP_ASSEMBLY and
     NumericalFunction.assembly; in this process)."""
-    llvm = binding()
-    context = llvm.create_context()
-    mod = None
-    try:
-        with _lock:
-            mod = llvm.parse_assembly(source, context=context)
-            mod.verify()
-            tm = target_machine()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = pto.slp_vectorization = not source.startswith(NO_VECTORIZERS)
-            pto.loop_unrolling = True
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
-            pb.close()
-            return tm.emit_assembly(mod)
-    finally:
-        if mod is not None: mod.close()
-        context.close()
+    with _lock:
+        return _optimized(source, lambda tm, mod: tm.emit_assembly(mod))
 
 
 class _OrcEngine:
