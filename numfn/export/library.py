@@ -34,7 +34,7 @@ from numfn.ir.extern import ROUTINES
 from numfn.renderer import buffer_name
 from numfn.export import linalg
 from numfn.export.routines import SUPPORTED, direct_calls, routines_source
-from numfn.export.provenance import KernelSource, buffer_variables, kernel_sources, traced_locations
+from numfn.export.provenance import KernelSource, buffer_variables, kernel_sources, retrace, traced_locations
 from numfn.export.threads import use_threads
 from numfn.renderer.c import c_literal, render_program
 
@@ -175,8 +175,6 @@ def refuse_externs(nf) -> None:
 def extern_call_sites(nf) -> list[str]:
     """The user's lines whose NumPy calls made the program's extern calls, found by tracing the function again
     with a profile hook on numfn.extern.extern (the graph does not record source lines)."""
-    import sys
-    from dataclasses import replace
 
     from numfn.errors import user_location
     from numfn.extern import extern
@@ -187,14 +185,7 @@ def extern_call_sites(nf) -> list[str]:
             where = user_location()
             if where not in found: found.append(where)
 
-    old = sys.getprofile()
-    sys.setprofile(hook)
-    try:
-        _ = replace(nf).function_graph
-    except Exception:   # noqa: BLE001 - only the locations are wanted; the first trace succeeded
-        pass
-    finally:
-        sys.setprofile(old)
+    retrace(nf, hook)
     return found
 
 

@@ -71,15 +71,22 @@ def traced_locations(nf) -> dict[UOp, str]:
         if event == "return" and frame.f_code is target and isinstance(arg, UOp) and arg not in found:
             found[arg] = user_location()
 
+    retrace(nf, hook)
+    return found
+
+
+def retrace(nf, hook) -> None:
+    """Trace `nf`'s function again (a fresh NumericalFunction) with `hook` as the profile function, to learn where
+    in the user's code things were built (the graph does not record source lines). A failure is ignored: only the
+    hook's findings are wanted, and the first trace succeeded."""
     old = sys.getprofile()
     sys.setprofile(hook)
     try:
         _ = replace(nf).function_graph
-    except Exception:   # noqa: BLE001 - only the locations are wanted; the first trace succeeded
+    except Exception:   # noqa: BLE001 - see above
         pass
     finally:
         sys.setprofile(old)
-    return found
 
 
 def _order(location: str) -> tuple:
