@@ -112,3 +112,22 @@ def test_helpers_with_defaults_and_annotations_of_their_scope(backend):
         def top(x):
             return helper(x) + helper(x, 3.0)
         check(top, np.arange(3.0), backend=backend)
+
+
+def _made_by_exec(name: str, source: str, filename: str):
+    namespace: dict = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)   # noqa: S102 - code without a file, as a notebook tool makes
+    return namespace[name]
+
+
+def test_code_without_source_warns_that_its_loops_unroll():
+    looping = _made_by_exec("f", "def f(x):\n    for i in range(3):\n        x = x + 1\n    return x\n", "<made>")
+    with pytest.warns(numfn.trace.convert.NoSourceWarning, match=r"cannot read the source of f \(<made>\)"):
+        out = numfn.jit(looping)(np.ones(3))
+    np.testing.assert_array_equal(out, np.full(3, 4.0))
+
+
+def test_code_without_source_and_without_loops_does_not_warn(recwarn):
+    straight = _made_by_exec("g", "def g(x):\n    return x * 2\n", "<made-straight>")
+    np.testing.assert_array_equal(numfn.jit(straight)(np.ones(3)), np.full(3, 2.0))
+    assert not [w for w in recwarn if issubclass(w.category, numfn.trace.convert.NoSourceWarning)]

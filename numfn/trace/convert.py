@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dis
 import functools
 import inspect
 import linecache
@@ -44,6 +45,7 @@ import sysconfig
 import textwrap
 import threading
 import types
+import warnings
 import weakref
 from typing import Any, cast
 from collections import Counter
@@ -62,6 +64,10 @@ _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 class Unconvertible(Exception):
     """The function cannot be converted (no source, or syntax the converter does not handle): trace it as is."""
+
+
+class NoSourceWarning(UserWarning):
+    """A function with loops whose source numfn cannot read: its loops run as Python while tracing (unrolled)."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -518,6 +524,7 @@ def converted(fn: Callable) -> Callable:
             found = _convert(fn)
         except Unconvertible as e:
             debug.log(1, f"numfn traces {getattr(fn, '__qualname__', fn)} without converting its control flow ({e})")
+            if str(e).startswith("no source") and _has_loop(code): _warn_unrolled(fn, code)
             found = None
         _cache[code] = found if found is not None else False
     if not found: return fn
@@ -528,6 +535,24 @@ def converted(fn: Callable) -> Callable:
     functools.update_wrapper(new, fn, updated=())
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     return new
+
+
+def _has_loop(code: types.CodeType) -> bool:
+    """Whether the code (or a function, comprehension or class defined in it) jumps backwards: a loop."""
+    if any(i.opname.startswith("JUMP_BACKWARD") for i in dis.get_instructions(code)): return True
+    return any(_has_loop(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _warn_unrolled(fn: Callable, code: types.CodeType) -> None:
+    """Say why a function's loops will unroll: code made by exec() or compile() of a string has no source unless
+    the string is registered with linecache, and a long loop then costs compile time per iteration."""
+    name = getattr(fn, "__qualname__", code.co_name)
+    warnings.warn_explicit(
+        f"numfn cannot read the source of {name} ({code.co_filename}), so its loops run as Python while tracing:"
+        f" each iteration is traced again and compiled (a long loop makes a long compile), and a branch on a traced"
+        f" value cannot be compiled. Define {name} in a file, or register the source of code made by exec()"
+        f" with linecache (linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)).",
+        NoSourceWarning, code.co_filename, code.co_firstlineno)
 
 
 def _bound(cell) -> bool:
