@@ -189,7 +189,22 @@ static void export_Psyevd(void *jobz_, void *uplo_, void *n_, void *a_, void *ld
   }
   if (vectors) for (int64_t j = 0; j < n; j++) for (int64_t i = 0; i < n; i++) a[i + j * lda] = v[i + j * n];
 }"""],
-    "gesdd": ["""\
+    "orthogonal_unit": ["""\
+/* w = the unit vector e_c orthogonalized twice (Gram-Schmidt) against the first j vectors of x (element i of vector
+   l at x[i * xs + l * xv], each of length M); returns w's norm. */
+static REAL export_Porthogonal_unit(int64_t c, int64_t j, int64_t M, const REAL *x, int64_t xs, int64_t xv, REAL *w) {
+  for (int64_t i = 0; i < M; i++) w[i] = i == c;
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t l = 0; l < j; l++) {
+      REAL d = 0;
+      for (int64_t i = 0; i < M; i++) d += x[i * xs + l * xv] * w[i];
+      for (int64_t i = 0; i < M; i++) w[i] -= d * x[i * xs + l * xv];
+    }
+  REAL norm = 0;
+  for (int64_t i = 0; i < M; i++) norm += w[i] * w[i];
+  return SQRT(norm);
+}"""],
+    "gesdd": ["orthogonal_unit", """\
 /* The SVD a = U diag(s) V^T of the m x n a (column-major), as LAPACK's gesdd: s descending; with jobz 'A' U is
    m x m and VT n x n, with 'S' m x k and k x n (k = min(m, n)), with 'N' only s. By one-sided Jacobi rotations
    (Hestenes) on the columns of B = a (m >= n) or a^T (m < n), in place, until every pair of columns is orthogonal
@@ -274,28 +289,10 @@ static void export_Pgesdd(void *jobz_, void *m_, void *n_, void *a_, void *lda_,
     REAL best = -1;
     int64_t pick = 0;
     for (int64_t c = 0; c < M && best <= (REAL)0.5; c++) {
-      for (int64_t i = 0; i < M; i++) w[i] = i == c;
-      for (int pass = 0; pass < 2; pass++)
-        for (int64_t l = 0; l < j; l++) {
-          REAL d = 0;
-          for (int64_t i = 0; i < M; i++) d += x[i * xs + l * xv] * w[i];
-          for (int64_t i = 0; i < M; i++) w[i] -= d * x[i * xs + l * xv];
-        }
-      REAL norm = 0;
-      for (int64_t i = 0; i < M; i++) norm += w[i] * w[i];
-      norm = SQRT(norm);
+      REAL norm = export_Porthogonal_unit(c, j, M, x, xs, xv, w);
       if (norm > best) { best = norm; pick = c; }
     }
-    for (int64_t i = 0; i < M; i++) w[i] = i == pick;
-    for (int pass = 0; pass < 2; pass++)
-      for (int64_t l = 0; l < j; l++) {
-        REAL d = 0;
-        for (int64_t i = 0; i < M; i++) d += x[i * xs + l * xv] * w[i];
-        for (int64_t i = 0; i < M; i++) w[i] -= d * x[i * xs + l * xv];
-      }
-    REAL norm = 0;
-    for (int64_t i = 0; i < M; i++) norm += w[i] * w[i];
-    norm = SQRT(norm);
+    REAL norm = export_Porthogonal_unit(pick, j, M, x, xs, xv, w);
     for (int64_t i = 0; i < M; i++) x[i * xs + j * xv] = w[i] / norm;
   }
 }"""],
