@@ -144,3 +144,55 @@ def test_no_copy_of_an_argument_a_loop_multiplies_by():
     entry = source[source.index("\nint numfn_"):]
     copies = [line.strip() for line in entry.splitlines() if line.strip().startswith("E_31_1_31")]
     assert not copies, copies
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a scalar loop's values live on the program's stack (numfn.codegen.layout.on_stack_bytes): its carried scalars
+# are copied, not swapped, at the end of an iteration, so the compiler keeps them in registers
+
+def iir(x, a, b):
+    y = np.zeros_like(x)
+    for i in range(1, x.shape[0]):
+        y[i] = b * x[i] + a * y[i - 1]
+    return y
+
+
+def rotating_scalars(x, n):
+    """Carried scalars that trade places every iteration (a, b, c = b, c, a + b + c) and a vector beside them."""
+    a, b, c = x[0], x[1], x[2]
+    v = x.copy()
+    k = 0
+    while k < n:
+        a, b, c = b, c, (a + b + c) * 0.5
+        v = v * 0.5 + a
+        k += 1
+    return a, b, c, v
+
+
+def fibonacci_pairs(n):
+    a, b = np.int64(0), np.int64(1)
+    for _ in range(n):
+        a, b = b, a + b
+    return a, b
+
+
+def test_carried_scalars_trading_places(backend):
+    x = np.array([1.0, -2.0, 3.0, 0.5])
+    for n in (0, 1, 2, 7, 8):
+        check(rotating_scalars, x, n, backend=backend)
+    for n in (0, 1, 5, 90):
+        check(fibonacci_pairs, n, backend=backend)
+
+
+def test_a_scalar_loops_values_live_on_the_stack(backend):
+    x = np.random.default_rng(5).standard_normal(1000)
+    check(iir, x, 0.9, 0.1, backend=backend)
+    nf = numfn.jit(iir, backend=backend).specialize(x, 0.9, 0.1)
+    small = [buf for buf, dt, _ in nf.layout.intermediates if buf.size == 1]
+    assert small, nf.layout.intermediates
+    if backend == "llvm":
+        assert all(f"%tmp{buf.number} = alloca" in nf.source for buf in small)
+        assert "@malloc" not in nf.source and ".var = alloca ptr" not in nf.source   # no arena, nothing swapped
+    else:
+        assert all(f" tmp{buf.number}[1];" in nf.source for buf in small)
+        assert "malloc(" not in nf.source.split("int numfn_")[-1]

@@ -27,3 +27,15 @@ class Layout:
     arena_bytes: int
     written_inputs: frozenset = frozenset()   # inputs the program writes into (the caller's arrays change)
     externs: tuple[str, ...] = ()
+
+
+ON_STACK_BYTES = 64   # intermediates this small live on the program's stack instead of the arena
+
+
+def on_stack_bytes(buf: Buffer, dt: DType) -> int:
+    """The bytes of a stack slot for a small intermediate (a loop's counter, a carried scalar, one element read or
+    written), 0 for one that lives in the arena. Both renderers put these on the entry function's stack: once the
+    kernels are inlined into it, the compiler keeps their values in registers, where arena memory (the heap) would
+    be loaded and stored at every step of a scalar loop."""
+    nbytes = max(1, buf.size * dt.itemsize)
+    return nbytes if nbytes <= ON_STACK_BYTES else 0

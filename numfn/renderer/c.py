@@ -7,7 +7,7 @@ import math
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout
+from numfn.codegen.layout import Layout, on_stack_bytes
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.ir.primitives import PRIMITIVES, register
@@ -410,21 +410,27 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         body.append("  numfn_pfor pfor = NULL;   /* single-threaded */")
     elif any(prog.parallel is not None for prog, _ in kernels):
         body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers) + bool(layout.externs)}];")
-    keep = keeps_arena(layout.arena_bytes) and not standalone
+    # small intermediates (a loop's scalars) live on the stack: once the kernels are inlined, in registers; a
+    # program whose intermediates all do allocates no arena (an exported one ignores the caller's)
+    on_stack = {buf for buf, dt, _ in layout.intermediates if on_stack_bytes(buf, dt)}
+    arena_bytes = layout.arena_bytes if any(b not in on_stack for b, _, _ in layout.intermediates) else 0
+    keep = keeps_arena(arena_bytes) and not standalone
     if standalone: params.append("char *arena")
     elif keep:   # the arena the last call left (another thread's call may hold it: then a fresh one)
         out.append(f"void *{entry}_arena = NULL;")
         body.append(f"  char *arena = (char *)__atomic_exchange_n(&{entry}_arena, NULL, __ATOMIC_ACQUIRE);")
-        body.append(f"  if (!arena) arena = (char *)malloc({layout.arena_bytes});")
+        body.append(f"  if (!arena) arena = (char *)malloc({arena_bytes});")
         body.append("  if (!arena) return 1;")
-    elif layout.arena_bytes and not standalone:
-        body.append(f"  char *arena = (char *)malloc({layout.arena_bytes});")
+    elif arena_bytes and not standalone:
+        body.append(f"  char *arena = (char *)malloc({arena_bytes});")
         body.append("  if (!arena) return 1;")
-    if layout.arena_bytes:
-        for buf, dt, offset in layout.intermediates:
+    for buf, dt, offset in layout.intermediates:
+        if buf in on_stack:
+            body.append(f"  {dt.cname} {buffer_name(buf)}[{max(buf.size, 1)}];")
+        elif arena_bytes:
             body.append(f"  {dt.cname} *{buffer_name(buf)} = ({dt.cname} *)(arena + {offset});")
     if standalone:   # a buffer no kernel uses (an unused argument, an empty program) is no warning in exported code
-        unused = [b for b, _, _ in pointers] + ([b for b, _, _ in layout.intermediates] if layout.arena_bytes else [])
+        unused = [b for b, _, _ in pointers] + [b for b, _, _ in layout.intermediates]
         if unused: body.append("  " + " ".join(f"(void){buffer_name(b)};" for b in unused))
         # and a kernel only its tiles call (their loops, not the kernel's pool wrapper)
         if kernels: body.append("  " + " ".join(f"(void){prog.name};" + (f" (void){prog.name}_loop;"
@@ -465,7 +471,9 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                 for cur, nxt in zip(loop.state, loop.next):
                     if nxt is None: continue
                     a, b_ = buffer_name(cur.arg), buffer_name(nxt.arg)
-                    body.append(f"{indent}  {{ {cur.dtype.cname} *t = {a}; {a} = {b_}; {b_} = t; }}")
+                    if cur.arg in on_stack and nxt.arg in on_stack:   # arrays on the stack: copied, not swapped
+                        body.append(f"{indent}  for (int64_t q = 0; q < {max(cur.arg.size, 1)}; q++) {a}[q] = {b_}[q];")
+                    else: body.append(f"{indent}  {{ {cur.dtype.cname} *t = {a}; {a} = {b_}; {b_} = t; }}")
                 body.append(f"{indent}}}")
             else:   # a branch: the index picks one
                 body.append(f"{indent}switch ({flag}[0]) {{")
@@ -480,8 +488,8 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if keep:   # kept for the next call, unless another call's arena is kept already
         body.append(f"  {{ void *none = NULL; if (!__atomic_compare_exchange_n(&{entry}_arena, &none, (void *)arena, "
                     "0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) free(arena); }")
-    elif layout.arena_bytes and not standalone: body.append("  free(arena);")
-    if standalone and not layout.arena_bytes: body.append("  (void)arena;")
+    elif arena_bytes and not standalone: body.append("  free(arena);")
+    if standalone and not arena_bytes: body.append("  (void)arena;")
     body.append("  return 0;")
     out.append(f"{'static ' if standalone else ''}int {entry}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join(out) + "\n"

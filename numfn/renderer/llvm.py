@@ -14,7 +14,7 @@ import struct
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout
+from numfn.codegen.layout import Layout, on_stack_bytes
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.ir.primitives import PRIMITIVES, register
@@ -580,6 +580,13 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         {b for b, _ in layout.outputs} | {b for (b, _), flag in zip(layout.inputs, batched) if flag}
     params = ["ptr %buffers"] if batched is None else ["i64 %start", "i64 %end", "ptr %buffers"]
     body = ["entry:"]
+    # small intermediates (a loop's scalars: counters, carried values, one element read or written) live on the
+    # stack: once LLVM inlines the kernels into this function their loads and stores become registers
+    on_stack = {buf: on_stack_bytes(buf, dt) for buf, dt, _ in layout.intermediates if on_stack_bytes(buf, dt)}
+    for buf, nbytes in sorted(on_stack.items(), key=lambda t: t[0].number):
+        body.append(f"  %{buffer_name(buf)} = alloca [{nbytes} x i8], align 64")
+    # (no heap arena when every intermediate is on the stack)
+    arena_bytes = layout.arena_bytes if any(b not in on_stack for b, _, _ in layout.intermediates) else 0
     for i, b in enumerate(pointers):
         body += [f"  %{buffer_name(b)}.slot = getelementptr inbounds ptr, ptr %buffers, i64 {i}",
                  f"  %{buffer_name(b)} = load ptr, ptr %{buffer_name(b)}.slot"]
@@ -589,29 +596,33 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if any(prog.parallel is not None for prog, _ in kernels):   # the thread pool follows the buffers
         body += [f"  %pfor.slot = getelementptr inbounds ptr, ptr %buffers, i64 {len(pointers) + bool(layout.externs)}",
                  "  %pfor = load ptr, ptr %pfor.slot"]
-    if layout.arena_bytes:
+    if arena_bytes:
         declares.add("declare noalias ptr @malloc(i64)")
         declares.add("declare void @free(ptr)")
-        if keeps_arena(layout.arena_bytes):   # the arena the last call left, else a fresh one (see the C renderer)
+        if keeps_arena(arena_bytes):   # the arena the last call left, else a fresh one (see the C renderer)
             out.append(f"@{entry}_arena = global ptr null, align 8")
             body += [f"  %arena.kept = atomicrmw xchg ptr @{entry}_arena, ptr null acquire",
                      "  %arena.none = icmp eq ptr %arena.kept, null",
                      "  br i1 %arena.none, label %alloc, label %run",
-                     "alloc:", f"  %arena.new = call ptr @malloc(i64 {layout.arena_bytes})",
+                     "alloc:", f"  %arena.new = call ptr @malloc(i64 {arena_bytes})",
                      "  %oom = icmp eq ptr %arena.new, null",
                      "  br i1 %oom, label %fail, label %run",
                      "fail:", "  ret i32 1", "run:",
                      "  %arena = phi ptr [ %arena.kept, %entry ], [ %arena.new, %alloc ]"]
         else:
-            body += [f"  %arena = call ptr @malloc(i64 {layout.arena_bytes})",
+            body += [f"  %arena = call ptr @malloc(i64 {arena_bytes})",
                      "  %oom = icmp eq ptr %arena, null",
                      "  br i1 %oom, label %fail, label %run",
                      "fail:", "  ret i32 1", "run:"]
         for buf, _, offset in layout.intermediates:
-            body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
-    # buffers a loop swaps live in stack slots: each use loads the pointer the slot holds then
+            if buf not in on_stack:
+                body.append(f"  %{buffer_name(buf)} = getelementptr inbounds i8, ptr %arena, i64 {offset}")
+    # buffers a loop swaps live in stack slots: each use loads the pointer the slot holds then (a pair of small
+    # buffers on the stack is copied instead, so that both keep their address and their values stay in registers)
+    copied = {pair for item in _loops(steps) for pair in zip(item[1].state, item[1].next)
+              if pair[1] is not None and pair[0].arg in on_stack and pair[1].arg in on_stack}
     swapped = {b.arg for item in _loops(steps) for pair in zip(item[1].state, item[1].next) if pair[1] is not None
-               for b in pair}
+               and pair not in copied for b in pair}
     for buf in sorted(swapped, key=lambda b: b.number):
         name = buffer_name(buf)
         body += [f"  %{name}.var = alloca ptr", f"  store ptr %{name}, ptr %{name}.var"]
@@ -619,7 +630,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     constants = {buffer_name(b) for b, _, _ in layout.embedded_constants}
     if batched is not None:
         body += ["  br label %batch.head", "batch.head:",
-                 f"  %b = phi i64 [ %start, %{'run' if layout.arena_bytes else 'entry'} ], [ %b.next, %batch.latch ]",
+                 f"  %b = phi i64 [ %start, %{'run' if arena_bytes else 'entry'} ], [ %b.next, %batch.latch ]",
                  "  %b.more = icmp slt i64 %b, %end", "  br i1 %b.more, label %batch.body, label %batch.exit",
                  "batch.body:"]
         dtypes_of = dict((*layout.outputs, *layout.inputs))
@@ -692,6 +703,11 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
                 for cur, nxt in zip(loop.state, loop.next):
                     if nxt is None: continue
                     a, b_ = buffer_name(cur.arg), buffer_name(nxt.arg)
+                    if (cur, nxt) in copied:
+                        declares.add("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
+                        body.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr %{a}, ptr %{b_}, i64 {on_stack[cur.arg]},"
+                                    f" i1 false)")
+                        continue
                     body.extend([f"  %sw{n}.{a} = load ptr, ptr %{a}.var", f"  %sw{n}.{b_} = load ptr, ptr %{b_}.var",
                                  f"  store ptr %sw{n}.{b_}, ptr %{a}.var", f"  store ptr %sw{n}.{a}, ptr %{b_}.var"])
                 body.extend([f"  br label %loop{n}.head", f"loop{n}.exit:"])
@@ -709,12 +725,12 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     if batched is not None:
         body += ["  br label %batch.latch", "batch.latch:", "  %b.next = add nsw i64 %b, 1", "  br label %batch.head",
                  "batch.exit:"]
-    if keeps_arena(layout.arena_bytes):   # kept for the next call, unless another call's arena is kept already
+    if keeps_arena(arena_bytes):   # kept for the next call, unless another call's arena is kept already
         body += [f"  %arena.back = cmpxchg ptr @{entry}_arena, ptr null, ptr %arena release monotonic",
                  "  %arena.stored = extractvalue { ptr, i1 } %arena.back, 1",
                  "  br i1 %arena.stored, label %done, label %release",
                  "release:", "  call void @free(ptr %arena)", "  br label %done", "done:"]
-    elif layout.arena_bytes: body.append("  call void @free(ptr %arena)")
+    elif arena_bytes: body.append("  call void @free(ptr %arena)")
     body.append("  ret i32 0")
     out.append(f"define i32 @{entry}({', '.join(params)}) nounwind {{\n" + "\n".join(body) + "\n}")
     return "\n\n".join([*sorted(declares), *out]) + "\n"
