@@ -576,6 +576,25 @@ if TYPE_CHECKING:   # checkers see the pure-Python dispatcher, which has the C e
 else:
     _DispatcherBase = dispatcher_base()
 
+MAX_BOUND_STATICS = 64   # static argument values whose fast paths a JitFunction keeps (then it starts again)
+
+
+class BoundStatics(_DispatcherBase):
+    """The fast path of a jitted function's calls with one set of static argument values: a dispatcher over the
+    other positional arguments, so such calls run native code almost as directly as calls without static
+    arguments (about 2 us instead of 50: the signature is not computed). A miss goes back to the function with the
+    static values put back in their places."""
+
+    def __init__(self, jitted: JitFunction, positions: tuple[int, ...], values: list) -> None:
+        self.jitted, self.positions, self.values = jitted, positions, values
+        self.values_key = tuple((i, static_key(v)) for i, v in zip(positions, values))
+
+    def _dispatch_miss(self, *args, **kwargs):
+        full = list(args)
+        for i, v in zip(self.positions, self.values): full.insert(i, v)   # positions ascend
+        return self.jitted._dispatch_full(tuple(full), kwargs, self)
+
+
 
 class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature (what `numfn.jit` returns): positional arrays and scalars of a
@@ -609,6 +628,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         # (signature key, backend, profile, fastmath, beam) -> NumericalFunction
         self._specializations: dict = {}
         self._ready: set = set()           # the keys of those whose native code is loaded
+        self._bound_statics: dict = {}     # static argument keys -> BoundStatics (their calls' fast path)
         self._lock = lock()   # a forked child finds it released (numfn.locks)
 
     @property
@@ -657,10 +677,29 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         return nf
 
     def _dispatch_miss(self, *args, **kwargs):
+        positions = self._static[0]
+        if positions and positions[0] >= 0 and len(args) > positions[-1] and (not kwargs or list(kwargs) == ["out"]):
+            # static arguments passed by position: the fast path of their values' dispatcher, over the others
+            try:
+                key = tuple(static_key(args[i]) for i in positions)
+                bound = self._bound_statics.get(key)
+            except TypeError:   # unhashable: the signature's error, naming the argument
+                return self._dispatch_full(args, kwargs)
+            if bound is None:
+                if len(self._bound_statics) >= MAX_BOUND_STATICS: self._bound_statics.clear()
+                bound = self._bound_statics[key] = BoundStatics(self, positions, [args[i] for i in positions])
+            return bound(*[a for i, a in enumerate(args) if i not in positions], **kwargs)
+        return self._dispatch_full(args, kwargs)
+
+    def _dispatch_full(self, args: tuple[Any, ...], kwargs: dict, bound: BoundStatics | None = None) -> Any:
+        """A call the fast path did not take: find (or compile) its specialization, register it on the fast path
+        (this dispatcher's, or with static arguments the dispatcher `bound` of their values), and run it."""
         out = kwargs.pop("out", None)
         if kwargs:   # by the function's parameters: f(x, y=x) is the specialization of f(x, x)
             args, kwargs = normalize_call(self.fn, args, kwargs)
-            if not kwargs: return self(*args) if out is None else self(*args, out=out)   # the fast path's now
+            if not kwargs:   # the fast path's now
+                call: Any = self
+                return call(*args) if out is None else call(*args, out=out)
         args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
         key, leaves, statics = signature(self.fn, args, kwargs, self._static)
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
@@ -677,7 +716,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
             empty = probes.empty_result(self.specialization(key, statics, compile=False))   # compiles nothing
             if empty is not None: return empty
         nf = self.specialization(key, statics)
-        if not nf.profile: register_specialization(self, nf)   # DEBUG=2 calls stay on the Python path to report
+        if not nf.profile:   # DEBUG=2 calls stay on the Python path to report
+            if not nf.statics: register_specialization(self, nf)
+            elif bound is not None and bound.values_key == key[2]: register_specialization(bound, nf)
         return nf.run(leaves, out)
 
     def _splice(self, key, statics, leaves: list):

@@ -117,12 +117,13 @@ _WEAK_KINDS = {"float64": "float", "int64": "int", "bool": "bool"}
 
 def fast_arg_specs(nf) -> tuple | None:
     """The `arg_specs` of `_register` for a NumericalFunction, or None when its calls cannot take the fast path:
-    keyword or nested arguments, static arguments (their values are not checked by the fast path). A Python int
+    keyword or nested arguments. Static arguments are not among them: a function with static arguments registers
+    on the dispatcher of their values (numfn.function.BoundStatics), which takes the other arguments. A Python int
     the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
     Python path raises OverflowError for them."""
     tree = nf.in_tree
     if nf.mutated_inputs or nf.cut_outputs: return None
-    if nf.statics or tree.kind != "tuple" or len(tree.children) != 2: return None
+    if tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
     if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
     if keywords.kind != "dict" or keywords.children: return None

@@ -1,0 +1,101 @@
+"""Calls with static arguments take a fast path (numfn.function.BoundStatics): a dispatcher per set of static
+values over the other positional arguments, so a call does not compute the signature again (about 2 us instead of
+50). Every call is checked against NumPy; static values never cross (2, 2.0, True, 0.0 and -0.0 each select their
+own program), and what the slow path raises is raised the same."""
+import numpy as np
+import pytest
+
+import numfn
+import numfn.function
+from numfn.function import MAX_BOUND_STATICS
+
+
+def scaled(x, n):
+    return x * n
+
+
+def middle(a, k, b):
+    return a[:k].sum() + b * k
+
+
+def picked(x, i):
+    return x[i] * 2.0
+
+
+@pytest.fixture
+def signature_calls(monkeypatch):
+    calls = []
+    real = numfn.function.signature
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numfn.function, "signature", counting)
+    return calls
+
+
+def test_repeated_static_calls_skip_the_signature(signature_calls, backend):
+    f = numfn.jit(scaled, static_argnums=(1,), backend=backend)
+    x = np.arange(5.0)
+    for n in (2, 3, 2, 3, 2):
+        np.testing.assert_array_equal(f(x, n), x * n)
+    assert len(signature_calls) == 2, signature_calls   # one per static value; the other calls took the fast path
+    y = np.arange(7.0)   # a new shape for a known static value: compiled (a miss), then fast
+    for _ in range(3): np.testing.assert_array_equal(f(y, 3), y * 3)
+    assert len(signature_calls) == 3
+    assert len(f.specializations) == 3
+
+
+@pytest.mark.parametrize("values", [(2, 2.0, True), (0.0, -0.0), (1, np.int64(1)), ((1, 2), (1, 2.0))],
+                         ids=["int-float-bool", "signed-zeros", "int-numpy-int", "tuples"])
+def test_static_values_never_cross(values):
+    f = numfn.jit(lambda x, n: x * (n[0] if isinstance(n, tuple) else n) + 0.0 * len(str(n)), static_argnums=(1,))
+    x = np.arange(1.0, 4.0)
+    for _ in range(2):
+        for v in values:
+            got = f(x, v)
+            want = x * (v[0] if isinstance(v, tuple) else v) + 0.0 * len(str(v))
+            assert got.dtype == want.dtype, (v, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+    assert len(f.specializations) == len(values)
+
+
+def test_static_argument_in_the_middle_and_out(backend):
+    f = numfn.jit(middle, static_argnums=(1,), backend=backend)
+    a, b = np.arange(6.0), np.array([0.5, 1.5])
+    for k in (2, 4, 2, 4):
+        np.testing.assert_array_equal(f(a, k, b), middle(a, k, b))
+        out = np.empty(2)
+        assert f(a, k, b, out=out) is out
+        np.testing.assert_array_equal(out, middle(a, k, b))
+
+
+def test_checks_raise_on_the_fast_path():
+    f = numfn.jit(picked, static_argnums=(1,))
+    x = np.arange(4.0)
+    assert f(x, 3) == 6.0 and f(x, 3) == 6.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        for _ in range(2): f(x, 4)
+    with pytest.raises(IndexError):
+        f(np.arange(2.0), 3)
+
+
+def test_keywords_and_unhashable_statics_take_the_slow_path():
+    f = numfn.jit(scaled, static_argnums=(1,))
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(f(x, n=4), x * 4)
+    np.testing.assert_array_equal(f(x=x, n=4), x * 4)
+    np.testing.assert_array_equal(f(x, 4), x * 4)
+    with pytest.raises(TypeError, match="must be hashable"):
+        f(x, [1, 2])
+    with pytest.raises(TypeError):   # a missing argument: Python's error, as without static arguments
+        f(x)
+
+
+def test_many_static_values_stay_right():
+    f = numfn.jit(scaled, static_argnums=(1,))
+    x = np.arange(3)
+    for n in list(range(MAX_BOUND_STATICS + 5)) + [0, 1, MAX_BOUND_STATICS + 4]:
+        np.testing.assert_array_equal(f(x, n), x * n)
+    assert len(f._bound_statics) <= MAX_BOUND_STATICS
