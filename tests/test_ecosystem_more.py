@@ -94,3 +94,57 @@ def test_file_lock_whose_file_was_deleted_while_waiting_locks_the_new_one(tmp_pa
         os.unlink(path)
     thread.join(60)
     assert seen == {"held": True, "exists": True, "excluded": True}
+
+
+# ---- programs with run-time callbacks load from the disk cache ---------------------------------------------------
+CALLBACK_PROGRAM = textwrap.dedent("""
+    import numpy as np, numfn
+    from numfn import runtime
+    seen = []
+
+    def record(v, total):
+        seen.append((v.tolist(), float(total)))
+
+    @numfn.jit
+    def f(x):
+        y = x * 2.0
+        numfn.debug.print("y {}", y)
+        numfn.debug.callback(record, y, y.sum())
+        return y + 1.0
+
+    r = f(np.arange(3.0))
+    print("result", r.tolist(), "seen", seen, "compiled", runtime.compile_count)
+""")
+
+
+@pytest.mark.parametrize("backend_name", ["llvm", "c"])
+def test_program_with_callback_loads_from_cache_in_a_second_process(tmp_path, backend_name):
+    env = _env(tmp_path, NUMFN_BACKEND=backend_name)
+    outs = [subprocess.run([sys.executable, "-c", CALLBACK_PROGRAM], env=env, check=True, cwd=ROOT,
+                           capture_output=True, text=True, timeout=300).stdout for _ in range(2)]
+    want = "y [0. 2. 4.]\nresult [1.0, 3.0, 5.0] seen [([0.0, 2.0, 4.0], 6.0)] compiled {}\n"
+    assert outs[0] == want.format(1)
+    assert outs[1] == want.format(0), "the second process compiled the program again"
+
+
+def test_callbacks_of_one_name_call_their_own_function():
+    # distinct function objects with one qualified name (closures) are told apart: each program calls its own
+    seen = []
+
+    def make(tag):
+        def report(v):
+            seen.append((tag, v.tolist()))
+        return report
+
+    def program(report):
+        def body(x):
+            numfn.debug.callback(report, x + 1.0)
+            return x * 2.0
+        return numfn.jit(body)
+
+    first, second = program(make("first")), program(make("second"))
+    x = np.arange(2.0)
+    for fn, tag in ((first, "first"), (second, "second"), (first, "first")):
+        np.testing.assert_array_equal(fn(x), x * 2.0)
+        assert seen.pop() == (tag, [1.0, 2.0])
+    assert not seen
