@@ -148,3 +148,109 @@ def test_callbacks_of_one_name_call_their_own_function():
         np.testing.assert_array_equal(fn(x), x * 2.0)
         assert seen.pop() == (tag, [1.0, 2.0])
     assert not seen
+
+
+# ---- one-element probe calls: folded from the trace, not compiled --------------------------------------------------
+def _bits(a):
+    a = np.asarray(a)
+    return type(a).__name__, a.dtype, a.shape, a.tobytes()
+
+
+def _one_element_view(value, dtype):
+    # a 1x1 view with negative and non-unit strides into a larger array
+    base = np.zeros((3, 4), dtype)
+    base[2, 3] = value
+    return base[::-2, ::-3][:1, :1]
+
+
+SPECIAL = [1.5, -0.0, np.nan, -np.inf, 7.0, 3e300]
+FOLDED = [   # (name, function, argument makers): every operation exact, so the first call compiles nothing
+    ("affine", lambda x: x * 2.0 + 1.0, [lambda v: np.full((1, 1), v)]),
+    ("where-sqrt", lambda x, y: np.where(x > y, x - y, np.sqrt(np.abs(y))) / 3.0,
+     [lambda v: np.full((1, 1), v, np.float32), lambda v: np.float32(5.0)]),
+    ("floor-div-mod", lambda x: (x // 3.0, x % 3.0, np.floor(x), np.maximum(x, 0.5)), [lambda v: np.array([v])]),
+    ("broadcast-up", lambda x: x.T + np.ones((3, 4)), [lambda v: np.full((1, 1), v)]),
+    ("0-d array", lambda x: -x * x, [lambda v: np.array(v)]),
+    ("strided view", lambda x: x - 1.0, [lambda v: _one_element_view(v, np.float64)]),
+    ("compare", lambda x, y: (x < y, x == y, (x != y) & (x <= y)), [lambda v: np.full((1,), v),
+                                                                      lambda v: np.full((1, 1), 1.5)]),
+]
+INTEGER = [   # integer and bool arguments (values where NumPy's and C's division differ)
+    ("int-div", lambda x: (x // 3, x % 3, x.astype(np.float32) * 2, x << 2, x ^ 5), np.int64, [-7, 7, 0, -1]),
+    ("uint8", lambda x: (x + np.uint8(250), x * x, x > 3), np.uint8, [0, 7, 255]),
+    ("bool", lambda x: (x & True, ~x, x.astype(np.int32) + 1), np.bool_, [True, False]),
+]
+
+
+def _check_probe_then_compiled(fn, args):
+    f = numfn.jit(fn)
+    before = runtime.compile_count
+    probe = f(*args)
+    assert runtime.compile_count == before, "the one-element probe compiled"
+    assert not any("compiled" in nf.build.__dict__ for nf in f.specializations)
+    compiled = f(*args)   # the same signature again: a real call, compiled (or loaded from the disk cache)
+    assert all("compiled" in nf.build.__dict__ for nf in f.specializations)
+    want = fn(*args)
+    for got, ran, expected in zip(*(x if isinstance(x, tuple) else (x,) for x in (probe, compiled, want))):
+        assert _bits(got) == _bits(ran), "the probe's result differs from the compiled code's"
+        assert np.asarray(got).dtype == np.asarray(expected).dtype and np.shape(got) == np.shape(expected)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("value", SPECIAL)
+@pytest.mark.parametrize("name,fn,makers", FOLDED, ids=[c[0] for c in FOLDED])
+def test_one_element_probe_is_folded_and_equals_compiled_code(name, fn, makers, value):
+    with np.errstate(all="ignore"):
+        _check_probe_then_compiled(fn, tuple(make(value) for make in makers))
+
+
+@pytest.mark.parametrize("name,fn,dtype,values", INTEGER, ids=[c[0] for c in INTEGER])
+def test_one_element_integer_probe_is_folded_and_equals_compiled_code(name, fn, dtype, values):
+    for value in values:
+        _check_probe_then_compiled(fn, (np.full((1, 1), value, dtype),))
+
+
+NOT_FOLDED = [   # compiled as before: the result must still be right
+    ("transcendental", lambda x: np.tanh(x) * 2.0),
+    ("reduction", lambda x: x.sum(axis=1)),
+    ("captured array", lambda x: x + np.arange(3.0)),
+    ("complex", lambda x: x * (1 + 2j)),
+    ("float16", lambda x: x.astype(np.float16) + np.float16(1)),
+]
+
+
+@pytest.mark.parametrize("name,fn", NOT_FOLDED, ids=[c[0] for c in NOT_FOLDED])
+def test_one_element_calls_the_folder_cannot_answer_compile(name, fn):
+    f = numfn.jit(fn)
+    x = np.full((1, 1), 0.75)
+    got = f(x)
+    assert all("compiled" in nf.build.__dict__ for nf in f.specializations)
+    want = fn(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6 if want.dtype == np.float16 else 1e-15)
+
+
+def test_one_element_call_with_run_time_checks_raises_as_numpy():
+    f = numfn.jit(lambda x, i: x[0, i] * 2.0)
+    with pytest.raises(IndexError):
+        f(np.ones((1, 1)), np.array([3]))
+
+
+def test_dask_map_blocks_without_meta_compiles_one_specialization():
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+
+    @numfn.jit
+    def clip_scale(b):
+        return np.where(b > 0.5, b * 2.0, b / 3.0) + 1.0
+
+    x = da.random.default_rng(1).standard_normal((40, 30), chunks=(10, 30))
+    with dask.config.set(scheduler="synchronous"):
+        y = da.map_blocks(clip_scale, x)   # no meta=, no dtype=: Dask probes on 0x0 and 1x1 arrays
+        got = y.compute()
+    assert y.dtype == np.float64
+    compiled = [nf for nf in clip_scale.specializations if "compiled" in nf.build.__dict__]
+    assert len(compiled) == 1, "the probes compiled specializations of their own"
+    assert len(clip_scale.specializations) == 3   # traced: the 0x0 and 1x1 probes and the (10, 30) blocks
+    b = x.compute()
+    np.testing.assert_array_equal(got, np.where(b > 0.5, b * 2.0, b / 3.0) + 1.0)
