@@ -727,8 +727,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return pickled.rebuild, (pickled.token(self), JitFunction, self.fn, self._static[0], self._static[1],
-                                 self._backend, self._unroll, self._progress, self._fastmath, self._beam)
+        return pickled.rebuild_with_source, (pickled.token(self), pickled.source_of(self.fn), JitFunction, self.fn,
+                                             self._static[0], self._static[1], self._backend, self._unroll,
+                                             self._progress, self._fastmath, self._beam)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function

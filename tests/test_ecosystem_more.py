@@ -254,3 +254,52 @@ def test_dask_map_blocks_without_meta_compiles_one_specialization():
     assert len(clip_scale.specializations) == 3   # traced: the 0x0 and 1x1 probes and the (10, 30) blocks
     b = x.compute()
     np.testing.assert_array_equal(got, np.where(b > 0.5, b * 2.0, b / 3.0) + 1.0)
+
+
+# ---- a function pickled by value keeps its source: the worker traces the client's program ------------------------
+PICKLED_BY_VALUE = textwrap.dedent("""
+    import subprocess, sys
+    import cloudpickle
+    import numpy as np
+    import numfn
+    from numfn import runtime
+
+    STEPS = 12
+
+
+    def relax(b):
+        for _ in range(STEPS):   # a native loop when numfn can read this source; unrolled 12 times when not
+            b = np.sqrt(b * b + 1.0) - 0.5 * b
+        return b
+
+
+    fast_relax = numfn.jit(relax)   # bound under another name than its function's: pickled by value
+    x = np.linspace(-2.0, 2.0, 7)
+    got = fast_relax(x)
+    print(fast_relax.specializations[0].cache_key, runtime.compile_count, got.tolist(), flush=True)
+    subprocess.run([sys.executable, "-c", WORKER], input=cloudpickle.dumps(fast_relax), check=True)
+""")
+WORKER = textwrap.dedent("""
+    import sys, cloudpickle, numpy as np
+    from numfn import runtime
+    f = cloudpickle.loads(sys.stdin.buffer.read())   # (as a Dask worker does: the client's script is not run here)
+    got = f(np.linspace(-2.0, 2.0, 7))
+    print(f.specializations[0].cache_key, runtime.compile_count, got.tolist())
+""")
+
+
+def test_function_pickled_by_value_traces_the_same_program_in_the_worker(tmp_path):
+    pytest.importorskip("cloudpickle")
+    script = tmp_path / "client.py"
+    script.write_text(f"WORKER = {WORKER!r}\n" + PICKLED_BY_VALUE)
+    out = subprocess.run([sys.executable, str(script)], env=_env(tmp_path), check=True, cwd=str(tmp_path),
+                         capture_output=True, text=True, timeout=300).stdout.splitlines()
+    client_key, client_compiles, client_values = out[0].split(" ", 2)
+    worker_key, worker_compiles, worker_values = out[1].split(" ", 2)
+    assert client_compiles == "1"
+    assert worker_key == client_key, "the worker traced another program than the client's"
+    assert worker_compiles == "0", "the worker compiled instead of loading the client's program"
+    assert worker_values == client_values
+    b = np.linspace(-2.0, 2.0, 7)
+    for _ in range(12): b = np.sqrt(b * b + 1.0) - 0.5 * b
+    np.testing.assert_allclose(eval(client_values), b, rtol=1e-14)
