@@ -77,7 +77,21 @@ def _say_loudly(message: str) -> None:
 
 native_sources = sorted(glob.glob(os.path.join(CSRC, "*.c"), root_dir=HERE))   # paths relative to setup.py
 
+def _license_metadata() -> dict:
+    """numfn's license (pyproject.toml lists it as dynamic): an SPDX expression where setuptools knows them (77 and
+    later, PEP 639), the plain License field before. pyproject.toml cannot say it for both: setuptools before 77
+    refuses a string `project.license`, and later ones deprecate the table form (an error from 2027-02-18). A
+    build without isolation finds whatever setuptools the environment has (Python 3.11's venv brings 65.5)."""
+    import setuptools
+    try:
+        major = int(setuptools.__version__.split(".")[0])
+    except ValueError:
+        major = 0
+    return {"license_expression": "MIT"} if major >= 77 else {"license": "MIT"}
+
+
 setup(
+    **_license_metadata(),
     ext_modules=[
         Extension("numfn.runtime._numfn_native", sources=native_sources, depends=[os.path.join(CSRC, "numfn_native.h")],
                   extra_compile_args=POSIX_THREADS, extra_link_args=POSIX_THREADS, optional=True),

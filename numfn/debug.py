@@ -152,8 +152,8 @@ def callback(fn: Callable[..., object], *args, **kwargs) -> None:
     Cost: every call goes from native code into Python (taking the GIL) and copies each array it receives: tens of
     microseconds plus the copies (57 us per iteration of a fori_loop passing one 4-element array to a callback doing
     nothing, on a busy 2-core machine), so a callback inside a hot loop slows it down more than a Python loop would.
-    A program calling `callback` names the function by its identity, so it is compiled again in each process (not
-    loaded from the disk cache).
+    A program calling `callback` is cached on disk like any other: it names the function by module and qualified
+    name, and another process loads it from the cache and calls its own function of that name.
 
     Args:
         fn: the Python function to call.

@@ -544,6 +544,14 @@ def _writeback(last: UOp, param: UOp) -> UOp:
     return UOp(Ops.SCATTER, last.dtype, (param, last, *indices), (None, True, False))
 
 
+def _one_element_call(leaves: list) -> bool:
+    """Whether a call's arguments are arrays of one element each (at least one of them an ndarray), as Dask's
+    dtype probe passes: numfn.probes.folded_result may answer it without compiling."""
+    arrays = [leaf for leaf in leaves if isinstance(leaf, np.ndarray)]
+    return bool(arrays) and all(a.size == 1 for a in arrays) and all(
+        isinstance(leaf, (np.ndarray, np.generic, bool, int, float)) for leaf in leaves)
+
+
 def _shares_traced_memory(leaves: list, written) -> bool:
     """Whether a written traced argument has the memory of another argument (a view of one base, or the same)."""
     def root(t): return id(t.base if t.base is not None else t) if isinstance(t, Tensor) else None
@@ -629,6 +637,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         self._specializations: dict = {}
         self._ready: set = set()           # the keys of those whose native code is loaded
         self._bound_statics: dict = {}     # static argument keys -> BoundStatics (their calls' fast path)
+        self._probed: set = set()          # id()s of specializations a one-element call was folded for (probes)
         self._lock = lock()   # a forked child finds it released (numfn.locks)
 
     @property
@@ -715,6 +724,12 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         if out is None and any(isinstance(leaf, np.ndarray) and leaf.size == 0 for leaf in leaves):
             empty = probes.empty_result(self.specialization(key, statics, compile=False))   # compiles nothing
             if empty is not None: return empty
+        elif out is None and _one_element_call(leaves):   # a probe (Dask's 1x1 call): folded once, not compiled
+            traced = self.specialization(key, statics, compile=False)
+            if id(traced) not in self._probed:
+                self._probed.add(id(traced))   # (called again with this signature: compiled)
+                folded = probes.folded_result(traced, leaves)
+                if folded is not None: return folded
         nf = self.specialization(key, statics)
         if not nf.profile:   # DEBUG=2 calls stay on the Python path to report
             if not nf.statics: register_specialization(self, nf)
@@ -753,8 +768,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         for part in (getattr(self, "__qualname__", None) or "<none>").split("."):
             found = getattr(found, part, None)
         if found is self: return self.__qualname__
-        return pickled.rebuild, (pickled.token(self), JitFunction, self.fn, self._static[0], self._static[1],
-                                 self._backend, self._unroll, self._progress, self._fastmath, self._beam)
+        return pickled.rebuild_with_source, (pickled.token(self), pickled.source_of(self.fn), JitFunction, self.fn,
+                                             self._static[0], self._static[1], self._backend, self._unroll,
+                                             self._progress, self._fastmath, self._beam)
 
     def __copy__(self) -> JitFunction:
         return self   # immutable as far as its callers can tell, like a Python function

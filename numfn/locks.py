@@ -123,6 +123,15 @@ class cached_stage(Generic[_T]):
         return value
 
 
+def _still_at(fd: int, path: str) -> bool:
+    """Whether the open file `fd` is still the file named `path`."""
+    try:
+        opened, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+
+
 @contextmanager
 def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
     """Hold an exclusive advisory lock (flock) on the file `path`, created with mode 0600 if missing, while the block
@@ -146,8 +155,16 @@ def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held = True
-                break
+                if _still_at(fd, path):
+                    held = True
+                    break
+                # `python -m numfn cache clear` deleted the file while this process waited for it: the lock of a
+                # deleted file excludes no one, so the file now at `path` (or a new one) is locked instead
+                stale, fd = fd, -1
+                os.close(stale)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                             | getattr(os, "O_CLOEXEC", 0), 0o600)
+                continue
             except BlockingIOError:
                 if time.monotonic() >= deadline: break
                 time.sleep(delay)
@@ -158,4 +175,4 @@ def file_lock(path: str, timeout: float = 600.0) -> Iterator[bool]:
         yield held
     finally:
         if _held_files.get(path) == fd: del _held_files[path]
-        os.close(fd)   # closing the descriptor releases the lock
+        if fd >= 0: os.close(fd)   # closing the descriptor releases the lock

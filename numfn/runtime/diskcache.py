@@ -144,6 +144,37 @@ def _is_entry_name(name: str) -> bool:
     return len(name) == 64 + len(ENTRY_SUFFIX) and name.endswith(ENTRY_SUFFIX) and _HEX_DIGITS.issuperset(name[:64])
 
 
+LOCK_SUFFIX = ".lock"   # `<key>.lock`: the file numfn.locks.file_lock locks while a process compiles that key
+
+
+def _is_lock_name(name: str) -> bool:
+    return len(name) == 64 + len(LOCK_SUFFIX) and name.endswith(LOCK_SUFFIX) and _HEX_DIGITS.issuperset(name[:64])
+
+
+def _remove_unheld_lock(path: str) -> bool:
+    """Delete the lock file `path` unless a process holds its lock; True when deleted. The file is locked (without
+    waiting) before it is unlinked, so a holder is never disturbed; a process that opened it just before and waits
+    for it finds, once it gets the lock, that its file is no longer the one at `path`, and opens that one again
+    (numfn.locks.file_lock checks this)."""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (ImportError, OSError):
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False   # held: a process is compiling this key right now
+        try:
+            os.unlink(path)
+        except OSError:
+            return False
+        return True
+    finally:
+        os.close(fd)   # (releases the lock)
+
+
 _clock_lock = threading.Lock()
 _last_stamp_ns = 0
 
@@ -401,8 +432,8 @@ class DiskCache:
             total -= size
 
     def clear(self) -> int:
-        """Delete every entry (and stale temporary files); other files in the directory are left alone.
-        Returns the number of entries deleted."""
+        """Delete every entry, stale temporary files and the compile lock files no process holds (`<key>.lock`);
+        other files in the directory are left alone. Returns the number of entries deleted."""
         if not self._usable(): return 0
         entries, temps = self._scan()
         removed = 0
@@ -413,7 +444,15 @@ class DiskCache:
             except OSError:
                 pass
         self._remove_stale_temps(temps)
+        self._remove_unheld_locks()
         return removed
+
+    def _remove_unheld_locks(self) -> None:
+        try:
+            names = [name for name in os.listdir(self.directory) if _is_lock_name(name)]
+        except OSError:
+            return
+        for name in names: _remove_unheld_lock(os.path.join(self.directory, name))
 
     def info(self) -> dict[str, object]:
         """{"directory", "entries", "total_bytes", "max_bytes"}: the number and total size of the entry files."""

@@ -15,8 +15,13 @@ and each call takes the latest check of its trace (or of the enclosing one, insi
 more input, which orders calls in program order, the calls in a loop after those before it and before those after.
 
 The key of a print (its symbol) is the format, the static arguments' repr and the arrays' shapes and dtypes, so the
-same print in another process is the same program (loaded from the disk cache); a callback's includes the
-function's identity (`id`), so a program with `callback` is compiled in each process.
+same print in another process is the same program (loaded from the disk cache). A callback's key names its function
+by module, qualified name and a number telling apart the distinct function objects of that name this process has
+staged (0 for the first): not by `id`, which differs between processes, so the same program in another process has
+the same key and loads from the disk cache too. The object code holds no address of Python's: a callback is an
+entry of the program's externs table, filled when the program is loaded from the trampolines this process's trace
+registered (a cache lookup traces the function first). Two objects of one name get different numbers, so a
+program always calls the function its own trace was given.
 """
 from __future__ import annotations
 
@@ -168,11 +173,26 @@ def debug_callback(fn: Callable[..., Any], *args, **kwargs) -> None:
     if current_record() is None:
         fn(*args, **kwargs)
         return
-    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}#{id(fn)}"
-    _KEPT.append(fn)   # its id names it in the program: never reused for another function in this process
-    _staged("callback", name, args, kwargs, lambda a, k: fn(*a, **k))
+    _staged("callback", _callback_name(fn), args, kwargs, lambda a, k: fn(*a, **k))
 
 
-_KEPT: list = []
+# the callback functions staged in this process, {id: (function, name)}: kept alive, so that an id is never reused
+# for another function while its number stands; and how many distinct functions of each name there are
+_NAMED: dict[int, tuple[Callable[..., Any], str]] = {}
+_NAME_COUNTS: dict[str, int] = {}
+
+
+def _callback_name(fn: Callable[..., Any]) -> str:
+    """`module.qualname#n`: the same in every process that stages the same functions in the same order (a program's
+    key, hence its disk cache entry, depends on it), and different for distinct function objects in one process."""
+    with _REGISTERING:
+        known = _NAMED.get(id(fn))
+        if known is not None: return known[1]
+        base = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+        number = _NAME_COUNTS.get(base, 0)
+        _NAME_COUNTS[base] = number + 1
+        name = f"{base}#{number}"
+        _NAMED[id(fn)] = (fn, name)
+        return name
 
 debug.RUN_TIME_HOOKS.update(print=debug_print, callback=debug_callback)
