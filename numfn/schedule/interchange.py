@@ -147,22 +147,14 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     assert lowered is not None
     shape = main.kernel.shape
     stores = {state_of[st.src[0]]: st.src[2] for st in lowered.sink.src}
-    # lanes: the innermost element loop split into groups of neighbouring elements
-    ranges = list(lowered.ranges)
+    # lanes: the innermost element loop split into groups of neighbouring elements (the largest divisor of its
+    # size up to LANES_BYTES of the widest state value)
     itemsize = max(s.dtype.itemsize for s in carried)
-    lanes, inner = 1, None
-    if ranges:
-        inner = ranges[-1]
+    lanes, inner, group = 1, (lowered.ranges[-1] if lowered.ranges else None), None
+    if inner is not None:
         n = inner.src[0].arg
         lanes = max(d for d in range(1, min(n, max(1, LANES_BYTES // itemsize)) + 1) if n % d == 0)
-    group = None
-    if lanes > 1:
-        assert inner is not None
-        size = inner.src[0].arg // lanes
-        if size > 1:
-            group = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, size),), inner.arg)
-            ranges[-1] = group
-        else: ranges.pop()
+        if n // lanes > 1: group = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // lanes),), inner.arg)
     # the trip count: the loop runs while counter < bound, counter + 1 a step
     start = counter_load
     trips = start.alu(Ops.CMPLT, bound).alu(Ops.WHERE, bound.alu(Ops.SUB, start), UOp.const(dtypes.int64, 0))
@@ -207,7 +199,10 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     sink = UOp(Ops.SINK, dtypes.void, tuple(out))
     trips_counted = bound.arg if bound.op is Ops.CONST and isinstance(bound.arg, int) else ASSUMED_TRIPS
     evaluations = Counter({u: n * max(1, min(trips_counted, 1 << 20)) for u, n in lowered.evaluations.items()})
-    kernel = LoweredKernel(sink, tuple(ranges), shape, evaluations)
+    # no output loops declared: the codegen's loop transformations (upcasts, blocks, BEAM's candidates) would copy
+    # the accumulators under one name; the lanes above are this kernel's own upcast (threads still split its
+    # outermost loop: codegen.program.splittable_loop reads the instructions)
+    kernel = LoweredKernel(sink, (), shape, evaluations)
     name = "I_" + "_".join(map(str, shape)) if shape else "I_scalar"
     interchanged = ExecItem(Kernel(name, sink, shape), kernel)
     # the counter's final value: max(start, bound), after the kernel above read its start
