@@ -56,14 +56,17 @@ from numfn.ir.symbolic import add, mul
 from numfn.ir.uop import Ops, UOp, rebuild, toposort
 from numfn.schedule.items import ExecItem, Kernel, LoopKernel, Schedule
 
+ENABLED = True           # (tests turn it off to see the loops as regions.py schedules them)
 LANES_BYTES = 128        # the elements of one group: two 512-bit registers per state value; their chains of
                          # dependent operations interleave, hiding the latency of each
+MAX_COPIED_NODES = 1 << 13   # lanes x the body's nodes: LLVM's time grows faster than a loop body
 RUNTIME_TRIPS = 1 << 62  # the static bound of the iteration loop (its end is computed at run time)
 ASSUMED_TRIPS = 16       # iterations counted for a run-time trip count (the kernel's operation count decides threads)
 
 
 def interchange_loops(items: Schedule) -> Schedule:
     """The schedule with every loop that `interchangeable` accepts replaced by its interchanged kernels."""
+    if not ENABLED: return items
     out: list[ExecItem] = []
     changed = False
     for ei in items:
@@ -148,12 +151,13 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     shape = main.kernel.shape
     stores = {state_of[st.src[0]]: st.src[2] for st in lowered.sink.src}
     # lanes: the innermost element loop split into groups of neighbouring elements (the largest divisor of its
-    # size up to LANES_BYTES of the widest state value)
+    # size up to LANES_BYTES of the widest state value, and up to MAX_COPIED_NODES copied nodes)
     itemsize = max(s.dtype.itemsize for s in carried)
     lanes, inner, group = 1, (lowered.ranges[-1] if lowered.ranges else None), None
     if inner is not None:
         n = inner.src[0].arg
-        lanes = max(d for d in range(1, min(n, max(1, LANES_BYTES // itemsize)) + 1) if n % d == 0)
+        limit = min(n, max(1, LANES_BYTES // itemsize), max(1, MAX_COPIED_NODES // len(toposort([lowered.sink]))))
+        lanes = max(d for d in range(1, limit + 1) if n % d == 0)
         if n // lanes > 1: group = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // lanes),), inner.arg)
     # the trip count: the loop runs while counter < bound, counter + 1 a step
     start = counter_load
