@@ -32,6 +32,16 @@ def escape_time_planes(cr, ci, maxiter):
     return zr, zi
 
 
+def escape_time_masked(cr, ci, maxiter):
+    zr = np.zeros_like(cr)
+    zi = np.zeros_like(ci)
+    alive = np.ones(cr.shape, bool)
+    for _ in range(maxiter):
+        zr, zi = np.where(alive, zr * zr - zi * zi + cr, zr), np.where(alive, 2 * zr * zi + ci, zi)
+        alive = alive & (zr * zr + zi * zi <= 4)
+    return zr, zi, alive
+
+
 def logistic(x, r, steps):
     for _ in range(steps):
         x = r * x * (1 - x)
@@ -131,6 +141,12 @@ def test_escape_time_run_time_maxiter(backend, maxiter):
 def test_escape_time_planes_float64(backend):
     nf = run(escape_time_planes, (*planes((9, 24), np.float64, seed=3), 30), backend, static=(2,))
     assert interchanged(nf)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_masked_state(backend, dtype):
+    nf = run(escape_time_masked, (*planes((8, 24), dtype, seed=8), 30), backend, static=(2,))
+    assert interchanged(nf)   # a bool state value (the mask) is carried too
 
 
 def test_broadcast_inputs(backend):
