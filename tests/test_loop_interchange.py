@@ -119,7 +119,7 @@ def planes(shape, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (5, 13), (16, 64)])
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (5, 13), (16, 64), (131,), (3, 67)])
 @pytest.mark.parametrize("maxiter", [0, 1, 3, 40])
 def test_escape_time_static(backend, dtype, shape, maxiter):
     nf = run(escape_time, (*planes(shape, dtype), maxiter), backend, static=(2,))

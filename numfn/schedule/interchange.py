@@ -150,15 +150,19 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     assert lowered is not None
     shape = main.kernel.shape
     stores = {state_of[st.src[0]]: st.src[2] for st in lowered.sink.src}
-    # lanes: the innermost element loop split into groups of neighbouring elements (the largest divisor of its
-    # size up to LANES_BYTES of the widest state value, and up to MAX_COPIED_NODES copied nodes)
+    # lanes: the innermost element loop split into groups of neighbouring elements: the largest divisor of its
+    # size up to LANES_BYTES of the widest state value (and up to MAX_COPIED_NODES copied nodes); where that
+    # divisor is poor (a prime size), groups of the limit whose last one is ragged: its lanes past the end compute
+    # the last element again (clamped index, in bounds) and do not store
     itemsize = max(s.dtype.itemsize for s in carried)
-    lanes, inner, group = 1, (lowered.ranges[-1] if lowered.ranges else None), None
+    lanes, inner, group, n, ragged = 1, (lowered.ranges[-1] if lowered.ranges else None), None, 1, False
     if inner is not None:
         n = inner.src[0].arg
         limit = min(n, max(1, LANES_BYTES // itemsize), max(1, MAX_COPIED_NODES // len(toposort([lowered.sink]))))
         lanes = max(d for d in range(1, limit + 1) if n % d == 0)
-        if n // lanes > 1: group = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, n // lanes),), inner.arg)
+        if lanes * 4 <= limit: lanes, ragged = limit, True
+        groups = -(-n // lanes)
+        if groups > 1: group = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, groups),), inner.arg)
     # the trip count: the loop runs while counter < bound, counter + 1 a step
     start = counter_load
     trips = start.alu(Ops.CMPLT, bound).alu(Ops.WHERE, bound.alu(Ops.SUB, start), UOp.const(dtypes.int64, 0))
@@ -168,11 +172,19 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     counter_now = add(start, it) if start.dtype == it.dtype else start.alu(Ops.ADD, it.cast(start.dtype))
     count = 0
     copies: list[tuple[UOp, dict[UOp, UOp], dict[UOp, UOp]]] = []   # per lane: (element index, cur accs, values)
+    gates: list[tuple[UOp, ...]] = []                                  # per lane: () or (its position < n,)
     for lane in range(lanes):
         at: dict[UOp, UOp] = {}
+        gates.append(())
         if lanes > 1:
             assert inner is not None
-            at[inner] = add(mul(group, lanes), lane) if group is not None else UOp.const(dtypes.index, lane)
+            position = add(mul(group, lanes), lane) if group is not None else UOp.const(dtypes.index, lane)
+            at[inner] = position
+            if ragged and (groups - 1) * lanes + lane >= n:   # this lane runs past the end in the last group
+                last = UOp.const(dtypes.index, n - 1)
+                inside = position.alu(Ops.CMPLT, UOp.const(dtypes.index, n))
+                at[inner] = inside.alu(Ops.WHERE, position, last)
+                gates[-1] = (inside,)
         index = rebuild(element, lambda u, src: at.get(u))
         outer = tuple(sorted(free_ranges(index), key=lambda r: r.arg[0]))
         cur: dict[UOp, UOp] = {}
@@ -199,7 +211,8 @@ def _interchanged(ei: ExecItem, lk: LoopKernel, main: ExecItem, counter: UOp, co
     for cur_acc, next_acc, _ in nexts:
         moved = UOp(Ops.ASSIGN, dtypes.void, (cur_acc, UOp(Ops.LOAD, cur_acc.dtype, (next_acc, *computed, it)), it))
         finals[cur_acc] = UOp(Ops.LOAD, cur_acc.dtype, (cur_acc, moved))
-    out = [UOp(Ops.STORE, dtypes.void, (s, index, finals[cur[s]])) for index, cur, _ in copies for s in carried]
+    out = [UOp(Ops.STORE, dtypes.void, (s, index, finals[cur[s]], *gate))
+           for (index, cur, _), gate in zip(copies, gates) for s in carried]
     sink = UOp(Ops.SINK, dtypes.void, tuple(out))
     trips_counted = bound.arg if bound.op is Ops.CONST and isinstance(bound.arg, int) else ASSUMED_TRIPS
     evaluations = Counter({u: n * max(1, min(trips_counted, 1 << 20)) for u, n in lowered.evaluations.items()})
