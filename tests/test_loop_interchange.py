@@ -207,3 +207,30 @@ def test_interchanged_loop_is_one_kernel(backend):
     loops = [ei for ei in nf.schedule if ei.kernel.name.startswith("I_")]
     assert len(loops) == 1 and loops[0].kernel.shape == (64, 64)
     assert not any(isinstance(ei.kernel, LoopKernel) for ei in nf.schedule)
+
+
+def nested(x, a, n, m):
+    for _ in range(n):
+        for _ in range(m):
+            x = x * 0.5 + a
+        x = x[::-1] * 1.0
+    return x
+
+
+def test_inner_loop_of_a_loop_is_interchanged(backend):
+    x, a = np.random.default_rng(9).random((2, 40))
+    jf = numfn.jit(nested, backend=backend)
+    for n, m in ((0, 3), (3, 0), (2, 5), (4, 17)):
+        same(jf(x, a, n, m), nested(x, a, n, m))
+    names = [ei.kernel.name for ei in all_items(jf.specialize(x, a, 4, 17).schedule)]
+    assert "L" in names and any(name.startswith("I_") for name in names)   # the outer loop stays: x[::-1]
+
+
+def test_vmap_of_an_interchanged_loop(backend):
+    def step(x, r):
+        for _ in range(30):
+            x = r * x * (1 - x)
+        return x
+    x = np.random.default_rng(10).uniform(0.2, 0.8, (5, 24))
+    r = np.linspace(2.9, 3.9, 24)[None, :].repeat(5, 0)
+    same(numfn.jit(numfn.vmap(step), backend=backend)(x, r), step(x, r))
