@@ -9,15 +9,18 @@ The pattern (an escape-time fractal, a logistic map, a Newton iteration, all wri
 As scheduled by numfn/schedule/regions.py, such a loop is a LoopKernel: every iteration runs a condition kernel
 (the counter against its bound), a scalar kernel (counter + 1) and one elementwise kernel that reads the state
 planes and writes their next values, then swaps the state and next buffers. Each iteration is a pass over every
-plane in memory, so the loop is memory-bound (2 ns per element and iteration on 512 x 512 float32, against about
-0.2 for XLA's fused, unrolled loop). When each element's next value depends only on that element's state, the two
+plane in memory, so the loop is memory-bound (1.5-2 ns per element and iteration on 512 x 512 float32 on one
+thread, where XLA's fused, unrolled loop, at 26x NumPy in docs/performance.md, takes about 0.2). When each element's next value depends only on that element's state, the two
 loops can be interchanged: one pass over the elements, and for each element (a group of `lanes` neighbouring
 elements, which LLVM's SLP vectorizer turns into vector registers) the whole iteration loop with the state in
 registers. Work then is compute-bound, the loop is never unrolled, and its trip count may be a run-time value.
 
-`interchange_loops(items)` (called by scheduler.create_schedule on every schedule, loop bodies' too) replaces each
-LoopKernel that passes `interchangeable` with two Kernels: the interchanged one, and a scalar kernel that gives
-the counter its final value (after the first, which reads its initial value).
+Interface: `interchange_loops(items)` (called by scheduler.create_schedule on every schedule, loop bodies' too)
+replaces each LoopKernel that `interchangeable(item)` accepts with two Kernels: the interchanged one (`I_<shape>`)
+and a scalar kernel that gives the counter its final value (after the first, which reads its initial value).
+`ENABLED = False` turns it off (tests of the regions' own schedules). The interchanged kernel's LoweredKernel
+declares no output loops, so the codegen's upcasts and BEAM's candidates leave it alone (they would copy its
+accumulators under one name); its lanes are its own upcast, and threads split its outermost loop as usual.
 
 Conditions (any doubt: the loop stays as it is), checked on the lowered kernels of the loop's schedules:
   - a while loop whose every state value swaps (no state written in place: `x[i] = ...` into a carried array, or
@@ -39,12 +42,15 @@ rendering: results are bit-equal to the loop's. Each iteration computes every ne
 start (each state is two accumulators: the next values are computed from `cur` into `next`, then copied into
 `cur`), as the swapped buffers did.
 
-Measured before choosing (512 x 512 float32, 50 iterations, one thread): tile blocking (the loop run on tiles of
-rows small enough for L1/L2) gained little, because an L1-resident tile still ran at 0.7-0.8 ns per element and
-iteration (a kernel call per iteration and a load and store per plane per element); the interchange is
-compute-bound (numbers in docs/performance.md). Not done: a per-element early exit where a mask allows (the
+Measured before choosing (50 iterations, one thread): tile blocking (the loop run on tiles of rows small enough
+for L1/L2) was estimated by running today's loop on planes of tile size (1 and 16 rows of 512): 0.7-1.5 ns per
+element and iteration against 1.5-2 on the whole 512 x 512 plane, at best 2x (a kernel call per iteration, a load
+and a store per plane and element remain), so it could not reach XLA's 0.2. The interchange needs no new kernel
+shape beyond accumulators that start from a loaded value (DEFINE_ACC's last source), and measured 16.9x NumPy
+against 4.1x before (docs/performance.md), faster than JAX on the same machine. Not done: a per-element early exit where a mask allows (the
 escape-time loop keeps iterating a diverged element, as NumPy's code does), while loops with other conditions,
-several elementwise kernels in one body, scalar state other than the counter.
+several elementwise kernels in one body, scalar state other than the counter, 0-d state (its kernels are
+scalar ones).
 """
 from __future__ import annotations
 
