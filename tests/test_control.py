@@ -10,15 +10,18 @@ RNG = np.random.default_rng(14)
 
 
 def native_steps(jf) -> list[str]:
-    """The kinds of loops and branches in the last compiled program ("loop", "branch"), outermost first."""
+    """The kinds of loops and branches in the last compiled program ("loop", "branch"), outermost first; a loop
+    interchanged into one kernel (numfn/schedule/interchange.py, an "I_" kernel) is a "loop"."""
     out = []
+    nf = jf.specializations[-1]
 
     def walk(steps):
         for s in steps:
             if isinstance(s, tuple):
                 out.append(s[0])
                 for part in s[2]: walk(part)
-    walk(jf.specializations[-1].steps)
+            elif isinstance(s, int) and nf.kernel_items[s].kernel.name.startswith("I_"): out.append("loop")
+    walk(nf.steps)
     return out
 
 

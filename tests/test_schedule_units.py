@@ -11,6 +11,7 @@ from numfn.ir.extern import ExternCall
 from numfn.ir.uop import Buffer, Ops, UOp, toposort
 from numfn.schedule import (ExecItem, ExternKernel, LoopKernel, MAX_KERNEL_DEPTH, Schedule, all_items, callify,
                             create_schedule, program_steps)
+from numfn.schedule import interchange
 from numfn.schedule.items import Kernel
 from numfn.schedule.kernels import Replan, build_kernels, classify_uses
 from numfn.schedule.memory import plan_memory
@@ -260,7 +261,8 @@ def carry(tag: int, k: int, shape: tuple[int, ...], dtype=F32, index_range=None)
     return UOp(Ops.CARRY, dtype, (), (tag, k, shape, index_range))
 
 
-def test_a_while_loop_is_one_step_whose_condition_and_body_are_schedules_of_their_own():
+def test_a_while_loop_is_one_step_whose_condition_and_body_are_schedules_of_their_own(monkeypatch):
+    monkeypatch.setattr(interchange, "ENABLED", False)   # (else it runs as one kernel: tests/test_loop_interchange.py)
     # for i in range(3): s = s * 2 + x, starting from s = x + 1
     counter, state, captured = carry(1, 0, (), I64), carry(1, 1, (4, 3)), carry(1, 2, (4, 3))
     cond = UOp(Ops.SINK, dtypes.void, (counter.alu(Ops.CMPLT, UOp.const(I64, 3)),))

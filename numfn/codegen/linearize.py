@@ -56,8 +56,9 @@ def loop_chains(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
     pending = list(accs)
     while pending:
         for acc in pending:
-            if all(r in chain for r in acc.src):
-                base = max((chain[r] for r in acc.src), key=len, default=())
+            outer = [r for r in acc.src if r.op is Ops.RANGE]   # (a last source may be its initial value)
+            if all(r in chain for r in outer):
+                base = max((chain[r] for r in outer), key=len, default=())
                 for r in accs[acc]:
                     base += (r,)
                     chain[r] = base

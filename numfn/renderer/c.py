@@ -137,7 +137,8 @@ def render_kernel(prog: KernelProgram) -> str:
             continue
         if u.op is Ops.DEFINE_ACC:
             names[u] = f"acc{u.arg[1]}"
-            lines.append(f"{pad}{u.dtype.cname} {names[u]} = {c_literal(u.arg[0], u.dtype)};")
+            init = ref(u.src[-1]) if u.src and u.src[-1].op is not Ops.RANGE else c_literal(u.arg[0], u.dtype)
+            lines.append(f"{pad}{u.dtype.cname} {names[u]} = {init};")
             continue
         if u.op is Ops.ASSIGN:
             lines.append(f"{pad}{ref(u.src[0])} = {ref(u.src[1])};")

@@ -291,7 +291,8 @@ def render_kernel(prog: KernelProgram) -> str:
             name = f"%acc{u.arg[1]}"
             f.names[u] = name
             f.allocas.append(f"{name} = alloca {ltype(u.dtype)}")
-            f.emit(f"store {ltype(u.dtype)} {llvm_literal(u.arg[0], u.dtype)}, ptr {name}")
+            init = f.ref(u.src[-1]) if u.src and u.src[-1].op is not Ops.RANGE else llvm_literal(u.arg[0], u.dtype)
+            f.emit(f"store {ltype(u.dtype)} {init}, ptr {name}")
         elif op is Ops.ASSIGN:
             f.emit(f"store {ltype(u.src[1].dtype)} {f.ref(u.src[1])}, ptr {f.ref(u.src[0])}")
         elif op is Ops.LOAD and u.src[0].op is Ops.DEFINE_ACC:

@@ -7,12 +7,13 @@ The parts, each a module with its interface in its docstring, in the order a pro
   roots      the values being stored (Root) and the copies the scheduler makes
   versions   versions of written memory: one buffer per chain of writes, and the order of its reads and writes
   regions    loops and branches (LOOP) as steps whose sub-graphs are schedules of their own
+  interchange  loops with elementwise state as one kernel, the iterations inside each element
   externs    extern calls (EXTERN: BLAS, LAPACK, numfn's sorts) as steps, and the programs they render to
   kernels    roots grouped into kernels, given home buffers, ordered and lowered
   items      what a schedule is: Kernel, ExternKernel, LoopKernel, ExecItem, Schedule
   memory     the arena plan: intermediates whose lifetimes do not overlap share bytes
-Import order (each imports only those after it, and numfn's lower layers): scheduler, kernels, externs, versions,
-regions, memory, items, roots, realize; callify stands alone.
+Import order (each imports only those after it, and numfn's lower layers): scheduler, interchange, kernels, externs,
+versions, regions, memory, items, roots, realize; callify stands alone.
 """
 from numfn.schedule.callify import callify
 from numfn.schedule.externs import ExternProgram, build_extern_program

@@ -23,6 +23,7 @@ from numfn.ir.symbolic import constant_branches
 from numfn.ir.uop import Ops, UOp, fold, graph_rewrite, substitute, toposort
 from numfn.schedule.externs import prepare_externs
 from numfn.schedule.items import ExecItem, Schedule
+from numfn.schedule.interchange import interchange_loops
 from numfn.schedule.kernels import Built, Replan, build_kernels
 from numfn.schedule.memory import MemoryPlan, plan_memory
 from numfn.schedule.realize import RealizeRule, should_realize, split_reductions
@@ -77,7 +78,7 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         try: kernels = build_kernels(roots, versions, externs, first=first)
         except Replan: raise AssertionError("dropping unused intermediates changed the order of writes") from None
 
-    items = Schedule(ExecItem(k, lk) for k, lk in kernels)
+    items = interchange_loops(Schedule(ExecItem(k, lk) for k, lk in kernels))
     return items, plan_memory(items)
 
 
