@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 from typing import cast
 
@@ -59,7 +60,9 @@ class TangentLoop:
     first_tangent_capture: int
 
 
-_TANGENT_LOOPS: dict[int, TangentLoop] = {}   # by region tag
+# by region: weak, so an entry dies with the last graph holding its tangent loop (a tangent loop is made and
+# transposed in the same transformation; the table must not grow with every function traced)
+TANGENT_LOOPS: weakref.WeakKeyDictionary[Region, TangentLoop] = weakref.WeakKeyDictionary()
 
 
 def _sink(values: list[UOp]) -> UOp:
@@ -193,7 +196,7 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else cast(UOp, tangents[k])
                                for k in tstate) \
         + (count,) + tuple(kept) + tuple(inputs[n:]) + tuple(cast(UOp, tangents[k]) for k in tcaps)
-    _TANGENT_LOOPS[tan] = TangentLoop(nt, tcap_at)
+    TANGENT_LOOPS[tregion] = TangentLoop(nt, tcap_at)
     tloop = UOp(Ops.LOOP, node.dtype, tsrcs, tregion)
     return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (tloop,), 1 + tstate.index(k)) if k in tstate
                             else None for k in range(n)])
@@ -222,14 +225,14 @@ def replay(region: Region, init: list[UOp], captures: list[UOp], j: UOp) -> list
 
 
 def is_tangent_loop(loop: UOp) -> bool:
-    return isinstance(loop.arg, Region) and loop.arg.tag in _TANGENT_LOOPS
+    return isinstance(loop.arg, Region) and loop.arg in TANGENT_LOOPS
 
 
 def transpose_tangent_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> tuple[UOp | None, ...]:
     """The backward loop (see the module docstring): the cotangents of the tangent loop's initial tangent state and
     of its captured tangents, from those of its results (`cts`, by result)."""
     region: Region = loop.arg
-    info = _TANGENT_LOOPS[region.tag]
+    info = TANGENT_LOOPS[region]
     nt, tcap_at, tag = info.n_tangents, info.first_tangent_capture, region.tag
     srcs = loop.src
     body = region.bodies[0]

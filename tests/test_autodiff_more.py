@@ -1,0 +1,180 @@
+"""What numfn/autodiff does beyond the core rules: its side tables die with the traces that made them; custom_jvp
+and custom_vjp with JAX's nondiff_argnums; argnums tuples in every derivative function; checkpointed reverse mode
+through loops (numfn/autodiff/reverse_loops.py) against the stored mode and finite differences; an LU
+factorization written with loops and slices against finite differences and JAX's gradient of a functional rewrite."""
+from __future__ import annotations
+
+import functools
+import gc
+
+import numpy as np
+import pytest
+
+import numfn
+from numfn.autodiff.custom import CUSTOM_CALLS, VJP_MARKERS
+from numfn.autodiff.reverse_loops import TANGENT_LOOPS
+
+RNG = np.random.default_rng(40)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# side tables: weak, keyed by the regions they describe
+
+@numfn.custom_vjp
+def doubled_gradient(x):
+    return x
+
+
+doubled_gradient.defvjp(lambda x: (x, None), lambda _, g: (2.0 * g,))
+
+
+@numfn.custom_jvp
+def square(x):
+    return x * x
+
+
+square.defjvp(lambda p, t: (square(p[0]), 2.0 * p[0] * t[0]))
+
+
+def _distinct_function(k: int):
+    def f(x):
+        for _ in range(6 + k):                    # a native loop: reverse mode makes a tangent loop
+            x = np.sin(x) * 0.9
+        return np.sum(doubled_gradient(x) + square(x))
+    return f
+
+
+def _table_sizes() -> tuple[int, int, int]:
+    gc.collect()
+    return len(TANGENT_LOOPS), len(VJP_MARKERS), len(CUSTOM_CALLS)
+
+
+@pytest.mark.nocompile
+def test_side_tables_do_not_grow_with_the_functions_traced():
+    before = _table_sizes()
+    for k in range(6):
+        g = numfn.grad(_distinct_function(k))
+        graph = g.specialize(np.ones(3)).function_graph   # traced (not compiled): loops, custom calls, markers
+        assert graph is not None
+        del g, graph
+        assert _table_sizes() == before
+
+
+@pytest.mark.nocompile
+def test_side_tables_hold_what_a_live_trace_needs():
+    before = _table_sizes()[2]
+    nf = numfn.jit(_distinct_function(0)).specialize(np.ones(3))
+    graph = nf.function_graph
+    assert len(CUSTOM_CALLS) == before + 2   # this trace's two custom calls, while its graph lives
+    del nf, graph
+    assert _table_sizes()[2] == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# nondiff_argnums (JAX's: passed first to the rule, no derivative)
+
+@functools.partial(numfn.custom_jvp, nondiff_argnums=(0, 2))
+def apply_scaled(fn, x, power):
+    return fn(x) ** power
+
+
+@apply_scaled.defjvp
+def apply_scaled_jvp(fn, power, primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = fn(x)
+    # the derivative of fn(x) ** power when fn is np.sin (the rule knows fn: a nondiff argument)
+    return y ** power, power * y ** (power - 1) * np.cos(x) * t
+
+
+
+def test_custom_jvp_nondiff_argnums_are_passed_first_to_the_rule():
+    x = np.linspace(0.1, 1.2, 5)
+    g = numfn.grad(lambda x: np.sum(apply_scaled(np.sin, x, 3)))(x)
+    np.testing.assert_allclose(g, 3 * np.sin(x) ** 2 * np.cos(x), rtol=1e-13)
+    out, t = numfn.jvp(lambda x: apply_scaled(np.sin, x, 2), (x,), (np.ones(5),))
+    np.testing.assert_allclose(out, np.sin(x) ** 2, rtol=1e-14)
+    np.testing.assert_allclose(t, 2 * np.sin(x) * np.cos(x), rtol=1e-13)
+    np.testing.assert_allclose(apply_scaled(np.sin, x, 2), np.sin(x) ** 2)   # outside a trace: the function
+
+
+@functools.partial(numfn.custom_jvp, nondiff_argnums=(0,))
+def scaled_by(scale, x):
+    return scale * x
+
+
+@scaled_by.defjvp
+def scaled_by_jvp(scale, primals, tangents):
+    return scaled_by(scale, primals[0]), scale * tangents[0]
+
+
+
+def test_custom_jvp_nondiff_array_argument_gets_no_derivative():
+    # JAX: an array among a custom_jvp function's nondiff_argnums is stop_gradient-ed
+    s, x = np.array([2.0, -1.0, 0.5]), np.array([0.3, 0.7, -1.1])
+    gs, gx = numfn.grad(lambda s, x: np.sum(scaled_by(s, x) ** 2), argnums=(0, 1))(s, x)
+    np.testing.assert_allclose(gx, 2 * s * s * x, rtol=1e-14)
+    np.testing.assert_array_equal(gs, np.zeros(3))
+    _, t = numfn.jvp(lambda s, x: scaled_by(s, x), (s, x), (np.ones(3), np.ones(3)))
+    np.testing.assert_allclose(t, s, rtol=1e-14)
+
+
+def _clip_fwd(lo, x, hi):
+    return x, None
+
+
+def _clip_bwd(lo, hi, _, g):
+    return (np.clip(g, lo, hi),)
+
+
+clip_cotangent = numfn.custom_vjp(lambda lo, x, hi: x, nondiff_argnums=(0, 2))
+clip_cotangent.defvjp(_clip_fwd, _clip_bwd)
+
+
+def test_custom_vjp_nondiff_argnums_are_passed_first_to_bwd():
+    x = np.array([1.0, -2.0, 0.1])
+    g = numfn.grad(lambda x: np.sum(clip_cotangent(-0.5, x, 0.5) * 3 * x))(x)
+    np.testing.assert_allclose(g, np.clip(3 * x, -0.5, 0.5) + 3 * x, rtol=1e-14)
+    step = numfn.jit(lambda x: numfn.grad(lambda y: np.sum(clip_cotangent(-1.0, y, 1.0) * 5.0))(x))
+    np.testing.assert_allclose(step(x), np.ones(3))
+
+
+def test_custom_vjp_nondiff_array_argument_is_a_type_error():
+    bad = numfn.custom_vjp(lambda s, x: s * x, nondiff_argnums=(0,))
+    bad.defvjp(lambda s, x: (s * x, None), lambda s, _, g: (s * g,))
+    with pytest.raises(TypeError, match="nondiff_argnums"):
+        numfn.grad(lambda s, x: np.sum(bad(s, x)), argnums=1)(np.ones(2), np.ones(2))
+
+
+def test_nondiff_argnums_out_of_range_and_wrong_type():
+    with pytest.raises(TypeError, match="integers"):
+        numfn.custom_jvp(lambda x: x, nondiff_argnums=("x",))
+    f = numfn.custom_jvp(lambda x: x, nondiff_argnums=(3,))
+    f.defjvp(lambda p, t: (p[0], t[0]))
+    with pytest.raises(ValueError, match="out of range"):
+        numfn.grad(lambda x: np.sum(f(x)))(np.ones(2))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# argnums tuples
+
+def three(a, b, c):
+    return np.sum(np.sin(a) * b ** 2 + c * a)
+
+
+def test_argnums_tuples_in_every_function():
+    a, b, c = RNG.standard_normal(3), RNG.standard_normal(3), 0.7
+    ga, gb, gc_ = np.cos(a) * b ** 2 + c, 2 * np.sin(a) * b, np.sum(a)
+    got = numfn.grad(three, argnums=(0, 2))(a, b, c)
+    assert isinstance(got, tuple) and len(got) == 2
+    np.testing.assert_allclose(got[0], ga, rtol=1e-13)
+    np.testing.assert_allclose(got[1], gc_, rtol=1e-13)
+    value, (gb2, ga2) = numfn.value_and_grad(three, argnums=(1, 0))(a, b, c)
+    np.testing.assert_allclose(value, three(a, b, c), rtol=1e-14)
+    np.testing.assert_allclose(gb2, gb, rtol=1e-13)
+    np.testing.assert_allclose(ga2, ga, rtol=1e-13)
+    np.testing.assert_allclose(numfn.grad(three, argnums=(-1,))(a, b, c)[0], gc_, rtol=1e-13)
+    elementwise = lambda a, b: np.sin(a) * b   # noqa: E731
+    for jac in (numfn.jacfwd, numfn.jacrev):
+        ja, jb = jac(elementwise, argnums=(0, 1))(a, b)
+        np.testing.assert_allclose(ja, np.diag(np.cos(a) * b), rtol=1e-13)
+        np.testing.assert_allclose(jb, np.diag(np.sin(a)), rtol=1e-13)
