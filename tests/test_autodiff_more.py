@@ -178,3 +178,110 @@ def test_argnums_tuples_in_every_function():
         ja, jb = jac(elementwise, argnums=(0, 1))(a, b)
         np.testing.assert_allclose(ja, np.diag(np.cos(a) * b), rtol=1e-13)
         np.testing.assert_allclose(jb, np.diag(np.sin(a)), rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# checkpointing: every k-th carry stored, a segment's carries recomputed from its checkpoint
+
+STEPS = 50
+
+
+def heat_loss(u, k):
+    u = u.copy()
+    for _ in range(STEPS):                        # in-place stencil updates in a native loop
+        u[1:-1] += k * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return np.sum(u ** 2)
+
+
+def numpy_heat_loss(u, k):
+    u = u.copy()
+    for _ in range(STEPS):
+        u[1:-1] += k * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return np.sum(u ** 2)
+
+
+def _finite_differences(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    flat = [(f((x.ravel() + eps * e).reshape(x.shape)) - f((x.ravel() - eps * e).reshape(x.shape))) / (2 * eps)
+            for e in np.eye(x.size)]
+    return np.array(flat).reshape(x.shape)
+
+
+def _stacks(transformed, *args) -> list[tuple[int, ...]]:
+    """The leading dimension of every stacked carry the derivative's loops keep (shape (rows,) + a state's)."""
+    from numfn.ir.uop import Ops
+    from numfn.ir.walk import toposort
+    graph = transformed.specialize(*args).function_graph
+    found = []
+    for u in toposort([graph]):
+        if u.op is Ops.LOOP and u.arg.kind == "while":
+            found += [s[0] for s, _ in u.arg.state if len(s) == 2 and s[1] == args[0].shape[0]]
+    return found
+
+
+U0 = np.sin(np.linspace(0, np.pi, 16))
+K = 0.2
+
+
+@pytest.mark.parametrize("every", [1, 7, 10, 49, 50, 200])
+def test_checkpointed_gradient_equals_the_stored_one_and_finite_differences(every):
+    stored = numfn.grad(heat_loss, argnums=(0, 1))(U0, K)
+    grad = numfn.grad(heat_loss, argnums=(0, 1), checkpoint=every)
+    du, dk = grad(U0, K)
+    np.testing.assert_allclose(du, stored[0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(dk, stored[1], rtol=1e-13)
+    np.testing.assert_allclose(du, _finite_differences(lambda u: numpy_heat_loss(u, K), U0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dk, _finite_differences(lambda k: numpy_heat_loss(U0, k), K), rtol=1e-6)
+    segments = -(-STEPS // every)
+    # the forward pass stores ceil(50 / every) checkpoints (every <= 1 or >= 50: every iteration's state)
+    assert _stacks(grad, U0, K) == ([STEPS] if not 1 < every < STEPS else [segments])
+
+
+def test_automatic_policy_checkpoints_when_storing_does_not_fit(monkeypatch):
+    import numfn.autodiff.reverse_loops as reverse_loops
+    stored = numfn.grad(heat_loss, argnums=(0, 1))(U0, K)
+    row = U0.nbytes + 8   # a carry: u and the loop index
+    monkeypatch.setattr(reverse_loops, "MAX_STACK_BYTES", 20 * row)   # 50 rows do not fit, 8 do
+
+    def heat_loss_again(u, k):   # (a new function: traced again under the policy)
+        u = u.copy()
+        for _ in range(STEPS):
+            u[1:-1] += k * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return np.sum(u ** 2)
+    grad = numfn.grad(heat_loss_again, argnums=(0, 1))
+    du, dk = grad(U0, K)
+    assert _stacks(grad, U0, K) == [7]   # ceil(sqrt(50)) = 8 iterations a segment: ceil(50 / 8) = 7 checkpoints
+    np.testing.assert_allclose(du, stored[0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(dk, stored[1], rtol=1e-13)
+
+
+def rnn_loss(W, xs, h):
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+    return np.sum(h ** 2)
+
+
+def test_checkpointed_rnn_and_fori_loop_with_run_time_bound():
+    W, xs, h = RNG.standard_normal((4, 4)) * 0.5, RNG.standard_normal((30, 4)), RNG.standard_normal(4)
+    stored = numfn.grad(rnn_loss, argnums=(0, 2))(W, xs, h)
+    got = numfn.grad(rnn_loss, argnums=(0, 2), checkpoint=4)(W, xs, h)
+    np.testing.assert_allclose(got[0], stored[0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got[1], stored[1], rtol=1e-13, atol=1e-15)
+
+    def rollout(x, n):   # a run-time trip count bounded by 40: segments stop where the loop stops
+        return np.sum(numfn.fori_loop(0, np.minimum(n, 40), lambda i, v: np.sin(v) + 0.5 * v, x))
+
+    def numpy_rollout(x, n):
+        for _ in range(min(n, 40)): x = np.sin(x) + 0.5 * x
+        return np.sum(x)
+    x = RNG.standard_normal(3)
+    grad = numfn.grad(rollout, checkpoint=6)
+    for n in (0, 1, 6, 13, 40, 90):
+        np.testing.assert_allclose(grad(x, n), _finite_differences(lambda x: numpy_rollout(x, n), x), rtol=1e-7,
+                                   atol=1e-8)
+
+
+def test_checkpoint_must_be_a_positive_int():
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="checkpoint"):
+            numfn.grad(heat_loss, checkpoint=bad)

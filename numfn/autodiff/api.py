@@ -18,6 +18,7 @@ from functools import update_wrapper
 import numpy as np
 
 from numfn.autodiff.jvp import jvp_graph
+from numfn.autodiff.reverse_loops import checkpointing, valid_checkpoint
 from numfn.autodiff.rules import NotDifferentiable
 from numfn.autodiff.transpose import tangent_placeholder, transpose_graph
 from numfn.errors import unsupported
@@ -122,13 +123,16 @@ def _tensor(u: UOp) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # the transformations on traced values
 
-def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str = "vjp"):
+def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str = "vjp",
+               checkpoint: int | None = None):
     """(outputs, vjp_fn, pull): vjp_fn(cotangents) -> one cotangent tree per argnum (traced values); pull does the
-    same from a list with one cotangent per output leaf, None for zero (nothing is computed for those)."""
+    same from a list with one cotangent per output leaf, None for zero (nothing is computed for those).
+    `checkpoint`: reverse mode through loops stores every checkpoint-th carry (reverse_loops.loop_policy)."""
     tr = Traced(jit_of(fn), args, kwargs)
     slots = [s for n in argnums for s in tr.float_slots(n, what)]
     holders = {s: tangent_placeholder(_shape(tr.values[s]), tr.values[s].dtype) for s in slots}
-    outs, touts = tr.run(dict(holders), linearizing=True)
+    with checkpointing(checkpoint):
+        outs, touts = tr.run(dict(holders), linearizing=True)
     out_tree = tr.nf.out_tree
 
     def pull(cuops: list[UOp | None]) -> tuple:
@@ -175,9 +179,10 @@ def jvp_traced(fn: Callable, primals: tuple, tangents: tuple, kwargs: dict | Non
     return unflatten(tree, [_tensor(o) for o in outs]), unflatten(tree, [_tensor(t) for t in zero_or])
 
 
-def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgNums, has_aux: bool):
+def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgNums, has_aux: bool,
+                          checkpoint: int | None = None):
     nums = _argnums(argnums, len(args))
-    out, _, pull = vjp_traced(fn, args, kwargs, nums, "grad")
+    out, _, pull = vjp_traced(fn, args, kwargs, nums, "grad", checkpoint)
     if has_aux and not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError("has_aux=True needs the function to return a pair (output, auxiliary data)")
     value, aux = out if has_aux else (out, None)
@@ -218,20 +223,29 @@ class Transformed:
         return self._jitted.specialize(*args, **kwargs)
 
 
-def grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False) -> Transformed:
+def grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False, checkpoint: int | None = None) -> Transformed:
     """The gradient of scalar-valued `fn` with respect to argument(s) `argnums` (trees of float arrays): a function
     of the same arguments returning the gradient (a tuple of them for a tuple of argnums; with `has_aux`, fn returns
-    (value, aux) and the result is (gradient, aux))."""
+    (value, aux) and the result is (gradient, aux)). `checkpoint=k`: reverse mode through a loop stores the state
+    of every k-th iteration only and recomputes the others, one segment of k at a time (memory ~ n/k + k states
+    for n iterations, one more evaluation of the body per iteration); None: store every iteration's state when it
+    fits numfn.autodiff.reverse_loops.MAX_STACK_BYTES, else checkpoint every ceil(sqrt(n)) (docs/derivatives.md)."""
+    valid_checkpoint(checkpoint)
+
     def traced(args, kwargs):
-        (value, aux), g = value_and_grad_traced(fn, args, kwargs, argnums, True) if has_aux else \
-            ((None, None), value_and_grad_traced(fn, args, kwargs, argnums, False)[1])
+        (value, aux), g = value_and_grad_traced(fn, args, kwargs, argnums, True, checkpoint) if has_aux else \
+            ((None, None), value_and_grad_traced(fn, args, kwargs, argnums, False, checkpoint)[1])
         return (g, aux) if has_aux else g
     return Transformed(fn, traced)
 
 
-def value_and_grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False) -> Transformed:
-    """(fn's value, its gradient) in one program (with `has_aux`: ((value, aux), gradient))."""
-    return Transformed(fn, lambda args, kwargs: value_and_grad_traced(fn, args, kwargs, argnums, has_aux))
+def value_and_grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False,
+                   checkpoint: int | None = None) -> Transformed:
+    """(fn's value, its gradient) in one program (with `has_aux`: ((value, aux), gradient)); `checkpoint` as for
+    grad."""
+    valid_checkpoint(checkpoint)
+    return Transformed(fn, lambda args, kwargs: value_and_grad_traced(fn, args, kwargs, argnums, has_aux,
+                                                                      checkpoint))
 
 
 @functools.lru_cache(maxsize=256)
