@@ -284,12 +284,12 @@ def jvp_custom(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...
         raise NotDifferentiable(f"a custom_jvp/custom_vjp function ({info.custom.name}) closes over a value "
                                 "being differentiated: pass it as an argument")
     results = region.results[:-1]
-    floats = [k for k, (_, d) in enumerate(results) if d.is_float]
+    floats = [k for k, (_, d) in enumerate(results) if d.is_inexact]
     custom = info.custom
     if isinstance(custom, custom_jvp):
         if custom.jvp is None: raise TypeError(f"no jvp rule defined for custom_jvp function {custom.name}")
         given = unflatten(info.in_tree, [Tensor(p) for p in args])
-        tans = unflatten(info.in_tree, [Tensor(_zeros_like(p) if t is None or not p.dtype.is_float else t)
+        tans = unflatten(info.in_tree, [Tensor(_zeros_like(p) if t is None or not p.dtype.is_inexact else t)
                                         for p, t in zip(args, targs)])
         _, t_out = custom.jvp(*info.nondiff_args(given), info.diff_args(given), info.diff_args(tans))
         t_leaves, t_tree = flatten(t_out, is_leaf=_is_leaf)
@@ -308,7 +308,7 @@ def jvp_custom(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...
     # (a None among the residuals is no value: `return x, None` in JAX's examples)
     res_leaves, res_tree = flatten(residuals, is_leaf=lambda x: x is not None and _is_leaf(x))
     res = [Tensor.lift(r).uop for r in res_leaves]
-    linear = [k for k, t in enumerate(targs) if t is not None and args[k].dtype.is_float]
+    linear = [k for k, t in enumerate(targs) if t is not None and args[k].dtype.is_inexact]
     tag = next(_markers)
     body = UOp(Ops.SINK, dtypes.void, tuple(UOp.const_like(d, 0, s) for s, d in results))
     marker = Region("cond", tag, (), None, (body,), tuple(results))

@@ -265,7 +265,7 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     kept_specs = stack_specs if store else tuple(region.state)
 
     # 2. the tangent loop: state j and the float state's tangents; captures count, stacks, captures, their tangents
-    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_float]
+    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_inexact]
     tcaps = [k for k in range(n, len(inputs)) if tangents[k] is not None]
     nt = len(tstate)
     tan = next(_tags)
