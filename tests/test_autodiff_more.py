@@ -354,3 +354,89 @@ def test_lu_with_loops_and_slices_against_finite_differences_and_jax(checkpoint)
     np.testing.assert_allclose(g, LU_JAX_GRAD, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(g, _finite_differences(lu_loss, LU_A), rtol=1e-6, atol=1e-8)   # (NumPy runs lu_loss)
     assert _while_loops(grad, LU_A) >= 2   # a native loop forward and one backward (not unrolled)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# svd, pinv, lstsq (LAPACK gesdd, gelsd: numfn/autodiff/linalg_rules.py); qr and eig: clear errors
+
+def _routines(f, *args) -> set[str]:
+    """The native routines f's traced graph calls."""
+    from numfn.ir.uop import Ops
+    from numfn.ir.walk import toposort
+    graph = numfn.jit(f).specialize(*args).function_graph
+    return {u.arg.routine for u in toposort([graph]) if u.op is Ops.EXTERN}
+
+
+def _well_conditioned(shape, seed):
+    """A matrix with distinct singular values well apart (1..2 spread) and random singular vectors."""
+    rng = np.random.default_rng(seed)
+    m, n = shape[-2:]
+    k = min(m, n)
+    u = np.linalg.qr(rng.standard_normal(shape[:-2] + (m, m)))[0][..., :, :k]
+    v = np.linalg.qr(rng.standard_normal(shape[:-2] + (n, n)))[0][..., :, :k]
+    s = np.linspace(2.0, 1.0, k)
+    return (u * s[..., None, :]) @ np.swapaxes(v, -1, -2)
+
+
+SVD_FUNCTIONS = [
+    ("singular values", lambda a: np.sum(np.linalg.svd(a, full_matrices=False)[1] ** 3)),
+    ("u", lambda a: np.sum(np.linalg.svd(a, full_matrices=False)[0][..., 0] * np.arange(a.shape[-2]))
+     + np.sum(np.linalg.svd(a, full_matrices=False)[0] ** 4)),
+    ("vh", lambda a: np.sum(np.linalg.svd(a, full_matrices=False)[2][..., -1, :] ** 3)),
+    ("svdvals", lambda a: np.sum(np.exp(np.linalg.svd(a, compute_uv=False)))),
+    ("pinv", lambda a: np.sum(np.sin(np.linalg.pinv(a)))),
+]
+
+
+def _svd_everything(a):   # (one program for every function: each term is checked by the sum's derivative)
+    return sum(np.cos(k + 1.0) * f(a) for k, (_, f) in enumerate(SVD_FUNCTIONS))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 4)])
+def test_svd_and_pinv_derivatives(shape):
+    a = _well_conditioned(shape, 11)
+    numfn.check_grads(_svd_everything, (a,), modes=("fwd", "rev"))
+
+
+def test_svd_uses_lapack_and_square_full_matrices():
+    a = _well_conditioned((5, 3), 12)
+    assert "gesdd" in _routines(SVD_FUNCTIONS[0][1], a)
+    sq = _well_conditioned((4, 4), 13)
+    numfn.check_grads(lambda a: np.sum(np.linalg.svd(a)[0] ** 3 + np.linalg.svd(a)[2]), (sq,), modes=("rev",))
+    with pytest.raises(NotImplementedError, match="full_matrices=True of a non-square matrix"):
+        numfn.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(a)
+
+
+LSTSQ_FUNCTIONS = [
+    ("solution", lambda a, b: np.sum(np.sin(np.linalg.lstsq(a, b)[0]))),
+    ("vector b", lambda a, b: np.sum(np.linalg.lstsq(a, b[:, 0])[0] ** 2)),
+    ("singular values", lambda a, b: np.sum(np.linalg.lstsq(a, b)[3] ** 2)),
+]
+
+
+def _lstsq_everything(a, b):
+    return sum(np.cos(k + 1.0) * f(a, b) for k, (_, f) in enumerate(LSTSQ_FUNCTIONS))
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (3, 5)])
+def test_lstsq_derivatives(shape):
+    a, b = _well_conditioned(shape, 14), np.random.default_rng(15).standard_normal((shape[0], 2))
+    numfn.check_grads(_lstsq_everything, (a, b), modes=("fwd", "rev"))
+
+
+def test_lstsq_residuals_and_normal_equations():
+    a, b = _well_conditioned((6, 3), 16), np.random.default_rng(17).standard_normal((6, 2))
+    assert "gelsd" in _routines(LSTSQ_FUNCTIONS[0][1], a, b)
+    numfn.check_grads(lambda a, b: np.sum(np.linalg.lstsq(a, b)[1]), (a, b), modes=("fwd", "rev"))
+    # the gradient with respect to b of sum(x): the normal equations' solution, (A^T A)^-1 A^T applied to ones
+    gb = numfn.grad(lambda b: np.sum(np.linalg.lstsq(a, b)[0]))(b)
+    want = (np.linalg.solve(a.T @ a, a.T).T @ np.ones((3, 2)))
+    np.testing.assert_allclose(gb, want, rtol=1e-12)
+
+
+def test_qr_and_eig_are_clear_errors():
+    a = _well_conditioned((4, 4), 18)
+    with pytest.raises(NotImplementedError, match="geqrf"):
+        numfn.grad(lambda a: np.sum(np.linalg.qr(a)[1]))(a)
+    with pytest.raises(NotImplementedError, match="geev"):
+        numfn.grad(lambda a: np.sum(np.abs(np.linalg.eigvals(a))))(a)
