@@ -1,5 +1,6 @@
 """Derivative rules of the LAPACK routines numpy.linalg's functions call (registered into rules.EXTERN_JVP and
-EXTERN_TRANSPOSE): gesv (solve, inv), getrf (det, slogdet), potrf (cholesky), syevd (eigh, eigvalsh).
+EXTERN_TRANSPOSE): gesv (solve, inv), getrf (det, slogdet), potrf (cholesky), syevd (eigh, eigvalsh), gesdd (svd,
+svdvals, pinv), gelsd (lstsq). qr (geqrf, orgqr) and eig (geev) have none: an error naming the routine.
 
 Matrices small enough for numfn's generated elimination (numfn.numpy.linalg_small) are ordinary traced ops with
 ordinary rules; these rules are for the LAPACK calls. They are written on the matrices LAPACK sees: an EXTERN's
@@ -16,6 +17,8 @@ its own inverse). The formulas (A the matrix, d its tangent):
 - syevd, A = V diag(w) V^T from one triangle, eigenvalues distinct (as JAX): dw = diag(V^T dS V),
   dV = V (F o V^T dS V) with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it. eigvalsh (no vectors) asks for
   them (an eigh of the same matrix).
+- gesdd, A = U diag(s) Vt (reduced), singular values distinct (as JAX): `jvp_gesdd`; pinv is computed from it;
+- gelsd, x = A+ b for A of full rank: the derivative of the pseudo-inverse (`jvp_gelsd`).
 
 The factors' other results (gesv's LU factors and pivots, work arrays, info) have no tangent: numpy.linalg never
 reads gesv's factors. The triangular solves are gesv calls too (LAPACK's general solver on a triangular matrix:
