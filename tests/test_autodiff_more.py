@@ -434,9 +434,29 @@ def test_lstsq_residuals_and_normal_equations():
     np.testing.assert_allclose(gb, want, rtol=1e-12)
 
 
-def test_qr_and_eig_are_clear_errors():
-    a = _well_conditioned((4, 4), 18)
-    with pytest.raises(NotImplementedError, match="geqrf"):
-        numfn.grad(lambda a: np.sum(np.linalg.qr(a)[1]))(a)
+QR_FUNCTIONS = [
+    ("r", lambda a: np.sum(np.linalg.qr(a)[1] ** 3)),
+    ("q", lambda a: np.sum(np.sin(np.linalg.qr(a)[0]) * np.arange(a.shape[-1]))),
+    ("mode r", lambda a: np.sum(np.linalg.qr(a, mode="r") ** 2)),
+]
+
+
+def _qr_everything(a):
+    return sum(np.cos(k + 1.0) * f(a) for k, (_, f) in enumerate(QR_FUNCTIONS))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3)])
+def test_qr_derivatives_square_and_tall_reduced(shape):
+    a = _well_conditioned(shape, 19)
+    assert {"geqrf", "orgqr"} <= _routines(_qr_everything, a)
+    numfn.check_grads(_qr_everything, (a,), modes=("fwd", "rev"))
+
+
+def test_qr_wide_complete_and_eig_are_clear_errors():
+    tall, wide = _well_conditioned((5, 3), 20), _well_conditioned((3, 5), 21)
+    with pytest.raises(NotImplementedError, match="mode='complete' of a tall matrix"):
+        numfn.grad(lambda a: np.sum(np.linalg.qr(a, mode="complete")[0]))(tall)
+    with pytest.raises(NotImplementedError, match="qr of a wide matrix"):
+        numfn.grad(lambda a: np.sum(np.linalg.qr(a)[1]))(wide)
     with pytest.raises(NotImplementedError, match="geev"):
-        numfn.grad(lambda a: np.sum(np.abs(np.linalg.eigvals(a))))(a)
+        numfn.grad(lambda a: np.sum(np.abs(np.linalg.eigvals(a))))(_well_conditioned((4, 4), 22))

@@ -1,6 +1,6 @@
 """Derivative rules of the LAPACK routines numpy.linalg's functions call (registered into rules.EXTERN_JVP and
 EXTERN_TRANSPOSE): gesv (solve, inv), getrf (det, slogdet), potrf (cholesky), syevd (eigh, eigvalsh), gesdd (svd,
-svdvals, pinv), gelsd (lstsq). qr (geqrf, orgqr) and eig (geev) have none: an error naming the routine.
+svdvals, pinv), gelsd (lstsq), geqrf and orgqr (qr). eig (geev) has none: an error naming the routine.
 
 Matrices small enough for numfn's generated elimination (numfn.numpy.linalg_small) are ordinary traced ops with
 ordinary rules; these rules are for the LAPACK calls. They are written on the matrices LAPACK sees: an EXTERN's
@@ -18,7 +18,10 @@ its own inverse). The formulas (A the matrix, d its tangent):
   dV = V (F o V^T dS V) with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it. eigvalsh (no vectors) asks for
   them (an eigh of the same matrix).
 - gesdd, A = U diag(s) Vt (reduced), singular values distinct (as JAX): `jvp_gesdd`; pinv is computed from it;
-- gelsd, x = A+ b for A of full rank: the derivative of the pseudo-inverse (`jvp_gelsd`).
+- gelsd, x = A+ b for A of full rank: the derivative of the pseudo-inverse (`jvp_gelsd`);
+- geqrf and orgqr, A = Q R reduced, m >= n (as JAX): `jvp_geqrf` makes dR and dQ; orgqr's rule finds dQ by the
+  tangent of the reflectors it reads (QR_Q_TANGENTS). qr's mode="raw" (the reflectors themselves) gets a zero
+  tangent below the diagonal: not a derivative of the reflectors.
 
 The factors' other results (gesv's LU factors and pivots, work arrays, info) have no tangent: numpy.linalg never
 reads gesv's factors. The triangular solves are gesv calls too (LAPACK's general solver on a triangular matrix:
@@ -26,13 +29,14 @@ O(n^3), as the factorization). Complex matrices are refused (rules.py).
 """
 from __future__ import annotations
 
+import weakref
 from typing import cast
 
 from numfn.autodiff.rules import EXTERN_JVP, EXTERN_TRANSPOSE, NotDifferentiable, Tangent, add_tangents, matmul, \
     matrix_transpose
 from numfn.extern import extern
 from numfn.ir.uop import Ops, UOp
-from numfn.numpy.linalg import eigh, pinv, svd
+from numfn.numpy.linalg import eigh, pinv, qr, svd
 from numfn.numpy.linalg_lapack import lapack_int
 from numfn.trace.tensor import Tensor
 
@@ -274,4 +278,48 @@ def jvp_gelsd(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]
     return [None, lapack_view(dfull), ds] + [None] * (nres - 3)
 
 
-EXTERN_JVP.update({"gesdd": jvp_gesdd, "gelsd": jvp_gelsd})
+# qr: geqrf's tangent of its factored matrix carries dR (its upper triangle, what numpy.linalg.qr reads as R); the
+# tangent of Q, which orgqr computes from the reflectors below it, is kept here by that tangent (weak: it lives as
+# long as the tangent graph), for orgqr's rule to find through the movement ops between them
+QR_Q_TANGENTS: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+_MOVEMENT = (Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK, Ops.CONTIGUOUS, Ops.EXPAND)
+
+
+def jvp_geqrf(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    """A = Q R (reduced, m >= n), as JAX's rule: C = dA R^-1, with O the skew-symmetric matrix of Q^T C's strict
+    lower triangle, dR = (Q^T C - O) R and dQ = Q (O - Q^T C) + C. Wide matrices (m < n) are refused, as in JAX."""
+    (ta,) = tangents
+    nres = len(node.arg.results)
+    if ta is None: return [None] * nres
+    m, n = node.arg.params[:2]
+    if m < n:
+        raise NotDifferentiable("the derivative of numpy.linalg.qr of a wide matrix (more columns than rows), as in "
+                                "JAX: factor its transpose, or a square part")
+    a, da = lapack_view(primals[0]), lapack_view(ta)
+    q, r = (cast(Tensor, t).uop for t in qr(Tensor(a)))
+    batch = _shape(a)[:-2]
+    c = matrix_transpose(solve_matrix(matrix_transpose(r), matrix_transpose(da)))   # dA R^-1
+    qtc = _mm(matrix_transpose(q), c)
+    low = lower(qtc, strict=True)
+    skew = low.alu(Ops.SUB, matrix_transpose(low))
+    dr = upper(_mm(qtc.alu(Ops.SUB, skew), r))
+    dq = _mm(q, skew.alu(Ops.SUB, qtc)).alu(Ops.ADD, c)
+    dh = lapack_view(dr.pad(((0, 0),) * len(batch) + ((0, m - n), (0, 0))) if m > n else dr)
+    QR_Q_TANGENTS[dh] = dq
+    return [dh] + [None] * (nres - 1)
+
+
+def jvp_orgqr(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    """Q from geqrf's reflectors: its tangent is the one geqrf's rule made (reduced Q of an m >= n matrix)."""
+    t = tangents[0]
+    nres = len(node.arg.results)
+    if t is None: return [None] * nres
+    while t not in QR_Q_TANGENTS and t.op in _MOVEMENT: t = t.src[0]
+    dq = QR_Q_TANGENTS.get(t)
+    if dq is None or _shape(lapack_view(_result(node, 0))) != _shape(dq):
+        raise NotDifferentiable("the derivative of numpy.linalg.qr's Q in mode='complete' of a tall matrix (its "
+                                "extra columns are not determined), as in JAX: use mode='reduced'")
+    return [lapack_view(dq)] + [None] * (nres - 1)
+
+
+EXTERN_JVP.update({"gesdd": jvp_gesdd, "gelsd": jvp_gelsd, "geqrf": jvp_geqrf, "orgqr": jvp_orgqr})
