@@ -289,6 +289,19 @@ def test_checkpointed_rnn_and_fori_loop_with_run_time_bound():
                                    atol=1e-8)
 
 
+def mixing(x):
+    for _ in range(30):
+        x = np.sin(x) * 0.9 + 0.1 * x[::-1]
+    return np.sum(x ** 2)
+
+
+def test_derivative_of_a_checkpointed_derivative():
+    x = np.array([0.3, -0.2, 0.5])
+    # d/dx |grad f(x)|^2 = 2 H grad f, the inner gradient through a loop checkpointed every 4 iterations
+    got = numfn.grad(lambda x: np.sum(numfn.grad(mixing, checkpoint=4)(x) ** 2))(x)
+    np.testing.assert_allclose(got, 2 * numfn.hessian(mixing)(x) @ numfn.grad(mixing)(x), rtol=1e-12, atol=1e-15)
+
+
 def test_checkpoint_must_be_a_positive_int():
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="checkpoint"):
