@@ -150,6 +150,15 @@ def test_complex_values_inside_a_function_of_reals():
     numfn.check_grads(f, (X,), order=1)
 
 
+def test_check_grads_with_complex_arguments_and_outputs():
+    numfn.check_grads(REAL_VALUED[3][1], (Z,), modes=("fwd", "rev"))
+    numfn.check_grads(lambda z, x: np.exp(z) * np.conj(z) + x, (Z, X), modes=("fwd", "rev"))
+    with pytest.raises(AssertionError, match="check_grads"):   # a wrong rule is caught: conj's derivative as 1
+        wrong = numfn.custom_jvp(lambda z: np.conj(z))
+        wrong.defjvp(lambda p, t: (np.conj(p[0]), t[0]))
+        numfn.check_grads(wrong, (Z,), modes=("fwd",))
+
+
 def test_jax_errors():
     with pytest.raises(TypeError, match="grad requires real-valued outputs.*complex128.*holomorphic=True"):
         numfn.grad(lambda z: np.sum(z * z))(Z)
