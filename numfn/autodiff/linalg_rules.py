@@ -1,6 +1,6 @@
 """Derivative rules of the LAPACK routines numpy.linalg's functions call (registered into rules.EXTERN_JVP and
 EXTERN_TRANSPOSE): gesv (solve, inv), getrf (det, slogdet), potrf (cholesky), syevd (eigh, eigvalsh), gesdd (svd,
-svdvals, pinv), gelsd (lstsq), geqrf and orgqr (qr). eig (geev) has none: an error naming the routine.
+svdvals, pinv), gelsd (lstsq), geqrf and orgqr (qr), geev (eigvals of real matrices; eig's eigenvectors: refused).
 
 Matrices small enough for numfn's generated elimination (numfn.numpy.linalg_small) are ordinary traced ops with
 ordinary rules; these rules are for the LAPACK calls. They are written on the matrices LAPACK sees: an EXTERN's
@@ -21,7 +21,8 @@ its own inverse). The formulas (A the matrix, d its tangent):
 - gelsd, x = A+ b for A of full rank: the derivative of the pseudo-inverse (`jvp_gelsd`);
 - geqrf and orgqr, A = Q R reduced, m >= n (as JAX): `jvp_geqrf` makes dR and dQ; orgqr's rule finds dQ by the
   tangent of the reflectors it reads (QR_Q_TANGENTS). qr's mode="raw" (the reflectors themselves) gets a zero
-  tangent below the diagonal: not a derivative of the reflectors.
+  tangent below the diagonal: not a derivative of the reflectors;
+- geev, eigvals of a real matrix, distinct eigenvalues: dw = diag(V^-1 dA V) (`jvp_geev`).
 
 The factors' other results (gesv's LU factors and pivots, work arrays, info) have no tangent: numpy.linalg never
 reads gesv's factors. The triangular solves are gesv calls too (LAPACK's general solver on a triangular matrix:
@@ -36,7 +37,9 @@ from numfn.autodiff.rules import EXTERN_JVP, EXTERN_TRANSPOSE, NotDifferentiable
     matrix_transpose
 from numfn.extern import extern
 from numfn.ir.uop import Ops, UOp
-from numfn.numpy.linalg import eigh, pinv, qr, svd
+from numfn.dtype import dtypes
+from numfn.numpy.linalg import eigh, inv, pinv, qr, svd
+from numfn.numpy.linalg_eig import eig
 from numfn.numpy.linalg_lapack import lapack_int
 from numfn.trace.tensor import Tensor
 
@@ -322,4 +325,22 @@ def jvp_orgqr(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]
     return [lapack_view(dq)] + [None] * (nres - 1)
 
 
-EXTERN_JVP.update({"gesdd": jvp_gesdd, "gelsd": jvp_gelsd, "geqrf": jvp_geqrf, "orgqr": jvp_orgqr})
+def jvp_geev(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> list[Tangent]:
+    """The eigenvalues of a real general matrix (eigvals; dgeev without vectors), distinct: with A = V diag(w) V^-1,
+    dw = diag(V^-1 dA V) (complex; wr and wi get its real and imaginary parts). The eigenvectors' derivative depends
+    on LAPACK's normalization (unit norm, the largest component real): refused."""
+    (ta,) = tangents
+    nres = len(node.arg.results)
+    if ta is None: return [None] * nres
+    if node.arg.params[1] == "V":
+        raise NotDifferentiable("the derivative of numpy.linalg.eig (its eigenvectors): use numpy.linalg.eigvals "
+                                "for the eigenvalues' derivative")
+    a, da = lapack_view(primals[0]), lapack_view(ta)
+    v = cast(Tensor, eig(Tensor(a))[1]).uop
+    c128 = dtypes.complex128
+    m = _mm(inv(Tensor(v)).uop, _mm(da.cast(c128), v))
+    dw = _diagonal(m)
+    return [None, dw.cast(dtypes.float64), dw.alu(Ops.IMAG)] + [None] * (nres - 3)
+
+
+EXTERN_JVP.update({"gesdd": jvp_gesdd, "gelsd": jvp_gelsd, "geqrf": jvp_geqrf, "orgqr": jvp_orgqr, "geev": jvp_geev})
