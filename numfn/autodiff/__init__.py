@@ -24,7 +24,8 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
 - loops.py: loops and branches (LOOP regions): forward mode carries the tangents in the region; reverse mode
   transposes branches (a branch region of transposed branches) and hands loops to reverse_loops.py: a recording
   loop storing each iteration's carries and a backward loop over them.
-- linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh).
+- linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh, svd, pinv, qr, lstsq,
+  eigvals).
 - custom.py: custom_jvp and custom_vjp (user-defined rules, JAX's interface).
 
 Not yet: checkpointing every k-th carry of a loop (reverse mode stores all of them, or recomputes them from the
