@@ -19,16 +19,17 @@ Design. A derivative is a graph-to-graph transformation of the function's traced
   needs are nodes of the same graph, so `jit(grad(f))` is one program: the scheduler plans them as buffers.
 - api.py: the JAX-style functions. Called on traced values (inside jit, vmap or another derivative) they return
   traced values; called on arrays they jit-compile that and run it.
-- check.py: check_grads, derivatives against central finite differences in float64.
+- check.py: check_grads, derivatives against central finite differences in float64 (complex128).
 
 - loops.py: loops and branches (LOOP regions): forward mode carries the tangents in the region; reverse mode
   transposes branches (a branch region of transposed branches) and hands loops to reverse_loops.py: a recording
   loop storing each iteration's carries and a backward loop over them.
-- linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh).
+- linalg_rules.py: the rules of LAPACK's routines (solve, inv, det, slogdet, cholesky, eigh, svd, pinv, qr, lstsq,
+  eigvals).
 - custom.py: custom_jvp and custom_vjp (user-defined rules, JAX's interface).
 
-Not yet: checkpointing every k-th carry of a loop (reverse mode stores all of them, or recomputes them from the
-start), complex derivatives, svd/qr/eig/lstsq, running max/min, multiply.at/maximum.at.
+Not yet: checkpointing of loops without a trip count bound (recomputed from the start), complex matrices in the
+LAPACK rules, eig's eigenvectors, running max/min, multiply.at/maximum.at.
 """
 from numfn.autodiff import loops  # noqa: F401 - registers forward mode through loops and branches
 from numfn.autodiff import linalg_rules  # noqa: F401 - registers the rules of LAPACK's routines

@@ -18,6 +18,7 @@ from functools import update_wrapper
 import numpy as np
 
 from numfn.autodiff.jvp import jvp_graph
+from numfn.autodiff.reverse_loops import checkpointing, valid_checkpoint
 from numfn.autodiff.rules import NotDifferentiable
 from numfn.autodiff.transpose import tangent_placeholder, transpose_graph
 from numfn.errors import unsupported
@@ -92,18 +93,39 @@ class Traced:
         strip = lambda u: u.src[0] if u is not None and u.op is Ops.CONTIGUOUS else u   # noqa: E731
         return [strip(p) for p in primals[:nout]], [strip(t) for t in touts[:nout]]
 
-    def float_slots(self, argnum: int, what: str) -> list[int]:
-        """The slots of a differentiated argument: TypeError for an integer or bool one (JAX's wording)."""
+    def float_slots(self, argnum: int, what: str, holomorphic: bool = False, real_only: bool = False) -> list[int]:
+        """The slots of a differentiated argument, with JAX's TypeErrors: integer and bool ones are refused, and
+        real ones with `holomorphic`, complex ones with `real_only` (forward-mode Jacobians)."""
         slots = self.arg_slots[argnum]
         for s in slots:
-            dt = self.values[s].dtype
-            if dt.is_complex:
-                raise TypeError(f"{what} of complex inputs is not supported yet (argument {self.names[s]})")
-            if not dt.is_float:
+            dt, name = self.values[s].dtype, self.names[s]
+            if holomorphic and not dt.is_complex:
+                raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got {dt.name} "
+                                f"(argument {name}).")
+            if real_only and dt.is_complex and not holomorphic:
                 raise TypeError(f"{what} requires real-valued inputs (input dtype that is a sub-dtype of "
-                                f"np.floating), but got {dt.name} for argument {self.names[s]}. Integer and "
-                                "boolean inputs have no derivative: leave them out of argnums.")
+                                f"np.floating), but got {dt.name} (argument {name}). For holomorphic "
+                                "differentiation, pass holomorphic=True. For differentiation of non-holomorphic "
+                                "functions involving complex inputs, use jvp directly.")
+            if not dt.is_inexact:
+                raise TypeError(f"{what} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                                f"np.inexact), but got {dt.name} for argument {name}. Integer and boolean inputs "
+                                "have no derivative: leave them out of argnums.")
         return slots
+
+
+def check_output_dtype(dt, what: str, holomorphic: bool) -> None:
+    """JAX's TypeErrors for the output of a reverse-mode derivative (grad, jacrev): real unless holomorphic, then
+    complex."""
+    if holomorphic and not dt.is_complex:
+        raise TypeError(f"{what} with holomorphic=True requires outputs with complex dtype, but got {dt.name}.")
+    if not holomorphic and dt.is_complex:
+        raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but "
+                        f"got {dt.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                        "differentiation of non-holomorphic functions involving complex outputs, use vjp directly.")
+    if not dt.is_inexact:
+        raise TypeError(f"{what} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                        f"but got {dt.name}")
 
 
 def _shape(u: UOp) -> tuple[int, ...]:
@@ -122,17 +144,20 @@ def _tensor(u: UOp) -> Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # the transformations on traced values
 
-def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str = "vjp"):
+def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str = "vjp",
+               checkpoint: int | None = None, holomorphic: bool = False):
     """(outputs, vjp_fn, pull): vjp_fn(cotangents) -> one cotangent tree per argnum (traced values); pull does the
-    same from a list with one cotangent per output leaf, None for zero (nothing is computed for those)."""
+    same from a list with one cotangent per output leaf, None for zero (nothing is computed for those).
+    `checkpoint`: reverse mode through loops stores every checkpoint-th carry (reverse_loops.loop_policy)."""
     tr = Traced(jit_of(fn), args, kwargs)
-    slots = [s for n in argnums for s in tr.float_slots(n, what)]
+    slots = [s for n in argnums for s in tr.float_slots(n, what, holomorphic)]
     holders = {s: tangent_placeholder(_shape(tr.values[s]), tr.values[s].dtype) for s in slots}
-    outs, touts = tr.run(dict(holders), linearizing=True)
+    with checkpointing(checkpoint):
+        outs, touts = tr.run(dict(holders), linearizing=True)
     out_tree = tr.nf.out_tree
 
     def pull(cuops: list[UOp | None]) -> tuple:
-        keep = [(t, c) for t, c, o in zip(touts, cuops, outs) if c is not None and o.dtype.is_float]
+        keep = [(t, c) for t, c, o in zip(touts, cuops, outs) if c is not None and o.dtype.is_inexact]
         found = transpose_graph([t for t, _ in keep], [c for _, c in keep], [holders[s] for s in slots])
         by_slot = {s: (_zeros(holders[s].shape, holders[s].dtype) if g is None else g) for s, g in zip(slots, found)}
         return tuple(unflatten(tr.arg_trees[n], [_tensor(by_slot[s]) for s in tr.arg_slots[n]]) for n in argnums)
@@ -146,7 +171,7 @@ def vjp_traced(fn: Callable, args: tuple, kwargs: dict, argnums: tuple[int, ...]
             u = Tensor.lift(c).uop
             if u.shape != o.shape:
                 raise ValueError(f"vjp: a cotangent of shape {u.shape} for an output of shape {o.shape}")
-            cuops.append(u.cast(o.dtype) if o.dtype.is_float else None)
+            cuops.append(u.cast(o.dtype) if o.dtype.is_inexact else None)
         return pull(cuops)
 
     return unflatten(out_tree, [_tensor(o) for o in outs]), vjp_fn, pull
@@ -166,27 +191,24 @@ def jvp_traced(fn: Callable, primals: tuple, tangents: tuple, kwargs: dict | Non
             p, u = tr.values[s], Tensor.lift(leaf).uop
             if u.shape != p.shape:
                 raise ValueError(f"jvp: tangent of shape {u.shape} for argument {tr.names[s]} of shape {p.shape}")
-            if p.dtype.is_complex:
-                raise TypeError(f"jvp of complex inputs is not supported yet (argument {tr.names[s]})")
-            given[s] = u.cast(p.dtype) if p.dtype.is_float else None   # integer primals have no tangent
+            given[s] = u.cast(p.dtype) if p.dtype.is_inexact else None   # integer primals have no tangent
     outs, touts = tr.run(given)
     zero_or = [_zeros(o.shape, o.dtype) if t is None else t for o, t in zip(outs, touts)]
     tree = tr.nf.out_tree
     return unflatten(tree, [_tensor(o) for o in outs]), unflatten(tree, [_tensor(t) for t in zero_or])
 
 
-def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgNums, has_aux: bool):
+def value_and_grad_traced(fn: Callable, args: tuple, kwargs: dict, argnums: ArgNums, has_aux: bool,
+                          checkpoint: int | None = None, holomorphic: bool = False):
     nums = _argnums(argnums, len(args))
-    out, _, pull = vjp_traced(fn, args, kwargs, nums, "grad")
+    out, _, pull = vjp_traced(fn, args, kwargs, nums, "grad", checkpoint, holomorphic)
     if has_aux and not (isinstance(out, tuple) and len(out) == 2):
         raise TypeError("has_aux=True needs the function to return a pair (output, auxiliary data)")
     value, aux = out if has_aux else (out, None)
     if not isinstance(value, Tensor) or value.shape != ():
         shape = value.shape if isinstance(value, Tensor) else type(value).__name__
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {shape}.")
-    if not value.uop.dtype.is_float:
-        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
-                        f"but got {value.uop.dtype.name}")
+    check_output_dtype(value.uop.dtype, "grad", holomorphic)
     one = UOp.const(value.uop.dtype, 1.0)
     nout = len(flatten(out, is_leaf=_leaf_or_tensor)[0])
     grads = pull([one] + [None] * (nout - 1))   # the value is the first leaf; the auxiliary data has no cotangent
@@ -218,20 +240,33 @@ class Transformed:
         return self._jitted.specialize(*args, **kwargs)
 
 
-def grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False) -> Transformed:
+def grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False, checkpoint: int | None = None,
+         holomorphic: bool = False) -> Transformed:
     """The gradient of scalar-valued `fn` with respect to argument(s) `argnums` (trees of float arrays): a function
     of the same arguments returning the gradient (a tuple of them for a tuple of argnums; with `has_aux`, fn returns
-    (value, aux) and the result is (gradient, aux))."""
+    (value, aux) and the result is (gradient, aux)). `checkpoint=k`: reverse mode through a loop stores the state
+    of every k-th iteration only and recomputes the others, one segment of k at a time (memory ~ n/k + k states
+    for n iterations, one more evaluation of the body per iteration); None: store every iteration's state when it
+    fits numfn.autodiff.reverse_loops.MAX_STACK_BYTES, else checkpoint every ceil(sqrt(n)) (docs/derivatives.md).
+    Complex arguments, as in JAX: for real-valued fn the gradient is df/dx - i df/dy (2 conj(z) for |z|^2); with
+    `holomorphic`, fn's output and the arguments are complex and the gradient is the complex derivative f'(z)."""
+    valid_checkpoint(checkpoint)
+
     def traced(args, kwargs):
-        (value, aux), g = value_and_grad_traced(fn, args, kwargs, argnums, True) if has_aux else \
-            ((None, None), value_and_grad_traced(fn, args, kwargs, argnums, False)[1])
+        (value, aux), g = value_and_grad_traced(fn, args, kwargs, argnums, True, checkpoint, holomorphic) \
+            if has_aux else \
+            ((None, None), value_and_grad_traced(fn, args, kwargs, argnums, False, checkpoint, holomorphic)[1])
         return (g, aux) if has_aux else g
     return Transformed(fn, traced)
 
 
-def value_and_grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False) -> Transformed:
-    """(fn's value, its gradient) in one program (with `has_aux`: ((value, aux), gradient))."""
-    return Transformed(fn, lambda args, kwargs: value_and_grad_traced(fn, args, kwargs, argnums, has_aux))
+def value_and_grad(fn: Callable, argnums: ArgNums = 0, has_aux: bool = False,
+                   checkpoint: int | None = None, holomorphic: bool = False) -> Transformed:
+    """(fn's value, its gradient) in one program (with `has_aux`: ((value, aux), gradient)); `checkpoint` and
+    `holomorphic` as for grad."""
+    valid_checkpoint(checkpoint)
+    return Transformed(fn, lambda args, kwargs: value_and_grad_traced(fn, args, kwargs, argnums, has_aux,
+                                                                      checkpoint, holomorphic))
 
 
 @functools.lru_cache(maxsize=256)
@@ -263,7 +298,7 @@ def vjp(fn: Callable, *primals):
     return out, lambda cotangents: _vjp_program(fn)(tuple(primals), cotangents)
 
 
-def _jacobian(fn: Callable, argnums: ArgNums, forward: bool) -> Transformed:
+def _jacobian(fn: Callable, argnums: ArgNums, forward: bool, holomorphic: bool = False) -> Transformed:
     from numfn.transforms import vmap
     import numfn.numpy as fnp
 
@@ -272,12 +307,16 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool) -> Transformed:
         tr = Traced(jit_of(fn), args, kwargs)
         if tr.nf.out_tree.kind != "leaf":
             raise unsupported("jacfwd/jacrev of a function returning several arrays", "one array output for now")
-        out_shape = tr.nf.out_specs[0][0]
+        out_shape, out_dtype = tr.nf.out_specs[0][0], tr.nf.out_specs[0][1]
+        if not forward: check_output_dtype(out_dtype, "jacrev", holomorphic)
+        elif holomorphic and not out_dtype.is_complex:
+            raise TypeError(f"jacfwd with holomorphic=True requires outputs with complex dtype, but got "
+                            f"{out_dtype.name}.")
         jacs = []
         for n in nums:
             if tr.arg_trees[n].kind != "leaf":
                 raise unsupported("jacfwd/jacrev with respect to a tree of arrays", "one array per argnum for now")
-            slot, = tr.float_slots(n, "jacfwd" if forward else "jacrev")
+            slot, = tr.float_slots(n, "jacfwd" if forward else "jacrev", holomorphic, real_only=forward)
             x = tr.values[slot]
             assert x.shape is not None
             if forward:
@@ -295,7 +334,7 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool) -> Transformed:
                 basis = np.eye(size, dtype=dt.np).reshape((size,) + out_shape)
 
                 def row(*a, n=n):   # one output element's gradient
-                    return vjp_traced(fn, a[:-1], kwargs, (n,))[1](a[-1])[0]
+                    return vjp_traced(fn, a[:-1], kwargs, (n,), holomorphic=holomorphic)[1](a[-1])[0]
                 stacked = vmap(row, in_axes=(None,) * len(args) + (0,))(*args, basis)   # (size, *x)
                 jac = stacked.reshape(out_shape + x.shape)
             jacs.append(jac)
@@ -308,16 +347,18 @@ def _zero_tangent(p):
     return Tensor(_zeros(t.shape, t.uop.dtype))
 
 
-def jacfwd(fn: Callable, argnums: ArgNums = 0) -> Transformed:
-    """The Jacobian of fn (shape: output's + argument's) by forward mode: one jvp per input element, vmapped."""
-    return _jacobian(fn, argnums, True)
+def jacfwd(fn: Callable, argnums: ArgNums = 0, holomorphic: bool = False) -> Transformed:
+    """The Jacobian of fn (shape: output's + argument's) by forward mode: one jvp per input element, vmapped (real
+    inputs; with `holomorphic`, complex inputs and outputs and the complex derivative)."""
+    return _jacobian(fn, argnums, True, holomorphic)
 
 
-def jacrev(fn: Callable, argnums: ArgNums = 0) -> Transformed:
-    """The Jacobian of fn (shape: output's + argument's) by reverse mode: one vjp per output element, vmapped."""
-    return _jacobian(fn, argnums, False)
+def jacrev(fn: Callable, argnums: ArgNums = 0, holomorphic: bool = False) -> Transformed:
+    """The Jacobian of fn (shape: output's + argument's) by reverse mode: one vjp per output element, vmapped (real
+    outputs, of real or complex inputs as for grad; with `holomorphic`, complex ones and the complex derivative)."""
+    return _jacobian(fn, argnums, False, holomorphic)
 
 
-def hessian(fn: Callable, argnums: ArgNums = 0) -> Transformed:
+def hessian(fn: Callable, argnums: ArgNums = 0, holomorphic: bool = False) -> Transformed:
     """The Hessian of scalar-valued fn: jacfwd(jacrev(fn)) (shape: argument's + argument's)."""
-    return jacfwd(jacrev(fn, argnums), argnums)
+    return jacfwd(jacrev(fn, argnums, holomorphic), argnums, holomorphic)

@@ -25,15 +25,23 @@ there instead of differentiating the branch (numfn/autodiff/loops.py calls `jvp_
   and the results' tangents come from a *vjp marker*: a branch region never run whose sources are the arguments'
   tangents and the residuals; transposing it calls `bwd(residuals, cotangents)`.
 
+`nondiff_argnums` (JAX's): those arguments are passed first to the rule (jvp(*nondiff, primals, tangents),
+bwd(*nondiff, residuals, cotangents)) and get no derivative. Python values there (functions, ints) are closed over
+by the traced function; an array there is an argument of the call whose tangent is dropped (custom_jvp), or a
+TypeError (custom_vjp, as in JAX).
+
+The side tables (CUSTOM_CALLS: each call's function and trees, VJP_MARKERS) are weak dictionaries keyed by the
+regions they describe: an entry dies with the last graph holding its region.
+
 Not supported: a custom function that closes over a value being differentiated (pass it as an argument:
 NotDifferentiable), writes into arrays from outside, or makes checks (indexing with traced indices); the derivative
-of a vmapped custom function (grad(vmap(f)): NotDifferentiable; vmap(grad(f)) works); JAX's nondiff_argnums (close
-over non-array parameters instead).
+of a vmapped custom function (grad(vmap(f)): NotDifferentiable; vmap(grad(f)) works).
 """
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import update_wrapper
 from typing import Any, cast
@@ -63,14 +71,16 @@ def _traced(args) -> bool:
 
 
 class _Custom:
-    """What custom_jvp and custom_vjp share: the function, its number, calls made into custom calls."""
-    registry: dict[int, _Custom] = {}
+    """What custom_jvp and custom_vjp share: the function, its non-differentiable arguments, calls made into
+    custom calls."""
 
-    def __init__(self, fun: Callable):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         self.fun = fun
         self.name: str = getattr(fun, "__name__", "a custom function")
-        self.number = next(_ids)
-        _Custom.registry[self.number] = self
+        nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else tuple(nondiff_argnums)
+        if any(not isinstance(n, int) or isinstance(n, bool) for n in nums):
+            raise TypeError(f"nondiff_argnums must be integers, got {nondiff_argnums!r}")
+        self.nondiff_argnums: tuple[int, ...] = tuple(sorted(set(nums)))
         update_wrapper(self, fun)
 
     def __call__(self, *args):
@@ -85,6 +95,9 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
 
     Args:
         fun: the function (arrays in, arrays out).
+        nondiff_argnums: positions of arguments that are not differentiated (Python values such as functions or
+            ints, or arrays whose derivative is dropped): the rule is then called as
+            rule(*nondiff_args, primals, tangents), primals and tangents holding the other arguments only.
 
     Example:
         @numfn.custom_jvp
@@ -100,8 +113,8 @@ class custom_jvp(_Custom):  # noqa: N801 - JAX's name
         np.testing.assert_allclose(g, [0.0, 0.5, 1.0], atol=1e-12)
     """
 
-    def __init__(self, fun: Callable):
-        super().__init__(fun)
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
@@ -116,6 +129,10 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
 
     Args:
         fun: the function (arrays in, arrays out).
+        nondiff_argnums: positions of arguments that are not differentiated, Python values that are not arrays
+            (functions, ints; a traced array there is a TypeError, as in JAX): fwd takes every argument as fun
+            does, bwd is called as bwd(*nondiff_args, residuals, cotangents) and returns one cotangent per other
+            argument.
 
     Example:
         @numfn.custom_vjp
@@ -133,8 +150,8 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
         np.testing.assert_allclose(g, np.ones(3))
     """
 
-    def __init__(self, fun: Callable):
-        super().__init__(fun)
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
@@ -144,23 +161,68 @@ class custom_vjp(_Custom):  # noqa: N801 - JAX's name
 
 @dataclass(frozen=True)
 class CallInfo:
+    """One custom call: the function, the trees of its array arguments (`in_tree`: the tuple of the arguments not
+    passed as Python values) and results, how many array leaves it takes, and its non-differentiable arguments."""
     custom: _Custom
     in_tree: TreeDef
     out_tree: TreeDef
     n_args: int
+    positions: tuple[int, ...]            # the argument position of each entry of in_tree's tuple
+    static: tuple[tuple[int, Any], ...]   # (position, value) of the nondiff arguments passed as Python values
+
+    def nondiff_args(self, arrays: tuple) -> list:
+        """The nondiff arguments in order, those passed as arrays taken from `arrays` (the in_tree tuple)."""
+        given = dict(self.static)
+        given.update((p, a) for p, a in zip(self.positions, arrays))
+        return [given[p] for p in self.custom.nondiff_argnums]
+
+    def diff_args(self, arrays: tuple) -> tuple:
+        """The differentiated arguments, in order (the in_tree tuple without the nondiff ones)."""
+        return tuple(a for p, a in zip(self.positions, arrays) if p not in self.custom.nondiff_argnums)
+
+    def all_args(self, arrays: tuple) -> tuple:
+        """Every argument, in the function's order."""
+        given = dict(self.static)
+        given.update((p, a) for p, a in zip(self.positions, arrays))
+        return tuple(given[p] for p in range(len(given)))
 
 
-_calls: dict[int, CallInfo] = {}   # by the marker constant of the call
+# Side tables of the custom calls and vjp markers, by their regions: weak, so an entry lives exactly as long as some
+# graph holds its region (a program tracing many functions does not accumulate them). Regions are hashed by value
+# and every one made here has a tag of its own.
+CUSTOM_CALLS: weakref.WeakKeyDictionary[Region, CallInfo] = weakref.WeakKeyDictionary()
+
+
+def _split_arguments(custom: _Custom, args: tuple) -> tuple[tuple[int, ...], dict[int, Any]]:
+    """The positions of the arguments traced as arrays, and the nondiff ones passed as Python values."""
+    nondiff = custom.nondiff_argnums
+    if any(not 0 <= n < len(args) for n in nondiff):
+        raise ValueError(f"nondiff_argnums {nondiff} of {custom.name} out of range for a call with {len(args)} "
+                         "arguments")
+    static: dict[int, Any] = {}
+    for n in nondiff:
+        if not _traced((args[n],)):
+            static[n] = args[n]
+        elif isinstance(custom, custom_vjp):
+            raise TypeError(f"an array traced by numfn passed as argument {n} of custom_vjp function {custom.name}, "
+                            "which nondiff_argnums says is not differentiable: nondiff_argnums of a custom_vjp "
+                            "function are for arguments that are not arrays (functions, ints), as in JAX; pass "
+                            "arrays as ordinary arguments (bwd may return None for them)")
+    return tuple(p for p in range(len(args)) if p not in static), static
 
 
 def custom_call(custom: _Custom, args: tuple):
     """The results of custom(*args) as results of a custom call (see the module docstring)."""
-    leaves, in_tree = flatten(tuple(args), is_leaf=_is_leaf)
+    positions, static = _split_arguments(custom, args)
+    leaves, in_tree = flatten(tuple(args[p] for p in positions), is_leaf=_is_leaf)
     values = [as_state(x, "a custom function's argument") for x in leaves]
     tag = new_region_tag()
     held = [Tensor(placeholder(tag, k, v.shape, v.uop.dtype), weak=v.weak) for k, v in enumerate(values)]
     with recording_trace(region=True) as rec:
-        out = custom.fun(*unflatten(in_tree, held))
+        arrays = unflatten(in_tree, held)
+        given = dict(static)
+        given.update(zip(positions, arrays))
+        out = custom.fun(*(given[p] for p in range(len(args))))
         out_leaves, out_tree = flatten(out, is_leaf=_is_leaf)
         outs = [as_state(x, "a custom function's result") for x in out_leaves]
     assert rec.rebinds is not None
@@ -173,7 +235,6 @@ def custom_call(custom: _Custom, args: tuple):
         raise unsupported("a custom_jvp/custom_vjp function making run-time checks (indexing with traced indices, "
                           "linear algebra errors)", "keep those outside the custom function")
     call_id = next(_ids)
-    _calls[call_id] = CallInfo(custom, in_tree, out_tree, len(values))
     captures: dict[UOp, UOp] = {}
     body = close(tag, [UOp(Ops.SINK, dtypes.void, tuple(o.uop for o in outs) + (UOp.const(I64, call_id),))],
                  len(values), captures)[0]
@@ -181,18 +242,21 @@ def custom_call(custom: _Custom, args: tuple):
     name = getattr(custom.fun, "__name__", "a function")
     region = Region("cond", tag, (), None, (body,), results,
                     tuple(f"result {k} of {name}" for k in range(len(outs))) + (f"{_MARK}{call_id}",))
+    CUSTOM_CALLS[region] = CallInfo(custom, in_tree, out_tree, len(values), positions, tuple(static.items()))
     loop = UOp(Ops.LOOP, dtypes.void, (UOp.const(I64, 0),) + tuple(v.uop for v in values) + tuple(captures), region)
     return unflatten(out_tree, [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=o.weak)
                                 for k, (o, (_, d)) in enumerate(zip(outs, results))])
 
 
 def custom_call_of(region: Region) -> CallInfo | None:
+    """The custom call a region is, None for any other region."""
     if region.kind != "cond" or not region.names or not region.names[-1].startswith(_MARK): return None
-    marker = region.bodies[0].src[-1]
-    if marker.op is not Ops.CONST:   # vmap batched the call: the rules are for one example
+    info = CUSTOM_CALLS.get(region)
+    if info is None or region.bodies[0].src[-1].op is not Ops.CONST:
+        # vmap batched the call (its marker, or the region, was rebuilt): the rules are for one example
         raise NotDifferentiable("the derivative of a vmapped custom_jvp/custom_vjp function (grad(vmap(f))): take "
                                 "the derivative inside vmap instead (vmap(grad(f)))")
-    return _calls.get(int(marker.arg))
+    return info
 
 
 def _zeros_like(u: UOp) -> UOp:
@@ -200,22 +264,34 @@ def _zeros_like(u: UOp) -> UOp:
     return UOp.const_like(u.dtype, 0, u.shape)
 
 
+def _stopped_leaves(info: CallInfo) -> set[int]:
+    """The array leaves of the nondiff arguments passed as arrays (custom_jvp only): their tangents are dropped."""
+    flags = unflatten(info.in_tree, list(range(info.n_args)))
+    found: set[int] = set()
+    for p, arg in zip(info.positions, flags):
+        if p in info.custom.nondiff_argnums: found.update(flatten(arg, is_leaf=_is_leaf)[0])
+    return found
+
+
 def jvp_custom(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...], info: CallInfo,
                linearizing: bool) -> NewPrimal:
     """The rule of a custom call: the user's jvp rule, or (reverse mode) a vjp marker for the user's bwd."""
     region: Region = node.arg
-    args, targs = primals[1:1 + info.n_args], tangents[1:1 + info.n_args]
+    args = primals[1:1 + info.n_args]
+    stopped = _stopped_leaves(info)
+    targs = tuple(None if k in stopped else t for k, t in enumerate(tangents[1:1 + info.n_args]))
     if any(t is not None for t in tangents[1 + info.n_args:]):
         raise NotDifferentiable(f"a custom_jvp/custom_vjp function ({info.custom.name}) closes over a value "
                                 "being differentiated: pass it as an argument")
     results = region.results[:-1]
-    floats = [k for k, (_, d) in enumerate(results) if d.is_float]
+    floats = [k for k, (_, d) in enumerate(results) if d.is_inexact]
     custom = info.custom
     if isinstance(custom, custom_jvp):
         if custom.jvp is None: raise TypeError(f"no jvp rule defined for custom_jvp function {custom.name}")
-        given = [Tensor(p) for p in args]
-        tans = [Tensor(_zeros_like(p) if t is None or not p.dtype.is_float else t) for p, t in zip(args, targs)]
-        _, t_out = custom.jvp(unflatten(info.in_tree, given), unflatten(info.in_tree, tans))
+        given = unflatten(info.in_tree, [Tensor(p) for p in args])
+        tans = unflatten(info.in_tree, [Tensor(_zeros_like(p) if t is None or not p.dtype.is_inexact else t)
+                                        for p, t in zip(args, targs)])
+        _, t_out = custom.jvp(*info.nondiff_args(given), info.diff_args(given), info.diff_args(tans))
         t_leaves, t_tree = flatten(t_out, is_leaf=_is_leaf)
         if t_tree.unordered() != info.out_tree.unordered():
             raise TypeError(f"the jvp rule of {custom.name} returns tangents of structure {t_tree}, its "
@@ -228,16 +304,16 @@ def jvp_custom(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...
         raise TypeError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function ({custom.name})")
     if custom.fwd is None or custom.bwd is None:
         raise TypeError(f"no vjp rule defined for custom_vjp function {custom.name} (defvjp(fwd, bwd))")
-    _, residuals = custom.fwd(*unflatten(info.in_tree, [Tensor(p) for p in args]))
+    _, residuals = custom.fwd(*info.all_args(unflatten(info.in_tree, [Tensor(p) for p in args])))
     # (a None among the residuals is no value: `return x, None` in JAX's examples)
     res_leaves, res_tree = flatten(residuals, is_leaf=lambda x: x is not None and _is_leaf(x))
     res = [Tensor.lift(r).uop for r in res_leaves]
-    linear = [k for k, t in enumerate(targs) if t is not None and args[k].dtype.is_float]
+    linear = [k for k, t in enumerate(targs) if t is not None and args[k].dtype.is_inexact]
     tag = next(_markers)
-    _vjps[tag] = VjpMarker(info, res_tree, len(res), tuple(linear), tuple(a.dtype for a in args),
-                           tuple(a.shape for a in args))
     body = UOp(Ops.SINK, dtypes.void, tuple(UOp.const_like(d, 0, s) for s, d in results))
     marker = Region("cond", tag, (), None, (body,), tuple(results))
+    VJP_MARKERS[marker] = VjpMarker(info, res_tree, len(res), tuple(linear), tuple(a.dtype for a in args),
+                                    tuple(a.shape for a in args))
     srcs = (UOp.const(I64, 0),) + tuple(cast(UOp, targs[k]) for k in linear) + tuple(res)
     loop = UOp(Ops.LOOP, dtypes.void, srcs, marker)
     return NewPrimal(node, [UOp(Ops.RESULT, results[k][1], (loop,), k) if k in floats else None
@@ -254,24 +330,24 @@ class VjpMarker:
     shapes: tuple[Any, ...]
 
 
-_vjps: dict[int, VjpMarker] = {}
+VJP_MARKERS: weakref.WeakKeyDictionary[Region, VjpMarker] = weakref.WeakKeyDictionary()   # by marker region
 
 
 def is_vjp_marker(loop: UOp) -> bool:
-    return isinstance(loop.arg, Region) and loop.arg.tag in _vjps
+    return isinstance(loop.arg, Region) and loop.arg in VJP_MARKERS
 
 
 def transpose_custom(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> tuple[UOp | None, ...]:
     """The cotangents of a vjp marker's tangent sources: the user's bwd(residuals, the results' cotangents)."""
     region: Region = loop.arg
-    m = _vjps[region.tag]
+    m = VJP_MARKERS[region]
     custom = m.info.custom
     assert isinstance(custom, custom_vjp) and custom.bwd is not None
     nl = len(m.linear)
     res = unflatten(m.res_tree, [Tensor(u) for u in loop.src[1 + nl:]])
     outs = [Tensor(cts[k] if k in cts else UOp.const_like(d, 0, s)) for k, (s, d) in enumerate(region.results)]
     ct = unflatten(m.info.out_tree, outs)
-    found = custom.bwd(res, ct)
+    found = custom.bwd(*m.info.nondiff_args(()), res, ct)
     if not isinstance(found, (tuple, list)):
         raise TypeError(f"the bwd rule of {custom.name} must return a tuple (one cotangent per argument)")
     leaves, tree = flatten(tuple(found), is_leaf=_is_leaf)

@@ -24,7 +24,7 @@ BITS = object()
 
 def carries_tangent(u: UOp) -> bool:
     """Whether a value can have a nonzero tangent: floats only (integers and bools have none, as in JAX)."""
-    return u.dtype.is_float or u.op in (Ops.EXTERN, Ops.LOOP)
+    return u.dtype.is_inexact or u.op in (Ops.EXTERN, Ops.LOOP)
 
 
 class NewPrimal:
@@ -49,7 +49,7 @@ def jvp_nodes(roots: list[UOp], leaves: dict[UOp, tuple[UOp, Tangent]],
         if all(t is None for t in ts): return node, None
         if u.op is Ops.BITCAST or any(t is BITS for t in ts):
             if u.op in COMPARISON: return node, None
-            if u.dtype.is_float:
+            if u.dtype.is_inexact:
                 raise NotDifferentiable("numfn cannot differentiate a float made from another float's bits "
                                         "(np.copysign, nextafter, ldexp, frexp reinterpret them as integers)")
             return node, BITS

@@ -59,7 +59,7 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...],
     subs = ([region.cond] if region.cond is not None else []) + list(region.bodies)
     old = {c.arg[1]: c for sub in subs for c in toposort([sub]) if c.op is Ops.CARRY and c.arg[0] == tag}
     # the new placeholders: state, tangents of the state, captures, tangents of the captures
-    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_float]
+    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_inexact]
     tcaps = [k for k in range(n, len(inputs)) if tins[k] is not None]
     nt = len(tstate)
     at: dict[int, int] = {k: k for k in range(n)}
@@ -92,7 +92,7 @@ def jvp_loop(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...],
         return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (loop,), n + tstate.index(k))
                                 if k in tstate else None for k in range(n)])
     # cond: every branch computes the results and then their tangents
-    floats = [r for r, (_, d) in enumerate(region.results) if d.is_float]
+    floats = [r for r, (_, d) in enumerate(region.results) if d.is_inexact]
     bodies = []
     if linearizing:   # the values from the branch as it was; the tangents from a branch region of their own
         tbodies = []

@@ -20,19 +20,33 @@ on the body's graph), and the cotangents of the captured values with a tangent a
 Every loop made here can be differentiated again (jvp of the backward loop: hessians; reverse mode of it: grad of
 grad); those with a bounded index keep its bounds, so their own reverse mode stores too.
 
-The memory policy. Storing needs a trip count bound known when compiling: a state value that is a loop's index (a
-range's, fori_loop's: the tracer knows its bounds lo <= i <= hi inside the body, and the body adds a step to it)
-makes hi - lo + 1 a bound, which the recording loop also enforces (it stops there). So a `for` loop over a range
-with static bounds stores exactly its iterations, a fori_loop with a run-time trip count up to the bound of its
-upper limit's value. When there is no bound (a `while` loop on values, while_loop, a fori_loop with an unbounded
-run-time limit), or the stacks would exceed MAX_STACK_BYTES (the knob: 0 recomputes every loop), the carries are
-*recomputed* instead: the recording loop only counts the iterations, and iteration j of the backward loop replays
-the body j times from the initial state (`replay`): no memory beyond the state, O(trip count^2) body evaluations.
+The memory policy (`loop_policy`). Storing needs a trip count bound n known when compiling: a state value that is
+a loop's index (a range's, fori_loop's: the tracer knows its bounds lo <= i <= hi inside the body, and the body adds
+a step to it) makes hi - lo + 1 a bound, which the recording loop also enforces (it stops there). So a `for` loop
+over a range with static bounds stores exactly its iterations, a fori_loop with a run-time trip count up to the
+bound of its upper limit's value. With a bound n, by the carries' size S (the state's bytes) and MAX_STACK_BYTES:
+
+- *store* when n * S fits: every iteration's state, one body evaluation per iteration backwards;
+- else *checkpoint* every k = ceil(sqrt(n)) iterations when ceil(n / k) * S and k * S fit: `segmented` rewrites
+  the loop as an outer loop over segments whose body is an inner loop of up to k iterations, and both levels
+  store: the forward pass keeps the ceil(n / k) checkpoints (the outer loop's carries); each iteration of the
+  backward loop over segments first reruns its segment from its checkpoint, storing its k carries, then goes back
+  through them. Memory (n / k + k) * S, about two body evaluations per iteration;
+- else (or without a bound: a `while` loop on values, while_loop, a fori_loop with an unbounded run-time limit)
+  *recompute*: the recording loop only counts the iterations, and iteration j of the backward loop replays the
+  body j times from the initial state (`replay`): no memory beyond the state, O(n^2) body evaluations.
+
+The knob: `grad(f, checkpoint=k)` (the `checkpointing(k)` context around a linearization) checkpoints every k
+iterations every loop with a bound over k, whatever fits (k = 1: store); MAX_STACK_BYTES = 0 recomputes every loop.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import math
+import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -59,7 +73,9 @@ class TangentLoop:
     first_tangent_capture: int
 
 
-_TANGENT_LOOPS: dict[int, TangentLoop] = {}   # by region tag
+# by region: weak, so an entry dies with the last graph holding its tangent loop (a tangent loop is made and
+# transposed in the same transformation; the table must not grow with every function traced)
+TANGENT_LOOPS: weakref.WeakKeyDictionary[Region, TangentLoop] = weakref.WeakKeyDictionary()
 
 
 def _sink(values: list[UOp]) -> UOp:
@@ -115,14 +131,104 @@ def stack_write(stack: UOp, j: UOp, value: UOp) -> UOp:
     return UOp(Ops.SCATTER, stack.dtype, (stack, value) + _index_grid(j, value.shape), (None, True, False))
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# the memory policy
+
+# the checkpoint interval asked for by the transformation being traced (grad(..., checkpoint=k)); None: automatic
+_CHECKPOINT_EVERY: contextvars.ContextVar[int | None] = contextvars.ContextVar("numfn_checkpoint_every",
+                                                                               default=None)
+# the loops made by segmenting a loop for checkpointing (both levels store: they are never segmented again)
+_SEGMENTS: weakref.WeakSet[Region] = weakref.WeakSet()
+
+
+def valid_checkpoint(every: int | None) -> int | None:
+    """`every`, a checkpoint interval: a positive int, or None (ValueError otherwise)."""
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+        raise ValueError(f"checkpoint must be a positive number of iterations or None, got {every!r}")
+    return every
+
+
+@contextlib.contextmanager
+def checkpointing(every: int | None) -> Iterator[None]:
+    """Within: reverse mode through a loop stores every `every`-th carry (None: the automatic policy, or the
+    interval an enclosing transformation asked for)."""
+    if valid_checkpoint(every) is None:
+        yield
+        return
+    token = _CHECKPOINT_EVERY.set(every)
+    try:
+        yield
+    finally:
+        _CHECKPOINT_EVERY.reset(token)
+
+
+def loop_policy(region: Region, bound: int | None) -> tuple[str, int]:
+    """How reverse mode keeps a loop's carries: ("store", 1), ("checkpoint", k): every k-th carry, or
+    ("recompute", 0); see the module docstring."""
+    if bound is None: return "recompute", 0
+    state_bytes = sum(math.prod(s) * d.itemsize for s, d in region.state) + I64.itemsize
+    fits = lambda rows: rows * state_bytes <= MAX_STACK_BYTES   # noqa: E731
+    asked = _CHECKPOINT_EVERY.get()
+    if region in _SEGMENTS or bound <= 2 or (asked is not None and not 1 < asked < bound):
+        return ("store", 1) if fits(bound) else ("recompute", 0)
+    every = asked if asked is not None else math.isqrt(bound - 1) + 1   # ceil(sqrt(bound))
+    if asked is None and fits(bound): return "store", 1
+    if fits(-(-bound // every)) and fits(every): return "checkpoint", every
+    return "recompute", 0
+
+
+def segmented(node: UOp, every: int, bound: int) -> UOp:
+    """The loop `node` as two nested loops: the outer runs up to ceil(bound / every) segments, each the inner loop
+    running up to `every` of the original iterations (both stop where the original loop stops). Its state is the
+    original state, then the segment index; its sources the original's with a 0 after the state. Reverse mode
+    stores the outer loop's carries (the checkpoints) and, in the backward loop, the carries of one segment at a
+    time (recomputed from its checkpoint)."""
+    region: Region = node.arg
+    assert region.cond is not None
+    n, ncap = len(region.state), len(node.src) - len(region.state)
+    segments = -(-bound // every)
+    outer, inner = next(_tags), next(_tags)
+
+    def renumbered(tag: int) -> dict[UOp, UOp]:   # the original placeholders, the state's index after the state
+        return {c: placeholder(tag, c.arg[1] if c.arg[1] < n else c.arg[1] + 1, c.arg[2], c.dtype,
+                               c.arg[3] if len(c.arg) > 3 else None) for c in _carries(region)}
+    specs = tuple(region.state) + (((), I64),)
+    # the inner loop: `every` iterations at most; its sources are the outer region's placeholders
+    t_body = placeholder(inner, n, (), I64, (0, every - 1))
+    in_cond = substitute(region.cond, renumbered(inner)).src[0].alu(
+        Ops.AND, placeholder(inner, n, (), I64).alu(Ops.CMPLT, _int(every)))
+    in_body = substitute(region.bodies[0], renumbered(inner))
+    in_region = Region("while", inner, specs, _sink([in_cond]),
+                       (_sink(list(in_body.src) + [t_body.alu(Ops.ADD, _int(1))]),), specs,
+                       tuple(region.names) + ("the iteration in the segment",))
+    _SEGMENTS.add(in_region)
+    outer_state = [placeholder(outer, k, *region.state[k]) for k in range(n)]
+    outer_caps = [placeholder(outer, n + 1 + c, _shape(node.src[n + c]), node.src[n + c].dtype) for c in range(ncap)]
+    in_loop = UOp(Ops.LOOP, node.dtype, tuple(outer_state) + (_int(0),) + tuple(outer_caps), in_region)
+    q_body = placeholder(outer, n, (), I64, (0, segments - 1))
+    out_cond = substitute(region.cond, renumbered(outer)).src[0].alu(
+        Ops.AND, placeholder(outer, n, (), I64).alu(Ops.CMPLT, _int(segments)))
+    out_body = [UOp(Ops.RESULT, d, (in_loop,), k) for k, (_, d) in enumerate(region.state)] + \
+        [q_body.alu(Ops.ADD, _int(1))]
+    out_region = Region("while", outer, specs, _sink([out_cond]), (_sink(out_body),), specs,
+                        tuple(region.names) + ("the segment",))
+    _SEGMENTS.add(out_region)
+    return UOp(Ops.LOOP, node.dtype, tuple(node.src[:n]) + (_int(0),) + tuple(node.src[n:]), out_region)
+
+
 def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> NewPrimal:
     """The recording loop (the new primal node) and the tangents of its results: results of the tangent loop (see
     the module docstring)."""
     region: Region = node.arg
     n, inputs = len(region.state), list(primals)
     bound = trip_bound(region)
-    size = None if bound is None else sum(math.prod(s) * d.itemsize for s, d in region.state) * bound
-    store = size is not None and size <= MAX_STACK_BYTES
+    policy, every = loop_policy(region, bound)
+    if policy == "checkpoint":
+        assert bound is not None
+        nested = segmented(UOp(node.op, node.dtype, tuple(primals), region), every, bound)
+        two_levels = linearize_while(nested, nested.src, tuple(tangents[:n]) + (None,) + tuple(tangents[n:]))
+        return NewPrimal(two_levels.node, two_levels.tangents[:n])
+    store = policy == "store"
     assert bound is None or bound >= 0
     old = _carries(region)
     ncap = len(inputs) - n
@@ -159,7 +265,7 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     kept_specs = stack_specs if store else tuple(region.state)
 
     # 2. the tangent loop: state j and the float state's tangents; captures count, stacks, captures, their tangents
-    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_float]
+    tstate = [k for k, (_, d) in enumerate(region.state) if d.is_inexact]
     tcaps = [k for k in range(n, len(inputs)) if tangents[k] is not None]
     nt = len(tstate)
     tan = next(_tags)
@@ -193,7 +299,7 @@ def linearize_while(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent
     tsrcs = (_int(0),) + tuple(_zeros(*region.state[k]) if tangents[k] is None else cast(UOp, tangents[k])
                                for k in tstate) \
         + (count,) + tuple(kept) + tuple(inputs[n:]) + tuple(cast(UOp, tangents[k]) for k in tcaps)
-    _TANGENT_LOOPS[tan] = TangentLoop(nt, tcap_at)
+    TANGENT_LOOPS[tregion] = TangentLoop(nt, tcap_at)
     tloop = UOp(Ops.LOOP, node.dtype, tsrcs, tregion)
     return NewPrimal(loop, [UOp(Ops.RESULT, region.state[k][1], (tloop,), 1 + tstate.index(k)) if k in tstate
                             else None for k in range(n)])
@@ -222,14 +328,14 @@ def replay(region: Region, init: list[UOp], captures: list[UOp], j: UOp) -> list
 
 
 def is_tangent_loop(loop: UOp) -> bool:
-    return isinstance(loop.arg, Region) and loop.arg.tag in _TANGENT_LOOPS
+    return isinstance(loop.arg, Region) and loop.arg in TANGENT_LOOPS
 
 
 def transpose_tangent_loop(loop: UOp, cts: dict[int, UOp], linear: tuple[bool, ...]) -> tuple[UOp | None, ...]:
     """The backward loop (see the module docstring): the cotangents of the tangent loop's initial tangent state and
     of its captured tangents, from those of its results (`cts`, by result)."""
     region: Region = loop.arg
-    info = _TANGENT_LOOPS[region.tag]
+    info = TANGENT_LOOPS[region]
     nt, tcap_at, tag = info.n_tangents, info.first_tangent_capture, region.tag
     srcs = loop.src
     body = region.bodies[0]

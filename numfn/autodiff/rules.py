@@ -72,7 +72,6 @@ def _one_minus_square(x: UOp) -> UOp: return full_like(x, 1).alu(Ops.SUB, _mul(x
 
 
 _UNARY: dict[Ops, Callable[[UOp, UOp], UOp]] = {
-    Ops.ABS: lambda x, y: _sign(x),
     Ops.SQRT: lambda x, y: _div(full_like(y, 0.5), y),
     Ops.EXP: lambda x, y: y,
     Ops.EXP2: lambda x, y: _mul(y, full_like(y, math.log(2))),
@@ -95,6 +94,31 @@ _UNARY: dict[Ops, Callable[[UOp, UOp], UOp]] = {
     Ops.LOG1P: lambda x, y: _div(full_like(x, 1), x.alu(Ops.ADD, full_like(x, 1))),
     Ops.CBRT: lambda x, y: _div(full_like(y, 1 / 3), _mul(y, y)),
 }
+
+
+def conj(z: UOp) -> UOp:
+    """The complex conjugate (as np.conjugate traces it)."""
+    return z.cast(z.dtype.component).alu(Ops.COMPLEX, z.alu(Ops.IMAG).alu(Ops.NEG))
+
+
+def _jvp_abs(node, primals, tangents):
+    """|x|: sign(x) dx for reals; Re(conj(z) dz) / |z| for complex z (0 at z = 0, as JAX's)."""
+    (x,), (t,) = primals, tangents
+    if t is None: return None
+    if not x.dtype.is_complex: return _mul(t, _sign(x))
+    zero = zeros_like(node).alu(Ops.CMPEQ, node)
+    safe = zero.alu(Ops.WHERE, full_like(node, 1), node)
+    return zero.alu(Ops.WHERE, zeros_like(node), _div(_mul(conj(x), t).cast(node.dtype), safe))
+
+
+def _jvp_imag(node, primals, tangents):
+    t = tangents[0]
+    return None if t is None else t.alu(Ops.IMAG)
+
+
+def _jvp_complex(node, primals, tangents):
+    (re, im), (tre, tim) = primals, tangents
+    return (zeros_like(re) if tre is None else tre).alu(Ops.COMPLEX, zeros_like(im) if tim is None else tim)
 
 
 def _zero(node: UOp, primals: tuple[UOp, ...], tangents: tuple[Tangent, ...]) -> Tangent:
@@ -203,7 +227,7 @@ def _jvp_fma(node, primals, tangents):
 
 def _jvp_cast(node, primals, tangents):
     t = tangents[0]
-    if t is None or not primals[0].dtype.is_float: return None   # from integers and bools: no tangent
+    if t is None or not primals[0].dtype.is_inexact: return None   # from integers and bools: no tangent
     return t.cast(node.dtype)
 
 
@@ -385,7 +409,21 @@ def _t_where(node, ct, linear):
     return (None, c.alu(Ops.WHERE, ct, zero) if linear[1] else None, c.alu(Ops.WHERE, zero, ct) if linear[2] else None)
 
 
-def _t_cast(node, ct, linear): return (ct.cast(node.src[0].dtype),)
+def _t_cast(node, ct, linear):
+    """(float -> complex: the real part of the cotangent; complex -> float, the real part: ct + 0j. JAX's pairing
+    of a complex cotangent c with a tangent t is Re(c t), no conjugate, throughout.)"""
+    return (ct.cast(node.src[0].dtype),)
+
+
+def _t_imag(node, ct, linear):
+    """Im(t): Re(c t) = c Im(t) for c = -i ct."""
+    return (zeros_like(ct).alu(Ops.COMPLEX, ct.alu(Ops.NEG)),)
+
+
+def _t_complex(node, ct, linear):
+    """re + i im: Re(c (re + i im)) = Re(c) re - Im(c) im."""
+    return (ct.cast(node.src[0].dtype) if linear[0] else None,
+            ct.alu(Ops.IMAG).alu(Ops.NEG) if linear[1] else None)
 def _t_same(node, ct, linear): return (ct,)
 def _t_reshape(node, ct, linear): return (ct.reshape(node.src[0].shape),)
 
@@ -471,8 +509,6 @@ def transpose_extern(extern: UOp, ct: UOp, linear: tuple[bool, ...], result: int
 
 # ops with no jvp rule on purpose: why
 NOT_DIFFERENTIABLE: dict[Ops, str] = {
-    Ops.IMAG: "complex values: derivatives of complex functions are not supported yet",
-    Ops.COMPLEX: "complex values: derivatives of complex functions are not supported yet",
     Ops.BITCAST: "reinterprets bits: not a differentiable function of its operand",
     Ops.IDIV: "made by codegen only (never in a traced graph)",
     Ops.IMOD: "made by codegen only (never in a traced graph)",
@@ -491,7 +527,8 @@ JVP_RULES: dict[Ops, Callable] = {
     Ops.MAX: _choose(Ops.MAX), Ops.MIN: _choose(Ops.MIN), Ops.ATAN2: _jvp_atan2, Ops.HYPOT: _jvp_hypot,
     Ops.MOD: _jvp_mod, Ops.FMOD: _jvp_fmod, Ops.WHERE: _jvp_where, Ops.FMA: _jvp_fma, Ops.CAST: _jvp_cast,
     Ops.REDUCE_AXIS: _jvp_reduce, Ops.SCAN: _jvp_scan, Ops.GATHER: _jvp_gather, Ops.SCATTER: _jvp_scatter,
-    Ops.EXTERN: _jvp_extern, Ops.RESULT: _jvp_result,
+    Ops.EXTERN: _jvp_extern, Ops.RESULT: _jvp_result, Ops.ABS: _jvp_abs, Ops.IMAG: _jvp_imag,
+    Ops.COMPLEX: _jvp_complex,
 }
 
 # the linear ops a tangent graph is made of (EXTERN's: transpose_extern, called at its RESULT)
@@ -500,6 +537,7 @@ TRANSPOSE_RULES: dict[Ops, Callable] = {
     Ops.CAST: _t_cast, Ops.CONTIGUOUS: _t_same, Ops.RESHAPE: _t_reshape, Ops.PERMUTE: _t_permute,
     Ops.EXPAND: _t_expand, Ops.PAD: _t_pad, Ops.SHRINK: _t_shrink, Ops.FLIP: _t_flip, Ops.REDUCE_AXIS: _t_reduce,
     Ops.SCAN: _t_scan, Ops.GATHER: _t_gather, Ops.SCATTER: _t_scatter, Ops.EXTERN: transpose_extern,
+    Ops.IMAG: _t_imag, Ops.COMPLEX: _t_complex,
 }
 
 
