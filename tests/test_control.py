@@ -869,3 +869,41 @@ def test_int_of_a_value_python_cannot_convert(last, error, backend):
         _int_of(np.array([1.0, last]))
     with pytest.raises(error, match=str(expected.value)):
         numfn.jit(_int_of, backend=backend)(np.array([1.0, last]))
+
+
+# a loop's state that the body broadcasts to a larger shape (the escape-time loop on ogrid-style inputs): with a static
+# trip count the first iteration runs on its own and the loop goes on with the larger shape, as NumPy's values do
+
+def escape_time_broadcast(cr, ci, maxiter):
+    zr = np.zeros_like(cr)
+    zi = np.zeros_like(ci)
+    n = np.zeros(np.broadcast_shapes(cr.shape, ci.shape), np.int32)
+    for _ in range(maxiter):
+        zr, zi = zr * zr - zi * zi + cr, 2 * zr * zi + ci
+        n += zr * zr + zi * zi <= 4
+    return n, zr
+
+
+def growing_while(x, y, limit):
+    z = x.copy()
+    while z.sum() < limit:
+        z = z * 2.0 + y
+    return z
+
+
+@pytest.mark.parametrize("maxiter", [1, 2, 30])
+def test_state_broadcast_to_a_larger_shape_static_trip_count(maxiter, backend):
+    cr = np.linspace(-2.0, 1.0, 7)[None, :]
+    ci = np.linspace(-1.0, 1.0, 5)[:, None]
+    with np.errstate(all="ignore"):
+        check(escape_time_broadcast, cr, ci, maxiter, backend=backend,
+              jitted=numfn.jit(escape_time_broadcast, backend=backend, static_argnums=(2,)))
+
+
+def test_state_broadcast_to_a_larger_shape_run_time_trip_count_is_refused():
+    cr, ci = np.zeros((1, 3)), np.zeros((2, 1))
+    with pytest.raises(numfn.NumfnError, match=r"'zr' changes shape from \(1, 3\) to \(2, 3\) in the loop body .*"
+                                                r"known only at run time"):
+        numfn.jit(escape_time_broadcast)(cr, ci, 3)
+    with pytest.raises(numfn.NumfnError, match=r"'z' changes shape from \(3,\) to \(2, 3\).*known only at run time"):
+        numfn.jit(growing_while)(np.ones(3), np.ones((2, 1)), 100.0)

@@ -175,13 +175,19 @@ def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _T
     return _Traced(values, rec.rebinds, rec.checks, rec.born)
 
 
-def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str], weak: list[bool]) -> list | None:
+def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str], weak: list[bool],
+            peel: bool) -> list | None:
     """The state's (shape, dtype, weak) after one iteration: None when `new` matches `specs` and `weak`, else the
     promoted types (a Python scalar in the state takes the type the body gives it, and stays a Python scalar only
-    if the body gives it one: `total = 0; total = total + x.sum()` makes it NumPy's int64). Any other change is an
+    if the body gives it one: `total = 0; total = total + x.sum()` makes it NumPy's int64). A value the body
+    broadcasts to a larger shape (`z = np.zeros_like(cr)` of shape (1, m), then `z = z * z + cr + ci` with ci of
+    shape (n, 1)) has that shape from the first iteration on: with `peel`, FirstIterationDiffers (the caller runs
+    the first iteration on its own, and the loop from the second with the larger shape). Any other change is an
     error naming the value."""
     out, changed = [], False
     for t, n, (shape, dt), name, w in zip(state, new, specs, names, weak):
+        if n.shape != shape and peel and len(n.shape) >= len(shape) and _broadcasts_to(shape, n.shape):
+            raise StateShapeGrows(name, shape, n.shape)
         if n.shape != shape:
             raise NumfnError(f"{name} changes shape from {shape} to {n.shape} in the loop body (at "
                              f"{user_location()}); the state of a loop keeps its shape")
@@ -196,6 +202,13 @@ def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str
         raise NumfnError(f"{name} changes dtype from {dt.name} to {nd.name} in the loop body (at {user_location()}); "
                          f"give it its final dtype before the loop (for example x = x.astype(np.{nd.name}))")
     return out if changed else None
+
+
+def _broadcasts_to(shape: tuple, larger: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(shape, larger) == tuple(larger)
+    except ValueError:
+        return False
 
 
 def passes_through(t: Any) -> bool:
@@ -232,6 +245,23 @@ class FirstIterationDiffers(Exception):
     names (or the caller) may hold too; in the later ones in an array the previous iteration made. The caller (a
     converted `for` or `while`, numfn.trace.statements) runs the first iteration on its own, then the loop from
     the second. Nothing is left changed when it is raised."""
+
+
+class StateShapeGrows(FirstIterationDiffers):
+    """FirstIterationDiffers for a state value the body broadcasts to a larger shape: the first iteration runs on its
+    own where the loop runs at least once for sure (a static trip count); where that is decided at run time, the
+    value's shape after the loop would depend on it, and `error()` says so."""
+
+    def __init__(self, name: str, shape: tuple, larger: tuple):
+        super().__init__(name)
+        self.name, self.shape, self.larger = name, tuple(shape), tuple(larger)
+
+    def error(self) -> NumfnError:
+        return NumfnError(f"{self.name} changes shape from {self.shape} to {self.larger} in the loop body (at "
+                          f"{user_location()}); the loop's trip count is known only at run time, so its shape after "
+                          f"the loop would depend on whether the loop runs (NumPy: {self.shape} if it does not). Give "
+                          f"it its final shape before the loop (for example np.zeros({self.larger}) instead of "
+                          f"np.zeros_like of a smaller array, or np.broadcast_to(x, {self.larger}).copy())")
 
 
 def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
@@ -376,7 +406,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         for k, (failed, value) in enumerate(made):   # failed so far, and the payload of the first failure
             seen, payload = ph_body[at + 2 * k], ph_body[at + 2 * k + 1]
             new += [seen | Tensor(failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, value))]
-        settled = _settle(state, new, specs, all_names, weak)
+        settled = _settle(state, new, specs, all_names, weak, first == "peel")
         if settled is None: break
         types = {k: (d, w) for k, (_, d, w) in enumerate(settled)}
     else:

@@ -21,7 +21,7 @@ from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import current_record, observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
 from numfn.trace.dynamic import DynTensor
-from numfn.trace.control import FirstIterationDiffers, advance, as_state, branch_region, index_bounds, passes_through, \
+from numfn.trace.control import FirstIterationDiffers, StateShapeGrows, advance, as_state, branch_region, index_bounds, passes_through, \
     while_region
 from numfn.dtype import dtypes
 from numfn.ir.uop import UOp
@@ -176,6 +176,8 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
     try:
         return native_or_unrolled(start, state, f, peeled=False)
+    except StateShapeGrows as e:
+        if not static: raise e.error() from None
     except FirstIterationDiffers:
         pass
     # Python's first iteration writes into an array other names may hold, the later ones into arrays the loop made
@@ -456,6 +458,8 @@ def run_while(cond, body, state, names, flags, line):
         peeled += 1
     try:
         return _native_while(cond, body, vals, f, fresh, names, flags, line, peeled=peeled > 0)
+    except StateShapeGrows as e:
+        raise e.error() from None
     except FirstIterationDiffers:
         pass
     # Python's first iteration writes into an array other names may hold, the later ones into arrays the loop made
