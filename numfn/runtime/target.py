@@ -18,14 +18,19 @@ def build_id() -> str:
     its status-change time (which no program can set back), so the id changes whenever the source may have; a
     copy or reinstall of the same source gets a new id too, and compiles once more."""
     from numfn.version import __version__
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    h = hashlib.sha256(__version__.encode())
+    return hashlib.sha256(__version__.encode() + b"\0" + source_id(os.path.dirname(os.path.abspath(__file__)) + "/..")
+                          .encode()).hexdigest()
+
+
+def source_id(root: str) -> str:
+    """A hash of the identity of every .py, .c and .h file under `root` (relative path, size, inode, modification
+    and status-change times): it changes whenever a file is written, added, removed or renamed."""
+    root = os.path.normpath(root)
     lines = []
     for path in _source_files(root):
         st = os.stat(path)
         lines.append(f"{path[len(root):]}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n")
-    h.update("".join(lines).encode("utf-8", "surrogateescape"))
-    return h.hexdigest()
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _source_files(directory: str) -> list[str]:
