@@ -3,7 +3,7 @@ and runs none of the stages a cache hit does not need (simplifying, scheduling, 
 looks up still changes whenever numfn's source does (numfn.runtime.target.build_id); and `import numfn` leaves
 numfn.autodiff unloaded until one of its functions is used.
 
-The stages are counted from the compiler's own stage records (numfn.progress.stage), not timed, so the tests hold
+A warm process loads none of the compiler's code generation either. The stages are counted from the compiler's own stage records (numfn.progress.stage), not timed, so the tests hold
 on a loaded machine. Each function runs in two fresh processes over one cache directory: cold, then warm; both
 results are compared with NumPy's on the same inputs."""
 from __future__ import annotations
@@ -80,8 +80,9 @@ outs = out if isinstance(out, tuple) else (out,)
 wants = want if isinstance(want, tuple) else (want,)
 ok = want is None or all(np.shape(o) == np.shape(w) and np.allclose(o, w, rtol=1e-5, atol=1e-6)
                          for o, w in zip(outs, wants, strict=True))
-print(json.dumps({"stages": stages, "ok": bool(ok),
-                  "result": [np.asarray(o).tolist() for o in outs]}))
+print(json.dumps({"stages": stages, "ok": bool(ok), "result": [np.asarray(o).tolist() for o in outs],
+                  "loaded": [m for m in ("numfn.schedule.scheduler", "numfn.codegen.program", "numfn.renderer.llvm",
+                                         "numfn.renderer.c", "numfn.autodiff") if m in sys.modules]}))
 """
 
 HIT_STAGES = ["tracing", "cache lookup"]       # what a warm start runs, in this order
@@ -107,6 +108,11 @@ def test_a_warm_start_runs_only_tracing_and_the_lookup(tmp_path, name, backend):
     assert MISS_ONLY <= set(cold["stages"]), cold["stages"]     # the cold process compiled it
     assert warm["stages"] == HIT_STAGES, warm["stages"]         # the warm one looked it up, nothing more
     assert warm["result"] == cold["result"]                     # the very same numbers (random_draw too)
+    # nor does it load the compiler: code generation, renderers, autodiff (the scheduler's module of views is needed
+    # to trace a product through BLAS, and with it the scheduler's package)
+    allowed = {"numfn.schedule.scheduler"} if name == "blas_product" else set()
+    assert not set(warm["loaded"]) - allowed, warm["loaded"]
+    assert "numfn.codegen.program" in cold["loaded"]            # (what the cold process did load)
 
 
 @pytest.mark.nocompile
