@@ -203,10 +203,16 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
 
 def _is_transpose_of(b: UOp, a: UOp) -> bool:
     """Whether b is a's matrices transposed (the same memory read with the last two strides swapped)."""
-    from numfn.schedule.externs import strided_view   # (the scheduler loads on first compile, not at import)
+    def is_base(x): return x.op not in MOVEMENT or x.op is Ops.PAD
+
+    def base(u):
+        while not is_base(u): u = u.src[0]
+        return u
+    if base(a) is not base(b): return False   # (most products: no need to load the scheduler's strided_view)
+    from numfn.schedule.externs import strided_view
 
     def view(u):
-        return strided_view(u, lambda x: x.op not in MOVEMENT or x.op is Ops.PAD)
+        return strided_view(u, is_base)
     va, vb = view(a), view(b)
     if va is None or vb is None or va[0] is not vb[0] or va[1] != vb[1]: return False
     sa, sb = va[2], vb[2]
