@@ -71,13 +71,13 @@ class DType:
     def min(self):
         if self.kind == "b": return False
         if self.kind in "fc": return -float("inf")
-        return int(np.iinfo(self.name).min)
+        return 0 if self.kind == "u" else -(1 << (self.bits - 1))   # np.iinfo's, without its 30 us a call
 
     @property
     def max(self):
         if self.kind == "b": return True
         if self.kind in "fc": return float("inf")
-        return int(np.iinfo(self.name).max)
+        return (1 << (self.bits - (self.kind == "i"))) - 1
 
     def __repr__(self) -> str:
         return f"dtypes.{self.name}"
@@ -120,6 +120,8 @@ class dtypes:
     @staticmethod
     def from_numpy(dt: Any) -> DType:
         """The numfn dtype of a NumPy dtype (or anything np.dtype accepts); TypeError if unsupported."""
+        found = _BY_NUMPY.get(dt) if isinstance(dt, np.dtype) else None   # (dtype.name costs 10 us)
+        if found is not None: return found
         dt = np.dtype(dt)
         found = _BY_NAME.get(dt.name)
         if found is None or dt.byteorder not in "=|":
@@ -131,6 +133,7 @@ dtypes.all = (dtypes.bool, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64
               dtypes.uint32, dtypes.uint64, dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64,
               dtypes.complex128)
 _BY_NAME = {d.name: d for d in dtypes.all}
+_BY_NUMPY = {np.dtype(d.name): d for d in dtypes.all}   # native byte order only: '>i4' is not np.dtype('int32')
 _COMPONENT = {"complex64": dtypes.float32, "complex128": dtypes.float64}
 
 # A Python scalar's "weak" type (NEP 50): it adopts the dtype of the array it meets where the kind allows.

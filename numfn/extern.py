@@ -23,11 +23,9 @@ from functools import cache
 
 import numpy as np
 
-from numfn.codegen.opt import VECTOR_BYTES
 from numfn.dtype import DType, dtypes
 from numfn.ir.extern import CALLBACK_PREFIX, NATIVE_PREFIX, ROUTINES, ExternCall
 from numfn.ir.uop import MOVEMENT, Ops, UOp
-from numfn.schedule.externs import strided_view
 
 
 def _shape(u: UOp) -> tuple[int, ...]:
@@ -177,6 +175,7 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     """a @ b as a GEMM call (a: (..., n, k), b: (..., k, m), the same float or complex dtype, batch axes
     broadcasting to `batch`), or None where generated code does it: small or integer products, or no BLAS. A
     complex multiply-add is four real ones (the thresholds count real ones)."""
+    from numfn.codegen.opt import VECTOR_BYTES
     from numfn.runtime import blas
     dt = a.dtype
     n, k = _shape(a)[-2:]
@@ -204,8 +203,16 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
 
 def _is_transpose_of(b: UOp, a: UOp) -> bool:
     """Whether b is a's matrices transposed (the same memory read with the last two strides swapped)."""
+    def is_base(x): return x.op not in MOVEMENT or x.op is Ops.PAD
+
+    def base(u):
+        while not is_base(u): u = u.src[0]
+        return u
+    if base(a) is not base(b): return False   # (most products: no need to load the scheduler's strided_view)
+    from numfn.schedule.externs import strided_view
+
     def view(u):
-        return strided_view(u, lambda x: x.op not in MOVEMENT or x.op is Ops.PAD)
+        return strided_view(u, is_base)
     va, vb = view(a), view(b)
     if va is None or vb is None or va[0] is not vb[0] or va[1] != vb[1]: return False
     sa, sb = va[2], vb[2]

@@ -32,7 +32,6 @@ from numfn import config, debug, pickled, probes, progress
 from numfn.beam import beam_width
 from numfn.locks import cached_stage, lock
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout
 from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
@@ -40,8 +39,6 @@ from numfn.runtime import assembly, extensions
 from numfn.program_build import ProgramBuild, renderer_for, unique_names
 from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
-from numfn.schedule import (ExecItem, LoopKernel, MemoryPlan, Schedule, all_items, callify, create_schedule,
-                            make_layout, program_steps)
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
@@ -56,8 +53,9 @@ from numfn.value_specialization import ValueSpecialization, size_trace
 from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
 if TYPE_CHECKING:
+    from numfn.codegen.layout import Layout
     from numfn.codegen.program import KernelProgram
-    from numfn.schedule import ExternProgram
+    from numfn.schedule import ExecItem, ExternProgram, MemoryPlan, Schedule
     from numfn.runtime.dispatch import PyDispatcher
 
 _P = ParamSpec("_P")      # the parameters of a compiled function
@@ -166,7 +164,8 @@ class NumericalFunction(ValueSpecialization):
                 record.mutated.append(slot)
                 outs.append(_writeback(t.uop, param))
         sink = UOp(Ops.SINK, dtypes.void, tuple(outs))
-        debug.log(1, f"traced {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        ms = (time.perf_counter() - t0) * 1e3   # (the message is made only when logged: naming costs 0.1 ms)
+        debug.log(1, lambda: f"traced {self.name} in {ms:.2f} ms")
         debug.log(5, lambda: f"function_graph of {self.name}:\n{format_graph([sink])}")
         return sink, tree, record
 
@@ -221,6 +220,7 @@ class NumericalFunction(ValueSpecialization):
         """CALL(body, *buffers): the simplified body, with PARAMs bound to input and constant buffers; complex values
         rewritten into their real and imaginary parts (codegen/complex.py)."""
         from numfn.codegen.complex import lower_complex
+        from numfn.schedule import callify   # (the scheduler loads when a function is first compiled, not at import)
         function_graph = self.function_graph
         progress.stage("simplifying")
         t0 = time.perf_counter()
@@ -233,6 +233,7 @@ class NumericalFunction(ValueSpecialization):
     # ---- scheduling -------------------------------------------------------------------------------------------
     @cached_stage
     def _scheduled(self) -> tuple[Schedule, MemoryPlan]:
+        from numfn.schedule import create_schedule
         call_graph = self.call_graph
         progress.stage("scheduling")
         t0 = time.perf_counter()
@@ -253,6 +254,7 @@ class NumericalFunction(ValueSpecialization):
 
     @cached_stage
     def layout(self) -> Layout:
+        from numfn.schedule import make_layout
         return make_layout(self.call_graph, self.schedule, self.memory)
 
     # ---- rendering --------------------------------------------------------------------------------------------
@@ -297,6 +299,7 @@ class NumericalFunction(ValueSpecialization):
     @cached_stage
     def kernel_items(self) -> tuple[ExecItem, ...]:
         """The schedule's kernels and extern calls, those inside loops and branches too, in program order."""
+        from numfn.schedule import LoopKernel, all_items
         return tuple(ei for ei in all_items(self.schedule) if not isinstance(ei.kernel, LoopKernel))
 
     @cached_stage
@@ -304,6 +307,7 @@ class NumericalFunction(ValueSpecialization):
         """The order the kernels run in, with the loops and branches around them (numfn.schedule.program_steps),
         and the pairs of kernels that run tile by tile (numfn.codegen.tiling)."""
         from numfn.codegen.tiling import tile_writebacks, tiled_pairs
+        from numfn.schedule import program_steps
         programs = [k.program for k in self.rendered_kernels]
         steps = tile_writebacks(program_steps(self.schedule, {id(ei): k for k, ei in enumerate(self.kernel_items)}),
                                 programs)

@@ -94,10 +94,11 @@ class ProgramBuild:
         nf = self.nf
         t0 = time.perf_counter()
         prog, compiled = load_or_compile(nf.backend, self.cache_key, self.nints, self._build, self._fits)
-        label = nf.name if self.batched is None else f"svmap({nf.name})"
-        debug.log(1, f"{'compiled' if compiled else 'loaded'} {label} ({nf.backend}) "
-                     f"{'' if compiled else 'from the cache '}in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-        write_perf_map(prog, label)   # with NUMFN_PERF_MAP: profilers can name generated code
+        ms = (time.perf_counter() - t0) * 1e3
+        label = lambda: nf.name if self.batched is None else f"svmap({nf.name})"   # noqa: E731 - made when used
+        debug.log(1, lambda: f"{'compiled' if compiled else 'loaded'} {label()} ({nf.backend}) "
+                             f"{'' if compiled else 'from the cache '}in {ms:.2f} ms")
+        if config.perf_map(): write_perf_map(prog, label())   # profilers can name generated code
         return prog
 
     def _build(self) -> tuple[str, str, dict]:

@@ -36,7 +36,6 @@ from numfn.export import linalg
 from numfn.export.routines import SUPPORTED, direct_calls, routines_source
 from numfn.export.provenance import KernelSource, buffer_variables, kernel_sources, retrace, traced_locations
 from numfn.export.threads import use_threads
-from numfn.renderer.c import c_literal, render_program
 
 ALIGN = 64   # the workspace's parts start at multiples of this (a cache line; enough for every C type)
 # what the exported C needs beyond -std=c99 (see the Makefile's comment): signed integers wrap as NumPy's do; the
@@ -318,6 +317,7 @@ def _kernel_comment(prog, names: dict[str, str], source: KernelSource | None = N
 
 def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[str], check_slots: dict,
             nout: int, system: bool = False, threads: int = 1) -> str:
+    from numfn.renderer.c import c_literal, render_program   # (code generation loads on first use, not at import)
     layout = nf.layout
     user: dict[str, str] = {}
     for (b, _), slot_param in zip(layout.inputs, _input_params(nf, params)):
