@@ -10,6 +10,7 @@ import numfn
 import numfn.extern
 from helpers import check, check_mutates, rand
 from numfn.codegen.narrow import is_narrowed, narrow
+from numfn.codegen.opt import heuristic_options
 from numfn.ir.uop import Ops, toposort
 from numfn.runtime import blas
 from numfn.schedule import ExternKernel, all_items
@@ -27,7 +28,8 @@ def view(kind: str, shape: tuple, dtype) -> np.ndarray:
     """An operand of `shape`: contiguous, every other element (strided), reversed along every axis (negative
     strides), or the transpose of a contiguous array (column-major)."""
     if kind == "contiguous": return rand(shape, dtype, RNG)
-    if kind == "strided": return rand(tuple(2 * n for n in shape), dtype, RNG)[tuple(slice(None, None, 2) for _ in shape)]
+    if kind == "strided":
+        return rand(tuple(2 * n for n in shape), dtype, RNG)[tuple(slice(None, None, 2) for _ in shape)]
     if kind == "reversed": return rand(shape, dtype, RNG)[tuple(slice(None, None, -1) for _ in shape)]
     if kind == "transposed": return rand(shape[::-1], dtype, RNG).T
     raise KeyError(kind)
@@ -239,4 +241,7 @@ def test_a_windowed_product_runs_over_its_window(fn):
         gated = [st for st in ei.lowered.sink.src if st.op is Ops.STORE and len(st.src) > 3]
         assert gated, ei.kernel.name   # stored under the window's gate
         narrowed = narrow(ei.lowered)
-        assert any(is_narrowed(r) for r in narrowed.ranges), ei.kernel.name
+        windows = [r for r in narrowed.ranges if is_narrowed(r)]
+        assert windows, ei.kernel.name
+        # ... tiled into vectors along the window (opt.upcast_window), its loads being contiguous there
+        assert [rid for rid, _ in heuristic_options(narrowed, False).upcasts] == [windows[0].arg[0]]

@@ -16,9 +16,9 @@ then reuse that load: a matmul's register tile).
 
 An axis of run-time length (numfn.codegen.narrow: a window `d[:, i:]` whose columns the reduction sums down) is
 upcast to its end by `upcast_window`: tiles of consecutive positions, the last one moved back to end at the
-window's end (it recomputes part of the one before), so every copy's load stays in the window and the copies
-vectorize; a window shorter than one tile takes a clamped form instead, computed by reduction loops of its own that
-run only then.
+window's end (it recomputes part of the one before, and stores only the rest), so every copy's load stays in the
+window and the copies vectorize; a window shorter than one tile takes a clamped form instead, computed by reduction
+loops of its own that run only then.
 
 Row tiles (`choose_row_tile`): a reduction already contiguous along its own axis (a matrix-vector product's
 rows, `A[i, :k] @ x[:k]`) vectorizes by itself, but each row loads its shared operand x again: two loads per
@@ -94,12 +94,13 @@ def upcast_to_end(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
 
 def upcast_window(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
     """`upcast` of an output loop of run-time end E (narrow.py: a window's positions, where no index past E - 1 is
-    known to be in bounds), for a kernel storing reductions whose loads are all inside them (see `choose_upcasts`).
-    While E >= factor, tile t covers positions base + u, base = min(t * factor, E - factor): consecutive, so the
-    copies' loads vectorize, and all below E (the last tile overlaps the one before it and stores some of its
-    values again). When E < factor there is one tile whose copy u works on min(u, E - 1) and stores where u < E.
-    Each copy computes both forms, each with its own reduction loops, and the loops of the form that does not
-    apply run no iterations (so no load of it happens); the store takes the form that applies."""
+    known to be in bounds) along which reductions load contiguously (see `choose_upcasts`). While E >= factor,
+    tile t covers positions base + u, base = min(t * factor, E - factor): consecutive, so the copies' loads in the
+    reductions vectorize, and all below E (the last tile overlaps the one before it, and its copies at positions
+    that one covered do not store). When E < factor there is one tile whose copy u works on min(u, E - 1) and
+    stores where u < E. Each copy's reductions are computed in both forms, each with its own loops, and the loops
+    of the form that does not apply run no iterations (so none of its loads happen); the rest of the copy is at
+    the position that applies."""
     n = r.src[0].arg
     end = r.src[1]
     f = UOp.const(dtypes.index, factor)
@@ -120,16 +121,22 @@ def upcast_window(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
                        (next(ids),) + tuple(x.arg[1:])) for x in reduce_ranges}
     narrow_loops = loops(wide.alu(Ops.CMPNE, UOp.const(dtypes.bool, True)))
     wide_loops = loops(wide)
+    reduces = [u for u in nodes if u.op is Ops.REDUCE]
+
+    def u_const(u: int) -> UOp: return UOp.const(dtypes.index, u)
     stores = []
     for u in range(factor):
-        within = wide.alu(Ops.OR, UOp.const(dtypes.index, u).alu(Ops.CMPLT, end))
+        tiled, clamped = add(base, u), u_const(u).alu(Ops.MIN, last)
+        # each reduction in both forms; what is outside them (computed once per copy) at the position that applies
+        forms = {red: wide.alu(Ops.WHERE, substitute(red, {r: tiled, **wide_loops}),
+                               substitute(red, {r: clamped, **narrow_loops})) for red in reduces}
+        position = wide.alu(Ops.WHERE, tiled, clamped)
+        # a copy stores where no tile before stored (the last tile's overlap is computed, not stored: a store may
+        # read what it overwrites, `out[i:] += ...`), and within E
+        within = wide.alu(Ops.WHERE, mul(outer, factor).alu(Ops.CMPLE, tiled), u_const(u).alu(Ops.CMPLT, end))
         for st in lk.sink.src:
-            tiled = substitute(st, {r: add(base, u), **wide_loops})
-            clamped = substitute(st, {r: UOp.const(dtypes.index, u).alu(Ops.MIN, last), **narrow_loops})
-            src = [st.src[0]] + [wide.alu(Ops.WHERE, a, b) for a, b in zip(tiled.src[1:3], clamped.src[1:3])]
-            if u > 0: src.append(within if len(st.src) < 4 else st.src[3].alu(Ops.AND, within))
-            elif len(st.src) > 3: src.append(st.src[3])   # (position 0 of a tile is always below E)
-            stores.append(st.replace(src=tuple(src)))
+            st = substitute(st, {**forms, r: position})
+            stores.append(st.replace(src=st.src[:3] + (within if len(st.src) < 4 else st.src[3].alu(Ops.AND, within),)))
     sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic, name="opt: symbolic")
     ranges = tuple(outer if x is r else x for x in lk.ranges)
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, lk.sequential)
@@ -209,12 +216,9 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
         # output loops of run-time length: only the contiguous one, tiled to its end (upcast_window), alone
         windowed = [r for r in lk.ranges if len(r.src) > 1]
         if windowed != [best] or best.src[0].arg < width: return []
-        # ... in a plain store of reductions that do all the loads (upcast_window computes two forms per copy)
+        # ... in plain stores, whose reductions' loads of the window's positions are inside their loops (a load of
+        # the position alone would be hoisted out of them, and run in the form whose loops do not: upcast_window)
         if any(st.op is not Ops.STORE for st in lk.sink.src): return []
-        inside = {u for red in reduces for u in toposort([red])}
-        if any(u.op is Ops.LOAD and u not in inside for u in nodes): return []
-        # ... and inside their loops (a load of the window's position alone would be hoisted out of them, and run
-        # in the form whose loops do not)
         if any(best in free_ranges(ld.src[1]) and not free_ranges(ld.src[1]) & reduce_ranges for ld in loads):
             return []
         return [(best, width)]
