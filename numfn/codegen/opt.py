@@ -14,6 +14,12 @@ are contiguous along an output axis but not along its own (a matmul's B[k, j], c
 upcast by up to two vectors, and a second output axis by up to 4 when some load does not depend on it (the copies
 then reuse that load: a matmul's register tile).
 
+An axis of run-time length (numfn.codegen.narrow: a window `d[:, i:]` whose columns the reduction sums down) is
+upcast to its end by `upcast_window`: tiles of consecutive positions, the last one moved back to end at the
+window's end (it recomputes part of the one before, and stores only the rest), so every copy's load stays in the
+window and the copies vectorize; a window shorter than one tile takes a clamped form instead, computed by reduction
+loops of its own that run only then.
+
 Row tiles (`choose_row_tile`): a reduction already contiguous along its own axis (a matrix-vector product's
 rows, `A[i, :k] @ x[:k]`) vectorizes by itself, but each row loads its shared operand x again: two loads per
 multiply-add. Upcasting the rows by ROW_TILE makes each load of x feed that many rows (1.25 loads per multiply-add
@@ -86,6 +92,56 @@ def upcast_to_end(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
     return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, lk.sequential)
 
 
+def upcast_window(lk: LoweredKernel, r: UOp, factor: int) -> LoweredKernel:
+    """`upcast` of an output loop of run-time end E (narrow.py: a window's positions, where no index past E - 1 is
+    known to be in bounds) along which reductions load contiguously (see `choose_upcasts`). While E >= factor,
+    tile t covers positions base + u, base = min(t * factor, E - factor): consecutive, so the copies' loads in the
+    reductions vectorize, and all below E (the last tile overlaps the one before it, and its copies at positions
+    that one covered do not store). When E < factor there is one tile whose copy u works on min(u, E - 1) and
+    stores where u < E. Each copy's reductions are computed in both forms, each with its own loops, and the loops
+    of the form that does not apply run no iterations (so none of its loads happen); the rest of the copy is at
+    the position that applies."""
+    n = r.src[0].arg
+    end = r.src[1]
+    f = UOp.const(dtypes.index, factor)
+    zero = UOp.const(dtypes.index, 0)
+    bound = UOp.const(dtypes.index, -(-n // factor))
+    tiles = end.alu(Ops.ADD, UOp.const(dtypes.index, factor - 1)).alu(Ops.IDIV, f)
+    outer = UOp(Ops.RANGE, dtypes.index, (bound, tiles), r.arg)
+    wide = f.alu(Ops.CMPLE, end)   # E >= factor
+    base = mul(outer, factor).alu(Ops.MIN, end.alu(Ops.SUB, f))
+    last = end.alu(Ops.SUB, UOp.const(dtypes.index, 1))
+    nodes = toposort([lk.sink])
+    reduce_ranges = sorted({x for u in nodes if u.op is Ops.REDUCE for x in u.src[1:]}, key=lambda x: x.arg[0])
+    ids = iter(range(max(u.arg[0] for u in nodes if u.op is Ops.RANGE) + 1, 1 << 30))
+
+    def loops(runs: UOp) -> dict[UOp, UOp]:
+        """The reduction loops of one form: each runs to its bound where `runs` holds, else not at all."""
+        return {x: UOp(Ops.RANGE, dtypes.index, (x.src[0], runs.alu(Ops.WHERE, x.src[0], zero)),
+                       (next(ids),) + tuple(x.arg[1:])) for x in reduce_ranges}
+    narrow_loops = loops(wide.alu(Ops.CMPNE, UOp.const(dtypes.bool, True)))
+    wide_loops = loops(wide)
+    reduces = [u for u in nodes if u.op is Ops.REDUCE]
+
+    def u_const(u: int) -> UOp: return UOp.const(dtypes.index, u)
+    stores = []
+    for u in range(factor):
+        tiled, clamped = add(base, u), u_const(u).alu(Ops.MIN, last)
+        # each reduction in both forms; what is outside them (computed once per copy) at the position that applies
+        forms = {red: wide.alu(Ops.WHERE, substitute(red, {r: tiled, **wide_loops}),
+                               substitute(red, {r: clamped, **narrow_loops})) for red in reduces}
+        position = wide.alu(Ops.WHERE, tiled, clamped)
+        # a copy stores where no tile before stored (the last tile's overlap is computed, not stored: a store may
+        # read what it overwrites, `out[i:] += ...`), and within E
+        within = wide.alu(Ops.WHERE, mul(outer, factor).alu(Ops.CMPLE, tiled), u_const(u).alu(Ops.CMPLT, end))
+        for st in lk.sink.src:
+            st = substitute(st, {**forms, r: position})
+            stores.append(st.replace(src=st.src[:3] + (within if len(st.src) < 4 else st.src[3].alu(Ops.AND, within),)))
+    sink = graph_rewrite(UOp(Ops.SINK, dtypes.void, tuple(stores)), symbolic, name="opt: symbolic")
+    ranges = tuple(outer if x is r else x for x in lk.ranges)
+    return LoweredKernel(sink, ranges, lk.shape, lk.evaluations, lk.sequential)
+
+
 def block(lk: LoweredKernel, r: UOp, inner: int) -> LoweredKernel:
     """The kernel with output loop `r` split into an outermost loop over blocks and `r` within a block:
     r = rb*inner + ri. The block loop gets an id below every other so it nests outside them."""
@@ -141,8 +197,8 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
     nodes = toposort([lk.sink])
     reduces = [u for u in nodes if u.op is Ops.REDUCE]
     if not reduces or lk.sequential: return []
-    if any(len(r.src) > 1 for r in lk.ranges) or any(len(r.src) > 1 for red in reduces for r in red.src[1:]):
-        return []   # a loop of run-time length (numfn.codegen.narrow): LLVM vectorizes it, remainder and all
+    if any(len(r.src) > 1 for red in reduces for r in red.src[1:]):
+        return []   # a reduction of run-time length (numfn.codegen.narrow): LLVM vectorizes it, remainder and all
     loads = [u for red in reduces for u in toposort([red.src[0]]) if u.op is Ops.LOAD and u.src[0].op is Ops.BUFFER]
     if not loads: return []
     reduce_ranges = {r for red in reduces for r in red.src[1:]}
@@ -155,7 +211,18 @@ def choose_upcasts(lk: LoweredKernel) -> list[tuple[UOp, int]]:
         count = sum(1 for ld in loads if _stride(ld.src[1], r) == 1)
         if count > best_count: best, best_count = r, count
     if best is None: return []
-    plan = [(best, _largest_divisor(best.src[0].arg, 2 * VECTOR_BYTES // itemsize))]
+    width = 2 * VECTOR_BYTES // itemsize
+    if any(len(r.src) > 1 for r in lk.ranges):
+        # output loops of run-time length: only the contiguous one, tiled to its end (upcast_window), alone
+        windowed = [r for r in lk.ranges if len(r.src) > 1]
+        if windowed != [best] or best.src[0].arg < width: return []
+        # ... in plain stores, whose reductions' loads of the window's positions are inside their loops (a load of
+        # the position alone would be hoisted out of them, and run in the form whose loops do not: upcast_window)
+        if any(st.op is not Ops.STORE for st in lk.sink.src): return []
+        if any(best in free_ranges(ld.src[1]) and not free_ranges(ld.src[1]) & reduce_ranges for ld in loads):
+            return []
+        return [(best, width)]
+    plan = [(best, _largest_divisor(best.src[0].arg, width))]
     # a second axis whose copies reuse a load that does not depend on it: the register tile
     for r in reversed(lk.ranges):
         if r is best: continue
@@ -234,8 +301,8 @@ def heuristic_options(lk: LoweredKernel, parallel: bool) -> Options:
     """The fixed rules' choice for a kernel (see the module docstring); `parallel` is the threading threshold's."""
     upcasts = choose_upcasts(lk)
     after = lk
-    for r, factor in upcasts: after = upcast(after, r, factor)
-    blocking = choose_block(after, upcasts)
+    for r, factor in upcasts: after = upcast_window(after, r, factor) if len(r.src) > 1 else upcast(after, r, factor)
+    blocking = None if any(len(r.src) > 1 for r, _ in upcasts) else choose_block(after, upcasts)
     # rows of a reduction that vectorizes along its own axis (after which it still does: no upcast was made)
     row_tile = None if upcasts else choose_row_tile(lk)
     return Options(tuple((r.arg[0], f) for r, f in upcasts),
@@ -245,7 +312,9 @@ def heuristic_options(lk: LoweredKernel, parallel: bool) -> Options:
 
 def apply_options(lk: LoweredKernel, options: Options) -> LoweredKernel:
     """`lk` with `options`' upcasts, block and row tile performed, in that order."""
-    for rid, factor in options.upcasts: lk = upcast(lk, loop(lk, rid), factor)
+    for rid, factor in options.upcasts:
+        r = loop(lk, rid)
+        lk = upcast_window(lk, r, factor) if len(r.src) > 1 else upcast(lk, r, factor)
     if options.block is not None: lk = block(lk, loop(lk, options.block[0]), options.block[1])
     if options.row_tile is not None: lk = upcast_to_end(lk, loop(lk, options.row_tile[0]), options.row_tile[1])
     return lk

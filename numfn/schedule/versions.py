@@ -21,6 +21,8 @@ Interface, used by numfn/schedule/scheduler.py and kernels.py:
   - `write_hazard(value, lowered, kernel_value)`: a scatter kernel reading the memory it writes at another place
     than the one it writes (`x[1:] = x[:-1]`) returns the part of its value to store first (`demand_gate`: only
     the part's elements under a gated write's gate, when nothing else reads it).
+  - `readers_gate(part, roots)`: likewise for a value the fusion rule stores whose only readers are gated writes
+    with one gate (a windowed product written twice: `c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:]`).
 """
 from __future__ import annotations
 
@@ -169,6 +171,34 @@ def demand_gate(part: UOp, scatter: UOp, roots: dict[UOp, Root]) -> UOp | None:
     inside = between | {scatter}
     if any(p not in inside for u in between for p in parents.get(u, ())): return None
     return gate
+
+
+def readers_gate(part: UOp, roots: dict[UOp, Root]) -> UOp | None:
+    """The gate of the gated writes that are all `part`'s readers, when `part` (a value the fusion rule stores: a
+    product both `c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:]` write) reaches each of them as the written value
+    through elementwise operations and reshapes nothing else reads, and every write has the same gate (a window's
+    `i < length`): then only the part's elements under that gate are needed, and its kernel stores just those
+    (its loop runs over the window only, see codegen/narrow.py). None otherwise."""
+    if part.shape is None: return None
+    parents = parents_of(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
+    between, writes, todo = {part}, set(), [part]
+    while todo:
+        u = todo.pop()
+        for p in parents.get(u, ()):
+            if p.op is Ops.SCATTER and p.arg[2] and p.src[1] is u and u is not p.src[0] and u not in p.src[2:]:
+                writes.add(p)
+            elif (p.op in ELEMENTWISE or p.op is Ops.RESHAPE) and p not in roots:
+                if p not in between:
+                    between.add(p)
+                    todo.append(p)
+            else: return None   # read otherwise: every element may be needed
+    gates = {w.src[-1] for w in writes}
+    if len(gates) != 1: return None
+    gate = gates.pop()
+    # a window's `i < length` (positions and scalars, which narrow loops), not a mask read from arrays; reshapes
+    # keep the elements' row-major order, so the gate reshaped is the part's
+    if gate.size != part.size or not index_arithmetic(gate, set(roots), {}): return None
+    return gate if gate.shape == part.shape else gate.reshape(part.shape)
 
 
 def _graph_node(kernel_value: UOp, value: UOp) -> dict[UOp, UOp]:

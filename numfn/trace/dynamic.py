@@ -543,12 +543,13 @@ def matmul(a, b) -> Tensor:
         raise unsupported("a product of arrays of more than two dimensions whose length is only known at run time",
                           HINT)
     _, out = resolve_ufunc("matmul", (a.uop.dtype, b.uop.dtype))
-    a2 = (a[None, :] if a.ndim == 1 else a).astype(out.np)
-    b2 = (b[:, None] if b.ndim == 1 else b).astype(out.np)
-    res = (a2[:, :, None] * b2[None, :, :]).sum(axis=1, dtype=out.np)
-    if a.ndim == 1: res = res[0]
-    if b.ndim == 1: res = res[..., 0]
-    return res
+    a, b = a.astype(out.np), b.astype(out.np)
+    # a 1-D operand takes no added axis (indexing the result to drop it would be a gather of the window, which
+    # hides from the scheduler that the product is needed only over the window: versions.readers_gate)
+    if a.ndim == 1 and b.ndim == 1: return (a * b).sum(dtype=out.np)
+    if a.ndim == 1: return (a[:, None] * b).sum(axis=0, dtype=out.np)
+    if b.ndim == 1: return (a * b[None, :]).sum(axis=1, dtype=out.np)
+    return (a[:, :, None] * b[None, :, :]).sum(axis=1, dtype=out.np)
 
 
 def _outer(a, b, out=None):
