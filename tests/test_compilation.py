@@ -188,8 +188,8 @@ def test_debug_2_prints_each_kernels_time(capsys, monkeypatch, backend):
 
 
 def _counting_loop(x, n):
-    for _ in range(n):
-        x = x * 0.5 + 1
+    for _ in range(n):   # (reversed reads: not elementwise, so not interchanged into one kernel call)
+        x = x * 0.5 + x[::-1] * 0.25 + 1
     return x
 
 
