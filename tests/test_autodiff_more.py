@@ -487,3 +487,38 @@ def test_qr_wide_complete_and_eig_are_clear_errors():
         numfn.grad(lambda a: np.sum(np.linalg.qr(a)[1]))(wide)
     with pytest.raises(NotImplementedError, match="numpy.linalg.eig .its eigenvectors.: use numpy.linalg.eigvals"):
         numfn.grad(lambda a: np.sum(np.abs(np.linalg.eig(a)[0])))(_well_conditioned((4, 4), 22))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Jacobians of functions returning a tree of arrays: the tree of each output's Jacobian(s), as JAX's
+
+def _two_outputs(a):
+    return {"scaled": a * 2.0, "total": (a * a).sum()}
+
+
+def _mixed(x, y):
+    return (x * y).sum() + (x ** 2).sum() * y.sum()
+
+
+@pytest.mark.parametrize("mode", ["jacfwd", "jacrev"])
+def test_jacobian_of_a_tree_of_outputs(mode):
+    x = np.array([1.0, -2.0, 0.5])
+    jac = getattr(numfn, mode)(_two_outputs)(x)
+    assert set(jac) == {"scaled", "total"}
+    np.testing.assert_allclose(jac["scaled"], 2.0 * np.eye(3), rtol=1e-14)
+    np.testing.assert_allclose(jac["total"], 2.0 * x, rtol=1e-14)
+    both = getattr(numfn, mode)(lambda a, b: (a * b, a.sum() * b[0]), argnums=(0, 1))(x, x + 1.0)
+    assert len(both) == 2 and all(len(j) == 2 for j in both)
+    np.testing.assert_allclose(both[0][0], np.diag(x + 1.0), rtol=1e-14)
+    np.testing.assert_allclose(both[0][1], np.diag(x), rtol=1e-14)
+    np.testing.assert_allclose(both[1][0], np.full(3, (x + 1.0)[0]), rtol=1e-14)
+    np.testing.assert_allclose(both[1][1], [x.sum(), 0.0, 0.0], rtol=1e-14)
+
+
+def test_hessian_with_respect_to_two_arguments():
+    x, y = np.array([1.0, 2.0, -1.0]), np.array([0.5, -1.5, 2.0])
+    (hxx, hxy), (hyx, hyy) = numfn.hessian(_mixed, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(hxx, 2.0 * y.sum() * np.eye(3), rtol=1e-13)
+    np.testing.assert_allclose(hxy, np.eye(3) + 2.0 * x[:, None], rtol=1e-13)   # d2f / dx_i dy_j
+    np.testing.assert_allclose(hyx, hxy.T, rtol=1e-13)
+    np.testing.assert_allclose(hyy, np.zeros((3, 3)), atol=1e-13)

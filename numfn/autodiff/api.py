@@ -305,8 +305,9 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool, holomorphic: bool =
     def traced(args, kwargs):
         nums = _argnums(argnums, len(args))
         tr = Traced(jit_of(fn), args, kwargs)
-        if tr.nf.out_tree.kind != "leaf":
-            raise unsupported("jacfwd/jacrev of a function returning several arrays", "one array output for now")
+        if tr.nf.out_tree.kind != "leaf":   # a tree of outputs: the tree of each output's Jacobian(s), as JAX
+            return unflatten(tr.nf.out_tree, [_jacobian(_output_leaf(fn, i), argnums, forward, holomorphic)
+                                              .traced(args, kwargs) for i in range(tr.nf.out_tree.num_leaves)])
         out_shape, out_dtype = tr.nf.out_specs[0][0], tr.nf.out_specs[0][1]
         if not forward: check_output_dtype(out_dtype, "jacrev", holomorphic)
         elif holomorphic and not out_dtype.is_complex:
@@ -340,6 +341,13 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool, holomorphic: bool =
             jacs.append(jac)
         return jacs[0] if isinstance(argnums, int) else tuple(jacs)
     return Transformed(fn, traced)
+
+
+def _output_leaf(fn: Callable, i: int) -> Callable:
+    """fn's i-th output array (in flattening order), as a function of fn's arguments."""
+    def leaf(*args, **kwargs):
+        return flatten(jit_of(fn)(*args, **kwargs), is_leaf=is_leaf)[0][i]
+    return update_wrapper(leaf, fn, updated=())
 
 
 def _zero_tangent(p):
