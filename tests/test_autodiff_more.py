@@ -522,3 +522,19 @@ def test_hessian_with_respect_to_two_arguments():
     np.testing.assert_allclose(hxy, np.eye(3) + 2.0 * x[:, None], rtol=1e-13)   # d2f / dx_i dy_j
     np.testing.assert_allclose(hyx, hxy.T, rtol=1e-13)
     np.testing.assert_allclose(hyy, np.zeros((3, 3)), atol=1e-13)
+
+
+def _params_loss(p, x):
+    return (p["w"] * x).sum() + p["b"] ** 2 * x[0]
+
+
+@pytest.mark.parametrize("mode", ["jacfwd", "jacrev"])
+def test_jacobian_with_respect_to_a_tree_of_arrays(mode):
+    p = {"w": np.array([1.0, 2.0, 3.0]), "b": np.array(0.5)}
+    x = np.array([0.1, -0.2, 0.3])
+    by_params = getattr(numfn, mode)(_params_loss)(p, x)
+    np.testing.assert_allclose(by_params["w"], x, rtol=1e-14)
+    np.testing.assert_allclose(by_params["b"], 2 * 0.5 * x[0], rtol=1e-14)
+    by_both = getattr(numfn, mode)(_params_loss, argnums=(0, 1))(p, x)
+    np.testing.assert_allclose(by_both[0]["w"], x, rtol=1e-14)
+    np.testing.assert_allclose(by_both[1], p["w"] + [0.25, 0.0, 0.0], rtol=1e-14)

@@ -315,8 +315,13 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool, holomorphic: bool =
                             f"{out_dtype.name}.")
         jacs = []
         for n in nums:
-            if tr.arg_trees[n].kind != "leaf":
-                raise unsupported("jacfwd/jacrev with respect to a tree of arrays", "one array per argnum for now")
+            if tr.arg_trees[n].kind != "leaf":   # a tree of arrays: the tree of the Jacobians by each leaf, as JAX
+                tree = tr.arg_trees[n]
+                leaves = flatten(args[n], is_leaf=_leaf_or_tensor)[0]
+                by_leaf = _jacobian(_leaves_as_arguments(fn, n, tree, len(leaves)),
+                                    tuple(range(n, n + len(leaves))), forward, holomorphic)
+                jacs.append(unflatten(tree, list(by_leaf.traced((*args[:n], *leaves, *args[n + 1:]), kwargs))))
+                continue
             slot, = tr.float_slots(n, "jacfwd" if forward else "jacrev", holomorphic, real_only=forward)
             x = tr.values[slot]
             assert x.shape is not None
@@ -343,6 +348,13 @@ def _jacobian(fn: Callable, argnums: ArgNums, forward: bool, holomorphic: bool =
     return Transformed(fn, traced)
 
 
+def _leaves_as_arguments(fn: Callable, n: int, tree: TreeDef, count: int) -> Callable:
+    """fn with its argument n (a tree of `count` arrays) passed as those arrays, one argument each."""
+    def spread(*args, **kwargs):
+        return fn(*args[:n], unflatten(tree, args[n:n + count]), *args[n + count:], **kwargs)
+    return update_wrapper(spread, fn, updated=())
+
+
 def _output_leaf(fn: Callable, i: int) -> Callable:
     """fn's i-th output array (in flattening order), as a function of fn's arguments."""
     def leaf(*args, **kwargs):
@@ -351,8 +363,10 @@ def _output_leaf(fn: Callable, i: int) -> Callable:
 
 
 def _zero_tangent(p):
-    t = Tensor.lift(p)
-    return Tensor(_zeros(t.shape, t.uop.dtype))
+    """Zeros in the structure of primal p (an array, or a tree of them)."""
+    leaves, tree = flatten(p, is_leaf=_leaf_or_tensor)
+    lifted = [Tensor.lift(leaf) for leaf in leaves]
+    return unflatten(tree, [Tensor(_zeros(t.shape, t.uop.dtype)) for t in lifted])
 
 
 def jacfwd(fn: Callable, argnums: ArgNums = 0, holomorphic: bool = False) -> Transformed:
