@@ -76,7 +76,8 @@ def folded_result(nf: Any, leaves: list) -> Any:
     for out, (shape, dt) in zip(folded.src, visible):
         while out.op is Ops.CONTIGUOUS: out = out.src[0]
         value = const_value(out)
-        if value is None: return None
+        # (a NaN made by folding has Python's sign bit, the compiled code's the CPU's: not bit-equal, so compiled)
+        if value is None or (isinstance(value, float) and value != value): return None
         outputs.append(np.full(tuple(int(n) for n in shape), value, dt.np))
     debug.log(1, f"{nf.name}: a one-element call computed by constant folding; returned without compiling")
     return unflatten(nf.out_tree, outputs)

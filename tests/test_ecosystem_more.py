@@ -183,14 +183,18 @@ INTEGER = [   # integer and bool arguments (values where NumPy's and C's divisio
 
 
 def _check_probe_then_compiled(fn, args):
+    want = fn(*args)
+    # a NaN result is compiled, not folded: folding's NaN has Python's sign bit, the compiled code's the CPU's
+    nan = any(np.asarray(w).dtype.kind == "f" and np.isnan(w).any() for w in (want if isinstance(want, tuple)
+                                                                              else (want,)))
     f = numfn.jit(fn)
     before = runtime.compile_count
     probe = f(*args)
-    assert runtime.compile_count == before, "the one-element probe compiled"
-    assert not any("compiled" in nf.build.__dict__ for nf in f.specializations)
+    if not nan:
+        assert runtime.compile_count == before, "the one-element probe compiled"
+        assert not any("compiled" in nf.build.__dict__ for nf in f.specializations)
     compiled = f(*args)   # the same signature again: a real call, compiled (or loaded from the disk cache)
     assert all("compiled" in nf.build.__dict__ for nf in f.specializations)
-    want = fn(*args)
     for got, ran, expected in zip(*(x if isinstance(x, tuple) else (x,) for x in (probe, compiled, want))):
         assert _bits(got) == _bits(ran), "the probe's result differs from the compiled code's"
         assert np.asarray(got).dtype == np.asarray(expected).dtype and np.shape(got) == np.shape(expected)
