@@ -29,7 +29,7 @@ from numfn.schedule.memory import MemoryPlan, plan_memory
 from numfn.schedule.realize import RealizeRule, should_realize, split_reductions
 from numfn.schedule.regions import prepare_loops
 from numfn.schedule.roots import Root, alone, is_copy
-from numfn.schedule.versions import Versions, readers_gate
+from numfn.schedule.versions import Versions, readers_gate, roots_parents
 
 
 def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, MemoryPlan]:
@@ -70,7 +70,8 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         new = _realized_by_round(kernels, origin, roots)
         if not new: break
         # a value only gated writes read is needed only under their gate (a window's product: narrowed)
-        for v in new: roots[v] = Root(v, gate=readers_gate(v, roots))
+        parents = roots_parents(roots)   # (the new values are nodes of the same graph: its parents do not change)
+        for v in new: roots[v] = Root(v, gate=readers_gate(v, roots, parents))
 
     unused = _unused_intermediates(roots, kernels, versions)
     if unused:

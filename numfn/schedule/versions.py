@@ -173,14 +173,18 @@ def demand_gate(part: UOp, scatter: UOp, roots: dict[UOp, Root]) -> UOp | None:
     return gate
 
 
-def readers_gate(part: UOp, roots: dict[UOp, Root]) -> UOp | None:
+def roots_parents(roots: dict[UOp, Root]) -> dict:
+    """Each node's parents in the graph of the roots' values (for readers_gate: one walk per scheduling round)."""
+    return parents_of(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
+
+
+def readers_gate(part: UOp, roots: dict[UOp, Root], parents: dict) -> UOp | None:
     """The gate of the gated writes that are all `part`'s readers, when `part` (a value the fusion rule stores: a
     product both `c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:]` write) reaches each of them as the written value
     through elementwise operations and reshapes nothing else reads, and every write has the same gate (a window's
     `i < length`): then only the part's elements under that gate are needed, and its kernel stores just those
-    (its loop runs over the window only, see codegen/narrow.py). None otherwise."""
+    (its loop runs over the window only, see codegen/narrow.py). None otherwise. `parents`: roots_parents(roots)."""
     if part.shape is None: return None
-    parents = parents_of(UOp(Ops.SINK, dtypes.void, tuple(r.value for r in roots.values())))
     between, writes, todo = {part}, set(), [part]
     while todo:
         u = todo.pop()
