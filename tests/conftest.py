@@ -37,10 +37,10 @@ def _have_c_compiler() -> bool:
 
 
 # Both backends share every stage up to rendering, and the C backend's compile (clang in a subprocess) costs about
-# twice LLVM's, so by default the C backend runs a fixed third of the cases that take the `backend` fixture (chosen by
+# twice LLVM's, so by default the C backend runs a fixed quarter of the cases that take the `backend` fixture (chosen by
 # a hash of the test's id: the same cases every run, spread over every file and table); NUMFN_LONG_TESTS=1 runs all.
 LONG_TESTS = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")
-C_SHARE = 3
+C_SHARE = 4
 
 
 @pytest.fixture(params=BACKENDS)
