@@ -63,6 +63,7 @@ def folded_result(nf: Any, leaves: list) -> Any:
     """The result of NumericalFunction `nf` on `leaves` (its flattened arguments, every array one with at most one
     element) when constant folding computes every output exactly, else None (see above)."""
     if nf.size_request is not None or nf.checks or nf.cut_outputs or nf.mutated_inputs or nf.fastmath: return None
+    if nf.int_limits: return None   # a Python int the function narrows: the call checks its range (OverflowError)
     sink = nf.function_graph
     nodes = sink.toposort()
     for u in nodes:

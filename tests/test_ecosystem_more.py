@@ -307,3 +307,14 @@ def test_function_pickled_by_value_traces_the_same_program_in_the_worker(tmp_pat
     b = np.linspace(-2.0, 2.0, 7)
     for _ in range(12): b = np.sqrt(b * b + 1.0) - 0.5 * b
     np.testing.assert_allclose(eval(client_values), b, rtol=1e-14)
+
+
+def test_one_element_probe_checks_python_ints_as_a_call_does():
+    # fuzz seed 44002017: a Python int the function narrows to int8 is range-checked on the first (probe-like) call
+    def f(x0, x1):
+        return x0 // x1
+    x0 = np.array([2], dtype=np.int8)
+    for _ in range(2):
+        with pytest.raises(OverflowError, match="out of bounds for int8"):
+            numfn.jit(f)(x0, -9223372036854775808)
+    np.testing.assert_array_equal(numfn.jit(f)(x0, -3), x0 // -3)
