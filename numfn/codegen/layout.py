@@ -28,6 +28,17 @@ class Layout:
     written_inputs: frozenset = frozenset()   # inputs the program writes into (the caller's arrays change)
     externs: tuple[str, ...] = ()
 
+    @property
+    def on_stack(self) -> dict[Buffer, int]:
+        """The intermediates that live on the entry function's stack (see `on_stack_bytes`), with their bytes."""
+        return {buf: on_stack_bytes(buf, dt) for buf, dt, _ in self.intermediates if on_stack_bytes(buf, dt)}
+
+    @property
+    def heap_arena_bytes(self) -> int:
+        """The bytes of the arena the entry function allocates: none when every intermediate is on the stack."""
+        stack = self.on_stack
+        return self.arena_bytes if any(buf not in stack for buf, _, _ in self.intermediates) else 0
+
 
 ON_STACK_BYTES = 64   # intermediates this small live on the program's stack instead of the arena
 

@@ -7,7 +7,7 @@ import math
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout, on_stack_bytes
+from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.ir.primitives import PRIMITIVES, register
@@ -413,8 +413,7 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
         body.append(f"  numfn_pfor pfor = (numfn_pfor)buffers[{len(pointers) + bool(layout.externs)}];")
     # small intermediates (a loop's scalars) live on the stack: once the kernels are inlined, in registers; a
     # program whose intermediates all do allocates no arena (an exported one ignores the caller's)
-    on_stack = {buf for buf, dt, _ in layout.intermediates if on_stack_bytes(buf, dt)}
-    arena_bytes = layout.arena_bytes if any(b not in on_stack for b, _, _ in layout.intermediates) else 0
+    on_stack, arena_bytes = layout.on_stack, layout.heap_arena_bytes
     keep = keeps_arena(arena_bytes) and not standalone
     if standalone: params.append("char *arena")
     elif keep:   # the arena the last call left (another thread's call may hold it: then a fresh one)

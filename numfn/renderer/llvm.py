@@ -14,7 +14,7 @@ import struct
 from numfn.codegen.program import KernelProgram
 from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
-from numfn.codegen.layout import Layout, on_stack_bytes
+from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
 from numfn.renderer import buffer_name, half_bits, range_name
 from numfn.ir.primitives import PRIMITIVES, register
@@ -583,11 +583,11 @@ def render_program(entry: str, kernels: list[tuple[KernelProgram, str]], layout:
     body = ["entry:"]
     # small intermediates (a loop's scalars: counters, carried values, one element read or written) live on the
     # stack: once LLVM inlines the kernels into this function their loads and stores become registers
-    on_stack = {buf: on_stack_bytes(buf, dt) for buf, dt, _ in layout.intermediates if on_stack_bytes(buf, dt)}
+    on_stack = layout.on_stack
     for buf, nbytes in sorted(on_stack.items(), key=lambda t: t[0].number):
         body.append(f"  %{buffer_name(buf)} = alloca [{nbytes} x i8], align 64")
     # (no heap arena when every intermediate is on the stack)
-    arena_bytes = layout.arena_bytes if any(b not in on_stack for b, _, _ in layout.intermediates) else 0
+    arena_bytes = layout.heap_arena_bytes
     for i, b in enumerate(pointers):
         body += [f"  %{buffer_name(b)}.slot = getelementptr inbounds ptr, ptr %buffers, i64 {i}",
                  f"  %{buffer_name(b)} = load ptr, ptr %{buffer_name(b)}.slot"]
