@@ -169,18 +169,6 @@ def _wrap(name: str, original):
     return wrapper
 
 
-_wrappers: dict[tuple[str, int], Any] = {}   # (name, id(original)) -> _wrap(name, original), made once a process
-
-
-def _wrapper_of(name: str, original):
-    """_wrap(name, original), made at the first trace and reused by the later ones (wrapping np.random's 60
-    functions cost about 1 ms a trace); a function replaced meanwhile (monkeypatched) gets a wrapper of its own."""
-    wrapper = _wrappers.get((name, id(original)))
-    if wrapper is None or wrapper.__wrapped__ is not original:
-        wrapper = _wrappers[name, id(original)] = _wrap(name, original)
-    return wrapper
-
-
 def _module_functions() -> dict[str, Any]:
     """np.random's functions (not its classes and submodules: wrapping a class would break isinstance checks that
     other threads make meanwhile)."""
@@ -204,7 +192,7 @@ class trace_guard:
             if _guard_users == 0:
                 for name, f in _module_functions().items():
                     _saved[name] = f
-                    setattr(np.random, name, _wrapper_of(name, f))
+                    setattr(np.random, name, _wrap(name, f))
             _guard_users += 1
         nr.trace_depth.n = getattr(nr.trace_depth, "n", 0) + 1
         self.watched = [(where, g, _state(g)) for where, g in _reachable_generators(self.fn)]
