@@ -6,6 +6,8 @@ import pytest
 
 import numfn
 import numfn.numpy as fnp
+from numfn.dtype import dtypes
+from numfn.ir.uop import Buffer, Ops, UOp
 from helpers import check, check_mutates, check_raises_like, rand
 
 RNG = np.random.default_rng(90)
@@ -244,3 +246,79 @@ def _both_versions_in_one_value(x):
 def test_reads_of_an_argument_run_before_writes_into_it(backend):
     check_mutates(_read_then_write_argument, np.linspace(-1.0, 2.0, 6), backend=backend)
     check_mutates(_both_versions_in_one_value, np.linspace(-1.0, 2.0, 6), backend=backend)
+
+
+# Strided slices of reshaped arrays: NumPy's result is a view (a write through it changes the array) exactly where
+# strides describe it. numfn decides that from the chain of movement ops, where a strided slice is a pad, a split and
+# a shrink; a 3-d array flattened and sliced with a step was once taken for a copy and the write was lost.
+VIEW_CHAINS = [
+    lambda x: x.reshape(-1)[::2],
+    lambda x: x.reshape(-1)[1::3],
+    lambda x: x.reshape(-1)[::-2],
+    lambda x: x.reshape(-1)[2:-1:4],
+    lambda x: x.reshape(-1)[::2].reshape(2, -1),
+    lambda x: x.reshape(2, -1)[:, ::5],
+    lambda x: x.reshape(4, -1)[:, ::2].reshape(-1),   # strides (6, 2) merge: still a view
+    lambda x: x.reshape(-1)[::3][::-2],
+    lambda x: x[:, ::2].reshape(-1),                  # strides that do not merge: NumPy copies
+    lambda x: x.transpose(2, 0, 1).reshape(-1)[::2],  # the reshape copies, so the slice is of the copy
+]
+
+
+def _write_through(view):
+    def f(x):
+        v = view(x)
+        v *= 2
+        v[0] = -1
+        return v
+    return f
+
+
+@pytest.mark.parametrize("view", VIEW_CHAINS, ids=range(len(VIEW_CHAINS)))
+def test_writes_through_strided_views_of_reshaped_arrays(view):
+    check_mutates(_write_through(view), rand((2, 3, 4), np.float64, RNG), backend="llvm", calls=1)
+
+
+def _numpy_strides_in_elements(x: np.ndarray, view) -> tuple[int, ...] | None:
+    try:
+        v = view(x)
+    except ValueError:
+        return None
+    if not np.shares_memory(v, x): return None
+    return tuple(s // x.itemsize if n > 1 else 0 for s, n in zip(v.strides, v.shape))
+
+
+@pytest.mark.nocompile
+@pytest.mark.parametrize("shape", [(2, 3, 4), (4, 6), (12,), (3, 1, 4)], ids=str)
+def test_which_reshaped_strided_slices_are_views(shape):
+    # view_offset (numfn.codegen.lower), which decides whether a reshape is a view, against NumPy's strides, over
+    # chains of a reshape, a strided slice of the last axis and another reshape (None: NumPy copies)
+    from numfn.codegen.lower import view_offset
+    from numfn.trace.subscript import basic_view, normalize
+
+    steps = [slice(None, None, 2), slice(1, None, 3), slice(None, None, -2), slice(2, -1, 4), slice(None, None, 5),
+             slice(None, None, 1)]
+    x = np.zeros(shape)
+    cases = 0
+    for s in steps:
+        for outer in [(-1,), (2, -1), (-1, 2), (-1, 1)]:
+            for regroup in [None, (-1,), (2, -1), (-1, 1, 2)]:
+                try:
+                    first = x.reshape(outer)
+                    sliced = first[(slice(None),) * (first.ndim - 1) + (s,)]
+                    want = sliced if regroup is None else sliced.reshape(regroup, copy=False)
+                    strides = tuple(st // x.itemsize if n > 1 else 0 for st, n in zip(want.strides, want.shape))
+                except ValueError as e:
+                    if "copy" not in str(e): continue   # a shape that does not divide
+                    strides = None
+                u = UOp(Ops.BUFFER, dtypes.float64, (), Buffer("intermediate", -1, shape)).reshape(first.shape)
+                u = basic_view(u, normalize(first.shape, (slice(None),) * (first.ndim - 1) + (s,)))
+                if regroup is not None: u = u.reshape(sliced.reshape(regroup).shape)
+                chain = []
+                while u.op is not Ops.BUFFER:
+                    chain.append((u.op, u.arg))
+                    u = u.src[0]
+                got = view_offset(shape, tuple(reversed(chain)))
+                assert got == strides, (outer, s, regroup)
+                cases += 1
+    assert cases > 40

@@ -351,8 +351,11 @@ def view_offset(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...] | 
     gather)."""
     from numfn.ir.symbolic import affine
     if any(op is Ops.GATHER for op, _ in chain): return None
-    # movement NumPy has: its own strides, without lowering the chain (tracing asks this of every reshaped view)
-    if all(op in _NUMPY_MOVEMENT for op, _ in chain): return _numpy_strides(base_shape, chain)
+    # movement NumPy has (and strided slices, see _numpy_strides): its own strides, without lowering the chain
+    # (tracing asks this of every reshaped view)
+    if all(op in _NUMPY_MOVEMENT or op is Ops.PAD for op, _ in chain):
+        strides = _numpy_strides(base_shape, chain)
+        if strides is not None or all(op is not Ops.PAD for op, _ in chain): return strides
     base = UOp(Ops.BUFFER, dtypes.int8, (), Buffer("intermediate", -1, tuple(base_shape)))
     v = base
     for op, arg in chain: v = UOp(op, v.dtype, (v,), arg)
@@ -382,8 +385,16 @@ def _numpy_strides(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...]
         steps.append(acc)
         acc *= n
     a = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), tuple(base_shape), tuple(reversed(steps)))
-    for op, arg in chain:
-        if op is Ops.RESHAPE:
+    chain = tuple(chain)
+    at = 0
+    while at < len(chain):
+        op, arg = chain[at]
+        at += 1
+        if op is Ops.PAD:   # only as a strided slice makes it (numfn.trace.subscript._strided_slice): a[::step]
+            a = _strided_slice(a, arg, chain[at:at + 2])
+            if a is None: return None
+            at += 2
+        elif op is Ops.RESHAPE:
             try:
                 a = a.reshape(arg, copy=False)
             except ValueError:
@@ -394,6 +405,25 @@ def _numpy_strides(base_shape: tuple[int, ...], chain: tuple) -> tuple[int, ...]
         elif op is Ops.FLIP: a = a[tuple(slice(None, None, -1) if i in arg else slice(None) for i in range(a.ndim))]
         else: return None
     return tuple(s if n > 1 else 0 for s, n in zip(a.strides, a.shape))
+
+
+def _strided_slice(a, padding: tuple, then: tuple):
+    """`a` padded by `padding`, then reshaped and shrunk by the two ops `then`, where the three are the steps of a
+    strided slice (numfn.trace.subscript._strided_slice): one axis padded at its end to count * step elements,
+    split into (count, step), and the step axis shrunk to its first element. That is a[::step] along the axis with
+    an axis of 1 after it; None for any other use of a pad (no strides describe a padded view)."""
+    padded = [k for k, p in enumerate(padding) if p != (0, 0)]
+    if len(padded) != 1 or len(then) != 2: return None
+    k = padded[0]
+    lo, hi = padding[k]
+    (reshape, split), (shrink, bounds) = then
+    n = a.shape[k] + hi
+    if lo != 0 or reshape is not Ops.RESHAPE or shrink is not Ops.SHRINK or len(split) != a.ndim + 1: return None
+    count, step = split[k], split[k + 1]
+    if count * step != n or hi >= step or split[:k] != a.shape[:k] or split[k + 2:] != a.shape[k + 1:]: return None
+    if tuple(bounds) != tuple((0, 1) if i == k + 1 else (0, m) for i, m in enumerate(split)): return None
+    out = a[tuple(slice(None, None, step) if i == k else slice(None) for i in range(a.ndim))]
+    return out.reshape(out.shape[:k + 1] + (1,) + out.shape[k + 1:])
 
 
 def _stand_in(u: UOp) -> UOp:
