@@ -667,6 +667,35 @@ def test_names_bound_inside_statements_follow_python():
         numfn.jit(_never_bound)(x)
 
 
+def _bound_in_an_elif(x, mode):   # the elif is an if inside the else: it binds w on one side only
+    if mode == "a":
+        v = x + 1
+    elif mode == "b":
+        w = x * 2
+        v = w + 1
+    else:
+        v = x - 1
+    return v
+
+
+def _bound_in_a_loop_on_some_iterations(x):
+    for i in range(4):
+        if i == 2:
+            w = x * i
+    return w
+
+
+@pytest.mark.parametrize("fn,args", [
+    (_bound_in_an_elif, ("a",)), (_bound_in_an_elif, ("b",)), (_bound_in_an_elif, ("c",)),
+    (_bound_in_a_loop_on_some_iterations, ()),
+])
+def test_names_bound_on_one_side_of_an_inner_branch(fn, args):
+    # once a converted body ended by reading such a name, which Python leaves unbound there: UnboundLocalError
+    x = np.arange(3.0)
+    f = numfn.jit(fn, static_argnums=tuple(range(1, 1 + len(args))))
+    np.testing.assert_array_equal(f(x, *args), fn(x, *args))
+
+
 @pytest.mark.parametrize("fn,args,words", [
     (_one_sided_traced, (np.ones(3),), "only one side of the branch"),
     (_last_of_traced_loop, (np.ones(3), 4), "inside the loop at line"),

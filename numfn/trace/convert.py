@@ -225,9 +225,9 @@ class _Converter:
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
-        self.defined = saved
+        bound, self.defined = self.defined, saved
         fn = self.fresh("body")
-        body_def = _def(fn, [target] + flags + carried, new_body, [_load(n) for n in flags + carried], s)
+        body_def = _def(fn, [target] + flags + carried, new_body, _results(flags + carried, bound), s)
         rest = [ast.Name(fn, ast.Load()), _tuple(carried, defaults=True), _str_tuple(carried), _str_tuple(flags),
                 ast.Constant(s.lineno + self.line0)]
         call = _call(f"{_RT}.for_each", [over, *rest]) if over is not None else \
@@ -243,10 +243,10 @@ class _Converter:
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
-        self.defined = saved
+        bound, self.defined = self.defined, saved
         cond_fn, body_fn = self.fresh("cond"), self.fresh("body")
         cond_def = _def(cond_fn, flags + carried, [], _test(s.test), s)
-        body_def = _def(body_fn, flags + carried, new_body, [_load(n) for n in flags + carried], s)
+        body_def = _def(body_fn, flags + carried, new_body, _results(flags + carried, bound), s)
         call = _call(f"{_RT}.while_", [_load(cond_fn), _load(body_fn), _tuple(carried, defaults=True),
                                        _str_tuple(carried), _str_tuple(flags),
                                        ast.Constant(s.lineno + self.line0)])
@@ -280,8 +280,8 @@ class _Converter:
         outs = list(dict.fromkeys(_assigned(body + orelse) + ([ret] if returns else [])))
         both = [n for n in outs if (n in after_body and n in after_else) or n == ret]
         true_fn, false_fn = self.fresh("then"), self.fresh("else")
-        t_def = _def(true_fn, outs, body, [_load(n) for n in outs], s)
-        f_def = _def(false_fn, outs, orelse or [ast.Pass()], [_load(n) for n in outs], s)
+        t_def = _def(true_fn, outs, body, _results(outs, after_body), s)
+        f_def = _def(false_fn, outs, orelse or [ast.Pass()], _results(outs, after_else), s)
         call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
                                     _str_tuple(outs), _str_tuple(both),
                                     ast.Constant(s.lineno + self.line0)])
@@ -498,10 +498,19 @@ def _call(dotted: str, args: list) -> ast.Call:
 def _tuple(names: list[str], defaults: bool = False) -> ast.expr:
     """A tuple of the names' current values (with `defaults`, a name not bound yet counts as unbound)."""
     if not defaults: return ast.Tuple([_load(n) for n in names], ast.Load())
-    return ast.Tuple([_call(f"{_RT}.value", [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None,
-                                                                          kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                                                          defaults=[]), _load(n))])
-                      for n in names], ast.Load())
+    return ast.Tuple([_value(n) for n in names], ast.Load())
+
+
+def _value(name: str) -> ast.expr:
+    """The name's current value, or the unbound marker where it has none."""
+    return _call(f"{_RT}.value", [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                           kw_defaults=[], kwarg=None, defaults=[]), _load(name))])
+
+
+def _results(names: list[str], bound: list[str]) -> list[ast.expr]:
+    """What a converted body returns: the names' values, where a name its code may leave unbound (an inner `if`
+    binding it on one side only deletes it again) gives the unbound marker instead of failing."""
+    return [_load(n) if n in bound else _value(n) for n in names]
 
 
 def _assign(names: list[str], value: ast.expr, at: ast.AST) -> ast.stmt:
