@@ -191,6 +191,18 @@ def reduce_dtype(op: str, dt: DType) -> DType:
     return dtypes.from_numpy(getattr(np, op)(np.zeros(1, dt.np)).dtype)
 
 
+def float_assignment_error(value: float, dt: DType) -> BaseException | None:
+    """NumPy writes a float scalar into an integer array through Python's int(): NaN (ValueError), infinity and a
+    value out of the dtype's range (OverflowError) raise. The error NumPy raises for `value` written into `dt`, in
+    NumPy's words (asked of NumPy itself), or None where the write is fine."""
+    if not dt.is_int: return None
+    try:
+        np.zeros(1, dt.np)[0] = value
+    except (OverflowError, ValueError) as e:
+        return type(e)(str(e))
+    return None
+
+
 def check_scalar_fits(value, dt: DType, what: str = "") -> None:
     """NEP 50: a Python int must fit the integer dtype it is combined with, or NumPy raises OverflowError: its own
     error, worded as NumPy words it ("Python integer 300 out of bounds for int8", or "Python int too large to

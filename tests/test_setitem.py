@@ -1,6 +1,8 @@
 """Advanced indexing (integer arrays, mixed with basic indices) and assignment (x[index] = value, x[index] op= value)
 inside traced functions, against NumPy: results, the arrays written into (computed ones, views, the caller's
 arguments), the errors NumPy raises."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -314,3 +316,72 @@ def test_writes_through_reshapes_of_three_or_more_axes(backend):
     got, want = numfn.jit(_write_through_flat_views, backend=backend)(got_x), _write_through_flat_views(want_x)
     for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(got_x, want_x)
+
+
+# A Python float written into an integer array goes through Python's int() in NumPy: NaN raises ValueError, infinity
+# and a value out of the dtype's range OverflowError (a bool array takes the float's truth). A NumPy float scalar
+# (x.sum()) does the same through basic indices into a signed array, and is cast (wraps) otherwise. Values come in as
+# arguments, so each form compiles once per dtype and the run-time check decides (fuzz seed 44102298 wrapped 1e10).
+def _at_index(a, v):
+    a[0] = v
+    return a
+
+
+def _at_slice_numpy_scalar(a, v):
+    a[1:] = (v * np.ones(2)).sum() / 2   # a NumPy float64 scalar, traced
+    return a
+
+
+def _at_index_array(a, v):
+    a[np.array([0, 2])] = v
+    return a
+
+
+def _at_index_array_numpy_scalar(a, v):
+    a[np.array([0, 2])] = (v * np.ones(2)).sum() / 2
+    return a
+
+
+def _filled(a, v):
+    a.fill(v)
+    return a
+
+
+def _in_a_loop(a, v):
+    for i in range(a.shape[0]):
+        a[i] = v * (i + 1)
+    return a
+
+
+FLOAT_WRITES = [_at_index, _at_slice_numpy_scalar, _at_index_array, _at_index_array_numpy_scalar, _filled,
+                _in_a_loop]
+FLOATS = [2.7, -1.5, -1.0, 100.0, 300.0, 1e10, -1e10, 2.0 ** 63, 1e19, 1e30, np.inf, -np.inf, np.nan]
+
+
+def _outcome(fn, dtype, v):
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(np.zeros(3, dtype), v).tolist()
+    except (OverflowError, ValueError) as e:
+        return type(e), str(e)
+
+
+@pytest.mark.parametrize("fn", FLOAT_WRITES, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64, np.bool_],
+                         ids=lambda d: np.dtype(d).name)
+def test_float_scalars_written_into_integer_arrays(fn, dtype):
+    jitted = numfn.jit(fn)
+    for v in FLOATS:
+        assert _outcome(jitted, dtype, v) == _outcome(fn, dtype, v), v
+
+
+def test_float_constants_written_into_integer_arrays(backend):
+    for value, dtype in [(1e10, np.int8), (np.nan, np.int64), (np.inf, np.uint8), (-1.0, np.uint16),
+                         (np.nan, np.bool_), (1e10, np.int64), (-2.5, np.int8)]:
+        def f(a):
+            a[1] = value
+            a.fill(value) if a.shape[0] > 5 else None
+            return a
+        assert _outcome(lambda a, _: numfn.jit(f, backend=backend)(a), dtype, None) == \
+            _outcome(lambda a, _: f(a), dtype, None), (value, dtype)

@@ -841,8 +841,8 @@ def _fill_method(self, value) -> None:
     if self.weak: raise AttributeError(f"'{type(self.pyvalue).__name__}' object has no attribute 'fill'")
     if self.is_scalar():   # a NumPy scalar's fill does nothing
         return
-    dt = self.uop.dtype
-    v = _fill_value(value, dt) if not isinstance(value, Tensor) else Tensor(value.uop.cast(dt))
+    # (a traced value is written as it is: x[...] = v casts it, and checks a float scalar into integers as NumPy)
+    v = _fill_value(value, self.uop.dtype) if not isinstance(value, Tensor) else value
     if v.ndim: raise ValueError("Input object to FillWithScalar is not a scalar")
     self[...] = v
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from numfn.dtype import DType, check_scalar_fits, dtypes
+from numfn.dtype import DType, check_scalar_fits, dtypes, float_assignment_error
 from numfn.errors import unsupported
 from numfn.trace.known import known_value
 from numfn.trace.tensor import Links, Tensor, add_check, broadcast_shapes, gather, numpy_function, tensor_method, \
@@ -419,12 +419,13 @@ def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
 def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False) -> Tensor:
     """`value` as NumPy assigns it into an array of dtype `dt` at a region of `shape`: cast unsafely (a Python int
     must fit, NaN or inf cannot become an integer) and broadcast (leading size-1 axes of the value dropped)."""
-    if isinstance(value, (float, np.floating)) and not isinstance(value, Tensor) and (dt.is_int or dt.is_bool):
-        if math.isnan(value): raise ValueError("cannot convert float NaN to integer")
-        if math.isinf(value): raise OverflowError("cannot convert float infinity to integer")
+    if isinstance(value, (float, np.floating)) and not isinstance(value, Tensor):
+        error = float_assignment_error(float(value), dt)
+        if error is not None: raise error
     if isinstance(value, int) and not isinstance(value, bool): check_scalar_fits(value, dt, "assigned value")
     v = Tensor.lift(value)
     weak_fits(v, dt)   # a traced Python int (an argument, a loop index) must fit too: checked when the program runs
+    _float_fits(v, dt, advanced)
     vshape = v.shape
     while len(vshape) > len(shape) and vshape[0] == 1: vshape = vshape[1:]
     if len(vshape) > len(shape) or any(a != b and a != 1 for a, b in zip(vshape[::-1], shape[::-1])):
@@ -439,6 +440,33 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
         warn_complex_discarded()
     u = v.uop.cast(dt).reshape(vshape)
     return Tensor(Tensor(u)._broadcast(shape))
+
+
+def _float_fits(v: Tensor, dt: DType, advanced: bool) -> None:
+    """NumPy writes a Python float into an integer array through Python's int(): NaN, infinity and a value out of
+    the dtype's range raise (numfn.dtype.float_assignment_error). So does a NumPy float scalar (x.sum()) written
+    through basic indices into a signed integer array; into an unsigned one, or through an index array, it is cast
+    (it wraps), as a 0-d array always is. A traced value is checked when the program runs."""
+    numpy_scalar = not advanced and v.is_scalar() and not dt.is_unsigned
+    if not (dt.is_int and v.uop.dtype.is_float and v.ndim == 0 and (v.weak or numpy_scalar)): return
+    if v.uop.op is Ops.CONST:
+        error = float_assignment_error(float(v.uop.arg), dt)
+        if error is not None: raise error
+        return
+    f = v.uop.reshape(()).cast(dtypes.float64)
+    # int() truncates toward zero: the value fits where min - 1 < f < max + 1 (for int64, min - 1 rounds to min
+    # as a float64: there f >= min); max + 1 is a power of two, exact
+    low = float(dt.min - 1)
+    below = f.alu(Ops.CMPLT, UOp.const(dtypes.float64, float(dt.min))) if low == float(dt.min) else \
+        f.alu(Ops.CMPLE, UOp.const(dtypes.float64, low))
+    above = UOp.const(dtypes.float64, float(dt.max + 1)).alu(Ops.CMPLE, f)
+    nan = f.alu(Ops.CMPNE, f)
+    failed = below.alu(Ops.OR, above).alu(Ops.OR, nan)
+
+    def error(bits: int) -> BaseException:   # the payload is the float's bits: NumPy's message quotes its int()
+        value = float(np.array(bits, np.int64).view(np.float64))
+        return float_assignment_error(value, dt) or OverflowError(f"{value!r} out of bounds for {dt.name}")
+    add_check(Tensor(failed), Tensor(f.bitcast(dtypes.int64)), error)
 
 
 def _fmt(shape) -> str:
