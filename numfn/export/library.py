@@ -218,7 +218,7 @@ def library(nf, name: str, arg_names: list[str], blas: str = "portable", threads
         lengths[nout + 2 * len(nf.checks) + k] = p.name
 
     # the workspace: the scratch arena, then each check's failed and payload arrays
-    arena = _aligned(layout.arena_bytes)
+    arena = _aligned(layout.heap_arena_bytes)   # (none when every intermediate lives on the stack)
     offset, check_slots, errors = arena, {}, []
     for k, check in enumerate(nf.checks):
         for j in (0, 1):
@@ -348,7 +348,7 @@ def _source(nf, name: str, params: list[Param], workspace: int, buffers: list[st
             "#if defined(__clang__)", "#define NUMFN_FP(x) _Pragma(x)", "#else", "#define NUMFN_FP(x)", "#endif", ""]
     body = ["  char *ws = (char *)workspace;" if workspace else "",
             f"  void *buffers[] = {{ {', '.join(buffers) or 'NULL'} }};",
-            f"  {name}_program(buffers, {'ws' if layout.arena_bytes else 'NULL'});"]
+            f"  {name}_program(buffers, {'ws' if layout.heap_arena_bytes else 'NULL'});"]
     for k in range(len(nf.checks)):
         offset, size = check_slots[nout + 2 * k]
         body += [f"  {{ const unsigned char *failed = (const unsigned char *)(ws + {offset});",
