@@ -81,6 +81,11 @@ def prepare_kernel(lowered: LoweredKernel) -> LoweredKernel:
     return narrow(lowered)
 
 
+# the last rewrite of every kernel, without (NOOPT) and with the transcendental functions' expansions: combined once
+# (a PatternMatcher indexes its rules by op when made, a cost that was a quarter of rendering a small kernel)
+_LAST_RULES = {True: decompositions + symbolic, False: decompositions + transcendental + symbolic}
+
+
 def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
                   parallel: bool = False, fastmath: bool = False, options: Options | None = None) -> KernelProgram:
     """Lower, simplify and linearize a kernel. With `parallel`, its outermost loop is split across threads when
@@ -98,8 +103,7 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)
     if fastmath: sink = _mark_fast(sink)
-    rules = decompositions + symbolic if debug.noopt() else decompositions + transcendental + symbolic
-    sink = graph_rewrite(sink, rules, name="kernel: decompositions")
+    sink = graph_rewrite(sink, _LAST_RULES[debug.noopt()], name="kernel: decompositions")
     uops = tuple(linearize(sink))
     return KernelProgram(name, params, uops, splittable_loop(uops, lowered) if parallel else None, not upcasts,
                          fastmath)
