@@ -53,8 +53,9 @@ from collections.abc import Callable
 
 from numfn import debug
 from numfn.errors import NumfnError, user_location
-from numfn.trace.statements import logical, logical_not, not_flags, run_for_each, run_for_range, run_if, \
-    run_while, traced_builtin, traced_constructor
+from numfn.trace.statements import array_items, logical, logical_not, not_flags, run_for_each, run_for_range, \
+    run_if, run_while, traced_builtin, traced_constructor
+from numfn.trace.record import left_to_python
 from numfn.trace import expressions
 from numfn.trace.unbound import UNBOUND
 
@@ -175,10 +176,11 @@ class _Converter:
         return out
 
     def statement(self, s: ast.stmt, returns: bool = False) -> list[ast.stmt]:
+        if isinstance(s, (ast.For, ast.While)) and s.orelse and not _contains(s.body, (ast.Return,)):
+            return self.block(self._else_after(s))
         if isinstance(s, ast.For) and _is_range(s): return self.for_range(s)
-        if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse and \
-                not _contains(s.body, (ast.Return,)):
-            return self.for_range(s, over=s.iter)
+        if isinstance(s, ast.For) and not s.orelse and not _contains(s.body, (ast.Return,)):
+            return self.for_range(self._one_target(s), over=_array_items(s.iter))
         if isinstance(s, ast.While): return self.while_(s)
         if isinstance(s, ast.If): return self.if_(s, returns)
         if isinstance(s, (ast.For, ast.With)):
@@ -208,12 +210,20 @@ class _Converter:
                                          at))
         return out
 
+    def _one_target(self, s: ast.For) -> ast.For:
+        """`for a, b in items: body` as `for item in items: a, b = item; body` (a loop binds one name per step)."""
+        if isinstance(s.target, ast.Name): return s
+        item = self.fresh("item")
+        unpack = ast.copy_location(ast.Assign(targets=[s.target], value=ast.Name(item, ast.Load())), s)
+        s.target, s.body = ast.copy_location(ast.Name(item, ast.Store()), s), [unpack, *s.body]
+        return s
+
     def for_range(self, s: ast.For, over: ast.expr | None = None) -> list[ast.stmt]:
         """`for i in range(...)`, or with `over`, `for x in <iterable>` (Runtime.for_each: a traced array is walked
-        by a range over its first axis)."""
+        by a range over its first axis, and so are enumerate and zip of traced arrays: `_array_items`)."""
+        if _contains(s.body, (ast.Return,)): return self._unconverted(s, _RETURN_IN_LOOP)
         if s.orelse: return self._unconverted(s, "a for loop with an else: clause")
         if not isinstance(s.target, ast.Name): return self._unconverted(s, "a for loop whose target is not a name")
-        if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
         if over is None:
             args = cast(ast.Call, s.iter).args   # range(...): see _is_range
             start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
@@ -236,8 +246,8 @@ class _Converter:
         return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
 
     def while_(self, s: ast.While) -> list[ast.stmt]:
+        if _contains(s.body, (ast.Return,)): return self._unconverted(s, _RETURN_IN_LOOP)
         if s.orelse: return self._unconverted(s, "a while loop with an else: clause")
-        if _contains(s.body, (ast.Return,)): return self._unconverted(s, "return inside a loop")
         body_stmts, flags = self._loop_flags(s.body)
         carried = self._carried(s)
         saved = list(self.defined)
@@ -291,13 +301,42 @@ class _Converter:
         if returns: stmts.append(ast.copy_location(ast.Return(ast.Name(ret, ast.Load())), s))
         return stmts
 
+    def _else_after(self, loop: ast.For | ast.While) -> list[ast.stmt]:
+        """`for/while ...: body else: rest` as `broke = False; for/while ...: body (each break of this loop setting
+        broke first); if not broke: rest` (`rest` unconditionally when the body has no break), so the loop converts
+        like any other and its else clause becomes a branch."""
+        rest, loop.orelse = loop.orelse, []
+        if not _contains(loop.body, (ast.Break,)): return [loop, *rest]
+        broke = self.fresh("broke")
+        loop.body = _flag_breaks(loop.body, broke)
+        init = ast.copy_location(ast.Assign(targets=[ast.Name(broke, ast.Store())], value=ast.Constant(False)), loop)
+        test = ast.UnaryOp(op=ast.Not(), operand=ast.Name(broke, ast.Load()))
+        return [init, loop, ast.copy_location(ast.If(test=test, body=rest, orelse=[]), rest[0])]
+
     def _unconverted(self, s: ast.For | ast.While, why: str) -> list[ast.stmt]:
         """A statement left to Python: it runs as written (it unrolls, or fails clearly if a traced value decides
-        it); inside, loops and branches are still converted."""
-        s.body = self.block(s.body)
+        it); inside, loops and branches are still converted, except a branch holding a break or continue of this
+        loop or a return (a converted branch is a function, which a break cannot leave, and a return only ends)."""
+        s.body = self._keeping_jumps(s.body)
         self.defined += _assigned([s])
-        marker = ast.Expr(_call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)]))
-        return [ast.copy_location(marker, s), s]
+        # `with Runtime.unconverted(why, line): s`: an error about a traced value inside says why it runs as Python
+        marker = _call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)])
+        return [ast.copy_location(ast.With(items=[ast.withitem(context_expr=marker)], body=[s]), s)]
+
+    def _keeping_jumps(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """The statements converted, those holding a break, continue or return of the enclosing Python loop left
+        as Python (their own bodies converted the same way)."""
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, (ast.If, ast.With, ast.Try)) and _contains([st], (ast.Break, ast.Continue, ast.Return)):
+                for field in ("body", "orelse", "finalbody"):
+                    if getattr(st, field, None): setattr(st, field, self._keeping_jumps(getattr(st, field)))
+                for h in getattr(st, "handlers", ()): h.body = self._keeping_jumps(h.body)
+                self.defined += _assigned([st])
+                out.append(st)
+            else:
+                out += self.statement(st)
+        return out
 
 
 class _Logic(ast.NodeTransformer):
@@ -464,6 +503,36 @@ def _guard(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
                 out.append(ast.copy_location(ast.If(test=test, body=rest, orelse=[]), s))
             break
         out.append(s)
+    return out
+
+
+_RETURN_IN_LOOP = ("a loop with a return inside runs as Python, unrolled (assign the result to a variable, break, "
+                   "and return it after the loop)")
+
+
+def _array_items(iterable: ast.expr) -> ast.expr:
+    """`enumerate(...)` and `zip(...)` as `Runtime.items(enumerate, ...)`: over traced arrays, a loop over their
+    positions (numfn.trace.statements.ArrayItems), not Python's iteration unrolled; anything else as it was."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id in ("enumerate",
+                                                                                                       "zip"):
+        func = ast.Attribute(ast.Name(_RT, ast.Load()), "items", ast.Load())
+        return ast.copy_location(ast.Call(func=func, args=[iterable.func, *iterable.args],
+                                          keywords=iterable.keywords), iterable)
+    return iterable
+
+
+def _flag_breaks(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
+    """The statements with each break of their loop (not of a nested loop) preceded by `flag = True`."""
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Break):
+            out.append(ast.copy_location(ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True)),
+                                         st))
+        elif isinstance(st, (ast.If, ast.With, ast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(st, field, None): setattr(st, field, _flag_breaks(getattr(st, field), flag))
+            for h in getattr(st, "handlers", ()): h.body = _flag_breaks(h.body, flag)
+        out.append(st)
     return out
 
 
@@ -639,8 +708,8 @@ class _Calls(ast.NodeTransformer):
     """Every call `f(...)` of the user's code becomes `_numfn.callee(f)(...)`: a helper the function calls (a plain
     Python function of the user's, or a method) is converted too when it is called (Runtime.callee). Calls of names
     of builtins (range, len, ...) are left as they are (the converter reads `range`), except those traced values
-    give Python's answer to (int, float, bool, min, max, round, len: statements.traced_builtin)."""
-    _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round", "len"}   # (traced_builtin)
+    give Python's answer to (int, float, bool, min, max, round, len, any, all: statements.traced_builtin)."""
+    _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round", "len", "any", "all"}
 
     def __init__(self):
         self.wrapped = 0
@@ -760,8 +829,13 @@ class Runtime:
         return not_flags(brk, cont)
 
     @staticmethod
-    def unconverted(why: str, line: int) -> None:
+    def unconverted(why: str, line: int) -> left_to_python:
         debug.log(2, f"line {line}: {why}: left to Python")
+        return left_to_python(why, line)
+
+    @staticmethod
+    def items(fn, *args, **kwargs):
+        return array_items(fn, *args, **kwargs)
 
     @staticmethod
     def for_range(start, stop, step, body, state, names, flags, line):

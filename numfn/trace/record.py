@@ -131,3 +131,30 @@ def effects_since(tag: int) -> int | None:
 def tracing() -> bool:
     """Whether this thread is tracing a function."""
     return getattr(_trace_state, "record", None) is not None
+
+
+class left_to_python:
+    """Context manager around a statement converted code leaves to Python (numfn.trace.convert: a loop with a
+    `return` inside runs as Python, unrolled): a traced value that must decide something in it (`if x[0] > 0:`)
+    cannot, and the error says which statement and why (`python_statement_note`)."""
+
+    def __init__(self, why: str, line: int):
+        self.why, self.line = why, line
+
+    def __enter__(self):
+        stack = getattr(_trace_state, "python_statements", None)
+        if stack is None: stack = _trace_state.python_statements = []
+        stack.append(self)
+
+    def __exit__(self, *exc):
+        _trace_state.python_statements.pop()
+
+
+def python_statement_note() -> str:
+    """For an error about a traced value used as a Python value: which enclosing statement runs as Python, and why
+    (empty outside such statements)."""
+    stack = getattr(_trace_state, "python_statements", None)
+    if not stack: return ""
+    s = stack[-1]
+    return (f" The statement at line {s.line} runs as Python, so traced values cannot decide anything in it: "
+            f"{s.why}.")

@@ -20,6 +20,7 @@ from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced array
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import current_record, observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
+from numfn.trace import pymath
 from numfn.trace.dynamic import DynTensor
 from numfn.trace.control import FirstIterationDiffers, StateShapeGrows, advance, as_state, branch_region, index_bounds, passes_through, \
     while_region
@@ -260,6 +261,10 @@ def run_for_each(iterable: Any, body: Callable[..., Any], state: tuple[Any, ...]
         if iterable.ndim == 0: raise TypeError("iteration over a 0-d array")
         def at(i, *rest): return body(iterable[i], *rest)
         return run_for_range(0, iterable.shape[0], 1, at, state, names, flags, line)
+    if isinstance(iterable, ArrayItems):
+        items = iterable
+        def item_at(i, *rest): return body(items.at(i), *rest)
+        return run_for_range(0, items.length, 1, item_at, state, names, flags, line)
     vals = tuple(state)
     f = [False] * len(flags)
     for x in iterable:
@@ -270,6 +275,32 @@ def run_for_each(iterable: Any, body: Callable[..., Any], state: tuple[Any, ...]
                              f"array's value) (at {user_location()}); loop over a range or an array instead")
         if f and _truth(f[0]): break
     return vals
+
+
+class ArrayItems:
+    """enumerate(a) or zip(a, b, ...) of traced arrays in a converted `for` (numfn.trace.convert): the loop walks
+    their positions (run_for_each), a native loop as over a range, instead of Python's iteration unrolled at every
+    element (a compile that grew with the arrays' length)."""
+
+    def __init__(self, arrays: list[Tensor], start: int | None):
+        self.arrays, self.start = arrays, start   # start: enumerate's first count; None for zip
+        self.length = min(a.shape[0] for a in arrays)   # (zip stops at the shortest)
+
+    def at(self, i) -> tuple:
+        rows = tuple(a[i] for a in self.arrays)
+        return rows if self.start is None else (i + self.start if self.start else i, rows[0])
+
+
+def array_items(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` for a converted loop's `for ... in enumerate(...)` or `zip(...)`: ArrayItems where
+    Python's builtin walks traced arrays (and NumPy arrays beside them), else what the call gives."""
+    arrays = all(isinstance(a, (Tensor, np.ndarray)) and a.ndim > 0 for a in args)
+    if tracing() and args and arrays and any(isinstance(a, Tensor) for a in args):
+        if fn is enumerate and len(args) == 1 and set(kwargs) <= {"start"} and \
+                isinstance(kwargs.get("start", 0), (int, np.integer)):
+            return ArrayItems([args[0]], int(kwargs.get("start", 0)))
+        if fn is zip and not kwargs: return ArrayItems([Tensor.lift(a) for a in args], None)
+    return fn(*args, **kwargs)
 
 
 def traced_builtin(f: Any) -> Callable | None:
@@ -357,9 +388,7 @@ def _int(x=0, *rest, **kw):
     t = _scalar_of(x, "int()")
     if t.uop.dtype.is_complex: return int(x)   # (TypeError, as Python's)
     if t.uop.dtype.is_float:   # Python's errors for what no int is (after the call: the value is known then)
-        isnan, isinf = numpy_function("isnan"), numpy_function("isinf")
-        add_check(isnan(t), 0, lambda _: ValueError("cannot convert float NaN to integer"))
-        add_check(isinf(t), 0, lambda _: OverflowError("cannot convert float infinity to integer"))
+        return pymath.checked_int(t.astype(np.float64), "int()")
     return Tensor(t.astype(np.int64).uop, weak=True)
 
 
@@ -405,7 +434,8 @@ def _len(x):
     return len(x)
 
 
-_TRACED_BUILTINS: dict = {int: _int, float: _float, bool: _bool, min: _min, max: _max, round: _round, len: _len}
+_TRACED_BUILTINS: dict = {int: _int, float: _float, bool: _bool, min: _min, max: _max, round: _round, len: _len,
+                          **pymath.TRACED}
 
 
 def _compiled_loop_local(line: int) -> str:

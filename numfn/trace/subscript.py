@@ -450,8 +450,8 @@ def _float_fits(v: Tensor, dt: DType, advanced: bool) -> None:
     numpy_scalar = not advanced and v.is_scalar() and not dt.is_unsigned
     if not (dt.is_int and v.uop.dtype.is_float and v.ndim == 0 and (v.weak or numpy_scalar)): return
     if v.uop.op is Ops.CONST:
-        error = float_assignment_error(float(v.uop.arg), dt)
-        if error is not None: raise error
+        known = float_assignment_error(float(v.uop.arg), dt)
+        if known is not None: raise known
         return
     f = v.uop.reshape(()).cast(dtypes.float64)
     # int() truncates toward zero: the value fits where min - 1 < f < max + 1 (for int64, min - 1 rounds to min

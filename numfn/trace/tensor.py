@@ -26,9 +26,7 @@ from numfn.trace.unbound import is_unbound
 from numfn.trace.known import known_value
 from numfn.trace.value_sizes import python_item, requested_value
 from numfn.trace.branch_layout import branch_chains, same_in_every_branch
-from numfn.trace.record import Check, TraceRecord, current_record, record_int_limit, tracing
-# what a trace records lived here before numfn.trace.record: these names are still importable from numfn.trace.tensor
-from numfn.trace.record import new_region_tag, observing_rebinds, recording_trace  # noqa: F401
+from numfn.trace.record import Check, TraceRecord, current_record, python_statement_note, record_int_limit, tracing
 from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp
 
 # What the tracer's operations take: an array operand is a traced array or anything NumPy converts to an array
@@ -204,8 +202,9 @@ class Tensor:
             f"whose values are only known when the compiled code runs (at {user_location()}). "
             "if/while/for-range statements and conditional expressions (x if c else y, and, or, not) on traced "
             "values compile (docs/control-flow.md), but not in code whose source numfn cannot read (a lambda jitted "
-            "as it is); choose elementwise with "
-            "numfn.numpy.where(condition, a, b), and return arrays instead of converting them to Python numbers.")
+            "as it is); choose elementwise with numfn.numpy.where(condition, a, b), and return arrays instead of "
+            "converting them to Python numbers." +
+            python_statement_note())
 
     def __bool__(self) -> bool: self._concrete("using an array as a Python bool (if, while, and, or, not)")
     def __float__(self) -> float: self._concrete("float()")
@@ -216,7 +215,6 @@ class Tensor:
     def __index__(self) -> int: self._concrete("using an array as an index or size")
     def __array__(self, *a: Any, **k: Any) -> np.ndarray:
         self._concrete("converting to a NumPy array (np.asarray, np.array)")
-    def item(self, *a: Any) -> NoReturn: self._concrete(".item()")
     def tolist(self) -> NoReturn: self._concrete(".tolist()")
 
     # ---------------------------------------------------------------------------------------------------------
@@ -326,6 +324,7 @@ class Tensor:
         def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor: ...
         def dot(self, b: TensorLike, out: None = None) -> Tensor: ...
         def fill(self, value: TensorLike) -> None: ...
+        def item(self, *args: Any) -> Tensor: ...
         @property
         def mT(self) -> Tensor: ...
         def nonzero(self) -> tuple[Tensor, ...]: ...
