@@ -165,7 +165,7 @@ def test_enumerate_and_zip_of_python_values_stay_python():
     def f(x):
         for i, w in enumerate([2.0, 3.0]):
             x = x * w + i
-        for a, b in zip(range(3), "abc"):
+        for a, _letter in zip(range(3), "abc"):
             x = x + a
         return x
 
