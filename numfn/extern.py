@@ -193,6 +193,13 @@ def blas_product(a: UOp, b: UOp, batch: tuple[int, ...]) -> UOp | None:
     if n * m * k * (4 if dt.is_complex else 1) < least: return None
     iface = blas.interface()
     if iface is None or max(n, m, k) > iface.int_max: return None
+    if 1 in batch:
+        # batch axes of length 1 (einsum's, a stack of one) are no loop of calls: the call is made without them,
+        # so its result is the matrix itself and a caller that reshapes them away reads the call's buffer
+        inner = tuple(d for d in batch if d != 1)
+        product = blas_product(_broadcast_to(a, batch + (n, k)).reshape(inner + (n, k)),
+                               _broadcast_to(b, batch + (k, m)).reshape(inner + (k, m)), inner)
+        return None if product is None else product.reshape(batch + (n, m))
     a = _broadcast_to(a, batch + (n, k))
     b = _broadcast_to(b, batch + (k, m))
     # x @ x.T: a symmetric product, half the work (SYRK), then the other half mirrored

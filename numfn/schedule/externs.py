@@ -12,6 +12,9 @@ Interface:
     per other input the realized value it is a view of (`strided_view`), or the input itself, realized row-major,
     where the routine cannot take the view's strides. kernels.py orders the call after the roots it `reads` and
     makes its ExternKernel (numfn/schedule/items.py) with `kernel(name, roots, home)`.
+  - `transpose_products(graph)`: the graph with every matrix product whose result is only read transposed
+    ((a @ b).T, einsum's 'ki,kj->ji') made the transposed product b.T @ a.T instead, so the routine writes the
+    layout its readers want and no kernel copies the result to transpose it.
   - `build_extern_program(kernel, table)`: a scheduled ExternKernel as an `ExternProgram`, the function the
     renderers print (numfn/function.py calls it when rendering), its calls' arguments per the routine's table.
 """
@@ -19,13 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from numfn.codegen.lower import reshape_groups
 from numfn.dtype import DType
 from numfn.ir.extern import ROUTINES, Call, Operand, contiguous_strides
-from numfn.ir.uop import MOVEMENT, Ops, UOp, toposort
+from numfn.ir.uop import MOVEMENT, Ops, UOp, substitute, toposort
 from numfn.schedule.items import ExternKernel
 from numfn.schedule.roots import Root, copy_of
 
@@ -82,6 +85,37 @@ def _reshape_strides(old: tuple[int, ...], strides: tuple[int, ...], new: tuple[
             out[a] = step
             step *= new[a]
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# products read transposed
+
+def transpose_products(graph: UOp) -> UOp:
+    """`graph` with each real GEMM call whose result every reader takes transposed (a PERMUTE swapping its two
+    matrix axes) replaced by the call of the transposed product, (a @ b).T = b.T @ a.T: the operands are passed
+    with the other transpose flags, and the readers read the new result as it is. Without it the result is
+    stored, then copied transposed (a kernel moving the whole matrix with strided reads or writes)."""
+    nodes = toposort([graph])
+    readers: dict[UOp, list[UOp]] = {}
+    for u in nodes:
+        for s in u.src: readers.setdefault(s, []).append(u)
+    mapping: dict[UOp, UOp] = {}
+    for node in nodes:
+        call = node.arg
+        if node.op is not Ops.EXTERN or call.routine != "gemm" or call.dtype.is_complex: continue
+        result = next((r for r in readers.get(node, []) if r.op is Ops.RESULT and r.arg == 0), None)
+        if result is None or len(readers[node]) != 1: continue
+        nb = len(call.batch)
+        swap = tuple(range(nb)) + (nb + 1, nb)
+        users = readers.get(result, [])
+        if not users or any(v.op is not Ops.PERMUTE or v.arg != swap for v in users): continue
+        rows, cols, k = call.params
+        a, b = node.src
+        (shape, dt), = call.results
+        swapped = replace(call, params=(cols, rows, k), results=((shape[:nb] + (cols, rows), dt),))
+        new = UOp(Ops.RESULT, dt, (UOp(Ops.EXTERN, node.dtype, (b.permute(swap), a.permute(swap)), swapped),), 0)
+        for v in users: mapping[v] = new
+    return substitute(graph, mapping) if mapping else graph
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -164,6 +198,12 @@ def prepare_externs(graph: UOp, roots: dict[UOp, Root]) -> list[ScheduledExtern]
             if view is not None and ROUTINES[call.routine].accepts(call, j, v.shape[nb:], view[2][nb:]):
                 if not is_base(base): roots.setdefault(base, Root(base))
                 inputs.append(("view", v, base))
+            elif v.op is Ops.PERMUTE and ROUTINES[call.routine].accepts(
+                    call, j, v.shape[nb:], tuple(contiguous_strides(_shape(v.src[0]))[a] for a in v.arg)[nb:]):
+                # a transposed operand that needs a copy (a reversed or a strided view): copied in its own
+                # order, which reads and writes memory in runs, and passed transposed
+                roots.setdefault(v.src[0], Root(v.src[0]))
+                inputs.append(("view", v, v.src[0]))
             else:
                 roots.setdefault(v, Root(v))
                 inputs.append(("view", v, v))

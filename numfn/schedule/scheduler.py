@@ -21,7 +21,7 @@ from collections import Counter
 
 from numfn.ir.symbolic import constant_branches
 from numfn.ir.uop import Ops, UOp, fold, graph_rewrite, substitute, toposort
-from numfn.schedule.externs import prepare_externs
+from numfn.schedule.externs import prepare_externs, transpose_products
 from numfn.schedule.items import ExecItem, Schedule
 from numfn.schedule.interchange import interchange_loops
 from numfn.schedule.kernels import Built, Replan, build_kernels
@@ -46,7 +46,7 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
     graph = substitute(body, params)
     if any(u.op is Ops.LOOP and u.src[0].op is Ops.CONST and u.arg.kind == "cond" for u in toposort([graph])):
         graph = graph_rewrite(graph, constant_branches)   # a branch on a constant the enclosing loop binds
-    graph = split_reductions(graph)
+    graph = transpose_products(split_reductions(graph))
     graph, roots, writebacks = _initial_roots(graph, call)
     loops = prepare_loops(graph, roots, blocks, create_schedule, writebacks)
     externs = prepare_externs(graph, roots) + loops
