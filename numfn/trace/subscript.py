@@ -476,11 +476,26 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         other = old.uop.alu(Ops.IMAG) if parts[0] is Ops.CAST else old.uop.cast(base.uop.dtype.component)
         value = Tensor(value.uop.alu(Ops.COMPLEX, other) if parts[0] is Ops.CAST else other.alu(Ops.COMPLEX, value.uop))
     at = list(srcs)
+    inside = _in_bounds(srcs, cast(tuple[int, ...], base.uop.shape))
+    if inside is not None: gate = inside if gate is None else Tensor(gate.uop.cast(dtypes.bool)) & inside
     if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
     if base._links:   # a branch's result that some branches made a view of another array: it is written too
         Links.write_through(base, shape, at, value, injective, combine, gate)
+
+
+def _in_bounds(indices: list[UOp], shape: tuple[int, ...]) -> Tensor | None:
+    """Where the (wrapped) indices fall inside `shape`, for those whose bounds do not prove it; None where all do.
+    A write is gated by it: an index NumPy rejects raises only after the program ran (a check), and its store
+    must not land outside the array meanwhile (nor, clamped, on an element NumPy would leave alone)."""
+    inside = None
+    for i, n in zip(indices, shape):
+        lo, hi = i.bounds
+        if lo >= 0 and hi <= n - 1: continue
+        ok = (Tensor(i) >= 0) & (Tensor(i) < n)
+        inside = ok if inside is None else inside & ok
+    return inside
 
 
 def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
