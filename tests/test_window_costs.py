@@ -148,6 +148,43 @@ def test_store_at_a_traced_index_leaves_the_argument_as_numpy_does(i, backend):
     assert_same(a, np.arange(5.0), scale=1.0)
 
 
+def store_through_a_slice(a, i):
+    a[1:][i] = 7.0
+    return a.sum()
+
+
+def store_through_a_reshaped_row(a, i):
+    a.reshape(2, 3)[1][i] = 7.0
+    return a.sum()
+
+
+def store_at_two_indices(a, i, j):
+    a[i, j] = 7.0
+    return a.sum()
+
+
+VIEW_CASES = [(store_through_a_slice, (4,)), (store_through_a_slice, (-5,)), (store_through_a_slice, (-6,)),
+              (store_through_a_slice, (5,)), (store_through_a_reshaped_row, (-3,)),
+              (store_through_a_reshaped_row, (3,)), (store_through_a_reshaped_row, (-4,)),
+              (store_at_two_indices, (1, -2)), (store_at_two_indices, (1, 2)), (store_at_two_indices, (-4, 1)),
+              (store_at_two_indices, (0, 10**12))]
+
+
+@pytest.mark.parametrize("fn,index", VIEW_CASES, ids=[f"{f.__name__}{i}" for f, i in VIEW_CASES])
+def test_store_through_a_view_at_a_traced_index(fn, index, backend):
+    """An index outside the view but inside its base (a[1:][-6] is a[0] once wrapped) writes nothing either."""
+    shape = (3, 2) if fn is store_at_two_indices else (6,)
+    ours, theirs = np.arange(6.0).reshape(shape), np.arange(6.0).reshape(shape)
+    try:
+        want = fn(theirs, *index)
+    except IndexError as e:
+        with pytest.raises(IndexError, match=str(e)):
+            numfn.jit(fn, backend=backend)(ours, *index)
+    else:
+        assert_same(numfn.jit(fn, backend=backend)(ours, *index), want, scale=10.0)
+    assert_same(ours, theirs, scale=1.0)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # structure: which writes carry a bounds gate (compile-free: traced graphs only)
 
