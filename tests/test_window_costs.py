@@ -185,6 +185,28 @@ def test_store_through_a_view_at_a_traced_index(fn, index, backend):
     assert_same(ours, theirs, scale=1.0)
 
 
+def store_at_an_index_array(a, idx):
+    a[idx] = 1.0
+    return a.sum()
+
+
+def add_at_an_index_array(a, idx):
+    np.add.at(a, idx, 1.0)
+    return a.sum()
+
+
+@pytest.mark.parametrize("fn", [store_at_an_index_array, add_at_an_index_array])
+@pytest.mark.parametrize("bad", [5, -6, 10**12, -10**12])
+def test_an_index_array_out_of_range_raises_without_storing_outside(fn, bad, backend):
+    """Far out of range, an index array's store used to land outside the array (a segfault at 10**12). (The
+    in-range positions before it are written, where NumPy writes nothing: the check raises after the program.)"""
+    idx = np.array([0, bad, 2])
+    with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 5"):
+        fn(np.zeros(5), idx)
+    with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 5"):
+        numfn.jit(fn, backend=backend)(np.zeros(5), idx)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # structure: which writes carry a bounds gate (compile-free: traced graphs only)
 
