@@ -495,7 +495,8 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
                                         for op, arg in x.chain):
         raise ValueError("assignment destination is read-only")   # a broadcast, a diagonal
     if math.prod(shape) == 0: return
-    base_idx = map_to_base(x, [Tensor(i._broadcast(shape)) for i in indices])
+    view_idx = [Tensor(i._broadcast(shape)) for i in indices]
+    base_idx = map_to_base(x, view_idx)
     srcs = [Tensor(i.uop.cast(dtypes.int64))._broadcast(shape) for i in base_idx]
     parts = [op for op, _ in x.chain if op in (Ops.CAST, Ops.IMAG)]
     if parts:   # x is the real or imaginary part of a complex array: the other part is written back as it is
@@ -504,11 +505,29 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         other = old.uop.alu(Ops.IMAG) if parts[0] is Ops.CAST else old.uop.cast(base.uop.dtype.component)
         value = Tensor(value.uop.alu(Ops.COMPLEX, other) if parts[0] is Ops.CAST else other.alu(Ops.COMPLEX, value.uop))
     at = list(srcs)
+    inside = _in_bounds(srcs, cast(tuple[int, ...], base.uop.shape))
+    if x.base is not None:   # a view: an index outside it may still be inside its base (a[1:][-6] is a[0])
+        inside_view = _in_bounds([i.uop.cast(dtypes.int64) for i in view_idx], cast(tuple[int, ...], x.uop.shape))
+        if inside_view is not None: inside = inside_view if inside is None else inside & inside_view
+    if inside is not None: gate = inside if gate is None else Tensor(gate.uop.cast(dtypes.bool)) & inside
     if gate is not None: srcs.append(Tensor(gate.uop.cast(dtypes.bool))._broadcast(shape))
     new = UOp(Ops.SCATTER, base.uop.dtype, (base.uop, value.uop, *srcs), (combine, injective, gate is not None))
     base.rebind(new)
     if base._links:   # a branch's result that some branches made a view of another array: it is written too
         Links.write_through(base, shape, at, value, injective, combine, gate)
+
+
+def _in_bounds(indices: list[UOp], shape: tuple[int, ...]) -> Tensor | None:
+    """Where the (wrapped) indices fall inside `shape`, for those whose bounds do not prove it; None where all do.
+    A write is gated by it: an index NumPy rejects raises only after the program ran (a check), and its store
+    must not land outside the array meanwhile (nor, clamped, on an element NumPy would leave alone)."""
+    inside = None
+    for i, n in zip(indices, shape):
+        lo, hi = i.bounds
+        if lo >= 0 and hi <= n - 1: continue
+        ok = (Tensor(i) >= 0) & (Tensor(i) < n)
+        inside = ok if inside is None else inside & ok
+    return inside
 
 
 def map_to_base(view: Tensor, indices: list[Tensor]) -> list[Tensor]:
