@@ -37,7 +37,8 @@ from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
 from numfn.runtime import assembly, extensions
 from numfn.program_build import ProgramBuild, renderer_for, unique_names
-from numfn.runtime.dispatch import check_out, dispatcher_base, empty, register_specialization, registration
+from numfn.runtime.dispatch import check_out, empty, register_specialization, registration
+from numfn.fast_paths import MAX_BOUND_STATICS, MAX_BOUND_TREES, BoundStatics, BoundTree, DispatcherBase, array_tree
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
@@ -45,7 +46,8 @@ from numfn.trace.subscript import identity_indices
 from numfn.trace.statements import unrolling
 from numfn.trace.convert import converted
 from numfn.interpose import tracing_numpy
-from numfn.signature import ArgSpec, argument_leaf_names, describe, normalize_call, signature, static_key, static_spec
+from numfn.signature import ArgSpec, argument_leaf_names, describe, is_leaf, normalize_call, signature, static_key, \
+    static_spec
 from numfn.trace.tensor import Tensor, add_check
 from numfn.trace.record import Check, TraceRecord, recording_trace
 from numfn.trace.value_sizes import ValueRequest, given_values
@@ -56,7 +58,6 @@ if TYPE_CHECKING:
     from numfn.codegen.layout import Layout
     from numfn.codegen.program import KernelProgram
     from numfn.schedule import ExecItem, ExternProgram, MemoryPlan, Schedule
-    from numfn.runtime.dispatch import PyDispatcher
 
 _P = ParamSpec("_P")      # the parameters of a compiled function
 _R = TypeVar("_R")        # what it returns
@@ -405,6 +406,12 @@ class NumericalFunction(ValueSpecialization):
         return None if self.size_request is not None else registration(self)
 
     @cached_stage
+    def leaves_registration(self) -> tuple | None:
+        """fast_registration for the dispatcher of this program's argument structure, called on the leaves
+        (BoundTree: arguments that are containers)."""
+        return None if self.size_request is not None else registration(self, leaves=True)
+
+    @cached_stage
     def run(self) -> Callable[..., Any]:   # (leaves, out=None)
         """The Python path over flat argument leaves (already matched to this signature)."""
         from numfn.runtime.native import pointer_table
@@ -583,32 +590,7 @@ def _int_overflow(value: int, types) -> OverflowError:
 # ---------------------------------------------------------------------------------------------------------------
 # jit
 
-if TYPE_CHECKING:   # checkers see the pure-Python dispatcher, which has the C extension's Dispatcher's interface
-    _DispatcherBase = PyDispatcher
-else:
-    _DispatcherBase = dispatcher_base()
-
-MAX_BOUND_STATICS = 64   # static argument values whose fast paths a JitFunction keeps (then it starts again)
-
-
-class BoundStatics(_DispatcherBase):
-    """The fast path of a jitted function's calls with one set of static argument values: a dispatcher over the
-    other positional arguments, so such calls run native code almost as directly as calls without static
-    arguments (about 2 us instead of 50: the signature is not computed). A miss goes back to the function with the
-    static values put back in their places."""
-
-    def __init__(self, jitted: JitFunction, positions: tuple[int, ...], values: list) -> None:
-        self.jitted, self.positions, self.values = jitted, positions, values
-        self.values_key = tuple((i, static_key(v)) for i, v in zip(positions, values))
-
-    def _dispatch_miss(self, *args, **kwargs):
-        full = list(args)
-        for i, v in zip(self.positions, self.values): full.insert(i, v)   # positions ascend
-        return self.jitted._dispatch_full(tuple(full), kwargs, self)
-
-
-
-class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
+class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base's __init_subclass__ ends the chain
     """A Python function compiled per signature (what `numfn.jit` returns): positional arrays and scalars of a
     signature seen before go straight to native code (runtime/_dispatch.c), other calls through `_dispatch_miss`.
     `out=` passes preallocated outputs. This class must not define `__call__`, or calls lose the C fast path. Its
@@ -641,6 +623,7 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
         self._specializations: dict = {}
         self._ready: set = set()           # the keys of those whose native code is loaded
         self._bound_statics: dict = {}     # static argument keys -> BoundStatics (their calls' fast path)
+        self._bound_trees: dict = {}       # argument structures -> BoundTree (the fast path of calls on containers)
         self._probed: set = set()          # id()s of specializations a one-element call was folded for (probes)
         self._lock = lock()   # a forked child finds it released (numfn.locks)
 
@@ -702,9 +685,24 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
                 if len(self._bound_statics) >= MAX_BOUND_STATICS: self._bound_statics.clear()
                 bound = self._bound_statics[key] = BoundStatics(self, positions, [args[i] for i in positions])
             return bound(*[a for i, a in enumerate(args) if i not in positions], **kwargs)
+        if not positions and any(isinstance(a, (tuple, list, dict)) and not is_leaf(a) for a in args) and \
+                (not kwargs or list(kwargs) == ["out"]):
+            # containers among the arguments: the fast path of their structure's dispatcher, over the leaves
+            leaves: list = []
+            shape = array_tree(args, leaves)   # (tuples, lists and dicts of arrays: cheaper than flatten)
+            by_tree = self._bound_trees.get(shape) if shape is not None else None
+            if by_tree is None:
+                leaves, tree = flatten((tuple(args), {}), is_leaf=is_leaf)
+                by_tree = self._bound_trees.get(tree)
+                if by_tree is None:
+                    if len(self._bound_trees) >= MAX_BOUND_TREES: self._bound_trees.clear()
+                    by_tree = self._bound_trees[tree] = BoundTree(self, tree)
+                if shape is not None: self._bound_trees[shape] = by_tree
+            return by_tree(*leaves, **kwargs)
         return self._dispatch_full(args, kwargs)
 
-    def _dispatch_full(self, args: tuple[Any, ...], kwargs: dict, bound: BoundStatics | None = None) -> Any:
+    def _dispatch_full(self, args: tuple[Any, ...], kwargs: dict, bound: BoundStatics | BoundTree | None = None) \
+            -> Any:
         """A call the fast path did not take: find (or compile) its specialization, register it on the fast path
         (this dispatcher's, or with static arguments the dispatcher `bound` of their values), and run it."""
         out = kwargs.pop("out", None)
@@ -736,7 +734,9 @@ class JitFunction(Generic[_P, _R], _DispatcherBase):   # Generic first: the base
                 if folded is not None: return folded
         nf = self.specialization(key, statics)
         if not nf.profile:   # DEBUG=2 calls stay on the Python path to report
-            if not nf.statics: register_specialization(self, nf)
+            if isinstance(bound, BoundTree):
+                if bound.tree == key[0]: register_specialization(bound, nf)
+            elif not nf.statics: register_specialization(self, nf)
             elif bound is not None and bound.values_key == key[2]: register_specialization(bound, nf)
         return nf.run(leaves, out)
 

@@ -145,7 +145,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),
     ("pipeline", ("numfn.pickled", "numfn.probes", "numfn.signature", "numfn.value_specialization", "numfn.interpose",
-                  "numfn.program_build", "numfn.function", "numfn.transforms", "numfn.cache",
+                  "numfn.program_build", "numfn.fast_paths", "numfn.function", "numfn.transforms", "numfn.cache",
                   "numfn.export",
                   "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.reverse_loops", "numfn.autodiff.custom", "numfn.autodiff.loops",
                   "numfn.autodiff.linalg_rules",

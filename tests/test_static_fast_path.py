@@ -99,3 +99,68 @@ def test_many_static_values_stay_right():
     for n in list(range(MAX_BOUND_STATICS + 5)) + [0, 1, MAX_BOUND_STATICS + 4]:
         np.testing.assert_array_equal(f(x, n), x * n)
     assert len(f._bound_statics) <= MAX_BOUND_STATICS
+
+
+# ---- containers among the arguments (numfn.fast_paths.BoundTree): a dispatcher per argument structure -----------
+def affine(params, x):
+    return x @ params[0] + params[1]
+
+
+def from_dict(p, x, s):
+    return p["w"] * x + p["b"][0] * s + len(p)
+
+
+def nested(t, x):
+    (a, (b, c)), d = t
+    return a + b * c - d["k"] + x
+
+
+def _tree_cases():
+    rng = np.random.default_rng(3)
+    w, b, x = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((2, 4))
+    v = rng.standard_normal(5)
+    return [
+        (affine, ((w, b), x)),
+        (affine, ([w, b], x)),
+        (from_dict, ({"w": v, "b": [v, v]}, v, 2.5)),
+        (from_dict, ({"b": [v, v], "w": v}, v, 2.5)),   # another insertion order: another structure, same answer
+        (nested, (((v, (v, 2.0)), {"k": v}), v)),
+    ]
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_container_arguments_take_the_fast_path(signature_calls, backend, k):
+    fn, args = _tree_cases()[k]
+    f = numfn.jit(fn, backend=backend)
+    for _ in range(4):
+        np.testing.assert_allclose(f(*args), fn(*args), rtol=1e-14)
+    assert len(signature_calls) == 1, signature_calls   # computed once: the later calls were the fast path's
+
+
+def test_container_structures_and_leaves_never_cross(signature_calls):
+    f = numfn.jit(affine)
+    w, b = np.ones((4, 3)), np.arange(3.0)
+    x = np.ones((2, 4))
+    calls = [((w, b), x), ([w, b], x), ((w, b.astype(np.float32)), x), ((w, 2.0), x), ((w, 2), x),
+             ((w, np.float64(2.0)), x), ((w, [1.0, 2.0, 3.0]), x), ((w.T.copy().T, b), x[:, ::-1])]
+    for rounds in (1, 2):
+        for args in calls:
+            got, want = f(*args), affine(*args)
+            assert got.dtype == want.dtype, args
+            np.testing.assert_array_equal(got, want)
+        # the strided call reuses the first's program; a NumPy scalar or a list leaf takes the slow path at every
+        # call, as it does passed alone (f(w, np.float64(2.0)))
+        assert len(signature_calls) == (len(calls) - 1) + 2 * (rounds - 1)
+
+
+def test_container_calls_with_out_and_errors():
+    f = numfn.jit(affine)
+    w, b, x = np.ones((4, 3)), np.arange(3.0), np.ones((2, 4))
+    out = np.empty((2, 3))
+    f((w, b), x)
+    assert f((w, b), x, out=out) is out
+    np.testing.assert_array_equal(out, affine((w, b), x))
+    with pytest.raises(ValueError):
+        f((w, b), np.ones((2, 5)))   # NumPy's matmul error, through the slow path
+    with pytest.raises(TypeError, match="params"):
+        f((w, object()), x)           # a leaf that is no array, named by its place

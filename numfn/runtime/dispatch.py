@@ -115,17 +115,19 @@ def empty(shape: tuple, dtype) -> np.ndarray:
 _WEAK_KINDS = {"float64": "float", "int64": "int", "bool": "bool"}
 
 
-def fast_arg_specs(nf) -> tuple | None:
+def fast_arg_specs(nf, leaves: bool = False) -> tuple | None:
     """The `arg_specs` of `_register` for a NumericalFunction, or None when its calls cannot take the fast path:
     keyword or nested arguments. Static arguments are not among them: a function with static arguments registers
     on the dispatcher of their values (numfn.function.BoundStatics), which takes the other arguments. A Python int
     the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
-    Python path raises OverflowError for them."""
+    Python path raises OverflowError for them. With `leaves`, positional arguments may be containers: the specs
+    are their leaves', for the dispatcher of one argument structure (numfn.function.BoundTree), called on them."""
     tree = nf.in_tree
     if nf.mutated_inputs or nf.cut_outputs: return None
     if tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
-    if positional.kind != "tuple" or any(c.kind != "leaf" for c in positional.children): return None
+    if positional.kind != "tuple" or (not leaves and any(c.kind != "leaf" for c in positional.children)):
+        return None
     if keywords.kind != "dict" or keywords.children: return None
     limits = nf.int_limits   # Python ints the function narrows: other values must raise
     specs: list[tuple[Any, ...]] = []   # ("int", lo, hi), ("float",), ("bool",) or ("array", type number, shape)
@@ -159,7 +161,7 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
     """Register NumericalFunction `nf` (compiling it if need be) on `dispatcher` so that calls with its signature
     take the fast path. Returns False, registering nothing, when its calls cannot (see `fast_arg_specs`).
     `release_gil`: None decides by size (RELEASE_GIL_BYTES)."""
-    found = nf.fast_registration
+    found = nf.leaves_registration if getattr(dispatcher, "takes_leaves", False) else nf.fast_registration
     if found is None: return False
     if isinstance(dispatcher, PyDispatcher):   # without the extension: the Python path, without the signature's cost
         dispatcher._register_python(found[1], nf.run)
@@ -184,13 +186,13 @@ def failed_checks(checks: tuple, values: tuple) -> None:
         if values[2 * k]: raise c.error(int(values[2 * k + 1]))
 
 
-def registration(nf) -> tuple | None:
+def registration(nf, leaves: bool = False) -> tuple | None:
     """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
     constants, keepalive, builder, its checks, release_gil), or None when its calls cannot take the fast path.
     What it needs beyond the signature comes from the compiled program's manifest, so a warm process decides as a
     cold one. The checks' flags and payloads are the program's last outputs: the fast path keeps them in C scalars
-    (each is 0-d), so only the function's own outputs are registered."""
-    specs = fast_arg_specs(nf)
+    (each is 0-d), so only the function's own outputs are registered. `leaves`: see fast_arg_specs."""
+    specs = fast_arg_specs(nf, leaves)
     if specs is None: return None
     prog = nf.compiled
     visible = nf.out_specs[:nf.out_tree.num_leaves]
