@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check, numpy_exception, public_type
+from helpers import assert_same, check, check_no_sharing, magnitude, numpy_exception, numpy_result, public_type, run_jit
 
 DTYPES = (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64,
           np.complex64, np.bool_)
@@ -27,16 +27,38 @@ def forms(body: str, value):
     return ns["arg"], ns["make"](value), ns["literal"]
 
 
+def form_calls(body: str, x, value) -> list[tuple[str, object, tuple]]:
+    """(form's name, function, its arguments) of the three forms of `body` (see forms)."""
+    arg, closure, literal = forms(body, value)
+    return [("argument", arg, (x, value)), ("closure", closure, (x,)), ("literal", literal, (x,))]
+
+
 def check_forms(body: str, x, value, *, backend: str, **kw):
     """`body` (see forms) computed by numfn equals NumPy's (or raises what NumPy raises) in all three forms."""
-    arg, closure, literal = forms(body, value)
-    for f, args in ((arg, (x, value)), (closure, (x,)), (literal, (x,))):
+    for _, f, args in form_calls(body, x, value):
         e = numpy_exception(f, args)
         if e is not None:
             with pytest.raises(public_type(e), match=_escaped(str(e))):
                 numfn.jit(f, backend=backend)(*args)
         else:
             check(f, *args, backend=backend, **kw)
+
+
+def check_forms_together(bodies: list[str], x, value, *, backend: str) -> None:
+    """check_forms of each of `bodies`, sharing compiled functions: the bodies NumPy computes in all three forms are
+    one function per form (the tuple of their results; each result compared with NumPy's under its body's name),
+    the ones it refuses are checked one by one (a joint function would stop at the first error)."""
+    ok = [b for b in bodies if all(numpy_exception(f, args) is None for _, f, args in form_calls(b, x, value))]
+    for body in bodies:
+        if body not in ok: check_forms(body, x, value, backend=backend)
+    if not ok: return
+    for form, f, args in form_calls("(" + ", ".join(ok) + ",)", x, value):
+        expected = numpy_result(f, args)
+        actual, _ = run_jit(f, args, backend=backend)
+        assert isinstance(actual, tuple) and len(actual) == len(ok), actual
+        for body, got, want in zip(ok, actual, expected):
+            assert_same(got, want, scale=magnitude(args), path=f"{body} with S = {value!r} as {form}")
+        check_no_sharing(actual, args)
 
 
 def _escaped(message: str) -> str:
@@ -74,9 +96,7 @@ def test_python_float_is_rounded_to_the_arrays_float_type(dtype, value, backend)
     (np.float16, 2**70), (np.float64, -10**300), (np.complex64, 2**64), (np.bool_, 300), (np.bool_, 2**63)],
     ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v) if abs(v) < 2**80 else "huge")
 def test_python_int_beyond_the_arrays_type(dtype, value, backend):
-    x = sample(dtype, 5)
-    check_forms("x + S", x, value, backend=backend)
-    check_forms("x * S", x, value, backend=backend)
+    check_forms_together(["x + S", "x * S"], sample(dtype, 5), value, backend=backend)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64, np.int64, np.uint32])
@@ -259,11 +279,10 @@ def test_python_arithmetic_then_narrow_arrays(dtype, backend):
     x = sample(dtype, 5)
     fs = ["x + (S + S)", "x * (S - 1)", "(S * S) + x", "x - (S // 2)", "x + abs(-S)", "x + (S > 1)", "x * (-S)",
           "x + S / 4", "x * (S % 3)"]
-    for body in fs:
-        for value in (True, 3, 2.5):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                check_forms(body, x, value, backend=backend)
+    for value in (True, 3, 2.5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            check_forms_together(fs, x, value, backend=backend)
 
 
 def test_python_int_result_out_of_the_arrays_range_raises_after_the_call(backend):
