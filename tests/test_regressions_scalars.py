@@ -98,11 +98,9 @@ F16_BINARY = ("np.fmod(x, S)", "np.fmod(S, x)", "np.arctan2(S, x)", "np.arctan2(
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-@pytest.mark.parametrize("value", [0.1, 1e5, 1e-8])
-def test_python_float_is_rounded_to_the_arrays_float_type(dtype, value, backend):
-    x = sample(dtype)
+def test_python_float_is_rounded_to_the_arrays_float_type(dtype, backend):
     body = "(" + ", ".join(F16_BINARY) + ",)"
-    check_forms(body, x, value, backend=backend)
+    check_forms_together([(body, value) for value in (0.1, 1e5, 1e-8)], sample(dtype), backend=backend)
 
 
 # ---- item 8: Python ints outside the range of the array's integer type ------------------------------------------
@@ -117,10 +115,10 @@ def test_python_int_beyond_the_arrays_type(dtype, value, backend):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64, np.int64, np.uint32])
-@pytest.mark.parametrize("value", [1000, -1, -1000, 2**63, 2**64 + 5, -2**63 - 1, 255])
-def test_comparisons_with_python_ints_beyond_the_type(dtype, value, backend):
-    x = sample(dtype, 7)
-    check_forms("(x < S, x <= S, x > S, x >= S, x == S, x != S, S < x, S == x)", x, value, backend=backend)
+def test_comparisons_with_python_ints_beyond_the_type(dtype, backend):
+    body = "(x < S, x <= S, x > S, x >= S, x == S, x != S, S < x, S == x)"
+    check_forms_together([(body, value) for value in (1000, -1, -1000, 2**63, 2**64 + 5, -2**63 - 1, 255)],
+                         sample(dtype, 7), backend=backend)
 
 
 def test_python_int_argument_limits_name_the_first_type_it_does_not_fit(backend):
