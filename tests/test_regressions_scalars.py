@@ -74,7 +74,9 @@ def check_forms_together(rows: list[tuple[str, object]], x, *, backend: str) -> 
         actual, _ = run_jit(f, args, backend=backend)
         assert isinstance(actual, tuple) and len(actual) == len(ok), actual
         for (body, value), got, want in zip(ok, actual, expected):
-            assert_same(got, want, scale=magnitude(args), path=f"{body} with S = {value!r} as {form}")
+            # the absolute tolerance of the row's own check (check: the largest magnitude among its arguments)
+            scale = magnitude((x, value) if form == "argument" else (x,))
+            assert_same(got, want, scale=scale, path=f"{body} with S = {value!r} as {form}")
         check_no_sharing(actual, args)
 
 
