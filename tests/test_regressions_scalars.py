@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check, numpy_exception, public_type
+from helpers import assert_same, check, check_no_sharing, magnitude, numpy_exception, numpy_result, public_type, run_jit
 
 DTYPES = (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64,
           np.complex64, np.bool_)
@@ -27,16 +27,57 @@ def forms(body: str, value):
     return ns["arg"], ns["make"](value), ns["literal"]
 
 
+def form_calls(body: str, x, value) -> list[tuple[str, object, tuple]]:
+    """(form's name, function, its arguments) of the three forms of `body` (see forms)."""
+    arg, closure, literal = forms(body, value)
+    return [("argument", arg, (x, value)), ("closure", closure, (x,)), ("literal", literal, (x,))]
+
+
 def check_forms(body: str, x, value, *, backend: str, **kw):
     """`body` (see forms) computed by numfn equals NumPy's (or raises what NumPy raises) in all three forms."""
-    arg, closure, literal = forms(body, value)
-    for f, args in ((arg, (x, value)), (closure, (x,)), (literal, (x,))):
+    for _, f, args in form_calls(body, x, value):
         e = numpy_exception(f, args)
         if e is not None:
             with pytest.raises(public_type(e), match=_escaped(str(e))):
                 numfn.jit(f, backend=backend)(*args)
         else:
             check(f, *args, backend=backend, **kw)
+
+
+def joint_form_calls(rows: list[tuple[str, object]], x) -> list[tuple[str, object, tuple]]:
+    """The three forms (see forms) of one function computing every row's body with the row's own scalar: a tuple of
+    the bodies, row i's S renamed S<i> (its argument, or closure constant), or replaced by its literal."""
+    names = ", ".join(f"S{i}" for i in range(len(rows)))
+    joint = "(" + ", ".join(body.replace("S", f"S{i}") for i, (body, _) in enumerate(rows)) + ",)"
+    literal = "(" + ", ".join(body.replace("S", f"({value!r})") for body, value in rows) + ",)"
+    ns = {"np": np, "math": math}
+    exec(f"def arg(x, {names}):\n    return {joint}", ns)
+    exec(f"def make({names}):\n    def closure(x):\n        return {joint}\n    return closure", ns)
+    exec(f"def literal(x):\n    return {literal}", ns)
+    values = [value for _, value in rows]
+    return [("argument", ns["arg"], (x, *values)), ("closure", ns["make"](*values), (x,)),
+            ("literal", ns["literal"], (x,))]
+
+
+def check_forms_together(rows: list[tuple[str, object]], x, *, backend: str) -> None:
+    """check_forms of each (body, value) of `rows`, sharing compiled functions: the rows NumPy computes in all three
+    forms are one function per form (see joint_form_calls; each result compared with NumPy's under its row's name),
+    the ones it refuses are checked one by one (a joint function would stop at the first error)."""
+    def computes(body, value) -> bool:
+        return all(numpy_exception(f, args) is None for _, f, args in form_calls(body, x, value))
+    ok = [(body, value) for body, value in rows if computes(body, value)]
+    for body, value in rows:
+        if (body, value) not in ok: check_forms(body, x, value, backend=backend)
+    if not ok: return
+    for form, f, args in joint_form_calls(ok, x):
+        expected = numpy_result(f, args)
+        actual, _ = run_jit(f, args, backend=backend)
+        assert isinstance(actual, tuple) and len(actual) == len(ok), actual
+        for (body, value), got, want in zip(ok, actual, expected):
+            # the absolute tolerance of the row's own check (check: the largest magnitude among its arguments)
+            scale = magnitude((x, value) if form == "argument" else (x,))
+            assert_same(got, want, scale=scale, path=f"{body} with S = {value!r} as {form}")
+        check_no_sharing(actual, args)
 
 
 def _escaped(message: str) -> str:
@@ -59,11 +100,9 @@ F16_BINARY = ("np.fmod(x, S)", "np.fmod(S, x)", "np.arctan2(S, x)", "np.arctan2(
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-@pytest.mark.parametrize("value", [0.1, 1e5, 1e-8])
-def test_python_float_is_rounded_to_the_arrays_float_type(dtype, value, backend):
-    x = sample(dtype)
+def test_python_float_is_rounded_to_the_arrays_float_type(dtype, backend):
     body = "(" + ", ".join(F16_BINARY) + ",)"
-    check_forms(body, x, value, backend=backend)
+    check_forms_together([(body, value) for value in (0.1, 1e5, 1e-8)], sample(dtype), backend=backend)
 
 
 # ---- item 8: Python ints outside the range of the array's integer type ------------------------------------------
@@ -74,16 +113,14 @@ def test_python_float_is_rounded_to_the_arrays_float_type(dtype, value, backend)
     (np.float16, 2**70), (np.float64, -10**300), (np.complex64, 2**64), (np.bool_, 300), (np.bool_, 2**63)],
     ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v) if abs(v) < 2**80 else "huge")
 def test_python_int_beyond_the_arrays_type(dtype, value, backend):
-    x = sample(dtype, 5)
-    check_forms("x + S", x, value, backend=backend)
-    check_forms("x * S", x, value, backend=backend)
+    check_forms_together([("x + S", value), ("x * S", value)], sample(dtype, 5), backend=backend)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64, np.int64, np.uint32])
-@pytest.mark.parametrize("value", [1000, -1, -1000, 2**63, 2**64 + 5, -2**63 - 1, 255])
-def test_comparisons_with_python_ints_beyond_the_type(dtype, value, backend):
-    x = sample(dtype, 7)
-    check_forms("(x < S, x <= S, x > S, x >= S, x == S, x != S, S < x, S == x)", x, value, backend=backend)
+def test_comparisons_with_python_ints_beyond_the_type(dtype, backend):
+    body = "(x < S, x <= S, x > S, x >= S, x == S, x != S, S < x, S == x)"
+    check_forms_together([(body, value) for value in (1000, -1, -1000, 2**63, 2**64 + 5, -2**63 - 1, 255)],
+                         sample(dtype, 7), backend=backend)
 
 
 def test_python_int_argument_limits_name_the_first_type_it_does_not_fit(backend):
@@ -150,15 +187,18 @@ NUMPY_OF_SCALARS = ("np.add(S, 1)", "np.multiply(S, 2)", "np.where(np.array(True
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("value", [3, True, 2.5, 100])
-def test_numpy_function_of_a_python_scalar_is_a_numpy_value(dtype, value, backend):
+def test_numpy_function_of_a_python_scalar_is_a_numpy_value(dtype, backend):
+    # each value's row: the functions NumPy computes of it, each result then meeting the array (NumPy's strong
+    # int64/float64/bool, not the array's type); the values' rows share one compiled function per form
     x = sample(dtype, 6)
-    exprs = [e for e in NUMPY_OF_SCALARS if numpy_exception(lambda x, S, e=e: eval(e), (x, value)) is None]
-    # each result then meets the array: NumPy's strong int64/float64/bool, not the array's type
-    body = "(" + ", ".join(f"({e}) + x" if dtype is not np.bool_ else f"({e}) * x" for e in exprs) + ",)"
+    rows = []
+    for value in (3, True, 2.5, 100):
+        exprs = [e for e in NUMPY_OF_SCALARS if numpy_exception(lambda x, S, e=e: eval(e), (x, value)) is None]
+        rows.append(("(" + ", ".join(f"({e}) + x" if dtype is not np.bool_ else f"({e}) * x" for e in exprs) + ",)",
+                     value))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        check_forms(body, x, value, backend=backend)
+        check_forms_together(rows, x, backend=backend)
 
 
 PY_VALUES = [True, False, 0, 1, -7, 5, 2**62, -2**63, 2.5, -0.0, math.inf, 1e300, 1.5 - 2j]
@@ -259,11 +299,9 @@ def test_python_arithmetic_then_narrow_arrays(dtype, backend):
     x = sample(dtype, 5)
     fs = ["x + (S + S)", "x * (S - 1)", "(S * S) + x", "x - (S // 2)", "x + abs(-S)", "x + (S > 1)", "x * (-S)",
           "x + S / 4", "x * (S % 3)"]
-    for body in fs:
-        for value in (True, 3, 2.5):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                check_forms(body, x, value, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        check_forms_together([(body, value) for value in (True, 3, 2.5) for body in fs], x, backend=backend)
 
 
 def test_python_int_result_out_of_the_arrays_range_raises_after_the_call(backend):

@@ -1,6 +1,7 @@
 """Stacks of small matrices: LU with partial pivoting written out as generated code, for numfn.numpy.linalg.
 
-Interface: `small(n, k, batch)` says whether a stack of n x n systems with k right-hand sides takes this path;
+Interface: `small(n, k, batch)` says whether a stack of n x n systems with k right-hand sides takes this path
+(`small_batch(n)`: the fewest matrices it takes);
 `small_lu` factors (the rows of U, its diagonal, the interchanges' parity), `small_solve` solves (and says where a
 matrix is singular); `stack_values` stacks values of one shape along a new axis the code generator unrolls. Every
 value is float64 (complex systems go to LAPACK).
@@ -14,7 +15,8 @@ import numpy as np
 from numfn.dtype import dtypes
 from numfn.ir.uop import Ops, UOp
 
-__all__ = ["SMALL_N", "SMALL_RHS", "SMALL_BATCH", "SMALL_ALWAYS_N", "small", "small_lu", "small_solve", "stack_values"]
+__all__ = ["SMALL_N", "SMALL_RHS", "SMALL_BATCH", "SMALL_BATCH_PER_N3", "SMALL_ALWAYS_N", "small", "small_batch",
+           "small_lu", "small_solve", "stack_values"]
 
 F64 = dtypes.float64
 
@@ -30,14 +32,39 @@ F64 = dtypes.float64
 
 SMALL_N = 8           # square matrices up to this size are factored by generated code ...
 SMALL_RHS = 16        # ... with up to this many right-hand sides (inv: n of them) ...
-SMALL_BATCH = 16      # ... in stacks of at least this many: fewer are not worth the compile time (about a second
-                      # for 8x8, where LAPACK costs about a microsecond a call) ...
+SMALL_BATCH = 16      # ... in stacks of at least this many, and at least SMALL_BATCH_PER_N3 * n**3 ...
+SMALL_BATCH_PER_N3 = 5
 SMALL_ALWAYS_N = 3    # ... except matrices up to this size, which compile as fast as the call (so a 3x3 solve under
                       # vmap, traced as one matrix, is generated code too)
 
+# Why the stack must grow like n^3 (measured on a 2-core x86-64 machine, float64, LLVM, one thread; solve with one
+# right-hand side, inv and det of stacks of 16384): the unrolled elimination is about n^3 / 3 operations, and
+# compiling it costs about 8 ms * n^3 more than the LAPACK loop's program (n = 3: 0.1-0.25 s; 4: 0.1-1.7 s; 5: 1.3-2.5
+# s; 6: 1.7-2.9 s; 7: 1.6-3.7 s; 8: 4 s), while a call saves about 1.5 us per matrix (LAPACK 0.6-4.7 us a matrix,
+# generated code 0.02-0.8 us; n = 8 solve: 2.5 vs 0.5 us, inv: 4.9 vs 1.5 us). One call of a stack of 16 8x8 systems
+# thus saves about 30 us for 4 s of compiling. The generated code is chosen where it pays back its extra compile time
+# within about a thousand calls (the disk cache keeps a compiled program across processes): stacks of at least
+# 8e-3 n^3 / (1.5e-6 * 1000) ~ 5 n^3 matrices (4x4: 320, 6x6: 1080, 8x8: 2560; 10^4 8x8 systems still are).
+
+
+def small_batch(n: int) -> int:
+    """The fewest n x n matrices in a stack that the generated elimination factors (1: any stack).
+
+    Args:
+        n: the matrices' size (at most SMALL_N takes this path at all).
+
+    Returns:
+        1 up to SMALL_ALWAYS_N, else the larger of SMALL_BATCH and SMALL_BATCH_PER_N3 * n**3.
+
+    Example:
+        from numfn.numpy.linalg_small import small_batch
+        assert small_batch(3) == 1 and small_batch(8) == 2560
+    """
+    return 1 if n <= SMALL_ALWAYS_N else max(SMALL_BATCH, SMALL_BATCH_PER_N3 * n ** 3)
+
 
 def small(n: int, k: int, batch: tuple[int, ...]) -> bool:
-    return 1 <= n <= SMALL_N and k <= SMALL_RHS and (math.prod(batch) >= SMALL_BATCH or n <= SMALL_ALWAYS_N)
+    return 1 <= n <= SMALL_N and k <= SMALL_RHS and math.prod(batch) >= small_batch(n)
 
 
 def _shape(u: UOp) -> tuple[int, ...]:

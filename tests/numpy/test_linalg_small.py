@@ -1,11 +1,13 @@
-"""Stacks of small matrices (numfn.numpy.linalg's generated elimination: n <= SMALL_N, at least SMALL_BATCH of them)
-against NumPy: solve, inv, det, slogdet and cond over sizes, dtypes, broadcast and empty batches, views, pivoting
-(ties included), singular matrices, vmap and threads."""
+"""Stacks of small matrices (numfn.numpy.linalg's generated elimination: n <= SMALL_N, at least small_batch(n) of
+them) against NumPy: solve, inv, det, slogdet and cond over sizes, dtypes, broadcast and empty batches, views,
+pivoting (ties included), singular matrices, vmap and threads. Each stack is the smallest that takes the generated
+path (its compile time does not depend on the stack's length)."""
 import numpy as np
 import pytest
 
 import numfn
 from numfn.numpy import linalg as NL
+from numfn.numpy.linalg_small import small_batch
 from numfn.runtime import blas
 from helpers import check, rand
 
@@ -28,15 +30,20 @@ def _all(a, b, v):
                                      (5, np.float64), (6, np.float32), (8, np.float64)], ids=str)
 def test_small_stacks_match_numpy(n, dtype):
     rng = np.random.default_rng(n)
-    a = _systems(rng, (20,), n, dtype)
-    b, v = rand((20, n, 3), dtype, rng), rand((n,), dtype, rng)
-    check(_all, a, b, v, backend="llvm", rtol=2e-5 if dtype == np.float32 else 1e-11, scale=10.0)
+    m = max(20, small_batch(n))
+    a = _systems(rng, (m,), n, dtype)
+    b, v = rand((m, n, 3), dtype, rng), rand((n,), dtype, rng)
+    jf = numfn.jit(_all)
+    calls = [k.name for k in jf.specialize(a, b, v).rendered_kernels if k.name.startswith("X_")]
+    assert len(calls) == (n > NL.SMALL_ALWAYS_N), calls   # LAPACK only for the single matrix a[0]
+    check(_all, a, b, v, backend="llvm", rtol=2e-5 if dtype == np.float32 else 1e-11, scale=10.0, jitted=jf)
 
 
 def test_small_stacks_on_the_c_backend_and_in_integers(backend):
     rng = np.random.default_rng(1)
-    a = _systems(rng, (4, 5), 4, np.float64)   # batch of 20 in two axes
-    b = rand((4, 5, 4, 2), np.float64, rng)
+    a = _systems(rng, (16, 20), 4, np.float64)   # batch of 320 = small_batch(4) in two axes
+    assert a.shape[0] * a.shape[1] == small_batch(4)
+    b = rand((16, 20, 4, 2), np.float64, rng)
     check(_all, a, b, b[0, 0, :, 0], backend=backend, rtol=1e-11, scale=10.0)
     ints = np.round(a).astype(np.int32)
     check(lambda a: (L.solve(a, a[..., :2]), L.det(a)), ints, backend=backend, rtol=1e-9, scale=1e3)
@@ -45,7 +52,8 @@ def test_small_stacks_on_the_c_backend_and_in_integers(backend):
 def test_random_matrices_and_broadcast_batches():
     # plain random matrices (any conditioning: tolerance scaled by the solution's size), batches broadcasting
     rng = np.random.default_rng(2)
-    a, b = rand((4, 1, 6, 6), np.float64, rng), rand((1, 5, 6, 2), np.float64, rng)
+    a, b = rand((36, 1, 6, 6), np.float64, rng), rand((1, 30, 6, 2), np.float64, rng)   # 1080 = small_batch(6)
+    assert 36 * 30 == small_batch(6)
     f = numfn.jit(lambda a, b: (L.solve(a, b), L.inv(a[:, 0]), L.det(a), L.slogdet(a)))
     got, want = f(a, b), (L.solve(a, b), L.inv(a[:, 0]), L.det(a), L.slogdet(a))
     scale = np.abs(want[0]).max() + np.abs(want[1]).max()
@@ -59,20 +67,23 @@ def test_pivot_ties_take_the_first_row_as_lapack():
     # columns whose candidates tie in |a| (+-1, +-2): LAPACK takes the first; any other choice gives different
     # rounding (0.1 is inexact) and a different sign bookkeeping
     rng = np.random.default_rng(3)
-    a = rng.choice([-2.0, -1.0, 1.0, 2.0], size=(40, 4, 4)) + 0.1 * np.eye(4)
-    a = a[np.abs(L.det(a)) > 0.5]
+    a = rng.choice([-2.0, -1.0, 1.0, 2.0], size=(1200, 4, 4)) + 0.1 * np.eye(4)
+    a = a[np.abs(L.det(a)) > 0.5][:small_batch(4)]
+    assert len(a) == small_batch(4)
     b = rand(a.shape[:-1] + (1,), np.float64, rng)
     f = numfn.jit(lambda a, b: (L.solve(a, b), L.slogdet(a)))
     got = f(a, b)
     np.testing.assert_allclose(got[0], L.solve(a, b), rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(got[1].sign, L.slogdet(a).sign)
-    np.testing.assert_allclose(got[1].logabsdet, L.slogdet(a).logabsdet, rtol=1e-13)
+    # log|det| near 0 (|det| near 1): its absolute error is det's relative error, so the tolerance of values of order 1
+    np.testing.assert_allclose(got[1].logabsdet, L.slogdet(a).logabsdet, rtol=1e-13, atol=1e-13)
 
 
 def test_views_as_operands(backend):
     rng = np.random.default_rng(4)
-    a = _systems(rng, (24,), 5, np.float64)
-    b = rand((5, 24, 3), np.float64, rng)
+    m = 2 * small_batch(5)   # a[::2] (5x5) takes the generated path too
+    a = _systems(rng, (m,), 5, np.float64)
+    b = rand((5, m, 3), np.float64, rng)
     check(lambda a, b: (L.solve(a[::-1].swapaxes(-1, -2), b.transpose(1, 0, 2)), L.inv(a[::2, ::-1, :]),
                         L.det(a[:, 1:, 1:]), L.solve(a[:, :3, :3], b.transpose(1, 0, 2)[:, :3, ::2])),
           a, b, backend=backend, rtol=1e-11, scale=10.0)
@@ -80,11 +91,11 @@ def test_views_as_operands(backend):
 
 def test_singular_matrices():
     rng = np.random.default_rng(5)
-    a = _systems(rng, (20,), 4, np.float64)
+    a = _systems(rng, (small_batch(4),), 4, np.float64)
     a[7] = 0.0                         # a zero pivot at the first column
     a[11, :, 2] = a[11, :, 0] * 0.0    # at a later one
     a[13] = np.array([[1.0, 2, 3, 4], [2, 4, 6, 8], [0, 1, 0, 0], [0, 0, 1, 1]])   # exactly zero after elimination
-    b = rand((20, 4, 2), np.float64, rng)
+    b = rand((small_batch(4), 4, 2), np.float64, rng)
     for fn in (lambda a, b: L.solve(a, b), lambda a, b: L.inv(a)):
         with pytest.raises(L.LinAlgError, match="Singular matrix"):
             fn(a, b)
@@ -99,11 +110,17 @@ def test_singular_matrices():
 
 def test_empty_and_threshold_batches():
     rng = np.random.default_rng(6)
-    for batch in ((0,), (3, 0), (1,), (15,), (16,)):   # empty, below SMALL_BATCH (LAPACK), at it (generated)
-        a = _systems(rng, batch, NL.SMALL_ALWAYS_N + 1, np.float64)
-        b = rand(batch + (NL.SMALL_ALWAYS_N + 1, 2), np.float64, rng)
+    n = NL.SMALL_ALWAYS_N + 1
+    least = small_batch(n)
+    # empty, below the least stack (LAPACK), at it (generated)
+    for batch in ((0,), (3, 0), (1,), (least - 1,), (least,)):
+        a = _systems(rng, batch, n, np.float64)
+        b = rand(batch + (n, 2), np.float64, rng)
         f = lambda a, b: (L.solve(a, b), L.inv(a), L.det(a), L.slogdet(a))  # noqa: E731
-        if not blas.interface() and np.prod(batch) < NL.SMALL_BATCH and np.prod(batch): continue
+        generated = np.prod(batch) >= least
+        if not blas.interface() and not generated and np.prod(batch): continue
+        names = [k.name for k in numfn.jit(f).specialize(a, b).rendered_kernels]
+        assert generated == (not any(k.startswith("X_") for k in names)) or not np.prod(batch), (batch, names)
         for g, w in zip(numfn.jit(f)(a, b), f(a, b)):
             g, w = (g, w) if not isinstance(w, tuple) else (np.stack(g), np.stack(w))
             assert g.shape == w.shape and g.dtype == w.dtype
@@ -112,8 +129,8 @@ def test_empty_and_threshold_batches():
 
 def test_under_vmap_and_threads():
     rng = np.random.default_rng(7)
-    a = _systems(rng, (3, 20), 6, np.float64)
-    b = rand((3, 20, 6, 1), np.float64, rng)
+    a = _systems(rng, (3, small_batch(6)), 6, np.float64)
+    b = rand((3, small_batch(6), 6, 1), np.float64, rng)
     f = lambda a, b: (L.solve(a, b), L.det(a))  # noqa: E731
     want = tuple(np.stack(x) for x in zip(*[f(a[i], b[i]) for i in range(3)]))
     for g, w in zip(numfn.vmap(f)(a, b), want): np.testing.assert_allclose(g, w, rtol=1e-11)
