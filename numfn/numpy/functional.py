@@ -82,9 +82,9 @@ def trace_example(fn: Callable[..., Sequence[Any]], examples: Sequence[tuple[tup
         except TracerConversionError as e:
             if type(e) is not TracerConversionError: raise
             raise TracerConversionError(f"{e} ({what} traces the function once, for every element at once: it "
-                                        "computes with NumPy's operations (not math.*), and its `if`s on values are "
-                                        "statements of a def, which numfn converts; a lambda's conditional "
-                                        "expression is not)") from None
+                                        "computes with NumPy's operations, and its `if`s on values and math.* "
+                                        "calls are statements of a def, which numfn converts; a lambda's "
+                                        "conditional expression and calls are not)") from None
         finally:   # arrays from outside the function it wrote into get their values back (refused below)
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
