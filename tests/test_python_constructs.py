@@ -92,6 +92,39 @@ def test_math_floor_gives_a_python_int():
         numfn.jit(_floor_of_first)(np.array([np.nan, 0.0]))
 
 
+def _isclose_count(x):
+    c = 0
+    for v in x:
+        if math.isclose(v, 0.5, abs_tol=0.25): c += 1
+        if math.isclose(v, 1.0, rel_tol=1e-3): c += 10
+    return c
+
+
+def test_math_isclose():
+    x = np.array([0.5, 0.3, 0.2, 1.0005, 1.0, np.inf, np.nan, -0.5])
+    assert numfn.jit(_isclose_count)(x) == _isclose_count(x)
+    with pytest.raises(ValueError, match="non-negative"):
+        numfn.jit(_isclose_bad)(x)
+
+
+def _isclose_bad(x):
+    return math.isclose(x[0], 1.0, rel_tol=-1.0)
+
+
+def _sorted_sum(x):
+    s = 0.0
+    for k, v in enumerate(sorted(x, reverse=True)):
+        s = s * 0.5 + v * (k + 1)
+    return s, np.array(sorted(x))
+
+
+def test_builtin_sorted_of_a_traced_array():
+    x = np.array([3.0, -1.0, 2.5, 0.0, 7.0])
+    got, want = numfn.jit(_sorted_sum)(x), _sorted_sum(x)
+    assert got[0] == pytest.approx(want[0], rel=1e-14)
+    np.testing.assert_array_equal(got[1], want[1])
+
+
 # ---- any, all, item ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("make", [lambda: np.array([0.0, 2.0, 0.0]), lambda: np.zeros(3), lambda: np.ones(4),
                                   lambda: np.ones((3, 1)), lambda: np.zeros((0, 5)), lambda: np.array([np.nan]),

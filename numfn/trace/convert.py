@@ -708,8 +708,9 @@ class _Calls(ast.NodeTransformer):
     """Every call `f(...)` of the user's code becomes `_numfn.callee(f)(...)`: a helper the function calls (a plain
     Python function of the user's, or a method) is converted too when it is called (Runtime.callee). Calls of names
     of builtins (range, len, ...) are left as they are (the converter reads `range`), except those traced values
-    give Python's answer to (int, float, bool, min, max, round, len, any, all: statements.traced_builtin)."""
-    _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round", "len", "any", "all"}
+    give Python's answer to (int, float, bool, min, max, round, len, any, all, sorted: statements.traced_builtin)."""
+    _builtins = frozenset(dir(builtins)) - {"int", "float", "bool", "min", "max", "round", "len", "any", "all",
+                                            "sorted"}
 
     def __init__(self):
         self.wrapped = 0

@@ -6,7 +6,8 @@ NEP 50's rules for Python scalars), or a Python int for floor, ceil and trunc. W
 returning NaN or infinity (`math.sqrt(-1.0)`, `math.log(0.0)`, `math.exp(1000.0)`, `math.floor(nan)`), the program
 raises the same error after the call (a run-time check). Python values go to `math` itself.
 
-`any(a)` and `all(a)` of a traced array are Python's: they iterate the first axis and take the truth of each
+`sorted(a)` of a traced 1-d array is the list of its elements in np.sort's order. `any(a)` and `all(a)` of a
+traced array are Python's: they iterate the first axis and take the truth of each
 element (a row of more than one element is NumPy's ambiguous-truth ValueError); over a list or tuple of traced
 scalars, the truth of each. `a.item()` is the Python scalar of a one-element array (an index picks one element)."""
 from __future__ import annotations
@@ -169,6 +170,30 @@ def _predicate(name: str) -> Callable:
     return traced
 
 
+def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+    """math.isclose: equal, or both finite with |a - b| within rel_tol of the larger magnitude or abs_tol."""
+    if not (isinstance(a, Tensor) or isinstance(b, Tensor)) or not tracing():
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    if rel_tol < 0 or abs_tol < 0: raise ValueError("tolerances must be non-negative")
+    x, y = _real(a, "isclose"), _real(b, "isclose")
+    isfinite = numpy_function("isfinite")
+    diff = abs(x - y)
+    near = (diff <= rel_tol * abs(y)) | (diff <= rel_tol * abs(x)) | (diff <= abs_tol)
+    return _weak((x == y) | (near & isfinite(x) & isfinite(y)))
+
+
+def _sorted(iterable, *, key=None, reverse=False):
+    """sorted() of a traced 1-d array: its elements in order, as a list of NumPy scalars (np.sort's order)."""
+    if key is not None or not isinstance(iterable, Tensor) or not tracing():
+        return sorted(iterable, key=key, reverse=reverse)
+    if iterable.ndim != 1:
+        if iterable.ndim == 0: raise TypeError("iteration over a 0-d array")
+        raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                         "a.all()")
+    ordered = numpy_function("sort")(iterable)
+    return list(ordered[::-1] if reverse else ordered)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # any, all
 
@@ -239,4 +264,5 @@ TRACED: dict[Any, Callable] = {
     **{getattr(math, name): _rounding(name) for name in ("floor", "ceil", "trunc")},
     **{getattr(math, name): _predicate(name) for name in ("isnan", "isinf", "isfinite")},
     math.log: _log, builtins.any: _any, builtins.all: _all,   # (math.log takes a base too)
+    math.isclose: _isclose, builtins.sorted: _sorted,
 }
