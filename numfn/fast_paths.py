@@ -54,7 +54,8 @@ def array_tree(x: Any, leaves: list) -> Any:
     if type(x) is np.ndarray or type(x) in _SCALAR_TYPES:
         leaves.append(x)
         return 0
-    if type(x) is tuple or (type(x) is list and x and not any(type(v) in _SCALAR_TYPES for v in x)):
+    if type(x) is tuple or (type(x) is list and x and not any(type(v) in _SCALAR_TYPES for v in x)) or \
+            (isinstance(x, tuple) and hasattr(type(x), "_fields")):   # (a NamedTuple: its class is in the key)
         parts = []
         for v in x:
             part = array_tree(v, leaves)

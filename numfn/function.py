@@ -685,14 +685,16 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                 if len(self._bound_statics) >= MAX_BOUND_STATICS: self._bound_statics.clear()
                 bound = self._bound_statics[key] = BoundStatics(self, positions, [args[i] for i in positions])
             return bound(*[a for i, a in enumerate(args) if i not in positions], **kwargs)
-        if not positions and any(isinstance(a, (tuple, list, dict)) and not is_leaf(a) for a in args) and \
-                (not kwargs or list(kwargs) == ["out"]):
+        if not positions and (not kwargs or list(kwargs) == ["out"]) and \
+                any(type(a) is not np.ndarray and type(a) not in (float, int, bool) for a in args):
             # containers among the arguments: the fast path of their structure's dispatcher, over the leaves
             leaves: list = []
             shape = array_tree(args, leaves)   # (tuples, lists and dicts of arrays: cheaper than flatten)
             by_tree = self._bound_trees.get(shape) if shape is not None else None
             if by_tree is None:
                 leaves, tree = flatten((tuple(args), {}), is_leaf=is_leaf)
+                if all(c.kind == "leaf" for c in tree.children[0].children):   # no container after all
+                    return self._dispatch_full(args, kwargs)
                 by_tree = self._bound_trees.get(tree)
                 if by_tree is None:
                     if len(self._bound_trees) >= MAX_BOUND_TREES: self._bound_trees.clear()

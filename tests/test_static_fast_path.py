@@ -164,3 +164,26 @@ def test_container_calls_with_out_and_errors():
         f((w, b), np.ones((2, 5)))   # NumPy's matmul error, through the slow path
     with pytest.raises(TypeError, match="params"):
         f((w, object()), x)           # a leaf that is no array, named by its place
+
+
+def test_namedtuple_and_dataclass_arguments_take_the_fast_path(signature_calls):
+    from typing import NamedTuple
+    from dataclasses import dataclass
+
+    class Layer(NamedTuple):
+        w: np.ndarray
+        b: np.ndarray
+
+    @dataclass(frozen=True)
+    class Frozen:
+        w: np.ndarray
+        b: np.ndarray
+
+    def apply(p, x):
+        return x * p.w + p.b
+
+    f = numfn.jit(apply)
+    w, b, x = np.ones(3), np.arange(3.0), np.full(3, 2.0)
+    for p in [Layer(w, b), Frozen(w, b), Layer(w, b * 2), Frozen(w * 3, b)] * 2:
+        np.testing.assert_array_equal(f(p, x), apply(p, x))
+    assert len(signature_calls) == 2   # one per class; the other calls were the fast path's
