@@ -304,7 +304,8 @@ def array_items(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def traced_builtin(f: Any) -> Callable | None:
-    """Python's int, float, bool, min, max, round and len on traced values, where the builtin would need the value:
+    """Python's int, float, bool, min, max, round and len on traced values (and numfn.trace.pymath's: math's
+    functions, any, all, sorted), where the builtin would need the value:
     int(x) of a 0-d array is a Python int (truncated toward zero), min(a, b, c) the first least (Python compares
     with <, so a NaN stays where it is first). None for other functions (and the builtins' other uses fall back
     to them)."""
