@@ -1,5 +1,5 @@
-"""Python's `math` functions, the builtins `any` and `all`, and `ndarray.item()` on traced values, so code written
-for Python scalars (as Numba users write it: `math.exp(x[i])` in a loop) compiles unchanged.
+"""Python's `math` functions, the builtins `any`, `all` and `sorted`, and `ndarray.item()` on traced values, so code
+written for Python scalars (as Numba users write it: `math.exp(x[i])` in a loop) compiles unchanged.
 
 A `math` function of a traced 0-d value is NumPy's ufunc on it as a float64, giving a Python float (a weak float64:
 NEP 50's rules for Python scalars), or a Python int for floor, ceil and trunc. Where `math` raises instead of
