@@ -231,3 +231,22 @@ def recursion_limit(extra: int = 60):
         yield
     finally:
         sys.setrecursionlimit(old)
+
+
+# Windowed products in loops, written as NumPy users write them (the covariance and Cholesky patterns of
+# benchmarks/bench_patterns.py): tests/test_gemv.py and tests/test_window_costs.py check them against NumPy.
+def covariance(d):
+    n, m = d.shape
+    c = np.zeros((m, m), d.dtype)
+    for i in range(m):
+        c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:] / (n - 1)
+    return c
+
+
+def cholesky_columns(a):
+    n = a.shape[0]
+    L = np.zeros_like(a)
+    for j in range(n):
+        L[j, j] = np.sqrt(a[j, j] - L[j, :j] @ L[j, :j])
+        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L

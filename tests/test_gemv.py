@@ -8,7 +8,7 @@ import pytest
 
 import numfn
 import numfn.extern
-from helpers import check, check_mutates, rand
+from helpers import check, check_mutates, cholesky_columns, covariance, rand
 from numfn.codegen.narrow import is_narrowed, narrow
 from numfn.codegen.opt import heuristic_options
 from numfn.ir.uop import Ops, toposort
@@ -133,28 +133,11 @@ def window_sums(d):
     return out
 
 
-def covariance(d):
-    n, m = d.shape
-    c = np.zeros((m, m), d.dtype)
-    for i in range(m):
-        c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:] / (n - 1)
-    return c
-
-
 def prefix_products(A, x):
     out = np.zeros(A.shape[1], A.dtype)
     for i in range(A.shape[0] + 1):
         out += x[:i] @ A[:i, :]
     return out
-
-
-def cholesky_columns(a):
-    n = a.shape[0]
-    L = np.zeros_like(a)
-    for j in range(n):
-        L[j, j] = np.sqrt(a[j, j] - L[j, :j] @ L[j, :j])
-        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
-    return L
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check, check_mutates
+from helpers import assert_same, check, check_mutates, cholesky_columns, covariance
 from numfn.ir.uop import Ops
 from numfn.ir.walk import toposort
 
@@ -22,23 +22,6 @@ def histogram_loop(data, bins):
     for v in data:
         counts[int(v)] += 1
     return counts
-
-
-def covariance(d):
-    n, m = d.shape
-    c = np.zeros((m, m), d.dtype)
-    for i in range(m):
-        c[i:, i] = c[i, i:] = d[:, i] @ d[:, i:] / (n - 1)
-    return c
-
-
-def cholesky_columns(a):
-    n = a.shape[0]
-    L = np.zeros_like(a)
-    for j in range(n):
-        L[j, j] = np.sqrt(a[j, j] - L[j, :j] @ L[j, :j])
-        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
-    return L
 
 
 def _spd(n, dtype, rng):
