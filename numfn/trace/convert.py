@@ -329,9 +329,7 @@ class _Converter:
         out: list[ast.stmt] = []
         for st in stmts:
             if isinstance(st, (ast.If, ast.With, ast.Try)) and _contains([st], (ast.Break, ast.Continue, ast.Return)):
-                for field in ("body", "orelse", "finalbody"):
-                    if getattr(st, field, None): setattr(st, field, self._keeping_jumps(getattr(st, field)))
-                for h in getattr(st, "handlers", ()): h.body = self._keeping_jumps(h.body)
+                _map_blocks(st, self._keeping_jumps)
                 self.defined += _assigned([st])
                 out.append(st)
             else:
@@ -521,6 +519,13 @@ def _array_items(iterable: ast.expr) -> ast.expr:
     return iterable
 
 
+def _map_blocks(st: ast.If | ast.With | ast.Try, fn: Callable[[list[ast.stmt]], list[ast.stmt]]) -> None:
+    """Replace each statement block of an if, with or try (its body, else, finally and handlers) by fn(block)."""
+    for field in ("body", "orelse", "finalbody"):
+        if getattr(st, field, None): setattr(st, field, fn(getattr(st, field)))
+    for h in getattr(st, "handlers", ()): h.body = fn(h.body)
+
+
 def _flag_breaks(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
     """The statements with each break of their loop (not of a nested loop) preceded by `flag = True`."""
     out: list[ast.stmt] = []
@@ -529,9 +534,7 @@ def _flag_breaks(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
             out.append(ast.copy_location(ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True)),
                                          st))
         elif isinstance(st, (ast.If, ast.With, ast.Try)):
-            for field in ("body", "orelse", "finalbody"):
-                if getattr(st, field, None): setattr(st, field, _flag_breaks(getattr(st, field), flag))
-            for h in getattr(st, "handlers", ()): h.body = _flag_breaks(h.body, flag)
+            _map_blocks(st, lambda block: _flag_breaks(block, flag))
         out.append(st)
     return out
 
