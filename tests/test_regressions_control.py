@@ -1136,6 +1136,62 @@ def test_fuzz_ravel_of_a_branch_view(dtype, backend):
         check_mutates(_fuzz_20000017, x0, x1, backend=backend, calls=1)
 
 
+# the same questions about a branch's result *linked* to outer arrays (fuzz seed 46701199): `v = x[::-1]` on one
+# side and `v = -x` on the other; NumPy's ravel copies the reversed view and is a view of the new array, so a later
+# `v += v` shows through the ravel in one branch only. numfn took v as an array of its own everywhere (a view)
+
+_LINKED_SIDES = {"rows_from_1": lambda x, y: x[1:3], "rows_of_y": lambda x, y: y[:2], "new": lambda x, y: x[:2] * 2.0,
+                 "every_other": lambda x, y: x[::2], "reversed_rows": lambda x, y: x[::-2]}
+
+
+def _linked_program(first: str, second: str, op: str):
+    a, b, flat = _LINKED_SIDES[first], _LINKED_SIDES[second], _LAYOUT_OPS[op]
+
+    def f(x, y, c):
+        if c.sum() > 0:
+            v = a(x, y)
+        else:
+            v = b(x, y)
+        w = flat(v)
+        v += 1.0         # shows through w where w is a view of v
+        w[1] += 100.0    # writes into v (and x or y where the branch made v a view of it) where w is a view of v
+        return w * 2.0, v
+    return f
+
+
+@pytest.mark.parametrize("op", list(_LAYOUT_OPS))
+@pytest.mark.parametrize("first,second", [("rows_from_1", "new"), ("new", "rows_of_y"), ("rows_from_1", "rows_of_y")])
+def test_layout_of_a_linked_branch_result(first, second, op, backend):
+    f = _linked_program(first, second, op)
+    for c in (np.ones(1), -np.ones(1)):   # each branch taken
+        check_mutates(f, np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(2, 3) + 50, c, backend=backend,
+                      calls=1)
+
+
+@pytest.mark.parametrize("op", ["ravel", "reshape", "ascontiguousarray"])
+@pytest.mark.parametrize("first,second", [("every_other", "new"), ("new", "reversed_rows")])
+def test_layout_of_a_linked_result_that_depends_on_the_branch_taken_is_refused(first, second, op, backend):
+    with pytest.raises(numfn.NumfnError, match="views of one layout"):
+        numfn.jit(_linked_program(first, second, op), backend=backend)(np.arange(12.0).reshape(4, 3),
+                                                                        np.ones((2, 3)), np.ones(1))
+
+
+def _fuzz_46701199(x0, c):   # the fuzz run's program, shrunk
+    if c > 0:
+        v0 = x0[::-1]
+    else:
+        v0 = -x0
+    v1 = np.ravel(v0)
+    v0 += v0
+    return v1
+
+
+def test_fuzz_ravel_of_a_linked_branch_result(backend):
+    # NumPy's answer depends on the branch: refused, not a guess
+    with pytest.raises(numfn.NumfnError, match="views of one layout"):
+        numfn.jit(_fuzz_46701199, backend=backend)(np.arange(4.0), np.float64(1.0))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # found by the 20,000-program fuzz run. Seed 20000056: a loop that updates an array in place (`v += 3`) under one
 # name while another name is bound to the same array (`v = w` before the loop): in Python both names are one array

@@ -2,7 +2,11 @@
 gather of x at the positions the taken branch gave, whose arg ("window", chains) keeps every branch's chain of
 movement ops from the base. NumPy's answer to "is it contiguous?" (ravel: a view or a copy) or "can strides describe
 it?" (reshape: a view or a copy) is the taken branch's: the same answer in every branch is that answer; branches
-that disagree make it depend on the run-time branch, which numfn refuses (copy the view first)."""
+that disagree make it depend on the run-time branch, which numfn refuses (copy the view first).
+
+The same holds for a branch's result *linked* to outer arrays (`v = x[::-1]` on one side, `v = -x` on the other:
+numfn.trace.branch_views.Link): NumPy's `v.ravel()` copies where the branch made v a reversed view of x and is a view
+of v where it made a new array, so each branch's layout is asked (`branch_layouts`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -25,6 +29,26 @@ def branch_chains(view: Any) -> list[tuple] | None:   # view: a Tensor (numfn.tr
     arg = view.chain[at][1][0]
     if not (isinstance(arg, tuple) and arg[0] == "window"): return None
     return [c + view.chain[at + 1:] for c in arg[1]]
+
+
+def branch_layouts(view: Any) -> list[tuple[tuple[int, ...], tuple]] | None:
+    """For an array whose layout a branch chose, per branch: (the shape of the memory it is a view of, the chain of
+    movement ops from that memory); else None. Two kinds (numfn.trace.branch_views):
+    - a view through a gather a branch chose: each branch's chain from the view's base (`branch_chains`);
+    - a branch's result linked to outer arrays, or a view of one: in a branch that made the result a view of such an
+      array, that array's shape and chain (then the view's ops after the result); in a branch that made it an array
+      of its own, the result's shape and the view's ops."""
+    if view.base is not None:
+        chains = branch_chains(view)
+        if chains is not None: return [(view.base.shape, c) for c in chains]
+    root, after = (view, ()) if view.base is None else (view.base, view.chain)
+    links = [lk for lk in root._links or () if lk.view() is root]
+    if not links: return None
+    out = []
+    for i in range(len(links[0].chains)):
+        made = [(lk.memory.shape, lk.chains[i] + after) for lk in links if lk.chains[i] is not None]
+        out.append(made[0] if made else (root.shape, after))
+    return out
 
 
 def same_in_every_branch(answers: list[bool], what: str) -> bool:

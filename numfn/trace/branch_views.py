@@ -156,8 +156,8 @@ class BranchViews:
             # an array where the branch taken made it one (`v = x` or `v = -x` of a 0-d x, a NumPy scalar): `v += 1`
             # writes it in place, and into x where the branch made v x (a scalar's value is the same either way)
             if links: plain[k].as_array()
-            for base, _ in links:
-                link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at])
+            for base, chains in links:
+                link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at], chains)
                 at += 1 + base.ndim
         return [out[k] if k in out else plain[k] for k in range(self.n)]
 
@@ -176,15 +176,18 @@ def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None, chain
 @dataclass(eq=False)
 class Link:
     """A branch's result (`view`, held weakly) that is a view of `memory` at `positions` (per axis of memory, the
-    result's shape) when the 0-d bool `flag` holds (the branch taken made it one)."""
+    result's shape) when the 0-d bool `flag` holds (the branch taken made it one). `chains`: per branch, the chain
+    of movement ops that made the view, None where that branch made no view of memory (layout questions, such as
+    whether ravel copies, are answered per branch: numfn.trace.branch_layout)."""
     view: weakref.ref
     memory: Tensor
     positions: list[Tensor]
     flag: Tensor
+    chains: list[tuple | None]
 
 
-def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor) -> None:
-    lk = Link(weakref.ref(result), memory, list(where), flag)
+def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None]) -> None:
+    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains))
     for t in (result, memory): t._links = (t._links or []) + [lk]
 
 

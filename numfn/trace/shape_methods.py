@@ -11,7 +11,7 @@ from numfn.args import normalize_axes, normalize_axis
 from numfn.errors import unsupported
 from numfn.codegen.lower import view_offset
 from numfn.ir.uop import Ops, UOp
-from numfn.trace.branch_layout import branch_chains, same_in_every_branch
+from numfn.trace.branch_layout import branch_layouts, same_in_every_branch
 from numfn.trace.tensor import Axes, ShapeArg, Tensor, tensor_method
 
 
@@ -45,8 +45,7 @@ def _reshaped_method(self, shape: tuple, order: str = "C") -> UOp:
 def _is_contiguous_method(self, order: str = "C") -> bool:
     """Whether NumPy's array would be contiguous in C (row-major) or F (column-major) order: a view as its strides
     say, an array that is no view (row-major) in F order too where at most one axis is longer than 1."""
-    if self.base is not None: return _contiguous(self, order)
-    return order == "C" or sum(n > 1 for n in self.shape) <= 1
+    return _contiguous(self, order)
 
 
 @tensor_method("flatten")
@@ -59,7 +58,7 @@ def _ravel_method(self, order: str = "C") -> Tensor:
     # NumPy's ravel is a view of an array contiguous in that order, else a copy (reshape(-1) is a view whenever
     # strides allow, a reversed array's too)
     flat = self._reshaped((-1,), order)
-    if self.base is not None and order in ("C", "F") and not _contiguous(self, order):
+    if order in ("C", "F") and not _contiguous(self, order):
         return Tensor(flat, self.weak)
     return self._view(flat)
 
@@ -123,15 +122,16 @@ def _memory_order(order, ndim: int, what: str) -> str:
 
 
 def _contiguous(view: Tensor, order: str) -> bool:
-    """Whether a view of a base is contiguous in memory in C (row-major) or F (column-major) order, as NumPy's flags
-    say it: axes of size 1 do not count, and an empty or one-element array is contiguous. A view a branch chose
-    answers as the branch taken (numfn.trace.branch_layout)."""
-    assert view.base is not None
+    """Whether an array is contiguous in memory in C (row-major) or F (column-major) order, as NumPy's flags say it:
+    axes of size 1 do not count, and an empty or one-element array is contiguous. A view as its strides say; an array
+    that is no view (row-major) in F order too where at most one axis is longer than 1; an array whose layout a
+    branch chose as in the branch taken (numfn.trace.branch_layout)."""
     if view.size <= 1: return True
-    per_branch = branch_chains(view)
+    per_branch = branch_layouts(view)
     if per_branch is not None:
-        return same_in_every_branch([_contiguous_chain(view.base.shape, c, view.shape, order) for c in per_branch],
+        return same_in_every_branch([_contiguous_chain(*b, view.shape, order) for b in per_branch],
                                     f"whether the view is {order}-contiguous (ravel, flags)")
+    if view.base is None: return _contiguous_chain(view.shape, (), view.shape, order)
     return _contiguous_chain(view.base.shape, view.chain, view.shape, order)
 
 

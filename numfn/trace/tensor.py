@@ -25,7 +25,7 @@ from numfn.errors import (NumfnError, TracerConversionError, store_into_constant
 from numfn.trace.unbound import is_unbound
 from numfn.trace.known import known_value
 from numfn.trace.value_sizes import python_item, requested_value
-from numfn.trace.branch_layout import branch_chains, same_in_every_branch
+from numfn.trace.branch_layout import branch_layouts, same_in_every_branch
 from numfn.trace.record import Check, TraceRecord, current_record, python_statement_note, record_int_limit, tracing
 from numfn.ir.uop import MOVEMENT, Buffer, Ops, UOp
 
@@ -883,17 +883,16 @@ def _holds_tensors(x) -> bool:
 
 def _strided(view: Tensor) -> bool:
     """Whether NumPy's strides can describe a view of a base: each of its axes advances the base's row-major offset
-    by a constant step (else NumPy's reshape copies)."""
+    by a constant step (else NumPy's reshape copies). A layout a branch chose answers as the branch taken."""
     from numfn.codegen.lower import view_offset
     assert view.base is not None
-    base_shape = view.base.shape
 
-    def strided(chain) -> bool:   # (a chain with a gather: a window of run-time position, a strided view too)
+    def strided(base_shape, chain) -> bool:   # (a chain with a gather: a window of run-time position, strided too)
         return any(op is Ops.GATHER for op, _ in chain) or view_offset(base_shape, chain) is not None
-    per_branch = branch_chains(view)
+    per_branch = branch_layouts(view)
     if per_branch is not None:
-        return same_in_every_branch([strided(c) for c in per_branch], "whether the reshape is a view or a copy")
-    return strided(view.chain)
+        return same_in_every_branch([strided(*b) for b in per_branch], "whether the reshape is a view or a copy")
+    return strided(view.base.shape, view.chain)
 
 
 __all__ = ["Tensor", "matmul", "gather", "broadcast_shapes", "constant_buffer", "NumfnError"]
