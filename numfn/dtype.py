@@ -191,10 +191,11 @@ def reduce_dtype(op: str, dt: DType) -> DType:
     return dtypes.from_numpy(getattr(np, op)(np.zeros(1, dt.np)).dtype)
 
 
-def float_assignment_error(value: float, dt: DType) -> BaseException | None:
+def float_assignment_error(value: float | int, dt: DType) -> BaseException | None:
     """NumPy writes a float scalar into an integer array through Python's int(): NaN (ValueError), infinity and a
-    value out of the dtype's range (OverflowError) raise. The error NumPy raises for `value` written into `dt`, in
-    NumPy's words (asked of NumPy itself), or None where the write is fine."""
+    value out of the dtype's range (OverflowError) raise (so does an integer scalar into a signed array). The error
+    NumPy raises for `value` written into `dt`, in NumPy's words (asked of NumPy itself), or None where the write
+    is fine."""
     if not dt.is_int: return None
     try:
         np.zeros(1, dt.np)[0] = value

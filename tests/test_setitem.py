@@ -376,6 +376,63 @@ def test_float_scalars_written_into_integer_arrays(fn, dtype):
         assert _outcome(jitted, dtype, v) == _outcome(fn, dtype, v), v
 
 
+# A NumPy integer scalar goes through Python's int() the same way (NumPy 2): through basic indices (and fill) into a
+# signed integer array, a value out of its range raises OverflowError ("Python integer 300 out of bounds for int8",
+# "Python int too large to convert to C long" past int64); into an unsigned array, or through an index array or a
+# mask, it is cast (wraps). Fuzz seed 47000090: `x0[-1:] = np.maximum(x2, x1)` of two Python ints, into int8, wrapped.
+def _at_slice_int_scalar(a, v):
+    a[1:] = v.max()   # a NumPy integer scalar of v's dtype, traced
+    return a
+
+
+def _at_index_int_scalar(a, v):
+    a[0] = v.min()
+    return a
+
+
+def _filled_int_scalar(a, v):
+    a.fill(v.max())
+    return a
+
+
+def _at_index_array_int_scalar(a, v):
+    a[np.array([0, 2])] = v.max()
+    return a
+
+
+def _at_mask_int_scalar(a, v):
+    a[a == 0] = v.max()
+    return a
+
+
+def _maximum_of_python_ints(a, x1, x2):   # the fuzz run's program: np.maximum of two Python ints is an np.int64
+    a[-1:] = np.maximum(x2, x1)
+    return a
+
+
+INT_WRITES = [_at_slice_int_scalar, _at_index_int_scalar, _filled_int_scalar, _at_index_array_int_scalar,
+              _at_mask_int_scalar]
+
+
+@pytest.mark.parametrize("fn", INT_WRITES, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("src", [np.int16, np.int64, np.uint8, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_integer_scalars_written_into_integer_arrays(fn, src):
+    jitted = numfn.jit(fn)
+    for dtype in (np.int8, np.uint8, np.int64):
+        for v in (1, 127, 128, 255, 300, 2 ** 15 - 1, 2 ** 63 - 1, 2 ** 63 + 5, 2 ** 64 - 1, -1, -129, -2 ** 15):
+            if not np.iinfo(src).min <= v <= np.iinfo(src).max: continue
+            values = np.array([v, v], src)
+            assert _outcome(lambda a, _: jitted(a, values), dtype, None) == \
+                _outcome(lambda a, _: fn(a, values), dtype, None), (dtype, v)
+
+
+def test_numpy_int_from_python_ints_written_into_int8(backend):
+    jitted = numfn.jit(_maximum_of_python_ints, backend=backend)
+    for x1 in (1, 100, 127, 128, 2 ** 63 - 1, -129):
+        assert _outcome(lambda a, _: jitted(a, x1, 1), np.int8, None) == \
+            _outcome(lambda a, _: _maximum_of_python_ints(a, x1, 1), np.int8, None), x1
+
+
 def test_float_constants_written_into_integer_arrays(backend):
     for value, dtype in [(1e10, np.int8), (np.nan, np.int64), (np.inf, np.uint8), (-1.0, np.uint16),
                          (np.nan, np.bool_), (1e10, np.int64), (-2.5, np.int8)]:

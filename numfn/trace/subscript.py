@@ -413,7 +413,7 @@ def _masked_update(region: Tensor, mask: Tensor, value) -> Tensor:
         return where(m, Tensor(v.source).astype(region.dtype), region)   # x[m] = f(x[m]): elementwise, in place
     if isinstance(v, RunTimeLength.array) or (v.ndim > len(rest) and v.shape[0] != 1):
         return where(m, RunTimeLength.spread(v, mask, region.dtype), region)
-    return where(m, assignable(value, region.uop.dtype, rest), region)
+    return where(m, assignable(value, region.uop.dtype, rest, advanced=True), region)   # (a mask: advanced)
 
 
 def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False) -> Tensor:
@@ -426,6 +426,7 @@ def assignable(value, dt: DType, shape: tuple[int, ...], advanced: bool = False)
     v = Tensor.lift(value)
     weak_fits(v, dt)   # a traced Python int (an argument, a loop index) must fit too: checked when the program runs
     _float_fits(v, dt, advanced)
+    _int_fits(v, dt, advanced)
     vshape = v.shape
     while len(vshape) > len(shape) and vshape[0] == 1: vshape = vshape[1:]
     if len(vshape) > len(shape) or any(a != b and a != 1 for a, b in zip(vshape[::-1], shape[::-1])):
@@ -467,6 +468,29 @@ def _float_fits(v: Tensor, dt: DType, advanced: bool) -> None:
         value = float(np.array(bits, np.int64).view(np.float64))
         return float_assignment_error(value, dt) or OverflowError(f"{value!r} out of bounds for {dt.name}")
     add_check(Tensor(failed), Tensor(f.bitcast(dtypes.int64)), error)
+
+
+def _int_fits(v: Tensor, dt: DType, advanced: bool) -> None:
+    """A NumPy integer scalar (np.int64(300), x.max() of an int64 x) written through basic indices into a signed
+    integer array goes through Python's int() too: a value out of the dtype's range raises OverflowError (NumPy 2's
+    "Python integer 300 out of bounds for int8"); into an unsigned array, or through an index array or a mask, it
+    is cast (it wraps), as a 0-d array always is. (A Python int is checked by weak_fits and the dispatcher.)"""
+    src = v.uop.dtype
+    if advanced or v.weak or v.ndim or not v.is_scalar() or not (dt.is_int and not dt.is_unsigned) or \
+            not src.is_int or src.is_bool or (dt.min <= src.min and src.max <= dt.max):
+        return
+    if v.uop.op is Ops.CONST:
+        known = float_assignment_error(int(v.uop.arg), dt)
+        if known is not None: raise known
+        return
+    u = v.uop.reshape(())
+    low = u.alu(Ops.CMPLT, UOp.const(src, dt.min)) if not src.is_unsigned else UOp.const(dtypes.bool, False)
+    failed = low.alu(Ops.OR, UOp.const(src, dt.max).alu(Ops.CMPLT, u))
+
+    def error(bits: int) -> BaseException:   # the payload is the value's bits (an unsigned one may pass int64's max)
+        value = int(np.array(bits, np.int64).view(src.np)) if src.itemsize == 8 else bits
+        return float_assignment_error(value, dt) or OverflowError(f"Python integer {value} out of bounds for {dt.name}")
+    add_check(Tensor(failed), Tensor(u.cast(dtypes.int64) if src.itemsize < 8 else u.bitcast(dtypes.int64)), error)
 
 
 def _fmt(shape) -> str:
