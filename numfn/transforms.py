@@ -38,6 +38,7 @@ from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.trace.tensor import Tensor, add_check
 from numfn.dtype import dtypes
+from numfn.ir.batching import batched
 from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import ELEMENTWISE, Ops, UOp, fold, toposort
 
@@ -148,18 +149,7 @@ def _where_batch(pred: UOp, a: UOp, b: UOp) -> UOp:
 
 def _batch_subgraph(sink: UOp, carries: dict[UOp, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
     """The values of a region's SINK with its placeholders replaced by batched ones (see batch_graph)."""
-    def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
-        if u.op is Ops.SINK: return None
-        if u in carries: return carries[u]
-        if not any(b for _, b in srcs):
-            src = tuple(s for s, _ in srcs)
-            return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
-        rule = PRIMITIVES[u.op].batch
-        if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
-        return rule(u, list(srcs), size), True
-
-    done = fold([sink], visit)
-    return [done[v] for v in sink.src]
+    return batched(sink.src, carries, size)
 
 
 def _register_batching_rules() -> None:

@@ -118,7 +118,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("numfn.version", "numfn.config", "numfn.locks", "numfn.errors", "numfn.dtype", "numfn.pytree",
               "numfn.debug", "numfn.progress", "numfn.args")),
     ("ir", ("numfn.ir.walk", "numfn.ir.primitives", "numfn.ir.extern", "numfn.ir.uop", "numfn.ir.symbolic",
-            "numfn.ir")),
+            "numfn.ir.batching", "numfn.ir")),
     ("runtime", ("numfn.runtime",)),
     ("compiler", ("numfn.codegen", "numfn.renderer", "numfn.beam.search", "numfn.beam.measure", "numfn.beam.store",
                   "numfn.beam.tuner", "numfn.beam", "numfn.schedule", "numfn.extern")),
@@ -131,7 +131,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.trace.reduction_methods", "numfn.trace.pymath", "numfn.trace.numpy_protocol",
                "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
-               "numfn.trace.control",
+               "numfn.trace.hoisted_checks", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert", "numfn.trace")),
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through
     # numfn.numpy._core.implementation (what the package registers), never by importing it

@@ -18,7 +18,7 @@ other change of shape or dtype across an iteration is an error naming the value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, SupportsInt, TypeVar, cast
 from collections.abc import Callable, Sequence
 
@@ -30,6 +30,7 @@ from numfn.ir.extern import is_effect
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import effects_since, new_region_tag, recording_trace, tracing
+from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
 from numfn.ir.uop import Ops, UOp, fold, format_graph, substitute, toposort
@@ -265,21 +266,24 @@ class StateShapeGrows(FirstIterationDiffers):
 
 
 def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
-                 body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse") -> list[Tensor]:
+                 body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse",
+                 counter: Counter | None = None) -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)` (see `_while_region`). A state value of
     run-time length (x[mask]), or one the body makes so (`z = z[m]`, learnt from a first trace), is carried as its
-    elements at its bound and its length (numfn.trace.shrinking): each iteration's value is a prefix of the bound."""
+    elements at its bound and its length (numfn.trace.shrinking): each iteration's value is a prefix of the bound.
+    `counter`: the loop's counter where its iterations are known before it starts (numfn.trace.hoisted_checks)."""
     layouts = {k: layout_of([t], names[k] if k < len(names) else "loop state") for k, t in enumerate(init)
                if crosses_as_parts(t)}
     for _ in range(len(init) + 1):
-        at, flat_bounds = 0, {}
+        at, flat_bounds, flat_counter = 0, {}, None
         for k in range(len(init)):   # the bounds of integer state values, at their places in the flat state
             if body_bounds and k in body_bounds: flat_bounds[at] = body_bounds[k]
+            if counter is not None and k == counter.index and k not in layouts: flat_counter = replace(counter, index=at)
             at += layouts[k].width if k in layouts else 1
         try:
             flat = _while_region(lowered_cond(cond_fn, layouts, len(init)), lowered_body(body_fn, layouts, init, names),
                                  lower(init, layouts, names), lowered_names(names, layouts, len(init)), flat_bounds,
-                                 first)
+                                 first, flat_counter)
         except BecomesRunTimeLength as e:
             layouts[e.index] = e.layout
             continue
@@ -288,7 +292,8 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
 
 
 def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names: list[str],
-                  body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse") -> list[Tensor]:
+                  body_bounds: dict[int, tuple[int, int]] | None = None, first: str = "refuse",
+                  counter: Counter | None = None) -> list[Tensor]:
     """The final state of `while cond_fn(*state): state = body_fn(*state)`: results of one LOOP node. cond_fn
     returns a traced bool (0-d); body_fn the new state (as many values as init). Arrays from outside the body that
     it writes into join the state; their final values are rebound to them. Checks inside the body or the condition
@@ -307,10 +312,15 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     FirstIterationDiffers): "refuse" a write through a name shared with another array (jax-style loops), "peel"
     (raise FirstIterationDiffers: the caller runs the first iteration on its own), or "peeled" (the caller did: the
     state is what an iteration made, so a name the body binds to another array is a placeholder of its own, as any
-    other; if the first iteration did not run, neither does the loop: its state is unchanged)."""
+    other; if the first iteration did not run, neither does the loop: its state is unchanged).
+
+    `counter`: the loop's counter, where every iteration is known before the loop starts: the body's checks that
+    read nothing else the loop changes are computed before it (numfn.trace.hoisted_checks), not as loop state."""
     extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
     types: dict[int, tuple[DType, bool]] = {}     # state values whose type the body changed (promoted scalars)
     n_checks = n_cond = 0                         # checks the body and the condition make: two state values each
+    hoisted: dict[int, Hoisted] = {}              # the body's checks computed before the loop (by position)
+    icount: int | None = None                     # the counter's position in the state
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
@@ -399,13 +409,19 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             continue
         new = [b.values[k] for k in kept] + [Tensor(u) for u in written]
         at = n_kept + len(extra)
+        # the body's checks of the counter and outer values only: computed before the loop for every iteration
+        icount = kept.index(counter.index) if counter is not None and counter.count and counter.index in kept else None
+        hoisted = {} if icount is None or counter is None else {k: h for k, chk in enumerate(b.checks)
+                                            if hoistable(chk, tag, ph_body[icount].uop)
+                                            and (h := hoist(chk, ph_body[icount].uop, counter)) is not None}
         # the condition's checks on the state the body makes (the condition sees it next)
         after = {ph[k].uop: v.uop.cast(specs[k][1]) for k, v in enumerate(new[:at])}
         made = [(chk.failed, chk.payload) for chk in b.checks] + \
             [(substitute(chk.failed, after), substitute(chk.payload, after)) for chk in c.checks]
         for k, (failed, value) in enumerate(made):   # failed so far, and the payload of the first failure
             seen, payload = ph_body[at + 2 * k], ph_body[at + 2 * k + 1]
-            new += [seen | Tensor(failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, value))]
+            new += [seen, payload] if k in hoisted else \
+                [seen | Tensor(failed), Tensor(seen.uop.alu(Ops.WHERE, payload.uop, value))]
         settled = _settle(state, new, specs, all_names, weak, first == "peel")
         if settled is None: break
         types = {k: (d, w) for k, (_, d, w) in enumerate(settled)}
@@ -417,6 +433,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     going = pred.uop.cast(BOOL)
     for k in range(n_checks + n_cond):   # a failed check ends the loop
         going = going.alu(Ops.AND, ph[at + 2 * k].uop.alu(Ops.XOR, UOp.const(BOOL, True)))
+    if hoisted:   # (after the iteration where a hoisted check fails first)
+        assert counter is not None and icount is not None
+        going = going.alu(Ops.AND, still_going(ph[icount], list(hoisted.values()), counter.step).uop)
     before = {ph[k].uop: t.uop.cast(specs[k][1]) for k, t in enumerate(state[:at])}
     for k, chk in enumerate(c.checks):   # the condition's checks on the initial state
         state[at + 2 * (n_checks + k)] = Tensor(substitute(chk.failed, before))
@@ -433,7 +452,10 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if v.array0d or (v.base is not None and v.ndim == 0): r.as_array()
     for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
     for k, chk in enumerate([*b.checks, *c.checks]):
-        add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
+        if k in hoisted:
+            assert counter is not None and icount is not None
+            add_check(failed_after(hoisted[k], results[icount], counter), hoisted[k].payload, chk.error)
+        else: add_check(results[at + 2 * k], results[at + 2 * k + 1], chk.error)
     final = args(results[:n_kept])   # a value passed through is itself (a view follows its base's last value)
     # a state array the body only changed in place (it gave back the very placeholder it was given) is, in Python, the
     # same array after the loop: it takes the loop's last value, so every other name bound to it (v = w before the
@@ -608,8 +630,10 @@ def fori_loop(lower: SupportsInt | Tensor, upper: SupportsInt | Tensor, body_fun
         new = _same_structure(body_fun(i, unflatten(tdef, list(vals))), tdef, "the loop body")
         return [advance(i, 1), *new]
 
+    static = isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer))
     out = while_region(lambda i, *vals: i < hi, body, [lo, *state],
-                       ["the loop index"] + [f"loop state {k}" for k in range(len(state))], bounds)
+                       ["the loop index"] + [f"loop state {k}" for k in range(len(state))], bounds,
+                       counter=Counter(0, int(lower), 1, max(0, int(upper) - int(lower))) if static else None)
     return unflatten(tdef, out[1:])
 
 

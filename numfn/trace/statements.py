@@ -22,6 +22,7 @@ from numfn.trace.record import current_record, observing_rebinds, tracing
 from numfn.trace.unbound import UNBOUND, is_unbound, undefined
 from numfn.trace import pymath
 from numfn.trace.dynamic import DynTensor
+from numfn.trace.hoisted_checks import Counter
 from numfn.trace.control import FirstIterationDiffers, StateShapeGrows, advance, as_state, branch_region, index_bounds, passes_through, \
     while_region
 from numfn.dtype import dtypes
@@ -243,8 +244,10 @@ def _native_for_range(start, stop, step, body, state, f, fresh, names, flags, li
     # on it that provably stays in int64 needs no check)
     bounds = {0: index_bounds(lo, hi, step)}
     with ContainersKept(f"a for loop at line {line}", body) as kept:
+        # a range of static bounds and no break: every iteration is known before the loop (its checks go first)
+        counter = Counter(0, int(start), int(step), len(range(start, stop, step))) if static and not n_flags else None
         out = while_region(more, step_body, init, ["the loop index"] + list(flags) + _leaf_names(kept_names, trees),
-                           bounds, first="peeled" if peeled else "peel")
+                           bounds, first="peeled" if peeled else "peel", counter=counter)
     if kept.changed:   # the body changes a list or dict it reads from outside: Python's loop, if it can be one
         if static and not any(isinstance(x, Tensor) for x in f):
             state, f2, _ = _python_for(start, stop, step, body, state, flags, f)
