@@ -132,7 +132,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
                "numfn.trace.hoisted_checks", "numfn.trace.control",
-               "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert", "numfn.trace")),
+               "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert_expressions",
+               "numfn.trace.convert", "numfn.trace")),
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through
     # numfn.numpy._core.implementation (what the package registers), never by importing it
     ("numpy", ("numfn.numpy._typing", "numfn.numpy._core", "numfn.numpy.creation", "numfn.numpy.ufuncs",

@@ -30,6 +30,7 @@ from numfn.ir.extern import is_effect
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import effects_since, new_region_tag, recording_trace, tracing
+from numfn.trace.unbound import PENDING
 from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
@@ -134,6 +135,9 @@ def _constant(u: UOp) -> bool:
 # tracing a region
 
 def as_state(x, what: str) -> Tensor:
+    """A loop's or branch's value as an array (a Python number lifted); a loop's return value not bound yet
+    (numfn.trace.unbound.PENDING) stays itself: the region learns its type (`_pending_types`)."""
+    if x is PENDING: return cast(Tensor, x)   # (typed as the arrays it stands for)
     if isinstance(x, Tensor): return x
     try:
         return Tensor.lift(x)
@@ -278,7 +282,8 @@ def while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], names
         at, flat_bounds, flat_counter = 0, {}, None
         for k in range(len(init)):   # the bounds of integer state values, at their places in the flat state
             if body_bounds and k in body_bounds: flat_bounds[at] = body_bounds[k]
-            if counter is not None and k == counter.index and k not in layouts: flat_counter = replace(counter, index=at)
+            if counter is not None and k == counter.index and k not in layouts:
+                flat_counter = replace(counter, index=at)
             at += layouts[k].width if k in layouts else 1
         try:
             flat = _while_region(lowered_cond(cond_fn, layouts, len(init)), lowered_body(body_fn, layouts, init, names),
@@ -315,7 +320,13 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     other; if the first iteration did not run, neither does the loop: its state is unchanged).
 
     `counter`: the loop's counter, where every iteration is known before the loop starts: the body's checks that
-    read nothing else the loop changes are computed before it (numfn.trace.hoisted_checks), not as loop state."""
+    read nothing else the loop changes are computed before it (numfn.trace.hoisted_checks), not as loop state.
+
+    A state value PENDING (the value a loop returns, not bound yet: numfn.trace.unbound) is given to the body as
+    PENDING until the body binds it: its type is then learnt, and it starts as zeros of that type (never read
+    where no iteration bound it). One the body never binds stays PENDING after the loop."""
+    pending = {k for k, t in enumerate(init) if t is PENDING}
+    init = [Tensor(UOp.const(BOOL, False)) if t is PENDING else t for t in init]   # (a stand-in while pending)
     extra: list[Tensor] = []                      # outer arrays the body writes into (implicit state)
     types: dict[int, tuple[DType, bool]] = {}     # state values whose type the body changed (promoted scalars)
     n_checks = n_cond = 0                         # checks the body and the condition make: two state values each
@@ -342,9 +353,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         for t, p, pb in zip(state, ph, ph_body):   # a 0-d array stays one (in-place updates keep its dtype)
             if t.array0d: p.as_array(), pb.as_array()
 
-        def args(phs: list[Tensor]) -> list[Tensor]:
+        def args(phs: list[Tensor], kept=kept, pending=frozenset(pending)) -> list[Tensor]:
             full = list(init)
-            for j, k in enumerate(kept): full[k] = phs[j]
+            for j, k in enumerate(kept): full[k] = cast(Tensor, PENDING) if k in pending else phs[j]
             return full
 
         passed = [init[k] for k in through]
@@ -377,6 +388,14 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if len(b.values) != len(init):
             raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
                              f"{user_location()})")
+        learnt = {k: b.values[k] for k in pending if b.values[k] is not PENDING}
+        if learnt:   # a returned value bound: its type is known, it starts as zeros of it
+            for k, v in learnt.items():
+                init[k] = Tensor(UOp.const_like(v.uop.dtype, 0, v.shape), weak=v.weak)
+            pending -= set(learnt)
+            types = {}
+            continue
+        b.values = [ph_body[kept.index(k)] if k in pending else v for k, v in enumerate(b.values)]
         rebound = {k for k in through if not _same_memory(b.values[k], init[k])}
         wrote = {id(t) for tr in (c, b) for t, _ in tr.rebinds.values()}
         shared = [names[k] for k in rebound if id(_memory_base(init[k])) in wrote]
@@ -462,7 +481,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     # loop, `v += 1` in it) sees that value too
     for j, k in enumerate(kept):
         t = init[k]
-        if b.values[k] is ph_body[j] and isinstance(t, Tensor) and not t.weak and t.base is None \
+        if k not in pending and b.values[k] is ph_body[j] and isinstance(t, Tensor) and not t.weak and t.base is None \
                 and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
             t.rebind(final[k].uop)
             final[k] = t
@@ -493,13 +512,22 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
             for t, lk in links: t._links = lk
+    fill = _pending_types([tr.values for tr in traced])
+    # a loop's return value one side binds: the others give zeros of its type (never read); one no side binds is
+    # given back as it is (PENDING), a placeholder in the region
+    unbound = [k for k, z in fill.items() if z is PENDING]
+    for k in unbound: fill[k] = Tensor(UOp.const(BOOL, False))
+    if fill:
+        for tr in traced: tr.values = [fill[k] if v is PENDING else v for k, v in enumerate(tr.values)]
+        branches = [lambda *a, fn=fn: [fill[k] if v is PENDING else v for k, v in enumerate(fn(*a))]
+                    for fn in branches]
     layouts = branch_layouts([tr.values for tr in traced], names)
     if layouts:   # results of run-time length: the region gives their elements at a bound and their lengths
         count = len(traced[0].values)
         shown = [repr(n) for n in names]
         lowered = [lambda *a, fn=fn: lower(list(fn(*a)), layouts, shown) for fn in branches]
         flat = branch_region(index, lowered, operands, lowered_names(names, layouts, count))
-        return lift(flat, layouts, count)
+        return _still_pending(lift(flat, layouts, count), unbound)
     for tr in traced:   # a window (a view with traced bounds) would lose its memory through the region's results
         for k, v in enumerate(tr.values):
             if isinstance(v, Tensor) and v.runtime_length:
@@ -571,11 +599,27 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         if k < len(bv.keep) and all(not o[bv.keep[k]].is_scalar() for o in outs): r.as_array()
     for (t, _), r in zip(written, out[n - len(written):n]): t.rebind(r.uop)
     for m, (_, c) in enumerate(checks): add_check(out[n + 2 * m], out[n + 2 * m + 1], c.error)
-    return bv.given(out[:n - len(written)])
+    return _still_pending(bv.given(out[:n - len(written)]), unbound)
+
+
+def _still_pending(results: list, unbound: list[int]) -> list:
+    return [PENDING if k in unbound else r for k, r in enumerate(results)]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # the public primitives
+
+def _pending_types(values: list[list]) -> dict[int, Any]:
+    """For each result that some of a region's sub-graphs leave PENDING (a loop's return value not bound yet:
+    numfn.trace.unbound) and another binds: zeros of the type it is bound to (PENDING itself where none binds it)."""
+    out: dict[int, Any] = {}
+    for k in range(min(len(v) for v in values)):
+        bound = [v[k] for v in values if v[k] is not PENDING]
+        if len(bound) == len(values): continue
+        out[k] = PENDING if not bound else Tensor(UOp.const_like(bound[0].uop.dtype, 0, bound[0].shape),
+                                                  weak=bound[0].weak)
+    return out
+
 
 def _traced(*trees) -> bool:
     return tracing() or any(isinstance(x, Tensor) for t in trees for x in flatten(t)[0])

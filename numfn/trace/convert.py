@@ -22,9 +22,10 @@ Conditional expressions (`x if c else y`), `and`/`or`/`not` and chained comparis
 evaluates lazily as thunks: Python's on Python values, a branch (or a select of pure sides) on traced ones.
 
 Also converted: `return` inside `if` (the rest of the function moves into the branches, so every path ends in one
-return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop).
-Not converted (a clear error when the loop runs natively): `return` inside a loop, `else:` clauses of loops,
-`yield`, `global`/`nonlocal` assignment inside a converted statement.
+return), `break` and `continue` inside converted loops (flags that guard the rest of the body and end the loop),
+`return` inside a loop (a flag, the value, and a break: `_Converter._return_flags`), `else:` clauses of loops.
+Not converted (a clear error when the loop runs natively): `return` inside a with or try block of a loop, `yield`,
+`global`/`nonlocal` assignment inside a converted statement.
 
 The converted function is compiled once per Python function and cached; `NUMFN_DEBUG=4` prints its source. A
 function whose source cannot be read (a lambda typed at a prompt, a builtin) is traced as it is.
@@ -57,9 +58,9 @@ from numfn.trace.statements import array_items, logical, logical_not, not_flags,
     run_if, run_while, traced_builtin, traced_constructor
 from numfn.trace.record import left_to_python
 from numfn.trace import expressions
-from numfn.trace.unbound import UNBOUND
+from numfn.trace.convert_expressions import RUNTIME, Expressions, converted_test, load_name, runtime_call
+from numfn.trace.unbound import PENDING, UNBOUND
 
-_RT = "_numfn"          # the name the converted code calls the runtime by (a closure variable, not a global)
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -162,6 +163,7 @@ class _Converter:
 
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
+        stmts = self._loop_returns(stmts)
         for i, s in enumerate(stmts):
             if isinstance(s, ast.If) and _contains(s.body + s.orelse, (ast.Return,)):
                 # `if c: ... return a` with code after it: the rest joins each branch, so every path returns
@@ -190,6 +192,57 @@ class _Converter:
         return [s]
 
     # ---- loops ----
+    def _loop_returns(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """The statements with each loop that holds a `return` rewritten into flags (`_return_flags`)."""
+        out: list[ast.stmt] = []
+        for st in stmts:
+            expanded = self._return_flags(st) if isinstance(st, (ast.For, ast.While)) and \
+                _contains(st.body, (ast.Return,)) else None
+            out += expanded if expanded is not None else [st]
+        return out
+
+    def _return_flags(self, loop: ast.For | ast.While) -> list[ast.stmt] | None:
+        """`for ...: ... return v ...` as `returned = False; value = pending(); for ...: ... value = v;
+        returned = True; break ...; if returned: return value`, so the loop converts like any other (its break a
+        flag) and the rest of the function becomes the other side of a branch (`block`). `value` starts as
+        Runtime.pending: its type comes from the iteration that binds it (numfn.trace.control). A loop nested
+        inside is rewritten first, so its return is one of this loop's. `return a, b` in every return: one value
+        per element. None (left to Python) where a return sits in a with or try block."""
+        body = self._nested_returns(loop.body)
+        if body is None: return None
+        returns = _returns_in(body)
+        if returns is None: return None
+        flag = self.fresh("returned")
+        sizes = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else -1 for r in returns}
+        bare = all(r.value is None or (isinstance(r.value, ast.Constant) and r.value.value is None) for r in returns)
+        tuples = len(sizes) == 1 and -1 not in sizes
+        names = [self.fresh("returning") for _ in range(0 if bare else max(sizes) if tuples else 1)]
+        loop.body = _returns_to_breaks(body, flag, names, tuples)
+        at = loop
+        init = [ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(False))] + \
+            [ast.Assign(targets=[ast.Name(n, ast.Store())], value=runtime_call("pending", [])) for n in names]
+        value = None if bare else \
+            ast.Tuple([load_name(n) for n in names], ast.Load()) if tuples else load_name(names[0])
+        after = ast.If(test=ast.Name(flag, ast.Load()), body=[ast.Return(value)], orelse=[])
+        return [ast.copy_location(st, at) for st in init] + [loop, ast.copy_location(after, at)]
+
+    def _nested_returns(self, stmts: list[ast.stmt]) -> list[ast.stmt] | None:
+        """The statements with loops inside them (in branches too) that hold a return rewritten (`_return_flags`);
+        None where one cannot be."""
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, (ast.For, ast.While)) and _contains(st.body, (ast.Return,)):
+                expanded = self._return_flags(st)
+                if expanded is None: return None
+                out += expanded
+                continue
+            if isinstance(st, ast.If):
+                body, orelse = self._nested_returns(st.body), self._nested_returns(st.orelse)
+                if body is None or orelse is None: return None
+                st.body, st.orelse = body, orelse
+            out.append(st)
+        return out
+
     def _carried(self, loop: ast.For | ast.While) -> list[str]:
         """The names a loop carries: those its body assigns that exist before it or are read outside it (those
         start unbound: as in Python, they are visible after a loop that ran). A temporary of the body is not
@@ -205,7 +258,7 @@ class _Converter:
         out: list[ast.stmt] = []
         for n in names:
             if n in known: continue
-            test = _call(f"{_RT}.unbound", [_load(n)])
+            test = runtime_call("unbound", [load_name(n)])
             out.append(ast.copy_location(ast.If(test=test, body=[ast.Delete([ast.Name(n, ast.Del())])], orelse=[]),
                                          at))
         return out
@@ -240,8 +293,8 @@ class _Converter:
         body_def = _def(fn, [target] + flags + carried, new_body, _results(flags + carried, bound), s)
         rest = [ast.Name(fn, ast.Load()), _tuple(carried, defaults=True), _str_tuple(carried), _str_tuple(flags),
                 ast.Constant(s.lineno + self.line0)]
-        call = _call(f"{_RT}.for_each", [over, *rest]) if over is not None else \
-            _call(f"{_RT}.for_range", [start or ast.Constant(0), stop, step or ast.Constant(None), *rest])
+        call = runtime_call("for_each", [over, *rest]) if over is not None else \
+            runtime_call("for_range", [start or ast.Constant(0), stop, step or ast.Constant(None), *rest])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
         return [body_def, ast.copy_location(assign, s), *self._unbind(carried, s)]
 
@@ -255,9 +308,9 @@ class _Converter:
         new_body = self.block(body_stmts)
         bound, self.defined = self.defined, saved
         cond_fn, body_fn = self.fresh("cond"), self.fresh("body")
-        cond_def = _def(cond_fn, flags + carried, [], _test(s.test), s)
+        cond_def = _def(cond_fn, flags + carried, [], converted_test(s.test), s)
         body_def = _def(body_fn, flags + carried, new_body, _results(flags + carried, bound), s)
-        call = _call(f"{_RT}.while_", [_load(cond_fn), _load(body_fn), _tuple(carried, defaults=True),
+        call = runtime_call("while_", [load_name(cond_fn), load_name(body_fn), _tuple(carried, defaults=True),
                                        _str_tuple(carried), _str_tuple(flags),
                                        ast.Constant(s.lineno + self.line0)])
         assign = _assign(carried, call, s) if carried else ast.Expr(call)
@@ -292,8 +345,8 @@ class _Converter:
         true_fn, false_fn = self.fresh("then"), self.fresh("else")
         t_def = _def(true_fn, outs, body, _results(outs, after_body), s)
         f_def = _def(false_fn, outs, orelse or [ast.Pass()], _results(outs, after_else), s)
-        call = _call(f"{_RT}.if_", [_test(s.test), _load(true_fn), _load(false_fn), _tuple(outs, defaults=True),
-                                    _str_tuple(outs), _str_tuple(both),
+        call = runtime_call("if_", [converted_test(s.test), load_name(true_fn), load_name(false_fn),
+                                    _tuple(outs, defaults=True), _str_tuple(outs), _str_tuple(both),
                                     ast.Constant(s.lineno + self.line0)])
         stmts = [t_def, f_def, ast.copy_location(_assign(outs, call, s) if outs else ast.Expr(call), s)]
         stmts += self._unbind([n for n in outs if n not in both], s)
@@ -320,7 +373,7 @@ class _Converter:
         s.body = self._keeping_jumps(s.body)
         self.defined += _assigned([s])
         # `with Runtime.unconverted(why, line): s`: an error about a traced value inside says why it runs as Python
-        marker = _call(f"{_RT}.unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)])
+        marker = runtime_call("unconverted", [ast.Constant(why), ast.Constant(s.lineno + self.line0)])
         return [ast.copy_location(ast.With(items=[ast.withitem(context_expr=marker)], body=[s]), s)]
 
     def _keeping_jumps(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -335,124 +388,6 @@ class _Converter:
             else:
                 out += self.statement(st)
         return out
-
-
-class _Logic(ast.NodeTransformer):
-    """`a and b`, `a or b`, `not a` in a test: runtime calls that are Python's on Python values and elementwise
-    logic on traced ones (Python's would need the value of the traced array); `b` still runs only when needed."""
-
-    def visit_BoolOp(self, node: ast.BoolOp):
-        self.generic_visit(node)
-        thunks = [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                                           kwarg=None, defaults=[]), v) for v in node.values]
-        return ast.copy_location(_call(f"{_RT}.{'and_' if isinstance(node.op, ast.And) else 'or_'}", thunks), node)
-
-    def visit_UnaryOp(self, node: ast.UnaryOp):
-        self.generic_visit(node)
-        if not isinstance(node.op, ast.Not): return node
-        return ast.copy_location(_call(f"{_RT}.not_", [node.operand]), node)
-
-    def visit_Lambda(self, node):
-        return node
-
-
-_COMPARISON_SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-                       ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
-# what an operand may contain to be computed whether or not it is chosen (no call, subscript or assignment)
-_IMPURE = (ast.Call, ast.Subscript, ast.NamedExpr, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-           ast.GeneratorExp, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred, ast.JoinedStr)
-
-
-_FRAME_READERS = frozenset({"super", "locals", "vars", "eval", "exec", "dir"})
-
-
-def _pure(node: ast.expr) -> bool:
-    return not any(isinstance(n, _IMPURE) for n in ast.walk(node))
-
-
-def _thunk(expr: ast.expr) -> ast.Lambda:
-    return ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                    defaults=[]), expr)
-
-
-def _flag(b: bool) -> ast.Constant:
-    return ast.Constant(b)
-
-
-class _Expressions(ast.NodeTransformer):
-    """`x if c else y`, `a and b`, `a or b`, `not a` and chained comparisons anywhere in the function (assignments,
-    returns, lambdas, comprehensions, and if/while tests) become calls of numfn.trace.expressions: Python's on
-    Python values, a branch or select on traced ones. The operands Python evaluates lazily become thunks (lambdas);
-    an expression holding an assignment (`:=`, which would bind in the lambda), `yield` or `await` is left as is.
-    In a test (if, while, the condition of `x if c else y`) only truth matters (*_test forms)."""
-
-    def __init__(self):
-        self.changed = 0
-
-    @staticmethod
-    def _movable(node: ast.AST) -> bool:
-        """Whether the expression means the same inside a lambda: not when it assigns a name, yields or awaits, or
-        calls what reads the calling frame (super() without arguments, locals(), vars(), eval(), exec())."""
-        return not any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) or
-                       (isinstance(n, ast.Name) and n.id in _FRAME_READERS) for n in ast.walk(node))
-
-    def visit_ClassDef(self, node):   # a lambda in a class body does not see the class's names
-        return node
-
-    def _runtime(self, name: str, args: list, at: ast.AST) -> ast.expr:
-        self.changed += 1
-        return ast.copy_location(_call(f"{_RT}.{name}", args), at)
-
-    def test(self, node: ast.expr) -> ast.expr:
-        if not self._movable(node): return self.visit(node)
-        if isinstance(node, ast.BoolOp):
-            kind = "and_test" if isinstance(node.op, ast.And) else "or_test"
-            pure = all(_pure(v) for v in node.values[1:])
-            thunks: list[ast.expr] = [_thunk(self.test(v)) for v in node.values]
-            return self._runtime(kind, [ast.List(thunks, ast.Load()), _flag(pure)], node)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return self._runtime("not_test", [self.test(node.operand)], node)
-        if isinstance(node, ast.Compare) and len(node.ops) > 1: return self._chain(node, True)
-        return self.visit(node)
-
-    def _chain(self, node: ast.Compare, as_test: bool) -> ast.expr:
-        pure = all(_pure(c) for c in node.comparators[1:])
-        symbols = ast.Constant(tuple(_COMPARISON_SYMBOLS[type(op)] for op in node.ops))  # type: ignore[arg-type]
-        thunks = ast.List([_thunk(self.visit(c)) for c in node.comparators], ast.Load())
-        return self._runtime("chain", [_flag(as_test), _flag(pure), self.visit(node.left), symbols, thunks], node)
-
-    def visit_If(self, node):
-        test, node.test = node.test, ast.Constant(True)
-        self.generic_visit(node)
-        node.test = self.test(test)
-        return node
-    visit_While = visit_If
-
-    def visit_IfExp(self, node: ast.IfExp):
-        if not self._movable(node): return self.generic_visit(node)
-        pure = _pure(node.body) and _pure(node.orelse)
-        return self._runtime("ifexp", [self.test(node.test), _thunk(self.visit(node.body)),
-                                       _thunk(self.visit(node.orelse)), _flag(pure)], node)
-
-    def visit_BoolOp(self, node: ast.BoolOp):
-        if not self._movable(node): return self.generic_visit(node)
-        kind = "and_value" if isinstance(node.op, ast.And) else "or_value"
-        pure = all(_pure(v) for v in node.values[1:])
-        thunks: list[ast.expr] = [_thunk(self.visit(v)) for v in node.values]
-        return self._runtime(kind, [ast.List(thunks, ast.Load()), _flag(pure)], node)
-
-    def visit_UnaryOp(self, node: ast.UnaryOp):
-        self.generic_visit(node)
-        if not isinstance(node.op, ast.Not): return node
-        return self._runtime("not_value", [node.operand], node)
-
-    def visit_Compare(self, node: ast.Compare):
-        if len(node.ops) == 1 or not self._movable(node): return self.generic_visit(node)
-        return self._chain(node, False)
-
-
-def _test(expr: ast.expr) -> ast.expr:
-    return _Logic().visit(expr)
 
 
 def _is_range(s: ast.For) -> bool:
@@ -497,15 +432,15 @@ def _guard(stmts: list[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
             out.append(s)
             rest = _guard(stmts[i + 1:], brk, cont)
             if rest:   # the rest of the body runs when no flag was set (a branch itself, when the flags are traced)
-                test = _call(f"{_RT}.not_flags", [ast.Name(brk, ast.Load()), ast.Name(cont, ast.Load())])
+                test = runtime_call("not_flags", [ast.Name(brk, ast.Load()), ast.Name(cont, ast.Load())])
                 out.append(ast.copy_location(ast.If(test=test, body=rest, orelse=[]), s))
             break
         out.append(s)
     return out
 
 
-_RETURN_IN_LOOP = ("a loop with a return inside runs as Python, unrolled (assign the result to a variable, break, "
-                   "and return it after the loop)")
+_RETURN_IN_LOOP = ("a loop with a return inside a with or try block runs as Python, unrolled (assign the result to "
+                   "a variable, break, and return it after the loop)")
 
 
 def _array_items(iterable: ast.expr) -> ast.expr:
@@ -513,7 +448,7 @@ def _array_items(iterable: ast.expr) -> ast.expr:
     positions (numfn.trace.statements.ArrayItems), not Python's iteration unrolled; anything else as it was."""
     if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id in ("enumerate",
                                                                                                        "zip"):
-        func = ast.Attribute(ast.Name(_RT, ast.Load()), "items", ast.Load())
+        func = ast.Attribute(ast.Name(RUNTIME, ast.Load()), "items", ast.Load())
         return ast.copy_location(ast.Call(func=func, args=[iterable.func, *iterable.args],
                                           keywords=iterable.keywords), iterable)
     return iterable
@@ -524,6 +459,38 @@ def _map_blocks(st: ast.If | ast.With | ast.Try, fn: Callable[[list[ast.stmt]], 
     for field in ("body", "orelse", "finalbody"):
         if getattr(st, field, None): setattr(st, field, fn(getattr(st, field)))
     for h in getattr(st, "handlers", ()): h.body = fn(h.body)
+
+
+def _returns_in(stmts: list[ast.stmt]) -> list[ast.Return] | None:
+    """The returns of a loop body (in branches; a nested loop holds none after `_nested_returns`), or None where one
+    sits in a with or try block (a converted break cannot leave those)."""
+    found: list[ast.Return] = []
+    for st in stmts:
+        if isinstance(st, ast.Return): found.append(st)
+        elif isinstance(st, ast.If):
+            inner = [_returns_in(st.body), _returns_in(st.orelse)]
+            if inner[0] is None or inner[1] is None: return None
+            found += inner[0] + inner[1]
+        elif _contains([st], (ast.Return,)) and not isinstance(st, (ast.For, ast.While)): return None
+    return found
+
+
+def _returns_to_breaks(stmts: list[ast.stmt], flag: str, names: list[str], tuples: bool) -> list[ast.stmt]:
+    """Each `return v` of a loop body (see `_return_flags`) as `names = v; flag = True; break` (`tuples`: each
+    return gives a tuple of len(names) elements, one name each)."""
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Return):
+            values = cast(ast.Tuple, st.value).elts if tuples else [st.value or ast.Constant(None)]
+            sets: list[ast.stmt] = [ast.Assign(targets=[ast.Name(n, ast.Store())], value=v)
+                                    for n, v in zip(names, values)]
+            sets += [ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True)), ast.Break()]
+            return out + [ast.copy_location(x, st) for x in sets]   # (what follows a return never runs)
+        if isinstance(st, ast.If):
+            st.body = _returns_to_breaks(st.body, flag, names, tuples)
+            st.orelse = _returns_to_breaks(st.orelse, flag, names, tuples)
+        out.append(st)
+    return out
 
 
 def _flag_breaks(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
@@ -558,31 +525,22 @@ def _str_tuple(names: list[str]) -> ast.Constant:
     return ast.Constant(tuple(names))  # type: ignore[arg-type]
 
 
-def _load(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
-
-
-def _call(dotted: str, args: list) -> ast.Call:
-    obj, attr = dotted.split(".")
-    return ast.Call(func=ast.Attribute(ast.Name(obj, ast.Load()), attr, ast.Load()), args=args, keywords=[])
-
-
 def _tuple(names: list[str], defaults: bool = False) -> ast.expr:
     """A tuple of the names' current values (with `defaults`, a name not bound yet counts as unbound)."""
-    if not defaults: return ast.Tuple([_load(n) for n in names], ast.Load())
+    if not defaults: return ast.Tuple([load_name(n) for n in names], ast.Load())
     return ast.Tuple([_value(n) for n in names], ast.Load())
 
 
 def _value(name: str) -> ast.expr:
     """The name's current value, or the unbound marker where it has none."""
-    return _call(f"{_RT}.value", [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
-                                                           kw_defaults=[], kwarg=None, defaults=[]), _load(name))])
+    return runtime_call("value", [ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                           kw_defaults=[], kwarg=None, defaults=[]), load_name(name))])
 
 
 def _results(names: list[str], bound: list[str]) -> list[ast.expr]:
     """What a converted body returns: the names' values, where a name its code may leave unbound (an inner `if`
     binding it on one side only deletes it again) gives the unbound marker instead of failing."""
-    return [_load(n) if n in bound else _value(n) for n in names]
+    return [load_name(n) if n in bound else _value(n) for n in names]
 
 
 def _assign(names: list[str], value: ast.expr, at: ast.AST) -> ast.stmt:
@@ -611,7 +569,7 @@ def converted(fn: Callable) -> Callable:
     if not found: return fn
     factory, names = found
     cells = [c.cell_contents if _bound(c) else None
-             for name, c in zip(code.co_freevars, fn.__closure__ or ()) if name != _RT]
+             for name, c in zip(code.co_freevars, fn.__closure__ or ()) if name != RUNTIME]
     new = factory(Runtime(), *cells)
     functools.update_wrapper(new, fn, updated=())
     new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
@@ -676,7 +634,7 @@ def _convert(fn: Callable):
     if _contains(fdef.body, (ast.Yield, ast.YieldFrom)): raise Unconvertible("a generator")
     calls = _Calls()
     fdef.body = [calls.visit(st) for st in fdef.body]
-    expressions = _Expressions()
+    expressions = Expressions()
     fdef.body = [expressions.visit(st) for st in fdef.body]
     if not calls.wrapped and not expressions.changed and \
             not any(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(fdef)):
@@ -694,8 +652,8 @@ def _convert(fn: Callable):
     for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs, fdef.args.vararg, fdef.args.kwarg):
         if a is not None: a.annotation = None
     fdef.returns = None
-    free = [n for n in fn.__code__.co_freevars if n != _RT]   # (a function defined in converted code has _RT)
-    factory = _function("_numfn_factory", [_RT] + free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
+    free = [n for n in fn.__code__.co_freevars if n != RUNTIME]   # (a function defined in converted code has RUNTIME)
+    factory = _function("_numfn_factory", [RUNTIME] + free, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     ast.increment_lineno(module, first - 1)
@@ -722,8 +680,8 @@ class _Calls(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in self._builtins: return node
         self.wrapped += 1
-        node.func = ast.copy_location(ast.Call(ast.Attribute(_load(_RT), "callee", ast.Load()), [node.func], []),
-                                      node.func)
+        callee = ast.Attribute(load_name(RUNTIME), "callee", ast.Load())
+        node.func = ast.copy_location(ast.Call(callee, [node.func], []), node.func)
         return node
 
 
@@ -790,6 +748,11 @@ class Runtime:
     @staticmethod
     def unbound(x) -> bool:
         return x is UNBOUND
+
+    @staticmethod
+    def pending():
+        """The value a loop returns, before the loop (see _Converter._return_flags)."""
+        return PENDING
 
     @staticmethod
     def callee(f):

@@ -19,7 +19,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import current_record, observing_rebinds, tracing
-from numfn.trace.unbound import UNBOUND, is_unbound, undefined
+from numfn.trace.unbound import PENDING, UNBOUND, Pending, is_unbound, undefined
 from numfn.trace import pymath
 from numfn.trace.dynamic import DynTensor
 from numfn.trace.hoisted_checks import Counter
@@ -68,7 +68,8 @@ def _loop_state(state: tuple, names: tuple, line: int) -> tuple[list[Tensor], li
     for v, name in zip(state, names):
         if v is UNBOUND: return None
         ls, tdef = flatten(v)
-        if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls): return None
+        # (a loop's return value not bound yet is state whose type the loop learns: numfn.trace.control)
+        if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray, Pending)) for x in ls): return None
         leaves += [as_state(x, name) for x in ls]
         trees.append(tdef)
     return leaves, trees
@@ -551,8 +552,10 @@ def run_if(test, then, orelse, state, names, both, line):
     if t.ndim and t.size != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
                          "a.all()")
-    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it
-    ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v)])
+    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it. A loop's
+    # return value not bound yet (PENDING) is no input, and an output: the side that binds it gives its type
+    pending = [k for k, v in enumerate(state) if v is PENDING]
+    ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) or v is PENDING])
     outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])
     carried = _loop_state(tuple(ins.outer(state)), ("",) * len(ins.kept), line)
     if carried is None:
@@ -563,13 +566,15 @@ def run_if(test, then, orelse, state, names, both, line):
 
     def branch(fn):
         def run(*vals):
-            out = outs.outer(fn(*ins.inner(_unflatten_state(list(vals), trees))))
+            given = ins.inner(_unflatten_state(list(vals), trees))
+            for k in pending: given[k] = PENDING
+            out = outs.outer(fn(*given))
             if any(is_unbound(v) for v in out):
                 raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
                                  f"{user_location()})")
             ls, tdef = flatten(tuple(out))
             out_trees.append(tdef)
-            if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray)) for x in ls):
+            if not all(isinstance(x, (Tensor, bool, int, float, np.generic, np.ndarray, Pending)) for x in ls):
                 raise NumfnError(f"a branch at line {line} on a traced value gives {', '.join(map(repr, names))} "
                                  f"a value that is not an array or a number (at {user_location()})")
             return ls

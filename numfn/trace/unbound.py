@@ -33,6 +33,19 @@ del _m
 UNBOUND = Unbound()
 
 
+class Pending(Unbound):
+    """The value a loop returns (`return v` inside a loop: numfn.trace.convert rewrites it into `value = v` and a
+    break), before an iteration binds it. Its type is learnt from the iteration that binds it: a loop carries it as
+    state of that type, and a branch where one side binds it gives zeros of that type on the other (never read:
+    the function returns it only where an iteration bound it). A variable in its own right, not an unbound one."""
+
+    def __repr__(self) -> str:
+        return "<pending>"
+
+
+PENDING = Pending("the value a loop returns is read before the loop returned")
+
+
 def undefined(name: str, why: str) -> Unbound:
     """The value of `name` after a compiled statement that binds it on some paths only: reading it raises an
     UnboundLocalError saying why."""
@@ -40,4 +53,4 @@ def undefined(name: str, why: str) -> Unbound:
 
 
 def is_unbound(x) -> bool:
-    return isinstance(x, Unbound)
+    return isinstance(x, Unbound) and x is not PENDING
