@@ -128,8 +128,8 @@ class ClassGenerator(Generator):
         self.current = part
         kind = self.kind.get(part, "base")
         if kind in ("base", "calls"): return super().step(part)
-        menu = {"loops": ["base", "base", "loop", "loop", "loop", "while_", "write"],
-                "index": ["base", "loop", "loop", "loop", "while_"],
+        menu = {"loops": ["base", "base", "loop", "loop", "loop", "while_", "write", "loop_return"],
+                "index": ["base", "loop", "loop", "loop", "while_", "loop_return"],
                 "branches": ["base", "base", "branch_view", "branch_view", "branch_value", "view_write", "write"],
                 "scalars": ["base", "scalar", "scalar", "np_scalar", "np_scalar", "mixed", "mixed", "mixed"],
                 "complex": ["base", "base", "base", "complex", "complex", "nan", "loop", "branch_value",
@@ -167,6 +167,40 @@ class ClassGenerator(Generator):
                                    if render(h, b) != text))
         self.compound("loop", text, [a, *operands, *used], (t,) + ((acc,) if acc else ()), alts,
                       stable={t: (a.value.dtype, a.value.shape)})
+        self.after_loop(part, t)
+
+    def loop_return(self, part: int) -> None:
+        """A helper whose loop returns from inside: `def h(t, b): for i in range(n): <body>; if t.max() >= c:
+        return t, i`, then `return t, -1`; `t, k = h(a.copy(), b)`. The threshold is a value t.max() takes in some
+        iteration (or none), so the return comes at the first, a later or no iteration; the max of exact values is
+        exact, so NumPy's loop and numfn's leave at the same iteration. (The operands are the helper's parameters:
+        its body sees the program's variables no other way.)"""
+        a = self.pick(part, lambda v: self.carry_ok(v) and v.exact and v.value.dtype.kind in "iuf")
+        if a is None: raise Reject
+        t, i, k, h = self.fresh_name(), self.fresh_name("i"), self.fresh_name("k"), self.fresh_name("h")
+        n = int(self.choice([5, 6, 7, 9]))
+        body, used = self.body_lines(part, t, a, i, 3)
+        used = list({v.name: v for v in used}.values())
+        env = {name: v.copy() if isinstance(v, np.ndarray) else v for name, v in self.env.items()}
+        maxima: list = []
+        env["_maxima"] = maxima
+        try:   # the maxima the loop reaches, on copies
+            evaluate("\n".join([f"{t} = {a.name}.copy()", f"for {i} in range({n}):"] + [f"    {x}" for x in body] +
+                                [f"    _maxima.append({t}.max())"]), env)
+        except Exception as e:   # noqa: BLE001 - NumPy refuses the body
+            raise Reject from e
+        if not maxima or not np.isfinite(np.asarray(maxima, np.float64)).all(): raise Reject
+        integer = a.value.dtype.kind in "iu"
+        values = [int(m) if integer else float(m) for m in maxima]
+        above = max(values) + 1   # (never reached)
+        if integer and above > np.iinfo(a.value.dtype).max: above = values[-1]
+        c = self.choice(values[:1] + values[n // 2:n // 2 + 1] + [above])
+        literal = repr(c)
+        params = ", ".join([t] + [v.name for v in used])
+        lines = [f"def {h}({params}):", f"    for {i} in range({n}):"] + [f"        {x}" for x in body] + \
+            [f"        if {t}.max() >= {literal}:", f"            return {t}, {i}", f"    return {t}, -1",
+             f"{t}, {k} = {h}({', '.join([f'{a.name}.copy()'] + [v.name for v in used])})"]
+        self.compound("loop", "\n".join(lines), [a, *used], (t, k), stable={t: (a.value.dtype, a.value.shape)})
         self.after_loop(part, t)
 
     def trip_counts(self, part: int, i: str) -> tuple[list[str], list[Var]]:
@@ -323,7 +357,7 @@ class ClassGenerator(Generator):
     @staticmethod
     def trips(text: str, env: dict) -> int:
         """The iterations a loop statement made (its counter's value for while loops), for the scale."""
-        head = next((x for x in text.split("\n") if x.startswith(("for ", "while "))), "")
+        head = next((x.strip() for x in text.split("\n") if x.strip().startswith(("for ", "while "))), "")
         if head.startswith("for "):
             return len(eval(head.split(" in ", 1)[1].rstrip(":"), {"np": np}, dict(env)))   # noqa: S307
         if head.startswith("while "):
