@@ -21,6 +21,8 @@ decides its inputs and the statements it draws besides the base ones.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from numfn.tools.fuzz.generator import Generator
@@ -196,11 +198,16 @@ class ClassGenerator(Generator):
         if integer and above > np.iinfo(a.value.dtype).max: above = values[-1]
         c = self.choice(values[:1] + values[n // 2:n // 2 + 1] + [above])
         literal = repr(c)
-        params = ", ".join([t] + [v.name for v in used])
-        lines = [f"def {h}({params}):", f"    for {i} in range({n}):"] + [f"        {x}" for x in body] + \
-            [f"        if {t}.max() >= {literal}:", f"            return {t}, {i}", f"    return {t}, -1",
+        # the helper's own names for its parameters (the shrinker renames the program's variables in the text)
+        inner = {t: f"{h}_t", **{v.name: f"{h}_{j}" for j, v in enumerate(used)}}
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, inner)) + r")\b")
+        body = [pattern.sub(lambda m: inner[m.group(1)], x) for x in body]
+        ti = inner[t]
+        lines = [f"def {h}({', '.join(inner.values())}):", f"    for {i} in range({n}):"] + \
+            [f"        {x}" for x in body] + \
+            [f"        if {ti}.max() >= {literal}:", f"            return {ti}, {i}", f"    return {ti}, -1",
              f"{t}, {k} = {h}({', '.join([f'{a.name}.copy()'] + [v.name for v in used])})"]
-        self.compound("loop", "\n".join(lines), [a, *used], (t, k), stable={t: (a.value.dtype, a.value.shape)})
+        self.compound("search", "\n".join(lines), [a, *used], (t, k), stable={t: (a.value.dtype, a.value.shape)})
         self.after_loop(part, t)
 
     def trip_counts(self, part: int, i: str) -> tuple[list[str], list[Var]]:

@@ -274,7 +274,7 @@ def scale(op: str, p, operands: list[Var], out: np.ndarray) -> float:
     elif op == "apow": base = max(s[0], 1.0) ** 2 + 1.0
     elif op == "ipow": base = max(s[0], 1.0) ** 3
     elif op == "shl": base = MAX_SCALE   # wraps: only ever compared exactly (integers)
-    elif op in ("loop", "loop~", "while", "while~"): base = sum(s) * (1 + (p or 0))   # p: the trip count
+    elif op in ("loop", "loop~", "while", "while~", "search"): base = sum(s) * (1 + (p or 0))   # p: the trip count
     else: base = max(s)
     return max(base, mag(out), 1.0)
 

@@ -78,7 +78,7 @@ def metadata(prog: Program) -> dict[str, Var] | None:
                 new = _var(name, raw, max(sc, old.scale), old.exact and exact, old.lowp or lowp, old.half or half)
             meta[name] = new
             # what shares memory with a written array was written too (a view of it, the array it views)
-            if s.write or s.op.startswith(("loop", "while")):
+            if s.write or s.op.startswith(("loop", "while", "search")):
                 for other in meta.values():
                     if other is not new and not other.py and np.may_share_memory(other.value, out):
                         other.scale, other.exact = max(other.scale, new.scale), other.exact and new.exact

@@ -75,7 +75,10 @@ def candidates(prog: Program):
         if s.write:
             yield prog.but(stmts=rest)
             continue
-        if s.targets: continue   # binds several names: only ever simplified or dropped with what uses them
+        # binds several names: replaced only where nothing reads the others (else simplified or dropped with what
+        # uses them)
+        if any(t in prog.outputs or any(re.search(rf"\b{t}\b", st.text) for st in rest[i:]) for t in s.targets):
+            continue
         for o in s.operands:
             if not o.isidentifier(): continue
             renamed = [rename(t, s.target, o) for t in rest[i:]]
