@@ -6,7 +6,7 @@ The patterns: the rows of the issue's table (a CSR product as a loop over rows, 
 matrix-vector products, a Cholesky with windowed products, dynamic time warping, an IIR filter, an escape-time
 fractal, a Cholesky with loops and slices) and patterns found slow while working on them (an edit-distance table,
 prefix means over growing windows, a moving average over a sliding window, a histogram by a loop over the data,
-a Jacobi iteration with a while on the residual).
+a Jacobi iteration with a while on the residual, a search loop that returns from inside).
 
     python -m pytest benchmarks/bench_patterns.py --benchmark-group-by=group
     python benchmarks/bench_patterns.py [--rounds N] [names...]   # a table: one thread and all threads
@@ -128,6 +128,16 @@ def histogram_loop(data, bins):
     return counts
 
 
+def first_crossing(x, level):
+    """The first index where the running sum passes `level`: a scalar loop that returns from inside."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        if s > level:
+            return i
+    return -1
+
+
 def jacobi(A, b):
     d = np.diag(A)
     R = A - np.diag(d)
@@ -172,6 +182,7 @@ def inputs(name: str, rng) -> tuple:
     if name == "moving_average": return (rng.standard_normal(100_000), 64)
     if name == "histogram_loop": return (rng.integers(0, 64, 20_000).astype(np.float64), 64)
     if name == "jacobi": return (_diagonally_dominant(500, rng), rng.standard_normal(500))
+    if name == "first_crossing": return (rng.random(1_000_000), 400_000.0)   # passed near i = 800,000
     raise KeyError(name)
 
 
@@ -181,7 +192,7 @@ PATTERNS = {
     "cholesky_rows": (cholesky_rows, ()), "cholesky_columns": (cholesky_columns, ()), "dtw": (dtw, ()),
     "iir": (iir, ()), "escape_time": (escape_time, (2,)), "edit_distance": (edit_distance, ()),
     "prefix_means": (prefix_means, ()), "moving_average": (moving_average, (1,)),
-    "histogram_loop": (histogram_loop, (1,)), "jacobi": (jacobi, ()),
+    "histogram_loop": (histogram_loop, (1,)), "jacobi": (jacobi, ()), "first_crossing": (first_crossing, ()),
 }
 
 
