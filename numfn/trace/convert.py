@@ -54,8 +54,8 @@ from collections.abc import Callable
 
 from numfn import debug
 from numfn.errors import NumfnError, user_location
-from numfn.trace.statements import array_items, logical, logical_not, not_flags, run_for_each, run_for_range, \
-    run_if, run_while, traced_builtin, traced_constructor
+from numfn.trace.statements import array_items, logical, logical_not, not_flags, raise_, run_for_each, \
+    run_for_range, run_if, run_while, traced_builtin, traced_constructor
 from numfn.trace.record import left_to_python
 from numfn.trace import expressions
 from numfn.trace.convert_expressions import RUNTIME, Expressions, converted_test, load_name, runtime_call
@@ -185,6 +185,13 @@ class _Converter:
             return self.for_range(self._one_target(s), over=_array_items(s.iter))
         if isinstance(s, ast.While): return self.while_(s)
         if isinstance(s, ast.If): return self.if_(s, returns)
+        if isinstance(s, ast.Raise) and s.exc is not None and s.cause is None:
+            # a raise that a traced value decides raises at run time (Runtime.raise_, statements.run_if)
+            return [ast.copy_location(ast.Expr(runtime_call("raise_", [s.exc])), s)]
+        if isinstance(s, ast.Assert) and not sys.flags.optimize:   # `if not test: raise AssertionError(msg)`
+            error = ast.Call(load_name("AssertionError"), [s.msg] if s.msg is not None else [], [])
+            check = ast.If(test=ast.UnaryOp(ast.Not(), s.test), body=[ast.Raise(exc=error, cause=None)], orelse=[])
+            return self.statement(ast.fix_missing_locations(ast.copy_location(check, s)))
         if isinstance(s, (ast.For, ast.With)):
             s.body = self.block(s.body)
             if isinstance(s, ast.For): s.orelse = self.block(s.orelse)
@@ -341,7 +348,9 @@ class _Converter:
         # before (unbound if it had none: Python's NameError on a later read, or on a traced test an error naming
         # the branch)
         outs = list(dict.fromkeys(_assigned(body + orelse) + ([ret] if returns else [])))
-        both = [n for n in outs if (n in after_body and n in after_else) or n == ret]
+        # (a side that ends in a raise never goes on: what the other binds is bound after the if)
+        body_raises, else_raises = _ends_in_raise(s.body), _ends_in_raise(s.orelse)
+        both = [n for n in outs if ((n in after_body or body_raises) and (n in after_else or else_raises)) or n == ret]
         true_fn, false_fn = self.fresh("then"), self.fresh("else")
         t_def = _def(true_fn, outs, body, _results(outs, after_body), s)
         f_def = _def(false_fn, outs, orelse or [ast.Pass()], _results(outs, after_else), s)
@@ -394,6 +403,14 @@ def _is_range(s: ast.For) -> bool:
     it = s.iter
     return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
         not it.keywords and 1 <= len(it.args) <= 3 and not any(isinstance(a, ast.Starred) for a in it.args)
+
+
+def _ends_in_raise(stmts: list[ast.stmt]) -> bool:
+    if not stmts: return False
+    last = stmts[-1]
+    if isinstance(last, ast.Raise): return last.exc is not None
+    if isinstance(last, ast.If): return _ends_in_raise(last.body) and _ends_in_raise(last.orelse)
+    return False
 
 
 def _ends_in_return(stmts: list[ast.stmt]) -> bool:
@@ -748,6 +765,8 @@ class Runtime:
     @staticmethod
     def unbound(x) -> bool:
         return x is UNBOUND
+
+    raise_ = staticmethod(raise_)
 
     @staticmethod
     def pending():

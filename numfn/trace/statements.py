@@ -545,8 +545,38 @@ def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) 
     return slots.after(_unflatten_state(out[n_flags:], trees), _compiled_loop_local(line))
 
 
+class BranchRaises(BaseException):
+    """A `raise` (or a failed `assert`) met while tracing a side of a branch on a traced value (`raise_`): that side
+    raises when it runs, which run_if makes a check (a BaseException, so that a user's `except Exception` in the
+    traced code does not take it for the user's own error)."""
+
+    def __init__(self, exception: BaseException | None):
+        super().__init__(exception)
+        self.exception = exception   # None: a branch inside whose every side raises (its checks are made)
+
+
+_branches = threading.local()   # .depth: the sides of branches on traced values being traced, innermost last
+
+
+def raise_(exception: BaseException) -> NoReturn:
+    """`raise exception` of converted code: Python's raise, but inside a side of a branch on a traced value a
+    BranchRaises, so the branch raises it at run time where that side is taken (run_if)."""
+    if getattr(_branches, "depth", 0) > 0: raise BranchRaises(exception)
+    raise exception
+
+
+def _again(exception: BaseException) -> BaseException:
+    """A new exception like `exception` (raised after each call that fails the check, with a fresh traceback)."""
+    try:
+        return type(exception)(*exception.args)
+    except Exception:   # noqa: BLE001 - an exception class whose constructor takes other arguments: itself
+        return exception
+
+
 def run_if(test, then, orelse, state, names, both, line):
-    """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one."""
+    """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one. A side
+    that raises (`raise_`) gives its variables back as they were (the others' types where it binds them) and the
+    branch raises its exception after the call where that side is taken (a check)."""
     if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
     t = Tensor.lift(test)
     if t.ndim and t.size != 1:
@@ -564,11 +594,18 @@ def run_if(test, then, orelse, state, names, both, line):
     leaves, trees = carried
     out_trees = []
 
-    def branch(fn):
+    def branch(fn, side: int):
         def run(*vals):
             given = ins.inner(_unflatten_state(list(vals), trees))
             for k in pending: given[k] = PENDING
-            out = outs.outer(fn(*given))
+            _branches.depth = getattr(_branches, "depth", 0) + 1
+            try:
+                out = outs.outer(fn(*given))
+            except BranchRaises as e:   # this side raises: its values are never used (PENDING: the other side's)
+                raising.setdefault(side, e.exception)   # (None: the checks that raise are made inside)
+                out = outs.outer([PENDING if v is UNBOUND else v for v in given])
+            finally:
+                _branches.depth -= 1
             if any(is_unbound(v) for v in out):
                 raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
                                  f"{user_location()})")
@@ -582,9 +619,14 @@ def run_if(test, then, orelse, state, names, both, line):
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
+    raising: dict[int, BaseException | None] = {}   # side (0: else, 1: then) -> the exception it raises
     with ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
-        out = branch_region(index, [branch(orelse), branch(then)], leaves, out_names)
+        out = branch_region(index, [branch(orelse, 0), branch(then, 1)], leaves, out_names)
     if kept.changed: kept.refuse()
+    for side, exception in raising.items():
+        if exception is not None: add_check(index == side, 0, lambda _, e=exception: _again(e))
+    # every side raises: so does the enclosing side, if any (what follows is dead code: traced, never used)
+    if len(raising) == 2 and getattr(_branches, "depth", 0) > 0: raise BranchRaises(None)
     if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
                          f"different structures (at {user_location()})")

@@ -1,0 +1,128 @@
+"""`raise` and `assert` that a traced value decides (numfn.trace.statements.raise_ and run_if): the side of the
+branch that raises becomes a check, raised after the call where that side is taken; the other side runs. Each
+program is compared with Python's run of it on inputs that raise and inputs that do not: the same result, or an
+exception of the same type and message (messages made of Python values only: a traced value in a message is shown
+as a placeholder).
+
+PYTEST_DONT_REWRITE: the programs' own asserts are under test, so pytest must leave their messages as Python's."""
+import numpy as np
+import pytest
+
+import numfn
+from helpers import assert_same
+
+
+def validate_total(x):
+    if x.sum() < 0:
+        raise ValueError("negative total")
+    return x * 2
+
+
+def raise_in_else(x):
+    if x.min() >= 0:
+        y = np.sqrt(x)
+    else:
+        raise ValueError("negative entries")
+    return y + 1
+
+
+def assert_with_message(x):
+    assert np.all(x < 100), "values must stay below 100"
+    return x - 1
+
+
+def assert_without_message(x):
+    assert x.max() < 100
+    return x - 1
+
+
+def raise_in_loop(x):   # the check is in the loop: the first bad element raises
+    total = 0.0
+    for i in range(x.shape[0]):
+        if x[i] >= 100:
+            raise OverflowError("an element reached 100")
+        total += x[i]
+    return total
+
+
+def nested(x):
+    s = x.sum()
+    if s > 0:
+        if x.max() >= 100:
+            raise ValueError("too large")
+        s = s * 2
+    return s
+
+
+def every_side_raises(x):   # the branch always raises; which exception is decided by the data
+    if x.sum() > 0:
+        raise ValueError("positive")
+    else:
+        raise KeyError("not positive")
+    return x
+
+
+def in_a_helper(x):   # a helper of the user's that validates its argument
+    return _checked(x) + 1
+
+
+def _checked(x):
+    if np.any(np.isnan(x)):
+        raise FloatingPointError("NaN in input")
+    return x
+
+
+def _inputs(fn):
+    good = np.linspace(0.0, 9.0, 12)
+    bad_middle = good.copy()
+    bad_middle[6] = 150.0
+    if fn is validate_total: return [good, -good]
+    if fn is raise_in_else: return [good, good - 5]
+    if fn is in_a_helper: return [good, np.where(good > 4, np.nan, good)]
+    if fn is every_side_raises: return [good, -good]
+    return [good, bad_middle]
+
+
+def _outcome(fn, x):
+    try:
+        return "value", fn(x)
+    except (ValueError, KeyError, AssertionError, OverflowError, FloatingPointError) as e:
+        return type(e).__name__, str(e)
+
+
+PROGRAMS = [validate_total, raise_in_else, assert_with_message, assert_without_message, raise_in_loop, nested,
+            every_side_raises, in_a_helper]
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_raise_decided_by_a_traced_value(fn, backend):
+    jf = numfn.jit(fn, backend=backend)
+    outcomes = []
+    for x in _inputs(fn):
+        expected, got = _outcome(fn, x.copy()), _outcome(jf, x.copy())
+        assert got[0] == expected[0], (got, expected)
+        if expected[0] == "value": assert_same(got[1], expected[1])
+        else: assert got[1] == expected[1]
+        outcomes.append(expected[0])
+    assert len(jf.specializations) == 1   # one program decides at run time, for every input
+    assert fn is every_side_raises or outcomes[0] == "value" and outcomes[1] != "value"   # (the inputs test both)
+
+
+def test_a_raise_in_a_python_branch_is_python():
+    def f(x, strict):
+        if strict and x.shape[0] > 3:   # Python values: Python's raise while tracing
+            raise ValueError("too long")
+        return x
+    with pytest.raises(ValueError, match="too long"):
+        numfn.jit(f, static_argnums=1)(np.zeros(5), True)
+    assert numfn.jit(f, static_argnums=1)(np.zeros(5), False).shape == (5,)
+
+
+def test_a_users_except_still_catches_python_raises():
+    def f(x):
+        try:
+            raise KeyError("k")
+        except KeyError:
+            pass
+        return x + 1
+    np.testing.assert_array_equal(numfn.jit(f)(np.zeros(2)), [1.0, 1.0])
