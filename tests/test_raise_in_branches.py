@@ -1,8 +1,8 @@
 """`raise` and `assert` that a traced value decides (numfn.trace.statements.raise_ and run_if): the side of the
 branch that raises becomes a check, raised after the call where that side is taken; the other side runs. Each
 program is compared with Python's run of it on inputs that raise and inputs that do not: the same result, or an
-exception of the same type and message (messages made of Python values only: a traced value in a message is shown
-as a placeholder).
+exception of the same type and message (an f-string's one traced number is formatted at run time; with more, they
+show as placeholders).
 
 PYTEST_DONT_REWRITE: the programs' own asserts are under test, so pytest must leave their messages as Python's."""
 import numpy as np
@@ -72,10 +72,24 @@ def _checked(x):
     return x
 
 
+def message_with_index(x):   # one traced number in the message: its run-time value
+    for i in range(x.shape[0]):
+        if x[i] >= 100:
+            raise IndexError(f"element {i} is out of range")
+    return x
+
+
+def message_with_value(x):
+    for i in range(x.shape[0]):
+        if x[i] >= 100:
+            raise ValueError(f"{x[i]:.1f} is too large")
+    return x
+
+
 def _inputs(fn):
-    good = np.linspace(0.0, 9.0, 12)
+    good = np.linspace(0.0, 9.0, 30)   # (loops over it are native: longer than numfn's unroll limit)
     bad_middle = good.copy()
-    bad_middle[6] = 150.0
+    bad_middle[17] = 150.0
     if fn is validate_total: return [good, -good]
     if fn is raise_in_else: return [good, good - 5]
     if fn is in_a_helper: return [good, np.where(good > 4, np.nan, good)]
@@ -86,12 +100,12 @@ def _inputs(fn):
 def _outcome(fn, x):
     try:
         return "value", fn(x)
-    except (ValueError, KeyError, AssertionError, OverflowError, FloatingPointError) as e:
+    except (ValueError, KeyError, AssertionError, OverflowError, FloatingPointError, IndexError) as e:
         return type(e).__name__, str(e)
 
 
 PROGRAMS = [validate_total, raise_in_else, assert_with_message, assert_without_message, raise_in_loop, nested,
-            every_side_raises, in_a_helper]
+            every_side_raises, in_a_helper, message_with_index, message_with_value]
 
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
@@ -126,3 +140,36 @@ def test_a_users_except_still_catches_python_raises():
             pass
         return x + 1
     np.testing.assert_array_equal(numfn.jit(f)(np.zeros(2)), [1.0, 1.0])
+
+
+def test_a_message_with_two_traced_values_names_them_as_placeholders():
+    def f(x):
+        for i in range(x.shape[0]):
+            if x[i] >= 100:
+                raise ValueError(f"{x[i]} at {i}")
+        return x
+    x = np.arange(30.0)
+    x[25] = 200.0
+    with pytest.raises(ValueError, match="traced"):
+        numfn.jit(f)(x)
+    np.testing.assert_array_equal(numfn.jit(f)(np.arange(30.0)), np.arange(30.0))
+
+
+def test_a_validation_loop_is_one_native_loop():
+    # a loop whose only traced work is a check (no state, no writes) was unrolled, one copy per element
+    from numfn.ir.uop import Ops
+    for n in (30, 5000):
+        nf = numfn.jit(raise_in_loop).specialize(np.zeros(n))
+        assert sum(u.op is Ops.LOOP and u.arg.kind == "while" for u in nf.function_graph.toposort()) == 1
+
+    def validate(x):
+        for i in range(x.shape[0]):
+            if x[i] < 0:
+                raise ValueError("negative")
+        return x
+    nf = numfn.jit(validate).specialize(np.zeros(5000))
+    assert sum(u.op is Ops.LOOP and u.arg.kind == "while" for u in nf.function_graph.toposort()) == 1
+    bad = np.arange(5000.0)
+    bad[4321] = -1.0
+    with pytest.raises(ValueError, match="negative"):
+        numfn.jit(validate)(bad)

@@ -186,8 +186,9 @@ class _Converter:
         if isinstance(s, ast.While): return self.while_(s)
         if isinstance(s, ast.If): return self.if_(s, returns)
         if isinstance(s, ast.Raise) and s.exc is not None and s.cause is None:
-            # a raise that a traced value decides raises at run time (Runtime.raise_, statements.run_if)
-            return [ast.copy_location(ast.Expr(runtime_call("raise_", [s.exc])), s)]
+            # a raise that a traced value decides raises at run time (Runtime.raise_, statements.run_if): the
+            # exception made by a function of the values its f-strings format (one traced number: its run-time value)
+            return [ast.copy_location(ast.Expr(_raising(s.exc)), s)]
         if isinstance(s, ast.Assert) and not sys.flags.optimize:   # `if not test: raise AssertionError(msg)`
             error = ast.Call(load_name("AssertionError"), [s.msg] if s.msg is not None else [], [])
             check = ast.If(test=ast.UnaryOp(ast.Not(), s.test), body=[ast.Raise(exc=error, cause=None)], orelse=[])
@@ -403,6 +404,21 @@ def _is_range(s: ast.For) -> bool:
     it = s.iter
     return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
         not it.keywords and 1 <= len(it.args) <= 3 and not any(isinstance(a, ast.Starred) for a in it.args)
+
+
+def _raising(exc: ast.expr) -> ast.Call:
+    """`_numfn.raise_(lambda *v: exc with each f-string value replaced by v[k], value0, value1, ...)`."""
+    values: list[ast.expr] = []
+
+    class Formatted(ast.NodeTransformer):
+        def visit_FormattedValue(self, node: ast.FormattedValue):
+            values.append(node.value)
+            node.value = ast.Subscript(load_name("_numfn_v"), ast.Constant(len(values) - 1), ast.Load())
+            return node
+    body = Formatted().visit(exc)
+    make = ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=ast.arg("_numfn_v"), kwonlyargs=[], kw_defaults=[],
+                                    defaults=[]), body)
+    return ast.fix_missing_locations(ast.copy_location(runtime_call("raise_", [make, *values]), exc))
 
 
 def _ends_in_raise(stmts: list[ast.stmt]) -> bool:

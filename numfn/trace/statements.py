@@ -165,7 +165,8 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
             out = body(start, *f, *state)
         f2, state2 = list(out[:len(flags)]), tuple(out[len(flags):])
         if f2 and not isinstance(f2[0], Tensor) and _truth(f2[0]): return state2
-        if not wrote and not _is_traced(out):
+        # (a body that checks traced values, `if x[i] < 0: raise ...`, is traced work too: a native loop)
+        if not wrote and not _is_traced(out) and len(record.checks) == checks:
             state2, f2, after = _python_for(start + step, stop, step, body, state2, flags, f2)
             if after is None: return state2
             return native_or_unrolled(after, state2, f2, peeled=True)
@@ -546,37 +547,45 @@ def _native_while(cond, body, vals, f, fresh, names, flags, line, peeled: bool) 
 
 
 class BranchRaises(BaseException):
-    """A `raise` (or a failed `assert`) met while tracing a side of a branch on a traced value (`raise_`): that side
-    raises when it runs, which run_if makes a check (a BaseException, so that a user's `except Exception` in the
-    traced code does not take it for the user's own error)."""
-
-    def __init__(self, exception: BaseException | None):
-        super().__init__(exception)
-        self.exception = exception   # None: a branch inside whose every side raises (its checks are made)
+    """A `raise` (or a failed `assert`) met while tracing a side of a branch on a traced value (`raise_`): the
+    side has made the check that raises it, and ends here (a BaseException, so that a user's `except Exception` in
+    the traced code does not take it for the user's own error)."""
 
 
-_branches = threading.local()   # .depth: the sides of branches on traced values being traced, innermost last
+_branches = threading.local()   # .sides: the trace records of the branch sides being traced, innermost last
 
 
-def raise_(exception: BaseException) -> NoReturn:
-    """`raise exception` of converted code: Python's raise, but inside a side of a branch on a traced value a
-    BranchRaises, so the branch raises it at run time where that side is taken (run_if)."""
-    if getattr(_branches, "depth", 0) > 0: raise BranchRaises(exception)
-    raise exception
+def raise_(make: Callable[..., BaseException], *values: Any) -> NoReturn:
+    """`raise make(*values)` of converted code (`values`: what an f-string in the exception's arguments formats).
+    Python's raise, but inside a side of a branch on a traced value, a check of that side (branch_region gates it
+    by the side taken: the call raises the exception after it where the side runs), then BranchRaises to end the
+    side. One traced number among `values` is the check's payload, formatted into the message at run time; more
+    show as placeholders."""
+    sides = getattr(_branches, "sides", [])
+    # (outside a branch side, or in a loop inside one, whose trace the BranchRaises would end: Python's raise)
+    if not sides or sides[-1] is not current_record(): raise make(*values)
+    traced = [k for k, v in enumerate(values) if isinstance(v, Tensor)]
+    payload: Any = 0
+    if len(traced) == 1 and values[traced[0]].ndim == 0 and not values[traced[0]].uop.dtype.is_complex:
+        at, v = traced[0], values[traced[0]]
+        floating = v.uop.dtype.is_float
+        payload = Tensor(v.uop.cast(dtypes.float64).bitcast(dtypes.int64)) if floating else v.astype(np.int64)
 
-
-def _again(exception: BaseException) -> BaseException:
-    """A new exception like `exception` (raised after each call that fails the check, with a fresh traceback)."""
-    try:
-        return type(exception)(*exception.args)
-    except Exception:   # noqa: BLE001 - an exception class whose constructor takes other arguments: itself
-        return exception
+        def error(bits: int) -> BaseException:
+            shown = float(np.array(bits, np.int64).view(np.float64)) if floating else \
+                bool(bits) if v.uop.dtype.is_bool else int(bits)
+            return make(*values[:at], shown, *values[at + 1:])
+    else:
+        def error(bits: int) -> BaseException:
+            return make(*values)
+    add_check(True, payload, error)
+    raise BranchRaises()
 
 
 def run_if(test, then, orelse, state, names, both, line):
     """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one. A side
-    that raises (`raise_`) gives its variables back as they were (the others' types where it binds them) and the
-    branch raises its exception after the call where that side is taken (a check)."""
+    that raises (`raise_`: its check is made, gated by the side) gives its variables back as they were (the
+    other's types where it binds them)."""
     if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
     t = Tensor.lift(test)
     if t.ndim and t.size != 1:
@@ -598,14 +607,15 @@ def run_if(test, then, orelse, state, names, both, line):
         def run(*vals):
             given = ins.inner(_unflatten_state(list(vals), trees))
             for k in pending: given[k] = PENDING
-            _branches.depth = getattr(_branches, "depth", 0) + 1
+            if not hasattr(_branches, "sides"): _branches.sides = []
+            _branches.sides.append(current_record())
             try:
                 out = outs.outer(fn(*given))
-            except BranchRaises as e:   # this side raises: its values are never used (PENDING: the other side's)
-                raising.setdefault(side, e.exception)   # (None: the checks that raise are made inside)
+            except BranchRaises:   # this side raises (its check is made): its values are never used (PENDING:
+                raising.add(side)   # the other side's)
                 out = outs.outer([PENDING if v is UNBOUND else v for v in given])
             finally:
-                _branches.depth -= 1
+                _branches.sides.pop()
             if any(is_unbound(v) for v in out):
                 raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
                                  f"{user_location()})")
@@ -619,14 +629,13 @@ def run_if(test, then, orelse, state, names, both, line):
 
     index = t.reshape(()).astype(np.bool_).astype(np.int64)
     out_names = tuple(outs.outer(names))
-    raising: dict[int, BaseException | None] = {}   # side (0: else, 1: then) -> the exception it raises
+    raising: set[int] = set()   # the sides (0: else, 1: then) that raise
     with ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
         out = branch_region(index, [branch(orelse, 0), branch(then, 1)], leaves, out_names)
     if kept.changed: kept.refuse()
-    for side, exception in raising.items():
-        if exception is not None: add_check(index == side, 0, lambda _, e=exception: _again(e))
     # every side raises: so does the enclosing side, if any (what follows is dead code: traced, never used)
-    if len(raising) == 2 and getattr(_branches, "depth", 0) > 0: raise BranchRaises(None)
+    if len(raising) == 2 and getattr(_branches, "sides", None) and _branches.sides[-1] is current_record():
+        raise BranchRaises()
     if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
                          f"different structures (at {user_location()})")
