@@ -1789,3 +1789,41 @@ def test_a_numpy_scalar_chosen_by_a_branch_shares_no_memory(backend):
     want = _scalar_chosen_by_branch(x.copy(), y)
     got = numfn.jit(_scalar_chosen_by_branch, backend=backend)(x.copy(), y)
     for g, w in zip(got, want): np.testing.assert_array_equal(g, w)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a name bound in a loop body to an array the body writes in place (`x[:] = x + 1; r = x`): x is given to the body
+# as itself, and after the body was traced it got its value from before the loop back, which r, the same Python
+# object, then took as its state: r came out as x's value before the loop (found while adding `return` inside
+# loops: Gauss-Seidel's `return x, it`)
+
+_IN_PLACE_WRITES = {
+    "whole_setitem": lambda x: x.__setitem__(slice(None), x + 1.0),
+    "element": lambda x: x.__setitem__(0, x[0] + 1.0),
+    "augmented": lambda x: x.__iadd__(1.0),
+    "inner_loop": None,   # a native loop writing every element
+}
+
+
+def _alias_program(write: str, alias_first: bool):
+    step = _IN_PLACE_WRITES[write]
+
+    def f(b):
+        x = np.zeros_like(b)
+        r = np.ones_like(b) * 7.0
+        for k in range(10):
+            if alias_first: r = x
+            if step is None:
+                for i in range(b.shape[0]):
+                    x[i] = x[i] + 1.0
+            else:
+                step(x)
+            if not alias_first: r = x
+        return r, x
+    return f
+
+
+@pytest.mark.parametrize("alias_first", [False, True], ids=["alias_after", "alias_before"])
+@pytest.mark.parametrize("write", list(_IN_PLACE_WRITES))
+def test_a_name_bound_to_an_array_written_in_place_in_a_loop(write, alias_first, backend):
+    check(_alias_program(write, alias_first), np.zeros(6), backend=backend)

@@ -376,6 +376,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                      if t.base is None and not any(t is e for e in extra) and id(t) not in stale]
             stale |= c.born | b.born
             written = [t.uop for t in extra]
+            # the body's values as it left them: one that is an outer array it wrote (`x[:] = x + 1; r = x`, x
+            # given as itself) gets its outer value back below, and the state must not take that old value
+            ended = [v.uop if isinstance(v, Tensor) else None for v in b.values]
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
             for tr in (c, b):
                 for t, old in tr.rebinds.values() if tr is not None else ():
@@ -426,7 +429,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
             n_checks, n_cond = len(b.checks), len(c.checks)
             continue
-        new = [b.values[k] for k in kept] + [Tensor(u) for u in written]
+        new = [_as_left(b.values[k], ended[k]) for k in kept] + [Tensor(u) for u in written]
         at = n_kept + len(extra)
         # the body's checks of the counter and outer values only: computed before the loop for every iteration
         icount = kept.index(counter.index) if counter is not None and counter.count and counter.index in kept else None
@@ -608,6 +611,14 @@ def _still_pending(results: list, unbound: list[int]) -> list:
 
 # ---------------------------------------------------------------------------------------------------------------
 # the public primitives
+
+def _as_left(v: Any, uop: UOp | None) -> Any:
+    """A loop body's value `v` as the body left it (its value then: `uop`), where an outer array's value was given
+    back to it after the body was traced."""
+    if not isinstance(v, Tensor) or uop is None or v.uop is uop: return v
+    out = Tensor(uop, weak=v.weak)
+    return out.as_array() if v.array0d else out
+
 
 def _pending_types(values: list[list]) -> dict[int, Any]:
     """For each result that some of a region's sub-graphs leave PENDING (a loop's return value not bound yet:
