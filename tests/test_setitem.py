@@ -442,3 +442,38 @@ def test_float_constants_written_into_integer_arrays(backend):
             return a
         assert _outcome(lambda a, _: numfn.jit(f, backend=backend)(a), dtype, None) == \
             _outcome(lambda a, _: f(a), dtype, None), (value, dtype)
+
+
+# fuzz seed 48000738: `x0[np.clip(v, -3, 2)] = v` with v computed from x0 itself. The value stored for the write is
+# needed only where the index is in bounds, so its store was gated by the index's bounds test; that test read the
+# index from the intermediate buffer the same kernel stores it into afterwards (an uninitialized read), and the
+# write was lost. A gate computes the kernel's own values inline now, as the values do
+def _index_and_value_from_target_matmul(x0, x1):
+    v = np.matmul(x1, x0)
+    x0[np.clip(v, -3, 2)] = v
+    return x0
+
+
+def _index_and_value_from_target_sum(x0, x1):
+    v = (x1 * x0).sum(axis=-1)
+    x0[np.clip(v, -3, 2)] = v * 2
+    return x0
+
+
+def _index_and_value_from_target_2d(x0, x1):
+    v = (x1 * x0[0]).sum(axis=-1).reshape(-1)
+    x0[1, np.clip(v, 0, 2)] += v
+    return x0
+
+
+@pytest.mark.parametrize("fn", [_index_and_value_from_target_matmul, _index_and_value_from_target_sum],
+                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.int8], ids=lambda d: np.dtype(d).name)
+def test_a_write_whose_index_and_value_read_the_target(fn, dtype, backend):
+    for first in ([1, 1, 0], [0, 0, 0], [1, 1, 1]):
+        check_mutates(fn, np.array(first, dtype), np.array([[[1, 1, 1]]], np.int32), backend=backend, calls=1)
+
+
+def test_a_2d_write_whose_index_and_value_read_the_target(backend):
+    check_mutates(_index_and_value_from_target_2d, np.arange(6).reshape(2, 3) % 2, np.ones((1, 3), np.int64),
+                  backend=backend, calls=1)

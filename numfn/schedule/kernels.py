@@ -335,7 +335,8 @@ def kernel_values(groups: list[list[Root]], home: dict[UOp, UOp], origin: dict |
     for g in groups:
         members = {r.value for r in g}
         built = [_kernel_value(r.value, members, home, origin) for r in g]
-        gated = [_kernel_value(r.gate, set(), home, origin) if r.gate is not None else None for r in g]
+        # (a gate reading a member computes it inline too: loaded, it would be read before this kernel stores it)
+        gated = [_kernel_value(r.gate, members, home, origin) if r.gate is not None else None for r in g]
         values.append([v for v, _ in built])
         gates.append([b[0] if b is not None else None for b in gated])
         reads.append(set().union(*(ld for _, ld in built), *(b[1] for b in gated if b is not None)))
