@@ -40,3 +40,27 @@ def test_checks_follow_calls_and_maps(backend):
 def test_add_check_outside_a_trace_is_an_error():
     with pytest.raises(RuntimeError):
         add_check(np.array(True), np.array(0), IndexError)
+
+
+# fuzz seed 49000303: `x0[::2] += 7; v = x1 % x1` with x1 a Python bool. The modulo's check (division by zero) has
+# the payload 0, an output of the program; that constant is the same node as the 0 in the write's bounds gate, which
+# then loaded it from the check's output before the kernel writing that output ran: the gate read garbage and the
+# write into the argument was lost. Constants are never loaded from a buffer now
+def _write_then_checked_modulo(x0, x1):
+    x0[::2] += 7
+    v = x1 % x1
+    return x0, v
+
+
+def _write_then_checked_floordiv(x0, n):
+    x0[1::2] -= 3
+    return x0 * (n // n)
+
+
+@pytest.mark.parametrize("fn, scalar", [(_write_then_checked_modulo, True), (_write_then_checked_modulo, 3),
+                                        (_write_then_checked_floordiv, 5)], ids=["mod_bool", "mod_int", "floordiv"])
+def test_a_write_next_to_a_check_with_a_constant_payload(fn, scalar, backend):
+    from helpers import check_mutates
+    check_mutates(fn, np.ones((5, 4), np.uint8), scalar, backend=backend, calls=1)
+    with pytest.raises(ZeroDivisionError):
+        numfn.jit(fn, backend=backend)(np.ones((5, 4), np.uint8), type(scalar)(0))

@@ -353,14 +353,14 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
     def sources(key: tuple[UOp, bool]) -> list:
         """The (node, reached through elementwise ops only) pairs `u` is rebuilt from; [] when it is a load."""
         u, elementwise = key
-        if u is not value and u in home and not (elementwise and u in inline): return []
+        if _loads(u, value, home, inline, elementwise): return []
         keeps = elementwise and u.op in ELEMENTWISE
         srcs = u.src[1:] if u is value and u.op is Ops.SCATTER else u.src   # a SCATTER's old value is in its buffer
         return [(s, keeps) for s in srcs]
 
     def rebuilt(key: tuple[UOp, bool]) -> UOp:
         u, elementwise = key
-        if u is not value and u in home and not (elementwise and u in inline):
+        if _loads(u, value, home, inline, elementwise):
             loaded.add(u)
             return home[u]
         if u.op is Ops.BUFFER:   # an input's memory, read as it is before any write into it
@@ -372,6 +372,14 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
         if out is not u and origin is not None: origin[out] = origin.get(u, u)
         return out
     return bottom_up((value, True), memo, rebuilt, sources), loaded
+
+
+def _loads(u: UOp, value: UOp, home: dict, inline: set, elementwise: bool) -> bool:
+    """Whether a kernel computing `value` loads `u` from its home buffer: a realized value, except the kernel's own
+    members it reaches through elementwise ops, and constants (a realized constant, a check's payload 0 returned as
+    an output, is the same node as every other 0 of its dtype: loaded, each of those would read that output, even
+    in kernels that run before it is written: fuzz seed 49000303)."""
+    return u is not value and u in home and u.op is not Ops.CONST and not (elementwise and u in inline)
 
 
 def order_versions(groups: KernelGroups, reads: list[set[UOp]], versions: Versions, topo: dict[UOp, float]) -> None:
