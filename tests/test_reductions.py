@@ -1,6 +1,8 @@
 """Reductions (sum, prod, max, min, mean) and cumsum against NumPy: every axis form, keepdims, dtypes, edge shapes."""
 import numpy as np
 import pytest
+import numfn
+from numfn.errors import CompileError
 
 from helpers import check, check_raises_like, check_xp, magnitude, rand
 
@@ -162,3 +164,14 @@ def test_zero_d_with_axis_zero(backend):
           s, backend=backend)
     check_raises_like(lambda s: np.mean(s, axis=0), s, backend=backend)
     check_raises_like(lambda s: s.sum(axis=(0,)), s, backend=backend)
+
+
+@pytest.mark.xfail(strict=True, raises=(RuntimeError, CompileError),
+                   reason="open (fuzz seed 50001351): a scan over a reduction of a read padded on another axis makes "
+                          "the kernel's instructions depend on each other in a cycle (codegen/linearize.py)")
+def test_cumprod_of_a_padded_max_with_keepdims():
+    def f(x0):
+        v = np.pad(x0, ((0, 2), (0, 0), (1, 1))).max(axis=-2, keepdims=True)
+        return np.cumprod(v, axis=2)
+    x = np.ones((4, 5, 2))
+    np.testing.assert_array_equal(numfn.jit(f)(x), f(x))

@@ -1827,3 +1827,19 @@ def _alias_program(write: str, alias_first: bool):
 @pytest.mark.parametrize("write", list(_IN_PLACE_WRITES))
 def test_a_name_bound_to_an_array_written_in_place_in_a_loop(write, alias_first, backend):
     check(_alias_program(write, alias_first), np.zeros(6), backend=backend)
+
+
+@pytest.mark.xfail(strict=True, raises=NotImplementedError,
+                   reason="open: an outer loop whose body runs an inner loop writing x, then a branch binding r = x, "
+                          "leaves a placeholder of an earlier attempt in the graph (cannot lower CARRY inside a kernel)")
+def test_a_branch_binding_an_array_an_inner_loop_wrote():
+    def f(b):
+        x = np.zeros_like(b)
+        r = np.zeros_like(b)
+        for k in range(10):
+            for i in range(6):
+                x[i] = x[i] + 1.0
+            if x[0] > 5:
+                r = x
+        return r
+    np.testing.assert_array_equal(numfn.jit(f)(np.zeros(6)), f(np.zeros(6)))
