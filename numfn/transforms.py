@@ -38,9 +38,9 @@ from numfn.errors import unsupported
 from numfn.signature import ArgSpec, argument_leaf_names, is_leaf, leaf_spec
 from numfn.trace.tensor import Tensor, add_check
 from numfn.dtype import dtypes
-from numfn.ir.batching import batched
+from numfn.ir.batching import batched as batched_values   # (`batched` names flags and functions below)
 from numfn.ir.primitives import PRIMITIVES, register
-from numfn.ir.uop import ELEMENTWISE, Ops, UOp, fold, toposort
+from numfn.ir.uop import ELEMENTWISE, Ops, UOp, toposort
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ def _where_batch(pred: UOp, a: UOp, b: UOp) -> UOp:
 
 def _batch_subgraph(sink: UOp, carries: dict[UOp, tuple[UOp, bool]], size: int) -> list[tuple[UOp, bool]]:
     """The values of a region's SINK with its placeholders replaced by batched ones (see batch_graph)."""
-    return batched(sink.src, carries, size)
+    return batched_values(sink.src, carries, size)
 
 
 def _register_batching_rules() -> None:
@@ -186,26 +186,18 @@ def batch_graph(sink: UOp, inputs: dict[int, tuple[UOp, bool]], size: int) -> li
 
     `inputs` maps each PARAM slot to (its value, whether that value has a leading batch axis of `size`). Returns
     (output, batched) pairs; an output that no batched input reaches comes back without a batch axis."""
-    def visit(u: UOp, srcs: tuple) -> tuple[UOp, bool] | None:
-        if u.op is Ops.SINK: return None
-        if u.op is Ops.PARAM:
-            given = inputs.get(u.arg[0])
-            shape = None if given is None else cast(tuple[int, ...], given[0].shape)
-            if given is None or shape is None or (shape[1:] if given[1] else shape) != tuple(u.arg[1]):
-                # an argument of an enclosing trace (read through an object's attribute: see capturing)
-                raise unsupported("vmap inside a compiled function of a function that reads a traced value of the "
-                                  "enclosing function other than through its closure variables (an object's "
-                                  "attribute)", "pass the value as an argument, with in_axes None for it")
-            return given
-        if not any(b for _, b in srcs):
-            src = tuple(s for s, _ in srcs)
-            return (u if src == u.src else UOp(u.op, u.dtype, src, u.arg)), False
-        rule = PRIMITIVES[u.op].batch
-        if rule is None: raise NotImplementedError(f"vmap has no batching rule for {u.op.name}")
-        return rule(u, list(srcs), size), True
-
-    done = fold([sink], visit)
-    return [done[o.src[0] if o.op is Ops.CONTIGUOUS else o] for o in sink.src]
+    given: dict[UOp, tuple[UOp, bool]] = {}
+    for u in toposort([sink]):
+        if u.op is not Ops.PARAM: continue
+        value = inputs.get(u.arg[0])
+        shape = None if value is None else cast(tuple[int, ...], value[0].shape)
+        if value is None or shape is None or (shape[1:] if value[1] else shape) != tuple(u.arg[1]):
+            # an argument of an enclosing trace (read through an object's attribute: see capturing)
+            raise unsupported("vmap inside a compiled function of a function that reads a traced value of the "
+                              "enclosing function other than through its closure variables (an object's "
+                              "attribute)", "pass the value as an argument, with in_axes None for it")
+        given[u] = value
+    return batched_values([o.src[0] if o.op is Ops.CONTIGUOUS else o for o in sink.src], given, size)
 
 
 def _moveaxis(u: UOp, src: int, dst: int) -> UOp:
@@ -336,12 +328,12 @@ class _Mapped(Generic[_P, _R]):
             order = list(range(t.ndim))
             order.insert(0, order.pop(ax % t.ndim))
             t.transpose(order)[...] = Tensor(new)
-        for (u, batched), ax in zip(results[:nout], self._out_axes(nf.out_tree)):
+        for (u, has_batch), ax in zip(results[:nout], self._out_axes(nf.out_tree)):
             if ax is None:
-                if batched: raise ValueError("out_axes=None for an output that depends on a mapped argument")
+                if has_batch: raise ValueError("out_axes=None for an output that depends on a mapped argument")
                 outs.append(Tensor(u))
                 continue
-            u = _broadcast_batch(u, batched, size)
+            u = _broadcast_batch(u, has_batch, size)
             outs.append(Tensor(_moveaxis(u, 0, normalize_axis(ax, len(cast(tuple[int, ...], u.shape)), "out_axes"))))
         return unflatten(nf.out_tree, outs)
 

@@ -605,13 +605,6 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     return _still_pending(bv.given(out[:n - len(written)]), unbound)
 
 
-def _still_pending(results: list, unbound: list[int]) -> list:
-    return [PENDING if k in unbound else r for k, r in enumerate(results)]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the public primitives
-
 def _as_left(v: Any, uop: UOp | None) -> Any:
     """A loop body's value `v` as the body left it (its value then: `uop`), where an outer array's value was given
     back to it after the body was traced."""
@@ -631,6 +624,13 @@ def _pending_types(values: list[list]) -> dict[int, Any]:
                                                   weak=bound[0].weak)
     return out
 
+
+def _still_pending(results: list, unbound: list[int]) -> list:
+    return [PENDING if k in unbound else r for k, r in enumerate(results)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the public primitives
 
 def _traced(*trees) -> bool:
     return tracing() or any(isinstance(x, Tensor) for t in trees for x in flatten(t)[0])
