@@ -12,7 +12,7 @@ import heapq
 
 from numfn.codegen.lower import free_ranges
 from numfn.dtype import DType, dtypes
-from numfn.ir.uop import Ops, UOp, cast_scalar, rebuild, toposort
+from numfn.ir.uop import Ops, UOp, cast_scalar, rebuild, substitute, toposort
 
 
 def reduce_identity(op: Ops, dt: DType):
@@ -23,9 +23,35 @@ def reduce_identity(op: Ops, dt: DType):
     raise ValueError(f"no identity for reduction {op}")
 
 
+def separate_reduce_loops(sink: UOp) -> UOp:
+    """The sink with every reduction loop shared only by reductions nested in the same loops. Copies of a
+    reduction (an unrolled output loop) share their loops, but a copy whose value stopped depending on an outer
+    loop (a padded row folded to a constant) would open the shared loop outside that loop: its accumulator would
+    start once instead of once per outer iteration. Such a reduction gets loops of its own. Renaming an outer
+    reduction's loops makes new copies of the reductions inside it, so this repeats until nothing conflicts."""
+    ids = iter(range(max((u.arg[0] for u in toposort([sink]) if u.op is Ops.RANGE), default=-1) + 1, 1 << 30))
+    while True:
+        claimed: dict[UOp, frozenset] = {}
+        renamed = False
+
+        def separate(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+            nonlocal renamed
+            if u.op is not Ops.REDUCE: return None
+            value, ranges = src[0], src[1:]
+            outer = free_ranges(value).difference(ranges)
+            if all(claimed.setdefault(r, outer) == outer for r in ranges): return None
+            renamed = True
+            fresh = {r: UOp(Ops.RANGE, r.dtype, r.src, (next(ids),) + tuple(r.arg[1:])) for r in ranges}
+            return UOp(Ops.REDUCE, u.dtype, (substitute(value, fresh), *fresh.values()), u.arg)
+
+        sink = rebuild(sink, separate)
+        if not renamed: return sink
+
+
 def expand_reduces(sink: UOp) -> UOp:
     """REDUCE(value, *ranges) -> an accumulator: DEFINE_ACC before the loops, acc = op(acc, value) in the
     innermost loop (ASSIGN), and a read of the accumulator after the loops (LOAD(acc, ASSIGN))."""
+    sink = separate_reduce_loops(sink)
     count = 0
 
     def expand(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
