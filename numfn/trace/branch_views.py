@@ -22,6 +22,7 @@ from typing import Any
 
 from numfn.dtype import dtypes
 from numfn.errors import unsupported
+from numfn.trace.record import note_links
 from numfn.trace.tensor import Links, Tensor, replay, gather
 from numfn.trace.subscript import write
 from numfn.trace.branch_layout import is_window
@@ -188,7 +189,9 @@ class Link:
 
 def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None]) -> None:
     lk = Link(weakref.ref(result), memory, list(where), flag, list(chains))
-    for t in (result, memory): t._links = (t._links or []) + [lk]
+    for t in (result, memory):
+        note_links(t)
+        t._links = (t._links or []) + [lk]
 
 
 def linkable(memory: Tensor, shape: tuple) -> bool:
@@ -228,6 +231,7 @@ def follow(memory: Tensor) -> None:
         now = (gather(memory, lk.positions).uop if memory.ndim else memory.uop).cast(view.uop.dtype)
         new = lk.flag._broadcast(shape).alu(Ops.WHERE, now, view.uop)
         if new is not view.uop: view.rebind(new)
+    note_links(memory)
     memory._links = alive or None
 
 

@@ -29,7 +29,7 @@ from numfn.errors import NumfnError, unsupported, user_location
 from numfn.ir.extern import is_effect
 from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
-from numfn.trace.record import effects_since, new_region_tag, recording_trace, tracing
+from numfn.trace.record import drop_links, effects_since, new_region_tag, recording_trace, tracing
 from numfn.trace.unbound import PENDING
 from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
@@ -163,6 +163,7 @@ class _Traced:
     rebinds: dict
     checks: list
     born: set
+    links: dict   # outer arrays a branch inside linked: undone after the trace (TraceRecord.links)
 
 
 def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _Traced:
@@ -176,8 +177,9 @@ def _trace(fn: Callable, args: list[Tensor], outer: Sequence[Tensor] = ()) -> _T
         except BaseException:   # outer arrays the body wrote get their values back
             for t, old in rec.rebinds.values():
                 if t.base is None: t.rebind(old, record=False)
+            drop_links(rec.links)
             raise
-    return _Traced(values, rec.rebinds, rec.checks, rec.born)
+    return _Traced(values, rec.rebinds, rec.checks, rec.born, rec.links or {})
 
 
 def _settle(state: list[Tensor], new: list[Tensor], specs: list, names: list[str], weak: list[bool],
@@ -360,10 +362,6 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
 
         passed = [init[k] for k in through]
         outer = [t.uop for t in extra]
-        # links a branch in the body makes to these arrays are the body's own (numfn.trace.branch_views): dropped after
-        # each attempt, so a result of an attempt that is traced again does not follow them
-        links = [(t, t._links) for t in {id(t): t for t in (*extra, *passed, *(p.base for p in passed if p.base
-                                                                               is not None))}.values()]
         for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)   # the body sees the state
         given = [p.uop for p in ph_body[:n_kept]]
         c = b = None
@@ -384,7 +382,10 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 for t, old in tr.rebinds.values() if tr is not None else ():
                     if t.base is None: t.rebind(old, record=False)
             for t, old in zip(extra, outer): t.rebind(old, record=False)
-            for t, lk in links: t._links = lk
+            # links a branch in the body made to outer arrays are the body's own (numfn.trace.branch_views): dropped
+            # after each attempt, so a result of an attempt that is traced again does not follow them
+            for tr in (c, b):
+                if tr is not None: drop_links(tr.links)
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
             continue
@@ -501,9 +502,6 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     # operands are given to the branches as themselves (as Python does): a write into one, or through a view, is a
     # write into its base, an outer array the branch writes (a result below)
     args = passed = list(operands)   # every value a branch reads is a capture: the region has no state
-    # links a branch inside makes to these arrays are its own (numfn.trace.branch_views): dropped after each trace
-    links = [(t, t._links) for t in {id(t): t for t in (*passed, *(p.base for p in passed if p.base is not None))}
-             .values()]
     traced: list[_Traced] = []
     written: list[tuple[Tensor, UOp]] = []
     for fn in branches:
@@ -514,7 +512,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         finally:
             for t, old in traced[-1].rebinds.values() if traced else ():
                 if t.base is None: t.rebind(old, record=False)
-            for t, lk in links: t._links = lk
+            if traced: drop_links(traced[-1].links)   # (links a branch inside makes are its own, as a loop body's)
     fill = _pending_types([tr.values for tr in traced])
     # a loop's return value one side binds: the others give zeros of its type (never read); one no side binds is
     # given back as it is (PENDING), a placeholder in the region
@@ -554,7 +552,7 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
         assert rec.rebinds is not None and rec.born is not None   # a region's record has them
         for t, old in rec.rebinds.values():
             if t.base is None: t.rebind(old, record=False)
-        for t, lk in links: t._links = lk
+        drop_links(rec.links)
         values.append(finals)
         outs.append(out)
         borns.append(rec.born)

@@ -11,7 +11,7 @@ from numfn.dtype import DType, dtypes
 from numfn.ir.uop import UOp
 
 __all__ = ["Check", "TraceRecord", "current_record", "record_int_limit", "recording_trace", "observing_rebinds",
-           "new_region_tag", "tracing"]
+           "new_region_tag", "tracing", "note_links", "drop_links"]
 
 _trace_state = threading.local()
 
@@ -38,6 +38,9 @@ class TraceRecord:
     # inside a loop body or a branch (numfn.trace.control): the arrays it gives a new value, {id: (array, value before)}
     rebinds: dict | None = None
     born: set | None = None   # inside a region: the arrays made in it (writes into them are the region's own)
+    # inside a region: the arrays from outside it that a branch in it linked (numfn.trace.branch_views), {id: (array,
+    # its links before)}; the links are the region's own, dropped after each trace of it
+    links: dict | None = None
     regions: list = field(default_factory=lambda: [0])   # regions traced so far, shared by nested records
     parent: TraceRecord | None = None   # a region's: the enclosing record
     # run-time callbacks made so far (their serial numbers), and per region tag the count when it began: a callback
@@ -76,7 +79,7 @@ class recording_trace:
             record.int_limits, record.regions, record.rebinds = self.previous.int_limits, self.previous.regions, {}
             record.int_types = self.previous.int_types
             record.effects, record.effect_starts = self.previous.effects, self.previous.effect_starts
-            record.born = set()
+            record.born, record.links = set(), {}
             record.parent = self.previous
         _trace_state.record = record
         return record
@@ -85,6 +88,18 @@ class recording_trace:
         born = _trace_state.record.born
         _trace_state.record = self.previous
         if born and self.previous is not None and self.previous.born is not None: self.previous.born |= born
+
+
+def note_links(t) -> None:
+    """`t`'s links (Tensor._links) are about to change: inside a region, remember them if `t` is from outside it."""
+    record = getattr(_trace_state, "record", None)
+    if record is not None and record.links is not None and id(t) not in (record.born or ()):
+        record.links.setdefault(id(t), (t, t._links))
+
+
+def drop_links(saved: dict | None) -> None:
+    """The links a region's trace made to arrays from outside it undone (`saved`: its TraceRecord.links)."""
+    for t, old in (saved or {}).values(): t._links = old
 
 
 class observing_rebinds:
