@@ -131,7 +131,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.trace.reduction_methods", "numfn.trace.pymath", "numfn.trace.numpy_protocol",
                "numfn.trace.subscript",
                "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
-               "numfn.trace.hoisted_checks", "numfn.trace.control",
+               "numfn.trace.hoisted_checks", "numfn.trace.loop_links", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert_expressions",
                "numfn.trace.convert", "numfn.trace")),
     # numfn.numpy: its families over the shared helpers; a family calls a family above it through

@@ -31,6 +31,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import drop_links, effects_since, new_region_tag, recording_trace, tracing
 from numfn.trace.unbound import PENDING
+from numfn.trace.loop_links import Pair, identity_link, new_pairs
 from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
@@ -338,14 +339,17 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
+    pairs: list[Pair] = []                        # state values that may be one array (numfn.trace.loop_links)
     for _ in range(16):
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]
         n_kept = len(kept)
+        pairs = [p for p in pairs if p.first in kept and (p.second[0] == "outer" or p.second[1] in kept)]
         flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * (n_checks + n_cond)
-        state = [init[k] for k in kept] + extra + flags
-        all_names = [names[k] for k in kept] + [_name(t) for t in extra] + \
-            ["a check's flag", "a check's payload"] * (n_checks + n_cond)
+        state = [init[k] for k in kept] + extra + [p.flag(dict(enumerate(init)), extra) for p in pairs] + flags
+        all_names = [names[k] for k in kept] + [_name(t) for t in extra]
+        all_names += [f"whether {names[p.first]} is {p.other(dict(enumerate(names)), all_names[n_kept:])}"
+                      for p in pairs] + ["a check's flag", "a check's payload"] * (n_checks + n_cond)
         specs = [(t.shape, types.get(k, (t.uop.dtype, t.weak))[0]) for k, t in enumerate(state)]
         weak = [types.get(k, (t.uop.dtype, t.weak))[1] for k, t in enumerate(state)]
         for t, name in zip(state, all_names): _spec(t, name)
@@ -369,7 +373,13 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             for t, p in zip(extra, ph[n_kept:]): t.rebind(p.uop, record=False)
             c = _trace(lambda *a: [as_state(cond_fn(*a), "a loop condition")], args(ph[:n_kept]), passed)
             for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
-            b = _trace(lambda *a: [as_state(v, "loop state") for v in body_fn(*a)], args(ph_body[:n_kept]), passed)
+            at, given_as = n_kept + len(extra), {k: ph_body[j] for j, k in enumerate(kept)}
+            linked = [(given_as[p.first], p.other(given_as, extra), fl) for p, fl in zip(pairs, ph_body[at:])]
+
+            def linked_body(*a, linked=linked):   # state values that may be one array are linked under their flags
+                for first, second, flag in linked: identity_link(first, second, flag)
+                return [as_state(v, "loop state") for v in body_fn(*a)]
+            b = _trace(linked_body, args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
                      if t.base is None and not any(t is e for e in extra) and id(t) not in stale]
             stale |= c.born | b.born
@@ -377,6 +387,10 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             # the body's values as it left them: one that is an outer array it wrote (`x[:] = x + 1; r = x`, x
             # given as itself) gets its outer value back below, and the state must not take that old value
             ended = [v.uop if isinstance(v, Tensor) else None for v in b.values]
+            # what the body leaves one array: the pairs' new flags, and pairs not known yet
+            ones = [p.flag(dict(enumerate(b.values)), extra) for p in pairs]
+            more = new_pairs(pairs, [k for k in kept if k not in pending], dict(enumerate(b.values)),
+                             dict(enumerate(init)), extra)
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
             for tr in (c, b):
                 for t, old in tr.rebinds.values() if tr is not None else ():
@@ -430,8 +444,12 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
             n_checks, n_cond = len(b.checks), len(c.checks)
             continue
-        new = [_as_left(b.values[k], ended[k]) for k in kept] + [Tensor(u) for u in written]
-        at = n_kept + len(extra)
+        if more:   # values the body leaves one array: each pair's flag is state
+            pairs += more
+            types = {}
+            continue
+        new = [_as_left(b.values[k], ended[k]) for k in kept] + [Tensor(u) for u in written] + ones
+        at = n_kept + len(extra) + len(pairs)
         # the body's checks of the counter and outer values only: computed before the loop for every iteration
         icount = kept.index(counter.index) if counter is not None and counter.count and counter.index in kept else None
         hoisted = {} if icount is None or counter is None else {k: h for k, chk in enumerate(b.checks)
@@ -452,7 +470,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         raise NumfnError(f"the loop's state does not settle (at {user_location()})")
     pred = c.values[0]
     if pred.shape != (): raise ValueError(f"the loop condition must be a scalar, got an array of shape {pred.shape}")
-    at = n_kept + len(extra)
+    at = n_kept + len(extra) + len(pairs)
     going = pred.uop.cast(BOOL)
     for k in range(n_checks + n_cond):   # a failed check ends the loop
         going = going.alu(Ops.AND, ph[at + 2 * k].uop.alu(Ops.XOR, UOp.const(BOOL, True)))
@@ -489,6 +507,8 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
             t.rebind(final[k].uop)
             final[k] = t
+    for pair, flag in zip(pairs, results[n_kept + len(extra):]):   # one array after the loop where the flag says so
+        identity_link(final[pair.first], pair.other(dict(enumerate(final)), extra), flag)
     return final
 
 

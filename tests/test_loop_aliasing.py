@@ -1,0 +1,129 @@
+"""Loop state values that become one array (numfn.trace.loop_links): `r = x` in a native loop's body, or in a branch
+inside it, makes r and x one array in NumPy, so a write through either name later (in a later iteration, or after
+the loop) changes both. Each program is compared with NumPy; the loops run more than UNROLL iterations (native)."""
+import numpy as np
+import pytest
+
+from helpers import check
+
+
+def _branch_then_write_after(b):
+    x = np.zeros_like(b)
+    r = np.zeros_like(b)
+    for _ in range(10):
+        x = x + 1.0
+        if x[0] > 5:
+            r = x
+    r[1] = -5.0
+    return x, r
+
+
+def _branch_then_in_place_later(b):
+    x = np.zeros_like(b)
+    r = np.zeros_like(b)
+    for k in range(10):
+        x += 1.0
+        if k == 5:
+            r = x
+    return r
+
+
+def _unconditional_then_write_after(b):
+    x = np.zeros_like(b)
+    r = np.zeros_like(b)
+    for _ in range(10):
+        x += b
+        r = x
+    r += 1.0
+    return x
+
+
+def _run_time_count(b, n):
+    x = np.zeros_like(b)
+    r = b * 2.0
+    for k in range(n):
+        x += 1.0
+        if k == 3:
+            r = x
+    x[0] = 42.0
+    return r, x
+
+
+def _inner_loop_writes_outer(b):
+    x = np.zeros_like(b)
+    r = np.zeros_like(b)
+    for _ in range(10):
+        for i in range(6):
+            x[i] = x[i] + 1.0
+        if x[0] == 5:
+            r = x
+    x[2] = 99.0
+    return r
+
+
+def _the_other_way(b):
+    x = np.zeros_like(b)
+    r = b + 0.0
+    for _ in range(8):
+        r *= 2.0
+        if r[0] > 8:
+            x = r
+        x += 1.0
+    return r, x
+
+
+def _aliased_before_the_loop(b):
+    x = b + 0.0
+    r = x
+    for _ in range(8):
+        x += 1.0
+        if x[0] > 100:
+            r = b.copy()
+    r[0] = -1.0
+    return x, r
+
+
+def _zero_d(b):
+    x = np.zeros(())
+    r = np.ones(())
+    for k in range(8):
+        x += b[0]
+        if k == 2:
+            r = x
+    x += 100.0
+    return r
+
+
+def _three_names(b):
+    x = np.zeros_like(b)
+    r = np.zeros_like(b)
+    s = np.zeros_like(b)
+    for k in range(9):
+        x += 1.0
+        if k == 2:
+            r = x
+        if k == 4:
+            s = r
+    s[0] = -7.0
+    return x, r, s
+
+
+CASES = {
+    "branch-then-write-after": (_branch_then_write_after, (np.zeros(6),)),
+    "branch-then-in-place-later": (_branch_then_in_place_later, (np.zeros(6),)),
+    "unconditional-then-write-after": (_unconditional_then_write_after, (np.arange(6.0),)),
+    "run-time-count-taken": (_run_time_count, (np.arange(6.0), 9)),
+    "run-time-count-not-taken": (_run_time_count, (np.arange(6.0), 2)),
+    "run-time-count-zero": (_run_time_count, (np.arange(6.0), 0)),
+    "inner-loop-writes-outer": (_inner_loop_writes_outer, (np.zeros(6),)),
+    "the-other-way": (_the_other_way, (np.arange(1.0, 7.0),)),
+    "aliased-before-the-loop": (_aliased_before_the_loop, (np.arange(6.0),)),
+    "zero-d": (_zero_d, (np.arange(1.0, 7.0),)),
+    "three-names": (_three_names, (np.zeros(6),)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_loop_state_that_becomes_one_array(name, backend):
+    fn, args = CASES[name]
+    check(fn, *args, backend=backend)
