@@ -173,8 +173,8 @@ class ClassGenerator(Generator):
         def render(header: str, body_lines: list[str]) -> str:
             return "\n".join(lines + [header] + [f"    {x}" for x in body_lines])
         text = render(headers[0], body)
-        alts = tuple(dict.fromkeys(render(h, b) for h in headers for b in self.body_alts(body, acc)
-                                   if render(h, b) != text))
+        shorter = sorted(self.body_alts(body, acc, alias), key=len)   # (the shrinker takes the first that still fails)
+        alts = tuple(dict.fromkeys(render(h, b) for h in headers for b in shorter if render(h, b) != text))
         self.compound("loop", text, [a, *operands, *used], (t,) + ((acc,) if acc else ()) + ((alias,) if alias else ()),
                       alts, stable={t: (a.value.dtype, a.value.shape), **({alias: (a.value.dtype, a.value.shape)}
                                                                          if alias else {})})
@@ -284,11 +284,15 @@ class ClassGenerator(Generator):
         out = env[t]
         return isinstance(out, np.ndarray) and out.dtype == a.value.dtype and out.shape == a.value.shape
 
-    def body_alts(self, body: list[str], acc: str) -> list[list[str]]:
+    def body_alts(self, body: list[str], acc: str, alias: str = "") -> list[list[str]]:
+        """Shorter bodies: a statement left out (not the one updating `acc`), and each of those without the line
+        binding `alias` too."""
         alts = [body]
         if len(body) > 1:
             alts += [[x for k, x in enumerate(body) if k != j] for j in range(len(body))
                      if not (acc and body[j].startswith(acc))]
+        if alias:
+            alts += [short for b in alts if len(short := [x for x in b if f"{alias} = " not in x]) not in (0, len(b))]
         return alts
 
     def while_(self, part: int) -> None:
