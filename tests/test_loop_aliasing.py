@@ -1,6 +1,7 @@
-"""Loop state values that become one array (numfn.trace.loop_links): `r = x` in a native loop's body, or in a branch
-inside it, makes r and x one array in NumPy, so a write through either name later (in a later iteration, or after
-the loop) changes both. Each program is compared with NumPy; the loops run more than UNROLL iterations (native)."""
+"""Loop state values that come to share memory (numfn.trace.loop_links): `r = x` in a native loop's body, or in a
+branch inside it, makes r and x one array in NumPy, and `r = x[::2]` a view of it, so a write through either name
+later (in a later iteration, or after the loop) changes both. Each program is compared with NumPy; the loops run
+more than UNROLL iterations (native)."""
 import numpy as np
 import pytest
 
@@ -108,6 +109,61 @@ def _three_names(b):
     return x, r, s
 
 
+def _view_in_a_branch(b):
+    x = np.zeros_like(b)
+    r = np.zeros(3)
+    for k in range(10):
+        x += 1.0
+        if k == 5:
+            r = x[::2]
+    return r
+
+
+def _view_then_write_after(b):
+    x = np.zeros_like(b)
+    r = np.zeros(3)
+    for _ in range(10):
+        x += b
+        r = x[::2]
+    r += 100.0
+    return x
+
+
+def _view_of_a_new_array(b):
+    x = np.zeros_like(b)
+    r = np.zeros(3)
+    for _ in range(10):
+        x = x + 1.0
+        if x[0] > 3:
+            r = x[1:4]
+    r[0] = -1.0
+    return x, r
+
+
+def _reversed_view_while(b, n):
+    x = b + 0.0
+    r = np.zeros_like(b)
+    k = 0
+    while k < n:
+        x *= 2.0
+        if k % 2 == 0:
+            r = x[::-1]
+        k += 1
+    x[0] = -3.0
+    return r
+
+
+def _row_of_a_matrix(m):
+    a = m + 0.0
+    row = np.zeros(m.shape[1])
+    for i in range(m.shape[0]):
+        a[i] += 1.0
+        if a[i].sum() > 20.0:
+            row = a[i]
+    a *= 2.0
+    return row
+
+
 CASES = {
     "branch-then-write-after": (_branch_then_write_after, (np.zeros(6),)),
     "branch-then-in-place-later": (_branch_then_in_place_later, (np.zeros(6),)),
@@ -120,6 +176,11 @@ CASES = {
     "aliased-before-the-loop": (_aliased_before_the_loop, (np.arange(6.0),)),
     "zero-d": (_zero_d, (np.arange(1.0, 7.0),)),
     "three-names": (_three_names, (np.zeros(6),)),
+    "view-in-a-branch": (_view_in_a_branch, (np.zeros(6),)),
+    "view-then-write-after": (_view_then_write_after, (np.arange(6.0),)),
+    "view-of-a-new-array": (_view_of_a_new_array, (np.zeros(6),)),
+    "reversed-view-while": (_reversed_view_while, (np.arange(6.0), 7)),
+    "reversed-view-while-zero": (_reversed_view_while, (np.arange(6.0), 0)),
 }
 
 
@@ -127,3 +188,11 @@ CASES = {
 def test_loop_state_that_becomes_one_array(name, backend):
     fn, args = CASES[name]
     check(fn, *args, backend=backend)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a view through a traced index (a[i], i the loop's index) changes with "
+                                       "the iteration; numfn.trace.loop_links follows views by static movement ops "
+                                       "only, so a write into `a` after the loop does not reach `row`")
+def test_a_row_chosen_by_the_loop_index_then_written():
+    check(_row_of_a_matrix, np.arange(24.0).reshape(6, 4), backend="llvm")
+

@@ -31,7 +31,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import drop_links, effects_since, new_region_tag, recording_trace, tracing
 from numfn.trace.unbound import PENDING
-from numfn.trace.loop_links import Pair, identity_link, new_pairs
+from numfn.trace.loop_links import Pair, new_pairs
 from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
@@ -339,7 +339,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
-    pairs: list[Pair] = []                        # state values that may be one array (numfn.trace.loop_links)
+    pairs: list[Pair] = []                        # state values that may share memory (numfn.trace.loop_links)
     for _ in range(16):
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]
@@ -374,10 +374,10 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             c = _trace(lambda *a: [as_state(cond_fn(*a), "a loop condition")], args(ph[:n_kept]), passed)
             for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
             at, given_as = n_kept + len(extra), {k: ph_body[j] for j, k in enumerate(kept)}
-            linked = [(given_as[p.first], p.other(given_as, extra), fl) for p, fl in zip(pairs, ph_body[at:])]
+            linked = list(zip(pairs, ph_body[at:]))
 
-            def linked_body(*a, linked=linked):   # state values that may be one array are linked under their flags
-                for first, second, flag in linked: identity_link(first, second, flag)
+            def linked_body(*a, linked=linked, given_as=given_as, outer=tuple(extra)):   # (linked under their flags)
+                for pair, flag in linked: pair.link(given_as, outer, flag)
                 return [as_state(v, "loop state") for v in body_fn(*a)]
             b = _trace(linked_body, args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
@@ -387,7 +387,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             # the body's values as it left them: one that is an outer array it wrote (`x[:] = x + 1; r = x`, x
             # given as itself) gets its outer value back below, and the state must not take that old value
             ended = [v.uop if isinstance(v, Tensor) else None for v in b.values]
-            # what the body leaves one array: the pairs' new flags, and pairs not known yet
+            # what the body leaves sharing memory: the pairs' new flags, and pairs not known yet
             ones = [p.flag(dict(enumerate(b.values)), extra) for p in pairs]
             more = new_pairs(pairs, [k for k in kept if k not in pending], dict(enumerate(b.values)),
                              dict(enumerate(init)), extra)
@@ -444,7 +444,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
             n_checks, n_cond = len(b.checks), len(c.checks)
             continue
-        if more:   # values the body leaves one array: each pair's flag is state
+        if more:   # values the body leaves sharing memory: each pair's flag is state
             pairs += more
             types = {}
             continue
@@ -507,8 +507,8 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
             t.rebind(final[k].uop)
             final[k] = t
-    for pair, flag in zip(pairs, results[n_kept + len(extra):]):   # one array after the loop where the flag says so
-        identity_link(final[pair.first], pair.other(dict(enumerate(final)), extra), flag)
+    for pair, flag in zip(pairs, results[n_kept + len(extra):]):   # views after the loop where the flag says so
+        pair.link(dict(enumerate(final)), extra, flag)
     return final
 
 
