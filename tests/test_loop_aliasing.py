@@ -164,6 +164,30 @@ def _row_of_a_matrix(m):
     return row
 
 
+# fuzz seeds 52000148 and 52000194: a run-time trip count runs the first iteration on its own, under a branch on
+# whether the loop runs at all; the link the `if` inside made (r = v) was that branch's own and was dropped
+# (numfn.trace.branch_views.links_out now carries it through the outer branch)
+def _first_iteration_links_then_write_after(x0, x1):
+    v = x0.copy()
+    r = x0.copy()
+    for i in range(1, x1.sum(), 2):
+        v[i % 3] += 3
+        if v.sum() > r.sum():
+            r = v
+    r[np.clip(x0, -3, 2)] = x0
+    return v
+
+
+def _first_iteration_links_then_in_place(x0, x1):
+    v = x0.copy()
+    r = x0.copy()
+    for i in range(x1.sum() - 1, -1, -1):
+        v[...] = v + 1
+        if i % 3 == 1:
+            r = v
+    return r
+
+
 CASES = {
     "branch-then-write-after": (_branch_then_write_after, (np.zeros(6),)),
     "branch-then-in-place-later": (_branch_then_in_place_later, (np.zeros(6),)),
@@ -181,6 +205,12 @@ CASES = {
     "view-of-a-new-array": (_view_of_a_new_array, (np.zeros(6),)),
     "reversed-view-while": (_reversed_view_while, (np.arange(6.0), 7)),
     "reversed-view-while-zero": (_reversed_view_while, (np.arange(6.0), 0)),
+    "first-iteration-links-then-write-after": (_first_iteration_links_then_write_after,
+                                               (np.array([1, 1, 1], np.int16), np.array([1, 1], np.uint8))),
+    "first-iteration-links-then-in-place": (_first_iteration_links_then_in_place,
+                                            (np.ones(3), np.array([1, 1], np.int64))),
+    "first-iteration-links-then-in-place-long": (_first_iteration_links_then_in_place,
+                                                 (np.ones(3), np.array([4, 5], np.int64))),
 }
 
 

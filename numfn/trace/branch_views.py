@@ -60,6 +60,39 @@ def memory_of(t: Any, born: set, operands: dict) -> tuple[Tensor, tuple] | None:
     return base, chain
 
 
+@dataclass(eq=False)
+class Through:
+    """A branch's value that a branch inside it linked to an array from outside: that array at `where` (per axis of
+    the array, the value's shape) where `flag` holds; `chain` the movement ops of that view where every branch inside
+    that made it used the same (layout questions are answered by it), else None."""
+    flag: Tensor
+    where: list[Tensor]
+    chain: tuple | None
+
+
+def _the_chain(chains: Sequence[tuple | None]) -> tuple | None:
+    made = {c for c in chains if c is not None}
+    return next(iter(made)) if len(made) == 1 else None
+
+
+def links_out(t: Any, born: set) -> dict[int, tuple[Tensor, Through]]:
+    """{id(array): (array, Through)}: the arrays from outside a branch that a branch inside it linked `t` to (`born`:
+    the ids of the arrays the branch made). Two links to one array are one, at the positions of the one that holds."""
+    if not isinstance(t, Tensor) or t.base is not None: return {}
+    out: dict[int, tuple[Tensor, Through]] = {}
+    for lk in t._links or ():
+        memory = lk.memory
+        if lk.view() is not t or id(memory) in born or memory.runtime_length: continue
+        if id(memory) in out:
+            before = out[id(memory)][1]
+            where = [Tensor(lk.flag.uop.cast(dtypes.bool).alu(Ops.WHERE, p.uop, q.uop))
+                     for p, q in zip(lk.positions, before.where)]
+            chain = before.chain if before.chain == _the_chain(lk.chains) else None
+            out[id(memory)] = (memory, Through(lk.flag | before.flag, where, chain))
+        else: out[id(memory)] = (memory, Through(lk.flag, list(lk.positions), _the_chain(lk.chains)))
+    return out
+
+
 def _one_part(chains: Sequence[tuple]) -> int | None:
     """0 or 1 when every chain takes the real or every one the imaginary part, once (a part commutes with movement
     ops: x[1:].real is x.real[1:])."""
@@ -108,9 +141,12 @@ class BranchViews:
         for k in range(n):
             if not all(_same_shape(o[k].shape, outs[0][k].shape) for o in outs): continue   # (an error follows)
             mems = [memory_of(o[k], born, operands) for o, born in zip(outs, borns)]
-            bases = list({id(m[0]): m[0] for m in mems if m is not None}.values())
+            # (a value a branch inside linked to an outer array, `if c: r = x` inside this branch: linked too)
+            throughs = [links_out(o[k], born) for o, born in zip(outs, borns)]
+            bases = list(({id(m[0]): m[0] for m in mems if m is not None} |
+                          {i: b for th in throughs for i, (b, _) in th.items()}).values())
             if not bases: continue
-            if len(bases) == 1 and all(m is not None for m in mems):
+            if len(bases) == 1 and all(m is not None for m in mems) and not any(throughs):
                 chains = [m[1] for m in mems if m is not None]
                 lane = _one_part(chains)
                 if lane is not None:   # the same part everywhere: the view of the array, then its part
@@ -120,7 +156,8 @@ class BranchViews:
                 self.chosen[k] = (bases[0], chains, same_view(chains))
                 continue
             _no_parts([m[1] for m in mems if m is not None])
-            self.linked[k] = [(b, [m[1] if m is not None and m[0] is b else None for m in mems])
+            self.linked[k] = [(b, [m[1] if m is not None and m[0] is b else th[id(b)][1] if id(b) in th else None
+                                   for m, th in zip(mems, throughs)])
                               for b in bases if linkable(b, outs[0][k].shape)]
         self.keep = [k for k in range(n) if k not in self.chosen]
         self.extra_labels: list[tuple[int, str]] = []
@@ -136,6 +173,10 @@ class BranchViews:
         for k, links in self.linked.items():
             for base, chains in links:
                 chain = chains[i]
+                if isinstance(chain, Through):   # where the branch inside linked it
+                    out.append(chain.flag.uop.cast(dtypes.bool))
+                    out += [p.uop.cast(dtypes.int64) for p in chain.where]
+                    continue
                 out.append(UOp.const(dtypes.bool, chain is not None))
                 out += (positions(base, chain) if base.ndim else []) if chain is not None else \
                     [UOp.const_like(dtypes.int64, 0, self._shapes[k])] * base.ndim
@@ -158,7 +199,8 @@ class BranchViews:
             # writes it in place, and into x where the branch made v x (a scalar's value is the same either way)
             if links: plain[k].as_array()
             for base, chains in links:
-                link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at], chains)
+                link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at],
+                     [c.chain if isinstance(c, Through) else c for c in chains])
                 at += 1 + base.ndim
         return [out[k] if k in out else plain[k] for k in range(self.n)]
 
