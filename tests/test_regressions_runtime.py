@@ -745,3 +745,29 @@ def test_fork_after_svmap_used_its_threads(backend):
         return True
     assert run_forked(child, timeout=60)
     assert_same(s(xs), want)
+
+
+# fuzz seed 52500012: a loop's carried array of 4 uint8 on the program's stack, copied whole into the output; LLVM
+# kept the slot as one i32 and its SLP vectorizer packed the bytes of comparisons wrongly (elements after a 255
+# became 255). Arrays of several elements in at most 8 bytes now live in the arena (codegen/layout.on_stack_bytes).
+def _wrapping_loop(x1):
+    v15 = x1.copy()
+    c16 = np.zeros((), np.int64)
+    while c16 < 7:
+        v15 += x1
+        c16 = c16 + 1
+    v15 -= x1
+    v24 = v15.copy()
+    c25 = 0
+    while c25 < 7:
+        v24 = v24 + v15
+        v24 = np.minimum(v24, 1) - 1
+        c25 = c25 + 1
+    return v24
+
+
+@pytest.mark.parametrize("dtype, shape", [(np.uint8, (2, 2)), (np.uint8, (8,)), (np.uint16, (4,)),
+                                          (np.uint8, (3,)), (np.uint8, (16,))])
+def test_a_small_carried_array_copied_into_the_output(dtype, shape, backend):
+    x1 = (np.arange(int(np.prod(shape))).reshape(shape) % 4).astype(dtype)
+    assert_same(numfn.jit(_wrapping_loop, backend=backend)(x1), _wrapping_loop(x1))

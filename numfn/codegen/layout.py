@@ -49,4 +49,9 @@ def on_stack_bytes(buf: Buffer, dt: DType) -> int:
     kernels are inlined into it, the compiler keeps their values in registers, where arena memory (the heap) would
     be loaded and stored at every step of a scalar loop."""
     nbytes = max(1, buf.size * dt.itemsize)
+    if (buf.size > 1 or dt.is_complex) and nbytes <= 8:
+        # several elements in at most 8 bytes: LLVM's SROA keeps such a slot as one integer (when it is copied
+        # whole, as into an output), and its SLP vectorizer (LLVM 20 and 22) packs that integer's bytes wrongly
+        # when they come from comparisons (a lane's sign extension reaches the lanes above: fuzz seed 52500012)
+        return 0
     return nbytes if nbytes <= ON_STACK_BYTES else 0
