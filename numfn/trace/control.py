@@ -346,10 +346,16 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         n_kept = len(kept)
         pairs = [p for p in pairs if p.first in kept and (p.second[0] == "outer" or p.second[1] in kept)]
         flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * (n_checks + n_cond)
-        state = [init[k] for k in kept] + extra + [p.flag(dict(enumerate(init)), extra) for p in pairs] + flags
+        # each pair's flag, and a changing view's positions
+        widths = [pair.width(pair.other(dict(enumerate(init)), extra).ndim) for pair in pairs]
+        n_link = sum(widths)
+        state = [init[k] for k in kept] + extra + \
+            [t for pair in pairs for t in pair.state(dict(enumerate(init)), extra)] + flags
         all_names = [names[k] for k in kept] + [_name(t) for t in extra]
-        all_names += [f"whether {names[p.first]} is {p.other(dict(enumerate(names)), all_names[n_kept:])}"
-                      for p in pairs] + ["a check's flag", "a check's payload"] * (n_checks + n_cond)
+        for pair, w in zip(pairs, widths):
+            shown = f"{names[pair.first]} is {pair.other(dict(enumerate(names)), all_names[n_kept:])}"
+            all_names += [f"whether {shown}"] + [f"where {shown}"] * (w - 1)
+        all_names += ["a check's flag", "a check's payload"] * (n_checks + n_cond)
         specs = [(t.shape, types.get(k, (t.uop.dtype, t.weak))[0]) for k, t in enumerate(state)]
         weak = [types.get(k, (t.uop.dtype, t.weak))[1] for k, t in enumerate(state)]
         for t, name in zip(state, all_names): _spec(t, name)
@@ -374,10 +380,10 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             c = _trace(lambda *a: [as_state(cond_fn(*a), "a loop condition")], args(ph[:n_kept]), passed)
             for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
             at, given_as = n_kept + len(extra), {k: ph_body[j] for j, k in enumerate(kept)}
-            linked = list(zip(pairs, ph_body[at:]))
+            linked = [(pair, ph_body[at + sum(widths[:j]):at + sum(widths[:j + 1])]) for j, pair in enumerate(pairs)]
 
             def linked_body(*a, linked=linked, given_as=given_as, outer=tuple(extra)):   # (linked under their flags)
-                for pair, flag in linked: pair.link(given_as, outer, flag)
+                for pair, carried in linked: pair.link(given_as, outer, carried)
                 return [as_state(v, "loop state") for v in body_fn(*a)]
             b = _trace(linked_body, args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
@@ -388,7 +394,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             # given as itself) gets its outer value back below, and the state must not take that old value
             ended = [v.uop if isinstance(v, Tensor) else None for v in b.values]
             # what the body leaves sharing memory: the pairs' new flags, and pairs not known yet
-            ones = [p.flag(dict(enumerate(b.values)), extra) for p in pairs]
+            ones = [t for pair in pairs for t in pair.state(dict(enumerate(b.values)), extra)]
             more = new_pairs(pairs, [k for k in kept if k not in pending], dict(enumerate(b.values)),
                              dict(enumerate(init)), extra)
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
@@ -449,7 +455,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             types = {}
             continue
         new = [_as_left(b.values[k], ended[k]) for k in kept] + [Tensor(u) for u in written] + ones
-        at = n_kept + len(extra) + len(pairs)
+        at = n_kept + len(extra) + n_link
         # the body's checks of the counter and outer values only: computed before the loop for every iteration
         icount = kept.index(counter.index) if counter is not None and counter.count and counter.index in kept else None
         hoisted = {} if icount is None or counter is None else {k: h for k, chk in enumerate(b.checks)
@@ -470,7 +476,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         raise NumfnError(f"the loop's state does not settle (at {user_location()})")
     pred = c.values[0]
     if pred.shape != (): raise ValueError(f"the loop condition must be a scalar, got an array of shape {pred.shape}")
-    at = n_kept + len(extra) + len(pairs)
+    at = n_kept + len(extra) + n_link
     going = pred.uop.cast(BOOL)
     for k in range(n_checks + n_cond):   # a failed check ends the loop
         going = going.alu(Ops.AND, ph[at + 2 * k].uop.alu(Ops.XOR, UOp.const(BOOL, True)))
@@ -507,8 +513,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
             t.rebind(final[k].uop)
             final[k] = t
-    for pair, flag in zip(pairs, results[n_kept + len(extra):]):   # views after the loop where the flag says so
-        pair.link(dict(enumerate(final)), extra, flag)
+    at = n_kept + len(extra)
+    for j, pair in enumerate(pairs):   # views after the loop where the flag says so
+        pair.link(dict(enumerate(final)), extra, results[at + sum(widths[:j]):at + sum(widths[:j + 1])])
     return final
 
 

@@ -12,8 +12,9 @@ state: whether r is that view of x now.
   through the link it was given, when it leaves a value as it was).
 - After the loop r's result is linked to x's under the flag's last value.
 
-Views by static movement ops are followed; a view a branch chose differently on each side (a gather at positions
-the branch gave) is not.
+A view by static movement ops is a pair's `chain`. A view whose positions change (`row = a[i]`, i the loop's index,
+or views a branch chose differently on each side) is a pair with chain DYNAMIC: its positions in x (per axis of x,
+r's shape) are loop state too, next to the flag.
 """
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ from numfn.trace.tensor import Tensor
 
 _DEPTH = 4   # how many links and views `related` follows (a branch's result linked to a value itself linked)
 TRUE = UOp.const(dtypes.bool, True)
+DYNAMIC = ("dynamic",)   # the chain of a pair whose view's positions are loop state
+
+
+@dataclass(frozen=True)
+class Held:
+    """Where `flag` holds, a value is a view of an array: at `where` (per axis of the array, the value's shape) for a
+    DYNAMIC relation, else at the positions of its chain."""
+    flag: UOp
+    where: tuple[UOp, ...] = ()
 
 
 def _array(t) -> bool:
@@ -39,41 +49,64 @@ def _static(chain: tuple) -> bool:
     return all(op in MOVEMENT and op is not Ops.EXPAND for op, _ in chain)
 
 
-def related(a, b) -> dict[tuple, UOp]:
-    """{chain: a 0-d bool}: where the bool holds, `a` is the view `chain` of `b` (the whole of it for the empty
-    chain), by a view of it, or links a branch made (a Link says its view is its memory at the chain each branch
-    used, where its flag holds; a whole-array link holds both ways), directly or through other arrays."""
+def _and(a: UOp, b: UOp) -> UOp:
+    return b if a is TRUE else a if b is TRUE else a.alu(Ops.AND, b)
+
+
+def related(a, b) -> dict[tuple, Held]:
+    """{chain: Held}: where its flag holds, `a` is the view `chain` of `b` (the whole of it for the empty chain; at the
+    Held's positions for DYNAMIC), by a view of it, or links a branch made (a Link says its view is its memory at
+    the chain each branch used, where its flag holds; a whole-array link holds both ways), directly or through
+    other arrays (a DYNAMIC view only as the last step, after whole arrays)."""
     if not (_array(a) and _array(b)) or b.base is not None: return {}
     return _related(a, b, (a,), _DEPTH)
 
 
-def _related(a: Tensor, b: Tensor, path: tuple, depth: int) -> dict[tuple, UOp]:
-    if a is b: return {(): TRUE}
-    if depth == 0: return {}
-    steps: list[tuple[Tensor, tuple, UOp]] = []   # a is other[chain] where the flag holds
+def _steps(a: Tensor) -> list[tuple[Tensor, tuple, Held]]:
+    """(other, chain, Held): `a` is other's view `chain` (DYNAMIC: at the Held's positions) where the flag holds."""
     if a.base is not None:
-        if _static(a.chain): steps.append((a.base, a.chain, TRUE))
-    else:
-        for lk in a._links or ():
-            chains = {c for c in lk.chains if c is not None}
-            if lk.view() is a and len(chains) == 1 and _static(c := next(iter(chains))):
-                steps.append((lk.memory, c, lk.flag.uop.cast(dtypes.bool)))
-            elif lk.memory is a and chains == {()} and (v := lk.view()) is not None:
-                steps.append((v, (), lk.flag.uop.cast(dtypes.bool)))
-    out: dict[tuple, UOp] = {}
-    for other, chain, flag in steps:
+        if _static(a.chain): return [(a.base, a.chain, Held(TRUE))]
+        where = tuple(positions(a.base, a.chain)) if a.base.ndim else ()
+        return [(a.base, DYNAMIC, Held(TRUE, where))]
+    steps = []
+    for lk in a._links or ():
+        chains = {c for c in lk.chains if c is not None}
+        flag = lk.flag.uop.cast(dtypes.bool)
+        if lk.view() is a:
+            if len(chains) == 1 and _static(c := next(iter(chains))): steps.append((lk.memory, c, Held(flag)))
+            else: steps.append((lk.memory, DYNAMIC, Held(flag, tuple(p.uop.cast(dtypes.int64) for p in lk.positions))))
+        elif lk.memory is a and chains == {()} and (v := lk.view()) is not None:
+            steps.append((v, (), Held(flag)))
+    return steps
+
+
+def _related(a: Tensor, b: Tensor, path: tuple, depth: int) -> dict[tuple, Held]:
+    if a is b: return {(): Held(TRUE)}
+    if depth == 0: return {}
+    out: dict[tuple, Held] = {}
+    for other, chain, step in _steps(a):
         if any(other is t for t in path) or not _array(other): continue
-        for inner, f in _related(other, b, path + (other,), depth - 1).items():
-            held = f if flag is TRUE else flag if f is TRUE else flag.alu(Ops.AND, f)
-            whole = inner + chain
-            out[whole] = held if whole not in out else out[whole].alu(Ops.OR, held)
+        for inner, held in _related(other, b, path + (other,), depth - 1).items():
+            if chain == DYNAMIC:   # (a changing view of b itself, reached through whole arrays only)
+                if inner != (): continue   # (other is b, or the whole of it: the same positions)
+                whole, found = DYNAMIC, Held(_and(step.flag, held.flag), step.where)
+            elif inner == DYNAMIC:
+                if chain != (): continue
+                whole, found = DYNAMIC, Held(_and(step.flag, held.flag), held.where)
+            else: whole, found = inner + chain, Held(_and(step.flag, held.flag))
+            before = out.get(whole)
+            if before is not None:   # several ways: either holds, at the positions of one that does
+                where = tuple(found.flag.alu(Ops.WHERE, p, q) for p, q in zip(found.where, before.where))
+                found = Held(found.flag.alu(Ops.OR, before.flag), where)
+            out[whole] = found
     return out
 
 
 @dataclass(frozen=True)
 class Pair:
     """Loop state value `first` (its position in the state) that may be the view `chain` of `second`: a state value
-    ("state", position) or an outer array the body writes ("outer", its position among them)."""
+    ("state", position) or an outer array the body writes ("outer", its position among them). A DYNAMIC pair's
+    view changes: its positions are loop state after its flag."""
     first: int
     second: tuple[str, int]
     chain: tuple = ()
@@ -83,16 +116,31 @@ class Pair:
         kind, k = self.second
         return values[k] if kind == "state" else outer[k]
 
-    def flag(self, values: Mapping[int, Any], outer: Sequence[Tensor]) -> Tensor:
-        """Whether, among `values` and `outer`, the first value is the view of the second (a 0-d bool)."""
-        held = related(values[self.first], self.other(values, outer)).get(self.chain)
-        return Tensor(UOp.const(dtypes.bool, False) if held is None else held)
-
-    def link(self, values: Mapping[int, Any], outer: Sequence[Tensor], flag: Tensor) -> None:
-        """Link the first value to the second under `flag`, as a branch links its result to the array it chose."""
+    def state(self, values: Mapping[int, Any], outer: Sequence[Tensor]) -> list[Tensor]:
+        """What the loop carries for the pair among `values` and `outer`: whether the first value is the view of the
+        second (a 0-d bool), then for a DYNAMIC pair the view's positions (per axis of the second, int64 arrays of
+        the first's shape; zeros where it is not the view)."""
         view, memory = values[self.first], self.other(values, outer)
+        held = related(view, memory).get(self.chain)
+        out = [Tensor(UOp.const(dtypes.bool, False) if held is None else held.flag)]
+        if self.chain == DYNAMIC:
+            zeros = UOp.const_like(dtypes.int64, 0, view.shape)
+            out += [Tensor(zeros if held is None else p) for p in (held.where if held else [zeros] * memory.ndim)]
+        return out
+
+    def link(self, values: Mapping[int, Any], outer: Sequence[Tensor], carried: Sequence[Tensor]) -> None:
+        """Link the first value to the second under the flag `carried` starts with (and at the positions after it,
+        for a DYNAMIC pair), as a branch links its result to the array it chose."""
+        view, memory = values[self.first], self.other(values, outer)
+        if self.chain == DYNAMIC:
+            link(view, memory, list(carried[1:1 + memory.ndim]), carried[0], [None])
+            return
         where = [Tensor(u) for u in positions(memory, self.chain)] if memory.ndim else []
-        link(view, memory, where, flag, [self.chain])
+        link(view, memory, where, carried[0], [self.chain])
+
+    def width(self, outer_ndim: int) -> int:
+        """How many values of the loop's state the pair takes (`outer_ndim`: its second value's)."""
+        return 1 + (outer_ndim if self.chain == DYNAMIC else 0)
 
 
 def new_pairs(pairs: list[Pair], kept: Sequence[int], values: Mapping[int, Any], init: Mapping[int, Any],
