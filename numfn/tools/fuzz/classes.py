@@ -4,8 +4,9 @@ decides its inputs and the statements it draws besides the base ones.
   loops     native loops (more than numfn's unroll limit of 4 iterations) with odd and even, static and run-time
             trip counts (from an argument's values), carrying arrays of narrow dtypes, the index indexing them,
             writes into the carried array inside the loop and after it (setitem, augmented assignment, through a
-            view), a second name the body binds to the carried array (r = t, always or in an `if`: one array
-            after that), `while` loops whose values feed np.outer
+            view), a second name the body binds to the carried array or to a row of it by the index (r = t,
+            r = t[i % n], always or in an `if`: sharing its memory after that), `while` loops whose values feed
+            np.outer
   index     the same loops with the index (or a while loop's counter) in arithmetic: t + i, t * i, t - b * i
             with t of a narrow dtype (int8 * i is int8: the index is a Python int, weak)
   branches  `if`/`else` on a condition computed from the data (sometimes one that never or always holds) choosing
@@ -162,12 +163,14 @@ class ClassGenerator(Generator):
             acc = self.fresh_name("s")
             body.append(f"{acc} = {acc} + {t}.{self.choice(['max', 'sum', 'min'])}()")
         lines = [f"{t} = {init}"] + ([f"{acc} = 0"] if acc else [])
-        alias = ""
-        if self.chance(0.2):   # a second name the body makes t's array (always, at some index, or on the data)
-            alias = self.fresh_name("r")
-            lines.append(f"{alias} = {a.name}.copy()")
+        alias, alias_of = "", a.value
+        if self.chance(0.2):   # a second name the body makes t's array, or a row of it by the index (always, at some
+            alias = self.fresh_name("r")   # index, or on the data)
+            row = a.value.ndim >= 2 and self.chance(0.4)
+            alias_of = a.value[0] if row else a.value
+            lines.append(f"{alias} = {a.name}{'[0]' if row else ''}.copy()")
             when = self.choice(["", f"if {i} == 2: ", f"if {i} % 3 == 1: ", f"if {t}.sum() > {alias}.sum(): "])
-            statement = f"{when}{alias} = {t}"
+            statement = f"{when}{alias} = {t}" + (f"[{i} % {a.value.shape[0]}]" if row else "")
             body.insert(0 if self.chance(0.5) else len(body), statement)
 
         def render(header: str, body_lines: list[str]) -> str:
@@ -176,7 +179,7 @@ class ClassGenerator(Generator):
         shorter = sorted(self.body_alts(body, acc, alias), key=len)   # (the shrinker takes the first that still fails)
         alts = tuple(dict.fromkeys(render(h, b) for h in headers for b in shorter if render(h, b) != text))
         self.compound("loop", text, [a, *operands, *used], (t,) + ((acc,) if acc else ()) + ((alias,) if alias else ()),
-                      alts, stable={t: (a.value.dtype, a.value.shape), **({alias: (a.value.dtype, a.value.shape)}
+                      alts, stable={t: (a.value.dtype, a.value.shape), **({alias: (alias_of.dtype, alias_of.shape)}
                                                                          if alias else {})})
         self.after_loop(part, t)
         if alias and self.chance(0.5): self.after_loop(part, alias)
