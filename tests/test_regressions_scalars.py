@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import numfn
-from helpers import assert_same, check, check_no_sharing, magnitude, numpy_exception, numpy_result, public_type, run_jit
+from helpers import (assert_same, check, check_no_sharing, check_raises_like, magnitude, numpy_exception,
+                     numpy_result, public_type, run_jit)
 
 DTYPES = (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64,
           np.complex64, np.bool_)
@@ -564,3 +565,38 @@ def _add_at_one_element(idx, v):
 def test_ufunc_at_into_one_element(backend):
     check(_add_at_one_element, np.array([0, 0, -1, 0]), np.array([0.1, 0.2, 0.3, 1e16]), backend=backend)
     check(_add_at_one_element, np.zeros(0, np.int64), np.zeros(0), backend=backend)
+
+
+# fuzz seed 54000199: np.clip of an unsigned array by a Python int known only at run time (an argument, a loop's
+# result: -1 from a search that found nothing). NumPy drops a Python-int bound beyond the side of the dtype's range
+# it cannot reach (np.clip(uint16, -1, 3) clips to [0, 3]); numfn did so for constants only and raised OverflowError
+# for traced ones. A bound beyond the reachable side still raises, as NumPy's maximum does.
+def _clip_by_argument(x, lo, hi):
+    return np.clip(x, lo, hi)
+
+
+def _clip_by_a_search(x, t):
+    k = -1
+    for i in range(t.shape[0]):
+        if t[i] > 100:
+            k = i
+            break
+    return np.clip(x, k, 3)
+
+
+@pytest.mark.parametrize("dtype, lo, hi", [(np.uint16, -1, 3), (np.uint8, -300, 7), (np.int8, -1000, 1000),
+                                           (np.uint8, 2, 500), (np.int16, -5, 40000)])
+def test_clip_by_python_ints_known_at_run_time(dtype, lo, hi, backend):
+    x = np.array([[1, 5], [0, 9]], dtype)
+    check(_clip_by_argument, x, lo, hi, backend=backend)
+
+
+@pytest.mark.parametrize("dtype, lo, hi", [(np.uint8, 300, 400), (np.int8, -200, -150)])
+def test_clip_by_python_ints_beyond_the_reachable_side_raises(dtype, lo, hi, backend):
+    x = np.array([[1, 5], [0, 9]], dtype)
+    check_raises_like(_clip_by_argument, x, lo, hi, backend=backend, match="out of bounds")
+
+
+def test_clip_by_the_result_of_a_search(backend):
+    x = np.array([[1, 5], [0, 9]], np.uint16)
+    check(_clip_by_a_search, x, np.arange(6), backend=backend)

@@ -41,12 +41,24 @@ def clip(a: ArrayLike, a_min: ArrayLike | None = None, a_max: ArrayLike | None =
         if is_python_int(a_min) and a_min < dt.min: a_min = None
         if is_python_int(a_max) and a_max > dt.max: a_max = None
         if a_min is None and a_max is None: return res
+        # a traced Python int (an argument, a loop's result) the same at run time: raised to the dtype's minimum or
+        # lowered to its maximum, so only a bound beyond the side it can reach is out of range (fuzz seed 54000199)
+        a_min = _within(a_min, Ops.MAX, dt.min)
+        a_max = _within(a_max, Ops.MIN, dt.max)
     if a_min is None: return minimum(res, a_max)   # NumPy: the ufunc minimum, whose NaN handling differs
     if a_max is None: return maximum(res, a_min)
     lo = maximum(res, a_min)   # for complex values NumPy's clip compares otherwise (_clip_kernel)
     lo = _clip_max(res, a_min) if lo.uop.dtype.is_complex else lo
     hi = minimum(lo, a_max)
     return _clip_min(lo, a_max) if hi.uop.dtype.is_complex else hi
+
+
+def _within(bound, op: Ops, limit: int):
+    """A traced Python-int `bound` (a weak int64) brought within `limit` by `op` (MAX or MIN); anything else as it
+    is."""
+    if not (isinstance(bound, Tensor) and bound.weak and bound.uop.dtype.is_int and bound.ndim == 0): return bound
+    if not bound.uop.dtype.min <= limit <= bound.uop.dtype.max: return bound
+    return Tensor(bound.uop.alu(op, UOp.const(bound.uop.dtype, limit)), weak=True)
 
 
 def _clip_kernel(op: Ops) -> Callable:
