@@ -207,6 +207,33 @@ def _column_then_write_after(m):
     return col
 
 
+# fuzz seed 55500662: two results of one branch that the branch taken makes one array it made (`b = a` after
+# `a = x * 2`; here the loop's first iteration, run under a branch, binds r = v inside an `if`): the results were
+# arrays of their own (numfn.trace.branch_views: BranchViews.joined links them under that branch's flag)
+def _results_of_one_branch_joined(x0, x1):
+    v = x0.copy()
+    r = x0.copy()
+    for i in range(1, x1.sum(), 2):
+        v[i % 2] = True
+        v = v - 3
+        if i % 3 == 1:
+            r = v
+    v[...] = True
+    return r
+
+
+def _branch_binds_two_names_to_one_array(x, c):
+    if c.sum() > 0:
+        a = x * 2
+        b = a
+    else:
+        a = x * 3
+        b = x * 4
+    a[0] = -1
+    b[1] = -7
+    return a, b
+
+
 CASES = {
     "branch-then-write-after": (_branch_then_write_after, (np.zeros(6),)),
     "branch-then-in-place-later": (_branch_then_in_place_later, (np.zeros(6),)),
@@ -226,6 +253,10 @@ CASES = {
     "reversed-view-while-zero": (_reversed_view_while, (np.arange(6.0), 0)),
     "row-of-a-matrix": (_row_of_a_matrix, (np.arange(24.0).reshape(6, 4),)),
     "row-then-in-place": (_row_then_in_place, (np.arange(24.0).reshape(6, 4),)),
+    "results-of-one-branch-joined": (_results_of_one_branch_joined, (np.ones(2), np.array([1, 1]))),
+    "results-of-one-branch-joined-long": (_results_of_one_branch_joined, (np.ones(2), np.array([4, 5]))),
+    "branch-binds-two-names-taken": (_branch_binds_two_names_to_one_array, (np.arange(3.0), np.array([1]))),
+    "branch-binds-two-names-not-taken": (_branch_binds_two_names_to_one_array, (np.arange(3.0), np.array([-1]))),
     "first-iteration-links-then-write-after": (_first_iteration_links_then_write_after,
                                                (np.array([1, 1, 1], np.int16), np.array([1, 1], np.uint8))),
     "first-iteration-links-then-in-place": (_first_iteration_links_then_in_place,

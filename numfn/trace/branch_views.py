@@ -167,6 +167,12 @@ class BranchViews:
             for base, _ in links: self.extra_labels += [(k, "whether a view is")] + [(k, "the positions of view")] * \
                 base.ndim
         self._shapes = {k: outs[0][k].shape for k in range(n)}
+        # two results that some branch makes one array it made (`b = a` after `a = x * 2`): one array after the
+        # branch where the branch taken did (fuzz seed 55500662); per branch, whether it did
+        self.joined = [(k, j) for k in self.keep for j in self.keep
+                       if j > k and any(_one_array(o[k], o[j]) is not None for o in outs)]
+        self._one = [[_one_array(o[k], o[j]) for k, j in self.joined] for o in outs]
+        self.extra_labels += [(k, "whether a result is another") for k, _ in self.joined]
 
     def extra(self, i: int) -> list[UOp]:
         out = [u for k, (base, chains, same) in self.chosen.items() if not same for u in positions(base, chains[i])]
@@ -180,7 +186,7 @@ class BranchViews:
                 out.append(UOp.const(dtypes.bool, chain is not None))
                 out += (positions(base, chain) if base.ndim else []) if chain is not None else \
                     [UOp.const_like(dtypes.int64, 0, self._shapes[k])] * base.ndim
-        return out
+        return out + [UOp.const(dtypes.bool, False) if same is None else same for same in self._one[i]]
 
     def given(self, res: list[Tensor]) -> list[Tensor]:
         plain = dict(zip(self.keep, res))
@@ -202,7 +208,25 @@ class BranchViews:
                 link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at],
                      [c.chain if isinstance(c, Through) else c for c in chains])
                 at += 1 + base.ndim
+        for (k, j), flag in zip(self.joined, res[at:]):
+            plain[k].as_array(), plain[j].as_array()
+            link(plain[k], plain[j], [Tensor(u) for u in positions(plain[j], ())] if plain[j].ndim else [], flag, [()])
         return [out[k] if k in out else plain[k] for k in range(self.n)]
+
+
+def _one_array(t: Any, u: Any) -> UOp | None:
+    """Whether two values a branch gives are one whole array (a 0-d bool): the same array, or one linked to the other
+    by a branch inside (`if c: r = v`); None where they never are."""
+    def array(v) -> bool:
+        return isinstance(v, Tensor) and not v.weak and not v.runtime_length and not v.is_scalar()
+    if not (array(t) and array(u)) or t.shape != u.shape: return None
+    if t is u: return UOp.const(dtypes.bool, True)
+    flags = [lk.flag.uop.cast(dtypes.bool) for a, b in ((t, u), (u, t)) for lk in a._links or ()
+             if lk.view() is a and lk.memory is b and all(c in (None, ()) for c in lk.chains)]
+    if not flags: return None
+    out = flags[0]
+    for f in flags[1:]: out = out.alu(Ops.OR, f)
+    return out
 
 
 def view_after(base: Tensor, chain: tuple, index: Sequence[Tensor] | None, chains: Sequence[tuple] = ()) -> Tensor:
