@@ -279,3 +279,20 @@ def test_loop_state_that_becomes_one_array(name, backend):
 def test_a_column_of_an_array_the_loop_only_reads_then_written():
     check(_column_then_write_after, np.arange(24.0).reshape(4, 6), backend="llvm")
 
+
+
+def _zero_d_joined_twice(x0):
+    v = np.minimum(2, x0)[...].copy()
+    r = v.copy()
+    for i in range(5):
+        if i % 3 == 1:
+            r = v
+        v += True
+    return r
+
+
+@pytest.mark.xfail(strict=True, reason="open (fuzz seed 56000589): a 0-d array bound to a second name in an `if` at "
+                                       "two iterations (i = 1 and 4) then written in place: the second name misses "
+                                       "one write (3.0 where NumPy gives 4.0), both backends")
+def test_a_zero_d_array_joined_at_two_iterations():
+    check(_zero_d_joined_twice, np.array(-1.0), backend="llvm")
