@@ -291,8 +291,7 @@ def _zero_d_joined_twice(x0):
     return r
 
 
-@pytest.mark.xfail(strict=True, reason="open (fuzz seed 56000589): a 0-d array bound to a second name in an `if` at "
-                                       "two iterations (i = 1 and 4) then written in place: the second name misses "
-                                       "one write (3.0 where NumPy gives 4.0), both backends")
+# fuzz seed 56000589: `np.minimum(2, x0)[...]` gave a NumPy scalar (`...` not in a tuple was missed), so `v += True`
+# rebound v and r kept an old value; NumPy's `...` of a scalar is a 0-d array
 def test_a_zero_d_array_joined_at_two_iterations():
     check(_zero_d_joined_twice, np.array(-1.0), backend="llvm")

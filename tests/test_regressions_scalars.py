@@ -517,6 +517,24 @@ def _astype_of_scalar(x):
     return v
 
 
+def _ellipsis_of_a_scalar(x):
+    v = x.sum()[...]            # fuzz seed 56000589: a NumPy scalar indexed by `...` is a 0-d array, not a scalar
+    r = v
+    v += np.float64(0.5)        # in place: r sees it
+    return r, v
+
+
+def _views_of_a_scalar(x):
+    s = x.sum()
+    a = s[...]                  # a new 0-d array: a NumPy scalar is immutable, no view of it can write into it
+    a += 1
+    b = s[None]
+    b += 2
+    c = s[()]                   # a scalar again
+    c += 3
+    return s, a, b, c
+
+
 def _fuzz_20000027(x1, x2, x3):
     v4 = x1.copy()
     for i5 in range(x3[0], x3.sum()):
@@ -537,11 +555,23 @@ def _fuzz_20000027(x1, x2, x3):
     (_array_in_while, (np.arange(3, dtype=np.int8), np.array(6))),
     (_asarray_of_scalar, (np.arange(3, dtype=np.int8),)),
     (_astype_of_scalar, (np.arange(3, dtype=np.int8),)),
+    (_ellipsis_of_a_scalar, (np.arange(3, dtype=np.float32),)),
+    (_views_of_a_scalar, (np.arange(3, dtype=np.int8),)),
+    (_views_of_a_scalar, (np.arange(3.0),)),
     (_fuzz_20000027, (np.array(4, np.int8), np.array(0, np.int8), np.array([1, 1], np.int8))),
     (_fuzz_20000027, (np.array(4, np.int8), np.array(0, np.int8), np.array([1, 3], np.int8))),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_0d_arrays_update_in_place_and_scalars_rebind(fn, args, backend):
     check(fn, *args, backend=backend)
+
+
+def _subscript_python_scalar(x, s):
+    return s[...]
+
+
+@pytest.mark.parametrize("value", [True, 3, 2.5, 1j])
+def test_subscripting_a_python_scalar_raises_as_python_does(value, backend):
+    check_raises_like(_subscript_python_scalar, np.arange(3.0), value, backend=backend, match="not subscriptable")
 
 
 # Found by a helper (issue 28): ufunc.at into a target whose indexed axes have one element lost all updates but

@@ -335,6 +335,12 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
 def getitem(x: Tensor, index) -> Tensor:
     """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
     whose number is only known at run time), an array of run-time length (numfn.trace.dynamic)."""
+    if x.weak:   # a Python bool, int, float or complex
+        dt = x.uop.dtype
+        kind = "bool" if dt.is_bool else "int" if dt.is_int else "complex" if dt.is_complex else "float"
+        raise TypeError(f"'{kind}' object is not subscriptable")
+    if x.is_scalar():   # a NumPy scalar is immutable: x[...] and x[None] are new arrays, not views
+        x = Tensor(x.uop).as_array()
     masked = _leading_mask(x.shape, index)
     if masked is not None:
         mask, rest = masked
@@ -344,7 +350,7 @@ def getitem(x: Tensor, index) -> Tensor:
         return RunTimeLength.take(getitem(x, (slice(None),) * len(leading) + _as_tuple(index)[len(leading):]), leading)
     items = normalize(x.shape, index)
     # NumPy gives a scalar (a copy) where integers pick a single element, unless an Ellipsis keeps it an array
-    scalar = not (isinstance(index, tuple) and any(i is Ellipsis for i in index))
+    scalar = not any(i is Ellipsis for i in _as_tuple(index))
     if is_basic(items):
         view = basic_view(x.uop, items)
         if view.shape == () and scalar: return Tensor(view, x.weak)
