@@ -5,7 +5,7 @@ NumPy; the loops run more than UNROLL iterations (native)."""
 import numpy as np
 import pytest
 
-from helpers import check
+from helpers import check, check_mutates
 
 
 def _branch_then_write_after(b):
@@ -197,6 +197,8 @@ def _row_then_in_place(m):
     return row, a
 
 
+# State related to an outer array the loop only reads (numfn.trace.loop_links: pairs with the arrays state values
+# were found views of, or started as): a column the loop picks, and `y = x` before a loop that may not run
 def _column_then_write_after(m):
     a = m + 0.0
     col = np.zeros(m.shape[0])
@@ -205,6 +207,62 @@ def _column_then_write_after(m):
             col = a[:, j]
     a[1:] = 0.0
     return col
+
+
+def _column_then_written(m):
+    a = m + 0.0
+    col = np.zeros(m.shape[0])
+    for j in range(m.shape[1]):
+        if a[0, j] > 2.0:
+            col = a[:, j]
+    col[0] = -5.0
+    return a
+
+
+def _starts_as_the_array_then_view(m, t):
+    a = m + 0.0
+    col = a
+    for j in range(m.shape[1]):
+        if a[0, j] > t:
+            col = a[::-1]
+    a[1:] = -1.0
+    return col
+
+
+def _starts_as_the_array_then_new(m, t):
+    a = m + 0.0
+    col = a
+    for j in range(m.shape[1]):
+        if m[0, j] > t:
+            col = np.zeros((4, 6))
+    a[1:] = -1.0
+    return col
+
+
+def _starts_as_a_view_then_new(m, t):
+    a = m + 0.0
+    col = a[::2]
+    for j in range(m.shape[1]):
+        if m[0, j] > t:
+            col = np.zeros((2, 6))
+    col[:] = -1.0
+    return a
+
+
+def _argument_then_new_write_new(x, n):
+    y = x
+    for i in range(n):
+        y = y * 2
+    y[0] = 5
+    return x
+
+
+def _argument_then_new_write_argument(x, n):
+    y = x
+    for i in range(n):
+        y = y * 2
+    x[1] = 7
+    return y
 
 
 # fuzz seed 55500662: two results of one branch that the branch taken makes one array it made (`b = a` after
@@ -263,6 +321,14 @@ CASES = {
                                             (np.ones(3), np.array([1, 1], np.int64))),
     "first-iteration-links-then-in-place-long": (_first_iteration_links_then_in_place,
                                                  (np.ones(3), np.array([4, 5], np.int64))),
+    "column-then-write-after": (_column_then_write_after, (np.arange(24.0).reshape(4, 6),)),
+    "column-then-written": (_column_then_written, (np.arange(24.0).reshape(4, 6),)),
+    "starts-as-the-array-then-view": (_starts_as_the_array_then_view, (np.arange(24.0).reshape(4, 6), 2.0)),
+    "starts-as-the-array-kept": (_starts_as_the_array_then_view, (np.arange(24.0).reshape(4, 6), 99.0)),
+    "starts-as-the-array-then-new": (_starts_as_the_array_then_new, (np.arange(24.0).reshape(4, 6), 2.0)),
+    "starts-as-the-array-not-new": (_starts_as_the_array_then_new, (np.arange(24.0).reshape(4, 6), 99.0)),
+    "starts-as-a-view-then-new": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 2.0)),
+    "starts-as-a-view-kept": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 99.0)),
 }
 
 
@@ -272,13 +338,11 @@ def test_loop_state_that_becomes_one_array(name, backend):
     check(fn, *args, backend=backend)
 
 
-@pytest.mark.xfail(strict=True, reason="open: a view of an array the loop reads but does not write (a[:, j] in a "
-                                       "branch, a captured), then a write into that array after the loop: "
-                                       "numfn.trace.loop_links pairs state values with state and with arrays the "
-                                       "body writes only")
-def test_a_column_of_an_array_the_loop_only_reads_then_written():
-    check(_column_then_write_after, np.arange(24.0).reshape(4, 6), backend="llvm")
-
+@pytest.mark.parametrize("fn", [_argument_then_new_write_new, _argument_then_new_write_argument],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 1, 6])
+def test_an_argument_the_state_started_as(fn, n, backend):
+    check_mutates(fn, np.arange(5.0), n, backend=backend)
 
 
 def _zero_d_joined_twice(x0):

@@ -31,7 +31,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace.tensor import Tensor, add_check, numpy_function, promote
 from numfn.trace.record import drop_links, effects_since, new_region_tag, recording_trace, tracing
 from numfn.trace.unbound import PENDING
-from numfn.trace.loop_links import Pair, new_pairs
+from numfn.trace.loop_links import LoopPairs
 from numfn.trace.hoisted_checks import Counter, Hoisted, failed_after, hoist, hoistable, still_going
 from numfn.trace.shrinking import BecomesRunTimeLength, branch_layouts, crosses_as_parts, layout_of, lift, lower, \
     lowered_body, lowered_cond, lowered_names
@@ -339,23 +339,16 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
-    pairs: list[Pair] = []                        # state values that may share memory (numfn.trace.loop_links)
+    pairs = LoopPairs()                           # state values that may share memory (numfn.trace.loop_links)
     for _ in range(16):
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]
         n_kept = len(kept)
-        pairs = [p for p in pairs if p.first in kept and (p.second[0] == "outer" or p.second[1] in kept)]
         flags = [Tensor(UOp.const(BOOL, False)), Tensor(UOp.const(I64, 0))] * (n_checks + n_cond)
-        # each pair's flag, and a changing view's positions
-        widths = [pair.width(pair.other(dict(enumerate(init)), extra).ndim) for pair in pairs]
-        n_link = sum(widths)
-        state = [init[k] for k in kept] + extra + \
-            [t for pair in pairs for t in pair.state(dict(enumerate(init)), extra)] + flags
-        all_names = [names[k] for k in kept] + [_name(t) for t in extra]
-        for pair, w in zip(pairs, widths):
-            shown = f"{names[pair.first]} is {pair.other(dict(enumerate(names)), all_names[n_kept:])}"
-            all_names += [f"whether {shown}"] + [f"where {shown}"] * (w - 1)
-        all_names += ["a check's flag", "a check's payload"] * (n_checks + n_cond)
+        n_link = pairs.start(kept, extra, init)   # each pair's flag, and a changing view's positions
+        state = [init[k] for k in kept] + extra + pairs.state(init) + flags
+        all_names = [names[k] for k in kept] + [_name(t) for t in extra] + pairs.names(names, _name) + \
+            ["a check's flag", "a check's payload"] * (n_checks + n_cond)
         specs = [(t.shape, types.get(k, (t.uop.dtype, t.weak))[0]) for k, t in enumerate(state)]
         weak = [types.get(k, (t.uop.dtype, t.weak))[1] for k, t in enumerate(state)]
         for t, name in zip(state, all_names): _spec(t, name)
@@ -380,10 +373,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             c = _trace(lambda *a: [as_state(cond_fn(*a), "a loop condition")], args(ph[:n_kept]), passed)
             for t, p in zip(extra, ph_body[n_kept:]): t.rebind(p.uop, record=False)
             at, given_as = n_kept + len(extra), {k: ph_body[j] for j, k in enumerate(kept)}
-            linked = [(pair, ph_body[at + sum(widths[:j]):at + sum(widths[:j + 1])]) for j, pair in enumerate(pairs)]
 
-            def linked_body(*a, linked=linked, given_as=given_as, outer=tuple(extra)):   # (linked under their flags)
-                for pair, carried in linked: pair.link(given_as, outer, carried)
+            def linked_body(*a, given_as=given_as, carried=ph_body[at:at + n_link]):   # (linked under their flags)
+                pairs.link(given_as, carried)
                 return [as_state(v, "loop state") for v in body_fn(*a)]
             b = _trace(linked_body, args(ph_body[:n_kept]), passed)
             found = [t for t, _ in (*c.rebinds.values(), *b.rebinds.values())
@@ -394,9 +386,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             # given as itself) gets its outer value back below, and the state must not take that old value
             ended = [v.uop if isinstance(v, Tensor) else None for v in b.values]
             # what the body leaves sharing memory: the pairs' new flags, and pairs not known yet
-            ones = [t for pair in pairs for t in pair.state(dict(enumerate(b.values)), extra)]
-            more = new_pairs(pairs, [k for k in kept if k not in pending], dict(enumerate(b.values)),
-                             dict(enumerate(init)), extra)
+            ones = pairs.state(b.values)
+            more = pairs.find([k for k in kept if k not in pending], b.values, init, given_as,
+                              c.born | b.born | stale | {id(t) for t in [*ph, *ph_body]})
         finally:   # every outer array gets its outer value back (the loop's results are rebound at the end)
             for tr in (c, b):
                 for t, old in tr.rebinds.values() if tr is not None else ():
@@ -450,8 +442,8 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         if (len(b.checks), len(c.checks)) != (n_checks, n_cond):   # checks of values: their flags become state
             n_checks, n_cond = len(b.checks), len(c.checks)
             continue
-        if more:   # values the body leaves sharing memory: each pair's flag is state
-            pairs += more
+        if more or pairs.settle(ones, extra):   # values the body leaves sharing memory: each pair's flag is state
+            pairs.pairs += more
             types = {}
             continue
         new = [_as_left(b.values[k], ended[k]) for k in kept] + [Tensor(u) for u in written] + ones
@@ -513,9 +505,8 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 and t.memory == "computed" and not t.runtime_length and t.uop.dtype is final[k].uop.dtype:
             t.rebind(final[k].uop)
             final[k] = t
-    at = n_kept + len(extra)
-    for j, pair in enumerate(pairs):   # views after the loop where the flag says so
-        pair.link(dict(enumerate(final)), extra, results[at + sum(widths[:j]):at + sum(widths[:j + 1])])
+    at = n_kept + len(extra)   # views after the loop where the flags say so (a check failing at once raises later)
+    pairs.link_after(final, results[at:at + n_link], init, Tensor(substitute(pred.uop.cast(BOOL), before)))
     return final
 
 

@@ -18,7 +18,7 @@ r's shape) are loop state too, next to the flag.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,10 +102,30 @@ def _related(a: Tensor, b: Tensor, path: tuple, depth: int) -> dict[tuple, Held]
     return out
 
 
+def outer_arrays(values: Sequence[Any], whole: bool = False) -> list[Tensor]:
+    """The whole arrays `values` are views of or linked to, directly or through other arrays (as `related` follows
+    them); `whole`: and those of `values` that are whole arrays."""
+    out: list[Tensor] = [v for v in values if whole and _array(v) and v.base is None]
+    todo = [(v, _DEPTH) for v in values if _array(v)]
+    while todo:
+        a, depth = todo.pop()
+        for other, _, _ in _steps(a) if depth else ():
+            if not _array(other) or in_list(other, out): continue
+            if other.base is None: out.append(other)
+            todo.append((other, depth - 1))
+    return out
+
+
+def in_list(t: Any, values: Sequence[Any]) -> bool:
+    """Whether `t` is one of `values` (by identity: == of arrays is elementwise)."""
+    return any(t is v for v in values)
+
+
 @dataclass(frozen=True)
 class Pair:
     """Loop state value `first` (its position in the state) that may be the view `chain` of `second`: a state value
-    ("state", position) or an outer array the body writes ("outer", its position among them). A DYNAMIC pair's
+    ("state", position) or an outer array ("outer", its position among those the body writes or reads that state
+    values were found related to). A DYNAMIC pair's
     view changes: its positions are loop state after its flag."""
     first: int
     second: tuple[str, int]
@@ -159,3 +179,80 @@ def new_pairs(pairs: list[Pair], kept: Sequence[int], values: Mapping[int, Any],
                 if p in known or p in found or (not chain and s[0] == "state" and s[1] < k): continue
                 found.append(p)
     return found
+
+
+class LoopPairs:
+    """A loop's pairs as `numfn.trace.control._while_region` finds them over its attempts: `pairs`, whose flags (and
+    positions) are state after the values the loop carries, `quiet` pairs, whose flags are not (`settle`), and
+    `others`, the outer arrays pairs name ("outer", position): only appended to, so positions stay."""
+
+    def __init__(self) -> None:
+        self.pairs: list[Pair] = []
+        self.quiet: list[Pair] = []
+        self.others: list[Tensor] = []
+        self.widths: list[int] = []
+
+    def start(self, kept: Sequence[int], extra: Sequence[Tensor], init: Sequence[Any]) -> int:
+        """An attempt with state values `kept` and outer arrays `extra` the body writes: the pairs of values no
+        longer kept are dropped, a quiet pair whose array the body writes is carried again. Returns how many state
+        values the pairs take."""
+        self.others += [t for t in extra if not in_list(t, self.others)]
+        self.pairs = [p for p in self.pairs if p.first in kept and (p.second[0] == "outer" or p.second[1] in kept)]
+        self.pairs += [p for p in self.quiet if in_list(self.others[p.second[1]], extra)]
+        self.quiet = [p for p in self.quiet if p.first in kept and p not in self.pairs]
+        self.widths = [pair.width(pair.other(dict(enumerate(init)), self.others).ndim) for pair in self.pairs]
+        return sum(self.widths)
+
+    def _carried(self, values: Sequence[Any]) -> list[tuple[Pair, Sequence[Any]]]:
+        """Each pair with its slice of `values` (the loop's state values that are the pairs')."""
+        ends = [sum(self.widths[:j + 1]) for j in range(len(self.pairs))]
+        return [(pair, values[end - w:end]) for pair, w, end in zip(self.pairs, self.widths, ends)]
+
+    def state(self, values: Sequence[Any]) -> list[Tensor]:
+        """The pairs' state (Pair.state) where the loop's state values are `values` (by position)."""
+        return [t for pair in self.pairs for t in pair.state(dict(enumerate(values)), self.others)]
+
+    def names(self, names: Sequence[str], name_of: Callable[[Tensor], str]) -> list[str]:
+        """The names of the pairs' state values (for errors and DEBUG), `names` those of the loop's values."""
+        out: list[str] = []
+        outer = [name_of(t) for t in self.others]
+        for pair, w in zip(self.pairs, self.widths):
+            shown = f"{names[pair.first]} is {pair.other(dict(enumerate(names)), outer)}"
+            out += [f"whether {shown}"] + [f"where {shown}"] * (w - 1)
+        return out
+
+    def link(self, values: Mapping[int, Any], carried: Sequence[Tensor]) -> None:
+        """Link the state `values` (by position) under the pairs' flags and positions `carried`."""
+        for pair, mine in self._carried(carried): pair.link(values, self.others, mine)
+
+    def find(self, kept: Sequence[int], values: Sequence[Any], init: Sequence[Any], given: Mapping[int, Any],
+             own: set[int]) -> list[Pair]:
+        """Pairs not known yet among the body's `values` (those of positions `kept`, given to it as `given`) and the
+        loop's `init` values, with each other and with the outer arrays they are views of or start as (`y = x`
+        before the loop: y is x where no iteration ran); `own`: ids of arrays made by the loop (not outer)."""
+        for t in outer_arrays([*values, *init], whole=True):
+            if id(t) not in own and not in_list(t, self.others): self.others.append(t)
+        more = new_pairs(self.pairs + self.quiet, kept, dict(enumerate(values)), dict(enumerate(init)), self.others)
+        # a state array the body leaves as it was given is the array it started as after the loop: a pair with that
+        # array is one with the state value
+        same = [init[k] for k in kept if values[k] is given[k]]
+        return [p for p in more if not (p.second[0] == "outer" and in_list(self.others[p.second[1]], same))]
+
+    def settle(self, made: Sequence[Tensor], extra: Sequence[Tensor]) -> bool:
+        """Make quiet the pairs of an outer array the body does not write (not among `extra`) whose flag the body
+        makes False (`made`: the pairs' state as the body leaves it): `y = x` before the loop, `y = y * 2` in it.
+        Related after the loop only where no iteration ran, so not state (a loop of elementwise state stays one:
+        numfn.schedule.interchange). Whether any did."""
+        off = [pair for pair, (flag, *_) in self._carried(made) if pair.second[0] == "outer"
+               and flag.uop.op is Ops.CONST and not flag.uop.arg and not in_list(self.others[pair.second[1]], extra)]
+        self.pairs = [p for p in self.pairs if p not in off]
+        self.quiet += off
+        return bool(off)
+
+    def link_after(self, final: Sequence[Any], results: Sequence[Tensor], init: Sequence[Any], ran: Tensor) -> None:
+        """After the loop: link its `final` values under the pairs' last flags and positions (`results`: the pairs'
+        results), and the quiet pairs' under their flags before the loop where no iteration `ran`."""
+        self.link(dict(enumerate(final)), results)
+        for pair in self.quiet:
+            flag, *where = pair.state(dict(enumerate(init)), self.others)
+            pair.link(dict(enumerate(final)), self.others, [flag & ~ran, *where])
