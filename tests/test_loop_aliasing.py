@@ -249,9 +249,33 @@ def _starts_as_a_view_then_new(m, t):
     return a
 
 
+def _row_or_a_reversed_row(m, t):
+    a = m + 0.0
+    row = np.zeros(m.shape[1])
+    for i in range(m.shape[0]):
+        row = a[i]
+        if a[i, 0] > t:
+            row = a[0][::-1]    # (a branch's link to a: a changing view on one side, a static one on the other)
+    a[:, 1:] = -1.0
+    return row
+
+
+def _chains_without_end(x0, x1):   # fuzz: r16 started as v0, itself linked to the array the first loop started as
+    v0 = x0.copy()
+    c1 = 0
+    while c1 < 5:
+        v0 = v0 - x1 * c1
+        c1 = c1 + 1
+    r16 = v0
+    for i15 in range(9):
+        if i15 == 2: r16 = v0[::-1]
+    r16[0] = 4
+    return v0, r16
+
+
 def _argument_then_new_write_new(x, n):
     y = x
-    for i in range(n):
+    for _ in range(n):
         y = y * 2
     y[0] = 5
     return x
@@ -259,7 +283,7 @@ def _argument_then_new_write_new(x, n):
 
 def _argument_then_new_write_argument(x, n):
     y = x
-    for i in range(n):
+    for _ in range(n):
         y = y * 2
     x[1] = 7
     return y
@@ -327,6 +351,9 @@ CASES = {
     "starts-as-the-array-kept": (_starts_as_the_array_then_view, (np.arange(24.0).reshape(4, 6), 99.0)),
     "starts-as-the-array-then-new": (_starts_as_the_array_then_new, (np.arange(24.0).reshape(4, 6), 2.0)),
     "starts-as-the-array-not-new": (_starts_as_the_array_then_new, (np.arange(24.0).reshape(4, 6), 99.0)),
+    **{f"row-or-a-reversed-row-{t}": (_row_or_a_reversed_row, (np.arange(24.0).reshape(6, 4), t))
+       for t in (99.0, 5.0, 15.0)},
+    "chains-without-end": (_chains_without_end, (np.array([[1], [2], [3]], np.int32), np.array([1], np.uint16))),
     "starts-as-a-view-then-new": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 2.0)),
     "starts-as-a-view-kept": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 99.0)),
 }

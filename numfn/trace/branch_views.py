@@ -70,11 +70,6 @@ class Through:
     chain: tuple | None
 
 
-def _the_chain(chains: Sequence[tuple | None]) -> tuple | None:
-    made = {c for c in chains if c is not None}
-    return next(iter(made)) if len(made) == 1 else None
-
-
 def links_out(t: Any, born: set) -> dict[int, tuple[Tensor, Through]]:
     """{id(array): (array, Through)}: the arrays from outside a branch that a branch inside it linked `t` to (`born`:
     the ids of the arrays the branch made). Two links to one array are one, at the positions of the one that holds."""
@@ -87,9 +82,9 @@ def links_out(t: Any, born: set) -> dict[int, tuple[Tensor, Through]]:
             before = out[id(memory)][1]
             where = [Tensor(lk.flag.uop.cast(dtypes.bool).alu(Ops.WHERE, p.uop, q.uop))
                      for p, q in zip(lk.positions, before.where)]
-            chain = before.chain if before.chain == _the_chain(lk.chains) else None
+            chain = before.chain if before.chain == lk.chain() else None
             out[id(memory)] = (memory, Through(lk.flag | before.flag, where, chain))
-        else: out[id(memory)] = (memory, Through(lk.flag, list(lk.positions), _the_chain(lk.chains)))
+        else: out[id(memory)] = (memory, Through(lk.flag, list(lk.positions), lk.chain()))
     return out
 
 
@@ -206,7 +201,8 @@ class BranchViews:
             if links: plain[k].as_array()
             for base, chains in links:
                 link(plain[k], base, res[at + 1:at + 1 + base.ndim], res[at],
-                     [c.chain if isinstance(c, Through) else c for c in chains])
+                     [c.chain if isinstance(c, Through) else c for c in chains],
+                     moving=any(isinstance(c, Through) and c.chain is None for c in chains))
                 at += 1 + base.ndim
         for (k, j), flag in zip(self.joined, res[at:]):
             plain[k].as_array(), plain[j].as_array()
@@ -222,7 +218,7 @@ def _one_array(t: Any, u: Any) -> UOp | None:
     if not (array(t) and array(u)) or t.shape != u.shape: return None
     if t is u: return UOp.const(dtypes.bool, True)
     flags = [lk.flag.uop.cast(dtypes.bool) for a, b in ((t, u), (u, t)) for lk in a._links or ()
-             if lk.view() is a and lk.memory is b and all(c in (None, ()) for c in lk.chains)]
+             if lk.view() is a and lk.memory is b and not lk.moving and all(c in (None, ()) for c in lk.chains)]
     if not flags: return None
     out = flags[0]
     for f in flags[1:]: out = out.alu(Ops.OR, f)
@@ -245,16 +241,25 @@ class Link:
     """A branch's result (`view`, held weakly) that is a view of `memory` at `positions` (per axis of memory, the
     result's shape) when the 0-d bool `flag` holds (the branch taken made it one). `chains`: per branch, the chain
     of movement ops that made the view, None where that branch made no view of memory (layout questions, such as
-    whether ravel copies, are answered per branch: numfn.trace.branch_layout)."""
+    whether ravel copies, are answered per branch: numfn.trace.branch_layout). `moving`: some branch made the view
+    at positions no chain gives (a view a branch inside it chose, a loop's changing view): there its chain is None
+    too, so only the positions say where the view is."""
     view: weakref.ref
     memory: Tensor
     positions: list[Tensor]
     flag: Tensor
     chains: list[tuple | None]
+    moving: bool = False
+
+    def chain(self) -> tuple | None:
+        """The one chain of movement ops that makes the view wherever the flag holds; None if there is none."""
+        made = {c for c in self.chains if c is not None}
+        return next(iter(made)) if len(made) == 1 and not self.moving else None
 
 
-def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None]) -> None:
-    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains))
+def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None],
+         moving: bool = False) -> None:
+    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains), moving)
     for t in (result, memory):
         note_links(t)
         t._links = (t._links or []) + [lk]

@@ -70,12 +70,11 @@ def _steps(a: Tensor) -> list[tuple[Tensor, tuple, Held]]:
         return [(a.base, DYNAMIC, Held(TRUE, where))]
     steps = []
     for lk in a._links or ():
-        chains = {c for c in lk.chains if c is not None}
-        flag = lk.flag.uop.cast(dtypes.bool)
+        flag, c = lk.flag.uop.cast(dtypes.bool), lk.chain()
         if lk.view() is a:
-            if len(chains) == 1 and _static(c := next(iter(chains))): steps.append((lk.memory, c, Held(flag)))
+            if c is not None and _static(c): steps.append((lk.memory, c, Held(flag)))
             else: steps.append((lk.memory, DYNAMIC, Held(flag, tuple(p.uop.cast(dtypes.int64) for p in lk.positions))))
-        elif lk.memory is a and chains == {()} and (v := lk.view()) is not None:
+        elif lk.memory is a and c == () and (v := lk.view()) is not None:
             steps.append((v, (), Held(flag)))
     return steps
 
@@ -121,11 +120,23 @@ def in_list(t: Any, values: Sequence[Any]) -> bool:
     return any(t is v for v in values)
 
 
+def _any_view(found: Mapping[tuple, Held], memory: Tensor) -> Held | None:
+    """Where any of `found` holds (as DYNAMIC: a static chain's positions are its view's, a constant)."""
+    out = None
+    for chain, held in found.items():
+        where = held.where if chain == DYNAMIC else tuple(positions(memory, chain)) if memory.ndim else ()
+        if out is not None:
+            where = tuple(held.flag.alu(Ops.WHERE, p, q) for p, q in zip(where, out.where))
+        out = Held(held.flag if out is None else held.flag.alu(Ops.OR, out.flag), where)
+    return out
+
+
 @dataclass(frozen=True)
 class Pair:
     """Loop state value `first` (its position in the state) that may be the view `chain` of `second`: a state value
     ("state", position) or an outer array ("outer", its position among those the body writes or reads that state
-    values were found related to). A DYNAMIC pair's
+    values were found related to). A DYNAMIC pair's view changes (positions at run time, or several chains: it
+    holds where any does): its positions are loop state after its flag. A DYNAMIC pair's
     view changes: its positions are loop state after its flag."""
     first: int
     second: tuple[str, int]
@@ -141,7 +152,8 @@ class Pair:
         second (a 0-d bool), then for a DYNAMIC pair the view's positions (per axis of the second, int64 arrays of
         the first's shape; zeros where it is not the view)."""
         view, memory = values[self.first], self.other(values, outer)
-        held = related(view, memory).get(self.chain)
+        found = related(view, memory)
+        held = _any_view(found, memory) if self.chain == DYNAMIC else found.get(self.chain)
         out = [Tensor(UOp.const(dtypes.bool, False) if held is None else held.flag)]
         if self.chain == DYNAMIC:
             zeros = UOp.const_like(dtypes.int64, 0, view.shape)
@@ -153,7 +165,7 @@ class Pair:
         for a DYNAMIC pair), as a branch links its result to the array it chose."""
         view, memory = values[self.first], self.other(values, outer)
         if self.chain == DYNAMIC:
-            link(view, memory, list(carried[1:1 + memory.ndim]), carried[0], [None])
+            link(view, memory, list(carried[1:1 + memory.ndim]), carried[0], [None], moving=True)
             return
         where = [Tensor(u) for u in positions(memory, self.chain)] if memory.ndim else []
         link(view, memory, where, carried[0], [self.chain])
@@ -167,18 +179,22 @@ def new_pairs(pairs: list[Pair], kept: Sequence[int], values: Mapping[int, Any],
               outer: Sequence[Tensor]) -> list[Pair]:
     """The pairs not in `pairs` of a state value (positions `kept`) that is a view of another state value or of an
     `outer` array where the body leaves them (`values`) or before the loop (`init`). Two state values that are one
-    array are one pair (first < second): a link holds both ways."""
-    known = set(pairs)
-    found = []
+    array are one pair (first < second): a link holds both ways. Two values related by more than one chain (a view
+    of a view linked back, a reversed view of a reversed view) are a DYNAMIC pair, which holds where any chain does:
+    otherwise the links of each pair would make longer chains without end."""
+    found: list[Pair] = []
     for k in kept:
         for s in [("state", j) for j in kept if j != k] + [("outer", i) for i in range(len(outer))]:
             probe = Pair(k, s)
             chains = {**related(values[k], probe.other(values, outer)), **related(init[k], probe.other(init, outer))}
-            for chain in chains:
-                p = Pair(k, s, chain)
-                if p in known or p in found or (not chain and s[0] == "state" and s[1] < k): continue
-                found.append(p)
+            if s[0] == "state" and s[1] < k: chains.pop((), None)   # (one array: the pair the other way round)
+            had = {p.chain for p in [*pairs, *found] if (p.first, p.second) == (k, s)}
+            if DYNAMIC in had or not chains: continue
+            every = had | set(chains)
+            for chain in [DYNAMIC] if len(every) > 1 else chains:
+                if chain not in had: found.append(Pair(k, s, chain))
     return found
+
 
 
 class LoopPairs:

@@ -5,8 +5,9 @@ decides its inputs and the statements it draws besides the base ones.
             trip counts (from an argument's values), carrying arrays of narrow dtypes, the index indexing them,
             writes into the carried array inside the loop and after it (setitem, augmented assignment, through a
             view), a second name the body binds to the carried array or to a row of it by the index (r = t,
-            r = t[i % n], always or in an `if`: sharing its memory after that), `while` loops whose values feed
-            np.outer
+            r = t[i % n], always or in an `if`: sharing its memory after that) or to a view of the array the loop
+            reads (r = a[::-1], r = a[i % n]), starting as a copy or as that array itself (r = a: still a where no
+            iteration bound it), then writes into r or a after the loop; `while` loops whose values feed np.outer
   index     the same loops with the index (or a while loop's counter) in arithmetic: t + i, t * i, t - b * i
             with t of a narrow dtype (int8 * i is int8: the index is a Python int, weak)
   branches  `if`/`else` on a condition computed from the data (sometimes one that never or always holds) choosing
@@ -165,13 +166,15 @@ class ClassGenerator(Generator):
         lines = [f"{t} = {init}"] + ([f"{acc} = 0"] if acc else [])
         alias, alias_of = "", a.value
         if self.chance(0.2):   # a second name the body makes t's array, or a row of it by the index (always, at some
-            alias = self.fresh_name("r")   # index, or on the data)
+            alias = self.fresh_name("r")   # index, or on the data), or a view of the array the loop reads
             row = a.value.ndim >= 2 and self.chance(0.4)
             alias_of = a.value[0] if row else a.value
-            lines.append(f"{alias} = {a.name}{'[0]' if row else ''}.copy()")
+            start = f"{a.name}[0]" if row else a.name   # (a itself: r is a where no iteration binds it)
+            lines.append(f"{alias} = {start}" + ("" if self.chance(0.3) else ".copy()"))
             when = self.choice(["", f"if {i} == 2: ", f"if {i} % 3 == 1: ", f"if {t}.sum() > {alias}.sum(): "])
-            statement = f"{when}{alias} = {t}" + (f"[{i} % {a.value.shape[0]}]" if row else "")
-            body.insert(0 if self.chance(0.5) else len(body), statement)
+            source = a.name if self.chance(0.3) else t
+            view = f"[{i} % {a.value.shape[0]}]" if row else "[::-1]" if source == a.name else ""
+            body.insert(0 if self.chance(0.5) else len(body), f"{when}{alias} = {source}{view}")
 
         def render(header: str, body_lines: list[str]) -> str:
             return "\n".join(lines + [header] + [f"    {x}" for x in body_lines])
@@ -183,6 +186,7 @@ class ClassGenerator(Generator):
                                                                          if alias else {})})
         self.after_loop(part, t)
         if alias and self.chance(0.5): self.after_loop(part, alias)
+        if alias and self.chance(0.3): self.after_loop(part, a.name)   # (a write into the array r may be a view of)
 
     def loop_return(self, part: int) -> None:
         """A helper whose loop returns from inside: `def h(t, b): for i in range(n): <body>; if t.max() >= c:
