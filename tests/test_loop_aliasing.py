@@ -273,6 +273,35 @@ def _chains_without_end(x0, x1):   # fuzz: r16 started as v0, itself linked to t
     return v0, r16
 
 
+def _links_to_arrays_no_name_holds(x0, x2, x3, x5):   # fuzz: each loop linked its state to the arrays the state
+    v0 = x0.copy()                                     # started as, dead ones too; writes after the loops followed
+    for i1 in range(x2[0], x2.sum()):                  # every link (minutes of compile; now links are weak)
+        v0[i1 % 4] += -1
+        v0 += x0
+    v2 = v0.copy()
+    for i3 in range(0, 14, 2):
+        v2[i3 % 4] = 1
+    v4 = x0.copy()
+    for _ in range(0, 22, 2):
+        v4 = v4 + 2
+
+    def h9(h9_t, h9_0):
+        for i7 in range(9):
+            h9_t = h9_t * h9_0
+            if h9_t.max() >= 9:
+                return h9_t, i7
+        return h9_t, -1
+    v6, k8 = h9(x3.copy(), x3)
+    v20 = v6.copy()
+    r22 = v6
+    for i21 in range(1, x5.sum(), 2):
+        v20 = v20 - True
+        if i21 == 2:
+            r22 = v20
+    v20[::2] = 2
+    return v0, v2, v4, v6, v20, r22
+
+
 def _argument_then_new_write_new(x, n):
     y = x
     for _ in range(n):
@@ -354,6 +383,10 @@ CASES = {
     **{f"row-or-a-reversed-row-{t}": (_row_or_a_reversed_row, (np.arange(24.0).reshape(6, 4), t))
        for t in (99.0, 5.0, 15.0)},
     "chains-without-end": (_chains_without_end, (np.array([[1], [2], [3]], np.int32), np.array([1], np.uint16))),
+    "links-to-arrays-no-name-holds": (_links_to_arrays_no_name_holds,
+                                      (np.array([[0.0, 3.0, 0.5], [0.0, 2.5, -1.5], [-3.0, -3.0, 2.0],
+                                                 [-0.5, -2.0, -1.5]], np.float16), np.zeros(2, np.uint8),
+                                       np.array([0, 3, -1, -2], np.int8), np.array([3, 4], np.uint8))),
     "starts-as-a-view-then-new": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 2.0)),
     "starts-as-a-view-kept": (_starts_as_a_view_then_new, (np.arange(24.0).reshape(4, 6), 99.0)),
 }

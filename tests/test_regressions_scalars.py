@@ -565,15 +565,6 @@ def test_0d_arrays_update_in_place_and_scalars_rebind(fn, args, backend):
     check(fn, *args, backend=backend)
 
 
-def _subscript_python_scalar(x, s):
-    return s[...]
-
-
-@pytest.mark.parametrize("value", [True, 3, 2.5, 1j])
-def test_subscripting_a_python_scalar_raises_as_python_does(value, backend):
-    check_raises_like(_subscript_python_scalar, np.arange(3.0), value, backend=backend, match="not subscriptable")
-
-
 # Found by a helper (issue 28): ufunc.at into a target whose indexed axes have one element lost all updates but
 # one: the clamped index simplified to a constant, the index and value no longer depended on the kernel's loop, and
 # the read-combine-store was hoisted out of it (np.add.at(np.zeros(1), [0, 0, 0], 1) gave [1], NumPy [3]).

@@ -71,6 +71,7 @@ def _steps(a: Tensor) -> list[tuple[Tensor, tuple, Held]]:
     steps = []
     for lk in a._links or ():
         flag, c = lk.flag.uop.cast(dtypes.bool), lk.chain()
+        if lk.memory is None: continue
         if lk.view() is a:
             if c is not None and _static(c): steps.append((lk.memory, c, Held(flag)))
             else: steps.append((lk.memory, DYNAMIC, Held(flag, tuple(p.uop.cast(dtypes.int64) for p in lk.positions))))

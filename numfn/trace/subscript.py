@@ -335,11 +335,7 @@ def _adv_shape(it: Item) -> tuple[int, ...]:
 def getitem(x: Tensor, index) -> Tensor:
     """x[index]: a view for basic indices, a gathered copy for advanced ones; selected by a mask (or by indices
     whose number is only known at run time), an array of run-time length (numfn.trace.dynamic)."""
-    if x.weak:   # a Python bool, int, float or complex
-        dt = x.uop.dtype
-        kind = "bool" if dt.is_bool else "int" if dt.is_int else "complex" if dt.is_complex else "float"
-        raise TypeError(f"'{kind}' object is not subscriptable")
-    if x.is_scalar():   # a NumPy scalar is immutable: x[...] and x[None] are new arrays, not views
+    if x.is_scalar() and not x.weak:   # a NumPy scalar is immutable: x[...] and x[None] are new arrays, not views
         x = Tensor(x.uop).as_array()
     masked = _leading_mask(x.shape, index)
     if masked is not None:
