@@ -54,7 +54,8 @@ def _work(fn, *args, **jit_options) -> dict:
 def _straight_line(n: int) -> str:
     kinds = ["    a = np.sin(a) * y", "    a = a - np.exp(a).sum(axis=1, keepdims=True) * 0.01",
              "    a = np.sqrt(np.abs(a)) + y", "    a = (a @ w) * 0.1", "    a = np.maximum(a, a.mean(axis=0))"]
-    return "\n".join(["def f(x, y, w):", "    a = x"] + [kinds[i % len(kinds)] for i in range(n)] + ["    return a", ""])
+    body = [kinds[i % len(kinds)] for i in range(n)]
+    return "\n".join(["def f(x, y, w):", "    a = x"] + body + ["    return a", ""])
 
 
 def test_doubling_a_straight_line_program_at_most_doubles_each_stage(tmp_path, monkeypatch):

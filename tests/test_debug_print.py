@@ -47,7 +47,8 @@ def _run_logging(setup: str, env: dict) -> str:
     ("logging.basicConfig(level=logging.DEBUG)", {"NUMFN_DEBUG": "2"}, ["DEBUG:numfn:level one line",
                                                                          "level two line"]),
     ("logging.basicConfig(level=logging.DEBUG)", {}, ["DEBUG:numfn:level one line"]),
-    ("logging.basicConfig(level=5)", {"NUMFN_DEBUG": "2"}, ["DEBUG:numfn:level one line", "Level 9:numfn:level two line"]),
+    ("logging.basicConfig(level=5)", {"NUMFN_DEBUG": "2"},
+     ["DEBUG:numfn:level one line", "Level 9:numfn:level two line"]),
     ("logging.basicConfig()", {}, []),
     # the logger enabled but no handler anywhere: the shortcut still prints
     ("logging.getLogger('numfn').setLevel(logging.DEBUG)", {"NUMFN_DEBUG": "1"}, ["level one line"]),

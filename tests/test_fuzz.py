@@ -30,7 +30,7 @@ def test_random_programs_with_writes_agree_with_numpy():
     assert not report.failures, "\n\n".join(f"seed {s}: {f}\n{p.describe()}" for s, f, p in report.failures)
 
 
-# ---- the program classes of issue 29 (numfn/tools/fuzz/classes.py) ----------------------------------------------------
+# ---- the program classes of issue 29 (numfn/tools/fuzz/classes.py) ---------------------------------------------------
 # CLASS_COUNT programs of each class (more of the classes that compile fast) in functions of 2, on both backends,
 # unshrunk: a failure names its seed, and `python -m numfn fuzz --classes CLASS --parts 2 --steps 6 --seed SEED
 # --count 2` shrinks it.
@@ -277,8 +277,8 @@ def test_programs_that_must_raise_overflow_error():
     # NumPy raises OverflowError for a Python int out of an array's integer dtype, and numfn (holding Python ints
     # in int64) must raise it too, also for a Python int that leaves int64 (Python computes it exactly)
     assert any(s.op == "raises" for p in _programs("scalars", 40) for s in p.stmts)
-    narrow = fuzz.Program([np.array([1, 2], np.int8), 300], [fuzz.Stmt("raises", "v0", ("x0", "x1"), "v0 = x0 + x1", 0)],
-                          ["v0"])
+    narrow = fuzz.Program([np.array([1, 2], np.int8), 300],
+                          [fuzz.Stmt("raises", "v0", ("x0", "x1"), "v0 = x0 + x1", 0)], ["v0"])
     assert "NumPy raises OverflowError" in fuzz.metadata(narrow)[fuzz.run.RAISES].selected
     assert fuzz.check(narrow, (("llvm", False),)) is None   # numfn raises it when called
     wide = fuzz.Program([5], [fuzz.Stmt("raises", "v0", ("x0",), "v0 = x0 ** 30", 0)], ["v0"])
@@ -361,7 +361,7 @@ def test_declared_twice_reproducer(backend):
     check(lambda x, y: (y.sum() - np.cumsum(y, axis=0).max(axis=0)) + x, x, y, backend=backend)
 
 
-# ---- defects found in indexing/assignment (numfn/trace/subscript.py, schedule._Versions), reported, not yet fixed -------
+# ---- defects found in indexing/assignment (numfn/trace/subscript.py, schedule._Versions), reported, not yet fixed ----
 
 def _mutating(fn, *xs):
     """fn run by NumPy and by numfn on copies of xs: (NumPy's result and arguments, numfn's)."""

@@ -30,9 +30,10 @@ def modules(root: str = ROOT) -> dict[str, str]:
 
 @functools.cache   # parsed once for the tests below (the compile-free tier's time); callers do not change it
 def import_graph(root: str = ROOT) -> tuple[dict[str, set[str]], list[str]]:
-    """({module: the numfn modules it imports}, private names it imports or reads from a module). An import of a name from a package counts as an
-    edge to the package (its __init__ defines the name) unless the name is a submodule; a module's parent packages
-    are not edges (Python initializes them first, but they define nothing the module uses)."""
+    """({module: the numfn modules it imports}, private names it imports or reads from a module). An import of a
+    name from a package counts as an edge to the package (its __init__ defines the name) unless the name is a
+    submodule; a module's parent packages are not edges (Python initializes them first, but they define nothing the
+    module uses)."""
     mods = modules(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     private = []
@@ -126,11 +127,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # and ndarray methods; NUMPY_IMPLEMENTATIONS and numpy_function: numfn.numpy; Links: branch views) or override
     # it (DynTensor, arrays of run-time length, which also fill subscript.RunTimeLength)
     ("trace", ("numfn.trace.record", "numfn.trace.pyscalar", "numfn.trace.complex_reductions",
-               "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.value_sizes", "numfn.trace.branch_layout", "numfn.trace.tensor", "numfn.trace.shape_methods",
+               "numfn.trace.unbound", "numfn.trace.known", "numfn.trace.value_sizes", "numfn.trace.branch_layout",
+               "numfn.trace.tensor", "numfn.trace.shape_methods",
                "numfn.trace.attributes",
                "numfn.trace.reduction_methods", "numfn.trace.pymath", "numfn.trace.numpy_protocol",
                "numfn.trace.subscript",
-               "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing", "numfn.trace.branch_views",
+               "numfn.trace.dynamic", "numfn.trace.window_movement", "numfn.trace.shrinking", "numfn.trace.aliasing",
+               "numfn.trace.branch_views",
                "numfn.trace.hoisted_checks", "numfn.trace.loop_links", "numfn.trace.control",
                "numfn.trace.statements", "numfn.trace.expressions", "numfn.trace.convert_expressions",
                "numfn.trace.convert", "numfn.trace")),
@@ -148,7 +151,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pipeline", ("numfn.pickled", "numfn.probes", "numfn.signature", "numfn.value_specialization", "numfn.interpose",
                   "numfn.program_build", "numfn.fast_paths", "numfn.function", "numfn.transforms", "numfn.cache",
                   "numfn.export",
-                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose", "numfn.autodiff.reverse_loops", "numfn.autodiff.custom", "numfn.autodiff.loops",
+                  "numfn.autodiff.rules", "numfn.autodiff.jvp", "numfn.autodiff.transpose",
+                  "numfn.autodiff.reverse_loops", "numfn.autodiff.custom", "numfn.autodiff.loops",
                   "numfn.autodiff.linalg_rules",
                   "numfn.autodiff.api", "numfn.autodiff.check", "numfn.autodiff", "numfn")),
     ("tools", ("numfn.tools", "numfn.__main__")),

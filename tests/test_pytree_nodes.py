@@ -83,7 +83,7 @@ def _assert_params(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12 if a.dtype == np.float64 else 1e-5)
 
 
-# ---- jit: arguments and results ---------------------------------------------------------------------------------------
+# ---- jit: arguments and results --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (5,), (3, 4)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_frozen_dataclass_is_an_argument_and_a_result(backend, shape, dtype):
@@ -172,7 +172,7 @@ def test_the_structure_is_part_of_the_specialization_key():
     assert len(g.specializations) == 2   # aux data (the unit) selects the specialization
 
 
-# ---- vmap, grad, loops ---------------------------------------------------------------------------------------------------
+# ---- vmap, grad, loops -----------------------------------------------------------------------------------------------
 def test_vmap_over_a_dataclass_with_in_axes_of_the_same_class(backend):
     p = Params(RNG.standard_normal((4, 3)), RNG.standard_normal(3))
     x = RNG.standard_normal((4, 3))
@@ -208,7 +208,7 @@ def test_a_dataclass_as_loop_state(backend):
     np.testing.assert_allclose(out.x, x, rtol=1e-12)
 
 
-# ---- errors and the structure itself (compile-free) -------------------------------------------------------------------
+# ---- errors and the structure itself (compile-free) ------------------------------------------------------------------
 @pytest.mark.nocompile
 def test_an_unregistered_class_is_a_type_error_naming_the_argument():
     f = numfn.jit(lambda a, obj: a)

@@ -1085,8 +1085,10 @@ def test_traced_integer_index_is_view(fn, n, backend):
 # depends on the branch taken at run time: a clear error instead of a guess
 
 _LAYOUT_VIEWS = {"rows_from_1": lambda x: x[1:3], "rows_from_0": lambda x: x[:2], "every_other": lambda x: x[::2],
-                 "reversed": lambda x: x[::-1][:2], "cols_from_1": lambda x: x[:, 1:], "cols_from_0": lambda x: x[:, :-1]}
-_LAYOUT_OPS = {"np_ravel": lambda v: np.ravel(v), "ravel": lambda v: v.ravel(), "reshape": lambda v: v.reshape(-1),
+                 "reversed": lambda x: x[::-1][:2], "cols_from_1": lambda x: x[:, 1:],
+                 "cols_from_0": lambda x: x[:, :-1]}
+_LAYOUT_OPS = {"np_ravel": lambda v: np.ravel(v), "ravel": lambda v: v.ravel(),
+               "reshape": lambda v: v.reshape(-1),
                "ascontiguousarray": lambda v: np.ascontiguousarray(v)}
 _SAME_LAYOUT = [("rows_from_1", "rows_from_0"), ("every_other", "reversed"), ("cols_from_1", "cols_from_0")]
 _MIXED_LAYOUT = [("rows_from_1", "every_other"), ("reversed", "rows_from_0")]

@@ -48,7 +48,8 @@ def test_declared_tensor_methods_match_the_registered_ones():
     registered = {}
     for name, value in vars(Tensor).items():
         fn = value.fget if isinstance(value, property) else value
-        if callable(fn) and getattr(fn, "__module__", "numfn.trace.tensor") != "numfn.trace.tensor": registered[name] = fn
+        if callable(fn) and getattr(fn, "__module__", "numfn.trace.tensor") != "numfn.trace.tensor":
+            registered[name] = fn
     assert {"__getitem__", "__setitem__", "argmax", "sort", "mT"} <= set(registered)
     assert sorted(registered) == sorted(declared)
     for name, fn in registered.items():

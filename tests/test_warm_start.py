@@ -3,9 +3,10 @@ and runs none of the stages a cache hit does not need (simplifying, scheduling, 
 looks up still changes whenever numfn's source does (numfn.runtime.target.build_id); and `import numfn` leaves
 numfn.autodiff unloaded until one of its functions is used.
 
-A warm process loads none of the compiler's code generation either. The stages are counted from the compiler's own stage records (numfn.progress.stage), not timed, so the tests hold
-on a loaded machine. Each function runs in two fresh processes over one cache directory: cold, then warm; both
-results are compared with NumPy's on the same inputs."""
+A warm process loads none of the compiler's code generation either. The stages are counted from the compiler's own
+stage records (numfn.progress.stage), not timed, so the tests hold on a loaded machine. Each function runs in two
+fresh processes over one cache directory: cold, then warm; both results are compared with NumPy's on the same
+inputs."""
 from __future__ import annotations
 
 import json
