@@ -398,6 +398,33 @@ def test_loop_state_that_becomes_one_array(name, backend):
     check(fn, *args, backend=backend)
 
 
+def _held_in_a_list(x, n):   # the array y starts as is held by another name only inside a list
+    arrs = [x * 1.0]
+    y = arrs[0]
+    for _ in range(n):
+        y = y * 2
+    y[0] = 5
+    return arrs[0], y
+
+
+def _held_by_the_caller(x, n):   # ... only by the caller of the function whose loop it is
+    a = x * 1.0
+
+    def h(t):
+        for _ in range(n):
+            t = t * 2
+        t[0] = 5
+        return t
+    r = h(a)
+    return a, r
+
+
+@pytest.mark.parametrize("fn", [_held_in_a_list, _held_by_the_caller], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 3, 6])
+def test_an_array_held_elsewhere_the_state_started_as(fn, n, backend):
+    check(fn, np.arange(5.0), n, backend=backend)
+
+
 @pytest.mark.parametrize("fn", [_argument_then_new_write_new, _argument_then_new_write_argument],
                          ids=lambda f: f.__name__)
 @pytest.mark.parametrize("n", [0, 1, 6])

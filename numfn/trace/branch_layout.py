@@ -46,7 +46,7 @@ def branch_layouts(view: Any) -> list[tuple[tuple[int, ...], tuple]] | None:
     if not links: return None
     out = []
     for i in range(len(links[0].chains)):
-        made = [(lk.memory_shape, lk.chains[i] + after) for lk in links if lk.chains[i] is not None]
+        made = [(lk.memory.shape, lk.chains[i] + after) for lk in links if lk.chains[i] is not None]
         out.append(made[0] if made else (root.shape, after))
     return out
 

@@ -77,7 +77,7 @@ def links_out(t: Any, born: set) -> dict[int, tuple[Tensor, Through]]:
     out: dict[int, tuple[Tensor, Through]] = {}
     for lk in t._links or ():
         memory = lk.memory
-        if lk.view() is not t or memory is None or id(memory) in born or memory.runtime_length: continue
+        if lk.view() is not t or id(memory) in born or memory.runtime_length: continue
         if id(memory) in out:
             before = out[id(memory)][1]
             where = [Tensor(lk.flag.uop.cast(dtypes.bool).alu(Ops.WHERE, p.uop, q.uop))
@@ -243,20 +243,13 @@ class Link:
     of movement ops that made the view, None where that branch made no view of memory (layout questions, such as
     whether ravel copies, are answered per branch: numfn.trace.branch_layout). `moving`: some branch made the view
     at positions no chain gives (a view a branch inside it chose, a loop's changing view): there its chain is None
-    too, so only the positions say where the view is. Both arrays are held weakly: a link to an array no name holds
-    any more is dropped (no one can see a write into it, and each loop's pairs would link more of them: fuzz).
-    `memory_shape` answers layout questions after that."""
+    too, so only the positions say where the view is."""
     view: weakref.ref
-    _memory: weakref.ref
-    memory_shape: tuple
+    memory: Tensor
     positions: list[Tensor]
     flag: Tensor
     chains: list[tuple | None]
     moving: bool = False
-
-    @property
-    def memory(self) -> Tensor | None:
-        return self._memory()
 
     def chain(self) -> tuple | None:
         """The one chain of movement ops that makes the view wherever the flag holds; None if there is none."""
@@ -266,7 +259,7 @@ class Link:
 
 def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None],
          moving: bool = False) -> None:
-    lk = Link(weakref.ref(result), weakref.ref(memory), memory.shape, list(where), flag, list(chains), moving)
+    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains), moving)
     for t in (result, memory):
         note_links(t)
         t._links = (t._links or []) + [lk]
@@ -287,13 +280,12 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
     """`result` was written at `at` (its indices, of `shape`): write the same into each array it is linked to,
     where the branch made it a view of that array."""
     for lk in list(result._links or ()):
-        memory = lk.memory
-        if lk.view() is not result or memory is None: continue
+        if lk.view() is not result: continue
         idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
         taken = Tensor(lk.flag._broadcast(shape))
         g = taken if gate is None else Tensor(taken.uop.alu(Ops.AND, Tensor(gate.uop.cast(dtypes.bool))._broadcast(
             shape)))
-        write(memory, shape, idx, Tensor(value.uop.cast(memory.uop.dtype)), injective, combine, gate=g)
+        write(lk.memory, shape, idx, Tensor(value.uop.cast(lk.memory.uop.dtype)), injective, combine, gate=g)
 
 
 def follow(memory: Tensor) -> None:
@@ -301,7 +293,7 @@ def follow(memory: Tensor) -> None:
     alive = []
     for lk in memory._links or ():
         if lk.memory is not memory:
-            if lk.memory is not None: alive.append(lk)
+            alive.append(lk)
             continue
         view = lk.view()
         if view is None: continue

@@ -18,9 +18,14 @@ r's shape) are loop state too, next to the flag.
 """
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
+
+import numpy as np
 
 from numfn.dtype import dtypes
 from numfn.ir.primitives import MOVEMENT
@@ -71,7 +76,6 @@ def _steps(a: Tensor) -> list[tuple[Tensor, tuple, Held]]:
     steps = []
     for lk in a._links or ():
         flag, c = lk.flag.uop.cast(dtypes.bool), lk.chain()
-        if lk.memory is None: continue
         if lk.view() is a:
             if c is not None and _static(c): steps.append((lk.memory, c, Held(flag)))
             else: steps.append((lk.memory, DYNAMIC, Held(flag, tuple(p.uop.cast(dtypes.int64) for p in lk.positions))))
@@ -103,17 +107,45 @@ def _related(a: Tensor, b: Tensor, path: tuple, depth: int) -> dict[tuple, Held]
 
 
 def outer_arrays(values: Sequence[Any], whole: bool = False) -> list[Tensor]:
-    """The whole arrays `values` are views of or linked to, directly or through other arrays (as `related` follows
-    them); `whole`: and those of `values` that are whole arrays."""
-    out: list[Tensor] = [v for v in values if whole and _array(v) and v.base is None]
-    todo = [(v, _DEPTH) for v in values if _array(v)]
-    while todo:
-        a, depth = todo.pop()
-        for other, _, _ in _steps(a) if depth else ():
-            if not _array(other) or in_list(other, out): continue
-            if other.base is None: out.append(other)
-            todo.append((other, depth - 1))
+    """The whole arrays `values` are views of or linked to directly; `whole`: and those of `values` that are whole
+    arrays. (Not through other arrays: a pair with the array in between is enough, its own links carry a write on,
+    and pairs with every array further on would each add links a write follows: work that multiplies along a chain
+    of loops.)"""
+    out: list[Tensor] = []
+    for v in values:
+        if not _array(v): continue
+        for other in ([v] if whole and v.base is None else []) + [o for o, _, _ in _steps(v)]:
+            if _array(other) and other.base is None and not in_list(other, out): out.append(other)
     return out
+
+
+def held_by_names() -> dict[int, int]:
+    """{id(array): how many names of the code being traced hold it, or a view of it}: the local variables (and the
+    items of tuples, lists and dicts among them) of the frames outside numfn and NumPy, up to the call being traced.
+    An array the loop's state starts as that no other name holds can never be seen after the loop (`y = x.copy()`
+    then `y = y * 2` in the loop): pairing the state with it would only add work."""
+    counts: dict[int, int] = {}
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "_trace_function" and _in_numfn(frame)):
+        if not _in_numfn(frame) and not frame.f_code.co_filename.startswith("<frozen"):
+            for value in frame.f_locals.values():
+                items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) \
+                    else (value,)
+                for t in items:
+                    if isinstance(t, Tensor):
+                        at = id(t if t.base is None else t.base)
+                        counts[at] = counts.get(at, 0) + 1
+        frame = frame.f_back
+    return counts
+
+
+def _in_numfn(frame: FrameType) -> bool:
+    path = os.path.abspath(frame.f_code.co_filename)
+    return path.startswith(_PACKAGE_DIR) or path.startswith(_NUMPY_DIR)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
 
 def in_list(t: Any, values: Sequence[Any]) -> bool:
@@ -208,6 +240,7 @@ class LoopPairs:
         self.quiet: list[Pair] = []
         self.others: list[Tensor] = []
         self.widths: list[int] = []
+        self.held: dict[int, int] | None = None   # (held_by_names, once per loop)
 
     def start(self, kept: Sequence[int], extra: Sequence[Tensor], init: Sequence[Any]) -> int:
         """An attempt with state values `kept` and outer arrays `extra` the body writes: the pairs of values no
@@ -247,7 +280,13 @@ class LoopPairs:
         """Pairs not known yet among the body's `values` (those of positions `kept`, given to it as `given`) and the
         loop's `init` values, with each other and with the outer arrays they are views of or start as (`y = x`
         before the loop: y is x where no iteration ran); `own`: ids of arrays made by the loop (not outer)."""
-        for t in outer_arrays([*values, *init], whole=True):
+        # the arrays the body's values are views of, and those they or the initial values are linked to or start as
+        # where the user's code holds them other than as the loop's state (no name holding an array, no one sees it)
+        if self.held is None: self.held = held_by_names()
+        starts = [t for t in init if _array(t)]
+        bases = [v.base for v in values if _array(v) and v.base is not None]
+        for t in bases + [t for t in outer_arrays([*values, *init], whole=True)
+                          if self.held.get(id(t), 0) > sum(u is t or u.base is t for u in starts)]:
             if id(t) not in own and not in_list(t, self.others): self.others.append(t)
         more = new_pairs(self.pairs + self.quiet, kept, dict(enumerate(values)), dict(enumerate(init)), self.others)
         # a state array the body leaves as it was given is the array it started as after the loop: a pair with that
