@@ -13,8 +13,14 @@ state: whether r is that view of x now.
 - After the loop r's result is linked to x's under the flag's last value.
 
 A view by static movement ops is a pair's `chain`. A view whose positions change (`row = a[i]`, i the loop's index,
-or views a branch chose differently on each side) is a pair with chain DYNAMIC: its positions in x (per axis of x,
-r's shape) are loop state too, next to the flag.
+or views a branch chose differently on each side), or two values related by several chains, is a pair with chain
+DYNAMIC: its positions in x (per axis of x, r's shape) are loop state too, next to the flag.
+
+x is another state value or an outer array (`LoopPairs.others`): one the body writes, one a body's value is a view
+of (`col = a[:, j]`), or one found through links or as an initial value (`y = x` before the loop: y is x where no
+iteration ran) that a name of the user's code holds (`held_by_names`). A pair with an array the body does not write
+whose flag the body makes False is quiet (`LoopPairs.settle`): not state, linked after the loop where no iteration
+ran.
 """
 from __future__ import annotations
 
@@ -169,8 +175,7 @@ class Pair:
     """Loop state value `first` (its position in the state) that may be the view `chain` of `second`: a state value
     ("state", position) or an outer array ("outer", its position among those the body writes or reads that state
     values were found related to). A DYNAMIC pair's view changes (positions at run time, or several chains: it
-    holds where any does): its positions are loop state after its flag. A DYNAMIC pair's
-    view changes: its positions are loop state after its flag."""
+    holds where any does): its positions are loop state after its flag."""
     first: int
     second: tuple[str, int]
     chain: tuple = ()
@@ -227,7 +232,6 @@ def new_pairs(pairs: list[Pair], kept: Sequence[int], values: Mapping[int, Any],
             for chain in [DYNAMIC] if len(every) > 1 else chains:
                 if chain not in had: found.append(Pair(k, s, chain))
     return found
-
 
 
 class LoopPairs:
