@@ -446,3 +446,124 @@ def _zero_d_joined_twice(x0):
 # rebound v and r kept an old value; NumPy's `...` of a scalar is a 0-d array
 def test_a_zero_d_array_joined_at_two_iterations():
     check(_zero_d_joined_twice, np.array(-1.0), backend="llvm")
+
+
+# fuzz seed 63000012: a helper writing its argument in place (the loop pairs its state with it), then loops over
+# views of its result: every pair's links after the loops, to arrays no name held any more, were followed by every
+# later write (3 minutes of scheduling; links are made after a loop only to arrays a name still holds)
+def _fuzz_63000012(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12):
+    def h3(h3_t, h3_0, h3_1):
+        for i1 in range(9):
+            h3_t += h3_0
+            h3_t = h3_t - h3_1
+            if h3_t.max() >= -4:
+                return h3_t, i1
+        return h3_t, -1
+    v0, k2 = h3(x2.copy(), x2, x1)
+    v4 = v0[::2]
+    v5 = v4.copy()
+    r7 = v4
+    for i6 in range(x3[0] + x3[1]):
+        v5 += k2
+        if i6 == 2: r7 = v5
+    v8 = x1.copy()
+    r10 = x1
+    for i9 in range(1, x4.sum(), 2):
+        v8 = v8 * 1
+        r10 = v8
+    v8[...] *= x1
+    v11 = r10.copy()
+    for i12 in range(x5[0], x5.sum()):
+        v11[i12 % 2] = True
+    v13 = v4.copy()
+    for i14 in range(6, -1, -1):
+        v13 = np.maximum(v13, v5)
+        v13[i14 % 1] = v13[(i14 + 1) % 1]
+    v13[np.array([-1, 0, 0, 0])] = v13
+    v15 = x0.copy()
+    c16 = 0
+    while c16 < 6:
+        v15[c16 % 4] = v15[(c16 + 1) % 4]
+        c16 = c16 + 1
+    v17 = np.outer(v15, x5)
+    v18 = np.where(v13 > 0, x5, v11)
+    v19 = x6[0]
+    if np.isnan(v19).any():
+        v20 = x6.T
+    else:
+        v20 = x6
+    x6[None, None, None] -= v20
+    v21 = v20
+    if v19.max() < 2:
+        v21 = v20[::-1]
+    v21[0] += True
+    if np.any(v19 > 0):
+        v22 = v20
+    else:
+        v22 = v21
+    v22[...] += v22
+    v23 = x7[::-1]
+    v23[...] += 0.5
+    v24 = np.clip(v23, -np.abs(v23), np.abs(v23))
+    v25 = np.where(x8, x8, v24)
+    if v25.min() >= 0:
+        v26 = v23
+    else:
+        v26 = x7
+    v26[1:] = True
+    v27 = np.copysign(True, v26)
+    v28 = v26[::-1]
+    v28[-1] = -1
+    v29 = np.where(x9 > 0, x10, x9)
+    v30 = x10.copy()
+    for i31 in range(1, 9):
+        v30[i31 % 2] = v30[(i31 + 1) % 2]
+        v30 = v30 - x10
+    v32 = v30.reshape(-1)
+    v33 = v32.copy()
+    c34 = 0 * x11
+    while c34 < x11.sum():
+        v33 = np.maximum(v33, x10)
+        v33 = v33[::-1] + v29
+        c34 = c34 + 1
+    v35 = np.outer(v33, v29)
+    v36 = v35.copy()
+    for i37 in range(x12.sum() - 1, -1, -1):
+        v36 += v33
+        v36 += x12
+    v36[...] += x9
+    def h41(h41_t, h41_0):
+        for i39 in range(5):
+            h41_t[i39 % 2] = h41_0
+            if h41_t.max() >= 6:
+                return h41_t, i39
+        return h41_t, -1
+    v38, k40 = h41(x10.copy(), c34)
+    v42 = x9[-3:-1]
+    v43 = v30.copy()
+    s45 = 0
+    for i44 in range(8):
+        v43[...] = v43 + v30
+        s45 = s45 + v43.min()
+    v43[0] = 7
+    return (v18, v0, v5, v8, v11, v13, v15, v22, v20, v21, v28, v23, v26, s45, v30, v33, c34, v36, v38, v43, )
+
+
+def test_fuzz_63000012_links_to_arrays_no_name_holds(backend):
+    x0 = np.array([[2, 0], [3, 0], [-1, -2], [1, 1]], dtype=np.int32)
+    x1 = np.array([-1, 3], dtype=np.int32)
+    x2 = np.array([-3, -3], dtype=np.int32)
+    x3 = np.array([3, 6], dtype=np.int64)
+    x4 = np.array([4, 5], dtype=np.int64)
+    x5 = np.array([3, 3], dtype=np.int32)
+    x6 = np.array([-3, 3, 1, -2], dtype=np.int8)
+    x7 = np.array([[-0.787109375, -0.83837890625, -1.0419921875, 0.1859130859375],
+                   [0.0802001953125, -0.8828125, 2.267578125, 0.335205078125],
+                   [-2.28125, -1.7431640625, 1.2109375, -0.014556884765625],
+                   [-2.654296875, -1.1748046875, 1.912109375, -2.31640625]], dtype=np.float16)
+    x8 = np.array([True, True, True, False], dtype=np.bool)
+    x9 = np.array([-1, 1], dtype=np.int16)
+    x10 = np.array([0, -2], dtype=np.int32)
+    x11 = np.array(5, dtype=np.int64)
+    x12 = np.array([0, 7], dtype=np.int8)
+    check_mutates(_fuzz_63000012, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, backend=backend)

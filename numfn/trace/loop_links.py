@@ -125,12 +125,14 @@ def outer_arrays(values: Sequence[Any], whole: bool = False) -> list[Tensor]:
     return out
 
 
-def held_by_names() -> dict[int, int]:
-    """{id(array): how many names of the code being traced hold it, or a view of it}: the local variables (and the
-    items of tuples, lists and dicts among them) of the frames outside numfn and NumPy, up to the call being traced.
+def held_by_names() -> tuple[dict[int, int], set[int]]:
+    """({id(array): how many names of the code being traced hold it, or a view of it}, the ids of the values they
+    hold): the local variables (and the items of tuples, lists and dicts among them) of the frames outside numfn and
+    NumPy, up to the call being traced.
     An array the loop's state starts as that no other name holds can never be seen after the loop (`y = x.copy()`
     then `y = y * 2` in the loop): pairing the state with it would only add work."""
     counts: dict[int, int] = {}
+    direct: set[int] = set()
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and not (frame.f_code.co_name == "_trace_function" and _in_numfn(frame)):
         if not _in_numfn(frame) and not frame.f_code.co_filename.startswith("<frozen"):
@@ -141,8 +143,9 @@ def held_by_names() -> dict[int, int]:
                     if isinstance(t, Tensor):
                         at = id(t if t.base is None else t.base)
                         counts[at] = counts.get(at, 0) + 1
+                        direct.add(id(t))
         frame = frame.f_back
-    return counts
+    return counts, direct
 
 
 def _in_numfn(frame: FrameType) -> bool:
@@ -244,7 +247,7 @@ class LoopPairs:
         self.quiet: list[Pair] = []
         self.others: list[Tensor] = []
         self.widths: list[int] = []
-        self.held: dict[int, int] | None = None   # (held_by_names, once per loop)
+        self.held: tuple[dict[int, int], set[int]] | None = None   # (held_by_names, once per loop)
 
     def start(self, kept: Sequence[int], extra: Sequence[Tensor], init: Sequence[Any]) -> int:
         """An attempt with state values `kept` and outer arrays `extra` the body writes: the pairs of values no
@@ -286,17 +289,24 @@ class LoopPairs:
         before the loop: y is x where no iteration ran); `own`: ids of arrays made by the loop (not outer)."""
         # the arrays the body's values are views of, and those they or the initial values are linked to or start as
         # where the user's code holds them other than as the loop's state (no name holding an array, no one sees it)
-        if self.held is None: self.held = held_by_names()
-        starts = [t for t in init if _array(t)]
         bases = [v.base for v in values if _array(v) and v.base is not None]
-        for t in bases + [t for t in outer_arrays([*values, *init], whole=True)
-                          if self.held.get(id(t), 0) > sum(u is t or u.base is t for u in starts)]:
+        for t in bases + [t for t in outer_arrays([*values, *init], whole=True) if self._named(t, init)]:
             if id(t) not in own and not in_list(t, self.others): self.others.append(t)
         more = new_pairs(self.pairs + self.quiet, kept, dict(enumerate(values)), dict(enumerate(init)), self.others)
         # a state array the body leaves as it was given is the array it started as after the loop: a pair with that
         # array is one with the state value
         same = [init[k] for k in kept if values[k] is given[k]]
         return [p for p in more if not (p.second[0] == "outer" and in_list(self.others[p.second[1]], same))]
+
+    def _named(self, t: Tensor, init: Sequence[Any], final: Sequence[Any] | None = None) -> bool:
+        """Whether a name of the traced code holds `t` (or a view of it) besides the names of the loop's state values
+        that start as it (or as a view of it): otherwise no code can see it again once the loop has rebound them. (An
+        initial value a name does not hold, as after a first iteration run on its own, holds nothing; with the
+        loop's `final` values, a state value the loop leaves as the very array it started as keeps its name.)"""
+        if self.held is None: self.held = held_by_names()
+        held, direct = self.held
+        return held.get(id(t), 0) > sum(_array(u) and (u is t or u.base is t) and id(u) in direct
+                                        and (final is None or final[k] is not u) for k, u in enumerate(init))
 
     def settle(self, made: Sequence[Tensor], extra: Sequence[Tensor]) -> bool:
         """Make quiet the pairs of an outer array the body does not write (not among `extra`) whose flag the body
@@ -311,8 +321,13 @@ class LoopPairs:
 
     def link_after(self, final: Sequence[Any], results: Sequence[Tensor], init: Sequence[Any], ran: Tensor) -> None:
         """After the loop: link its `final` values under the pairs' last flags and positions (`results`: the pairs'
-        results), and the quiet pairs' under their flags before the loop where no iteration `ran`."""
-        self.link(dict(enumerate(final)), results)
+        results), and the quiet pairs' under their flags before the loop where no iteration `ran`. Not with an array
+        no name holds any more (`_named`: an argument of a helper the loop wrote in place): no one can see it, and
+        each link is work for every later write (links make more links: a chain of loops multiplied them)."""
+        for pair, mine in self._carried(results):
+            if pair.second[0] == "state" or self._named(self.others[pair.second[1]], init, final):
+                pair.link(dict(enumerate(final)), self.others, mine)
         for pair in self.quiet:
+            if not self._named(self.others[pair.second[1]], init, final): continue
             flag, *where = pair.state(dict(enumerate(init)), self.others)
             pair.link(dict(enumerate(final)), self.others, [flag & ~ran, *where])
