@@ -2,6 +2,8 @@
 branch inside it, makes r and x one array in NumPy, and `r = x[::2]` or `row = x[i]` a view of it, so a write
 through either name later (in a later iteration, or after the loop) changes both. Each program is compared with
 NumPy; the loops run more than UNROLL iterations (native)."""
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -417,6 +419,28 @@ def _held_by_the_caller(x, n):   # ... only by the caller of the function whose 
         return t
     r = h(a)
     return a, r
+
+
+@dataclass(frozen=True)
+class _Params:
+    w: np.ndarray
+    b: np.ndarray
+
+
+def _held_in_a_dataclass(p, n):   # ... only as a field of a dataclass argument
+    y = p.w
+    for _ in range(n):
+        y = y * 2
+    y[0] = 5
+    return p.w, y
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_an_array_held_in_a_dataclass_the_state_started_as(n, backend):
+    ours, theirs = _Params(np.arange(4.0), np.ones(2)), _Params(np.arange(4.0), np.ones(2))
+    expected = _held_in_a_dataclass(theirs, n)
+    check(_held_in_a_dataclass, ours, n, backend=backend, expected=expected)
+    assert np.array_equal(ours.w, theirs.w)   # (the argument written as NumPy writes it: through y where n == 0)
 
 
 @pytest.mark.parametrize("fn", [_held_in_a_list, _held_by_the_caller], ids=lambda f: f.__name__)

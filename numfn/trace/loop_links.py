@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from types import FrameType
 from typing import Any
 
@@ -127,8 +127,8 @@ def outer_arrays(values: Sequence[Any], whole: bool = False) -> list[Tensor]:
 
 def held_by_names() -> tuple[dict[int, int], set[int]]:
     """({id(array): how many names of the code being traced hold it, or a view of it}, the ids of the values they
-    hold): the local variables (and the items of tuples, lists and dicts among them) of the frames outside numfn and
-    NumPy, up to the call being traced.
+    hold): the local variables (and the items of tuples, lists and dicts, and the fields of dataclasses, among them)
+    of the frames outside numfn and NumPy, up to the call being traced.
     An array the loop's state starts as that no other name holds can never be seen after the loop (`y = x.copy()`
     then `y = y * 2` in the loop): pairing the state with it would only add work."""
     counts: dict[int, int] = {}
@@ -137,15 +137,22 @@ def held_by_names() -> tuple[dict[int, int], set[int]]:
     while frame is not None and not (frame.f_code.co_name == "_trace_function" and _in_numfn(frame)):
         if not _in_numfn(frame) and not frame.f_code.co_filename.startswith("<frozen"):
             for value in frame.f_locals.values():
-                items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) \
-                    else (value,)
-                for t in items:
+                for t in _items(value):
                     if isinstance(t, Tensor):
                         at = id(t if t.base is None else t.base)
                         counts[at] = counts.get(at, 0) + 1
                         direct.add(id(t))
         frame = frame.f_back
     return counts, direct
+
+
+def _items(value: Any) -> Any:
+    """The values a local variable holds: itself, or the items of a tuple, list or dict, or a dataclass's fields (a
+    container of arrays such as a model's parameters)."""
+    if isinstance(value, dict): return value.values()
+    if isinstance(value, (list, tuple)): return value
+    if is_dataclass(value) and not isinstance(value, type): return [getattr(value, f.name, None) for f in fields(value)]
+    return (value,)
 
 
 def _in_numfn(frame: FrameType) -> bool:
