@@ -173,7 +173,8 @@ class ClassGenerator(Generator):
             lines.append(f"{alias} = {start}" + ("" if self.chance(0.3) else ".copy()"))
             when = self.choice(["", f"if {i} == 2: ", f"if {i} % 3 == 1: ", f"if {t}.sum() > {alias}.sum(): "])
             source = a.name if self.chance(0.3) else t
-            view = f"[{i} % {a.value.shape[0]}]" if row else "[::-1]" if source == a.name else ""
+            flip = "[::-1]" if a.value.ndim else "[...]"   # (a 0-d array has no axis to flip: NumPy raises)
+            view = f"[{i} % {a.value.shape[0]}]" if row else flip if source == a.name else ""
             body.insert(0 if self.chance(0.5) else len(body), f"{when}{alias} = {source}{view}")
 
         def render(header: str, body_lines: list[str]) -> str:
