@@ -591,3 +591,35 @@ def test_fuzz_63000012_links_to_arrays_no_name_holds(backend):
     x11 = np.array(5, dtype=np.int64)
     x12 = np.array([0, 7], dtype=np.int8)
     check_mutates(_fuzz_63000012, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, backend=backend)
+
+
+# fuzz seeds 68000062 and 69000099: a name the first iteration (run on its own) binds to an array another name holds;
+# whether a name holds a state's initial value is asked of the state's own name (a first iteration's binding is
+# not one): the results were not linked after the loop to that array
+def _fuzz_68000062(x0):
+    v18 = x0.copy()
+    r20 = x0.copy()
+    for i19 in range(1, 10):
+        if i19 % 3 == 1: r20 = v18
+        v18[...] = v18 + x0
+    r20[-1] = True
+    return v18
+
+
+def _fuzz_69000099(x0):
+    v66 = x0.copy()
+    r68 = x0
+    for _ in range(5):
+        r68 = v66
+        v66[...] = v66 + x0
+    r68[::2] += 7
+    x0[...] = v66
+
+
+def test_fuzz_68000062_first_iteration_binds_a_name_to_another_names_array(backend):
+    check(_fuzz_68000062, np.array([0], np.uint8), backend=backend)
+    check(_fuzz_68000062, np.array([2, 1], np.int16), backend=backend)
+
+
+def test_fuzz_69000099_first_iteration_binds_a_name_to_another_names_array(backend):
+    check_mutates(_fuzz_69000099, np.arange(6).reshape(6, 1), backend=backend)

@@ -339,7 +339,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
-    pairs = LoopPairs()                           # state values that may share memory (numfn.trace.loop_links)
+    pairs = LoopPairs(names)                      # state values that may share memory (numfn.trace.loop_links)
     for _ in range(16):
         tag = new_region_tag()
         kept = [k for k in range(len(init)) if k not in through]

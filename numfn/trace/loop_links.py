@@ -125,25 +125,26 @@ def outer_arrays(values: Sequence[Any], whole: bool = False) -> list[Tensor]:
     return out
 
 
-def held_by_names() -> tuple[dict[int, int], set[int]]:
-    """({id(array): how many names of the code being traced hold it, or a view of it}, the ids of the values they
-    hold): the local variables (and the items of tuples, lists and dicts, and the fields of dataclasses, among them)
-    of the frames outside numfn and NumPy, up to the call being traced.
+def held_by_names() -> tuple[dict[int, int], dict[str, int]]:
+    """({id(array): how many names of the code being traced hold it, or a view of it}, {name: id of its value} in the
+    innermost of those frames, the one running the loop): the local variables (and the items of tuples, lists and
+    dicts, and the fields of dataclasses, among them) of the frames outside numfn and NumPy, up to the call being
+    traced.
     An array the loop's state starts as that no other name holds can never be seen after the loop (`y = x.copy()`
     then `y = y * 2` in the loop): pairing the state with it would only add work."""
     counts: dict[int, int] = {}
-    direct: set[int] = set()
+    innermost: dict[str, int] | None = None
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and not (frame.f_code.co_name == "_trace_function" and _in_numfn(frame)):
         if not _in_numfn(frame) and not frame.f_code.co_filename.startswith("<frozen"):
+            if innermost is None: innermost = {name: id(value) for name, value in frame.f_locals.items()}
             for value in frame.f_locals.values():
                 for t in _items(value):
                     if isinstance(t, Tensor):
                         at = id(t if t.base is None else t.base)
                         counts[at] = counts.get(at, 0) + 1
-                        direct.add(id(t))
         frame = frame.f_back
-    return counts, direct
+    return counts, innermost or {}
 
 
 def _items(value: Any) -> Any:
@@ -249,12 +250,13 @@ class LoopPairs:
     positions) are state after the values the loop carries, `quiet` pairs, whose flags are not (`settle`), and
     `others`, the outer arrays pairs name ("outer", position): only appended to, so positions stay."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: Sequence[str]) -> None:
         self.pairs: list[Pair] = []
         self.quiet: list[Pair] = []
         self.others: list[Tensor] = []
         self.widths: list[int] = []
-        self.held: tuple[dict[int, int], set[int]] | None = None   # (held_by_names, once per loop)
+        self.held: tuple[dict[int, int], dict[str, int]] | None = None   # (held_by_names, once per loop)
+        self.state_names = names   # the loop's values' names ('x' for a variable x)
 
     def start(self, kept: Sequence[int], extra: Sequence[Tensor], init: Sequence[Any]) -> int:
         """An attempt with state values `kept` and outer arrays `extra` the body writes: the pairs of values no
@@ -307,12 +309,13 @@ class LoopPairs:
 
     def _named(self, t: Tensor, init: Sequence[Any], final: Sequence[Any] | None = None) -> bool:
         """Whether a name of the traced code holds `t` (or a view of it) besides the names of the loop's state values
-        that start as it (or as a view of it): otherwise no code can see it again once the loop has rebound them. (An
-        initial value a name does not hold, as after a first iteration run on its own, holds nothing; with the
-        loop's `final` values, a state value the loop leaves as the very array it started as keeps its name.)"""
+        that start as it (or as a view of it): otherwise no code can see it again once the loop has rebound them. (A
+        state value's name counts where it holds that initial value, not after a first iteration run on its own; with
+        the loop's `final` values, a state value the loop leaves as the very array it started as keeps its name.)"""
         if self.held is None: self.held = held_by_names()
-        held, direct = self.held
-        return held.get(id(t), 0) > sum(_array(u) and (u is t or u.base is t) and id(u) in direct
+        held, own = self.held
+        mine = [own.get(name[1:-1]) for name in self.state_names]
+        return held.get(id(t), 0) > sum(_array(u) and (u is t or u.base is t) and mine[k] == id(u)
                                         and (final is None or final[k] is not u) for k, u in enumerate(init))
 
     def settle(self, made: Sequence[Tensor], extra: Sequence[Tensor]) -> bool:
