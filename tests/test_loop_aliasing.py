@@ -623,3 +623,42 @@ def test_fuzz_68000062_first_iteration_binds_a_name_to_another_names_array(backe
 
 def test_fuzz_69000099_first_iteration_binds_a_name_to_another_names_array(backend):
     check_mutates(_fuzz_69000099, np.arange(6).reshape(6, 1), backend=backend)
+
+
+# Open (fuzz seeds 68000222 and 68000309, older than this stop: d583696 gives the same wrong values): a 0-d array
+# argument a name starts as, then bound in the loop to a 0-d state array written in place: one write is missed
+def _fuzz_68000222(x0, x1):
+    v10 = x0.copy()
+    c11 = 0
+    while c11 < 5:
+        v10 = v10 * x0
+        c11 = c11 + 1
+    v17 = x1.copy()
+    r19 = x1
+    for i18 in range(5):
+        v17 += c11
+        if i18 == 2: r19 = v17
+    return r19
+
+
+def _fuzz_68000309(x0, x1):
+    v22 = x0.copy()
+    c23 = 0
+    while c23 < 5:
+        v22 = v22[::-1] + x1
+        c23 = c23 + 1
+    v31 = x1.copy()
+    r34 = x1
+    for i32 in range(0, 10, 2):
+        v31 += c23
+        if i32 % 3 == 1: r34 = v31
+    return r34
+
+
+@pytest.mark.xfail(strict=True, reason="open (fuzz seeds 68000222, 68000309): a 0-d state array bound to a name that "
+                                       "started as a 0-d argument misses one in-place write")
+@pytest.mark.parametrize("fn, args", [(_fuzz_68000222, (np.array([0], np.uint8), np.array(0, np.int64))),
+                                      (_fuzz_68000309, (np.ones(3, np.float16), np.array(7, np.int8)))],
+                         ids=["68000222", "68000309"])
+def test_zero_d_argument_a_name_starts_as(fn, args):
+    check(fn, *args, backend="llvm")
