@@ -625,8 +625,8 @@ def test_fuzz_69000099_first_iteration_binds_a_name_to_another_names_array(backe
     check_mutates(_fuzz_69000099, np.arange(6).reshape(6, 1), backend=backend)
 
 
-# Open (fuzz seeds 68000222 and 68000309, older than this stop: d583696 gives the same wrong values): a 0-d array
-# argument a name starts as, then bound in the loop to a 0-d state array written in place: one write is missed
+# Fuzz seeds 68000222 and 68000309: a name that starts as a 0-d array argument (the loop's placeholder for it was a
+# scalar), then bound in the loop to a 0-d state array written in place, missed the later writes
 def _fuzz_68000222(x0, x1):
     v10 = x0.copy()
     c11 = 0
@@ -655,10 +655,34 @@ def _fuzz_68000309(x0, x1):
     return r34
 
 
-@pytest.mark.xfail(strict=True, reason="open (fuzz seeds 68000222, 68000309): a 0-d state array bound to a name that "
-                                       "started as a 0-d argument misses one in-place write")
 @pytest.mark.parametrize("fn, args", [(_fuzz_68000222, (np.array([0], np.uint8), np.array(0, np.int64))),
                                       (_fuzz_68000309, (np.ones(3, np.float16), np.array(7, np.int8)))],
                          ids=["68000222", "68000309"])
 def test_zero_d_argument_a_name_starts_as(fn, args):
     check(fn, *args, backend="llvm")
+
+
+
+def _scalar_then_zero_d_array(x, stop):
+    v = x.copy()
+    r = x + 0            # a NumPy scalar
+    for i in range(5):
+        v += 1
+        if i == stop: r = v   # from here on r is v: the later writes into v are r's
+    return r
+
+
+def _scalar_then_zero_d_array_at_2(x):
+    v = x.copy()
+    r = x + 0
+    for i in range(5):
+        v += 1
+        if i == 2: r = v
+    return r
+
+
+@pytest.mark.parametrize("x", [np.array(3, np.int64), np.array(1.5, np.float32)], ids=["int64", "float32"])
+def test_a_scalar_the_loop_binds_to_a_zero_d_array_sees_its_later_writes(x, backend):
+    check(_scalar_then_zero_d_array_at_2, x, backend=backend)
+    for stop in (0, 2, 4, 9):
+        check(_scalar_then_zero_d_array, x, stop, backend=backend)

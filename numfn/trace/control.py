@@ -338,6 +338,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
+    # 0-d state values given to the body as 0-d arrays (`+=` writes them in place): those that start as one, and those
+    # the body leaves as one (`r = x1 + 0` before the loop, `r = v` in it: a scalar first, then an array)
+    arrays0d = {k for k, t in enumerate(init) if _array0d(t)}
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
     pairs = LoopPairs(names)                      # state values that may share memory (numfn.trace.loop_links)
     for _ in range(16):
@@ -355,8 +358,8 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
         ph = [Tensor(placeholder(tag, k, s, d), weak=weak[k]) for k, (s, d) in enumerate(specs)]
         ph_body = [Tensor(placeholder(tag, k, s, d, body_bounds.get(kept[k]) if k < n_kept else None),
                           weak=p.weak) for k, ((s, d), p) in enumerate(zip(specs, ph))]
-        for t, p, pb in zip(state, ph, ph_body):   # a 0-d array stays one (in-place updates keep its dtype)
-            if t.array0d: p.as_array(), pb.as_array()
+        for j, (p, pb) in enumerate(zip(ph, ph_body)):   # a 0-d array stays one (in-place updates keep its dtype)
+            if (kept[j] in arrays0d if j < n_kept else _array0d(state[j])): p.as_array(), pb.as_array()
 
         def args(phs: list[Tensor], kept=kept, pending=frozenset(pending)) -> list[Tensor]:
             full = list(init)
@@ -425,6 +428,11 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             raise unsupported(f"{shared[0]}, an array sharing memory with another that the loop body writes into, and "
                               "then bound to a new array in the body (in the first iteration only the two are one "
                               "array)", "copy it before the loop (v = x.copy())")
+        became = {k for k in kept if k not in arrays0d and _array0d(b.values[k])}
+        if became:   # a scalar the body binds to a 0-d array: an array in every iteration (its writes are in place)
+            arrays0d |= became
+            types = {}
+            continue
         if rebound:   # the body binds these names to other arrays: they are state of their own
             through -= rebound
             placeholders |= rebound
@@ -488,7 +496,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     loop = UOp(Ops.LOOP, dtypes.void, srcs, region)
     results = [Tensor(UOp(Ops.RESULT, d, (loop,), k), weak=weak[k]) for k, (_, d) in enumerate(specs)]
     for r, v in zip(results, new):   # a 0-d array after the loop where the body leaves one (NumPy's kind of value)
-        if v.array0d or (v.base is not None and v.ndim == 0): r.as_array()
+        if _array0d(v): r.as_array()
     for t, r in zip(extra, results[n_kept:]): t.rebind(r.uop)   # the arrays the loop wrote: their last value
     for k, chk in enumerate([*b.checks, *c.checks]):
         if k in hoisted:
@@ -621,12 +629,17 @@ def branch_region(index: Tensor, branches: Sequence[Callable], operands: list[Te
     return _still_pending(bv.given(out[:n - len(written)]), unbound)
 
 
+def _array0d(t: Any) -> bool:
+    """Whether `t` is a 0-d ndarray (an argument, a view, a copy), not a value NumPy holds as a scalar."""
+    return isinstance(t, Tensor) and t.ndim == 0 and not t.is_scalar()
+
+
 def _as_left(v: Any, uop: UOp | None) -> Any:
     """A loop body's value `v` as the body left it (its value then: `uop`), where an outer array's value was given
     back to it after the body was traced."""
     if not isinstance(v, Tensor) or uop is None or v.uop is uop: return v
     out = Tensor(uop, weak=v.weak)
-    return out.as_array() if v.array0d else out
+    return out.as_array() if _array0d(v) else out
 
 
 def _pending_types(values: list[list]) -> dict[int, Any]:

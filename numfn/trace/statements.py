@@ -670,7 +670,7 @@ def _state_copy(t: Tensor) -> Tensor:
     """A new Tensor of t's value and kind (weak, 0-d array) for a while loop's state."""
     if isinstance(t, DynTensor) and t.base is None: return t.copy()   # (keeps its run-time lengths)
     out = Tensor(t.uop, weak=t.weak)
-    return out.as_array() if t.array0d else out
+    return out if t.is_scalar() else out.as_array()
 
 
 class ContainersKept:
