@@ -338,9 +338,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     body_bounds = body_bounds or {}
     through = {k for k, t in enumerate(init) if passes_through(t)}   # init values given to the body as they are
     placeholders: set[int] = set()                # values the body binds to other arrays: never given as they are
-    # 0-d state values given to the body as 0-d arrays (`+=` writes them in place): those that start as one, and those
-    # the body leaves as one (`r = x1 + 0` before the loop, `r = v` in it: a scalar first, then an array)
-    arrays0d = {k for k, t in enumerate(init) if _array0d(t)}
+    arrays0d = {k for k, t in enumerate(init) if _array0d(t)}   # 0-d values given as 0-d arrays (`+=` is in place)
     stale: set[int] = set()                       # arrays made by earlier attempts (their writes are not state)
     pairs = LoopPairs(names)                      # state values that may share memory (numfn.trace.loop_links)
     for _ in range(16):
@@ -428,8 +426,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
             raise unsupported(f"{shared[0]}, an array sharing memory with another that the loop body writes into, and "
                               "then bound to a new array in the body (in the first iteration only the two are one "
                               "array)", "copy it before the loop (v = x.copy())")
-        became = {k for k in kept if k not in arrays0d and _array0d(b.values[k])}
-        if became:   # a scalar the body binds to a 0-d array: an array in every iteration (its writes are in place)
+        if became := {k for k in kept if k not in arrays0d and _array0d(b.values[k])}:   # (r = x + 0, in it r = v)
             arrays0d |= became
             types = {}
             continue
