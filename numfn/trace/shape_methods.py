@@ -21,6 +21,11 @@ def _reshape_method(self, *shape: ShapeArg, order: str = "C", copy: bool | None 
     return self._view(self._reshaped(shape, order))
 
 
+def _shown(shape: tuple) -> str:
+    """A shape as NumPy's reshape error shows it: (3,3), (7,), the unknown dimension as newaxis."""
+    return "(" + ",".join("newaxis" if s < 0 else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
 @tensor_method("_reshaped")
 def _reshaped_method(self, shape: tuple, order: str = "C") -> UOp:
     order = _memory_order(order, self.ndim, "reshape")
@@ -31,10 +36,10 @@ def _reshaped_method(self, shape: tuple, order: str = "C") -> UOp:
     if any(s < 0 for s in shape):
         known = math.prod(s for s in shape if s >= 0)
         if known == 0 or self.size % known:
-            raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+            raise ValueError(f"cannot reshape array of size {self.size} into shape {_shown(shape)}")
         shape = tuple(self.size // known if s < 0 else s for s in shape)
     if math.prod(shape) != self.size:
-        raise ValueError(f"cannot reshape array of size {self.size} into shape {shape}")
+        raise ValueError(f"cannot reshape array of size {self.size} into shape {_shown(shape)}")
     if order == "F":   # column-major: the same as reshaping the reversed axes in row-major order
         u = self.uop.permute(tuple(range(self.ndim))[::-1]).reshape(shape[::-1])
         return u.permute(tuple(range(len(shape)))[::-1])

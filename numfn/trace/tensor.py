@@ -49,8 +49,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     for i in range(ndim):
         dims = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
         if len(dims) > 1:
-            raise ValueError("operands could not be broadcast together with shapes " +
-                             " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")" for s in shapes))
+            raise ValueError("operands could not be broadcast together with shapes " +   # (NumPy's trailing space)
+                             "".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ") " for s in shapes))
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 
