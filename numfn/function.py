@@ -43,7 +43,7 @@ from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
 from numfn.errors import CompileError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
-from numfn.trace.statements import unrolling
+from numfn.trace.statements import BranchRaises, unrolling
 from numfn.trace.convert import converted
 from numfn.interpose import tracing_numpy
 from numfn.signature import ArgSpec, argument_leaf_names, describe, is_leaf, normalize_call, signature, static_key, \
@@ -140,7 +140,8 @@ class NumericalFunction(ValueSpecialization):
         with recording_trace() as record, tracing_numpy(), trace_guard(self.fn), unrolling(self.unroll), \
                 given_values(self.sizes):
             # Python loops and branches on traced values become numfn's (numfn.trace.convert)
-            out = converted(self.fn)(*args, **kwargs)
+            try: out = converted(self.fn)(*args, **kwargs)
+            except BranchRaises: out = None   # a branch whose every side raises: every call raises, as its checks say
         leaves, tree = flatten(out)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)

@@ -173,3 +173,90 @@ def test_a_validation_loop_is_one_native_loop():
     bad[4321] = -1.0
     with pytest.raises(ValueError, match="negative"):
         numfn.jit(validate)(bad)
+
+
+# NumPy's own errors on a side that a traced value decides (an index past the end, a view a 0-d array has not, shapes
+# that do not broadcast): NumPy raises them only where that side runs, so numfn does too (a check, as for `raise`)
+def guarded_index(x):
+    y = x * 2
+    if x.sum() > 100:
+        y = x[10] + y
+    return y
+
+
+def guarded_reverse_of_0d(x, s):
+    v = x + 1
+    if s.sum() > 0:
+        v = x[::-1]
+    return v
+
+
+def guarded_broadcast(a, b):
+    y = a * 1
+    if a.max() > 5:
+        y = a + b
+    return y
+
+
+def guarded_in_a_loop(x, n):   # the side in a native loop: raised at the iteration that takes it
+    y = x * 1
+    for i in range(n):
+        if x[i % 5] > 50:
+            y = y + x[10]
+    return y
+
+
+def guarded_every_side(x):   # both sides fail: which error is decided by the data
+    if x.sum() > 0:
+        y = x[7]
+    else:
+        y = x.reshape(3, 3)
+    return y
+
+
+NUMPY_ERROR_CASES = [
+    (guarded_index, [(np.arange(5.0),), (np.arange(5.0) * 100,)]),
+    (guarded_reverse_of_0d, [(np.array(1.0), np.array(-1)), (np.array(1.0), np.array(1))]),
+    (guarded_broadcast, [(np.arange(3), np.arange(2)), (np.arange(3) + 5, np.arange(2))]),
+    (guarded_in_a_loop, [(np.arange(5.0), 7), (np.arange(5.0) * 20, 7)]),
+    (guarded_every_side, [(np.arange(5.0),), (-np.arange(5.0),)]),
+]
+
+
+def _numpy_outcome(fn, args):
+    try:
+        return "value", fn(*args)
+    except (IndexError, ValueError) as e:
+        return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("fn, inputs", NUMPY_ERROR_CASES, ids=[f.__name__ for f, _ in NUMPY_ERROR_CASES])
+def test_numpys_error_on_a_side_not_taken_is_not_raised(fn, inputs, backend):
+    jf = numfn.jit(fn, backend=backend)
+    for args in inputs:
+        expected, got = _numpy_outcome(fn, args), _numpy_outcome(jf, args)
+        assert got[0] == expected[0], (got, expected)
+        if expected[0] == "value": assert_same(np.asarray(got[1]), np.asarray(expected[1]))
+        else: assert got[1] == expected[1]
+
+
+def test_numpys_error_in_a_loop_inside_the_side_still_raises_while_compiling():
+    # (the loop may run no iteration: raised at run time, the error would need the loop's own condition too)
+    def f(x, n):
+        y = x * 1
+        if x.sum() > 0:
+            for _ in range(n):
+                y = y + x[10]
+        return y
+    with pytest.raises(IndexError, match="out of bounds"):
+        numfn.jit(f)(np.arange(5.0), 0)
+
+
+def test_numfns_own_errors_on_a_side_still_stop_the_compile():
+    def f(x):
+        y = x * 1
+        if x.sum() > 0:
+            y.dtype = np.int64   # reading an array's memory as another type: not compiled, whichever side runs
+        return y
+    with pytest.raises(numfn.NumfnError):
+        numfn.jit(f)(np.arange(5.0))

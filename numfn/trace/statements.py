@@ -23,8 +23,8 @@ from numfn.trace.unbound import PENDING, UNBOUND, Pending, is_unbound, undefined
 from numfn.trace import pymath
 from numfn.trace.dynamic import DynTensor
 from numfn.trace.hoisted_checks import Counter
-from numfn.trace.control import FirstIterationDiffers, StateShapeGrows, advance, as_state, branch_region, index_bounds, passes_through, \
-    while_region
+from numfn.trace.control import FirstIterationDiffers, StateShapeGrows, advance, as_state, branch_region, \
+    index_bounds, passes_through, while_region
 from numfn.dtype import dtypes
 from numfn.ir.uop import UOp
 
@@ -582,6 +582,32 @@ def raise_(make: Callable[..., BaseException], *values: Any) -> NoReturn:
     raise BranchRaises()
 
 
+# the errors NumPy raises for the shapes, dtypes and constant indices a traced side meets; numfn's own (NumfnError:
+# a construct it does not compile) stay errors of the compile
+NUMPY_ERRORS = (IndexError, ValueError, TypeError, ArithmeticError, KeyError)
+
+
+def _raised_here(e: BaseException) -> bool:
+    """Whether `e`, caught in a side of a branch, was raised by that side's own statements: not numfn's (NumfnError),
+    and not inside a loop or a branch in the side, whose iterations or side may never run (their code is traced
+    whether or not it runs: raised at run time, it would need their own condition)."""
+    if isinstance(e, NumfnError): return False
+    tb = e.__traceback__.tb_next if e.__traceback__ is not None else None   # (the side's own frame first)
+    while tb is not None:
+        if tb.tb_frame.f_code in _REGION_CODES: return False
+        tb = tb.tb_next
+    return True
+
+
+_REGION_CODES = (while_region.__code__, branch_region.__code__)   # (functions tracing a loop's body, a branch's sides)
+
+
+def _again(e: BaseException) -> BaseException:
+    """A new exception like `e` (raised by a later call: not the traced one's object, with its traceback)."""
+    try: return type(e)(*e.args)
+    except Exception: return e
+
+
 def run_if(test, then, orelse, state, names, both, line):
     """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one. A side
     that raises (`raise_`: its check is made, gated by the side) gives its variables back as they were (the
@@ -614,6 +640,11 @@ def run_if(test, then, orelse, state, names, both, line):
             except BranchRaises:   # this side raises (its check is made): its values are never used (PENDING:
                 raising.add(side)   # the other side's)
                 out = outs.outer([PENDING if v is UNBOUND else v for v in given])
+            except NUMPY_ERRORS as e:   # NumPy's error on this side's shapes (`x[10]` of 5 elements): raised where
+                if not _raised_here(e): raise   # the side runs, as a `raise` statement in it would be
+                add_check(True, 0, lambda _, e=e: _again(e))
+                raising.add(side)
+                out = outs.outer([PENDING if v is UNBOUND else v for v in given])
             finally:
                 _branches.sides.pop()
             if any(is_unbound(v) for v in out):
@@ -633,8 +664,11 @@ def run_if(test, then, orelse, state, names, both, line):
     with ContainersKept(f"a branch at line {line} on a traced value", then, orelse) as kept:
         out = branch_region(index, [branch(orelse, 0), branch(then, 1)], leaves, out_names)
     if kept.changed: kept.refuse()
-    # every side raises: so does the enclosing side, if any (what follows is dead code: traced, never used)
-    if len(raising) == 2 and getattr(_branches, "sides", None) and _branches.sides[-1] is current_record():
+    # every side raises: so does the enclosing side, or the whole function where the branch is in its own code (not
+    # in a loop's body); what follows is dead code (numfn.function ends the trace there)
+    record = current_record()
+    if len(raising) == 2 and (_branches.sides[-1] is record if getattr(_branches, "sides", None)
+                              else record is not None and record.parent is None):
         raise BranchRaises()
     if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
