@@ -176,6 +176,27 @@ def test_default_reassociates_only_accumulations():
     assert not [line for line in source.splitlines() if "fmul" in line and "reassoc" in line]
 
 
+def _affine_recurrence(x):   # fuzz seed 73001117: an elementwise loop, run per element (numfn.schedule.interchange)
+    c = np.zeros((), np.int64)
+    while c < 6:
+        x = x * 3
+        x = x + 2
+        c = c + 1
+    return x
+
+
+def test_a_loops_carried_state_is_not_reassociated():
+    # the loop's state lives in accumulators, so `x * 3` read one: taken for a reduction's step, it was marked
+    # reassociable, and clang rewrote the unrolled (x * 3 + 2) * 3 ... (the C backend was 2e-13 off NumPy)
+    x = np.array([-2.4466102824021654, 0.34613044186610153, 1.6591091157934974, -2.200005552276195])
+    expected = _affine_recurrence(x)
+    for backend in ("llvm", "c"):
+        jf = numfn.jit(_affine_recurrence, backend=backend)
+        assert_same(jf(x), expected, rtol=0.0, atol=0.0)
+        source = jf.specialize(x).source
+        assert "reassoc" not in source and "reassociate" not in source, backend
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_fastmath_is_close_to_numpy(backend, dtype):
     rng = np.random.default_rng(2)

@@ -38,9 +38,21 @@ class KernelProgram:
         fastmath, also the user's float + - * (not the exact arithmetic of codegen/transcendental.py and
         codegen/complex.py, whose roundings are part of the method)."""
         if not (u.dtype.is_float and u.op in (Ops.ADD, Ops.SUB, Ops.MUL)): return False
-        if u.op is not Ops.SUB and any(s.op is Ops.LOAD and s.src[0].op is Ops.DEFINE_ACC for s in u.src):
-            return self.reassociate
+        if u.op is not Ops.SUB and u in self.accumulation_steps: return self.reassociate
         return self.fastmath and u.arg is FAST
+
+    @property
+    def accumulation_steps(self) -> frozenset[UOp]:
+        """The values assigned to an accumulator that read that accumulator: a reduction's `acc = acc + x`. Not the
+        arithmetic of a loop's carried state (numfn.schedule.interchange: `next = cur * 3 + 2`, read from one
+        accumulator and assigned to another), which the user's loop orders: reassociated, it would round as NumPy
+        does not."""
+        steps = self.__dict__.get("_accumulation_steps")
+        if steps is None:
+            steps = frozenset(a.src[1] for a in self.uops if a.op is Ops.ASSIGN and len(a.src) > 1
+                              and any(s.op is Ops.LOAD and s.src[0] is a.src[0] for s in a.src[1].src))
+            object.__setattr__(self, "_accumulation_steps", steps)
+        return steps
 
     def may_contract(self, u: UOp) -> bool:
         """Whether the renderers may let the compiler fuse `u` with a neighbouring float operation into an FMA
