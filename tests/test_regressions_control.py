@@ -1122,6 +1122,36 @@ def test_layout_that_depends_on_the_branch_taken_is_refused(first, second, op, b
         numfn.jit(_layout_program(first, second, op), backend=backend)(np.arange(12.0).reshape(4, 3), np.ones(1))
 
 
+def _loop_layout_program(op: str, second: str):
+    # fuzz seed 72002192: a loop binds r to a view of x in some iterations (r = x[::-1]), to nothing in others
+    flat, b = _LAYOUT_OPS[op], _LAYOUT_VIEWS[second]
+
+    def f(x, n):
+        r = x[:2].copy()
+        for i in range(n.sum()):
+            if i % 3 == 1:
+                r = b(x)
+        w = flat(r)
+        w[0] = 7.0
+        return r
+    return f
+
+
+@pytest.mark.parametrize("op", ["ravel", "reshape", "ascontiguousarray"])
+def test_layout_that_depends_on_the_iterations_a_loop_ran_is_refused(op, backend):
+    # NumPy's reshape of r is a view where no iteration bound it (its own copy), a copy where one bound it to the
+    # reversed rows: numfn copied, and the write through it was lost where NumPy's reached r
+    with pytest.raises(numfn.NumfnError, match="views of one layout"):
+        numfn.jit(_loop_layout_program(op, "reversed"), backend=backend)(np.ones((4, 3)), np.array([0, 1]))
+
+
+@pytest.mark.parametrize("op", ["ravel", "reshape"])
+def test_layout_a_loop_binds_the_same_as_its_own_is_a_view(op, backend):
+    for n in ([0, 1], [1, 1], [5, 2]):   # r contiguous either way: a view of it, whichever iterations ran
+        check_mutates(_loop_layout_program(op, "rows_from_0"), np.arange(12.0).reshape(4, 3), np.array(n),
+                      backend=backend, calls=1)
+
+
 def _fuzz_20000017(x0, x1):   # the fuzz run's program, shrunk
     v0 = x0[:-1]
     if np.any(x1 > 0):

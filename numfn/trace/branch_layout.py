@@ -37,23 +37,28 @@ def branch_layouts(view: Any) -> list[tuple[tuple[int, ...], tuple]] | None:
     - a view through a gather a branch chose: each branch's chain from the view's base (`branch_chains`);
     - a branch's result linked to outer arrays, or a view of one: in a branch that made the result a view of such an
       array, that array's shape and chain (then the view's ops after the result); in a branch that made it an array
-      of its own, the result's shape and the view's ops."""
+      of its own, the result's shape and the view's ops. A loop's result linked by its pairs (loop_links) may be
+      each pair's view, or an array of its own."""
     if view.base is not None:
         chains = branch_chains(view)
         if chains is not None: return [(view.base.shape, c) for c in chains]
     root, after = (view, ()) if view.base is None else (view.base, view.chain)
     links = [lk for lk in root._links or () if lk.view() is root]
     if not links: return None
+    chosen = [lk for lk in links if not lk.loop]   # (every one from the branch that made the result)
     out = []
-    for i in range(len(links[0].chains)):
-        made = [(lk.memory.shape, lk.chains[i] + after) for lk in links if lk.chains[i] is not None]
+    for i in range(len(chosen[0].chains) if chosen else 0):
+        made = [(lk.memory.shape, lk.chains[i] + after) for lk in chosen if lk.chains[i] is not None]
         out.append(made[0] if made else (root.shape, after))
-    return out
+    # a loop's result: a view of each array its pairs name where their flags hold, else an array of its own
+    loops = [lk for lk in links if lk.loop]
+    out += [(lk.memory.shape, c + after) for lk in loops for c in lk.chains if c is not None]
+    return out + [(root.shape, after)] if loops else out
 
 
 def same_in_every_branch(answers: list[bool], what: str) -> bool:
     """The answer every branch gives (`what` names the question), or an error when they differ."""
     if all(answers) or not any(answers): return answers[0]
-    raise unsupported(f"an array that is a view of different layouts in the branches of an `if` on a traced value, "
-                      f"where NumPy's result depends on the branch taken ({what})",
+    raise unsupported(f"an array that is a view of different layouts in the branches of an `if` on a traced value (or "
+                      f"as a loop's iterations bound it), where NumPy's result depends on the branch taken ({what})",
                       "copy it (v.copy()) or make the branches choose views of one layout")

@@ -250,6 +250,9 @@ class Link:
     flag: Tensor
     chains: list[tuple | None]
     moving: bool = False
+    # a loop's pair (numfn.trace.loop_links): `chains` is [the view's chain]; where the flag does not hold, the view
+    # is an array of its own (its other links are other pairs, with flags of their own: not branches of one choice)
+    loop: bool = False
 
     def chain(self) -> tuple | None:
         """The one chain of movement ops that makes the view wherever the flag holds; None if there is none."""
@@ -258,8 +261,8 @@ class Link:
 
 
 def link(result: Tensor, memory: Tensor, where: Sequence[Tensor], flag: Tensor, chains: list[tuple | None],
-         moving: bool = False) -> None:
-    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains), moving)
+         moving: bool = False, loop: bool = False) -> None:
+    lk = Link(weakref.ref(result), memory, list(where), flag, list(chains), moving, loop)
     for t in (result, memory):
         note_links(t)
         t._links = (t._links or []) + [lk]

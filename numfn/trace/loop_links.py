@@ -214,10 +214,10 @@ class Pair:
         for a DYNAMIC pair), as a branch links its result to the array it chose."""
         view, memory = values[self.first], self.other(values, outer)
         if self.chain == DYNAMIC:
-            link(view, memory, list(carried[1:1 + memory.ndim]), carried[0], [None], moving=True)
+            link(view, memory, list(carried[1:1 + memory.ndim]), carried[0], [None], moving=True, loop=True)
             return
         where = [Tensor(u) for u in positions(memory, self.chain)] if memory.ndim else []
-        link(view, memory, where, carried[0], [self.chain])
+        link(view, memory, where, carried[0], [self.chain], loop=True)
 
     def width(self, outer_ndim: int) -> int:
         """How many values of the loop's state the pair takes (`outer_ndim`: its second value's)."""
