@@ -453,6 +453,11 @@ def test_libm_fallback(monkeypatch):
         check(f, x, x[::-1].copy(), backend=backend, signed_zeros=True)
 
 
+# glibc's cbrt, NumPy's, is up to 2.5 ulps from the true root (0x1.be8c1823593bcp+2: 2.51 ulps), numfn's within half
+# an ulp of it there: they may differ by 3
+_HYP64_ULPS = {"cbrt": 3}
+
+
 @settings(max_examples=25, deadline=None)
 @given(hnp.arrays(np.float64, 16, elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
        hnp.arrays(np.float64, 16, elements=st.floats(-1e6, 1e6, width=64)))
@@ -461,7 +466,7 @@ def test_hypothesis_float64(x, y):
     with np.errstate(all="ignore"):
         for n, g in zip(_HYP_NAMES, got):
             e = _np_apply(n, x, y)
-            assert ulps(g, e).max() <= 2, (n, x, y, g, e)
+            assert ulps(g, e).max() <= _HYP64_ULPS.get(n, 2), (n, x, y, g, e)
 
 
 @settings(max_examples=25, deadline=None)
