@@ -53,7 +53,7 @@ def branch_layouts(view: Any) -> list[tuple[tuple[int, ...], tuple]] | None:
     # a loop's result: a view of each array its pairs name where their flags hold, else an array of its own
     loops = [lk for lk in links if lk.loop]
     out += [(lk.memory.shape, c + after) for lk in loops for c in lk.chains if c is not None]
-    return out + [(root.shape, after)] if loops else out
+    return out + ([(root.shape, after)] if loops else [])
 
 
 def same_in_every_branch(answers: list[bool], what: str) -> bool:

@@ -585,6 +585,7 @@ def raise_(make: Callable[..., BaseException], *values: Any) -> NoReturn:
 # the errors NumPy raises for the shapes, dtypes and constant indices a traced side meets; numfn's own (NumfnError:
 # a construct it does not compile) stay errors of the compile
 NUMPY_ERRORS = (IndexError, ValueError, TypeError, ArithmeticError, KeyError)
+_REGION_CODES = (while_region.__code__, branch_region.__code__)   # (functions tracing a loop's body, a branch's sides)
 
 
 def _raised_here(e: BaseException) -> bool:
@@ -597,9 +598,6 @@ def _raised_here(e: BaseException) -> bool:
         if tb.tb_frame.f_code in _REGION_CODES: return False
         tb = tb.tb_next
     return True
-
-
-_REGION_CODES = (while_region.__code__, branch_region.__code__)   # (functions tracing a loop's body, a branch's sides)
 
 
 def _again(e: BaseException) -> BaseException:
@@ -637,12 +635,10 @@ def run_if(test, then, orelse, state, names, both, line):
             _branches.sides.append(current_record())
             try:
                 out = outs.outer(fn(*given))
-            except BranchRaises:   # this side raises (its check is made): its values are never used (PENDING:
-                raising.add(side)   # the other side's)
-                out = outs.outer([PENDING if v is UNBOUND else v for v in given])
-            except NUMPY_ERRORS as e:   # NumPy's error on this side's shapes (`x[10]` of 5 elements): raised where
-                if not _raised_here(e): raise   # the side runs, as a `raise` statement in it would be
-                add_check(True, 0, lambda _, e=e: _again(e))
+            except (BranchRaises, *NUMPY_ERRORS) as e:   # this side raises: its values are never used (PENDING: the
+                if not isinstance(e, BranchRaises):   # other side's). NumPy's error on its shapes (`x[10]` of five
+                    if not _raised_here(e): raise   # elements) is its check, as a `raise` statement's (raise_) is
+                    add_check(True, 0, lambda _, e=e: _again(e))
                 raising.add(side)
                 out = outs.outer([PENDING if v is UNBOUND else v for v in given])
             finally:
