@@ -1,6 +1,7 @@
 """Reverse mode through native loops (numfn/autodiff/reverse_loops.py): grad, vjp and jacrev of functions whose
 `for` loops over ranges, fori_loop and scan compile to native loops (more than UNROLL iterations), against
-derivatives written out by hand in NumPy, forward mode (jacfwd) and finite differences (check_grads); with
+derivatives written out by hand in NumPy, JAX's gradients of functional rewrites (the heat equation, an RK4
+rollout), forward mode (jacfwd) and finite differences (check_grads); with
 branches, break, in-place writes and nested loops inside; derivatives of derivatives; the errors for `while`
 loops and unbounded trip counts."""
 from __future__ import annotations
@@ -63,8 +64,22 @@ def test_heat_jacobian_by_reverse_mode_is_the_matrix_power():
     assert native_loops(jac, U0) >= 1
 
 
+# jax.grad (jax 0.10.2, x64) of the functional rewrite, in a side environment:
+#     def heat_loss(u, k):
+#         for _ in range(STEPS):
+#             u = u.at[1:-1].add(k * (u[2:] - 2 * u[1:-1] + u[:-2]))
+#         return jnp.sum(u ** 2)
+#     jax.grad(heat_loss, argnums=(0, 1))(jnp.asarray(U0), K)
+HEAT_JAX_GRAD_U = np.array([3.0053648054772517, 0.22662957536894346, 0.4377687767709246, 0.6183112409737697,
+                            0.7541364564481859, 0.8330693944865254, 0.8461948476759005, 0.7893460059300946,
+                            0.6644268881895828, 0.48014935289426675, 0.2518189478511925, 7.653301103393817])
+HEAT_JAX_GRAD_K = -14.256626115141481
+
+
 def test_heat_gradient_in_the_state_and_the_coefficient():
     gu, gk = numfn.grad(heat_loss, argnums=(0, 1))(U0, K)
+    np.testing.assert_allclose(gu, HEAT_JAX_GRAD_U, rtol=1e-12)
+    np.testing.assert_allclose(gk, HEAT_JAX_GRAD_K, rtol=1e-12)
     m = heat_matrix(12, K)
     uT = np.linalg.matrix_power(m, STEPS) @ U0
     np.testing.assert_allclose(gu, 2 * np.linalg.matrix_power(m, STEPS).T @ uT, rtol=1e-12)
@@ -80,6 +95,44 @@ def test_heat_gradient_on_both_backends(backend):
     step = numfn.jit(lambda u, k: numfn.grad(heat_loss)(u, k), backend=backend)
     m = np.linalg.matrix_power(heat_matrix(12, K), STEPS)
     np.testing.assert_allclose(step(U0, K), 2 * m.T @ (m @ U0), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# an RK4 rollout of a damped pendulum (200 steps, four stages a step), with respect to its parameters and its
+# initial state
+
+def rk4_final_energy(theta, y0):
+    damping, stiffness = theta[0], theta[1]
+    y, dt = y0, 0.01
+    for _ in range(200):
+        def rate(s):
+            return np.stack([s[1], -stiffness * np.sin(s[0]) - damping * s[1]])
+        k1 = rate(y)
+        k2 = rate(y + 0.5 * dt * k1)
+        k3 = rate(y + 0.5 * dt * k2)
+        k4 = rate(y + dt * k3)
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return 0.5 * y[1] ** 2 + stiffness * (1.0 - np.cos(y[0]))
+
+
+THETA, Y0 = np.array([0.1, 2.0]), np.array([1.0, 0.0])
+# jax.grad (jax 0.10.2, x64) of the same code with jnp for np (functional already), argnums=(0, 1)
+RK4_JAX_GRAD_THETA = np.array([-1.6428710649436435, 0.3939107000837761])
+RK4_JAX_GRAD_Y0 = np.array([1.3430745126213826, 0.01746101653694826])
+
+
+def test_rk4_rollout_gradient_against_jax_and_finite_differences():
+    grad = numfn.grad(rk4_final_energy, argnums=(0, 1))
+    g_theta, g_y0 = grad(THETA, Y0)
+    np.testing.assert_allclose(g_theta, RK4_JAX_GRAD_THETA, rtol=1e-11)
+    np.testing.assert_allclose(g_y0, RK4_JAX_GRAD_Y0, rtol=1e-11)
+    # central differences of NumPy running the same function
+    eps = 1e-6
+    for x, g, other in ((THETA, g_theta, lambda v: rk4_final_energy(v, Y0)),
+                        (Y0, g_y0, lambda v: rk4_final_energy(THETA, v))):
+        fd = [(other(x + eps * e) - other(x - eps * e)) / (2 * eps) for e in np.eye(2)]
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+    assert native_loops(grad, THETA, Y0) >= 2   # the rollout forward and backward, not 200 unrolled steps
 
 
 # ---------------------------------------------------------------------------------------------------------------
