@@ -91,6 +91,38 @@ def test_reductions(name, fn):
     numfn.check_grads(fn, (_u(0.5, 2, (3, 4)),), order=1)
 
 
+def _cumprod_jacobian(x):
+    """d cumprod(x)_k / d x_i of a 1-d x by its definition: the product of x_j, j <= k, j != i (0 for i > k)."""
+    n = len(x)
+    return np.array([[np.prod(np.delete(x[:k + 1], i)) if i <= k else 0.0 for i in range(n)] for k in range(n)])
+
+
+# (one length: every case runs the programs the first one compiled)
+ZEROS = [np.array([0.5, 2.0, 0.0, 3.0, 1.5]), np.array([0.0, 2.0, 0.5, 3.0, 1.2]), np.array([1.5, 2.0, 3.0, 1.2, 0.0]),
+         np.array([2.0, 0.0, 3.0, 0.0, 0.5]), np.array([0.0, 0.0, 2.0, 1.1, 0.9]), np.array([0.7, 1.3, 2.0, 0.9, 1.1])]
+
+
+@pytest.mark.parametrize("x", ZEROS, ids=lambda x: f"zeros at {np.flatnonzero(x == 0).tolist()}")
+def test_running_product_with_zeros_is_exact(x):
+    """cumprod's derivative where x has zeros: before the first zero, cumprod(x) * cumsum(t / x) would divide by
+    zero (a NaN); the products of the others are what it is. Forward, reverse, along an axis of a 2-d array, and
+    the second derivatives (a rule exact only at first order would give wrong hessians at the zeros)."""
+    want = _cumprod_jacobian(x)
+    np.testing.assert_allclose(numfn.jacfwd(np.cumprod)(x), want, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(numfn.jacrev(np.cumprod)(x), want, rtol=1e-14, atol=0)
+    rows = np.stack([x, x[::-1] + 1.0])   # along axis 1: one row with the zeros, one without
+    got = numfn.jacrev(lambda a: np.cumprod(a, axis=1))(rows)
+    for r in range(2):
+        np.testing.assert_allclose(got[r, :, r, :], _cumprod_jacobian(rows[r]), rtol=1e-14, atol=0)
+        np.testing.assert_array_equal(got[r, :, 1 - r, :], 0.0)
+    numfn.check_grads(lambda a: np.sum(np.cumprod(a, axis=0) ** 2), (rows.T.copy(),), order=1)
+    # second order: d2 sum(cumprod(x)) / dx_i dx_m, the products of the others up to each k past both (0 on i = m)
+    n = len(x)
+    want2 = np.array([[0.0 if i == m else sum(np.prod(np.delete(x[:k + 1], [i, m])) for k in range(max(i, m), n))
+                       for m in range(n)] for i in range(n)])
+    np.testing.assert_allclose(numfn.hessian(lambda a: np.sum(np.cumprod(a)))(x), want2, rtol=1e-14, atol=1e-15)
+
+
 MOVEMENT = [
     ("reshape", lambda x: x.reshape(4, 3) * np.arange(3.0)), ("transpose", lambda x: x.T * np.arange(3.0)),
     ("slice", lambda x: x[1:, ::2] * 2), ("negative_stride", lambda x: x[::-1, ::-2] ** 2),

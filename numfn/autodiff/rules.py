@@ -286,9 +286,39 @@ def _jvp_scan(node, primals, tangents):
     op, axis = node.arg
     if t is None: return None
     if op is Ops.ADD: return UOp(Ops.SCAN, t.dtype, (t,), node.arg)
-    if op is Ops.MUL:   # d cumprod = cumprod * cumsum(dx / x) (not defined where x has zeros)
-        return _mul(node, UOp(Ops.SCAN, t.dtype, (_div(t, x),), (Ops.ADD, axis)))
+    if op is Ops.MUL: return _cumprod_tangent(node, x, t, axis)
     raise NotDifferentiable(f"derivative of a running {op.name.lower()} (np.maximum.accumulate and the like)")
+
+
+def _cumprod_tangent(y: UOp, x: UOp, t: UOp, axis: int) -> UOp:
+    """The tangent of y = cumprod(x) along `axis`: the linear recurrence dy_k = x_k dy_{k-1} + y_{k-1} t_k
+    (dy_{-1} = 0, y_{-1} = 1), solved in log2(n) doubling steps on the affine maps it composes: the pair (A, B) at k
+    is the map v -> A v + B from dy before a range of elements to dy at its end, and a step composes each pair with
+    the one just before its range. A polynomial in x and t, with no division: exact where x has zeros (where
+    cumprod(x) * cumsum(t / x) divides by them), and so are its own derivatives (a hessian), as JAX's running
+    product of multiplications is. Each step is stored, so the pairs are not recomputed step after step."""
+    shape = x.shape
+    assert shape is not None
+    n, ndim = shape[axis], len(shape)
+    pos = UOp.iota(n).reshape(tuple(n if a == axis else 1 for a in range(ndim))).expand(shape)
+
+    def from_back(u: UOp, k: int) -> UOp:   # u's element k back along the axis (0 for the first k)
+        return u.shrink(tuple((0, n - k) if a == axis else (0, s) for a, s in enumerate(shape))) \
+            .pad(tuple((k, 0) if a == axis else (0, 0) for a in range(ndim)))
+
+    def since(k: int) -> UOp:   # the positions k and later along the axis
+        return pos.alu(Ops.CMPLT, UOp.const_like(dtypes.int64, k, shape)).alu(Ops.XOR, UOp.const_like(
+            dtypes.bool, True, shape))
+
+    before = since(1).alu(Ops.WHERE, from_back(y, 1), full_like(x, 1)) if n else y   # y_{k-1}, 1 at the start
+    a, b = x, _mul(before, t)
+    k = 1
+    while k < n:
+        later = since(k)
+        b = UOp(Ops.CONTIGUOUS, b.dtype, (later.alu(Ops.WHERE, _mul(from_back(b, k), a).alu(Ops.ADD, b), b),))
+        if 2 * k < n: a = UOp(Ops.CONTIGUOUS, a.dtype, (later.alu(Ops.WHERE, _mul(from_back(a, k), a), a),))
+        k *= 2
+    return b
 
 
 # ---------------------------------------------------------------------------------------------------------------
