@@ -123,6 +123,13 @@ def test_running_product_with_zeros_is_exact(x):
     np.testing.assert_allclose(numfn.hessian(lambda a: np.sum(np.cumprod(a)))(x), want2, rtol=1e-14, atol=1e-15)
 
 
+def test_product_hessian_with_zeros_is_exact():
+    """prod's rule takes running products of the others; their own derivative (cumprod's) keeps it exact at zeros."""
+    x = np.array([0.5, 2.0, 0.0, 3.0, 0.0])
+    want = np.array([[0.0 if i == m else np.prod(np.delete(x, [i, m])) for m in range(5)] for i in range(5)])
+    np.testing.assert_allclose(numfn.hessian(np.prod)(x), want, rtol=1e-14, atol=0)
+
+
 MOVEMENT = [
     ("reshape", lambda x: x.reshape(4, 3) * np.arange(3.0)), ("transpose", lambda x: x.T * np.arange(3.0)),
     ("slice", lambda x: x[1:, ::2] * 2), ("negative_stride", lambda x: x[::-1, ::-2] ** 2),
