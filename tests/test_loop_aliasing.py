@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+import numfn
+
 from helpers import check, check_mutates
 
 
@@ -686,3 +688,37 @@ def test_a_scalar_the_loop_binds_to_a_zero_d_array_sees_its_later_writes(x, back
     check(_scalar_then_zero_d_array_at_2, x, backend=backend)
     for stop in (0, 2, 4, 9):
         check(_scalar_then_zero_d_array, x, stop, backend=backend)
+
+
+# ---- a name that starts as a read-only array (fuzz seed 77001731) ----------------------------------------------------
+# v = np.imag(x) of a real x is read-only in NumPy; a loop may rebind v to a new array. A write through v after the
+# loop raises in NumPy only where no iteration rebound it: numfn raised while compiling, for every trip count
+
+def _fuzz_77001731(x0):
+    v19 = np.imag(x0)
+    v25 = v19
+    for i26 in range(10, -1, -1):
+        v25 = v25 - v19
+    v25[...] = x0
+    return v25
+
+
+def _read_only_before_a_loop(x, n):
+    w = np.imag(x)
+    v = w
+    for i in range(n):
+        v = v - x
+    v[...] = x
+    return v, w
+
+
+def test_a_name_that_starts_read_only_is_written_where_the_loop_rebound_it(backend):
+    check(_fuzz_77001731, np.array([1, 1], np.int8), backend=backend)
+    x = np.array([1.5, -2.0, 3.0])
+    for n in (5, 1):
+        check(_read_only_before_a_loop, x, n, backend=backend)
+    f = numfn.jit(_read_only_before_a_loop, backend=backend)   # no iteration: v is the read-only array
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        f(x, 0)
+    for got, want in zip(f(x, 2), _read_only_before_a_loop(x, 2)):   # the same program, later calls
+        np.testing.assert_array_equal(got, want)

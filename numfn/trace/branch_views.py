@@ -23,8 +23,8 @@ from typing import Any
 from numfn.dtype import dtypes
 from numfn.errors import unsupported
 from numfn.trace.record import note_links
-from numfn.trace.tensor import Links, Tensor, replay, gather
-from numfn.trace.subscript import write
+from numfn.trace.tensor import Links, Tensor, add_check, replay, gather
+from numfn.trace.subscript import READ_ONLY, read_only, write
 from numfn.trace.branch_layout import is_window
 from numfn.ir.uop import MOVEMENT, Ops, UOp
 
@@ -284,10 +284,16 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
     where the branch made it a view of that array."""
     for lk in list(result._links or ()):
         if lk.view() is not result: continue
+        if lk.flag.uop.op is Ops.CONST and not lk.flag.uop.arg: continue   # never its view
         idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
         taken = Tensor(lk.flag._broadcast(shape))
         g = taken if gate is None else Tensor(taken.uop.alu(Ops.AND, Tensor(gate.uop.cast(dtypes.bool))._broadcast(
             shape)))
+        if read_only(lk.memory):
+            # NumPy raises where result is that array's view (`v = np.imag(x)` before a loop that may rebind v, then
+            # `v[...] = y`): a check, as the flag is known only at run time
+            add_check(g, 0, lambda _: ValueError(READ_ONLY))
+            continue
         write(lk.memory, shape, idx, Tensor(value.uop.cast(lk.memory.uop.dtype)), injective, combine, gate=g)
 
 

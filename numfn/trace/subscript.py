@@ -507,6 +507,17 @@ def _unique(t: Tensor) -> bool:
     return bool((flat[1:] != flat[:-1]).all())
 
 
+READ_ONLY = "assignment destination is read-only"   # NumPy's ValueError
+
+
+def read_only(x: Tensor) -> bool:
+    """Whether NumPy refuses writes into x: a read-only array (the imaginary part of a real array), a broadcast, a
+    diagonal."""
+    base = x.base if x.base is not None else x
+    return base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and not is_window(arg[0]))
+                                            for op, arg in x.chain)
+
+
 def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tensor, injective: bool,
           combine: Ops | None = None, gate: Tensor | None = None) -> None:
     """Store `value` (of `shape`) into x at `indices` (one per axis of x, broadcastable to `shape`): the base of x
@@ -517,9 +528,7 @@ def write(x: Tensor, shape: tuple[int, ...], indices: list[Tensor], value: Tenso
         raise unsupported("writing into an array captured from outside the function (a global or closure variable)",
                           "It is a constant of the compiled program; copy it first (y = np.array(x)) or pass it "
                           "as an argument")
-    if base.memory == "readonly" or any(op is Ops.EXPAND or (op is Ops.GATHER and not is_window(arg[0]))
-                                        for op, arg in x.chain):
-        raise ValueError("assignment destination is read-only")   # a broadcast, a diagonal
+    if read_only(x): raise ValueError(READ_ONLY)
     if math.prod(shape) == 0: return
     view_idx = [Tensor(i._broadcast(shape)) for i in indices]
     base_idx = map_to_base(x, view_idx)
