@@ -104,6 +104,27 @@ def test_augmented_assignment_and_repeated_indices(backend):
     check(f, rand((4, 3), np.float64, RNG), np.array([3, 3, 0]), backend=backend)
 
 
+def _fuzz_79000310(x1):
+    v1 = x1.T[0]                        # a view of x1's first column
+    v1[np.clip(x1.T, -4, 3)] += x1      # repeated indices; np.clip of x1.T is in Fortran order in NumPy
+    return x1
+
+
+def test_repeated_indices_write_the_last_in_c_order(backend):
+    """Which of several writes to one element wins is the last in the C order of the index array (NumPy leaves the
+    order unspecified and takes the index's memory order: for a Fortran-ordered index another write wins; fuzz
+    seed 79000310). numfn's answer is NumPy's with the index in C order, whatever its layout."""
+    x1 = np.array([[0, 1, 0, 3], [1, 0, 2, 3], [2, 0, 3, 1], [1, 2, 2, 1]], dtype=np.uint8)
+
+    def in_c_order(x):
+        v1 = x.T[0]
+        v1[np.ascontiguousarray(np.clip(x.T, -4, 3))] += x
+        return x
+    f = numfn.jit(_fuzz_79000310, backend=backend)
+    np.testing.assert_array_equal(f(x1.copy()), in_c_order(x1.copy()))
+    np.testing.assert_array_equal(f(np.asfortranarray(x1)), in_c_order(x1.copy()))   # the argument's layout too
+
+
 def test_assignment_broadcasts_and_casts_like_numpy(backend):
     def f(x, v):
         a = x.astype(np.int32)

@@ -117,7 +117,9 @@ class Generator:
         traced = self.pick(part, lambda v: v.value.dtype.kind in "iu" and v.value.ndim <= 2 and v.exact and
                            not v.py)
         if traced is not None and self.chance(0.4):
-            return f"{{a}}[{lead}np.clip({{b}}, -{n}, {n - 1})]", (traced.name,)
+            # in C order: NumPy writes repeated indices in the index array's memory order (unspecified, its docs
+            # say), and np.clip of a transposed array is one in Fortran order (seed 79000310: another element won)
+            return f"{{a}}[{lead}np.ascontiguousarray(np.clip({{b}}, -{n}, {n - 1}))]", (traced.name,)
         k = int(self.rng.integers(1, 6))
         idx = [int(i) for i in self.rng.integers(-n, n, k)]
         if self.chance(0.3) and a.ndim >= 2 and axis == 0:   # two arrays broadcast together
