@@ -285,7 +285,6 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
     for lk in list(result._links or ()):
         if lk.view() is not result: continue
         if lk.flag.uop.op is Ops.CONST and not lk.flag.uop.arg: continue   # never its view
-        idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
         taken = Tensor(lk.flag._broadcast(shape))
         g = taken if gate is None else Tensor(taken.uop.alu(Ops.AND, Tensor(gate.uop.cast(dtypes.bool))._broadcast(
             shape)))
@@ -294,6 +293,7 @@ def write_through(result: Tensor, shape: tuple[int, ...], at: Sequence[UOp], val
             # `v[...] = y`): a check, as the flag is known only at run time
             add_check(g, 0, lambda _: ValueError(READ_ONLY))
             continue
+        idx = [gather(p, [Tensor(i) for i in at]) for p in lk.positions]
         write(lk.memory, shape, idx, Tensor(value.uop.cast(lk.memory.uop.dtype)), injective, combine, gate=g)
 
 
