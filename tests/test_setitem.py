@@ -498,3 +498,34 @@ def test_a_write_whose_index_and_value_read_the_target(fn, dtype, backend):
 def test_a_2d_write_whose_index_and_value_read_the_target(backend):
     check_mutates(_index_and_value_from_target_2d, np.arange(6).reshape(2, 3) % 2, np.ones((1, 3), np.int64),
                   backend=backend, calls=1)
+
+
+# A new constant array written at traced indices: `r = np.zeros(n, np.int64)` is the same node as the 0 of the
+# write's own bounds test `0 <= p` at shape (n,), and that 0 was loaded from `r` as the write changed it (the inverse
+# of a permutation came out as [0 0 0 0 1 3 5 2]). Constants are computed where they are used, never loaded.
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float64, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_a_new_constant_array_written_at_traced_indices(dtype, backend):
+    p = np.array([2, 4, 7, 5, 0, 6, 3, 1])
+
+    def inverse(p):
+        r = np.zeros(p.size, dtype)
+        r[p] = np.arange(p.size)
+        return r
+
+    def ranks(v):
+        order = np.argsort(v)
+        r = np.empty_like(order)
+        r[order] = np.arange(len(v))
+        return r, order
+
+    def filled(p, v):
+        a = np.full(p.size, 1, dtype)
+        a[p] = v
+        b = np.zeros((2, p.size), dtype)
+        b[1, p[::-1]] = v
+        b[0, p] += 1
+        return a, b
+
+    check(inverse, p, backend=backend)
+    check(ranks, np.array([0.5, -1.0, 3.0, 2.5, 0.0, 7.0, -3.0, 1.0]), backend=backend)
+    check(filled, p, np.arange(8, dtype=dtype) * 3, backend=backend)

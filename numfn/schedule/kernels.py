@@ -30,7 +30,7 @@ from typing import cast
 from numfn.progress import work
 from numfn.codegen.lower import LoweredKernel, RealizeCheck, kernel_domain, lower_kernel
 from numfn.dtype import dtypes
-from numfn.ir.uop import ELEMENTWISE, Buffer, Ops, UOp, bottom_up, preorder, toposort
+from numfn.ir.uop import ELEMENTWISE, MOVEMENT, Buffer, Ops, UOp, bottom_up, preorder, toposort
 from numfn.schedule.externs import ScheduledExtern
 from numfn.schedule.items import ExternKernel, Kernel, LoopKernel
 from numfn.schedule.realize import MAX_KERNEL_DEPTH, MAX_KERNEL_OPS, chain_depth
@@ -376,10 +376,15 @@ def _kernel_value(value: UOp, inline: set, home: dict, origin: dict | None = Non
 
 def _loads(u: UOp, value: UOp, home: dict, inline: set, elementwise: bool) -> bool:
     """Whether a kernel computing `value` loads `u` from its home buffer: a realized value, except the kernel's own
-    members it reaches through elementwise ops, and constants (a realized constant, a check's payload 0 returned as
-    an output, is the same node as every other 0 of its dtype: loaded, each of those would read that output, even
-    in kernels that run before it is written: fuzz seed 49000303)."""
-    return u is not value and u in home and u.op is not Ops.CONST and not (elementwise and u in inline)
+    members it reaches through elementwise ops, and constant arrays (a CONST seen through views). A realized
+    constant is the same node as every other constant of its dtype, value and shape: a check's payload 0 returned
+    as an output (fuzz seed 49000303), or `r = np.zeros(n, np.int64)` scattered into, whose node is also the 0 of
+    the scatter's own bounds test `0 <= i` at shape (n,); loaded, each of those would read the realized memory,
+    before it is written or after later writes changed it (`r[p] = np.arange(n)` read its bounds' 0 from `r` as
+    it wrote it)."""
+    if u is value or u not in home or (elementwise and u in inline): return False
+    while u.op in MOVEMENT: u = u.src[0]
+    return u.op is not Ops.CONST
 
 
 def order_versions(groups: KernelGroups, reads: list[set[UOp]], versions: Versions, topo: dict[UOp, float]) -> None:
