@@ -6,9 +6,9 @@ import builtins
 
 import numpy as np
 
-from numfn.tools.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, INPUT_DTYPES, LOWP, MAX_SCALE,
-                                NAN_OK, REDUCES, SELECTED_OK, SHAPES, TERNARY, UNARY, VIEWS, Reject, Stmt, Var, evaluate,
-                                exactness, fresh, is_py, mag, py_ok, scale, tame)
+from numfn.tools.fuzz.program import (BASE_SUPPORTED, BINARY, CAST_TARGETS, DISCONTINUOUS, FRESH, INPUT_DTYPES, LOWP,
+                                MAX_SCALE, NAN_OK, REDUCES, SELECTED_OK, SHAPES, TERNARY, UNARY, VIEWS, Reject, Stmt,
+                                Var, evaluate, exactness, fresh, is_py, mag, py_ok, scale, tame)
 
 
 class Generator:
@@ -232,7 +232,7 @@ class Generator:
         self.count += 1
         selected = out_name if op in ("mask", "nonzero") else next((v.selected for v in operands if v.selected), "")
         if op in REDUCES and not op.endswith("accumulate") and op not in ("cumsum", "cumprod"): selected = ""
-        writable = op == "copy" or (self.view_writes and self.is_writable_view(out, operands[0]))
+        writable = op in ("copy", "fresh") or (self.view_writes and self.is_writable_view(out, operands[0]))
         self.vars.append(Var(out_name, out, sc, exact, lowp, part, copy=writable, selected=selected, half=half,
                              py=is_py(raw), nan=nan))
         self.stmts.append(Stmt(op, out_name, used, text, part, param=p))
@@ -345,10 +345,15 @@ class Generator:
 
     def write(self, part: int, target: Var | None = None) -> None:
         """x[index] = v or x[index] += v into an argument or a copy made earlier (possibly through a view)."""
-        if target is None: target = self.pick(part, lambda v: v.copy and v.value.ndim >= 1)
+        if target is None:
+            target = self.pick(part, lambda v: v.copy and v.value.ndim >= 1)
+            if target is not None and self.chance(0.15): target = None   # a new target now and then
         if target is None:
             src = self.pick(part, lambda v: v.value.ndim >= 1)
             if src is None: raise Reject
+            # a copy, or a new constant array (written at traced indices, its constant is the same node as the
+            # constants of the write's own bounds test: r[p] = np.arange(n) into np.zeros(n, np.int64) read them)
+            if self.chance(0.3): return self.add("fresh", self.choice(FRESH), [src])
             return self.add("copy", UNARY["copy"], [src])
         value = self.pick(part)
         assert value is not None   # every part has its inputs

@@ -156,7 +156,7 @@ DISCONTINUOUS = {"floor", "ceil", "trunc", "floordiv", "mod", "lt", "le", "gt", 
                  "isnan", "isfinite", "clip_int", "rint", "mask", "nonzero", "heaviside", "copysign",
                  "sort", "nanargmax", "nanargmin", "sfloordiv", "smod", "scmp", "branch", "where_s"}
 # exact on complex values too (the others are exact on real values only: a complex product takes an FMA per part)
-COMPLEX_EXACT = {"neg", "positive", "real", "imag", "conj", "copy", "add", "sub", "stack", "concat", "where",
+COMPLEX_EXACT = {"neg", "positive", "real", "imag", "conj", "copy", "fresh", "add", "sub", "stack", "concat", "where",
                  "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "sort", "argmax", "argmin",
                  "nanargmax", "nanargmin", "max", "min", "nanmax", "nanmin", "isnan", "isfinite", "astype", "write",
                  "branch", "full_like", "zeros_like", "flip", "roll", "tile", "repeat", "pad", "triu", "tril",
@@ -193,6 +193,9 @@ UNARY = {
     "take": "np.take({a}, np.array({p[0]}), axis={p[1]})", "add_reduce": "np.add.reduce({a}, axis={p})",
     "add_accumulate": "np.add.accumulate({a}, axis={p})", "max_accumulate": "np.maximum.accumulate({a}, axis={p})",
 }
+# new arrays to write into (numfn.tools.fuzz.generator's write): constants of the shape (and dtype) of `a`
+FRESH = ["np.zeros_like({a})", "np.ones_like({a})", "np.full_like({a}, 3)", "np.zeros({a}.shape, np.int64)",
+         "np.zeros({a}.shape)"]
 # the complex class's further operations (complex64/128 and float16, NaN in the inputs)
 NAN_UNARY = {
     "nanmax": "np.nanmax({a}, axis={p[0]}, keepdims={p[1]})", "nanmin": "np.nanmin({a}, axis={p[0]}, keepdims={p[1]})",
