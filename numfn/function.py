@@ -626,6 +626,7 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         self._bound_statics: dict = {}     # static argument keys -> BoundStatics (their calls' fast path)
         self._bound_trees: dict = {}       # argument structures -> BoundTree (the fast path of calls on containers)
         self._probed: set = set()          # id()s of specializations a one-element call was folded for (probes)
+        self._sizing_ints: tuple[int, ...] = ()   # positions of Python ints that size arrays (_learn_sizing_ints)
         self._lock = lock()   # a forked child finds it released (numfn.locks)
 
     @property
@@ -673,8 +674,43 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                 self._ready.add(full)
         return nf
 
+    def _statics_for(self, args: tuple) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The static arguments of a call: jit's, and the positions of Python ints that size arrays where this
+        call passes Python ints there (see _learn_sizing_ints)."""
+        sizing = self._sizing_ints
+        if sizing and len(args) > sizing[-1] and all(type(args[i]) is int for i in sizing):
+            return tuple(sorted({*self._static[0], *sizing})), self._static[1]
+        return self._static
+
+    def _learn_sizing_ints(self, key: tuple, statics: tuple, args: tuple) -> bool:
+        """Whether this call's trace asks for a value (np.zeros(n), range-sized arrays) computed from Python ints
+        passed by position alone: those positions become static for calls passing Python ints there. Each new
+        value compiles once either way (a specialization by value, numfn.value_specialization), but a static
+        argument's calls take the C dispatcher's fast path (2-5 us), where a dispatcher by value computes the
+        value by a program of its own and then takes the Python path (about 90 us a call)."""
+        traced = self.specialization(key, statics, compile=False)
+        try:
+            request = traced.size_request   # (traces)
+        except BaseException:
+            with self._lock:   # a signature that fails to trace is not kept (as `specialization` does)
+                for k in [k for k, v in self._specializations.items() if v is traced]: del self._specializations[k]
+            raise
+        if request is None: return False
+        static_positions = {p for p, _ in statics if isinstance(p, int)}
+        leaf_position: dict[int, int] = {}
+        for i, a in enumerate(args):
+            if i in static_positions: continue
+            for _ in flatten(a, is_leaf=is_leaf)[0]: leaf_position[len(leaf_position)] = i
+        read = {u.arg[0] for u in request.value.toposort() if u.op is Ops.PARAM}
+        positions = {leaf_position.get(k, -1) for k in read}
+        if not positions or any(p < 0 or type(args[p]) is not int for p in positions): return False
+        self._sizing_ints = tuple(sorted({*self._sizing_ints, *positions}))
+        debug.log(1, f"{traced.name}: the Python ints at positions {sorted(positions)} size its arrays: static "
+                     "arguments from now on")
+        return True
+
     def _dispatch_miss(self, *args, **kwargs):
-        positions = self._static[0]
+        positions = self._statics_for(args)[0]
         if positions and positions[0] >= 0 and len(args) > positions[-1] and (not kwargs or list(kwargs) == ["out"]):
             # static arguments passed by position: the fast path of their values' dispatcher, over the others
             try:
@@ -715,7 +751,7 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                 call: Any = self
                 return call(*args) if out is None else call(*args, out=out)
         args, kwargs = generator_arguments(args, kwargs)   # a numpy Generator argument becomes a key drawn from it
-        key, leaves, statics = signature(self.fn, args, kwargs, self._static)
+        key, leaves, statics = signature(self.fn, args, kwargs, self._statics_for(args))
         if any(isinstance(leaf, Tensor) for leaf in leaves):   # called while another function is traced
             if out is not None: raise unsupported("out= in a call inside a traced function")
             callee = self.specialization(key, statics, compile=False)
@@ -735,6 +771,8 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                 self._probed.add(id(traced))   # (called again with this signature: compiled)
                 folded = probes.folded_result(traced, leaves)
                 if folded is not None: return folded
+        if not kwargs and self._learn_sizing_ints(key, statics, args):
+            return self._dispatch_miss(*args, **({} if out is None else {"out": out}))   # now static: fast next time
         nf = self.specialization(key, statics)
         if not nf.profile:   # DEBUG=2 calls stay on the Python path to report
             if isinstance(bound, BoundTree):

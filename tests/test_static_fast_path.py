@@ -187,3 +187,36 @@ def test_namedtuple_and_dataclass_arguments_take_the_fast_path(signature_calls):
     for p in [Layer(w, b), Frozen(w, b), Layer(w, b * 2), Frozen(w * 3, b)] * 2:
         np.testing.assert_array_equal(f(p, x), apply(p, x))
     assert len(signature_calls) == 2   # one per class; the other calls were the fast path's
+
+
+def fib_table(n):
+    f = np.zeros(n, dtype=np.int64)
+    f[1] = 1
+    for i in range(2, n):
+        f[i] = f[i - 1] + f[i - 2]
+    return f
+
+
+def sized(x, n, m):
+    return np.zeros((n, m)) + x.sum(), np.arange(n) * m
+
+
+def test_python_ints_that_size_arrays_become_static(signature_calls, backend):
+    """np.zeros(n) of a Python int argument is sized by its value: after the first call, the positions of such
+    ints are static arguments (one program per value, as before), so later calls take the fast path instead of
+    computing the value by a program of its own first. An array or NumPy int in their place still works."""
+    f = numfn.jit(fib_table, backend=backend)
+    for n in (10, 12, 10, 12, 10):
+        np.testing.assert_array_equal(f(n), fib_table(n))
+    assert len(signature_calls) == 3, signature_calls   # the first call twice (learning, then static), 12 once
+    for n in (np.int64(10), np.array(12)):   # not Python ints: sized by value, as before
+        np.testing.assert_array_equal(f(n), fib_table(int(n)))
+    g = numfn.jit(sized, backend=backend)
+    x = np.arange(3.0)
+    for n, m in ((2, 3), (2, 3), (1, 4), (2, 3)):
+        for got, want in zip(g(x, n, m), sized(x, n, m)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(g(x, m=3, n=2)[0], sized(x, 2, 3)[0])   # by keyword
+    with pytest.raises(ValueError, match="negative dimensions"):
+        g(x, -1, 2)
