@@ -236,3 +236,29 @@ def test_an_array_like_suggests_asarray():
             return np.ones(3)
     with pytest.raises(TypeError, match=r"argument 'a' of type Wrapped .*np\.asarray\(x\)"):
         numfn.jit(lambda a: a + 1)(Wrapped())
+
+
+# ---- NumPy functions whose dispatcher does not name the traced argument ---------------------------------------------
+# NumPy hands a call to __array_function__ only for the arguments its dispatcher names (np.take's `a` and `out`,
+# np.repeat's and np.roll's `a`): with a NumPy array or a Python number there and a traced array elsewhere, NumPy's
+# own function ran and could not convert the traced one (fuzz seeds 81000161, 81000196: np.take of a loop's counter)
+TABLE = np.arange(10.0) ** 2
+
+
+def undispatched(x, i):
+    c = 0
+    while c < 5:
+        c = c + 1
+    k = i % 3
+    return (np.take(c, np.array([0, 0, 2 - 2])), np.take(TABLE, i), np.take(TABLE, i, mode="wrap"),
+            np.take(TABLE.reshape(2, 5), k, axis=1), np.repeat(TABLE[:3], k[:3]), np.roll(TABLE, 3),
+            np.take(x, 1), np.take(7, k[:2] * 0), np.take_along_axis(TABLE[None], i[None], axis=1))
+
+
+def take_from_table(i):
+    return np.take(TABLE, i)
+
+
+def test_numpy_functions_with_a_traced_argument_their_dispatch_does_not_see(backend):
+    check(undispatched, rand((3,), np.float64, RNG), np.array([1, 4, 2, 9]), backend=backend)
+    check_raises_like(take_from_table, np.array([3, 10]), backend=backend)   # IndexError, as NumPy

@@ -57,6 +57,7 @@ from numfn.errors import NumfnError, user_location
 from numfn.trace.statements import array_items, logical, logical_not, not_flags, raise_, run_for_each, \
     run_for_range, run_if, run_while, traced_builtin, traced_constructor
 from numfn.trace.record import left_to_python
+from numfn.trace.numpy_protocol import numpy_call
 from numfn.trace import expressions
 from numfn.trace.convert_expressions import RUNTIME, Expressions, converted_test, load_name, runtime_call
 from numfn.trace.unbound import PENDING, UNBOUND
@@ -797,6 +798,8 @@ class Runtime:
         if builtin is not None: return builtin
         made = traced_constructor(f)   # np.zeros, np.ndarray, ... make arrays numfn traces
         if made is not None: return made
+        routed = numpy_call(f)   # np.take(table, traced): NumPy's dispatch would not see the traced argument
+        if routed is not None: return routed
         if _user_function(f): return _helper(f)
         if type(f) is types.MethodType and _user_function(f.__func__): return types.MethodType(_helper(f.__func__),
                                                                                                 f.__self__)

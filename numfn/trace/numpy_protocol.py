@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection
 import numpy as np
 
 from numfn.errors import unsupported
+from numfn.pytree import flatten
 from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS, Tensor, tensor_method
 
 
@@ -108,3 +109,28 @@ def _numpy_values(result: Any) -> Any:
 @functools.cache
 def _signature_of(fn) -> inspect.Signature:
     return inspect.signature(fn)
+
+
+_routed: dict[Any, Callable[..., Any]] = {}   # NumPy's function -> its `numpy_call`
+
+
+def numpy_call(f: Any) -> Callable[..., Any] | None:
+    """What a call of NumPy's function `f` in converted code runs (numfn.trace.convert's Runtime.callee), None for
+    anything else. NumPy hands a call to __array_function__ only for the arguments its dispatcher names: np.take's
+    are `a` and `out`, np.repeat's and np.roll's `a` alone. With a NumPy array or a Python number there and a traced
+    array elsewhere (np.take(table, i), np.repeat(values, counts), np.take(5, i)), NumPy's own function would run and
+    fail to convert the traced one; such calls run numfn.numpy's function, as dispatch does for the others."""
+    if isinstance(f, np.ufunc) or not callable(f): return None   # (a ufunc's dispatch sees every input)
+    try:
+        impl = NUMPY_IMPLEMENTATIONS.get(f)
+    except TypeError:   # unhashable
+        return None
+    if impl is None: return None
+    found = _routed.get(f)
+    if found is None:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if any(isinstance(leaf, Tensor) for leaf in flatten((args, kwargs))[0]):
+                return _array_function(None, f, (), args, kwargs)
+            return f(*args, **kwargs)
+        found = _routed[f] = functools.wraps(f)(call)
+    return found
