@@ -15,7 +15,7 @@ import pytest
 import numfn
 from helpers import assert_same
 from numfn.runtime import extensions
-from numfn.runtime.dispatch import PyDispatcher, check_out, fast_arg_specs, register_specialization
+from numfn.runtime.dispatch import PyDispatcher, check_out, fast_arg_specs, register_specialization, registration
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MISS = object()
@@ -261,6 +261,67 @@ def test_layouts(Recorder, make_input):
     np.testing.assert_array_equal(r, a * 2.0 + 1.0)
     np.testing.assert_array_equal(x, before)
     assert r.flags.c_contiguous and d.misses == []
+
+
+def scale_in_place(x, y):
+    x *= 2.0
+    x[0] = y.sum()
+    return x[1] + 1.0
+
+
+@pytest.mark.parametrize("make_input", [
+    lambda a: np.repeat(a, 2, axis=1)[:, ::2],          # strided
+    lambda a: np.asfortranarray(a),                     # Fortran order
+    misaligned,
+    readonly,
+], ids=["strided", "fortran", "misaligned", "readonly"])
+def test_an_argument_written_into_takes_the_fast_path_only_in_place(Recorder, make_input, backend):
+    """A function writing into an argument takes the fast path when the array can be written in place: C-contiguous,
+    aligned, writeable, sharing no memory with the other arguments. Other arrays miss, and the Python path copies
+    them in and back, raises NumPy's error for a read-only one, or compiles the function for shared memory."""
+    a, y = np.arange(12.0).reshape(3, 4) - 5.5, np.arange(4.0)
+    d, nf = make(Recorder, scale_in_place, a, y, backend=backend)
+    assert nf.mutated_inputs == (0,)
+    for _ in range(2):   # in place, twice: the caller's array changes as NumPy's would
+        x, want = a.copy(), a.copy()
+        expected = scale_in_place(want, y)
+        assert_same(d(x, y), expected)
+        assert_same(x, want)
+    assert d.misses == []
+    x = make_input(a)
+    assert d(x, y) is MISS and len(d.misses) == 1
+    w = a.copy()
+    assert d(w, w[0]) is MISS   # y is a view of x
+    f = numfn.jit(scale_in_place, backend=backend)   # the Python path behind those misses: NumPy's answers
+    for x in (make_input(a), a.copy()):
+        if not x.flags.writeable:
+            with pytest.raises(ValueError, match="read-only"): f(x, y)
+            continue
+        want = np.array(x, copy=True)
+        expected = scale_in_place(want, y)
+        assert_same(f(x, y), expected)
+        assert_same(x, want)
+    w, want = a.copy(), a.copy()
+    expected = scale_in_place(want, want[0])
+    assert_same(f(w, w[0]), expected)
+    assert_same(w, want)
+
+
+def nonzero_and_sum(x):
+    return np.nonzero(x > 0.5)[0], x.sum(), np.flatnonzero(x < 0)
+
+
+def test_outputs_of_a_data_dependent_length_take_the_fast_path(Recorder, backend):
+    """np.nonzero's length is known after the call: its output and its length are registered, and the builder cuts
+    the output to it. out= cannot name such outputs: a call with it misses (the Python path's error)."""
+    x = np.array([0.1, 0.9, -1.0, 0.7, 0.2])
+    d, nf = make(Recorder, nonzero_and_sum, x, backend=backend)
+    assert len(nf.cut_outputs) == 2
+    for v in (x, -x, x * 0, np.array([1.0, 1, 1, 1, 1])):
+        got = d(v)
+        for g, w in zip(got, nonzero_and_sum(v)): assert_same(g, w)
+    assert d.misses == []
+    assert d(x, out=(np.empty(5, np.int64), np.empty(()), np.empty(5, np.int64))) is MISS
 
 
 def test_zero_size_and_0d(Recorder):
@@ -691,16 +752,17 @@ def test_kept_memory_stays_under_its_limit(Recorder, kept):
 
 
 def test_kept_memory_on_the_python_path():
-    """Calls that take the Python path (here: an output of run-time length, cut after the call) allocate through
-    it too."""
+    """Calls that take the Python path (here: an output of run-time length, cut after the call, and a check, whose
+    slots the program's table puts before the length) allocate through it too."""
     if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
 
     def first_rows(x, k):
-        return x[:k] * 2.0
+        return x[:k] * 2.0 + x[k - 1, 0]
 
     f = numfn.jit(first_rows)
     x = np.random.default_rng(1).standard_normal((256, 256))
-    assert fast_arg_specs(f.specialize(x, 200)) is None
+    nf = f.specialize(x, 200)
+    assert nf.cut_outputs and nf.checks and registration(nf) is None
     for k in (200, 256, 3):
         y = f(x, k)
         assert handler_name(y.base if y.base is not None else y) == "numfn"

@@ -14,6 +14,10 @@
  *                               on LP64, count as equal), native byte order, this ndim and these dims. A matching
  *                               array that is not C-contiguous or not aligned is copied before the call; read-only
  *                               arrays are read in place.
+ *   ("array", type_num, shape, written)  with `written` true, an array the program writes into: it must also be
+ *                               C-contiguous, aligned and writeable, and share no memory with the other array
+ *                               arguments; others miss (the Python path copies them in and back, raises NumPy's
+ *                               error for a read-only one, or specializes for arguments that share memory)
  *   ("float",)                  exactly a Python float (not a subclass such as numpy.float64), passed as a double
  *   ("int",)                    exactly a Python int (not bool) whose value fits int64, passed as an int64
  *   ("int", lo, hi)             the same, with lo <= value <= hi (a function that converts the int to a narrower
@@ -21,7 +25,8 @@
  *   ("bool",)                   a Python bool, passed as one byte (0 or 1)
  *
  * Output specs are (type_num, shape). The result is the single output, a tuple of the outputs, or, when the entry
- * has a `builder`, builder(tuple of outputs).
+ * has a `builder`, builder(tuple of outputs). `hidden=n`: the last n outputs are the builder's alone (the lengths
+ * it cuts outputs of a data-dependent length to); a call with `out=` then misses.
  *
  * Checks (`checks=n`, `on_check`): the program computes n conditions besides its outputs (an index out of bounds,
  * a Python int beyond 64 bits), each a failed flag (one byte) and a payload (int64), in buffer-table slots right
@@ -83,6 +88,7 @@ typedef struct {
     int ndim;
     const npy_intp *dims;    /* into Entry.dims */
     long long lo, hi;        /* the range of an int argument */
+    int written;             /* an array the program writes into (see entry_matches) */
 } ArgSpec;
 
 typedef struct {
@@ -104,6 +110,8 @@ typedef struct {
     PyObject *keepalive;     /* owned */
     PyObject *builder;       /* owned, or NULL */
     Py_ssize_t nchecks;      /* checks: two scalar slots each after the outputs */
+    Py_ssize_t nhidden;      /* the last outputs are the builder's alone (lengths it cuts outputs to): no out= */
+    int any_written;         /* an argument is written into */
     PyObject *on_check;      /* owned, or NULL (no checks): raises the error of a failed check */
     int release_gil;
     npy_intp *dims;          /* storage for every spec's dims */
@@ -322,7 +330,27 @@ same_arg_specs(const Entry *a, const Entry *b)
 
 /* ---- matching ----------------------------------------------------------------------------------------------- */
 
-/* Whether `args` match `e`; fills the scalar slots of scalar arguments. Never raises, never runs Python code. */
+static int arrays_overlap(PyArrayObject *a, PyArrayObject *b);
+
+/* Whether an array argument the program writes into may share memory with another array argument (a miss: the
+   Python path specializes the function for arguments that share memory, numfn.trace.aliasing). */
+static int
+written_overlaps(const Entry *e, PyObject *const *args)
+{
+    for (Py_ssize_t j = 0; j < e->nargs; j++) {
+        if (!e->args[j].written) continue;
+        for (Py_ssize_t i = 0; i < e->nargs; i++) {
+            if (i != j && e->args[i].kind == KIND_ARRAY &&
+                arrays_overlap((PyArrayObject *)args[j], (PyArrayObject *)args[i])) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether `args` match `e`; fills the scalar slots of scalar arguments. Never raises, never runs Python code. An
+   array the program writes into must be C-contiguous, aligned and writeable (the program writes into its memory;
+   the Python path copies others in and back, and raises NumPy's error for a read-only one) and share no memory with
+   the other arguments. */
 static inline int
 entry_matches(const Entry *e, PyObject *const *args, ScalarSlot *slots)
 {
@@ -341,6 +369,7 @@ entry_matches(const Entry *e, PyObject *const *args, ScalarSlot *slots)
             for (int d = 0; d < s->ndim; d++) {
                 if (dims[d] != s->dims[d]) return 0;
             }
+            if (s->written && !PyArray_ISCARRAY(a)) return 0;
             break;
         }
         case KIND_FLOAT:
@@ -368,7 +397,7 @@ entry_matches(const Entry *e, PyObject *const *args, ScalarSlot *slots)
             return 0;
         }
     }
-    return 1;
+    return !e->any_written || !written_overlaps(e, args);
 }
 
 /* ---- out= --------------------------------------------------------------------------------------------------- */
@@ -695,7 +724,7 @@ dispatcher_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf, PyO
     }
     for (int i = 0; i < self->nentries; i++) {
         Entry *e = self->entries[i];
-        if (e->nargs != nargs || !entry_matches(e, args, slots)) continue;
+        if (e->nargs != nargs || (out != NULL && e->nhidden) || !entry_matches(e, args, slots)) continue;
         if (i > 0) {   /* most recently used first */
             memmove(&self->entries[1], &self->entries[0], sizeof(Entry *) * (size_t)i);
             self->entries[0] = e;
@@ -766,7 +795,7 @@ parse_type_num(PyObject *o, int *type_num, PyArray_Descr **descr, const char *wh
 /* Build an entry from _register's arguments (a new entry with refs == 1, or NULL with an exception). */
 static Entry *
 entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject *constants, PyObject *keepalive,
-          PyObject *builder, int release_gil, Py_ssize_t nchecks, PyObject *on_check)
+          PyObject *builder, int release_gil, Py_ssize_t nchecks, PyObject *on_check, Py_ssize_t nhidden)
 {
     if (!PyTuple_Check(arg_specs) || !PyTuple_Check(out_specs) || !PyTuple_Check(constants)) {
         PyErr_SetString(PyExc_TypeError, "_register: arg_specs, out_specs and constants must be tuples");
@@ -783,6 +812,10 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
         return NULL;
     }
     if (on_check == Py_None) on_check = NULL;
+    if (nhidden < 0 || nhidden > PyTuple_GET_SIZE(out_specs) || (nhidden > 0 && builder == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "_register: hidden must count outputs a builder takes");
+        return NULL;
+    }
     if (nchecks < 0 || (nchecks > 0 && (on_check == NULL || !PyCallable_Check(on_check)))) {
         PyErr_SetString(PyExc_TypeError, "_register: checks must be >= 0, and on_check callable when there are any");
         return NULL;
@@ -803,6 +836,7 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
     e->builder = builder;
     Py_XINCREF(builder);
     e->nchecks = nchecks;
+    e->nhidden = nhidden;
     e->on_check = nchecks > 0 ? on_check : NULL;
     Py_XINCREF(e->on_check);
     e->args = PyMem_Calloc((size_t)e->nargs + 1, sizeof(ArgSpec));
@@ -824,10 +858,15 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
         if (kind == NULL) goto fail;
         Py_ssize_t size = PyTuple_GET_SIZE(spec);
         ArgSpec *s = &e->args[j];
-        if (strcmp(kind, "array") == 0 && size == 3) {
+        if (strcmp(kind, "array") == 0 && (size == 3 || size == 4)) {
             s->kind = KIND_ARRAY;
             if (parse_type_num(PyTuple_GET_ITEM(spec, 1), &s->type_num, NULL, "arg spec", j) < 0) goto fail;
             if (parse_shape(PyTuple_GET_ITEM(spec, 2), &s->ndim, &ndims, "arg spec", j) < 0) goto fail;
+            if (size == 4) {
+                s->written = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 3));
+                if (s->written < 0) goto fail;
+                e->any_written |= s->written;
+            }
         }
         else if (strcmp(kind, "float") == 0 && size == 1) s->kind = KIND_FLOAT;
         else if (strcmp(kind, "int") == 0 && (size == 1 || size == 3)) {
@@ -843,7 +882,7 @@ entry_new(PyObject *address, PyObject *arg_specs, PyObject *out_specs, PyObject 
         }
         else if (strcmp(kind, "bool") == 0 && size == 1) s->kind = KIND_BOOL;
         else {
-            PyErr_Format(PyExc_ValueError, "_register: arg spec %zd must be (\"array\", type_num, shape), "
+            PyErr_Format(PyExc_ValueError, "_register: arg spec %zd must be (\"array\", type_num, shape[, written]), "
                          "(\"float\",), (\"int\",), (\"int\", lo, hi) or (\"bool\",), got %R", j, spec);
             goto fail;
         }
@@ -920,18 +959,19 @@ static PyObject *
 dispatcher_register(PyObject *self_, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"address", "arg_specs", "out_specs", "constants", "keepalive", "builder", "release_gil",
-                            "checks", "on_check", NULL};
+                            "checks", "on_check", "hidden", NULL};
     DispatcherObject *self = (DispatcherObject *)self_;
     PyObject *address, *arg_specs, *out_specs, *constants, *keepalive = Py_None, *builder = Py_None;
     PyObject *on_check = Py_None;
     int release_gil = 0;
-    Py_ssize_t nchecks = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OOp$nO:_register", names, &address, &arg_specs, &out_specs,
-                                     &constants, &keepalive, &builder, &release_gil, &nchecks, &on_check)) {
+    Py_ssize_t nchecks = 0, nhidden = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|OOp$nOn:_register", names, &address, &arg_specs, &out_specs,
+                                     &constants, &keepalive, &builder, &release_gil, &nchecks, &on_check,
+                                     &nhidden)) {
         return NULL;
     }
     Entry *e = entry_new(address, arg_specs, out_specs, constants, keepalive, builder, release_gil, nchecks,
-                         on_check);
+                         on_check, nhidden);
     if (e == NULL) return NULL;
 
     /* an entry for the same arguments is replaced; otherwise the least recently used one goes when full */

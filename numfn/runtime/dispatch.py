@@ -72,7 +72,7 @@ class PyDispatcher:
 
     def _register(self, address: int, arg_specs: tuple, out_specs: tuple, constants: tuple = (),
                   keepalive: object = None, builder: object = None, release_gil: bool = False, *, checks: int = 0,
-                  on_check: object = None) -> None:
+                  on_check: object = None, hidden: int = 0) -> None:
         """Accepted and ignored: a native address alone cannot run here (see `_register_python`)."""
 
     def _register_python(self, arg_specs: tuple, run) -> None:
@@ -121,9 +121,10 @@ def fast_arg_specs(nf, leaves: bool = False) -> tuple | None:
     on the dispatcher of their values (numfn.function.BoundStatics), which takes the other arguments. A Python int
     the function converts to a narrower integer gets its range (nf.int_limits): values outside it miss, and the
     Python path raises OverflowError for them. With `leaves`, positional arguments may be containers: the specs
-    are their leaves', for the dispatcher of one argument structure (numfn.function.BoundTree), called on them."""
+    are their leaves', for the dispatcher of one argument structure (numfn.function.BoundTree), called on them. An
+    argument the function writes into is an array spec marked written (the C dispatcher then takes only a
+    C-contiguous, writeable array sharing no memory with the other arguments)."""
     tree = nf.in_tree
-    if nf.mutated_inputs or nf.cut_outputs: return None
     if tree.kind != "tuple" or len(tree.children) != 2: return None
     positional, keywords = tree.children
     if positional.kind != "tuple" or (not leaves and any(c.kind != "leaf" for c in positional.children)):
@@ -143,6 +144,9 @@ def fast_arg_specs(nf, leaves: bool = False) -> tuple | None:
                 specs.append((kind,))
         else:
             specs.append(("array", s.dtype.np.num, tuple(int(n) for n in s.shape)))
+    for slot in nf.mutated_inputs:
+        if specs[slot][0] != "array": return None   # (a Python number written into: the Python path's TypeError)
+        specs[slot] = specs[slot] + (True,)
     return tuple(specs)
 
 
@@ -167,15 +171,14 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
         dispatcher._register_python(found[1], nf.run)
         return True
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
-    address, specs, outs, consts, keepalive, builder, checks, big = found
+    address, specs, outs, consts, keepalive, builder, checks, big, hidden = found
     gil = big if release_gil is None else bool(release_gil)
-    if not checks:
-        dispatcher._register(address, specs, outs, consts, keepalive, builder, gil)
-        return True
+    extra: dict = {"hidden": hidden} if hidden else {}
+    if checks: extra.update(checks=len(checks), on_check=functools.partial(failed_checks, checks))
     try:
-        dispatcher._register(address, specs, outs, consts, keepalive, builder, gil, checks=len(checks),
-                             on_check=functools.partial(failed_checks, checks))
-    except TypeError:   # an extension built before checks were read on the fast path: calls take the Python path
+        dispatcher._register(address, specs, outs, consts, keepalive, builder, gil, **extra)
+    except (TypeError, ValueError):   # an extension built before these were read on the fast path: the Python path
+        if not extra and not any(len(s) == 4 for s in specs): raise
         return False
     return True
 
@@ -188,21 +191,42 @@ def failed_checks(checks: tuple, values: tuple) -> None:
 
 def registration(nf, leaves: bool = False) -> tuple | None:
     """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
-    constants, keepalive, builder, its checks, release_gil), or None when its calls cannot take the fast path.
+    constants, keepalive, builder, its checks, release_gil, hidden), or None when its calls cannot take the fast path.
     What it needs beyond the signature comes from the compiled program's manifest, so a warm process decides as a
     cold one. The checks' flags and payloads are the program's last outputs: the fast path keeps them in C scalars
-    (each is 0-d), so only the function's own outputs are registered. `leaves`: see fast_arg_specs."""
+    (each is 0-d), so only the function's own outputs are registered. `leaves`: see fast_arg_specs. Outputs of a
+    data-dependent length (nf.cut_outputs: np.nonzero's) are registered with their lengths after them, which the
+    builder cuts them to (`hidden`: outputs a caller cannot pass as out=)."""
     specs = fast_arg_specs(nf, leaves)
     if specs is None: return None
     prog = nf.compiled
     visible = nf.out_specs[:nf.out_tree.num_leaves]
     if any(tuple(shape) != () for shape, _ in nf.out_specs[len(visible):]): return None
+    builder = result_builder(nf.out_tree, len(visible))
+    hidden = 0
+    if nf.cut_outputs:
+        if nf.checks: return None   # (the checks' slots come before the lengths in the program's table)
+        hidden = len(nf.cut_outputs)
+        builder = functools.partial(_cut_result, nf.out_tree, nf.cut_outputs, len(visible))
+        visible = nf.out_specs[:len(visible) + hidden]
     outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in visible)
     nbytes = sum(_nbytes(shape, dt) for shape, dt in visible)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
     nbytes += prog.manifest["arena_bytes"]
-    return (prog.address, specs, outs, nf.pointer_constants, prog, result_builder(nf.out_tree, len(outs)),
-            tuple(nf.checks), nbytes >= RELEASE_GIL_BYTES)
+    return (prog.address, specs, outs, nf.pointer_constants, prog, builder, tuple(nf.checks),
+            nbytes >= RELEASE_GIL_BYTES, hidden)
+
+
+def _cut_result(out_tree, cuts: tuple, nout: int, outs: tuple):
+    """The result of a call whose outputs `cuts` ((output, axis) pairs) have a data-dependent length: each cut to
+    its length (the outputs after the first `nout`, in turn), then given the output structure."""
+    kept = list(outs[:nout])
+    for k, (i, ax) in enumerate(cuts):
+        n = int(outs[nout + k])
+        kept[i] = kept[i][:n] if ax == 0 else kept[i][(slice(None),) * ax + (slice(n),)]
+    if out_tree.kind == "leaf": return kept[0]
+    from numfn.pytree import unflatten
+    return unflatten(out_tree, kept)
 
 
 def _nbytes(shape, dt) -> int:
