@@ -11,10 +11,12 @@ that runs registered native entries when a call's positional arguments match one
 
 What matches an entry (see `_dispatch.c` for details): exactly `numpy.ndarray` (subclasses always miss, so the
 Python path decides what they mean) of the registered dtype, native byte order, ndim and dims, in any layout
-(non-contiguous or misaligned arrays are copied); exactly `float`, `int` (fitting int64; never bool) or `bool` for
-Python scalars. Keyword arguments other than `out=` miss. `out=` takes preallocated outputs: see `check_out`, which
-states the same rules for the Python path. A program's checks (numfn.trace.tensor.Check: an index out of bounds, a Python
-int beyond 64 bits) are read by the fast path after the call, which raises their error through `failed_checks`.
+(non-contiguous or misaligned arrays are copied), but an array the function writes into only C-contiguous,
+aligned, writeable and sharing no memory with the other arguments; exactly `float`, `int` (fitting int64; never
+bool) or `bool` for Python scalars. Keyword arguments other than `out=` miss. `out=` takes preallocated outputs:
+see `check_out`, which states the same rules for the Python path. A program's checks (numfn.trace.tensor.Check: an
+index out of bounds, a Python int beyond 64 bits) are read by the fast path after the call, which raises their
+error through `failed_checks`; outputs of a data-dependent length are cut by the entry's builder (`_cut_result`).
 
 Without the extension (no C compiler when numfn was installed, or ``NUMFN_NO_DISPATCH_EXT=1``) `dispatcher_base()`
 is `PyDispatcher` and every call takes the Python path; numfn.runtime.extensions warns once.
