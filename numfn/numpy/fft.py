@@ -618,6 +618,7 @@ def _irfft_last(xh: UOp, n: int, fct: float, rdt: DType) -> UOp:
     wr, wi = _re(w), _im(w)
     pr, pi = dr * wr - di * wi, dr * wi + di * wr                        # conj(w^k) (X_k - conj X_(h-k))
     z = _cplx(sr - pi, si + pr)                                          # + i * p
+    z = UOp(Ops.CONTIGUOUS, z.dtype, (z,))
     zt = c2c(z, 1, fct, tile=False)
     out = _stack([_re(zt), _im(zt)], len(lead) + 1).reshape(lead + (n,))
     return out.cast(rdt)
