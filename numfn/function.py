@@ -51,6 +51,7 @@ from numfn.signature import ArgSpec, argument_leaf_names, describe, is_leaf, nor
 from numfn.trace.tensor import Tensor, add_check
 from numfn.trace.record import Check, TraceRecord, recording_trace
 from numfn.trace.value_sizes import ValueRequest, given_values
+from numfn.trace.unbound import read_bound
 from numfn.value_specialization import ValueSpecialization, size_trace
 from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, toposort
 
@@ -142,7 +143,8 @@ class NumericalFunction(ValueSpecialization):
             # Python loops and branches on traced values become numfn's (numfn.trace.convert)
             try: out = converted(self.fn)(*args, **kwargs)
             except BranchRaises: out = None   # a branch whose every side raises: every call raises, as its checks say
-        leaves, tree = flatten(out)
+            leaves, tree = flatten(out)
+            leaves = [read_bound(leaf) for leaf in leaves]   # (bound where a traced condition holds: checked)
         # the outputs, then for every check its failed and payload arrays, then the run-time lengths of outputs that
         # have one (hidden outputs the dispatcher inspects)
         for leaf in leaves:   # NumPy would make an object array of it

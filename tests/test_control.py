@@ -696,13 +696,17 @@ def test_names_bound_on_one_side_of_an_inner_branch(fn, args):
     np.testing.assert_array_equal(f(x, *args), fn(x, *args))
 
 
-@pytest.mark.parametrize("fn,args,words", [
-    (_one_sided_traced, (np.ones(3),), "only one side of the branch"),
-    (_last_of_traced_loop, (np.ones(3), 4), "inside the loop at line"),
+@pytest.mark.parametrize("fn,bound,unbound,words", [
+    (_one_sided_traced, (np.ones(3),), (-np.ones(3),), "only one side of the branch"),
+    (_last_of_traced_loop, (np.ones(3), 4), (np.ones(3), 0), "the loop at line"),
 ])
-def test_names_bound_on_some_traced_paths_are_refused_saying_why(fn, args, words):
+def test_names_bound_on_some_traced_paths_follow_python_saying_why(fn, bound, unbound, words):
+    """Bound where the path that binds them ran (tests/test_bound_by_control_flow.py): read elsewhere, Python's
+    UnboundLocalError, saying why."""
+    f = numfn.jit(fn)
+    np.testing.assert_array_equal(f(*bound), fn(*bound))
     with pytest.raises(UnboundLocalError, match=words):
-        numfn.jit(fn)(*args)
+        f(*unbound)
 
 
 # ---- vmap and svmap of functions with loops and branches --------------------------------------------------------

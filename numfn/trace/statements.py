@@ -19,7 +19,7 @@ from numfn.pytree import flatten, unflatten
 from numfn.trace import attributes  # noqa: F401 - x.shape = ... on traced arrays (registered on Tensor)
 from numfn.trace.tensor import Tensor, add_check, numpy_function
 from numfn.trace.record import current_record, observing_rebinds, tracing
-from numfn.trace.unbound import PENDING, UNBOUND, Pending, is_unbound, undefined
+from numfn.trace.unbound import PENDING, UNBOUND, MaybeUnbound, Pending, is_unbound, read_bound, undefined
 from numfn.trace import pymath
 from numfn.trace.dynamic import DynTensor
 from numfn.trace.hoisted_checks import Counter
@@ -135,6 +135,7 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     static = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
     if static and step == 0: raise ValueError("range() arg 3 must not be zero")
     f: list = [False] * len(flags)
+    state = tuple(read_bound(v) for v in state)
     fresh = {k for k, v in enumerate(state) if is_unbound(v)}
 
     def native_or_unrolled(start, state, f, peeled: bool) -> tuple:
@@ -178,6 +179,11 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
             if t.base is None: t.rebind(old, record=False)
         del record.checks[checks:]
     if not isinstance(step, (int, np.integer)): add_check(Tensor.lift(step) == 0, 0, _zero_step)
+    if fresh and not static:   # variables bound only inside a loop of a traced trip count: see _peeled_first
+        going = _going(Tensor.lift(start).astype(np.int64), Tensor.lift(stop).astype(np.int64),
+                       Tensor.lift(step).astype(np.int64), step)
+        return _peeled_first(going, lambda *v: body(start, *v), state, fresh, names, flags, line,
+                             lambda vals, f: native_or_unrolled(start + step, vals, f, peeled=True))
     try:
         return native_or_unrolled(start, state, f, peeled=False)
     except StateShapeGrows as e:
@@ -196,6 +202,23 @@ def run_for_range(start: Any, stop: Any, step: Any, body: Callable[..., Any], st
     f, state = list(out[:len(flags)]), tuple(out[len(flags):])
     if f and not isinstance(f[0], Tensor) and _truth(f[0]): return state
     return native_or_unrolled(start + step, state, f, peeled=True)
+
+
+def _peeled_first(going: Tensor, first: Callable, state: tuple, fresh: set[int], names: tuple, flags: tuple,
+                  line: int, rest: Callable[[tuple, list], tuple]) -> tuple:
+    """A native loop whose trip count is traced, with variables unbound before it that its body binds (`fresh`:
+    `lab = np.argmin(d, axis=1)` in every iteration, read after the loop). Its first iteration runs on its own,
+    under a branch on `going` (the loop's test at its start), which binds them where it runs; `rest(state, flags)`
+    runs the loop from the second iteration on, carrying them. After it they are bound where the first iteration
+    ran (MaybeUnbound): reading them where the loop ran no iteration raises UnboundLocalError, as Python does."""
+    out = run_if(going, first, lambda *v: v, (*[False] * len(flags), *state), (*flags, *names), (), line)
+    f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
+    maybe = {k: v for k, v in enumerate(vals) if k in fresh and isinstance(v, MaybeUnbound)}
+    vals = rest(tuple(v.value if k in maybe else v for k, v in enumerate(vals)), f)
+    return tuple(MaybeUnbound(v, maybe[k].bound, maybe[k]._why.replace(
+        "only one side of the branch", "the loop").replace("assigns it, and the other ran",
+                                                           "assigns it, and ran no iteration"), maybe[k]._check)
+                 if k in maybe else v for k, v in enumerate(vals))
 
 
 def _going(i: Tensor, hi: Tensor, st: Tensor, step) -> Tensor:
@@ -478,7 +501,7 @@ def _truth(x) -> bool:
 def run_while(cond, body, state, names, flags, line):
     """`while test:` of converted code: Python while the test is a Python value; once it is traced (or after a
     few iterations whose state holds arrays), a native loop from the state reached."""
-    vals = tuple(state)
+    vals = tuple(read_bound(v) for v in state)
     fresh = {k for k, v in enumerate(vals) if is_unbound(v)}
     f = [False] * len(flags)
     peeled = 0
@@ -492,6 +515,9 @@ def run_while(cond, body, state, names, flags, line):
         out = body(*f, *vals)
         f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
         peeled += 1
+    if fresh & {k for k, v in enumerate(vals) if is_unbound(v)} and not f:   # see _peeled_first
+        return _peeled_first(Tensor.lift(test).astype(np.bool_), body, vals, fresh, names, flags, line,
+                             lambda v, f: _native_while(cond, body, v, f, fresh, names, flags, line, peeled=True))
     try:
         return _native_while(cond, body, vals, f, fresh, names, flags, line, peeled=peeled > 0)
     except StateShapeGrows as e:
@@ -606,20 +632,32 @@ def _again(e: BaseException) -> BaseException:
     except Exception: return e
 
 
+def _maybe_bound(value, bound: Tensor, name: str, why: str) -> MaybeUnbound:
+    """`value` of variable `name`, bound where `bound` holds (numfn.trace.unbound.MaybeUnbound)."""
+    def check(bound, why):
+        add_check(~Tensor.lift(bound).astype(np.bool_), 0, lambda _: UnboundLocalError(why))
+    return MaybeUnbound(value, bound, f"cannot access local variable {name!r} where it is not associated with a "
+                                      f"value ({why})", check)
+
+
 def run_if(test, then, orelse, state, names, both, line):
     """`if test:` of converted code: Python's if on a Python value, a branch of the program on a traced one. A side
     that raises (`raise_`: its check is made, gated by the side) gives its variables back as they were (the
-    other's types where it binds them)."""
+    other's types where it binds them). A variable unbound before that one side binds is bound after it where
+    that side ran (MaybeUnbound: reading it where the other side ran raises UnboundLocalError, as Python does)."""
     if not isinstance(test, Tensor): return then(*state) if _truth(test) else orelse(*state)
+    state = tuple(read_bound(v) for v in state)
     t = Tensor.lift(test)
     if t.ndim and t.size != 1:
         raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
                          "a.all()")
-    # a variable unbound before the branch: an output only if both sides bind it, else undefined after it. A loop's
-    # return value not bound yet (PENDING) is no input, and an output: the side that binds it gives its type
-    pending = [k for k, v in enumerate(state) if v is PENDING]
+    # a variable unbound before the branch: an output, where a side binds it; a loop's return value not bound yet
+    # (PENDING) likewise. Neither is an input: the side that binds it gives its type, the other zeros of it
+    maybe = {k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both}
+    pending = [k for k, v in enumerate(state) if v is PENDING or k in maybe]
     ins = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) or v is PENDING])
-    outs = _Slots(names, [k for k, v in enumerate(state) if is_unbound(v) and names[k] not in both])
+    outs = _Slots(names, [])
+    bound_by: dict[int, set[int]] = {k: set() for k in maybe}   # the sides binding each of them
     carried = _loop_state(tuple(ins.outer(state)), ("",) * len(ins.kept), line)
     if carried is None:
         raise NumfnError(f"a branch at line {line} on a traced value reads a variable that is not an array or a "
@@ -641,8 +679,14 @@ def run_if(test, then, orelse, state, names, both, line):
                     add_check(True, 0, lambda _, e=e: _again(e))
                 raising.add(side)
                 out = outs.outer([PENDING if v is UNBOUND else v for v in given])
+                for k in maybe: bound_by[k].add(side)   # (a side that raises never goes on: as if it bound them)
             finally:
                 _branches.sides.pop()
+            for k in maybe:
+                v = out[k]
+                if isinstance(v, MaybeUnbound): v = out[k] = v.read()   # (bound by a branch inside: read here)
+                if is_unbound(v) or v is PENDING or not _carriable(v): out[k] = PENDING
+                else: bound_by[k].add(side)
             if any(is_unbound(v) for v in out):
                 raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
                                  f"{user_location()})")
@@ -669,9 +713,15 @@ def run_if(test, then, orelse, state, names, both, line):
     if len({t.unordered() for t in out_trees}) != 1:
         raise NumfnError(f"the two sides of the branch at line {line} give {', '.join(map(repr, out_names))} "
                          f"different structures (at {user_location()})")
-    return outs.after(unflatten(out_trees[0], out),
-                      f"only one side of the branch at line {line} assigns it, and which side runs is decided by a "
-                      "traced value; assign it before the if (or on both sides)")
+    after = list(unflatten(out_trees[0], out))
+    for k in maybe:
+        sides = bound_by[k]
+        if sides == {0, 1}: continue
+        why = f"only one side of the branch at line {line} assigns it, and the other ran"
+        after[k] = undefined(names[k], why) if not sides or after[k] is PENDING else \
+            _maybe_bound(after[k], t.reshape(()).astype(np.bool_) if sides == {1} else
+                         ~t.reshape(()).astype(np.bool_), names[k], why)
+    return tuple(after)
 
 
 def logical(kind: str, thunks) -> Any:

@@ -141,7 +141,9 @@ class Tensor:
             memory = "constant" if isinstance(x, np.ndarray) else "computed"
             if arr.size == 1: return Tensor(UOp.const_like(dt, arr.reshape(()).item(), arr.shape), memory=memory)
             return Tensor(constant_buffer(arr), memory=memory)
-        if is_unbound(x): x._fail()   # a variable converted control flow left without a value: say why
+        # converted control flow left it without a value (says why), or bound it where a traced condition holds
+        # (MaybeUnbound: its value, checked)
+        if is_unbound(x): return Tensor.lift(x._fail())
         raise TypeError(f"cannot use a value of type {type(x).__name__} as an array in a numfn-compiled function")
 
     # ---------------------------------------------------------------------------------------------------------
