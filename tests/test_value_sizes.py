@@ -15,7 +15,7 @@ import pytest
 
 import numfn
 from numfn import value_specialization
-from tests.helpers import assert_same, numpy_result
+from tests.helpers import assert_same, check_mutates, numpy_result
 
 
 def run_calls(fn, calls, backend, jitted=None):
@@ -282,3 +282,27 @@ def test_size_inside_a_branch_is_refused_and_the_rewrite_runs(backend):
     with pytest.raises(numfn.TracerConversionError, match="compute the size before the loop \\(or branch\\)"):
         numfn.jit(size_in_branch, backend=backend)(np.array([1, 2]))
     run_calls(size_before_native_loop, [(np.array([2, 3]),), (np.array([0, 1]),), (np.array([5, 5]),)], backend)
+
+
+def kmeans_bincount(X, C, iters):
+    k = C.shape[0]
+    for _ in range(iters):
+        d = np.linalg.norm(X[:, None, :] - C[None], axis=2)
+        lab = d.argmin(1)
+        cnt = np.bincount(lab, minlength=k)
+        for j in range(X.shape[1]):
+            C[:, j] = np.bincount(lab, weights=X[:, j], minlength=k) / np.maximum(cnt, 1)
+    return C
+
+
+def test_bincount_of_an_arg_reduction_has_its_static_length(backend):
+    """np.argmin along an axis of n is below n (the bounds of its value say so), so np.bincount of it with
+    minlength=n has the length n while tracing: inside a loop, where no second pass can ask for a length."""
+    rng = np.random.default_rng(7)
+    X, C = rng.random((60, 2)), rng.random((4, 2))
+    check_mutates(kmeans_bincount, X, C, 3, backend=backend)
+    d = rng.random((9, 5))
+    jf = numfn.jit(lambda d: (np.bincount(d.argmax(axis=0), minlength=9), np.bincount(np.argmin(d, axis=1))),
+                   backend=backend)
+    for got, want in zip(jf(d), (np.bincount(d.argmax(axis=0), minlength=9), np.bincount(np.argmin(d, axis=1)))):
+        assert_same(got, want)

@@ -394,6 +394,10 @@ def _bounds_pad(u, full):   # padding adds zeros
 def _bounds_view(u, full): return u.src[0].bounds
 
 
+def _bounds_reduce(u, full):   # a maximum or minimum is one of the values reduced (an empty one: the identity)
+    return u.src[0].bounds if u.arg[0] in (Ops.MAX, Ops.MIN) and all(u.src[0].shape[a] for a in u.arg[1]) else None
+
+
 _SOURCE_BOUNDS: dict[Ops, BoundsRule] = {
     Ops.CONST: lambda u, full: None if u.dtype.is_complex else (u.arg, u.arg),   # (complex values have no order)
     Ops.RANGE: lambda u, full: (0, max(u.src[0].vmax - 1, 0)),
@@ -500,7 +504,7 @@ def _declare() -> None:
                                         needs=frozenset({"batch"}))
     PRIMITIVES[Ops.REDUCE_AXIS] = Primitive(
         Ops.REDUCE_AXIS, Kind.REDUCE, _of_first(lambda u, s: tuple(1 if i in u.arg[1] else n for i, n in enumerate(s))),
-        needs=frozenset({"lower", "batch", "complex_split"}))
+        bounds=_integer(_bounds_reduce), needs=frozenset({"lower", "batch", "complex_split"}))
     PRIMITIVES[Ops.SCAN] = Primitive(Ops.SCAN, Kind.REDUCE, _SAME, needs=frozenset({"batch", "complex_split"}))
     PRIMITIVES[Ops.CONTIGUOUS] = Primitive(Ops.CONTIGUOUS, Kind.STRUCTURAL, _SAME,
                                            needs=frozenset({"lower", "batch", "complex_split"}))

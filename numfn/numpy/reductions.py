@@ -112,11 +112,14 @@ def _arg_axis(t: Tensor, axis) -> tuple[Tensor, int]:
     return t, normalize_axis(axis, t.ndim)
 
 
-def _first_index(hit: Tensor, ax: int, keepdims: bool) -> Tensor:
-    """The first index along `ax` where `hit` is true (the axis length where it never is), as int64."""
+def _first_index(hit: Tensor, ax: int, keepdims: bool, somewhere: bool = False) -> Tensor:
+    """The first index along `ax` where `hit` is true (the axis length where it never is), as int64. `somewhere`:
+    `hit` holds somewhere along every line (an arg-reduction's), so the index is below the axis length, and the
+    value's bounds say so (np.bincount(np.argmin(d, axis=1), minlength=k) then has the length k)."""
     n = hit.shape[ax]
     index = Tensor(UOp.iota(n).reshape(tuple(n if i == ax else 1 for i in range(hit.ndim))))
-    cand = Tensor(hit.uop.alu(Ops.WHERE, index._broadcast(hit.shape), UOp.const_like(dtypes.int64, n, hit.shape)))
+    never = n - 1 if somewhere else n
+    cand = Tensor(hit.uop.alu(Ops.WHERE, index._broadcast(hit.shape), UOp.const_like(dtypes.int64, never, hit.shape)))
     res = Tensor(cand.uop.reduce(Ops.MIN, (ax,)))
     return res if keepdims else res.reshape(tuple(s for i, s in enumerate(hit.shape) if i != ax))
 
@@ -130,7 +133,7 @@ def _arg_extreme(a, axis, keepdims, name: str, out=None) -> Tensor:
     hit = t == extreme
     # the extreme is NaN exactly when the slice holds one (a complex value is NaN when either part is)
     if t.uop.dtype.is_inexact: hit = hit | (t != t)
-    res = _first_index(hit, ax, keepdims)
+    res = _first_index(hit, ax, keepdims, somewhere=True)
     if keepdims and (axis is None or T(a).ndim == 0): res = res.reshape((1,) * T(a).ndim)
     return res
 
