@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from numfn.dtype import DType, dtypes
-from numfn.errors import unsupported
+from numfn.errors import NumfnError, OutArgumentError, unsupported
 
 
 def as_dtype(dtype: Any) -> DType:
@@ -23,7 +23,8 @@ def refuse(what: str, **given) -> None:
     """NumPy keyword arguments numfn does not implement: an error naming them, unless left at their default."""
     for name, value in given.items():
         if value is not None and value is not True:
-            raise unsupported(f"the {name}= argument of {what}")
+            raise unsupported(f"the {name}= argument of {what}", error=OutArgumentError if name == "out" else
+                              NumfnError)
 
 
 def normalize_axis(axis: int, ndim: int, name: str = "axis") -> int:

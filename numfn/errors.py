@@ -91,6 +91,11 @@ def user_location() -> str:
     return "<unknown location>"
 
 
+class OutArgumentError(NumfnError):
+    """A NumPy function's out= that its numfn implementation does not take (numfn.args.refuse): the call is then
+    computed without it and the result written into `out` (numfn.trace.numpy_protocol)."""
+
+
 class RunTimeLengthError(NumfnError):
     """An operation numfn does not apply to an array whose length is a run-time value (np.flip(x[:k]) for a traced
     k). A static loop whose variable made that length unrolls instead (numfn.trace.statements.run_for_range)."""

@@ -262,3 +262,34 @@ def take_from_table(i):
 def test_numpy_functions_with_a_traced_argument_their_dispatch_does_not_see(backend):
     check(undispatched, rand((3,), np.float64, RNG), np.array([1, 4, 2, 9]), backend=backend)
     check_raises_like(take_from_table, np.array([3, 10]), backend=backend)   # IndexError, as NumPy
+
+
+# ---- out= of NumPy's functions: the result written into the array given ----------------------------------------------
+def outs_of_functions(a, b):
+    c = np.empty_like(a)
+    np.add(a, b, out=c)
+    np.clip(c, 0.2, 0.8, out=c)
+    d = np.zeros(3)
+    np.sum(a.reshape(3, -1), axis=1, out=d)
+    e = np.zeros(a.shape, np.float32)
+    np.round(a, 2, out=e)
+    r = np.cumsum(a, out=a)   # into an argument: the caller's array
+    return c, d, e, r is a
+
+
+def clip_into_ints(a):
+    o = np.zeros(a.shape, np.int64)
+    np.clip(a, 0.5, 2.5, out=o)
+    return o
+
+
+def sum_into_wrong_shape(a):
+    o = np.zeros(2)
+    return np.sum(a.reshape(3, -1), axis=1, out=o)
+
+
+def test_out_of_numpy_functions(backend):
+    a, b = rand((12,), np.float64, RNG), rand((12,), np.float64, RNG)
+    check_mutates(outs_of_functions, a, b, backend=backend)
+    check_raises_like(clip_into_ints, a, backend=backend)          # float into int64 under 'same_kind': TypeError
+    check_raises_like(sum_into_wrong_shape, a, backend=backend)    # ValueError

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
-from numfn.errors import unsupported
+from numfn.errors import OutArgumentError, unsupported
 from numfn.pytree import flatten
 from numfn.trace.tensor import NUMPY_IMPLEMENTATIONS, Tensor, tensor_method
 
@@ -92,10 +92,34 @@ def _array_function(self, func: Callable[..., Any], types: Collection[type], arg
     impl = NUMPY_IMPLEMENTATIONS.get(func)
     if impl is None: raise unsupported(f"{func.__module__}.{func.__name__}")
     try:
-        _signature_of(impl).bind(*args, **kwargs)
+        bound = _signature_of(impl).bind(*args, **kwargs)
     except TypeError as e:   # an argument NumPy takes and numfn does not
         raise unsupported(f"numpy.{func.__name__} with these arguments ({e})") from None
-    return _numpy_values(impl(*args, **kwargs))
+    try:
+        return _numpy_values(impl(*args, **kwargs))
+    except OutArgumentError:   # computed without out=, then written into it (as NumPy's out= does)
+        out = bound.arguments.pop("out")
+        result = _numpy_values(impl(*bound.args, **bound.kwargs))
+        return _store_out(result, out, f"numpy.{func.__name__}")
+
+
+def _store_out(result: Any, out: Any, what: str) -> Any:
+    """`result` written into the traced array `out` (NumPy's out= of a function: the result's shape exactly, cast
+    under the rule 'same_kind'), which is returned."""
+    from numfn.trace.subscript import setitem
+    if isinstance(out, tuple) and len(out) == 1: out = out[0]
+    if isinstance(out, np.ndarray):
+        raise unsupported(f"writing a traced value into a NumPy array ({what} with out=)", "That array is a "
+                          "constant of the program: use the returned value, or create the array with numfn.numpy")
+    if not isinstance(out, Tensor) or out.weak or not isinstance(result, Tensor):
+        raise TypeError(f"{what}: out= must be an array")
+    if result.shape != out.shape:
+        raise ValueError(f"{what}: out= has shape {out.shape}, the result has shape {result.shape}")
+    if result.dtype != out.dtype and not np.can_cast(result.dtype, out.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast {what} output from {result.dtype!r} to {out.dtype!r} with casting rule "
+                        "'same_kind'")
+    setitem(out, Ellipsis, Tensor(result.uop.cast(out.uop.dtype)))
+    return out
 
 
 def _numpy_values(result: Any) -> Any:
