@@ -351,6 +351,12 @@ def lstsq(a, b, rcond=None):
     """The least-squares solution of a @ x = b (LAPACK gelsd, as NumPy): (x, residuals, rank, singular values).
     Residuals have NumPy's data-dependent shape: (nrhs,) where m > n and a has full rank, else (0,); numfn
     computes the first and raises when a turns out rank-deficient (m > n)."""
+    return solve_least_squares(a, b, rcond)
+
+
+def solve_least_squares(a, b, rcond=None, residuals_used: bool = True):
+    """lstsq; with `residuals_used=False` (numpy.polyfit without full=) a rank-deficient `a` is no error: the
+    residuals are then NumPy's where a has full rank, and unused."""
     (a, b), rt = lapack_operands(a, b)
     vector = b.ndim == 1
     if vector: b = b.reshape(b.shape + (1,))
@@ -391,7 +397,7 @@ def lstsq(a, b, rcond=None):
     sol = full_x[:n]
     if m > n:
         residuals = _squared_magnitudes(full_x[n:]).sum(axis=0).astype(real)
-        add_check(rank != n, rank, lambda r: unsupported(
+        if residuals_used: add_check(rank != n, rank, lambda r: unsupported(
             f"numpy.linalg.lstsq of a rank-deficient matrix (rank {r} < {n} columns)",
             "NumPy returns an empty residuals array then, an array whose shape depends on the values"))
     else:

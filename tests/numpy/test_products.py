@@ -1,6 +1,6 @@
 """Conformance of numfn.numpy's products and signal functions with NumPy (issue 12, item 7): outer, inner, vdot,
 tensordot, einsum (explicit and implicit output, '...', repeated labels, the sublist form, 3+ operands), kron,
-cross, convolve, correlate, diff, ediff1d, gradient, interp, polyval, polyder, polyint.
+cross, convolve, correlate, diff, ediff1d, gradient, interp, polyval, polyder, polyint, polyfit.
 
 Each table lists cases (a function and its operands' shapes); the cases NumPy computes are compiled together, one
 specialization per table and dtype, and compared with NumPy (values, dtype, shape); each case NumPy rejects must
@@ -279,6 +279,13 @@ SIGNAL = [
     ("polyint scalar k", lambda p: np.polyint(p, 3, k=5), [(3,)]), ("polyint 0", lambda p: np.polyint(p, 0), [(3,)]),
     ("polyint traced k", lambda p, k: np.polyint(p, 2, k=k), [(3,), (2,)]),
     ("polyint bad k", lambda p: np.polyint(p, 3, k=[1, 2]), [(3,)]),
+    ("polyfit", lambda x, y: np.polyfit(x, y, 2), [(7,), (7,)]),
+    ("polyfit columns", lambda x, y: np.polyfit(x, y, 1), [(6,), (6, 2)]),
+    ("polyfit full", lambda x, y: np.polyfit(x, y, 1, full=True), [(5,), (5,)]),
+    ("polyfit weights", lambda x, y, w: np.polyfit(x, y, 2, w=w), [(6,), (6,), (6,)]),
+    ("polyfit bad deg", lambda x, y: np.polyfit(x, y, -1), [(4,), (4,)]),
+    ("polyfit 2d x", lambda x, y: np.polyfit(x, y, 1), [(3, 2), (3,)]),
+    ("polyfit lengths", lambda x, y: np.polyfit(x, y, 1), [(3,), (4,)]),
 ]
 
 
