@@ -124,10 +124,6 @@ _OUTSIDE = "do this outside the compiled function: pass the values in as argumen
 # a whole namespace) -> what to write instead, with what numfn supports. A name numfn comes to support never shows its
 # suggestion again (unsupported() is not called for it); `python -m numfn.tools.coverage` lists such stale entries.
 SUGGESTIONS: dict[str, str] = {
-    "numpy.lib.stride_tricks.sliding_window_view":
-        "Use shifted slices: the windows of width w along the last axis are "
-        "np.stack([x[..., i:x.shape[-1] - w + 1 + i] for i in range(w)], axis=-1) (the Python loop unrolls while "
-        "tracing), and a moving sum is c[w:] - c[:-w] of c = np.concatenate([[0], np.cumsum(x)])",
     "numpy.lib.stride_tricks.as_strided":
         "Arbitrary strides have no meaning for traced arrays: build the view with slicing, reshape, transpose and "
         "np.broadcast_to",

@@ -293,3 +293,43 @@ def test_out_of_numpy_functions(backend):
     check_mutates(outs_of_functions, a, b, backend=backend)
     check_raises_like(clip_into_ints, a, backend=backend)          # float into int64 under 'same_kind': TypeError
     check_raises_like(sum_into_wrong_shape, a, backend=backend)    # ValueError
+
+
+# ---- numpy.lib.stride_tricks.sliding_window_view: a read-only view of overlapping windows ----------------------------
+from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402 - imported by name, as users do
+
+
+def rolling_zscores(x, w):
+    r = sliding_window_view(x, w)
+    return r.mean(axis=1), (x[w - 1:] - r.mean(axis=1)) / r.std(axis=1), r.shape
+
+
+def windows_2d(a):
+    v = sliding_window_view(a, (2, 3))
+    return (v.sum(axis=(-1, -2)), sliding_window_view(a, 3, axis=0).max(axis=-1),
+            sliding_window_view(a[::-1, 1:], 2, axis=1).min(axis=-1), np.lib.stride_tricks.sliding_window_view(a, 5, 1))
+
+
+def windows_see_later_writes(x):
+    w = sliding_window_view(x, 3)
+    x[0] = 100.0
+    return w.sum(axis=1)
+
+
+def write_into_windows(x):
+    w = sliding_window_view(x, 3)
+    w[0, 0] = 1.0
+    return x
+
+
+def windows_too_wide(x):
+    return sliding_window_view(x, x.size + 1)
+
+
+def test_sliding_window_view(backend):
+    x = rand((40,), np.float64, RNG)
+    check(rolling_zscores, x, 7, backend=backend)
+    check(windows_2d, np.arange(30.0).reshape(5, 6), backend=backend)
+    check_mutates(windows_see_later_writes, x, backend=backend)
+    check_raises_like(write_into_windows, x, backend=backend)   # read-only: NumPy's ValueError
+    check_raises_like(windows_too_wide, x, backend=backend)

@@ -144,7 +144,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "numfn.numpy.manipulation", "numfn.numpy.reductions", "numfn.numpy.products",
                "numfn.numpy.sorting", "numfn.numpy.statistics", "numfn.numpy.indexing", "numfn.numpy.extras",
                "numfn.numpy.signal", "numfn.numpy.linalg_small", "numfn.numpy.linalg_lapack", "numfn.numpy.linalg_eig",
-               "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.dtypes", "numfn.numpy.functional")),
+               "numfn.numpy.linalg", "numfn.numpy.fft", "numfn.numpy.stride_tricks", "numfn.numpy.dtypes",
+               "numfn.numpy.functional")),
     # numfn.random's keys are built from numfn.numpy's families; numfn.numpy.random (np.random while tracing:
     # Generators as keys) draws from them, and the numfn.numpy namespace gathers it with the families
     ("random", ("numfn.random", "numfn.numpy.random", "numfn.numpy")),

@@ -71,7 +71,12 @@ NUMFN_NUMPY.update((_name, globals()[_name]) for _name in __all__)   # how numfn
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 
 register(linalg, _np.linalg, linalg.__all__)
+NUMPY_IMPLEMENTATIONS[_np.polyfit] = linalg.polyfit   # (a least-squares fit: numpy's namespace, linalg's family)
 
 from numfn.numpy import fft  # noqa: E402 - np.fft.NAME(tensor) runs numfn.numpy.fft.NAME
 
 register(fft, _np.fft, fft.__all__)
+
+from numfn.numpy import stride_tricks  # noqa: E402 - np.lib.stride_tricks.NAME(tensor) runs numfn.numpy.stride_tricks's
+
+register(stride_tricks, _np.lib.stride_tricks, stride_tricks.__all__)

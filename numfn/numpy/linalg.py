@@ -36,7 +36,9 @@ from numfn.numpy.linalg_small import small, small_lu, small_solve, stack_values
 from numfn.numpy.linalg_small import SMALL_ALWAYS_N as SMALL_ALWAYS_N, SMALL_BATCH as SMALL_BATCH, SMALL_N as SMALL_N
 from numfn.numpy.manipulation import stack
 from numfn.numpy.sorting import argsort, sort
-from numfn.args import normalize_axis
+from numfn.args import normalize_axis, refuse
+from numfn.numpy._typing import ArrayLike
+from numfn.numpy.extras import vander
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
 from numfn.ir.uop import Ops, UOp
 
@@ -665,3 +667,30 @@ def matrix_transpose(x, /) -> Tensor:
     if x.ndim < 2: raise ValueError("Input array must be at least 2-dimensional")
     return x.swapaxes(-1, -2)
 
+
+def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, full: bool = False,
+            w: ArrayLike | None = None, cov: bool = False):
+    """numpy.polyfit: the least-squares polynomial of degree `deg` through (x, y) (highest power first; one per
+    column of a 2-D y), as NumPy computes it: the Vandermonde matrix's columns scaled to unit norm, lstsq, the scale
+    undone. `full=True` also gives the residuals, the rank, the singular values and rcond. (NumPy's RankWarning
+    for a rank-deficient fit is not raised: the rank is known when the program runs.)"""
+    refuse("numpy.polyfit", cov=cov or None)
+    order = int(deg) + 1
+    xt, yt = Tensor(Tensor.lift(x).uop) + 0.0, Tensor(Tensor.lift(y).uop) + 0.0
+    if deg < 0: raise ValueError("expected deg >= 0")
+    if xt.ndim != 1: raise TypeError("expected 1D vector for x")
+    if xt.size == 0: raise TypeError("expected non-empty vector for x")
+    if yt.ndim < 1 or yt.ndim > 2: raise TypeError("expected 1D or 2D array for y")
+    if xt.shape[0] != yt.shape[0]: raise TypeError("expected x and y to have same length")
+    if rcond is None: rcond = len(xt) * np.finfo(xt.dtype).eps   # (a NumPy scalar of x's type, as NumPy's)
+    lhs, rhs = vander(xt, order), yt
+    if w is not None:
+        wt = Tensor(Tensor.lift(w).uop) + 0.0
+        if wt.ndim != 1: raise TypeError("expected a 1-d array for weights")
+        if wt.shape[0] != yt.shape[0]: raise TypeError("expected w and y to have the same length")
+        lhs = lhs * wt[:, None]
+        rhs = rhs * (wt if rhs.ndim == 1 else wt[:, None])
+    scale = (lhs * lhs).sum(axis=0) ** 0.5
+    c, resids, rank, s = solve_least_squares(lhs / scale, rhs, rcond, residuals_used=full)
+    c = (c.T / scale).T
+    return (c, resids, rank, s, rcond) if full else c

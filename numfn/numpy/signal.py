@@ -21,7 +21,7 @@ from numfn.numpy._typing import ArrayLike, Axes
 T = Tensor.lift
 
 __all__ = ['diff', 'ediff1d', 'gradient', 'trapezoid', 'convolve', 'correlate', 'interp', 'polyval', 'polyder',
-           'polyint', 'polyfit']
+           'polyint']
 
 _NOVALUE = object()   # NumPy's "argument not given" (None is a value for prepend=/append=)
 
@@ -338,33 +338,3 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Tensor:
     y = concatenate([t / steps, kt[:1]])
     return polyint(y, m - 1, k=kt[1:])
 
-
-def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None, full: bool = False,
-            w: ArrayLike | None = None, cov: bool = False):
-    """The least-squares polynomial of degree `deg` through (x, y) (highest power first; one per column of a 2-D y),
-    as NumPy computes it: the Vandermonde matrix's columns scaled to unit norm, numpy.linalg.lstsq, the scale
-    undone. `full=True` also gives the residuals, the rank, the singular values and rcond. (NumPy's RankWarning
-    for a rank-deficient fit is not raised: the rank is known when the program runs.)"""
-    from numfn.args import refuse
-    from numfn.numpy.extras import vander
-    from numfn.numpy.linalg import solve_least_squares
-    refuse("numpy.polyfit", cov=cov or None)
-    order = int(deg) + 1
-    xt, yt = _strong(x) + 0.0, _strong(y) + 0.0
-    if deg < 0: raise ValueError("expected deg >= 0")
-    if xt.ndim != 1: raise TypeError("expected 1D vector for x")
-    if xt.size == 0: raise TypeError("expected non-empty vector for x")
-    if yt.ndim < 1 or yt.ndim > 2: raise TypeError("expected 1D or 2D array for y")
-    if xt.shape[0] != yt.shape[0]: raise TypeError("expected x and y to have same length")
-    if rcond is None: rcond = len(xt) * np.finfo(xt.dtype).eps   # (a NumPy scalar of x's type, as NumPy's)
-    lhs, rhs = vander(xt, order), yt
-    if w is not None:
-        wt = _strong(w) + 0.0
-        if wt.ndim != 1: raise TypeError("expected a 1-d array for weights")
-        if wt.shape[0] != yt.shape[0]: raise TypeError("expected w and y to have the same length")
-        lhs = lhs * wt[:, None]
-        rhs = rhs * (wt if rhs.ndim == 1 else wt[:, None])
-    scale = (lhs * lhs).sum(axis=0) ** 0.5
-    c, resids, rank, s = solve_least_squares(lhs / scale, rhs, rcond, residuals_used=full)
-    c = (c.T / scale).T
-    return (c, resids, rank, s, rcond) if full else c

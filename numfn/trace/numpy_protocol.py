@@ -106,7 +106,6 @@ def _array_function(self, func: Callable[..., Any], types: Collection[type], arg
 def _store_out(result: Any, out: Any, what: str) -> Any:
     """`result` written into the traced array `out` (NumPy's out= of a function: the result's shape exactly, cast
     under the rule 'same_kind'), which is returned."""
-    from numfn.trace.subscript import setitem
     if isinstance(out, tuple) and len(out) == 1: out = out[0]
     if isinstance(out, np.ndarray):
         raise unsupported(f"writing a traced value into a NumPy array ({what} with out=)", "That array is a "
@@ -118,7 +117,7 @@ def _store_out(result: Any, out: Any, what: str) -> Any:
     if result.dtype != out.dtype and not np.can_cast(result.dtype, out.dtype, "same_kind"):
         raise TypeError(f"Cannot cast {what} output from {result.dtype!r} to {out.dtype!r} with casting rule "
                         "'same_kind'")
-    setitem(out, Ellipsis, Tensor(result.uop.cast(out.uop.dtype)))
+    out[...] = Tensor(result.uop.cast(out.uop.dtype))   # (numfn.trace.subscript's setitem: views of out follow)
     return out
 
 
