@@ -91,6 +91,11 @@ def user_location() -> str:
     return "<unknown location>"
 
 
+class TracedRecursionError(NumfnError):
+    """A function that calls itself deeper than numfn traces: its recursion ends on a traced value (numfn.jit then
+    tries the Python ints among the arguments as static ones, which may end it while tracing)."""
+
+
 class OutArgumentError(NumfnError):
     """A NumPy function's out= that its numfn implementation does not take (numfn.args.refuse): the call is then
     computed without it and the result written into `out` (numfn.trace.numpy_protocol)."""

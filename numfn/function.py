@@ -40,7 +40,7 @@ from numfn.program_build import ProgramBuild, renderer_for, unique_names
 from numfn.runtime.dispatch import check_out, empty, register_specialization, registration
 from numfn.fast_paths import MAX_BOUND_STATICS, MAX_BOUND_TREES, BoundStatics, BoundTree, DispatcherBase, array_tree
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
-from numfn.errors import CompileError, unsupported
+from numfn.errors import CompileError, TracedRecursionError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
 from numfn.trace.statements import BranchRaises, unrolling
@@ -693,9 +693,17 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         traced = self.specialization(key, statics, compile=False)
         try:
             request = traced.size_request   # (traces)
-        except BaseException:
+        except BaseException as e:
             with self._lock:   # a signature that fails to trace is not kept (as `specialization` does)
                 for k in [k for k, v in self._specializations.items() if v is traced]: del self._specializations[k]
+            # a recursion a traced value ends (`def vcycle(u, level): if level == 0: ...`): the Python ints among
+            # the arguments, static, may end it while tracing, as Python does
+            ints = {i for i, a in enumerate(args) if type(a) is int} - set(self._sizing_ints)
+            if isinstance(e, TracedRecursionError) and ints:
+                self._sizing_ints = tuple(sorted({*self._sizing_ints, *ints}))
+                debug.log(1, f"{traced.name}: its recursion ends on a traced value: the Python ints at positions "
+                             f"{sorted(ints)} are static arguments from now on")
+                return True
             raise
         if request is None: return False
         static_positions = {p for p, _ in statics if isinstance(p, int)}

@@ -94,6 +94,30 @@ def test_a_helpers_static_loop_is_a_native_loop():
     assert any(u.op is Ops.LOOP for u in graph.toposort())
 
 
+def halve(x, n):
+    if n == 0:
+        return x
+    return halve(x * 0.5, n - 1)
+
+
+def vcycle(u, f, level):   # a multigrid-style recursion on a Python int
+    if level == 0:
+        return u + f * 0.25
+    coarse = vcycle(u[::2] * 0, (f - u)[::2], level - 1)
+    u = u.copy()
+    u[::2] += coarse
+    return u + 0.1 * (f - u)
+
+
+def test_recursion_a_python_int_ends_compiles(backend):
+    """`n`, a Python int, would be traced (one program for every n) and the recursion never end while tracing: after
+    the first trace meets that, the Python ints among the arguments are static (one program per value)."""
+    x = np.arange(16.0)
+    for n in (3, 0, 3):
+        check(halve, x, n, backend=backend)
+    check(vcycle, x, x + 1, 3, backend=backend)
+
+
 def test_recursion_a_traced_value_ends_is_refused():
     with pytest.raises(numfn.NumfnError, match="_traced_depth calls itself too deep .* write it as a loop"):
         numfn.jit(uses_traced_recursion)(np.ones(3))

@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from numfn import debug
-from numfn.errors import NumfnError, user_location
+from numfn.errors import NumfnError, TracedRecursionError, user_location
 from numfn.trace.statements import array_items, logical, logical_not, not_flags, raise_, run_for_each, \
     run_for_range, run_if, run_while, traced_builtin, traced_constructor
 from numfn.trace.record import left_to_python
@@ -749,7 +749,7 @@ def _helper(fn: Callable) -> Callable:
     code = fn.__code__
 
     def too_deep() -> NumfnError:
-        return NumfnError(f"{fn.__qualname__} calls itself too deep while numfn traces it (at {user_location()}): a "
+        return TracedRecursionError(f"{fn.__qualname__} calls itself too deep while numfn traces it (at {user_location()}): a "
                           "recursion that a traced value ends cannot be compiled (both sides of a branch on a traced "
                           "value are traced); write it as a loop")
 
