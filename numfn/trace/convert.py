@@ -749,9 +749,10 @@ def _helper(fn: Callable) -> Callable:
     code = fn.__code__
 
     def too_deep() -> NumfnError:
-        return TracedRecursionError(f"{fn.__qualname__} calls itself too deep while numfn traces it (at {user_location()}): a "
-                          "recursion that a traced value ends cannot be compiled (both sides of a branch on a traced "
-                          "value are traced); write it as a loop")
+        return TracedRecursionError(
+            f"{fn.__qualname__} calls itself too deep while numfn traces it (at {user_location()}): a recursion that "
+            "a traced value ends cannot be compiled (both sides of a branch on a traced value are traced); write it "
+            "as a loop")
 
     def call(*args, **kwargs):
         depth = _depth.__dict__.setdefault("calls", Counter())
