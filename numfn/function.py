@@ -684,39 +684,37 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
             return tuple(sorted({*self._static[0], *sizing})), self._static[1]
         return self._static
 
-    def _learn_sizing_ints(self, key: tuple, statics: tuple, args: tuple) -> bool:
-        """Whether this call's trace asks for a value (np.zeros(n), range-sized arrays) computed from Python ints
-        passed by position alone: those positions become static for calls passing Python ints there. Each new
-        value compiles once either way (a specialization by value, numfn.value_specialization), but a static
-        argument's calls take the C dispatcher's fast path (2-5 us), where a dispatcher by value computes the
-        value by a program of its own and then takes the Python path (about 90 us a call)."""
-        traced = self.specialization(key, statics, compile=False)
-        try:
-            request = traced.size_request   # (traces)
-        except BaseException as e:
-            with self._lock:   # a signature that fails to trace is not kept (as `specialization` does)
-                for k in [k for k, v in self._specializations.items() if v is traced]: del self._specializations[k]
-            # a recursion a traced value ends (`def vcycle(u, level): if level == 0: ...`): the Python ints among
-            # the arguments, static, may end it while tracing, as Python does
-            ints = {i for i, a in enumerate(args) if type(a) is int} - set(self._sizing_ints)
-            if isinstance(e, TracedRecursionError) and ints:
-                self._sizing_ints = tuple(sorted({*self._sizing_ints, *ints}))
-                debug.log(1, f"{traced.name}: its recursion ends on a traced value: the Python ints at positions "
-                             f"{sorted(ints)} are static arguments from now on")
-                return True
-            raise
-        if request is None: return False
-        static_positions = {p for p, _ in statics if isinstance(p, int)}
-        leaf_position: dict[int, int] = {}
-        for i, a in enumerate(args):
-            if i in static_positions: continue
-            for _ in flatten(a, is_leaf=is_leaf)[0]: leaf_position[len(leaf_position)] = i
-        read = {u.arg[0] for u in request.value.toposort() if u.op is Ops.PARAM}
-        positions = {leaf_position.get(k, -1) for k in read}
-        if not positions or any(p < 0 or type(args[p]) is not int for p in positions): return False
+    def _learn_sizing_ints(self, nf: NumericalFunction | None, args: tuple, statics: tuple,
+                           error: BaseException | None = None) -> bool:
+        """Whether Python ints passed by position decide this call's program, and have become static arguments for
+        calls passing Python ints there: `nf`'s trace asked for a value (np.zeros(n)) computed from them alone, or
+        its trace failed with `error`, a recursion too deep, which they may end while tracing (`def vcycle(u, f,
+        level): if level == 0: ...`), as Python does. Each new value compiles once either way (a specialization by
+        value, numfn.value_specialization), but a static argument's calls take the C dispatcher's fast path
+        (2-5 us), where a dispatcher by value computes the value by a program of its own and then takes the Python
+        path (about 90 us a call)."""
+        ints = {i for i, a in enumerate(args) if type(a) is int} - set(self._sizing_ints)
+        if not ints: return False
+        if error is not None:
+            if not isinstance(error, TracedRecursionError): return False
+            positions, why = ints, "its recursion ends on a traced value"
+        else:
+            assert nf is not None
+            request = nf.size_request
+            if request is None: return False
+            static_positions = {p for p, _ in statics if isinstance(p, int)}
+            leaf_position: dict[int, int] = {}
+            for i, a in enumerate(args):
+                if i in static_positions: continue
+                for _ in flatten(a, is_leaf=is_leaf)[0]: leaf_position[len(leaf_position)] = i
+            read = {u.arg[0] for u in request.value.toposort() if u.op is Ops.PARAM}
+            positions = {leaf_position.get(k, -1) for k in read}
+            if not positions or not positions <= ints: return False
+            why = "they size its arrays"
         self._sizing_ints = tuple(sorted({*self._sizing_ints, *positions}))
-        debug.log(1, f"{traced.name}: the Python ints at positions {sorted(positions)} size its arrays: static "
-                     "arguments from now on")
+        name = getattr(self.fn, "__qualname__", "the function")
+        debug.log(1, f"{name}: the Python ints at positions {sorted(positions)} are static arguments from now on "
+                     f"({why})")
         return True
 
     def _dispatch_miss(self, *args, **kwargs):
@@ -781,9 +779,14 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                 self._probed.add(id(traced))   # (called again with this signature: compiled)
                 folded = probes.folded_result(traced, leaves)
                 if folded is not None: return folded
-        if not kwargs and self._learn_sizing_ints(key, statics, args):
-            return self._dispatch_miss(*args, **({} if out is None else {"out": out}))   # now static: fast next time
-        nf = self.specialization(key, statics)
+        again = {} if out is None else {"out": out}
+        try:
+            nf = self.specialization(key, statics)
+        except TracedRecursionError as e:
+            if kwargs or not self._learn_sizing_ints(None, args, statics, e): raise
+            return self._dispatch_miss(*args, **again)
+        if not kwargs and self._learn_sizing_ints(nf, args, statics):
+            return self._dispatch_miss(*args, **again)   # with those ints static: the fast path from the next call
         if not nf.profile:   # DEBUG=2 calls stay on the Python path to report
             if isinstance(bound, BoundTree):
                 if bound.tree == key[0]: register_specialization(bound, nf)

@@ -173,7 +173,7 @@ def register_specialization(dispatcher, nf, release_gil: bool | None = None) -> 
         dispatcher._register_python(found[1], nf.run)
         return True
     threads.thread_count()   # configures the pool on first use: the fast path reads its slot at every call
-    address, specs, outs, consts, keepalive, builder, checks, big, hidden = found
+    address, specs, outs, consts, keepalive, builder, checks, hidden, big = found
     gil = big if release_gil is None else bool(release_gil)
     extra: dict = {"hidden": hidden} if hidden else {}
     if checks: extra.update(checks=len(checks), on_check=functools.partial(failed_checks, checks))
@@ -193,7 +193,7 @@ def failed_checks(checks: tuple, values: tuple) -> None:
 
 def registration(nf, leaves: bool = False) -> tuple | None:
     """The arguments of `Dispatcher._register` for NumericalFunction `nf` (address, arg specs, out specs, pointer
-    constants, keepalive, builder, its checks, release_gil, hidden), or None when its calls cannot take the fast path.
+    constants, keepalive, builder, its checks, hidden, release_gil), or None when its calls cannot take the fast path.
     What it needs beyond the signature comes from the compiled program's manifest, so a warm process decides as a
     cold one. The checks' flags and payloads are the program's last outputs: the fast path keeps them in C scalars
     (each is 0-d), so only the function's own outputs are registered. `leaves`: see fast_arg_specs. Outputs of a
@@ -215,8 +215,8 @@ def registration(nf, leaves: bool = False) -> tuple | None:
     nbytes = sum(_nbytes(shape, dt) for shape, dt in visible)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
     nbytes += prog.manifest["arena_bytes"]
-    return (prog.address, specs, outs, nf.pointer_constants, prog, builder, tuple(nf.checks),
-            nbytes >= RELEASE_GIL_BYTES, hidden)
+    return (prog.address, specs, outs, nf.pointer_constants, prog, builder, tuple(nf.checks), hidden,
+            nbytes >= RELEASE_GIL_BYTES)
 
 
 def _cut_result(out_tree, cuts: tuple, nout: int, outs: tuple):

@@ -685,7 +685,9 @@ def run_if(test, then, orelse, state, names, both, line):
             for k in maybe:
                 v = out[k]
                 if isinstance(v, MaybeUnbound): v = out[k] = v.read()   # (bound by a branch inside: read here)
-                if is_unbound(v) or v is PENDING or not _carriable(v): out[k] = PENDING
+                # (an array of run-time length, `seg = vals[lo:hi]`, has no zeros of its type: left unbound after)
+                if is_unbound(v) or v is PENDING or not _carriable(v) or \
+                        any(getattr(x, "runtime_length", False) for x in flatten(v)[0]): out[k] = PENDING
                 else: bound_by[k].add(side)
             if any(is_unbound(v) for v in out):
                 raise NumfnError(f"a variable is used before it is assigned in a branch at line {line} (at "
