@@ -215,10 +215,8 @@ def _peeled_first(going: Tensor, first: Callable, state: tuple, fresh: set[int],
     f, vals = list(out[:len(flags)]), tuple(out[len(flags):])
     maybe = {k: v for k, v in enumerate(vals) if k in fresh and isinstance(v, MaybeUnbound)}
     vals = rest(tuple(v.value if k in maybe else v for k, v in enumerate(vals)), f)
-    return tuple(MaybeUnbound(v, maybe[k].bound, maybe[k]._why.replace(
-        "only one side of the branch", "the loop").replace("assigns it, and the other ran",
-                                                           "assigns it, and ran no iteration"), maybe[k]._check)
-                 if k in maybe else v for k, v in enumerate(vals))
+    why = f"the loop at line {line} assigns it, and ran no iteration"
+    return tuple(_maybe_bound(v, maybe[k].bound, names[k], why) if k in maybe else v for k, v in enumerate(vals))
 
 
 def _going(i: Tensor, hi: Tensor, st: Tensor, step) -> Tensor:
