@@ -15,7 +15,7 @@ import pytest
 import numfn
 from helpers import assert_same
 from numfn.runtime import extensions
-from numfn.runtime.dispatch import PyDispatcher, check_out, fast_arg_specs, register_specialization, registration
+from numfn.runtime.dispatch import PyDispatcher, check_out, fast_arg_specs, register_specialization
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MISS = object()
@@ -322,6 +322,25 @@ def test_outputs_of_a_data_dependent_length_take_the_fast_path(Recorder, backend
         for g, w in zip(got, nonzero_and_sum(v)): assert_same(g, w)
     assert d.misses == []
     assert d(x, out=(np.empty(5, np.int64), np.empty(()), np.empty(5, np.int64))) is MISS
+
+
+def nonzero_and_element(x, i):
+    return np.nonzero(x > 0.5)[0], x[i]
+
+
+def test_data_dependent_lengths_next_to_checks_take_the_fast_path(Recorder, backend):
+    """A program with checks (here the bounds of x[i], i a Python int) and outputs of data-dependent length has
+    its check slots between the outputs and their lengths in its buffer table; the fast path places them so (a
+    rolling window `c[w:] - c[:-w]` with a Python int `w` is such a program: it took the Python path, 30x slower)."""
+    x = np.array([0.1, 0.9, -1.0, 0.7, 0.2])
+    d, nf = make(Recorder, nonzero_and_element, x, 1, backend=backend)
+    assert nf.cut_outputs and nf.checks
+    for v, i in ((x, 1), (-x, -5), (x * 0, 4), (np.ones(5), 0)):
+        got = d(v, i)
+        for g, w in zip(got, nonzero_and_element(v, i)): assert_same(g, w)
+    assert d.misses == []
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"): d(x, 5)
+    with pytest.raises(IndexError, match="index -6 is out of bounds"): d(x, -6)
 
 
 def test_zero_size_and_0d(Recorder):
@@ -752,8 +771,8 @@ def test_kept_memory_stays_under_its_limit(Recorder, kept):
 
 
 def test_kept_memory_on_the_python_path():
-    """Calls that take the Python path (here: an output of run-time length, cut after the call, and a check, whose
-    slots the program's table puts before the length) allocate through it too."""
+    """Calls that take the Python path (NumericalFunction.run; here with an output of run-time length, cut after
+    the call, and a check, whose slots the program's table puts before the length) allocate through it too."""
     if extensions.dispatch is None: pytest.skip("numfn was installed without the fast call extension")
 
     def first_rows(x, k):
@@ -762,9 +781,9 @@ def test_kept_memory_on_the_python_path():
     f = numfn.jit(first_rows)
     x = np.random.default_rng(1).standard_normal((256, 256))
     nf = f.specialize(x, 200)
-    assert nf.cut_outputs and nf.checks and registration(nf) is None
+    assert nf.cut_outputs and nf.checks
     for k in (200, 256, 3):
-        y = f(x, k)
+        y = nf.run([x, k])
         assert handler_name(y.base if y.base is not None else y) == "numfn"
         assert_same(y, first_rows(x, k))
 

@@ -30,7 +30,7 @@
  *
  * Checks (`checks=n`, `on_check`): the program computes n conditions besides its outputs (an index out of bounds,
  * a Python int beyond 64 bits), each a failed flag (one byte) and a payload (int64), in buffer-table slots right
- * after the outputs. They live in C scalars of the call, not in arrays; when a flag is set after the call,
+ * after the outputs a caller sees (before the hidden ones, as the program's table has them). They live in C scalars of the call, not in arrays; when a flag is set after the call,
  * on_check(tuple of the 2n values: flag, payload, flag, ...) raises the check's error and the call returns that
  * exception instead of the outputs.
  *
@@ -566,7 +566,8 @@ static PyObject *
 run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *out)
 {
     Py_ssize_t nouts = e->nouts, nargs = e->nargs, nconsts = e->nconsts, nchecks = 2 * e->nchecks;
-    Py_ssize_t first_in = nouts + nchecks;              /* the table: outputs, check slots, inputs, constants */
+    /* the table: outputs, check slots, hidden outputs (lengths), inputs, constants */
+    Py_ssize_t nvisible = nouts - e->nhidden, first_in = nouts + nchecks;
     Py_ssize_t ntable = first_in + nargs + nconsts + 1;   /* + the thread pool */
     void *table_stack[STACK_SLOTS];
     PyObject *objs_stack[STACK_SLOTS];
@@ -603,10 +604,10 @@ run_entry(Entry *e, PyObject *const *args, const ScalarSlot *slots, PyObject *ou
             nmade = k + 1;
         }
     }
-    for (k = 0; k < nouts; k++) table[k] = PyArray_DATA((PyArrayObject *)outs[k]);
+    for (k = 0; k < nouts; k++) table[k < nvisible ? k : k + nchecks] = PyArray_DATA((PyArrayObject *)outs[k]);
     for (k = 0; k < nchecks; k++) {
         checks[k].i = 0;
-        table[nouts + k] = (void *)&checks[k];
+        table[nvisible + k] = (void *)&checks[k];
     }
 
     /* inputs */

@@ -207,10 +207,10 @@ def registration(nf, leaves: bool = False) -> tuple | None:
     builder = result_builder(nf.out_tree, len(visible))
     hidden = 0
     if nf.cut_outputs:
-        if nf.checks: return None   # (the checks' slots come before the lengths in the program's table)
         hidden = len(nf.cut_outputs)
         builder = functools.partial(_cut_result, nf.out_tree, nf.cut_outputs, len(visible))
-        visible = nf.out_specs[:len(visible) + hidden]
+        lengths_at = len(visible) + 2 * len(nf.checks)   # (the program's table: outputs, check slots, lengths)
+        visible = visible + nf.out_specs[lengths_at:lengths_at + hidden]
     outs = tuple((dt.np.num, tuple(int(n) for n in shape)) for shape, dt in visible)
     nbytes = sum(_nbytes(shape, dt) for shape, dt in visible)
     nbytes += sum(_nbytes(s.shape, s.dtype) for s in nf.in_specs)
