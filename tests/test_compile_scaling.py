@@ -148,3 +148,48 @@ def test_nesting_loops_adds_kernels_but_does_not_multiply_them(tmp_path):
     # (the nests differ in more than their depth, the work of each level too: a copy per level doubled it)
     total = {d: sum(w.values()) for d, w in work.items()}
     assert total[3] <= 1.6 * total[2] and total[2] <= 1.6 * total[1], total
+
+
+RK4 = """
+def f(y0, t):
+    def rhs(y):
+        return np.array([y[1], -np.sin(y[0]) - 0.1 * y[1]])
+    ys = np.zeros((len(t), 2))
+    ys[0] = y0
+    for i in range(len(t) - 1):
+        h = t[i + 1] - t[i]
+        y = ys[i]
+        k1 = rhs(y)
+        k2 = rhs(y + h / 2 * k1)
+        k3 = rhs(y + h / 2 * k2)
+        k4 = rhs(y + h * k3)
+        ys[i + 1] = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return ys
+"""
+
+
+def test_a_loop_body_is_scheduled_once_however_many_rounds_schedule_around_it(tmp_path, monkeypatch):
+    """The scheduler's rounds around a loop each number the buffers around it anew, and make the loop's step for
+    that numbering; its inside is scheduled only for the step that runs (items.LoopKernel.parts). Scheduling it
+    in every round made an RK4 loop of 199 steps take 4 s to schedule, 0.5 s now."""
+    import numfn.schedule.regions as regions
+    calls = []
+    real = regions._sub_schedule
+
+    def counted(sink, *args, **kwargs):
+        calls.append(sink)
+        return real(sink, *args, **kwargs)
+    monkeypatch.setattr(regions, "_sub_schedule", counted)
+    module = _module(tmp_path, "scaling_rk4", RK4)
+    rounds = []
+    real_build = kernels.build_kernels
+
+    def build(*args, **kwargs):
+        rounds.append(1)
+        return real_build(*args, **kwargs)
+    import numfn.schedule.scheduler as scheduler
+    monkeypatch.setattr(scheduler, "build_kernels", build)
+    t = np.linspace(0.0, 10.0, 200)
+    _work(module.f, np.array([1.0, 0.0]), t)
+    assert len(rounds) > 4   # (the outer rounds, and the inner schedules' own)
+    assert len(calls) == 2, len(calls)   # the loop's condition and its body, once each

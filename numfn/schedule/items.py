@@ -14,7 +14,8 @@ a step runs after every step that writes a buffer it reads, and a buffer's versi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from numfn.codegen.lower import LoweredKernel
 from numfn.ir.extern import ROUTINES, ExternCall
@@ -97,16 +98,33 @@ class LoopKernel:
     written into the state buffers (`state`, the homes of the LOOP's results) before it; each iteration runs
     `cond` (which writes the bool `flag`), then `body`, which writes each state value in place or into its `next`
     buffer; then each state buffer and its next buffer swap (pointers). Branches: the int64 `flag` (the index)
-    picks one of `bodies`, which writes the results into `state`. `reads`: the captured values' buffers."""
+    picks one of `bodies`, which writes the results into `state`. `reads`: the captured values' buffers.
+
+    `cond` and `bodies` are scheduled when first asked for (`parts` makes them): the scheduler's rounds make a
+    LoopKernel for every numbering of the buffers around the loop they try, and only the last round's are run, so
+    scheduling the inside of each would repeat a loop body's whole schedule once per round (rk4's body: 9 times,
+    3 of its 4 seconds)."""
     name: str
     kind: str
     state: tuple[UOp, ...]
     next: tuple[UOp | None, ...]
     flag: UOp
-    cond: Schedule | None
-    bodies: tuple[Schedule, ...]
     reads: tuple[UOp, ...]
+    parts: Callable[[], tuple[Schedule | None, tuple[Schedule, ...]]] = field(compare=False, repr=False)
     shape: tuple[int, ...] = ()
+
+    def _parts(self) -> tuple[Schedule | None, tuple[Schedule, ...]]:
+        made = self.__dict__.get("_made")
+        if made is None: made = self.__dict__["_made"] = self.parts()   # (frozen: its own memo, set once)
+        return made
+
+    @property
+    def cond(self) -> Schedule | None:
+        return self._parts()[0]
+
+    @property
+    def bodies(self) -> tuple[Schedule, ...]:
+        return self._parts()[1]
 
     @property
     def schedules(self) -> tuple[Schedule, ...]:

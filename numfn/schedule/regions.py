@@ -208,24 +208,32 @@ def _loop_kernel(name: str, region, state: tuple[UOp, ...], bound: tuple[UOp, ..
         slots = {k: b for k, b in enumerate(state)}
         slots.update({n + j: b for j, b in enumerate(bound[n:])})
         flag = UOp(Ops.BUFFER, dtypes.bool, (), Buffer("intermediate", next(numbers), ()))
-        cond, _ = _sub_schedule(region.cond, region.tag, slots, [flag], next(numbers), blocks, schedule)
+        cond_first = next(numbers)
         body_sink = region.bodies[0]
         # a state value the body writes in place (a chain of writes on its own placeholder) needs no next buffer
         in_place = [writes_in_place(v, region.tag, k) for k, v in enumerate(body_sink.src)]
         nexts = tuple(None if in_place[k] else UOp(Ops.BUFFER, b.dtype, (), Buffer("intermediate", next(numbers),
                                                                                     b.arg.shape))
                       for k, b in enumerate(state))
-        body, _ = _sub_schedule(body_sink, region.tag, slots, list(nexts), next(numbers), blocks, schedule,
-                                in_place)
-        return LoopKernel(name, "while", state, nexts, flag, cond, (body,), tuple(dict.fromkeys(
-            b for b in bound[n:] if b.op is Ops.BUFFER)))
+        body_first = next(numbers)
+
+        def while_parts() -> tuple[Schedule, tuple[Schedule]]:
+            cond, _ = _sub_schedule(region.cond, region.tag, slots, [flag], cond_first, blocks, schedule)
+            body, _ = _sub_schedule(body_sink, region.tag, slots, list(nexts), body_first, blocks, schedule,
+                                    in_place)
+            return cond, (body,)
+        return LoopKernel(name, "while", state, nexts, flag, tuple(dict.fromkeys(
+            b for b in bound[n:] if b.op is Ops.BUFFER)), while_parts)
     n = len(region.state)
     slots = {k: b for k, b in enumerate(bound[1:1 + n])}
     slots.update({n + j: b for j, b in enumerate(bound[1 + n:])})
-    bodies = tuple(_sub_schedule(b, region.tag, slots, list(state), next(numbers), blocks, schedule)[0]
-                   for b in region.bodies)
+    firsts = [next(numbers) for _ in region.bodies]
+
+    def branch_parts() -> tuple[None, tuple[Schedule, ...]]:
+        return None, tuple(_sub_schedule(b, region.tag, slots, list(state), first, blocks, schedule)[0]
+                           for b, first in zip(region.bodies, firsts))
     reads = tuple(dict.fromkeys(b for b in bound[1:] if b.op is Ops.BUFFER))
-    return LoopKernel(name, "cond", state, (None,) * len(state), bound[0], None, bodies, reads)
+    return LoopKernel(name, "cond", state, (None,) * len(state), bound[0], reads, branch_parts)
 
 
 def reshaped_buffer(v: UOp) -> UOp | None:
