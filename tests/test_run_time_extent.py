@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import numfn
+from numfn.errors import RunTimeLengthError
 from tests.helpers import check
 
 
@@ -170,3 +171,72 @@ def test_window_mean_counts_to_the_window_length():
             text = text[:text.index("\n}\n")]
             loops = [line for line in text.splitlines() if line.lstrip().startswith("for (")]
             assert all(re.search(r"< v\d+;", line) for line in loops), (k, loops)
+
+
+# ---- arrays of run-time length given to np.linalg and np.fft ----------------------------------------------------------
+
+def householder_qr(A):
+    """Householder QR as written from a textbook: norms of the column windows A[k:, k], a copy of one written."""
+    m, n = A.shape
+    R = A.copy()
+    Q = np.eye(m)
+    for k in range(n):
+        x = R[k:, k]
+        v = x.copy()
+        v[0] += np.copysign(np.linalg.norm(x), x[0])
+        v /= np.linalg.norm(v)
+        R[k:, :] -= 2.0 * np.outer(v, v @ R[k:, :])
+        Q[:, k:] -= 2.0 * np.outer(Q[:, k:] @ v, v)
+    return Q, R
+
+
+def norms_of_windows(A, x):
+    out = np.zeros((A.shape[1] - 1, 5))
+    for k in range(1, A.shape[1]):
+        out[k - 1] = (np.linalg.norm(A[k:, k - 1]), np.linalg.vector_norm(A[:k]), np.linalg.norm(A[:k], axis=(0, 1)),
+                      np.linalg.norm(A[:k], ord=np.inf), np.linalg.norm(A[k:, :k], "nuc"))
+    m = x > 0
+    return out, np.linalg.norm(x[m]), np.linalg.norm(x[m], 1), np.linalg.vector_norm(x[m], ord=3), \
+        np.linalg.norm(x[m], 0), np.linalg.norm(x[m], np.inf)
+
+
+@pytest.mark.parametrize("shape", [(8, 5), (6, 6), (12, 3)])
+def test_householder_qr_with_norms_of_column_windows(shape, backend):
+    """np.linalg.norm of a window took the window's whole static bound (np.linalg's functions saw the array
+    under it): a silently wrong R."""
+    check(householder_qr, np.random.default_rng(sum(shape)).standard_normal(shape), backend=backend, rtol=1e-12)
+
+
+def test_norms_of_windows_and_selections(backend):
+    rng = np.random.default_rng(5)
+    check(norms_of_windows, rng.standard_normal((7, 7)), rng.standard_normal(11), backend=backend, rtol=1e-12)
+    check(norms_of_windows, rng.standard_normal((6, 6)), -np.ones(4), backend=backend, rtol=1e-12)   # none selected
+
+
+def writes_into_selections(x):
+    y = x[x > 0]
+    y[0] = -1.0
+    y[1:3] *= 2.0
+    x[x > 0][0] = 100.0   # a copy, as in NumPy: x does not change
+    out = np.zeros(x.shape[0])
+    for k in range(x.shape[0]):
+        w = x[k:].copy()
+        w[-1] = 0.0
+        w[0] *= 3.0
+        out[k] = w.sum()
+    return y, y.sum(), x, out
+
+
+def test_writes_into_a_selection_and_into_a_windows_copy(backend):
+    """An array of run-time length that is its own (x[mask], a window's copy) takes writes like any array."""
+    check(writes_into_selections, np.random.default_rng(6).standard_normal(20), backend=backend, rtol=1e-13)
+
+
+@pytest.mark.parametrize("fn", [lambda x: np.fft.fft(x[x > 0]), lambda x: np.linalg.norm(x[x > 0], -np.inf),
+                                lambda x: np.linalg.norm(x.reshape(4, 3)[x[:4] > 0], axis=1),
+                                lambda x: np.lib.stride_tricks.sliding_window_view(x[x > 0], 2),
+                                lambda x: np.polyfit(x[x > 0], x[x > 0], 1)],
+                         ids=["fft", "norm-min", "norm-keeps-run-time-axis", "sliding_window_view", "polyfit"])
+def test_subpackage_functions_refuse_run_time_lengths_they_do_not_know(fn):
+    with pytest.raises(RunTimeLengthError, match="only known at run time"):
+        numfn.jit(fn)(np.linspace(-1.0, 1.0, 12))

@@ -70,13 +70,26 @@ NUMFN_NUMPY.update((_name, globals()[_name]) for _name in __all__)   # how numfn
 
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 
+
+
+def _guarded(namespace: types.ModuleType, prefix: str) -> None:
+    # a subpackage's functions refuse arrays of run-time length too, unless numfn.trace.dynamic knows them by
+    # "<prefix>.<name>" (they would otherwise compute over the arrays' static bounds: np.linalg.norm(A[k:, k]))
+    for name in namespace.__all__:
+        fn = getattr(namespace, name)
+        if isinstance(fn, types.FunctionType): setattr(namespace, name, dynamic.guard(f"{prefix}.{name}", fn))
+
+
+_guarded(linalg, "linalg")
 register(linalg, _np.linalg, linalg.__all__)
-NUMPY_IMPLEMENTATIONS[_np.polyfit] = linalg.polyfit   # (a least-squares fit: numpy's namespace, linalg's family)
+NUMPY_IMPLEMENTATIONS[_np.polyfit] = dynamic.guard("polyfit", linalg.polyfit)   # (linalg's family)
 
 from numfn.numpy import fft  # noqa: E402 - np.fft.NAME(tensor) runs numfn.numpy.fft.NAME
 
+_guarded(fft, "fft")
 register(fft, _np.fft, fft.__all__)
 
 from numfn.numpy import stride_tricks  # noqa: E402 - np.lib.stride_tricks.NAME(tensor) runs numfn.numpy.stride_tricks's
 
+_guarded(stride_tricks, "lib.stride_tricks")
 register(stride_tricks, _np.lib.stride_tricks, stride_tricks.__all__)

@@ -23,7 +23,7 @@ from numpy.linalg import LinAlgError
 from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 
 from numfn.dtype import dtypes
-from numfn.errors import unsupported
+from numfn.errors import RunTimeLengthError, unsupported
 from numfn.extern import workspace, workspace_sizes
 from numfn.numpy import ufuncs as U
 from numfn.numpy.creation import arange
@@ -39,6 +39,8 @@ from numfn.numpy.sorting import argsort, sort
 from numfn.args import normalize_axis, refuse
 from numfn.numpy._typing import ArrayLike
 from numfn.numpy.extras import vander
+from numfn.trace import dynamic
+from numfn.trace.dynamic import HINT as RUN_TIME_LENGTH_HINT
 from numfn.trace.tensor import Tensor, add_check, broadcast_shapes, matmul as _matmul
 from numfn.ir.uop import Ops, UOp
 
@@ -511,6 +513,30 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:
         if row == col: raise ValueError("Duplicate axes given.")
         return _matrix_norm(x, ord, row, col, keepdims)
     raise ValueError("Improper number of dimensions to norm.")
+
+
+def _zero_filled(x, ord, axis, name: str) -> Tensor:
+    """An array some of whose axes have a run-time length (a window `A[k:, k]`, `x[mask]`) at its static bound, its
+    positions past the lengths zeros: what a norm of it sees, for the norms zeros do not change (those that sum
+    magnitudes or take their maximum). Norms that take a minimum or negative powers, and norms that keep an axis of
+    run-time length, are refused."""
+    runtime = [a for a, ln in enumerate(x.lengths) if ln is not None]
+    axes = range(x.ndim) if axis is None else [normalize_axis(a, x.ndim) for a in
+                                               (axis if isinstance(axis, tuple) else (axis,))]
+    zeros_change_nothing = ord is None or ord in ("fro", "f", "nuc", np.inf) or (
+        isinstance(ord, (int, float)) and not isinstance(ord, bool) and ord >= 0)
+    if not zeros_change_nothing or not set(runtime) <= set(axes):
+        raise unsupported(f"numpy.linalg.{name} (ord={ord!r}, axis={axis!r}) on an array whose length is only known "
+                          "at run time (x[mask], nonzero, a slice with traced bounds)", RUN_TIME_LENGTH_HINT,
+                          RunTimeLengthError)
+    return U.where(x.valid(), x.compact(), 0)
+
+
+# numfn.trace.dynamic (below this module) knows these through its table of numfn.numpy functions
+dynamic.NUMPY["linalg.norm"] = lambda x, ord=None, axis=None, keepdims=False: norm(
+    _zero_filled(x, ord, axis, "norm"), ord, axis, keepdims)
+dynamic.NUMPY["linalg.vector_norm"] = lambda x, /, *, axis=None, keepdims=False, ord=2: vector_norm(
+    _zero_filled(x, ord, axis, "vector_norm"), axis=axis, keepdims=keepdims, ord=ord)
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Tensor:

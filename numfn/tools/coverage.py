@@ -67,6 +67,7 @@ def _signature(obj: Any) -> inspect.Signature | None:
 
 def _source(obj: Any) -> str:
     """The source of a function, or of the class of a callable object (a numfn ufunc)."""
+    obj = inspect.unwrap(obj) if isinstance(obj, types.FunctionType) else obj   # (numfn.trace.dynamic.guard's)
     target = obj if isinstance(obj, (types.FunctionType, types.MethodType, type)) else type(obj)
     try:
         return textwrap.dedent(inspect.getsource(target))
@@ -114,7 +115,7 @@ def _callee(obj: Any, func: ast.expr) -> tuple[Any, int]:
     the call does not pass (1 for a method's self); (None, 0) for anything else."""
     from numfn.trace.tensor import Tensor
     if isinstance(func, ast.Name):
-        target = getattr(obj, "__globals__", {}).get(func.id)
+        target = getattr(inspect.unwrap(obj), "__globals__", {}).get(func.id)
         if isinstance(target, types.FunctionType) and target.__module__.startswith("numfn.numpy"): return target, 0
     elif isinstance(func, ast.Attribute):
         target = inspect.getattr_static(Tensor, func.attr, None)
@@ -161,7 +162,9 @@ def describe(name: str, numpy_obj: Any, ours: Any, suggestion: str = "") -> Entr
             return Entry(name, kind, True, note="methods: " + _code_list(methods))
         return Entry(name, kind, True)
     sig = _signature(ours)
-    refused = refused_keywords(ours)
+    # an `out=` the implementation refuses is taken all the same: numfn.trace.numpy_protocol computes the result
+    # without it and writes it there, as NumPy's out= does
+    refused = refused_keywords(ours) - {"out"}
     params = tuple(_parameter_label(p) for p in sig.parameters.values() if p.name not in refused) if sig else ()
     takes_any = sig is not None and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     accepted = _keyword_names(sig) - refused

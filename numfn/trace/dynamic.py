@@ -168,8 +168,10 @@ class DynTensor(Tensor):
 
     def __setitem__(self, index, value):
         if self.base is None:
-            raise unsupported("assignment into an array selected by values (x[mask][...] = v)",
-                              "assign through the mask instead: x[mask] = v")
+            # an array of its own (x[mask], a window's copy): written in its compacted form, the elements it kept
+            # where they were (source, mask) are no longer its value. (x[mask][i] = v writes into such a copy, as
+            # in NumPy: x does not change.)
+            self.source = self.mask = None
         setitem(self, index, value)
 
     def _inplace(self, ufunc, symbol, compute, x):
@@ -568,7 +570,7 @@ def _dot(a, b, out=None):
 # products: any of their arguments may have run-time lengths
 PRODUCTS = {"matmul": lambda a, b, **kw: matmul(a, b), "dot": _dot, "outer": _outer,
             "inner": lambda a, b: _dot(a, b) if a.ndim <= 1 and b.ndim <= 1 else _dot(a, b.T),
-            "vdot": lambda a, b: _dot(a, b)}
+            "vdot": lambda a, b: _dot(a, b), "linalg.matmul": lambda a, b: matmul(a, b), "linalg.outer": _outer}
 
 
 def guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
