@@ -173,7 +173,7 @@ def test_window_mean_counts_to_the_window_length():
             assert all(re.search(r"< v\d+;", line) for line in loops), (k, loops)
 
 
-# ---- arrays of run-time length given to np.linalg and np.fft ----------------------------------------------------------
+# ---- arrays of run-time length given to np.linalg and np.fft ------------------------------------------------
 
 def householder_qr(A):
     """Householder QR as written from a textbook: norms of the column windows A[k:, k], a copy of one written."""
