@@ -850,10 +850,8 @@ def _fill_method(self, value) -> None:
 if "round" not in Tensor.__dict__:   # numfn.numpy.ufuncs may define it (with np.round): then that one stays
     @tensor_method("round")
     def _round_method(self, decimals: int = 0, out=None) -> Tensor:
-        from numfn.numpy import ufuncs
-        rnd = getattr(ufuncs, "round", None)
-        if rnd is None: raise unsupported("ndarray.round")
-        return rnd(self, decimals, out)
+        from numfn.numpy._core import implementation
+        return implementation("round")(self, decimals, out)   # (np.round: numfn.numpy.ufunc_functions, above)
 
 
 def _matrix_transpose_property(self) -> Tensor:

@@ -339,7 +339,7 @@ def test_functions(backend):
                 xp.nan_to_num(x), xp.nan_to_num(x, nan=-1.0, posinf=2.0, neginf=-3.0), xp.nan_to_num(i),
                 xp.round(x[5:], 2), xp.round(x[5:] * 1000, -2), xp.around(i, -1), xp.round(i, 2),
                 xp.round(x.astype(np.float32), 3), xp.fix(x), xp.fix(i), xp.real(x), xp.imag(i), xp.sinc(x[5:]),
-                xp.sinc(i), xp.clip(x, -1, 2))
+                xp.sinc(i), xp.clip(x, -1, 2), x[5:].round(1), x.round(), i.round(-1), x[5:].round(decimals=-1))
     expected = numpy_result(lambda *a: f(np, *a), (x, y, i))
     # NumPy answers allclose, array_equal and array_equiv with Python bools; traced, they are 0-d bool arrays (a
     # Python False where shapes decide while tracing, which a compiled function returns as an array too)
