@@ -1,5 +1,5 @@
 """Differences, integration, convolution, interpolation and polynomials: diff, ediff1d, gradient, trapezoid,
-convolve, correlate, interp, polyval, polyder, polyint.
+convolve, correlate, interp, polyval, polyder, polyint, unwrap.
 
 All are compositions of views, elementwise ops, reductions and GATHER: a convolution reads `a` at `k + j` through a
 gather (a sliding window, nothing copied) and sums over j; interp searches xp with numfn.numpy.sorting.searchsorted,
@@ -21,7 +21,7 @@ from numfn.numpy._typing import ArrayLike, Axes
 T = Tensor.lift
 
 __all__ = ['diff', 'ediff1d', 'gradient', 'trapezoid', 'convolve', 'correlate', 'interp', 'polyval', 'polyder',
-           'polyint']
+           'polyint', 'unwrap']
 
 _NOVALUE = object()   # NumPy's "argument not given" (None is a value for prepend=/append=)
 
@@ -57,6 +57,34 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend=_NOVALUE, append=_NOV
         hi, lo = _along(t, axis, slice(1, None)), _along(t, axis, slice(None, -1))
         t = hi != lo if t.uop.dtype.is_bool else hi - lo
     return t
+
+
+def unwrap(p: ArrayLike, discont: float | None = None, axis: int = -1, *, period: float = 2 * math.pi) -> Tensor:
+    """NumPy's unwrap: along `axis`, each jump between neighbours of at least max(discont, period / 2) is replaced by
+    its complement modulo `period` (the corrections' running sum added to the values after it), as NumPy computes
+    it: in the dtype of the differences and `period` (an integer period halves exactly, or the boundary is
+    ambiguous and a positive jump keeps its sign)."""
+    from numfn.numpy import ufuncs as U
+    from numfn.numpy.reductions import cumsum
+    t = _strong(p)
+    dd = diff(t, axis=axis)   # (NumPy's error for a 0-d p)
+    axis = normalize_axis(axis, t.ndim)
+    if discont is None: discont = period / 2
+    dtype = np.result_type(dd.uop.dtype.np, period)
+    if np.issubdtype(dtype, np.integer):
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    ddmod = U.mod(dd - (-high), period) + (-high)
+    if ambiguous:   # (NumPy's copyto: the value cast into ddmod's dtype)
+        ddmod = U.where((ddmod == -high) & (dd > 0), T(high).astype(ddmod.uop.dtype.np), ddmod)
+    correction = ddmod - dd
+    correction = U.where(U.absolute(dd) < discont, T(0).astype(correction.uop.dtype.np), correction)
+    up = t.astype(dtype)
+    rest = _along(t, axis, slice(1, None))
+    up[(slice(None),) * axis + (slice(1, None),)] = rest + cumsum(correction, axis)
+    return up
 
 
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None) -> Tensor:

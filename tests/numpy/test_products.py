@@ -1,6 +1,6 @@
 """Conformance of numfn.numpy's products and signal functions with NumPy (issue 12, item 7): outer, inner, vdot,
 tensordot, einsum (explicit and implicit output, '...', repeated labels, the sublist form, 3+ operands), kron,
-cross, convolve, correlate, diff, ediff1d, gradient, interp, polyval, polyder, polyint, polyfit.
+cross, convolve, correlate, diff, ediff1d, gradient, interp, polyval, polyder, polyint, polyfit, unwrap.
 
 Each table lists cases (a function and its operands' shapes); the cases NumPy computes are compiled together, one
 specialization per table and dtype, and compared with NumPy (values, dtype, shape); each case NumPy rejects must
@@ -286,6 +286,12 @@ SIGNAL = [
     ("polyfit bad deg", lambda x, y: np.polyfit(x, y, -1), [(4,), (4,)]),
     ("polyfit 2d x", lambda x, y: np.polyfit(x, y, 1), [(3, 2), (3,)]),
     ("polyfit lengths", lambda x, y: np.polyfit(x, y, 1), [(3,), (4,)]),
+    ("unwrap", lambda a: np.unwrap(a * 3), [(9,)]), ("unwrap discont", lambda a: np.unwrap(a * 3, discont=4.0), [(8,)]),
+    ("unwrap axis 0", lambda a: np.unwrap(a * 4, axis=0), [(5, 3)]), ("unwrap 2d", lambda a: np.unwrap(a * 4), [(3, 5)]),
+    ("unwrap even period", lambda a: np.unwrap(a, period=8), [(9,)]),
+    ("unwrap odd period", lambda a: np.unwrap(a, period=7), [(9,)]),
+    ("unwrap pi period", lambda a: np.unwrap(a, period=np.pi), [(7,)]), ("unwrap short", np.unwrap, [(1,)]),
+    ("unwrap empty", np.unwrap, [(0,)]), ("unwrap 0d", np.unwrap, [()]),
 ]
 
 
