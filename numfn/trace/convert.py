@@ -290,16 +290,27 @@ class _Converter:
             args = cast(ast.Call, s.iter).args   # range(...): see _is_range
             start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (ast.Constant(0), args[0], None)
         target = s.target.id
+        known_before = target in self.defined
+        # the target read after the loop (its value in the last iteration that ran, as in Python: the one a break
+        # left, or the range's last) is loop state the body binds first from the loop's index; it is unbound
+        # after a loop that ran no iteration, unless bound before
+        after = self.reads[target] > _reads(s)[target]
+        index = self.fresh("index") if after else target
         self.defined.append(target)
         body_stmts, flags = self._loop_flags(s.body)
         # (not the target, though an inner loop may assign it too: each iteration binds it from the range)
         carried = [n for n in self._carried(s) if n != target]
+        if after:
+            carried.insert(0, target)
+            body_stmts = [ast.copy_location(ast.Assign(targets=[ast.Name(target, ast.Store())],
+                                                       value=ast.Name(index, ast.Load())), s), *body_stmts]
         saved = list(self.defined)
         self.defined += flags
         new_body = self.block(body_stmts)
         bound, self.defined = self.defined, saved
+        if not known_before: self.defined.remove(target)   # (a loop of no iteration binds nothing)
         fn = self.fresh("body")
-        body_def = _def(fn, [target] + flags + carried, new_body, _results(flags + carried, bound), s)
+        body_def = _def(fn, [index] + flags + carried, new_body, _results(flags + carried, bound), s)
         rest = [ast.Name(fn, ast.Load()), _tuple(carried, defaults=True), _str_tuple(carried), _str_tuple(flags),
                 ast.Constant(s.lineno + self.line0)]
         call = runtime_call("for_each", [over, *rest]) if over is not None else \
