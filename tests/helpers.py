@@ -16,6 +16,8 @@ import sys
 import warnings
 from contextlib import contextmanager
 
+import os
+
 import numpy as np
 import pytest
 
@@ -127,6 +129,15 @@ def run_jit(fn, args, kwargs=None, *, backend: str, jitted=None):
     for a, b in zip(leaves([args, kwargs]), leaves(list(before))):
         if isinstance(a, np.ndarray): np.testing.assert_array_equal(a, b, err_msg="an input was modified", strict=True)
     return out, jf
+
+
+LONG_TESTS = os.environ.get("NUMFN_LONG_TESTS", "") not in ("", "0")
+
+
+def long_only(*values, why: str = "another dtype of code the default run covers"):
+    """A parametrize case that runs only in the long run (NUMFN_LONG_TESTS=1): the default run keeps under its time
+    budget by leaving out cases that repeat another case's code (`why`)."""
+    return pytest.param(*values, marks=pytest.mark.skipif(not LONG_TESTS, reason=f"the long run: {why}"))
 
 
 def check(fn, *args, backend: str, scale: float | None = None, rtol: float | None = None, atol: float | None = None,
