@@ -17,7 +17,7 @@ import pytest
 
 import numfn
 from numfn.errors import RunTimeLengthError
-from tests.helpers import check
+from tests.helpers import check, check_mutates, check_raises_like
 
 
 def csr_matvec(vals, cols, rows, x):
@@ -240,3 +240,44 @@ def test_writes_into_a_selection_and_into_a_windows_copy(backend):
 def test_subpackage_functions_refuse_run_time_lengths_they_do_not_know(fn):
     with pytest.raises(RunTimeLengthError, match="only known at run time"):
         numfn.jit(fn)(np.linspace(-1.0, 1.0, 12))
+
+
+# ---- slices whose step is traced ---------------------------------------------------------------------------------
+
+def sieve(n):
+    is_prime = np.ones(n + 1, dtype=bool)
+    is_prime[:2] = False
+    for i in range(2, int(n ** 0.5) + 1):
+        if is_prime[i]:
+            is_prime[i * i::i] = False
+    return np.nonzero(is_prime)[0]
+
+
+def traced_steps(x, s):
+    return x[::s], x[1::s].sum(), x[-1::-s], x[5:1:-s], x[s::s], x[:, None][::s, 0]
+
+
+def strided_writes(x):
+    for k in range(1, 7):
+        x[k::k] += 1.0
+        x[-1::-k] *= 2.0
+    return x
+
+
+@pytest.mark.parametrize("n", [2, 30, 100, 1000])
+def test_sieve_of_eratosthenes(n, backend):
+    """x[i * i::i] = False with the loop's i: a window whose step is traced (it was refused)."""
+    check(sieve, n, backend=backend)
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 9, 10, 25, -1, -3, -11])
+def test_slices_with_a_traced_step(s, backend):
+    check(traced_steps, np.arange(10.0), s, backend=backend)
+
+
+def test_a_traced_step_of_zero_raises_numpys_error(backend):
+    check_raises_like(traced_steps, np.arange(10.0), 0, backend=backend, match="slice step cannot be zero")
+
+
+def test_writes_through_slices_with_a_traced_step(backend):
+    check_mutates(strided_writes, np.zeros(13), backend=backend)

@@ -692,22 +692,27 @@ class DynLength(Tensor):
         self.bound = bound
 
 
-def slice_span(start, stop, step: int, n) -> tuple[Tensor, Tensor]:
+def slice_span(start, stop, step, n) -> tuple[Tensor, Tensor]:
     """(first element, count) of slice(start, stop, step) of an axis of n elements (n an int or a 0-d int64 Tensor)
-    with Python's clamping of the bounds, as 0-d int64 Tensors computed when the program runs."""
+    with Python's clamping of the bounds, as 0-d int64 Tensors computed when the program runs. A traced step (a
+    0-d int64 Tensor, never 0: the caller checks) takes the clamping of its sign when the program runs."""
     n = Tensor(n.uop) if isinstance(n, Tensor) else _i64(n)
 
-    def bound(v, default: Tensor) -> Tensor:
-        if v is None: return default
-        v = Tensor(Tensor.lift(v).uop.cast(I64))
-        v = _where(v < 0, v + n, v)
-        lo, hi = (_i64(0), n) if step > 0 else (_i64(-1), n - 1)
-        return _where(v < lo, lo, _where(v > hi, hi, v))
+    def span(step, positive: bool) -> tuple[Tensor, Tensor]:
+        def bound(v, default: Tensor) -> Tensor:
+            if v is None: return default
+            v = Tensor(Tensor.lift(v).uop.cast(I64))
+            v = _where(v < 0, v + n, v)
+            lo, hi = (_i64(0), n) if positive else (_i64(-1), n - 1)
+            return _where(v < lo, lo, _where(v > hi, hi, v))
 
-    first = bound(start, _i64(0) if step > 0 else n - 1)
-    last = bound(stop, n if step > 0 else _i64(-1))
-    count = (last - first + (step - 1 if step > 0 else step + 1)) // step
-    return first, _where(count < 0, _i64(0), count)
+        first = bound(start, _i64(0) if positive else n - 1)
+        last = bound(stop, n if positive else _i64(-1))
+        count = (last - first + (step - 1 if positive else step + 1)) // step
+        return first, _where(count < 0, _i64(0), count)
+    if not isinstance(step, Tensor): return span(step, step > 0)
+    (up_first, up_count), (down_first, down_count) = span(step, True), span(step, False)
+    return _where(step > 0, up_first, down_first), _where(step > 0, up_count, down_count)
 
 
 def fit(value, dt, shape: tuple[int, ...], lengths: dict) -> Tensor:

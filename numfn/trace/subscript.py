@@ -37,8 +37,8 @@ class Item:
     """One normalized index element. `axis` is the axis of x it consumes (None for `none` and `bool`)."""
     kind: str                 # "none", "slice", "window", "int", "array", "bool"
     axis: int | None = None
-    start: int = 0            # slice: first element, step (never 0) and count; window: step and bound (count)
-    step: int = 1
+    start: int = 0            # slice: first element, step (never 0) and count; window: step (an int, or a 0-d
+    step: Any = 1             # int64 Tensor when traced) and bound (count)
     count: int = 0
     value: Any = None         # int: the index (wrapped; a 0-d int64 Tensor when traced); array: a Tensor of int64
     #                           (wrapped); bool: True/False; window: (first element, run-time count), 0-d Tensors
@@ -96,7 +96,7 @@ def normalize(shape: tuple[int, ...], index) -> list[Item]:
         elif isinstance(i, (bool, np.bool_)): items.append(Item("bool", value=bool(i)))
         elif isinstance(i, slice):
             i = static_slice(i)
-            if any(isinstance(v, Tensor) for v in (i.start, i.stop)): items.append(window(i, shape[axis], axis))
+            if any(isinstance(v, Tensor) for v in (i.start, i.stop, i.step)): items.append(window(i, shape[axis], axis))
             else:
                 start, stop, step = i.indices(shape[axis])
                 items.append(Item("slice", axis, start, step, len(range(start, stop, step))))
@@ -129,19 +129,24 @@ def static_slice(s: slice) -> slice:
         elif v is not None and not isinstance(v, (int, np.integer)):
             raise TypeError("slice indices must be integers or None or have an __index__ method")
         parts.append(v)
-    if isinstance(parts[2], Tensor):
-        raise unsupported("a slice whose step is a traced value", "give the step as a Python int")
     return slice(*parts)
 
 
 def window(s: slice, n, axis: int) -> Item:
-    """The item of a slice with traced bounds of an axis of size n (an int, or a 0-d int64 Tensor: a run-time
-    length): a window of run-time count, at most `count` (the bound) long."""
+    """The item of a slice with traced bounds or step of an axis of size n (an int, or a 0-d int64 Tensor: a
+    run-time length): a window of run-time count, at most `count` (the bound) long. A traced step is checked
+    nonzero when the program runs (NumPy's ValueError); the window's bound is then the whole axis."""
+    bound = n if isinstance(n, int) else n.bound
+    if isinstance(s.step, Tensor):
+        traced = Tensor(s.step.uop.cast(dtypes.int64))
+        add_check(traced == 0, traced, lambda _: ValueError("slice step cannot be zero"))
+        safe = Tensor((traced == 0).uop.alu(Ops.WHERE, UOp.const(dtypes.int64, 1), traced.uop))   # (no division by 0)
+        start, count = RunTimeLength.slice_span(s.start, s.stop, safe, n)
+        return Item("window", axis, 0, safe, bound, (start, count))
     step = 1 if s.step is None else int(s.step)
     if step == 0: raise ValueError("slice step cannot be zero")
     start, count = RunTimeLength.slice_span(s.start, s.stop, step, n)
-    return Item("window", axis, 0, step, len(range(0, n if isinstance(n, int) else n.bound, abs(step))),
-                (start, count))
+    return Item("window", axis, 0, step, len(range(0, bound, abs(step))), (start, count))
 
 
 def _as_tuple(index) -> tuple:
