@@ -50,6 +50,15 @@ def test_index_out_of_bounds_raises_index_error(backend):
         check_raises_like(lambda x, index=index: x[index], x, backend=backend)
 
 
+def test_float_indices_raise_numpys_index_errors(backend):
+    """A Python float argument used as an index is NumPy's "only integers, ..." (it is traced as a 0-d array, whose
+    own message NumPy gives for float arrays)."""
+    x = np.arange(4.0)
+    check_raises_like(lambda x, i: x[i], x, 1.5, backend=backend, match="only integers, slices")
+    check_raises_like(lambda x, i: x[i], x, np.array(1.5), backend=backend, match="arrays used as indices")
+    check_raises_like(lambda x, i: x[i], x, np.array([1.5]), backend=backend, match="arrays used as indices")
+
+
 def test_empty_results(backend):
     x = rand((3, 4), np.float32, np.random.default_rng(23))
     check(lambda x: (x[2:1], x[:, 4:], x[::-1, 1:1], x[5:], x[3:0:-1][:0], x[1:1].sum(axis=0), x[:0].sum()),

@@ -187,8 +187,9 @@ def _leading_dynamic(index) -> list:
 def _index_array(i) -> Tensor:
     if isinstance(i, list) and len(i) == 0: return Tensor.lift(np.zeros(0, np.int64))   # x[[]]: an empty int index
     t = Tensor.lift(i)
-    if not (t.uop.dtype.is_int or t.uop.dtype.is_bool):
-        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if not (t.uop.dtype.is_int or t.uop.dtype.is_bool):   # (a Python float, traced: NumPy's message for a float)
+        raise IndexError(_VALID if t.weak and t.ndim == 0 else "arrays used as indices must be of integer (or boolean) "
+                         "type")
     return t
 
 
