@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 from dataclasses import dataclass, field, replace
 from functools import update_wrapper
 from collections.abc import Callable, Sequence
@@ -606,6 +607,10 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
 
     if TYPE_CHECKING:   # for checkers only (see above): a call takes the compiled function's arguments
         def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+    def __get__(self, instance, owner=None):
+        """A jitted function in a class body is a method: `obj.f(x)` calls it with `obj` first, as a function's."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __init__(self, fn: Callable[_P, _R], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,

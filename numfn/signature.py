@@ -94,9 +94,13 @@ def _conversion_hint(x, where: str) -> str:
     if type(x).__module__.split(".")[0] == "pandas":   # (detected without importing pandas)
         return f"; pass the {kind}'s values as a NumPy array: x.to_numpy()"
     if hasattr(x, "__array__"): return f"; convert the {kind} to a NumPy array with np.asarray(x) before the call"
+    name = re.match(r"'([^']*)'", where)
+    if name and name.group(1) == "self":   # a jitted method called on an object
+        return ("; a method's object is no array: make it static (@numfn.jit(static_argnames=('self',)): compiled "
+                f"for each object, its attributes read as constants), or register {kind} with "
+                "numfn.register_pytree_node to pass its arrays")
     container = node_class_hint(x)
     if container: return container
-    name = re.match(r"'([^']*)'", where)
     static = f"static_argnames=({name.group(1)!r},)" if name else "static_argnames=/static_argnums="
     return (f"; if it is a setting rather than data (a mode, an option), make it static: numfn.jit(f, {static}) "
             "compiles the function for each value of it, which the traced code then sees as a Python value")

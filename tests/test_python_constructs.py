@@ -265,3 +265,33 @@ def test_a_loop_left_to_python_says_why_a_traced_branch_in_it_cannot_compile():
 
     with pytest.raises(numfn.TracerConversionError, match="return inside a with or try block runs as Python"):
         numfn.jit(f)(np.linspace(0, 1, 5))
+
+
+class _Scaler:
+    def __init__(self, s):
+        self.s = s
+
+    def __hash__(self):
+        return hash(self.s)
+
+    def __eq__(self, other):
+        return isinstance(other, _Scaler) and other.s == self.s
+
+    @numfn.jit(static_argnames=("self",))
+    def scale(self, x):
+        return x * self.s
+
+    @numfn.jit
+    def twice(self, x):
+        return x * 2.0
+
+
+def test_a_jitted_method_is_called_with_its_object():
+    """@numfn.jit in a class body makes a method (JitFunction.__get__): obj.f(x) passes obj first. An object that
+    is no array is a static argument (its attributes constants), or the error says how to make it one."""
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(_Scaler(3.0).scale(x), x * 3.0)
+    np.testing.assert_array_equal(_Scaler(2.0).scale(x), x * 2.0)
+    np.testing.assert_array_equal(_Scaler.scale(_Scaler(5.0), x), x * 5.0)
+    with pytest.raises(TypeError, match=r"argument 'self' of type _Scaler .*static_argnames=\('self',\)"):
+        _Scaler(1.0).twice(x)
