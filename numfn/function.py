@@ -41,7 +41,7 @@ from numfn.program_build import ProgramBuild, renderer_for, unique_names
 from numfn.runtime.dispatch import check_out, empty, register_specialization, registration
 from numfn.fast_paths import MAX_BOUND_STATICS, MAX_BOUND_TREES, BoundStatics, BoundTree, DispatcherBase, array_tree
 from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
-from numfn.errors import CompileError, TracedRecursionError, unsupported
+from numfn.errors import CompileError, RunTimeLengthError, TracedRecursionError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
 from numfn.trace.statements import BranchRaises, unrolling
@@ -694,15 +694,17 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         """Whether Python ints passed by position decide this call's program, and have become static arguments for
         calls passing Python ints there: `nf`'s trace asked for a value (np.zeros(n)) computed from them alone, or
         its trace failed with `error`, a recursion too deep, which they may end while tracing (`def vcycle(u, f,
-        level): if level == 0: ...`), as Python does. Each new value compiles once either way (a specialization by
+        level): if level == 0: ...`), as Python does, or an operation refused on an array of run-time length, which
+        they may have sized (`idx[:, :k]` indexing another array). Each new value compiles once either way (a specialization by
         value, numfn.value_specialization), but a static argument's calls take the C dispatcher's fast path
         (2-5 us), where a dispatcher by value computes the value by a program of its own and then takes the Python
         path (about 90 us a call)."""
         ints = {i for i, a in enumerate(args) if type(a) is int} - set(self._sizing_ints)
         if not ints: return False
         if error is not None:
-            if not isinstance(error, TracedRecursionError): return False
-            positions, why = ints, "its recursion ends on a traced value"
+            if not isinstance(error, (TracedRecursionError, RunTimeLengthError)): return False
+            positions, why = ints, "its recursion ends on a traced value" if isinstance(error, TracedRecursionError) \
+                else "traced, they make lengths known only at run time where the program needs them static"
         else:
             assert nf is not None
             request = nf.size_request
@@ -787,9 +789,14 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         again = {} if out is None else {"out": out}
         try:
             nf = self.specialization(key, statics)
-        except TracedRecursionError as e:
+        except (TracedRecursionError, RunTimeLengthError) as e:
+            before = self._sizing_ints
             if kwargs or not self._learn_sizing_ints(None, args, statics, e): raise
-            return self._dispatch_miss(*args, **again)
+            try:
+                return self._dispatch_miss(*args, **again)
+            except type(e):   # the ints were not what made it (x[mask]'s length is data): as they were
+                self._sizing_ints = before
+                raise
         if not kwargs and self._learn_sizing_ints(nf, args, statics):
             return self._dispatch_miss(*args, **again)   # with those ints static: the fast path from the next call
         if not nf.profile:   # DEBUG=2 calls stay on the Python path to report

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numfn
+from numfn.errors import RunTimeLengthError
 from numfn.ir.uop import Ops
 from helpers import check
 
@@ -155,3 +156,31 @@ def test_code_without_source_and_without_loops_does_not_warn(recwarn):
     straight = _made_by_exec("g", "def g(x):\n    return x * 2\n", "<made-straight>")
     np.testing.assert_array_equal(numfn.jit(straight)(np.ones(3)), np.full(3, 2.0))
     assert not [w for w in recwarn if issubclass(w.category, numfn.trace.convert.NoSourceWarning)]
+
+
+def nearest_labels(train, labels, test, k):
+    d = ((test[:, None, :] - train[None, :, :]) ** 2).sum(-1)
+    idx = np.argsort(d, axis=1, kind="stable")[:, :k]
+    return labels[idx], idx
+
+
+def labels_of_selection(labels, x):
+    return labels[np.argsort(x)[x > 0][:, None]]   # a 2-D index of run-time length: refused whatever the ints
+
+
+def test_a_python_int_that_makes_a_refused_run_time_length_becomes_static(backend):
+    """`idx[:, :k]` with a traced k is a window of run-time length, and indexing with it (2-D) is refused; after that
+    first trace the Python ints among the arguments are static (as for a recursion they end), and it compiles."""
+    rng = np.random.default_rng(7)
+    args = (rng.standard_normal((20, 2)), rng.integers(0, 3, 20), rng.standard_normal((6, 2)))
+    jf = numfn.jit(nearest_labels, backend=backend)
+    for k in (4, 1, 4):
+        check(nearest_labels, *args, k, backend=backend, jitted=jf)
+    assert jf._sizing_ints == (3,)
+
+
+def test_a_run_time_length_the_ints_do_not_make_stays_refused():
+    jf = numfn.jit(lambda labels, x, n: labels_of_selection(labels, x) + n)
+    with pytest.raises(RunTimeLengthError, match="index of run-time length"):
+        jf(np.arange(5), np.linspace(-1.0, 1.0, 5), 3)
+    assert jf._sizing_ints == ()   # (they were tried static, and are not kept)

@@ -750,7 +750,8 @@ def take(x: Tensor, indices: list) -> DynTensor:
     compact_idx, source_idx = [], []
     for a, i in enumerate(indices):
         if not isinstance(i, DynTensor) or i.ndim != 1:
-            raise unsupported("this index of run-time length", "index with one-dimensional integer arrays")
+            raise unsupported("this index of run-time length", "index with one-dimensional integer arrays",
+                              RunTimeLengthError)
         if not i.uop.dtype.is_int: raise IndexError("arrays used as indices must be of integer (or boolean) type")
         if i.length is not ref.length or i.bound != ref.bound: i = _aligned(i, ref)
         n = x.shape[a]
