@@ -693,12 +693,10 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
                            error: BaseException | None = None) -> bool:
         """Whether Python ints passed by position decide this call's program, and have become static arguments for
         calls passing Python ints there: `nf`'s trace asked for a value (np.zeros(n)) computed from them alone, or
-        its trace failed with `error`, a recursion too deep, which they may end while tracing (`def vcycle(u, f,
-        level): if level == 0: ...`), as Python does, or an operation refused on an array of run-time length, which
-        they may have sized (`idx[:, :k]` indexing another array). Each new value compiles once either way (a specialization by
-        value, numfn.value_specialization), but a static argument's calls take the C dispatcher's fast path
-        (2-5 us), where a dispatcher by value computes the value by a program of its own and then takes the Python
-        path (about 90 us a call)."""
+        its trace failed with `error`: a recursion too deep, which they may end while tracing (`def vcycle(u, f,
+        level): if level == 0: ...`), or an operation refused on an array of run-time length they may size
+        (`idx[:, :k]` as an index). Each value compiles once either way (numfn.value_specialization), but a static
+        argument's calls take the C fast path (2-5 us), a dispatcher by value the Python path (about 90 us)."""
         ints = {i for i, a in enumerate(args) if type(a) is int} - set(self._sizing_ints)
         if not ints: return False
         if error is not None:
