@@ -254,13 +254,12 @@ def _cast(f: _Function, u: UOp) -> str:
 
 
 # Loops LLVM is told not to unroll (a loop ID with llvm.loop.unroll.disable, each its own, given when the module is
-# assembled: render_program): one whose body is longer than UNROLLED_BODY_LINES lines of IR (the codegen's upcasts
-# made it so: 64 accumulators of a small matrix product), and one of at most FULL_UNROLL_TRIPS constant trips whose
-# nest, fully unrolled, would exceed UNROLLED_LINES. LLVM fully unrolls nests of small constant trip counts inner
-# loop first: a (4, 8, 32) strided copy became 1,024 stores and took 0.8 s to compile, a two-layer network's
-# training loop 3.6 s of LLVM for 17 kernels. Loops of more trips are never fully unrolled; LLVM's own thresholds
-# bound their partial unrolling.
-UNROLLED_BODY_LINES = 128
+# assembled: render_program): a loop of at most FULL_UNROLL_TRIPS constant trips, with loops inside, whose nest,
+# fully unrolled, would exceed UNROLLED_LINES lines of IR. LLVM fully unrolls nests of small constant trip counts
+# inner loop first: a (4, 8, 32) strided copy became 1,024 stores and took 0.8 s to compile, a two-layer network's
+# training loop 3.6 s of LLVM for 17 kernels (1.1-1.6 s now). Loops of more trips are never fully unrolled, and a
+# loop alone LLVM's own thresholds bound. (Marking long bodies too, the codegen's upcast ones, made the straight-line
+# program of benchmarks/compile_programs.py compile slower: 0.9 s of LLVM became 1.6-2.1 s.)
 UNROLLED_LINES = 1024
 FULL_UNROLL_TRIPS = 64
 NO_UNROLL = "!numfn.no_unroll"
@@ -319,7 +318,7 @@ def render_kernel(prog: KernelProgram) -> str:
             # LLVM fully unrolls loops of a few constant trips, inner ones first: the nest's fully unrolled size
             unrolled = lines if trips is None or trips > FULL_UNROLL_TRIPS else \
                 trips * (lines - inner_lines + inner_unrolled)
-            big = lines > UNROLLED_BODY_LINES or unrolled > UNROLLED_LINES
+            big = inner_lines > 0 and unrolled > UNROLLED_LINES   # (a nest: a loop alone LLVM bounds itself)
             if nests:   # what this loop adds to the one around it: its lines, unrolled unless marked
                 nests[-1][1] += lines + 4
                 nests[-1][2] += (lines if big else unrolled) + 4
