@@ -701,8 +701,7 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         if not ints: return False
         if error is not None:
             if not isinstance(error, (TracedRecursionError, RunTimeLengthError)): return False
-            positions, why = ints, "its recursion ends on a traced value" if isinstance(error, TracedRecursionError) \
-                else "traced, they make lengths known only at run time where the program needs them static"
+            positions, why = ints, "they end a recursion" if isinstance(error, TracedRecursionError) else "they size"
         else:
             assert nf is not None
             request = nf.size_request
@@ -790,8 +789,7 @@ class JitFunction(Generic[_P, _R], DispatcherBase):   # Generic first: the base'
         except (TracedRecursionError, RunTimeLengthError) as e:
             before = self._sizing_ints
             if kwargs or not self._learn_sizing_ints(None, args, statics, e): raise
-            try:
-                return self._dispatch_miss(*args, **again)
+            try: return self._dispatch_miss(*args, **again)
             except type(e):   # the ints were not what made it (x[mask]'s length is data): as they were
                 self._sizing_ints = before
                 raise

@@ -48,12 +48,19 @@ __all__ = sorted({name for m in _MODULES for name in m.__all__})
 IMPLEMENTATIONS.update((_name, globals()[_name]) for _name in __all__)
 IMPLEMENTATIONS["ufunc_at"] = indexing.ufunc_at   # ufunc.at (numfn.numpy.ufuncs)
 
-# arrays of run-time length (x[mask], nonzero) reach only the functions that know them (numfn.trace.dynamic.guard);
-# the elementwise ones (numfn.numpy.ufuncs) all do, through the tracer's elementwise machinery
-for _name in __all__:
-    _fn = globals()[_name]
-    if isinstance(_fn, types.FunctionType) and _fn.__module__ != ufuncs.__name__:
-        globals()[_name] = dynamic.guard(_name, _fn)
+
+def _guarded(namespace: dict, names, prefix: str = "") -> None:
+    """Arrays of run-time length (x[mask], nonzero, windows) reach only the functions that know them
+    (numfn.trace.dynamic.guard, by "<prefix><name>"): the others would compute over the arrays' static bounds
+    (np.linalg.norm(A[k:, k])). The elementwise ones (numfn.numpy.ufuncs) all know them, through the tracer's
+    elementwise machinery."""
+    for name in names:
+        fn = namespace[name]
+        if isinstance(fn, types.FunctionType) and fn.__module__ != ufuncs.__name__:
+            namespace[name] = dynamic.guard(prefix + name, fn)
+
+
+_guarded(globals(), __all__)
 
 
 def register(namespace: types.ModuleType, numpy_namespace: types.ModuleType, names) -> None:
@@ -70,26 +77,16 @@ NUMFN_NUMPY.update((_name, globals()[_name]) for _name in __all__)   # how numfn
 
 from numfn.numpy import linalg  # noqa: E402 - np.linalg.NAME(tensor) runs numfn.numpy.linalg.NAME
 
-
-
-def _guarded(namespace: types.ModuleType, prefix: str) -> None:
-    # a subpackage's functions refuse arrays of run-time length too, unless numfn.trace.dynamic knows them by
-    # "<prefix>.<name>" (they would otherwise compute over the arrays' static bounds: np.linalg.norm(A[k:, k]))
-    for name in namespace.__all__:
-        fn = getattr(namespace, name)
-        if isinstance(fn, types.FunctionType): setattr(namespace, name, dynamic.guard(f"{prefix}.{name}", fn))
-
-
-_guarded(linalg, "linalg")
+_guarded(vars(linalg), linalg.__all__, "linalg.")
 register(linalg, _np.linalg, linalg.__all__)
 NUMPY_IMPLEMENTATIONS[_np.polyfit] = dynamic.guard("polyfit", linalg.polyfit)   # (linalg's family)
 
 from numfn.numpy import fft  # noqa: E402 - np.fft.NAME(tensor) runs numfn.numpy.fft.NAME
 
-_guarded(fft, "fft")
+_guarded(vars(fft), fft.__all__, "fft.")
 register(fft, _np.fft, fft.__all__)
 
 from numfn.numpy import stride_tricks  # noqa: E402 - np.lib.stride_tricks.NAME(tensor) runs numfn.numpy.stride_tricks's
 
-_guarded(stride_tricks, "lib.stride_tricks")
+_guarded(vars(stride_tricks), stride_tricks.__all__, "lib.stride_tricks.")
 register(stride_tricks, _np.lib.stride_tricks, stride_tricks.__all__)
