@@ -37,10 +37,10 @@ from numfn import random as _random_keys
 from numfn.numpy.random import generator_arguments, trace_guard
 from numfn.pytree import TreeDef, flatten, node_class_hint, unflatten
 from numfn.runtime import assembly, extensions
-from numfn.program_build import ProgramBuild, renderer_for, unique_names
+from numfn.program_build import ProgramBuild, RenderedKernel, render_kernels
 from numfn.runtime.dispatch import check_out, empty, register_specialization, registration
 from numfn.fast_paths import MAX_BOUND_STATICS, MAX_BOUND_TREES, BoundStatics, BoundTree, DispatcherBase, array_tree
-from numfn.runtime.threads import PARALLEL_MIN_OPS, thread_count
+from numfn.runtime.threads import thread_count
 from numfn.errors import CompileError, RunTimeLengthError, TracedRecursionError, unsupported
 from numfn.trace.aliasing import aliasing_pattern, common_bases, member_view, overlapping
 from numfn.trace.subscript import identity_indices
@@ -58,18 +58,10 @@ from numfn.ir.uop import Ops, UOp, format_graph, graph_fingerprint, substitute, 
 
 if TYPE_CHECKING:
     from numfn.codegen.layout import Layout
-    from numfn.codegen.program import KernelProgram
-    from numfn.schedule import ExecItem, ExternProgram, MemoryPlan, Schedule
+    from numfn.schedule import ExecItem, MemoryPlan, Schedule
 
 _P = ParamSpec("_P")      # the parameters of a compiled function
 _R = TypeVar("_R")        # what it returns
-
-
-@dataclass(frozen=True)
-class RenderedKernel:
-    name: str
-    program: Any     # codegen.program.KernelProgram
-    source: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,41 +257,7 @@ class NumericalFunction(ValueSpecialization):
     # ---- rendering --------------------------------------------------------------------------------------------
     @cached_stage
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
-        from numfn.beam.tuner import FunctionTuner
-        from numfn.codegen.program import KernelProgram, build_program, kernel_key, with_params
-        progress.stage("rendering kernels", len(self.kernel_items))
-        t0 = time.perf_counter()
-        out = []
-        renderer = renderer_for(self.backend)
-        built: dict[tuple, KernelProgram] = {}   # kernel_key -> the program of the first kernel with it
-        tuner = FunctionTuner(self.beam, self.backend, self.fastmath, len(self.kernel_items)) if self.beam else None
-        for ei, name in zip(self.kernel_items, unique_names([ei.kernel.name for ei in self.kernel_items])):
-            if ei.lowered is None:   # an extern call (numfn.extern)
-                from numfn.schedule import ExternKernel, build_extern_program
-                assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
-                prog: KernelProgram | ExternProgram = build_extern_program(replace(ei.kernel, name=name),
-                                                                           self.layout.externs)
-                out.append(RenderedKernel(prog.name, prog, renderer.render_extern(prog)))
-                progress.kernels_done(len(out))
-                continue
-            parallel = ei.op_count >= PARALLEL_MIN_OPS
-            key = kernel_key(ei.kernel.buffers, ei.lowered, parallel, self.fastmath)
-            first = built.get(key)
-            if first is not None:   # computes what an earlier kernel computes: built and compiled once
-                prog = with_params(first, name, ei.kernel.buffers)
-                out.append(RenderedKernel(prog.name, prog, renderer.render_forward(prog, first.name)))
-                progress.kernels_done(len(out))
-                continue
-            options = None if tuner is None else tuner.options(name, ei.kernel.buffers, ei.lowered, parallel, len(out)
-                                                               + 1, ei.op_count, ei.bytes_moved)
-            prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel, self.fastmath, options)
-            built[key] = prog
-            out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
-            progress.kernels_done(len(out))
-        same = len(out) - len(built) - sum(not isinstance(k.program, KernelProgram) for k in out)
-        debug.log(1, f"rendered {len(out)} kernels of {self.name} in {(time.perf_counter() - t0) * 1e3:.2f} ms"
-                  + (f" ({same} equal to an earlier one: they call it)" if same else ""))
-        return tuple(out)
+        return render_kernels(self.kernel_items, self.backend, self.fastmath, self.beam, self.layout, self.name)
 
     @cached_stage
     def kernel_items(self) -> tuple[ExecItem, ...]:

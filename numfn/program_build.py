@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,8 +18,60 @@ from numfn.config import BACKENDS
 from numfn.errors import CompileError
 from numfn.locks import cached_stage
 from numfn.runtime import assembly
+from numfn.runtime.threads import PARALLEL_MIN_OPS
 
 ENTRY_PLACEHOLDER = "__NUMFN_ENTRY__"
+
+
+@dataclass(frozen=True)
+class RenderedKernel:
+    name: str
+    program: Any     # codegen.program.KernelProgram, or schedule.ExternProgram for an extern call
+    source: str
+
+
+def render_kernels(items: Sequence, backend: str, fastmath: bool, beam: int, layout: Any,
+                   function: str) -> tuple[RenderedKernel, ...]:
+    """The kernels and extern calls of a NumericalFunction (its `kernel_items`, in program order) built and rendered
+    for `backend`. A kernel computing what an earlier one computes (an equal codegen.program.kernel_key) calls it,
+    and the kernel so called is marked `shared` (the renderers keep it out of line)."""
+    from numfn.beam.tuner import FunctionTuner
+    from numfn.codegen.program import KernelProgram, build_program, kernel_key, with_params
+    progress.stage("rendering kernels", len(items))
+    t0 = time.perf_counter()
+    out = []
+    renderer = renderer_for(backend)
+    built: dict[tuple, KernelProgram] = {}   # kernel_key -> the program of the first kernel with it
+    tuner = FunctionTuner(beam, backend, fastmath, len(items)) if beam else None
+    keys = [None if ei.lowered is None else kernel_key(ei.kernel.buffers, ei.lowered,
+                                                        ei.op_count >= PARALLEL_MIN_OPS, fastmath) for ei in items]
+    uses = Counter(keys)
+    for ei, name, key in zip(items, unique_names([ei.kernel.name for ei in items]), keys):
+        if key is None:   # an extern call (numfn.extern)
+            from numfn.schedule import ExternKernel, build_extern_program
+            assert isinstance(ei.kernel, ExternKernel)   # loops are not in kernel_items
+            extern = build_extern_program(replace(ei.kernel, name=name), layout.externs)
+            out.append(RenderedKernel(extern.name, extern, renderer.render_extern(extern)))
+            progress.kernels_done(len(out))
+            continue
+        parallel = ei.op_count >= PARALLEL_MIN_OPS
+        first = built.get(key)
+        if first is not None:   # computes what an earlier kernel computes: built and compiled once
+            prog = with_params(first, name, ei.kernel.buffers)
+            out.append(RenderedKernel(prog.name, prog, renderer.render_forward(prog, first.name)))
+            progress.kernels_done(len(out))
+            continue
+        options = None if tuner is None else tuner.options(name, ei.kernel.buffers, ei.lowered, parallel, len(out) + 1,
+                                                           ei.op_count, ei.bytes_moved)
+        prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel, fastmath, options)
+        if uses[key] > 1: prog = replace(prog, shared=True)
+        built[key] = prog
+        out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
+        progress.kernels_done(len(out))
+    same = len(out) - len(built) - sum(not isinstance(k.program, KernelProgram) for k in out)
+    debug.log(1, f"rendered {len(out)} kernels of {function} in {(time.perf_counter() - t0) * 1e3:.2f} ms"
+              + (f" ({same} equal to an earlier one: they call it)" if same else ""))
+    return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)

@@ -602,6 +602,7 @@ def _repeated_steps(x, w, y):   # six copies of each of the step's kernels, over
 
 def test_identical_kernels_are_built_and_compiled_once(backend):
     from helpers import check
+    from numfn.codegen.program import ForwardedProgram
     rng = np.random.default_rng(0)
     x, y, w = rng.standard_normal((64, 32)), rng.standard_normal((64, 32)), rng.standard_normal((32, 32)) / 8
     check(_repeated_steps, x, w, y, backend=backend)
@@ -610,3 +611,9 @@ def test_identical_kernels_are_built_and_compiled_once(backend):
     calls = [k for k in nf.rendered_kernels if len(k.source) < 400]
     assert len(calls) >= 10, "the five later copies of each step call the first copy's kernels"
     assert len(nf.rendered_kernels) - len(calls) <= 12
+    # the kernels they call stay out of line (LLVM optimized every inlined copy again), except E_32 (32 elements: a
+    # call would cost more); the kernels called once, b's and c's, stay inlinable
+    word = "noinline" if backend == "llvm" else "__attribute__((noinline))"
+    called = {k.program.first.name for k in nf.rendered_kernels if isinstance(k.program, ForwardedProgram)}
+    assert called == {"E_32", "E_64_32n1", "E_64_32n2", "R_1_32", "R_64_32_1"}
+    assert {k.name for k in nf.rendered_kernels if word in k.source} == called - {"E_32"}

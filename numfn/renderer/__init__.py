@@ -1,4 +1,5 @@
 """Renderers: linear kernel programs to source text (C99, LLVM IR)."""
+from numfn.ir.uop import Ops
 
 
 def range_name(r) -> str:
@@ -17,3 +18,24 @@ def half_bits(value) -> int:
     import numpy as np
     with np.errstate(over="ignore"):
         return int(np.array(value, np.float16).view(np.uint16))
+
+
+# A kernel that other kernels of its program call (KernelProgram.shared: the same step repeated, a model's layers)
+# is rendered out of line (noinline) when a loop nest of it runs at least this many iterations: inlined at each of
+# its calls, the compiler optimized every copy again (a 300-statement program of 11 distinct kernels called 361
+# times: LLVM 1.9 s, out of line 0.7 s), where a call costs nothing next to the loop. Kernels called once, and
+# short ones, stay inlinable: what follows a small kernel may keep its values in registers.
+OUT_OF_LINE_ITERATIONS = 64
+
+
+def out_of_line(prog) -> bool:
+    """Whether the renderers keep kernel program `prog` out of line (see OUT_OF_LINE_ITERATIONS)."""
+    if not prog.shared: return False
+    most, nest = 1, [1]
+    for u in prog.uops:   # the most iterations of a loop nest, counting the loops of constant trips
+        if u.op is Ops.RANGE:
+            bound = u.src[-1]
+            nest.append(nest[-1] * (bound.arg if bound.op is Ops.CONST else 1))
+            most = max(most, nest[-1])
+        elif u.op is Ops.END: nest.pop()
+    return most >= OUT_OF_LINE_ITERATIONS

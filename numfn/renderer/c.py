@@ -9,7 +9,7 @@ from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
-from numfn.renderer import buffer_name, half_bits, range_name
+from numfn.renderer import buffer_name, half_bits, out_of_line, range_name
 from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import Ops, UOp
 
@@ -110,7 +110,8 @@ def render_kernel(prog: KernelProgram) -> str:
         params.append(f"{'const ' if p not in written(prog) else ''}{p.dtype.cname} *restrict {names[p]}")
     core = f"{prog.name}_loop" if prog.parallel is not None else prog.name
     bounds = ", int64_t start, int64_t end" if prog.parallel is not None else ""
-    lines = [f"static void {core}({', '.join(params)}{bounds}) {{"]
+    attributes = "__attribute__((noinline)) " if out_of_line(prog) else ""
+    lines = [f"static {attributes}void {core}({', '.join(params)}{bounds}) {{"]
     indent = 1
     counter = 0
 

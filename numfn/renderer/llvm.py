@@ -18,7 +18,7 @@ from numfn.codegen.tiling import tiled_pairs
 from numfn.dtype import DType, dtypes
 from numfn.codegen.layout import Layout
 from numfn.runtime import keeps_arena
-from numfn.renderer import buffer_name, half_bits, range_name
+from numfn.renderer import buffer_name, half_bits, out_of_line, range_name
 from numfn.ir.primitives import PRIMITIVES, register
 from numfn.ir.uop import Ops, UOp
 
@@ -371,7 +371,9 @@ def render_kernel(prog: KernelProgram) -> str:
             f.names[u] = name
             f.emit(f"{name} = {_alu(f, u, fast_math_flags(prog, u))}")
     body = "\n".join(["entry:", *("  " + a for a in f.allocas), *f.lines, "  ret void"])
-    out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) nounwind {{", body, "}"]
+    attributes = "nounwind noinline" if out_of_line(prog) else "nounwind"
+    out = [*sorted(f.declares), f"define internal void @{core}({', '.join(params + bounds)}) {attributes} {{", body,
+           "}"]
     if prog.parallel is not None: out += _parallel_wrappers(prog, params)
     return "\n".join(out)
 
