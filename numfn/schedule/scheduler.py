@@ -9,7 +9,8 @@ it builds kernels (kernels.py) in rounds:
     change the plan of writes (kernels.Replan) is applied and the round repeated;
   - the values the round decided to store, and those whose evaluation counts say so once they are stored, become
     roots of the next round (reductions first: while one repeats, everything inside it repeats too);
-  - when a round adds nothing, intermediates that every consumer ended up computing inline are dropped.
+  - when a round adds nothing, intermediates that every consumer ended up computing inline are dropped (their
+    stores removed from the kernels).
 Returns (Schedule, MemoryPlan): the steps in execution order (numfn/schedule/items.py) and the arena plan of their
 intermediate buffers (memory.py). Intermediates are numbered from `first`; loops' inner schedules take fresh
 blocks of numbers from `blocks`.
@@ -19,10 +20,12 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
+from numfn.codegen.lower import lower_kernel
+from numfn.dtype import dtypes
 from numfn.ir.symbolic import constant_branches
-from numfn.ir.uop import Ops, UOp, fold, graph_rewrite, substitute, toposort
+from numfn.ir.uop import ELEMENTWISE, Ops, UOp, fold, graph_rewrite, preorder, substitute, toposort
 from numfn.schedule.externs import prepare_externs, transpose_products
-from numfn.schedule.items import ExecItem, Schedule
+from numfn.schedule.items import ExecItem, Kernel, Schedule
 from numfn.schedule.interchange import interchange_loops
 from numfn.schedule.kernels import Built, Replan, build_kernels
 from numfn.schedule.memory import MemoryPlan, plan_memory
@@ -74,11 +77,7 @@ def create_schedule(call: UOp, first: int = 0, blocks=None) -> tuple[Schedule, M
         for v in new: roots[v] = Root(v, gate=readers_gate(v, roots, parents))
 
     unused = _unused_intermediates(roots, kernels, versions)
-    if unused:
-        for v in unused: del roots[v]
-        versions.plan(roots)
-        try: kernels = build_kernels(roots, versions, externs, first=first)
-        except Replan: raise AssertionError("dropping unused intermediates changed the order of writes") from None
+    if unused: kernels = _without_stores(kernels, {t for v in unused for t in roots[v].targets})
 
     items = interchange_loops(Schedule(ExecItem(k, lk) for k, lk in kernels))
     return items, plan_memory(items)
@@ -135,10 +134,40 @@ def _realized_by_round(kernels: list[Built], origin: dict[UOp, UOp], roots: dict
     # a gather of a gather (x[k, :k][:, None]) repeats as often as what it reads: storing the outer one alone
     # (one copy) makes the inner ones evaluated once per element of it, decided again in the next round
     read_by_gathers = {v.src[0] for v in repeated if v.op is Ops.GATHER}
-    new += [u for u in repeated if u not in read_by_gathers]
+    new += [u for u in _outermost(repeated, realized) if u not in read_by_gathers]
     # reductions first: while one repeats, everything inside it repeats too, so elementwise counts mislead
     new = [u for u in new if u.op is Ops.REDUCE_AXIS] or new
     return [u for u in new if u not in roots]
+
+
+def _outermost(values: list[UOp], realized: set[UOp]) -> list[UOp]:
+    """`values` without those that another of them computes at its own index (reached through elementwise ops
+    only, not through a realized value): storing the outer one ends the repetition of what it computes inside, so
+    the inner ones wait for the next round's counts. (Storing every repeated value of a chain at once made a
+    300-statement program's last round twice as large, half of it values every consumer then computed inline.)"""
+    candidates = set(values)
+
+    def below(u: UOp) -> tuple[UOp, ...]:
+        return u.src if u.op in ELEMENTWISE and u not in realized else ()
+    inside = {u for u in preorder([s for v in values if v.op in ELEMENTWISE for s in v.src], below)
+              if u in candidates}
+    return [v for v in values if v not in inside]
+
+
+def _without_stores(kernels: list[Built], dropped: set[UOp]) -> list[Built]:
+    """The kernels without their stores into the `dropped` buffers (of intermediates no step loads): a kernel that
+    stores nothing else goes, one that does is lowered again without them. (The kernels are not built anew: that
+    lowered every kernel once more, a fifth of a long program's scheduling; the buffers left keep their numbers.)"""
+    out: list[Built] = []
+    for k, lowered in kernels:
+        if not isinstance(k, Kernel) or not any(st.src[0] in dropped for st in k.ast.src):
+            out.append((k, lowered))
+            continue
+        stores = tuple(st for st in k.ast.src if st.src[0] not in dropped)
+        if not stores: continue
+        ast = UOp(Ops.SINK, dtypes.void, stores)
+        out.append((Kernel(k.name, ast, k.shape), lower_kernel(ast, None)))
+    return out
 
 
 def _unused_intermediates(roots: dict[UOp, Root], kernels: list[Built], versions: Versions) -> list[UOp]:
