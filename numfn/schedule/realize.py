@@ -63,12 +63,12 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     """Whether `u` is a little integer or boolean arithmetic on positions (IOTA), constants and scalars (a window's
     indices and its mask `i < length`): recomputed wherever it is used, never stored, so that kernels see the
     expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays.
-    "Little": at most `budget` operations deep. `memo` is keyed by (node, remaining budget), as the answer depends
-    on both: a memo keyed by the node alone would make a shared node's answer depend on the depth at which it was
-    first reached. (Walking only `budget` levels down, not the node's full depth, keeps each question cheap on a
-    long chain of integer operations.)"""
-    key = (u, budget)
-    if key in memo: return memo[key]
+    "Little": at most `budget` operations deep. `memo` keeps each node's depth (the operations an answer needs
+    below it; more than `budget` is one value, too deep), so a question is answered by one walk over what no
+    earlier question walked: a key of node and remaining budget made the 20 rounds of integer arithmetic of a
+    random-number kernel walk each shared node once per budget it was reached with (0.3 s of one kernel's
+    scheduling)."""
+    too_deep = budget + 1
 
     def leaf(x: UOp) -> bool:
         return x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER) or x in realized
@@ -77,20 +77,17 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
         return (x.dtype.is_int or x.dtype is dtypes.bool) and x.op is not Ops.GCD and \
             (x.op in MOVEMENT or x.op in ELEMENTWISE)
 
-    def sources(key: tuple[UOp, int]) -> list[tuple[UOp, int]]:
-        x, left = key
-        return [(s, left - 1) for s in x.src] if left > 0 and not leaf(x) and arithmetic(x) else []
+    def sources(x: UOp) -> tuple[UOp, ...]:
+        return x.src if not leaf(x) and arithmetic(x) else ()
 
-    def answer(key: tuple[UOp, int]) -> bool:
-        x, left = key
-        if x.op in (Ops.CONST, Ops.IOTA): return True
-        if leaf(x): return x.size == 1
-        if left <= 0 or not arithmetic(x): return False
-        return all(memo[k] for k in sources(key))
-    if not sources(key):   # (most values asked about are not integer arithmetic: answered without a walk)
-        memo[key] = answer(key)
-        return memo[key]
-    return bottom_up(key, memo, answer, sources)
+    def depth(x: UOp) -> int:
+        if x.op in (Ops.CONST, Ops.IOTA): return 0
+        if leaf(x): return 0 if x.size == 1 else too_deep
+        if not arithmetic(x): return too_deep
+        return min(too_deep, 1 + max(memo[s] for s in x.src))
+    if u not in memo and not sources(u):   # (most values asked about are not integer arithmetic: no walk)
+        memo[u] = depth(u)
+    return bottom_up(u, memo, depth, sources) <= budget
 
 
 def realizable(u: UOp, realized, index_memo: dict | None = None) -> bool:
