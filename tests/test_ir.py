@@ -13,8 +13,8 @@ import pytest
 
 from numfn.dtype import dtypes
 from numfn.ir.symbolic import symbolic
-from numfn.ir.uop import (ALU, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, fold, format_graph, graph_rewrite,
-                       rebuild, substitute, toposort)
+from numfn.ir.uop import (ALU, Buffer, ELEMENTWISE, MOVEMENT, Ops, PatternMatcher, UOp, UPat, fold, format_graph,
+                       graph_rewrite, rebuild, substitute, toposort)
 
 pytestmark = pytest.mark.nocompile   # the compile-free tier (tests/conftest.py)
 
@@ -231,6 +231,47 @@ def test_unary_folding_and_casts_equal_numpy(dtype):
             u = graph_rewrite(UOp(Ops.CAST, target, (UOp.const(dtype, a_np.item()),)), symbolic)
             if u.op is not Ops.CONST: continue   # out of the target's range: NumPy's result is the platform's
             assert bits_equal(u.arg, a_np.astype(target.np)), (target.name, a_np, u.arg)
+
+
+@pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.float32, dtypes.float64], ids=lambda d: d.name)
+def test_comparisons_of_truncations_become_float_comparisons(dtype):
+    """trunc(y) < c and its three other forms, rewritten as comparisons of y (the conversion can then go: it does
+    not vectorize to 64-bit integers on AVX2), agree with NumPy's conversion then comparison for every y the
+    conversion is defined for, at constants on both sides of 0; the WHERE a guarded conversion makes takes the
+    comparison into its branches."""
+    r = UOp(Ops.RANGE, dtypes.index, (UOp.const(dtypes.index, 4),), (0, "loop"))
+    y = UOp(Ops.LOAD, dtype, (UOp(Ops.BUFFER, dtype, (), Buffer("input", 0, (4,))), r))   # a float of any value
+    values = np.array([-66.5, -65.0, -64.99, -64.0, -63.5, -1.0, -0.75, -0.0, 0.0, 0.5, 1.0, 63.99, 64.0, 64.5],
+                      dtype.np)
+    ops = {Ops.CMPLT: np.less, Ops.CMPLE: np.less_equal}
+    for target in (dtypes.int64, dtypes.int8, dtypes.uint8):
+        conv = y.cast(target)
+        for op, c, flipped in itertools.product(ops, (-65, -64, -1, 0, 1, 64), (False, True)):
+            if target.is_unsigned and c < 0: continue
+            k = UOp.const(target, c)
+            u = graph_rewrite(UOp(op, dtypes.bool, (k, conv) if flipped else (conv, k)), symbolic)
+            assert not any(n.op is Ops.CAST and n.dtype is target for n in u.toposort()), (op, c, flipped)
+            for v in values:
+                if target.is_unsigned and v <= -1: continue   # (no conversion to unsigned)
+                t = np.trunc(v).astype(np.int64)
+                want = ops[op](c, t) if flipped else ops[op](t, c)
+                got = _evaluate_float(u, y, float(v))
+                assert got == want, (target.name, op.name, c, flipped, v)
+    guard = y.alu(Ops.CMPLT, UOp.const(dtype, 100.0))
+    guarded = UOp(Ops.WHERE, dtypes.int64, (guard, y.cast(dtypes.int64), UOp.const(dtypes.int64, -1 << 63)))
+    u = graph_rewrite(guarded.alu(Ops.CMPLT, UOp.const(dtypes.int64, -64)), symbolic)
+    assert u.op is Ops.WHERE and not any(n.op is Ops.CAST and n.dtype.is_int for n in u.toposort())
+
+
+def _evaluate_float(u: UOp, y: UOp, value: float):
+    """A boolean graph of comparisons of `y` (a float) and constants, evaluated at y = value."""
+    if u is y: return value
+    if u.op is Ops.CONST: return u.arg
+    a = [_evaluate_float(s, y, value) for s in u.src]
+    if u.op is Ops.CMPLT: return a[0] < a[1]
+    if u.op is Ops.CMPLE: return a[0] <= a[1]
+    if u.op is Ops.NOT: return not a[0]
+    raise AssertionError(u.op)
 
 
 # ---- value bounds against brute force --------------------------------------------------------------------------------

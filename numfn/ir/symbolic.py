@@ -320,6 +320,34 @@ def imod(a: UOp, c: int) -> UOp:
     return UOp(Ops.IMOD, a.dtype, (a, UOp.const(a.dtype, c)))
 
 
+def _truncation_compare(x: UOp) -> UOp | None:
+    """A comparison of a float's conversion to an integer with an integer constant, as a comparison of the float:
+    trunc(y) < k is y < k for k > 0 and y <= k - 1 for k <= 0 (exact for every y the conversion is defined for;
+    for any other, NaN or out of range, the conversion has no value: numfn guards it where a program can see it).
+    The conversion itself then often goes, and the compare vectorizes where the conversion to 64-bit integers
+    does not (AVX2 has none): the bounds check of `counts[int(v)] += 1` over a float array. A WHERE choosing
+    between the conversion and a constant (the guard) takes the comparison into its branches."""
+    if x.op not in (Ops.CMPLT, Ops.CMPLE): return None
+    a, b = x.src
+    flipped = a.op is Ops.CONST
+    conv, c = (b, a) if flipped else (a, b)
+    if c.op is not Ops.CONST or not c.dtype.is_int: return None
+    if conv.op is Ops.WHERE and (conv.src[2].op is Ops.CONST) != (conv.src[1].op is Ops.CONST):
+        sides = tuple(UOp(x.op, x.dtype, (c, s) if flipped else (s, c)) for s in conv.src[1:])
+        if not any(s.op is Ops.CAST and s.src[0].dtype.is_float for s in conv.src[1:]): return None
+        return UOp(Ops.WHERE, x.dtype, (conv.src[0],) + tuple(_truncation_compare(s) or _fold(s) or s for s in sides))
+    if conv.op is not Ops.CAST or not conv.src[0].dtype.is_float or not conv.dtype.is_int: return None
+    y, k = conv.src[0], int(c.arg)
+    # as trunc(y) < k: k after (x < c), (x <= c); (c < x) is not trunc(y) < c + 1, (c <= x) not trunc(y) < c
+    k = k + 1 if (x.op is Ops.CMPLE) != flipped else k
+    bound = k if k > 0 else k - 1
+    if not -(1 << 53) < bound < (1 << 53) or cast_scalar(bound, y.dtype) != bound: return None   # (not exact)
+    f = UOp.const(y.dtype, float(bound)) if y.shape is None else UOp.const_like(y.dtype, float(bound), y.shape)
+    below = UOp(Ops.CMPLT, x.dtype, (y, f)) if k > 0 else UOp(Ops.CMPLE, x.dtype, (y, f))
+    if not flipped: return below
+    return UOp(Ops.CMPLE, x.dtype, (f, y)) if k > 0 else UOp(Ops.CMPLT, x.dtype, (f, y))   # not below
+
+
 def _canonical_int(x: UOp) -> UOp | None:
     if x.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG):
         if x.op is Ops.MUL and not (x.src[0].op is Ops.CONST or x.src[1].op is Ops.CONST): return None
@@ -361,6 +389,7 @@ symbolic = PatternMatcher([
     (UPat(ELEMENTWISE, name="x"), _fold),
     (UPat(ELEMENTWISE, name="x"), _identities),
     (UPat(ELEMENTWISE, name="x"), _scalar_index_rules),
+    (UPat((Ops.CMPLT, Ops.CMPLE), name="x"), _truncation_compare),
     (UPat(MOVEMENT, name="x"), _fold_views),
 ])
 
