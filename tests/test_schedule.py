@@ -218,3 +218,24 @@ def test_values_realized_late_are_named_by_the_graph():
                                 np.pad(x, 9, mode="symmetric", reflect_type="odd")), x)
     numbers = [b.number for b, _, _ in nf.layout.intermediates]
     assert len(numbers) == len(set(numbers))
+
+
+def _moments(x):
+    return x.min(), x.max(), (x * x).sum(), (x - x.mean()).sum()
+
+
+@pytest.mark.parametrize("shape", [(1000,), (0,), (1,), (7, 33)], ids=str)
+def test_sibling_reductions_share_one_pass(backend, shape):
+    """Reductions over the same elements that do not read one another run in one loop: min, max, the sum of
+    squares and the mean in one pass; the sum of deviations reads the mean, so it needs a pass of its own."""
+    from helpers import check
+    x = np.random.default_rng(0).standard_normal(shape)
+    if x.size == 0:   # (NumPy refuses the min of nothing: so does numfn)
+        from helpers import check_raises_like
+        check_raises_like(_moments, x, backend=backend)
+        return
+    check(_moments, x, backend=backend, scale=x.size + 1.0)
+    if len(shape) > 1: return
+    kernels = numfn.jit(_moments, backend=backend).specialize(x).rendered_kernels
+    loops = [sum(u.op is Ops.RANGE for u in k.program.uops) for k in kernels]
+    assert loops == [2] if x.size > 1 else loops[0] <= 2

@@ -48,10 +48,42 @@ def separate_reduce_loops(sink: UOp) -> UOp:
         if not renamed: return sink
 
 
+def share_sibling_loops(sink: UOp) -> UOp:
+    """The sink with reductions that run over loops of the same bounds, inside the same loops, and that do not
+    read one another, made to share one set of loops: one pass over the data instead of one per reduction (a
+    program's checks before a loop, which index was first out of bounds and which value could not be converted,
+    each walked the same array)."""
+    nodes = toposort([sink])
+    reduces = [u for u in nodes if u.op is Ops.REDUCE]
+    if len(reduces) < 2: return sink
+    below: dict[UOp, frozenset] = {}   # the reductions inside each node's value (its own excluded)
+    for u in nodes:
+        below[u] = frozenset().union(*(below[s] | ({s} if s.op is Ops.REDUCE else set()) for s in u.src)) \
+            if u.src else frozenset()
+    groups: dict[tuple, list[list[UOp]]] = {}
+    shared: dict[UOp, tuple[UOp, ...]] = {}   # a reduction -> the loops it takes from the first of its group
+    for red in reduces:   # (sources first: a reduction comes after those it reads)
+        ranges = red.src[1:]
+        key = (tuple((r.src, r.arg[1:]) for r in ranges), free_ranges(red))
+        for group in groups.setdefault(key, []):
+            if not below[red].intersection(group):
+                group.append(red)
+                shared[red] = group[0].src[1:]
+                break
+        else: groups[key].append([red])
+    if not shared: return sink
+
+    def share(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+        if u not in shared: return None
+        loops = shared[u]
+        return UOp(Ops.REDUCE, u.dtype, (substitute(src[0], dict(zip(u.src[1:], loops))), *loops), u.arg)
+    return rebuild(sink, share)
+
+
 def expand_reduces(sink: UOp) -> UOp:
     """REDUCE(value, *ranges) -> an accumulator: DEFINE_ACC before the loops, acc = op(acc, value) in the
     innermost loop (ASSIGN), and a read of the accumulator after the loops (LOAD(acc, ASSIGN))."""
-    sink = separate_reduce_loops(sink)
+    sink = separate_reduce_loops(share_sibling_loops(sink))
     count = 0
 
     def expand(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
