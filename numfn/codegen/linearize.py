@@ -12,7 +12,7 @@ import heapq
 
 from numfn.codegen.lower import free_ranges
 from numfn.dtype import DType, dtypes
-from numfn.ir.uop import Ops, UOp, cast_scalar, rebuild, substitute, toposort
+from numfn.ir.uop import Ops, UOp, cast_scalar, fold, rebuild, substitute, toposort
 
 
 def reduce_identity(op: Ops, dt: DType):
@@ -53,13 +53,11 @@ def share_sibling_loops(sink: UOp) -> UOp:
     read one another, made to share one set of loops: one pass over the data instead of one per reduction (a
     program's checks before a loop, which index was first out of bounds and which value could not be converted,
     each walked the same array)."""
-    nodes = toposort([sink])
-    reduces = [u for u in nodes if u.op is Ops.REDUCE]
+    reduces = [u for u in toposort([sink]) if u.op is Ops.REDUCE]
     if len(reduces) < 2: return sink
-    below: dict[UOp, frozenset] = {}   # the reductions inside each node's value (its own excluded)
-    for u in nodes:
-        below[u] = frozenset().union(*(below[s] | ({s} if s.op is Ops.REDUCE else set()) for s in u.src)) \
-            if u.src else frozenset()
+    # the reductions inside each node's value (its own excluded)
+    below = fold([sink], lambda u, inside: frozenset().union(
+        *(b | {s} if s.op is Ops.REDUCE else b for s, b in zip(u.src, inside))))
     groups: dict[tuple, list[list[UOp]]] = {}
     shared: dict[UOp, tuple[UOp, ...]] = {}   # a reduction -> the loops it takes from the first of its group
     for red in reduces:   # (sources first: a reduction comes after those it reads)

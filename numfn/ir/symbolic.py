@@ -333,9 +333,9 @@ def _truncation_compare(x: UOp) -> UOp | None:
     conv, c = (b, a) if flipped else (a, b)
     if c.op is not Ops.CONST or not c.dtype.is_int: return None
     if conv.op is Ops.WHERE and (conv.src[2].op is Ops.CONST) != (conv.src[1].op is Ops.CONST):
-        sides = tuple(UOp(x.op, x.dtype, (c, s) if flipped else (s, c)) for s in conv.src[1:])
         if not any(s.op is Ops.CAST and s.src[0].dtype.is_float for s in conv.src[1:]): return None
-        return UOp(Ops.WHERE, x.dtype, (conv.src[0],) + tuple(_truncation_compare(s) or _fold(s) or s for s in sides))
+        sides = tuple(UOp(x.op, x.dtype, (c, s) if flipped else (s, c)) for s in conv.src[1:])
+        return UOp(Ops.WHERE, x.dtype, (conv.src[0],) + sides)   # (the rewrite goes on into the sides)
     if conv.op is not Ops.CAST or not conv.src[0].dtype.is_float or not conv.dtype.is_int: return None
     y, k = conv.src[0], int(c.arg)
     # as trunc(y) < k: k after (x < c), (x <= c); (c < x) is not trunc(y) < c + 1, (c <= x) not trunc(y) < c
