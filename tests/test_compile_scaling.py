@@ -193,3 +193,18 @@ def test_a_loop_body_is_scheduled_once_however_many_rounds_schedule_around_it(tm
     _work(module.f, np.array([1.0, 0.0]), t)
     assert len(rounds) > 4   # (the outer rounds, and the inner schedules' own)
     assert len(calls) == 2, len(calls)   # the loop's condition and its body, once each
+
+
+def _padded(a):
+    return np.pad(a, ((0, 0), (1, 1), (1, 1), (0, 0))) * 2.0
+
+
+def test_unrolled_border_selects_stay_small():
+    """Short loops whose position selects a value are unrolled (codegen/lower.py's choose_unrolls), but not two
+    of them into a product of copies: the padded input of a 3x3 convolution unrolled 14 x 14 copies of its border
+    selects, 1,100 lines of LLVM IR for 1,568 elements."""
+    from helpers import check
+    a = np.random.default_rng(0).standard_normal((2, 12, 12, 4))
+    check(_padded, a, backend="llvm")
+    source = numfn.jit(_padded).specialize(a).source
+    assert source.count("\n") < 400
