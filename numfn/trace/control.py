@@ -401,6 +401,9 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 if tr is not None: drop_links(tr.links)
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
+            # (the checks this attempt counted come along: a count that changes with the new state is found again
+            # below. A body traced once more per thing learnt is traced 4**d times at depth d of a nest)
+            n_checks, n_cond = len(b.checks), len(c.checks)
             continue
         if len(b.values) != len(init):
             raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
