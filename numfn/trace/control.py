@@ -322,8 +322,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
     state is what an iteration made, so a name the body binds to another array is a placeholder of its own, as any
     other; if the first iteration did not run, neither does the loop: its state is unchanged).
 
-    `counter`: the loop's counter, where every iteration is known before the loop starts: the body's checks that
-    read nothing else the loop changes are computed before it (numfn.trace.hoisted_checks), not as loop state.
+    `counter`: the loop's counter where its iterations are known first: checks of it alone are hoisted (hoisted_checks).
 
     A state value PENDING (the value a loop returns, not bound yet: numfn.trace.unbound) is given to the body as
     PENDING until the body binds it: its type is then learnt, and it starts as zeros of that type (never read
@@ -401,9 +400,7 @@ def _while_region(cond_fn: Callable, body_fn: Callable, init: list[Tensor], name
                 if tr is not None: drop_links(tr.links)
         if found:
             extra += [t for i, t in enumerate(found) if not any(t is f for f in found[:i])]
-            # (the checks this attempt counted come along: a count that changes with the new state is found again
-            # below. A body traced once more per thing learnt is traced 4**d times at depth d of a nest)
-            n_checks, n_cond = len(b.checks), len(c.checks)
+            n_checks, n_cond = len(b.checks), len(c.checks)   # (if they change, found again: one trace less per level)
             continue
         if len(b.values) != len(init):
             raise NumfnError(f"the loop body returns {len(b.values)} values for {len(init)} of state (at "
