@@ -299,22 +299,36 @@ def loop(lk: LoweredKernel, rid: int) -> UOp:
 
 def heuristic_options(lk: LoweredKernel, parallel: bool) -> Options:
     """The fixed rules' choice for a kernel (see the module docstring); `parallel` is the threading threshold's."""
+    return heuristic_applied(lk, parallel)[0]
+
+
+def heuristic_applied(lk: LoweredKernel, parallel: bool) -> tuple[Options, LoweredKernel]:
+    """(heuristic_options, `lk` with them applied): the upcasts the choice of a block is made on are kept, not
+    made again (they were 40% of rendering a long program's kernels)."""
     upcasts = choose_upcasts(lk)
-    after = lk
-    for r, factor in upcasts: after = upcast_window(after, r, factor) if len(r.src) > 1 else upcast(after, r, factor)
+    after = _upcasts(lk, tuple((r.arg[0], f) for r, f in upcasts))
     blocking = None if any(len(r.src) > 1 for r, _ in upcasts) else choose_block(after, upcasts)
     # rows of a reduction that vectorizes along its own axis (after which it still does: no upcast was made)
     row_tile = None if upcasts else choose_row_tile(lk)
-    return Options(tuple((r.arg[0], f) for r, f in upcasts),
-                   None if blocking is None else (blocking[0].arg[0], blocking[1]),
-                   None if row_tile is None else (row_tile[0].arg[0], row_tile[1]), parallel)
+    options = Options(tuple((r.arg[0], f) for r, f in upcasts),
+                      None if blocking is None else (blocking[0].arg[0], blocking[1]),
+                      None if row_tile is None else (row_tile[0].arg[0], row_tile[1]), parallel)
+    return options, _block_and_tile(after, options)
 
 
 def apply_options(lk: LoweredKernel, options: Options) -> LoweredKernel:
     """`lk` with `options`' upcasts, block and row tile performed, in that order."""
-    for rid, factor in options.upcasts:
+    return _block_and_tile(_upcasts(lk, options.upcasts), options)
+
+
+def _upcasts(lk: LoweredKernel, upcasts: tuple[tuple[int, int], ...]) -> LoweredKernel:
+    for rid, factor in upcasts:
         r = loop(lk, rid)
         lk = upcast_window(lk, r, factor) if len(r.src) > 1 else upcast(lk, r, factor)
+    return lk
+
+
+def _block_and_tile(lk: LoweredKernel, options: Options) -> LoweredKernel:
     if options.block is not None: lk = block(lk, loop(lk, options.block[0]), options.block[1])
     if options.row_tile is not None: lk = upcast_to_end(lk, loop(lk, options.row_tile[0]), options.row_tile[1])
     return lk

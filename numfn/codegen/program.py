@@ -8,7 +8,7 @@ from numfn.codegen.decompose import decompositions
 from numfn.codegen.linearize import expand_reduces, linearize
 from numfn.codegen.lower import LoweredKernel
 from numfn.codegen.narrow import narrow
-from numfn.codegen.opt import Options, apply_options, heuristic_options, upcast
+from numfn.codegen.opt import Options, apply_options, heuristic_applied, upcast
 from numfn.codegen.selects import clamp_selects, unclamp_selects
 from numfn.codegen.transcendental import transcendental
 from numfn.ir.symbolic import symbolic
@@ -111,9 +111,9 @@ def build_program(name: str, params: tuple[UOp, ...], lowered: LoweredKernel,
     if options is not None: parallel = options.parallel
     if not debug.noopt():
         lowered = prepare_kernel(lowered)
-        if options is None: options = heuristic_options(lowered, parallel)
+        if options is None: options, lowered = heuristic_applied(lowered, parallel)
+        else: lowered = apply_options(lowered, options)
         upcasts = options.upcasts
-        lowered = apply_options(lowered, options)
     sink = graph_rewrite(lowered.sink, symbolic, name="kernel: symbolic after optimizations")
     if not debug.noopt(): sink = graph_rewrite(sink, unclamp_selects, name="kernel: unclamp selects")
     sink = expand_reduces(sink)
