@@ -257,7 +257,9 @@ class NumericalFunction(ValueSpecialization):
     # ---- rendering --------------------------------------------------------------------------------------------
     @cached_stage
     def rendered_kernels(self) -> tuple[RenderedKernel, ...]:
-        return render_kernels(self.kernel_items, self.backend, self.fastmath, self.beam, self.layout, self.name)
+        top = {id(ei) for ei in self.schedule}
+        return render_kernels(self.kernel_items, self.backend, self.fastmath, self.beam, self.layout, self.name,
+                              frozenset(id(ei) for ei in self.kernel_items if id(ei) not in top))
 
     @cached_stage
     def kernel_items(self) -> tuple[ExecItem, ...]:

@@ -30,11 +30,20 @@ class RenderedKernel:
     source: str
 
 
-def render_kernels(items: Sequence, backend: str, fastmath: bool, beam: int, layout: Any,
-                   function: str) -> tuple[RenderedKernel, ...]:
+# a kernel that this many kernels of the program compute (it and the others calling it) is `shared` (kept out of line
+# by the renderers): not fewer, where inlining every copy costs little compile time and may run faster (the heat
+# benchmark's loop, whose first iteration runs on its own: 5% faster with both copies inlined; the residual block of
+# benchmarks/compile_programs.py, three convolutions: no LLVM time saved). Kernels in loops stay inlinable too
+SHARED_CALLS = 4
+
+
+def render_kernels(items: Sequence, backend: str, fastmath: bool, beam: int, layout: Any, function: str,
+                   in_loops: frozenset[int] = frozenset()) -> tuple[RenderedKernel, ...]:
     """The kernels and extern calls of a NumericalFunction (its `kernel_items`, in program order) built and rendered
-    for `backend`. A kernel computing what an earlier one computes (an equal codegen.program.kernel_key) calls it,
-    and the kernel so called is marked `shared` (the renderers keep it out of line)."""
+    for `backend`. A kernel computing what an earlier one computes (an equal codegen.program.kernel_key) calls it;
+    the kernel so called is marked `shared` (the renderers keep it out of line) when SHARED_CALLS kernels compute it,
+    none of them in a loop or branch (`in_loops`: the ids of those items): inlined into a loop's body, a kernel's
+    code is optimized with its neighbours' (the cavity flow's loop ran 1.2x faster so)."""
     from numfn.beam.tuner import FunctionTuner
     from numfn.codegen.program import KernelProgram, build_program, kernel_key, with_params
     progress.stage("rendering kernels", len(items))
@@ -46,6 +55,7 @@ def render_kernels(items: Sequence, backend: str, fastmath: bool, beam: int, lay
     keys = [None if ei.lowered is None else kernel_key(ei.kernel.buffers, ei.lowered,
                                                         ei.op_count >= PARALLEL_MIN_OPS, fastmath) for ei in items]
     uses = Counter(keys)
+    looped = {key for ei, key in zip(items, keys) if id(ei) in in_loops}
     for ei, name, key in zip(items, unique_names([ei.kernel.name for ei in items]), keys):
         if key is None:   # an extern call (numfn.extern)
             from numfn.schedule import ExternKernel, build_extern_program
@@ -64,7 +74,7 @@ def render_kernels(items: Sequence, backend: str, fastmath: bool, beam: int, lay
         options = None if tuner is None else tuner.options(name, ei.kernel.buffers, ei.lowered, parallel, len(out) + 1,
                                                            ei.op_count, ei.bytes_moved)
         prog = build_program(name, ei.kernel.buffers, ei.lowered, parallel, fastmath, options)
-        if uses[key] > 1: prog = replace(prog, shared=True)
+        if uses[key] >= SHARED_CALLS and key not in looped: prog = replace(prog, shared=True)
         built[key] = prog
         out.append(RenderedKernel(prog.name, prog, renderer.render_kernel(prog)))
         progress.kernels_done(len(out))

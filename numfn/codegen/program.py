@@ -31,8 +31,8 @@ class KernelProgram:
     # jit(fastmath=True): float + - * may be contracted into FMAs, and those the user's program computes (marked
     # FAST) reassociated too. Without it every operation rounds on its own, as NumPy's do (docs/performance.md)
     fastmath: bool = False
-    # kernels elsewhere in the program compute the same and call this one (render_forward): rendered out of line
-    # when it has loops of some length (see the renderers' OUT_OF_LINE_ITERATIONS)
+    # kernels elsewhere in the program compute the same and call this one (render_forward), at least
+    # program_build.SHARED_CALLS in all: rendered out of line when it has loops of some length (OUT_OF_LINE_ITERATIONS)
     shared: bool = False
 
     def may_reassociate(self, u: UOp) -> bool:
