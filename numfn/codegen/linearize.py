@@ -49,33 +49,34 @@ def separate_reduce_loops(sink: UOp) -> UOp:
 
 
 def share_sibling_loops(sink: UOp) -> UOp:
-    """The sink with reductions that run over loops of the same bounds, inside the same loops, and that do not
-    read one another, made to share one set of loops: one pass over the data instead of one per reduction (a
+    """The sink with reductions that run over loops of the same constant bounds, inside the same loops, and that do
+    not read one another, made to share one set of loops: one pass over the data instead of one per reduction (a
     program's checks before a loop, which index was first out of bounds and which value could not be converted,
-    each walked the same array)."""
+    each walked the same array). The reductions over one set of loops (a reduction's copies, when a loop was
+    upcast) move together. Loops of run-time length are left alone: their ends are computed, by reductions too."""
     reduces = [u for u in toposort([sink]) if u.op is Ops.REDUCE]
     if len(reduces) < 2: return sink
-    # the reductions inside each node's value (its own excluded)
+    # the reductions inside each node's value and loop bounds (its own excluded)
     below = fold([sink], lambda u, inside: frozenset().union(
         *(b | {s} if s.op is Ops.REDUCE else b for s, b in zip(u.src, inside))))
-    groups: dict[tuple, list[list[UOp]]] = {}
-    shared: dict[UOp, tuple[UOp, ...]] = {}   # a reduction -> the loops it takes from the first of its group
-    for red in reduces:   # (sources first: a reduction comes after those it reads)
-        ranges = red.src[1:]
-        key = (tuple((r.src, r.arg[1:]) for r in ranges), free_ranges(red))
-        for group in groups.setdefault(key, []):
-            if not below[red].intersection(group):
-                group.append(red)
-                shared[red] = group[0].src[1:]
+    units: dict[tuple[UOp, ...], list[UOp]] = {}   # the reductions over each set of loops, in order
+    for red in reduces:
+        if all(r.src[0].op is Ops.CONST and len(r.src) == 1 for r in red.src[1:]):
+            units.setdefault(red.src[1:], []).append(red)
+    # per kind of loops, its groups: (the loops they share, their reductions, what those read)
+    groups: dict[tuple, list[tuple[tuple[UOp, ...], set, set]]] = {}
+    moved: dict[UOp, UOp] = {}
+    for ranges, members in units.items():
+        key = (tuple((r.src, r.arg[1:]) for r in ranges), frozenset().union(*map(free_ranges, members)))
+        reads = set().union(*(below[m] for m in members))
+        for loops, reductions, their_reads in groups.setdefault(key, []):
+            if not (reads & reductions or their_reads & set(members)):
+                moved.update(zip(ranges, loops))
+                reductions.update(members)
+                their_reads.update(reads)
                 break
-        else: groups[key].append([red])
-    if not shared: return sink
-
-    def share(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
-        if u not in shared: return None
-        loops = shared[u]
-        return UOp(Ops.REDUCE, u.dtype, (substitute(src[0], dict(zip(u.src[1:], loops))), *loops), u.arg)
-    return rebuild(sink, share)
+        else: groups[key].append((ranges, set(members), reads))
+    return substitute(sink, moved) if moved else sink
 
 
 def expand_reduces(sink: UOp) -> UOp:
