@@ -1,6 +1,6 @@
 """The native program of a NumericalFunction's kernels behind one entry point (`ProgramBuild`: rendered, named,
-keyed, compiled or loaded from the disk cache), and what rendering needs of the backends (`renderer_for`,
-`unique_names`). jit's programs are `NumericalFunction.build`; svmap's batched entry is another ProgramBuild of the
+keyed, compiled or loaded from the disk cache), its kernels built and rendered (`render_kernels`), and what
+rendering needs of the backends (`renderer_for`, `unique_names`). jit's programs are `NumericalFunction.build`; svmap's batched entry is another ProgramBuild of the
 same function (numfn.transforms)."""
 from __future__ import annotations
 

@@ -20,11 +20,11 @@ def half_bits(value) -> int:
         return int(np.array(value, np.float16).view(np.uint16))
 
 
-# A kernel that other kernels of its program call (KernelProgram.shared: the same step repeated, a model's layers)
-# is rendered out of line (noinline) when a loop nest of it runs at least this many iterations: inlined at each of
-# its calls, the compiler optimized every copy again (a 300-statement program of 11 distinct kernels called 361
-# times: LLVM 1.9 s, out of line 0.7 s), where a call costs nothing next to the loop. Kernels called once, and
-# short ones, stay inlinable: what follows a small kernel may keep its values in registers.
+# A kernel that other kernels of its program call (KernelProgram.shared: the same step repeated, a model's layers;
+# program_build.render_kernels decides) is rendered out of line (noinline) when a loop nest of it runs at least this
+# many iterations: inlined at each of its calls, the compiler optimized every copy again (a 300-statement program of
+# 11 distinct kernels called 361 times: LLVM 1.9 s, out of line 0.7 s), where a call costs nothing next to the loop.
+# Short kernels stay inlinable: what follows a small kernel may keep its values in registers.
 OUT_OF_LINE_ITERATIONS = 64
 
 
