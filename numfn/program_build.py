@@ -1,7 +1,7 @@
 """The native program of a NumericalFunction's kernels behind one entry point (`ProgramBuild`: rendered, named,
 keyed, compiled or loaded from the disk cache), its kernels built and rendered (`render_kernels`), and what
-rendering needs of the backends (`renderer_for`, `unique_names`). jit's programs are `NumericalFunction.build`; svmap's batched entry is another ProgramBuild of the
-same function (numfn.transforms)."""
+rendering needs of the backends (`renderer_for`, `unique_names`). jit's programs are `NumericalFunction.build`;
+svmap's batched entry is another ProgramBuild of the same function (numfn.transforms)."""
 from __future__ import annotations
 
 import hashlib
