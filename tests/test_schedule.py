@@ -43,6 +43,16 @@ def stencil(u):
     return u[1:-1, :-2] + u[1:-1, 2:] + u[:-2, 1:-1] + u[2:, 1:-1] - 4.0 * u[1:-1, 1:-1]
 
 
+def five_kinds(a, y, w):
+    """One cycle of benchmarks/compile_programs.py's straight line: values read at several indices (by the
+    reductions and the product) along a chain, where storing the outermost is enough."""
+    a = np.sin(a) * y
+    a = a - np.exp(a).sum(axis=1, keepdims=True) * 0.01
+    a = np.sqrt(np.abs(a)) + y
+    a = (a @ w) * 0.1
+    return np.maximum(a, a.mean(axis=0))
+
+
 X = rng.standard_normal((33, 17)).astype(np.float32)
 CATALOGUE = [
     ("elementwise chain", lambda a, b: np.sqrt(np.abs(a * b + 1.0)) - a / (b * b + 1.0), (X, X.T.copy().T), 1),
@@ -58,6 +68,8 @@ CATALOGUE = [
     ("reduction broadcast along an outer loop", lambda x: x.sum(axis=0) * x, (X,), 2),
     ("outputs of different shapes", lambda x: (np.sin(x) * 2.0, (np.sin(x) * 2.0).sum(axis=1)), (X,), 2),
     ("matmul of a matmul", lambda a: (a @ a.T) @ a, (X,), 2),
+    # a round stores the outermost of the values it finds repeated, those inside it wait: storing all made 7 kernels
+    ("a chain read at several indices", five_kinds, (X, X, rng.standard_normal((17, 17)).astype(np.float32)), 6),
 ]
 
 
