@@ -54,15 +54,14 @@ def share_sibling_loops(sink: UOp) -> UOp:
     program's checks before a loop, which index was first out of bounds and which value could not be converted,
     each walked the same array). The reductions over one set of loops (a reduction's copies, when a loop was
     upcast) move together. Loops of run-time length are left alone: their ends are computed, by reductions too."""
-    reduces = [u for u in toposort([sink]) if u.op is Ops.REDUCE]
-    if len(reduces) < 2: return sink
+    units: dict[tuple[UOp, ...], list[UOp]] = {}   # the reductions over each set of loops, in order
+    for red in toposort([sink]):
+        if red.op is Ops.REDUCE and all(r.src[0].op is Ops.CONST and len(r.src) == 1 for r in red.src[1:]):
+            units.setdefault(red.src[1:], []).append(red)
+    if len(units) < 2: return sink
     # the reductions inside each node's value and loop bounds (its own excluded)
     below = fold([sink], lambda u, inside: frozenset().union(
         *(b | {s} if s.op is Ops.REDUCE else b for s, b in zip(u.src, inside))))
-    units: dict[tuple[UOp, ...], list[UOp]] = {}   # the reductions over each set of loops, in order
-    for red in reduces:
-        if all(r.src[0].op is Ops.CONST and len(r.src) == 1 for r in red.src[1:]):
-            units.setdefault(red.src[1:], []).append(red)
     # per kind of loops, its groups: (the loops they share, their reductions, what those read)
     groups: dict[tuple, list[tuple[tuple[UOp, ...], set, set]]] = {}
     moved: dict[UOp, UOp] = {}

@@ -64,11 +64,11 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     indices and its mask `i < length`): recomputed wherever it is used, never stored, so that kernels see the
     expressions themselves (codegen narrows loops to the window from them) rather than loads of stored arrays.
     "Little": at most `budget` operations deep. `memo` keeps each node's depth (the operations an answer needs
-    below it; more than `budget` is one value, too deep), so a question is answered by one walk over what no
-    earlier question walked: a key of node and remaining budget made the 20 rounds of integer arithmetic of a
-    random-number kernel walk each shared node once per budget it was reached with (0.3 s of one kernel's
-    scheduling)."""
-    too_deep = budget + 1
+    below it, infinite where it is no such arithmetic: the same for every budget), so a question is answered by
+    one walk over what no earlier question walked: a key of node and remaining budget made the 20 rounds of integer
+    arithmetic of a random-number kernel walk each shared node once per budget it was reached with (0.3 s of one
+    kernel's scheduling)."""
+    never = math.inf
 
     def leaf(x: UOp) -> bool:
         return x.op in (Ops.CONST, Ops.IOTA, Ops.BUFFER) or x in realized
@@ -80,11 +80,11 @@ def index_arithmetic(u: UOp, realized, memo: dict, budget: int = 32) -> bool:
     def sources(x: UOp) -> tuple[UOp, ...]:
         return x.src if not leaf(x) and arithmetic(x) else ()
 
-    def depth(x: UOp) -> int:
+    def depth(x: UOp) -> float:
         if x.op in (Ops.CONST, Ops.IOTA): return 0
-        if leaf(x): return 0 if x.size == 1 else too_deep
-        if not arithmetic(x): return too_deep
-        return min(too_deep, 1 + max(memo[s] for s in x.src))
+        if leaf(x): return 0 if x.size == 1 else never
+        if not arithmetic(x): return never
+        return 1 + max(memo[s] for s in x.src)
     if u not in memo and not sources(u):   # (most values asked about are not integer arithmetic: no walk)
         memo[u] = depth(u)
     return bottom_up(u, memo, depth, sources) <= budget
